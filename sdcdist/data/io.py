@@ -1,0 +1,445 @@
+"""Microdata I/O: ingest CSV/Parquet into Zarr, open lazily, load into memory.
+
+On disk a dataset is a Zarr group holding one float64 array ``values`` with
+dimensions ``(record, variable)``, chunked along records. The group's
+attributes carry the variable names (``columns``), their roles (``roles``:
+``{"key": [...], "confidential": [...]}``), the record count and the SHA-256
+of the source file.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import SdcInputError
+from .validate import ValueChecker, check_column_names, check_values
+
+__all__ = ["Microdata", "ingest", "open_microdata", "load_microdata", "write_microdata",
+           "from_array", "StoredArray", "is_store", "DEFAULT_CHUNK_ROWS"]
+
+DEFAULT_CHUNK_ROWS = 65_536
+
+
+@dataclass
+class Microdata:
+    """An in-memory microdata file.
+
+    Attributes
+    ----------
+    values : ndarray, shape (n, m), float64
+    columns : tuple of str, length m
+    roles : dict
+        ``{"key": [...], "confidential": [...]}`` column names, possibly empty.
+    sha256 : str or None
+        Fingerprint of the source file (or of the values when built in memory).
+    """
+
+    values: np.ndarray
+    columns: tuple[str, ...]
+    roles: dict[str, list[str]] = field(default_factory=dict)
+    sha256: str | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.values.shape  # type: ignore[return-value]
+
+    def column_index(self, names: Sequence[str], *, what: str = "column") -> list[int]:
+        """Positions of ``names``; an unknown name raises and lists the valid ones."""
+        pos = {c: i for i, c in enumerate(self.columns)}
+        out = []
+        for c in names:
+            if c not in pos:
+                raise SdcInputError(f"Unknown {what} {c!r}. Valid columns: "
+                                    f"{', '.join(self.columns)}.")
+            out.append(pos[c])
+        return out
+
+
+def values_fingerprint(values: np.ndarray) -> str:
+    """SHA-256 of a float64 array's bytes (C order) and shape."""
+    h = hashlib.sha256(repr(values.shape).encode())
+    h.update(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+def from_array(values: np.ndarray, columns: Sequence[str] | None = None, *,
+               roles: Mapping[str, Sequence[str]] | None = None,
+               allow_constant: bool = False) -> Microdata:
+    """Validate an in-memory array and wrap it as :class:`Microdata` (a copy)."""
+    values = np.array(values, dtype=np.float64, copy=True)
+    if values.ndim != 2:
+        raise SdcInputError(f"microdata must be 2-D (records x variables); got shape "
+                            f"{values.shape}")
+    if columns is None:
+        columns = [f"V{j + 1}" for j in range(values.shape[1])]
+    columns = tuple(str(c) for c in columns)
+    check_values(values, columns, "the array", allow_constant=allow_constant)
+    md = Microdata(values, columns, {k: list(v) for k, v in (roles or {}).items()},
+                   values_fingerprint(values))
+    for r, cols in md.roles.items():
+        md.column_index(cols, what=f"{r} column")
+    return md
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def is_store(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a Zarr store (a ``.zarr`` path or URL, or a Zarr folder)."""
+    s = str(path).rstrip("/")
+    if s.endswith(".zarr") or "://" in s:
+        return True
+    p = Path(s)
+    return p.is_dir() and (p / "zarr.json").exists()
+
+
+# ---------------------------------------------------------------------------
+# reading sources chunk by chunk
+
+
+def _source_kind(source: Path) -> str:
+    suffix = "".join(source.suffixes[-2:]).lower()
+    if suffix.endswith((".parquet", ".pq")):
+        return "parquet"
+    if suffix.endswith((".csv", ".csv.gz", ".txt", ".tsv")):
+        return "csv"
+    raise SdcInputError(f"cannot tell the format of {source.name!r}; sdcdist reads CSV "
+                        "(.csv, .csv.gz, .tsv) and Parquet (.parquet) files")
+
+
+def _csv_header(source: Path, sep: str) -> list[str]:
+    import gzip
+    opener = gzip.open if source.suffix == ".gz" else open
+    try:
+        with opener(source, "rt", newline="") as f:  # type: ignore[operator]
+            row = next(csv.reader(f, delimiter=sep), None)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SdcInputError(f"cannot read {source.name!r} ({type(exc).__name__}); check the "
+                            "path and that it is a text CSV file") from None
+    if row is None or not any(c.strip() for c in row):
+        raise SdcInputError(f"{source.name!r} is empty; it needs a header row and at least "
+                            "3 records")
+    return [c.strip() for c in row]
+
+
+def _select(header: Sequence[str], columns: Sequence[str] | None, name: str) -> list[str]:
+    if columns is None:
+        return list(header)
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise SdcInputError(f"--columns names {missing} which {name!r} does not have. "
+                            f"Valid columns: {', '.join(header)}.")
+    check_column_names(list(columns), "--columns")
+    return list(columns)
+
+
+def _iter_source(source: Path, columns: Sequence[str] | None,
+                 chunk_rows: int) -> tuple[list[str], Iterator[np.ndarray]]:
+    """The selected column names and an iterator of float64 record blocks."""
+    import pandas as pd
+
+    kind = _source_kind(source)
+    if not source.exists():
+        raise SdcInputError(f"{str(source)!r} does not exist; check the path")
+    if source.stat().st_size == 0:
+        raise SdcInputError(f"{source.name!r} is empty; it needs a header row and at least "
+                            "3 records")
+    if kind == "csv":
+        sep = "\t" if source.suffix.lower() == ".tsv" else ","
+        header = _csv_header(source, sep)
+        check_column_names(header, repr(source.name))
+        names = _select(header, columns, source.name)
+
+        def blocks() -> Iterator[np.ndarray]:
+            try:
+                reader = pd.read_csv(source, sep=sep, usecols=names, chunksize=chunk_rows,
+                                     skipinitialspace=True, low_memory=False)
+                for df in reader:
+                    yield _numeric_block(df[names], source.name)
+            except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+                if isinstance(exc, SdcInputError):
+                    raise
+                raise SdcInputError(f"cannot parse {source.name!r} as CSV "
+                                    f"({type(exc).__name__}); check the delimiter and "
+                                    "quoting") from None
+        return names, blocks()
+    try:
+        import pyarrow.parquet as pq
+        pf = pq.ParquetFile(source)
+    except Exception as exc:  # pyarrow raises several types for unreadable files
+        raise SdcInputError(f"cannot read {source.name!r} as Parquet ({type(exc).__name__}); "
+                            "check that the file is a complete Parquet file") from None
+    header = list(pf.schema_arrow.names)
+    check_column_names(header, repr(source.name))
+    names = _select(header, columns, source.name)
+
+    def pblocks() -> Iterator[np.ndarray]:
+        for batch in pf.iter_batches(batch_size=chunk_rows, columns=names):
+            yield _numeric_block(batch.to_pandas(), source.name)
+    return names, pblocks()
+
+
+def _numeric_block(df: Any, source_name: str) -> np.ndarray:
+    import pandas as pd
+
+    bad = [c for c in df.columns
+           if not (pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]))]
+    if bad:
+        raise SdcInputError(
+            f"{source_name!r} has non-numeric columns {bad}; sdcdist works on numeric "
+            "microdata: select the numeric columns with --columns (or recode these)")
+    return df.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+# ---------------------------------------------------------------------------
+# writing stores
+
+
+def _open_group(store: str, mode: str) -> Any:
+    import zarr
+    return zarr.open_group(store, mode=mode)
+
+
+def _new_values_array(group: Any, n: int, m: int, chunk_rows: int) -> Any:
+    return group.create_array("values", shape=(n, m), chunks=(max(1, min(chunk_rows, n)), m),
+                              dtype="float64", dimension_names=("record", "variable"),
+                              fill_value=np.nan)
+
+
+class _Staging:
+    """Write a local store under a temporary name, then move it into place.
+
+    A failed write leaves nothing behind; an existing store is replaced only
+    with ``overwrite=True`` and only after the new one is complete.
+    """
+
+    def __init__(self, store: str | os.PathLike, overwrite: bool):
+        self.final = str(store)
+        self.remote = "://" in self.final and not self.final.startswith("file://")
+        if self.final.startswith("file://"):
+            self.final = self.final[len("file://"):]
+        if not self.remote:
+            if Path(self.final).exists() and not overwrite:
+                raise SdcInputError(f"{self.final!r} already exists; pass --overwrite "
+                                    "(overwrite=True) to replace it, or choose another path")
+            parent = Path(self.final).resolve().parent
+            parent.mkdir(parents=True, exist_ok=True)
+            self.path = str(parent / f".{Path(self.final).name}.tmp-{uuid.uuid4().hex[:8]}")
+        else:
+            self.path = self.final
+
+    def __enter__(self) -> str:
+        return self.path
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.remote:
+            return
+        if exc_type is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
+        if Path(self.final).exists():
+            old = self.path + ".old"
+            os.replace(self.final, old)
+            os.replace(self.path, self.final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(self.path, self.final)
+
+
+def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
+           chunk_rows: int = DEFAULT_CHUNK_ROWS, columns: Sequence[str] | None = None,
+           roles: Mapping[str, Sequence[str]] | None = None, overwrite: bool = False,
+           allow_constant: bool = False) -> str:
+    """Read a CSV or Parquet file into a validated Zarr store.
+
+    Parameters
+    ----------
+    source : path
+        CSV (``.csv``, ``.csv.gz``, ``.tsv``) or Parquet file. Never modified.
+    store : path or URL
+        Where to write the Zarr group.
+    chunk_rows : int, keyword-only
+        Records per chunk on disk.
+    columns : list of str, optional
+        Keep only these columns (e.g. to leave out non-numeric ones).
+    roles : dict, optional
+        ``{"key": [...], "confidential": [...]}`` column names.
+    overwrite : bool
+        Replace an existing store (only once the new one is complete).
+
+    Returns
+    -------
+    str
+        The store path.
+
+    Raises
+    ------
+    SdcInputError
+        Unreadable or empty file, non-numeric columns, missing or infinite
+        values, constant columns, fewer than 3 records, duplicate names, an
+        existing store without ``overwrite``. Nothing is left behind.
+    """
+    source = Path(source)
+    if chunk_rows < 1:
+        raise SdcInputError(f"The 'chunk_rows' parameter of ingest must be an integer >= 1. "
+                            f"Got {chunk_rows!r} instead.")
+    names, blocks = _iter_source(source, columns, chunk_rows)
+    roles = {k: list(v) for k, v in (roles or {}).items()}
+    for r, cols in roles.items():
+        unknown = [c for c in cols if c not in names]
+        if unknown:
+            raise SdcInputError(f"the {r} role names {unknown}, which are not among the "
+                                f"columns {names}")
+    checker = ValueChecker(names, repr(source.name))
+    with _Staging(store, overwrite) as tmp:
+        group = _open_group(tmp, "w")
+        arr = _new_values_array(group, 0, len(names), chunk_rows)
+        n = 0
+        for block in blocks:
+            checker.update(block)
+            arr.resize((n + block.shape[0], len(names)))
+            arr[n:n + block.shape[0]] = block
+            n += block.shape[0]
+        checker.finish(allow_constant=allow_constant)
+        group.attrs.update({"columns": names, "roles": roles, "n_records": n,
+                            "source": source.name, "sha256": file_sha256(source)})
+    return str(store)
+
+
+def write_microdata(md: Microdata, store: str | os.PathLike, *,
+                    chunk_rows: int = DEFAULT_CHUNK_ROWS, overwrite: bool = False,
+                    attrs: Mapping[str, Any] | None = None) -> str:
+    """Write an in-memory :class:`Microdata` to a store, or to CSV/Parquet by extension."""
+    out = str(store)
+    low = out.lower()
+    if low.endswith((".csv", ".parquet", ".pq")):
+        import pandas as pd
+        if Path(out).exists() and not overwrite:
+            raise SdcInputError(f"{out!r} already exists; pass --overwrite to replace it")
+        df = pd.DataFrame(md.values, columns=list(md.columns))
+        tmp = str(Path(out).resolve().parent / f".{Path(out).name}.tmp-{uuid.uuid4().hex[:8]}")
+        try:
+            if low.endswith(".csv"):
+                df.to_csv(tmp, index=False, float_format="%.17g")
+            else:
+                df.to_parquet(tmp, index=False)
+            os.replace(tmp, out)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        return out
+    with _Staging(store, overwrite) as tmp:
+        group = _open_group(tmp, "w")
+        n, m = md.values.shape
+        arr = _new_values_array(group, n, m, chunk_rows)
+        arr[:] = md.values
+        group.attrs.update({"columns": list(md.columns), "roles": md.roles, "n_records": n,
+                            "sha256": md.sha256 or values_fingerprint(md.values),
+                            **dict(attrs or {})})
+    return out
+
+
+# ---------------------------------------------------------------------------
+# reading stores
+
+
+def _store_group(store: str | os.PathLike) -> Any:
+    s = str(store)
+    try:
+        group = _open_group(s, "r")
+        group["values"]
+    except Exception:
+        raise SdcInputError(f"{s!r} is not an sdcdist Zarr store (no 'values' array); "
+                            "create one with 'sdcdist ingest'") from None
+    return group
+
+
+class StoredArray:
+    """A Zarr-backed (n, m) array that tasks can slice by records.
+
+    Pickles as its URL, so a task reads only the rows it needs from storage.
+    """
+
+    def __init__(self, url: str):
+        self.url = str(url)
+        self._arr = None
+        self.shape = tuple(self._array().shape)
+
+    def _array(self) -> Any:
+        if self._arr is None:
+            self._arr = _store_group(self.url)["values"]
+        return self._arr
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return np.asarray(self._array()[key], dtype=np.float64)
+
+    def __getstate__(self) -> dict:
+        return {"url": self.url, "shape": self.shape}
+
+    def __setstate__(self, state: dict) -> None:
+        self.url = state["url"]
+        self.shape = state["shape"]
+        self._arr = None
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+
+def open_microdata(store_or_url: str | os.PathLike) -> Any:
+    """Open a store lazily as a Dask-backed :class:`xarray.DataArray`.
+
+    Dims ``(record, variable)``, coordinate ``variable`` = column names; the
+    group attributes (roles, fingerprint, ...) are in ``.attrs``.
+    """
+    import xarray as xr
+
+    url = str(store_or_url)
+    group = _store_group(url)
+    ds = xr.open_zarr(url, consolidated=False)
+    da = ds["values"].assign_coords(variable=list(group.attrs["columns"]))
+    da.attrs.update(dict(group.attrs))
+    return da
+
+
+def load_microdata(source: str | os.PathLike | Microdata, *,
+                   columns: Sequence[str] | None = None,
+                   allow_constant: bool = False) -> Microdata:
+    """Load a store, a CSV or a Parquet file fully into memory, validated."""
+    if isinstance(source, Microdata):
+        return source
+    if is_store(source):
+        group = _store_group(source)
+        names = tuple(group.attrs["columns"])
+        values = np.asarray(group["values"][:], dtype=np.float64)
+        md = Microdata(values, names, dict(group.attrs.get("roles", {})),
+                       group.attrs.get("sha256"))
+        if columns is not None:
+            idx = md.column_index(columns)
+            md = Microdata(values[:, idx], tuple(columns),
+                           {r: [c for c in cs if c in columns] for r, cs in md.roles.items()},
+                           md.sha256)
+        return md
+    path = Path(source)
+    names, blocks = _iter_source(path, columns, DEFAULT_CHUNK_ROWS)
+    checker = ValueChecker(names, repr(path.name))
+    parts = []
+    for b in blocks:
+        checker.update(b)
+        parts.append(b)
+    checker.finish(allow_constant=allow_constant)
+    return Microdata(np.concatenate(parts), tuple(names), {}, file_sha256(path))

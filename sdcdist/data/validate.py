@@ -1,0 +1,127 @@
+"""Checks that microdata are usable, with messages that never show a value."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import SdcInputError
+
+__all__ = ["check_column_names", "check_values", "first_rows", "MIN_RECORDS"]
+
+MIN_RECORDS = 3
+
+
+def first_rows(mask: np.ndarray, offset: int = 0, limit: int = 3) -> list[int]:
+    """1-based record numbers of the first ``limit`` True entries of ``mask``."""
+    return [int(i) + 1 + offset for i in np.flatnonzero(mask)[:limit]]
+
+
+def _rows_text(rows: Sequence[int], count: int) -> str:
+    more = ", ..." if count > len(rows) else ""
+    return ", ".join(str(r) for r in rows) + more
+
+
+def check_column_names(names: Sequence[str], source: str = "the data") -> None:
+    """Raise if names are empty, blank or duplicated."""
+    if len(names) == 0:
+        raise SdcInputError(f"{source} has no columns; sdcdist needs at least one numeric column")
+    blank = [i + 1 for i, c in enumerate(names) if str(c).strip() == ""]
+    if blank:
+        raise SdcInputError(
+            f"{source} has unnamed columns (positions {blank}); give every column a header name")
+    seen: dict[str, int] = {}
+    dups = []
+    for c in names:
+        seen[c] = seen.get(c, 0) + 1
+        if seen[c] == 2:
+            dups.append(c)
+    if dups:
+        raise SdcInputError(
+            f"{source} has duplicate column names {dups}; rename them so that every column "
+            "name is unique")
+
+
+class ValueChecker:
+    """Streaming check of record chunks: missing/infinite values and constant columns.
+
+    Feed chunks with :meth:`update` (record offset first), then call :meth:`finish`.
+    Only counts and 1-based record numbers are kept, never values, except the
+    per-column minimum and maximum needed to find constant columns, which stay
+    in memory and are never printed.
+    """
+
+    def __init__(self, names: Sequence[str], source: str = "the data"):
+        self.names = list(names)
+        self.source = source
+        m = len(self.names)
+        self.n = 0
+        self.nan = np.zeros(m, dtype=np.int64)
+        self.inf = np.zeros(m, dtype=np.int64)
+        self.nan_rows: list[list[int]] = [[] for _ in range(m)]
+        self.inf_rows: list[list[int]] = [[] for _ in range(m)]
+        self.lo = np.full(m, np.inf)
+        self.hi = np.full(m, -np.inf)
+
+    def update(self, block: np.ndarray) -> None:
+        block = np.asarray(block, dtype=np.float64)
+        isnan = np.isnan(block)
+        isinf = np.isinf(block)
+        for j in np.flatnonzero(isnan.any(axis=0)):
+            self.nan[j] += int(isnan[:, j].sum())
+            if len(self.nan_rows[j]) < 3:
+                self.nan_rows[j] += first_rows(isnan[:, j], self.n, 3 - len(self.nan_rows[j]))
+        for j in np.flatnonzero(isinf.any(axis=0)):
+            self.inf[j] += int(isinf[:, j].sum())
+            if len(self.inf_rows[j]) < 3:
+                self.inf_rows[j] += first_rows(isinf[:, j], self.n, 3 - len(self.inf_rows[j]))
+        if block.shape[0]:
+            with np.errstate(invalid="ignore"):
+                self.lo = np.fmin(self.lo, np.nanmin(np.where(isinf, np.nan, block), axis=0,
+                                                     initial=np.inf))
+                self.hi = np.fmax(self.hi, np.nanmax(np.where(isinf, np.nan, block), axis=0,
+                                                     initial=-np.inf))
+        self.n += block.shape[0]
+
+    def finish(self, *, allow_constant: bool = False) -> None:
+        """Raise :class:`SdcInputError` for the first problem found."""
+        if self.n == 0:
+            raise SdcInputError(f"{self.source} has no records; sdcdist needs at least "
+                                f"{MIN_RECORDS} records")
+        for j, name in enumerate(self.names):
+            if self.nan[j]:
+                raise SdcInputError(
+                    f"column {name!r} has {self.nan[j]} missing values (records "
+                    f"{_rows_text(self.nan_rows[j], self.nan[j])}); sdcdist needs complete "
+                    "numeric data: impute or drop them first")
+            if self.inf[j]:
+                raise SdcInputError(
+                    f"column {name!r} has {self.inf[j]} infinite values (records "
+                    f"{_rows_text(self.inf_rows[j], self.inf[j])}); sdcdist needs finite "
+                    "numeric data: replace or drop them first")
+        if self.n < MIN_RECORDS:
+            raise SdcInputError(f"{self.source} has {self.n} records; sdcdist needs at least "
+                                f"{MIN_RECORDS}")
+        if not allow_constant:
+            const = [name for j, name in enumerate(self.names) if self.lo[j] == self.hi[j]]
+            if const:
+                raise SdcInputError(
+                    f"column(s) {const} are constant (one value in every record); they carry "
+                    "no information and break standardisation: drop them (select the others "
+                    "with --columns)")
+
+
+def check_values(values: np.ndarray, names: Sequence[str], source: str = "the data", *,
+                 allow_constant: bool = False) -> None:
+    """Validate an in-memory (n, m) array; raise :class:`SdcInputError` on a problem."""
+    values = np.asarray(values)
+    if values.ndim != 2:
+        raise SdcInputError(f"{source} must be 2-D (records x variables); got shape "
+                            f"{values.shape}")
+    check_column_names(names, source)
+    if values.shape[1] != len(names):
+        raise SdcInputError(f"{source} has {values.shape[1]} columns but {len(names)} names")
+    checker = ValueChecker(names, source)
+    checker.update(values)
+    checker.finish(allow_constant=allow_constant)

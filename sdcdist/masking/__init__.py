@@ -1,0 +1,11 @@
+"""Masking methods: one module per family, all registered in :data:`REGISTRY`.
+
+>>> from sdcdist.masking import REGISTRY
+>>> REGISTRY["rankswap"].param
+'p'
+"""
+
+from ._registry import REGISTRY, MaskingMethod, get_method, register
+from . import noise, swapping  # noqa: F401  (modules register their methods)
+
+__all__ = ["REGISTRY", "MaskingMethod", "get_method", "register"]

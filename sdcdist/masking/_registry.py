@@ -1,0 +1,133 @@
+"""The masking-method registry: canonical name -> :class:`MaskingMethod`.
+
+A method is a plain numpy function ``func(X, param, *, rng, **options) -> X'``
+registered with the :func:`register` decorator. The audit, the spec validator,
+the command line and the docs all read :data:`REGISTRY`; nothing lists the
+methods a second time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import SdcInputError, param_error, unknown_name_error
+
+__all__ = ["MaskingMethod", "REGISTRY", "register", "get_method"]
+
+
+@dataclass(frozen=True)
+class MaskingMethod:
+    """One registered masking method.
+
+    Attributes
+    ----------
+    name : str
+        Canonical name (CATALOG.md), e.g. ``"rankswap"``.
+    func : callable
+        ``func(X, param, *, rng, **options) -> ndarray`` of the same shape as X.
+        Must not modify X.
+    param : str
+        What the parameter means (``"p"``, ``"k"``, ...), or ``"none"``.
+    kind : {"float", "int", "none"}
+        Type of the parameter. Methods without a parameter take the value 0.
+    low, high : float
+        Closed valid range of the parameter.
+    random : bool
+        Whether the output depends on ``rng``.
+    description : str
+        One line for ``--help``, the docs and reports.
+    reference : str
+        Where the definition comes from.
+    allowed : str
+        Human wording of the valid range, used in error messages.
+    options : tuple of str
+        Extra keyword options the function accepts (e.g. ``roles``).
+    """
+
+    name: str
+    func: Callable[..., np.ndarray]
+    param: str
+    kind: str
+    low: float
+    high: float
+    random: bool
+    description: str
+    reference: str = ""
+    allowed: str = ""
+    options: tuple[str, ...] = field(default_factory=tuple)
+
+    def check_param(self, value: object) -> float:
+        """Return ``value`` as a float if it is valid for this method, else raise.
+
+        Raises
+        ------
+        SdcInputError
+            With the standard message naming the parameter and its valid range.
+        """
+        if self.kind == "none":
+            if value in (None, 0, 0.0):
+                return 0.0
+            raise param_error(self.param, self.name, "0 (the method has no parameter)", value)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise param_error(self.param, self.name, self.allowed_text(), value)
+        v = float(value)
+        if not math.isfinite(v) or v < self.low or v > self.high:
+            raise param_error(self.param, self.name, self.allowed_text(), value)
+        if self.kind == "int" and v != int(v):
+            raise param_error(self.param, self.name, self.allowed_text(), value)
+        return v
+
+    def allowed_text(self) -> str:
+        if self.allowed:
+            return self.allowed
+        what = "an integer" if self.kind == "int" else "a number"
+        low = int(self.low) if self.kind == "int" else self.low
+        high = int(self.high) if self.kind == "int" else self.high
+        return f"{what} in [{low}, {high}]"
+
+    def __call__(self, X: np.ndarray, param: float = 0.0, *, rng: np.random.Generator,
+                 **options) -> np.ndarray:
+        """Check the parameter, then mask ``X`` (n x p float64). Returns a new array."""
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise SdcInputError(
+                f"{self.name} needs a 2-D array (records x variables). Got {X.ndim} dimensions."
+            )
+        p = self.check_param(param)
+        arg = int(p) if self.kind == "int" else p
+        out = self.func(X, arg, rng=rng, **options)
+        return np.asarray(out, dtype=np.float64)
+
+
+REGISTRY: dict[str, MaskingMethod] = {}
+
+
+def register(name: str, *, param: str, kind: str, low: float = 0.0, high: float = 0.0,
+             random: bool, description: str, reference: str = "", allowed: str = "",
+             options: tuple[str, ...] = ()) -> Callable:
+    """Decorator: register ``func`` as the masking method ``name``."""
+    if kind not in ("float", "int", "none"):
+        raise ValueError(f"kind must be float, int or none, not {kind!r}")
+
+    def deco(func: Callable) -> Callable:
+        if name in REGISTRY:
+            raise ValueError(f"masking method {name!r} registered twice")
+        REGISTRY[name] = MaskingMethod(
+            name=name, func=func, param=param if kind != "none" else "none", kind=kind,
+            low=low, high=high, random=random, description=description,
+            reference=reference, allowed=allowed, options=tuple(options))
+        return func
+
+    return deco
+
+
+def get_method(name: str) -> MaskingMethod:
+    """Look up a method by canonical name; an unknown name lists the valid ones."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise unknown_name_error("masking method", name, REGISTRY) from None

@@ -1,0 +1,14 @@
+"""Information-loss, utility and disclosure-risk metrics, registered in :data:`REGISTRY`.
+
+>>> from sdcdist.metrics import REGISTRY
+>>> REGISTRY["DLD"].kind
+'risk'
+"""
+
+from ._registry import (DEFAULT_OPTIONS, REGISTRY, MeasureContext, Metric, MetricResult,
+                        default_keysets, get_metric, register)
+from . import infoloss, risk  # noqa: F401  (modules register their metrics)
+from .measure import expand_requirements, measure
+
+__all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",
+           "measure", "default_keysets", "expand_requirements", "DEFAULT_OPTIONS"]

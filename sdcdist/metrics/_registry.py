@@ -1,0 +1,227 @@
+"""The metric registry and the context a metric is computed in.
+
+A metric is a function ``func(ctx) -> float | MetricResult`` (or, for
+linkage metrics computed per key set, ``func(ctx, keys) -> ...`` with ``keys``
+a tuple of column positions) registered with :func:`register`. The function
+does its numpy work through ``ctx.runner`` (the drivers of
+:mod:`sdcdist.parallel`), so the same code runs in-process and on a cluster.
+Metrics that share work (the 15 Table-1 errors, DLD and DLD2, ...) memoise
+the shared part with :meth:`MeasureContext.cached`; scores read the metrics
+they combine with :meth:`MeasureContext.value`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import SdcInputError, unknown_name_error
+from ..parallel import Runner
+
+__all__ = ["Metric", "MetricResult", "MeasureContext", "REGISTRY", "register",
+           "get_metric", "stable_id", "DEFAULT_OPTIONS", "default_keysets"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One registered metric.
+
+    Attributes
+    ----------
+    name : str
+        Canonical name (CATALOG.md).
+    kind : {"loss", "utility", "risk", "score"}
+    func : callable
+        ``func(ctx)`` or, with ``keysets=True``, ``func(ctx, keys)``.
+    description, reference : str
+    keysets : bool
+        Computed for each key set and averaged (linkage risk).
+    requires : tuple of str
+        Metrics this one is computed from (scores); an audit measures them too.
+    ascending : bool
+        Rank 1 goes to the smallest value (lowest loss / lowest risk). False for
+        metrics where a small value means high risk or high loss (``RR``).
+    same_shape : bool
+        Needs both files with the same records and columns.
+    random : bool
+        Uses the cell's generator (tie-breaking, k-means seeds).
+    """
+
+    name: str
+    kind: str
+    func: Callable[..., Any]
+    description: str
+    reference: str = ""
+    keysets: bool = False
+    requires: tuple[str, ...] = ()
+    ascending: bool = True
+    same_shape: bool = True
+    random: bool = False
+
+
+@dataclass
+class MetricResult:
+    """A measured value with its detail.
+
+    ``per_keyset`` holds one value per key set for linkage metrics;
+    ``excluded`` counts terms left out of an average (zero denominators);
+    ``flag`` is 1 when an approximation or a restriction was used (sparse
+    assignment, blocking), 0 for the exact computation; ``info`` is free-form
+    detail (never record values).
+    """
+
+    value: float
+    per_keyset: tuple[float, ...] | None = None
+    excluded: int = 0
+    flag: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+REGISTRY: dict[str, Metric] = {}
+
+#: Computation options a spec or the CLI may override.
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "chunk_rows": 65_536,            # records per reduction chunk (fixed: results never
+                                     # depend on the storage chunking or the workers)
+    "block_memory": 64 * 2**20,      # bytes of pair distances one linkage task may hold
+}
+
+
+def register(name: str, *, kind: str, description: str, reference: str = "",
+             keysets: bool = False, requires: Sequence[str] = (), ascending: bool = True,
+             same_shape: bool = True, random: bool = False) -> Callable:
+    """Decorator: register ``func`` as the metric ``name``."""
+    if kind not in ("loss", "utility", "risk", "score"):
+        raise ValueError(f"bad metric kind {kind!r}")
+
+    def deco(func: Callable) -> Callable:
+        if name in REGISTRY:
+            raise ValueError(f"metric {name!r} registered twice")
+        REGISTRY[name] = Metric(name, kind, func, description, reference, keysets,
+                                tuple(requires), ascending, same_shape, random)
+        return func
+
+    return deco
+
+
+def get_metric(name: str) -> Metric:
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise unknown_name_error("metric", name, REGISTRY) from None
+
+
+def stable_id(name: str) -> int:
+    """A stable integer for a name (CRC-32), used in seed spawn keys."""
+    return zlib.crc32(str(name).encode())
+
+
+def default_keysets(columns: Sequence[str], keys: Sequence[str] | None = None,
+                    max_size: int = 7) -> list[tuple[str, ...]]:
+    """Prefixes of sizes 1..min(7, p) of the key columns (all columns by default)."""
+    base = list(keys) if keys else list(columns)
+    return [tuple(base[:k]) for k in range(1, min(max_size, len(base)) + 1)]
+
+
+class MeasureContext:
+    """Everything a metric function needs for one (original, masked) pair.
+
+    Parameters
+    ----------
+    runner : Runner
+        Where the numpy pieces run.
+    original, masked : array handles
+        ndarray, :class:`~sdcdist.data.StoredArray` or a future of an ndarray;
+        shapes ``(n_a, m)`` and ``(n_b, m)``.
+    shape_original, shape_masked : tuple
+    columns : sequence of str
+        Column names (shared by both files).
+    keysets : sequence of tuple of str
+        Key sets for linkage metrics.
+    seed : numpy.random.SeedSequence
+        The cell's seed; metric ``name`` uses the child with spawn key
+        ``seed.spawn_key + (1, stable_id(name))``.
+    options : dict
+        Overrides of :data:`DEFAULT_OPTIONS` and metric options.
+    truth : array handle or None
+        For each masked record, the row of its true record in the original
+        file (-1 if absent). ``None``: row order is the truth.
+    """
+
+    def __init__(self, runner: Runner, original: Any, masked: Any, *,
+                 shape_original: tuple[int, int], shape_masked: tuple[int, int],
+                 columns: Sequence[str], keysets: Sequence[Sequence[str]] | None = None,
+                 seed: np.random.SeedSequence | None = None,
+                 options: Mapping[str, Any] | None = None, truth: Any = None,
+                 masked_columns: Sequence[str] | None = None):
+        self.runner = runner
+        self.original = original
+        self.masked = masked
+        self.shape_original = tuple(shape_original)
+        self.shape_masked = tuple(shape_masked)
+        self.columns = tuple(columns)
+        self.masked_columns = tuple(masked_columns) if masked_columns else self.columns
+        self.keysets = [tuple(k) for k in (keysets or default_keysets(self.columns))]
+        self.seed = seed if seed is not None else np.random.SeedSequence(0)
+        self.options = {**DEFAULT_OPTIONS, **dict(options or {})}
+        self.truth = truth
+        self._cache: dict[Any, Any] = {}
+        self.results: dict[str, MetricResult] = {}
+
+    # -- helpers for metric functions ------------------------------------
+    def rng(self, name: str) -> np.random.Generator:
+        """The generator of metric ``name`` in this cell (stable spawn key)."""
+        ss = np.random.SeedSequence(self.seed.entropy,
+                                    spawn_key=tuple(self.seed.spawn_key) + (1, stable_id(name)))
+        return np.random.default_rng(ss)
+
+    def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """Compute once per context; metrics share work through this."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    def key_index(self, keys: Sequence[str]) -> tuple[int, ...]:
+        pos = {c: i for i, c in enumerate(self.columns)}
+        return tuple(pos[c] for c in keys)
+
+    def require_same_shape(self, name: str) -> None:
+        if self.shape_original != self.shape_masked:
+            raise SdcInputError(
+                f"{name} compares the files record by record, so both need the same shape; "
+                f"got original {self.shape_original} and masked {self.shape_masked}")
+
+    def value(self, name: str) -> float:
+        """The value of another metric in this context (computed once)."""
+        return self.measure(name).value
+
+    def measure(self, name: str) -> MetricResult:
+        """Compute metric ``name`` (memoised) and return its :class:`MetricResult`."""
+        if name in self.results:
+            return self.results[name]
+        metric = get_metric(name)
+        if metric.same_shape:
+            self.require_same_shape(name)
+        if metric.keysets:
+            if not self.keysets:
+                raise SdcInputError(f"{name} needs at least one key set; got none")
+            parts = [_as_result(metric.func(self, self.key_index(k))) for k in self.keysets]
+            res = MetricResult(float(np.mean([r.value for r in parts])),
+                               tuple(float(r.value) for r in parts),
+                               sum(r.excluded for r in parts), max(r.flag for r in parts),
+                               {"per_keyset_info": [r.info for r in parts]}
+                               if any(r.info for r in parts) else {})
+        else:
+            res = _as_result(metric.func(self))
+        self.results[name] = res
+        return res
+
+
+def _as_result(out: Any) -> MetricResult:
+    if isinstance(out, MetricResult):
+        return out
+    return MetricResult(float(out))

@@ -1,0 +1,110 @@
+"""``measure``: compute metrics for one (original, masked) pair, here or on a cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import SdcInputError
+from ..parallel import Runner
+from ._registry import MeasureContext, MetricResult, default_keysets, get_metric
+
+__all__ = ["measure", "expand_requirements"]
+
+
+def expand_requirements(names: Sequence[str]) -> list[str]:
+    """``names`` plus every metric they are computed from, dependencies first."""
+    out: list[str] = []
+
+    def visit(n: str) -> None:
+        m = get_metric(n)
+        for r in m.requires:
+            visit(r)
+        if n not in out:
+            out.append(n)
+    for n in names:
+        visit(n)
+    return out
+
+
+def _handle(runner: Runner, data: Any) -> tuple[Any, tuple[int, int]]:
+    from ..data import Microdata, StoredArray
+    if isinstance(data, Microdata):
+        data = data.values
+    if isinstance(data, StoredArray):
+        return data, tuple(data.shape)  # type: ignore[return-value]
+    arr = np.asarray(data, dtype=np.float64)
+    if arr.ndim != 2:
+        raise SdcInputError(f"microdata must be 2-D (records x variables); got shape {arr.shape}")
+    return runner.scatter(arr), arr.shape  # type: ignore[return-value]
+
+
+def measure(original: Any, masked: Any, metrics: Sequence[str], *,
+            columns: Sequence[str] | None = None,
+            keysets: Sequence[Sequence[str]] | None = None,
+            client: Any = None, seed: int | np.random.SeedSequence = 0,
+            options: Mapping[str, Any] | None = None,
+            truth: np.ndarray | None = None) -> dict[str, MetricResult]:
+    """Measure information loss and disclosure risk of ``masked`` against ``original``.
+
+    Parameters
+    ----------
+    original, masked : ndarray (n, m), Microdata or StoredArray
+    metrics : list of str
+        Canonical metric names (see ``sdcdist.metrics.REGISTRY``).
+    columns : list of str, optional
+        Column names; default ``V1..Vm`` (or the Microdata's names).
+    keysets : list of list of str, optional
+        Key sets for linkage metrics; default prefixes of sizes 1..min(7, m).
+    client : distributed.Client, optional
+        Run the pieces on this cluster; ``None`` runs them here.
+    seed : int or SeedSequence
+        Seeds the metrics that break ties at random.
+    options : dict, optional
+        Computation options (``chunk_rows``, ``block_memory``, ``block_rows``, ...).
+    truth : int array (n_masked,), optional
+        Row of each masked record's true record in ``original`` (-1: absent).
+
+    Returns
+    -------
+    dict of str -> MetricResult
+        Every requested metric (and those they are computed from).
+    """
+    from ..data import Microdata
+    for name in metrics:
+        get_metric(name)
+    if columns is None:
+        columns = original.columns if isinstance(original, Microdata) else None
+    runner = Runner(client)
+    A, shape_a = _handle(runner, original)
+    B, shape_b = _handle(runner, masked)
+    if columns is None:
+        columns = [f"V{j + 1}" for j in range(shape_a[1])]
+    if shape_a[1] != shape_b[1]:
+        raise SdcInputError(f"the original file has {shape_a[1]} columns and the masked file "
+                            f"{shape_b[1]}; both need the same columns in the same order")
+    if len(columns) != shape_a[1]:
+        raise SdcInputError(f"{len(columns)} column names for {shape_a[1]} columns")
+    if keysets is not None:
+        if len(keysets) == 0:
+            raise SdcInputError("no key sets given; give at least one list of key columns")
+        for ks in keysets:
+            if len(ks) == 0:
+                raise SdcInputError("an empty key set was given; every key set needs at least "
+                                    "one column")
+            unknown = [c for c in ks if c not in columns]
+            if unknown:
+                raise SdcInputError(f"key set {list(ks)} names {unknown}, which the files do "
+                                    f"not have. Valid columns: {', '.join(columns)}.")
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    t = runner.scatter(np.asarray(truth, dtype=np.int64)) if truth is not None else None
+    ctx = MeasureContext(runner, A, B, shape_original=shape_a, shape_masked=shape_b,
+                         columns=columns, keysets=keysets or default_keysets(columns),
+                         seed=ss, options=options, truth=t)
+    out = {}
+    for name in expand_requirements(metrics):
+        out[name] = ctx.measure(name)
+    return out
+

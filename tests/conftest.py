@@ -1,0 +1,44 @@
+"""Shared fixtures: a seeded generator, small data, the reference files, one cluster."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sdcdist.data import load_microdata, reference_file
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20260101)
+
+
+@pytest.fixture
+def small(rng) -> np.ndarray:
+    """60 x 4 correlated, skewed data without ties."""
+    z = rng.standard_normal((60, 4)) @ np.array([[1, .5, .2, 0], [0, 1, .3, .1],
+                                                  [0, 0, 1, .4], [0, 0, 0, 1.]])
+    return np.exp(z) * np.array([1000, 50, 10, 1])
+
+
+@pytest.fixture(scope="session")
+def census():
+    """The CASC Census reference file (1080 x 13) as Microdata."""
+    return load_microdata(reference_file("census"))
+
+
+@pytest.fixture(scope="session")
+def tarragona():
+    return load_microdata(reference_file("tarragona"))
+
+
+@pytest.fixture(scope="session")
+def client():
+    """One in-process cluster of 2 workers for the whole session."""
+    from distributed import Client, LocalCluster
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                           dashboard_address=":0")
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
