@@ -63,7 +63,7 @@ class Runner:
         """Place a value on the cluster once (e.g. an array many tasks read)."""
         if self.client is None:
             return Local(value)
-        return self.client.scatter(value, hash=True)
+        return self.client.scatter(value, hash=False)
 
     def gather(self, handle: Any) -> Any:
         """Bring a result (or a list of results) back to this process."""
