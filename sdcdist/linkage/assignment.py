@@ -95,6 +95,10 @@ class Candidates:
         rows = np.broadcast_to(np.arange(index.shape[0])[:, None], index.shape)
         return cls(rows[ok], index[ok], weights[ok], (index.shape[0], int(n_cols)))
 
+    def lookup(self, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Weights of the edges ``(r[q], c[q])`` (which must be in the graph)."""
+        return self.weights[_edge_pos(self, np.asarray(r), np.asarray(c))]
+
     def dedup(self, maximize: bool = True) -> "Candidates":
         """Keep one edge per (row, col): the best weight (they should agree anyway)."""
         key = self.rows * max(self.shape[1], 1) + self.cols
