@@ -275,5 +275,5 @@ def test_bad_inputs(rng):
             measure(C, C + 1, [name], keysets=[["V1", "V2"]])
     with pytest.raises(SdcInputError, match="linkage_method"):
         measure(X, X, ["DLD"], options={"linkage_method": "annoy"})
-    with pytest.raises(SdcInputError, match="same records"):
+    with pytest.raises(SdcInputError, match="record by record"):
         measure(X, X[:20], ["ID1"])

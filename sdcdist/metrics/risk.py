@@ -392,10 +392,6 @@ def _shared_columns(ctx: MeasureContext) -> list[tuple[int, int]]:
 
 def _intervals(ctx: MeasureContext) -> dict[str, Any]:
     def run() -> dict[str, Any]:
-        if ctx.shape_original[0] != ctx.shape_masked[0]:
-            raise SdcInputError("interval disclosure compares the files record by record, so "
-                                f"both need the same records; got {ctx.shape_original[0]} and "
-                                f"{ctx.shape_masked[0]} records")
         ps = tuple(float(p) for p in ctx.options.get("id_p", range(1, 11)))
         if not ps or any(not 0 <= p <= 100 for p in ps):
             raise SdcInputError(f"The 'id_p' option must be a non-empty list of percentages in "
@@ -406,7 +402,7 @@ def _intervals(ctx: MeasureContext) -> dict[str, Any]:
     return ctx.cached("intervals", run)
 
 
-@register("ID1", kind="risk", same_shape=False, reference="[DMT §4.3]",
+@register("ID1", kind="risk", reference="[DMT §4.3]",
           description="rank interval disclosure: % of original values inside the interval of "
                       "masked values within p% of ranks, mean over p = 1..10")
 def id1(ctx: MeasureContext) -> float:
@@ -414,7 +410,7 @@ def id1(ctx: MeasureContext) -> float:
     return float(np.mean(100.0 * tot["id1"] / tot["n"]))
 
 
-@register("ID2", kind="risk", same_shape=False, reference="[DMT §6]",
+@register("ID2", kind="risk", reference="[DMT §6]",
           description="sd interval disclosure: % of original values within x' ± p s'/100, "
                       "mean over p = 1..10")
 def id2(ctx: MeasureContext) -> float:
@@ -430,7 +426,7 @@ def _sdid_chunk(start: int, stop: int, X: Any, Y: Any, ja: tuple[int, ...],
     return {"hits": int(np.count_nonzero(inside.all(axis=1))), "n": stop - start}
 
 
-@register("SDID", kind="risk", same_shape=False, reference="sdcMicro dRisk",
+@register("SDID", kind="risk", reference="sdcMicro dRisk",
           description="share of records whose every original value lies within "
                       "x' ± k s'_j (k = 0.05)")
 def sdid(ctx: MeasureContext) -> float:
