@@ -96,6 +96,21 @@ def test_index_top2_equals_brute_force(rng, metric, ties):
         assert np.array_equal(ref[k], got[k]), k
 
 
+@pytest.mark.parametrize("metric", list(kernels.METRICS))
+@pytest.mark.parametrize("ties", [False, True])
+def test_index_credit_top2_gives_the_exact_credits(rng, metric, ties):
+    Q, C = _data(rng, 150, 150, ties)
+    truth = row_truth(150, 150)
+    truth[::9] = -1
+    dtrue = kernels.true_distances(Q, C, truth, metric)
+    ref = kernels.top2_link_credit(brute_top2(Q, C, metric), dtrue)
+    index = kernels.build_index(C)
+    for eps in (0.0, 2.0):
+        got = kernels.top2_link_credit(kernels.index_credit_top2(Q, dtrue, index, metric,
+                                                                 eps=eps), dtrue)
+        assert np.array_equal(ref[0], got[0]) and np.array_equal(ref[1], got[1])
+
+
 def test_pair_distances_hand_computed():
     Q = np.array([[0.0, 0.0], [1.0, 2.0]])
     C = np.array([[3.0, 4.0], [1.0, 0.0]])
@@ -151,11 +166,12 @@ def test_link_top2_methods_blocks_and_cluster_agree(rng, client, metric):
     assert ref["first"] == pytest.approx(first, abs=1e-12)
     for runner in (Runner(), Runner(client)):
         for method in ("index", "brute"):
-            for blocks in [(9, 11), (30, 7), (90, 130)]:
+            for blocks, keep in [((9, 11), True), ((30, 7), False), ((90, 130), False)]:
                 out = link_top2(runner, Q, C, 90, 130, 2, metric=metric, truth=truth,
-                                method=method, block_rows=blocks, keep_nearest=True)
+                                method=method, block_rows=blocks, keep_nearest=keep)
                 assert out["first"] == ref["first"] and out["second"] == ref["second"]
-                assert np.array_equal(out["nearest"], ref["nearest"])
+                if keep:
+                    assert np.array_equal(out["nearest"], ref["nearest"])
 
 
 def test_nearest_candidates_are_the_c_nearest(rng, client):

@@ -12,7 +12,9 @@ Two exact paths give bit-identical results:
   :class:`~sdcdist.linkage.kernels.CandidateIndex` task (duplicates collapsed,
   a KD-tree), which every block of query rows then queries. Memory per task
   is linear in the block sizes, and repeated values (a single integer key)
-  cost one point per distinct value.
+  cost one point per distinct value. When only the credits are wanted, a
+  query row is settled as soon as two candidates are proven nearer than its
+  true record (:func:`~sdcdist.linkage.kernels.index_credit_top2`).
 
 Either way a query block's partials over candidate blocks merge with an
 exact top-2 merge (tree reduction), and the tie credits are integer counts,
@@ -119,6 +121,12 @@ def _index_block(a0: int, a1: int, Q: np.ndarray, index: kernels.CandidateIndex,
     return kernels.index_top2(Q[a0:a1], index, metric)
 
 
+def _index_credit_block(a0: int, a1: int, Q: np.ndarray, index: kernels.CandidateIndex,
+                        C: np.ndarray, truth: np.ndarray, metric: str) -> dict:
+    dtrue = kernels.true_distances(Q[a0:a1], C, truth[a0:a1], metric)
+    return kernels.index_credit_top2(Q[a0:a1], dtrue, index, metric)
+
+
 def _finish(a0: int, a1: int, top: dict, Q: np.ndarray, C: np.ndarray, truth: np.ndarray,
             metric: str, keep: bool) -> dict:
     dtrue = kernels.true_distances(Q[a0:a1], C, truth[a0:a1], metric)
@@ -187,7 +195,9 @@ def link_top2(runner: Runner, Q: Any, C: Any, n_q: int, n_c: int, width: int, *,
         indexes = [runner.submit(_index_task, b0, b1, C) for b0, b1 in chunk_bounds(n_c, rows_c)]
         totals = []
         for a0, a1 in chunk_bounds(n_q, rows_q):
-            parts = [runner.submit(_index_block, a0, a1, Q, ix, metric) for ix in indexes]
+            parts = [runner.submit(_index_block, a0, a1, Q, ix, metric) if keep_nearest
+                     else runner.submit(_index_credit_block, a0, a1, Q, ix, C, truth, metric)
+                     for ix in indexes]
             merged = tree_reduce(runner, kernels.merge_top2, parts)
             totals.append(runner.submit(_finish, a0, a1, merged, Q, C, truth, metric,
                                         keep_nearest))

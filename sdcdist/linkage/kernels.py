@@ -27,7 +27,7 @@ from ..errors import SdcInputError
 __all__ = ["sq_distances", "block_top2", "merge_top2", "standardize", "true_sq_distances",
            "top2_link_credit", "credit_counts", "add_counts", "credit_total", "METRICS",
            "pair_distances", "true_distances", "CandidateIndex", "build_index", "index_top2",
-           "index_knn", "weighted_top2", "empty_top2", "scale_columns", "pair_abs_sd",
+           "index_knn", "index_credit_top2", "weighted_top2", "empty_top2", "scale_columns", "pair_abs_sd",
            "rank_columns"]
 
 #: Distances the kernels compute, all accumulated column by column in a fixed order:
@@ -246,8 +246,8 @@ def _kd_bound(kd: np.ndarray, metric: str) -> np.ndarray:
     return b * (1.0 - _SLACK)
 
 
-def _kd_query(index: CandidateIndex, Q: np.ndarray, k: int, metric: str):
-    kd, idx = index.tree.query(Q, k=k, p=METRICS[metric])
+def _kd_query(index: CandidateIndex, Q: np.ndarray, k: int, metric: str, eps: float = 0.0):
+    kd, idx = index.tree.query(Q, k=k, p=METRICS[metric], eps=eps)
     return kd.reshape(len(Q), k), idx.reshape(len(Q), k)
 
 
@@ -278,6 +278,62 @@ def index_top2(Q: np.ndarray, index: CandidateIndex, metric: str = "sqeuclidean"
                 else top["d2"] < _kd_bound(kd[:, -1], metric))
         for key in out:
             out[key][pending[done]] = top[key][done]
+        pending = pending[~done]
+        k *= 4
+    return out
+
+
+def index_credit_top2(Q: np.ndarray, dtrue: np.ndarray, index: CandidateIndex,
+                      metric: str = "sqeuclidean", *, k: int = 3,
+                      eps: float = 2.0) -> dict[str, np.ndarray]:
+    """A top-2 partial that is exact *for the tie credits* of :func:`top2_link_credit`.
+
+    The credits of a query depend only on the candidates at distance
+    ``<= dtrue`` (its true record's distance), and are 0 as soon as two
+    candidates are strictly nearer. So a query row is settled by either
+
+    - a *certificate*: two candidate rows (counting duplicates) whose exact
+      distance is ``< dtrue``, found by a cheap approximate cKDTree search
+      (``eps``); the partial holds just them, and any merge stays ``< dtrue``;
+    - or all candidates at distance ``<= dtrue``: the exact ``k``-nearest
+      search (as :func:`index_top2`) returned every row the tree's bound does
+      not exclude; the partial holds those, truncated at ``dtrue``.
+
+    Merged with :func:`merge_top2` (with partials of the same kind from other
+    candidate blocks), the credits equal those of the full top-2 exactly; the
+    nearest distance ``d1`` of such a partial is *not* the nearest in general.
+    Rows with no true record (``dtrue`` inf) get an empty partial.
+    """
+    Q = np.ascontiguousarray(Q, dtype=np.float64)
+    dtrue = np.asarray(dtrue, dtype=np.float64)
+    u = index.rows.shape[0]
+    out = empty_top2(Q.shape[0])
+    pending = np.flatnonzero(np.isfinite(dtrue))
+    if u == 0 or pending.size == 0:
+        return out
+
+    def settle(rows: np.ndarray, idx: np.ndarray, done: np.ndarray) -> None:
+        E = gathered_distances(Q[rows], index.rows, idx, metric)
+        E = np.where(E <= dtrue[rows, None], E, np.inf)      # only what the credits see
+        top = weighted_top2(E, np.where(np.isfinite(E), index.weight[idx], 0))
+        for key in out:
+            out[key][rows[done]] = top[key][done]
+
+    def certified(rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        E = gathered_distances(Q[rows], index.rows, idx, metric)
+        return np.where(E < dtrue[rows, None], index.weight[idx], 0).sum(axis=1) >= 2
+
+    if eps > 0 and u > 2:
+        _, idx = _kd_query(index, Q[pending], 2, metric, eps)
+        done = certified(pending, idx)
+        settle(pending, idx, done)
+        pending = pending[~done]
+    while pending.size:
+        kk = min(k, u)
+        kd, idx = _kd_query(index, Q[pending], kk, metric)
+        done = (np.ones(pending.size, bool) if kk == u
+                else certified(pending, idx) | (dtrue[pending] < _kd_bound(kd[:, -1], metric)))
+        settle(pending, idx, done)
         pending = pending[~done]
         k *= 4
     return out
