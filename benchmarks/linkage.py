@@ -58,7 +58,7 @@ def brute(Q, C, budget: float) -> tuple[float, str]:
     """Brute-force blocked numpy on all masked records, or extrapolated from a subsample."""
     n = len(Q)
     m = n
-    est_s = 3e-9 * n * n * Q.shape[1]          # rough cost model to pick the subsample
+    est_s = 1.5e-8 * n * n * Q.shape[1]        # rough cost model to pick the subsample
     if est_s > budget:
         m = max(200, int(n * budget / est_s))
     _, s = timed(lambda: link_top2(Runner(), Q[:m], C, m, len(C), Q.shape[1],

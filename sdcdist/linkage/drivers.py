@@ -102,6 +102,8 @@ def linkage_block_rows(n_q: int, n_c: int, width: int, *, method: str,
     if method == "brute":
         return pair_block_rows(n_q, n_c, width, memory_bytes=block_memory)
     rows_q = int(min(max(n_q, 1), max(256, block_memory // (8 * 16 * (width + 4)))))
+    # at least ~16 query blocks on large files, so the workers stay evenly busy
+    rows_q = min(rows_q, max(4096, -(-n_q // 16)))
     return rows_q, int(min(max(n_c, 1), INDEX_ROWS))
 
 

@@ -95,7 +95,28 @@ def _transformed(ctx: MeasureContext, keys: tuple[int, ...], kind: str) -> tuple
     ``z``: each file z-scored with its own moments (DRL1); ``drl2``: raw values
     over the all-pairs sd of |a - b| per column; ``rank``: within-column ranks
     (the masked file's mapped onto the original's size when they differ).
+    Every transform works column by column, so it is computed once for the
+    union of the key sets' columns, and each key set takes its columns.
     """
+    seen = [k for ks in ctx.keysets for k in ctx.key_index(ks) if k < len(ctx.columns)]
+    union = tuple(dict.fromkeys(seen))
+    if not set(keys) <= set(union):
+        union = tuple(keys)
+    key_positions(ctx, keys)
+    M, O = _transformed_columns(ctx, union, kind)
+    if tuple(keys) == union:
+        return M, O
+    pos = [union.index(k) for k in keys]
+    return ctx.cached(("transform", kind, keys), lambda: (
+        ctx.runner.submit(_take_columns, M, pos), ctx.runner.submit(_take_columns, O, pos)))
+
+
+def _take_columns(A: np.ndarray, pos: list[int]) -> np.ndarray:
+    return np.ascontiguousarray(A[:, pos])
+
+
+def _transformed_columns(ctx: MeasureContext, keys: tuple[int, ...], kind: str
+                         ) -> tuple[Any, Any]:
     names, ja, jb = key_positions(ctx, keys)
     for nm, a, b in zip(names, ja, jb):
         _check_constant(ctx, nm, a, b)
@@ -115,7 +136,7 @@ def _transformed(ctx: MeasureContext, keys: tuple[int, ...], kind: str) -> tuple
             return (sub(kernels.rank_columns, ctx.masked, jb, n_ref),
                     sub(kernels.rank_columns, ctx.original, ja))
         raise ValueError(kind)
-    return ctx.cached(("transform", kind, keys), run)
+    return ctx.cached(("transform_columns", kind, keys), run)
 
 
 def _pair_sd(X: Any, Y: Any, a: int, b: int) -> float:
