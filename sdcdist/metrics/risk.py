@@ -163,38 +163,41 @@ def distance_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> dict[str, fl
     return _link(ctx, keys, "z", "sqeuclidean")
 
 
+def _linked_share(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str,
+                  which: str = "first", reverse: bool = False) -> float:
+    """100 x expected share of query records linked to their own record (1/t rule)."""
+    r = _link(ctx, keys, kind, metric, reverse=reverse)
+    return 100.0 * r[which] / r["n"]
+
+
 # -- distance linkage ----------------------------------------------------------------
 
 @register("DLD", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.1]",
           description="distance-based linkage: % of masked records whose nearest original "
                       "record (standardised Euclidean, key columns) is their own")
 def dld(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
-    r = distance_linkage(ctx, keys)
-    return 100.0 * r["first"] / r["n"]
+    return _linked_share(ctx, keys, "z", "sqeuclidean")
 
 
 @register("DLD2", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.1]",
           description="% of masked records whose second-nearest original record "
                       "(standardised Euclidean) is their own")
 def dld2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
-    r = distance_linkage(ctx, keys)
-    return 100.0 * r["second"] / r["n"]
+    return _linked_share(ctx, keys, "z", "sqeuclidean", "second")
 
 
 @register("DRL2", kind="risk", keysets=True, same_shape=False, reference="[DTMS §4.1]",
           description="distance-standardising linkage: sum of |a_i - b_i| / sd of |a_i - b_i| "
                       "over all pairs; % of masked records linked to their own")
 def drl2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
-    r = _link(ctx, keys, "drl2", "cityblock")
-    return 100.0 * r["first"] / r["n"]
+    return _linked_share(ctx, keys, "drl2", "cityblock")
 
 
 @register("PDL", kind="risk", keysets=True, same_shape=False, reference="[DRS §2.1]",
           description="permutation-distance linkage: each original record linked to the masked "
                       "record(s) at minimal max rank difference; % correct")
 def pdl(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
-    r = _link(ctx, keys, "rank", "chebyshev", reverse=True)
-    return 100.0 * r["first"] / r["n"]
+    return _linked_share(ctx, keys, "rank", "chebyshev", reverse=True)
 
 
 @register("RR", kind="risk", keysets=True, same_shape=False, ascending=False,
@@ -378,18 +381,17 @@ def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
     y = np.asarray(Y[:, jb], dtype=np.float64)
     n = y.shape[0]
     order = np.argsort(y, kind="stable")
-    s = y[order]
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
+    s = y[order]                  # masked values by rank
+    xs = x[order]                 # each record's original value, at its masked rank
     sd = float(y.std(ddof=1)) if n > 1 else 0.0
-    diff = np.abs(x - y)
     id1 = np.zeros(len(ps), dtype=np.int64)
     id2 = np.zeros(len(ps), dtype=np.int64)
     for i, p in enumerate(ps):
-        h = int(np.floor(p * n / 100.0))
-        lo = s[np.maximum(rank - h, 0)]
-        hi = s[np.minimum(rank + h, n - 1)]
-        id1[i] = int(np.count_nonzero((lo <= x) & (x <= hi)))
+        h = min(int(np.floor(p * n / 100.0)), n - 1)
+        # rank r's interval is [s[max(r - h, 0)], s[min(r + h, n - 1)]]: shifted views of s
+        lo_ok = np.concatenate([xs[:h] >= s[0], xs[h:] >= s[:n - h]])
+        hi_ok = np.concatenate([xs[:n - h] <= s[h:], xs[n - h:] <= s[-1]])
+        id1[i] = int(np.count_nonzero(lo_ok & hi_ok))
         w = p * sd / 100.0
         id2[i] = int(np.count_nonzero((y - w <= x) & (x <= y + w)))
     return {"id1": id1, "id2": id2, "n": np.array(n), "sd": np.array([sd])}
