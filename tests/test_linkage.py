@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdcdist.errors import SdcInputError
 from sdcdist.linkage import kernels
@@ -199,3 +201,22 @@ def test_truth_from_ids_and_inverse():
         truth_from_ids(np.array([1, 1]), np.array([1]))
     with pytest.raises(SdcInputError, match="same original record"):
         invert_truth(np.array([0, 0]), 2, 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 40), st.integers(1, 40), st.integers(0, 2**32 - 1))
+def test_index_paths_equal_brute_force_property(m, n_q, n_c, seed):
+    r = np.random.default_rng(seed)
+    C = r.integers(-2, 3, size=(n_c, m)).astype(float)
+    Q = r.integers(-2, 3, size=(n_q, m)) + r.choice([0.0, 0.5], size=(n_q, m))
+    truth = r.integers(-1, n_c, size=n_q)
+    index = kernels.build_index(C)
+    for metric in kernels.METRICS:
+        ref = brute_top2(Q, C, metric)
+        got = kernels.index_top2(Q, index, metric)
+        for k in ref:
+            assert np.array_equal(ref[k], got[k]), (metric, k)
+        dtrue = kernels.true_distances(Q, C, truth, metric)
+        a = kernels.top2_link_credit(ref, dtrue)
+        b = kernels.top2_link_credit(kernels.index_credit_top2(Q, dtrue, index, metric), dtrue)
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]), metric

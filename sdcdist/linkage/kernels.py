@@ -369,7 +369,8 @@ def index_knn(Q: np.ndarray, index: CandidateIndex, c: int,
         grp = idx[rows, gg]
         d_out[ok, t] = dist[rows, gg][ok]
         r_out[ok, t] = index.members[index.start[grp] + t - before][ok]
-    return d_out, r_out
+    order = np.lexsort((r_out, d_out), axis=1)         # nearest first, then row number
+    return np.take_along_axis(d_out, order, 1), np.take_along_axis(r_out, order, 1)
 
 
 # -- column transforms of the linkage variants --------------------------------------
