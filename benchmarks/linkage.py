@@ -9,7 +9,8 @@ every process; the same linkage by a brute-force blocked numpy reference (one
 process) and by ``sklearn.neighbors.NearestNeighbors`` (kd-tree, 2 neighbours,
 ``n_jobs = workers``), where they finish in the time budget, else extrapolated
 from a subsample of the masked records and marked "~". Then ID1 + ID2 on
-1,000,000 x 13 and GDBRL (dense exact assignment) on 4,092 records.
+1,000,000 x 13, GDBRL (dense exact assignment) on 4,092 records, and DLD on a
+million records with a single integer key (heavy ties).
 
 Timings on a shared machine are noisy; compare ratios within one run.
 """
@@ -126,13 +127,24 @@ def bench_gdbrl(n: int) -> None:
           f"  wall {wall:.1f} s  (DLD {res['DLD'].value:.3f} %)", flush=True)
 
 
+def bench_ties(n: int) -> None:
+    """Heavy ties: one integer key column (ages 16..90), each value shared by ~n/75 records."""
+    rng = np.random.default_rng(5)
+    X = rng.integers(16, 91, size=(n, 1)).astype(float)
+    Y = X + rng.integers(-1, 2, size=X.shape)
+    res, wall = timed(lambda: measure(X, Y, ["DLD", "DLD2"], keysets=[["V1"]]))
+    print(f"heavy ties: one integer key, {n:,} records (in-process): DLD "
+          f"{res['DLD'].value:.4f} %  DLD2 {res['DLD2'].value:.4f} %  wall {wall:.1f} s",
+          flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--budget", type=float, default=120.0,
                     help="seconds a baseline may run before it is extrapolated")
-    ap.add_argument("--skip", default="", help="comma list of: dld,id,gdbrl")
+    ap.add_argument("--skip", default="", help="comma list of: dld,id,gdbrl,ties")
     a = ap.parse_args()
     skip = set(a.skip.split(","))
     if "dld" not in skip:
@@ -142,6 +154,8 @@ def main() -> None:
         bench_id(1_000_000, a.workers)
     if "gdbrl" not in skip:
         bench_gdbrl(4092)
+    if "ties" not in skip:
+        bench_ties(1_000_000)
 
 
 if __name__ == "__main__":
