@@ -479,12 +479,19 @@ def pair_weights(a: dict, b: dict, ia: np.ndarray, jb: np.ndarray, cmp: Comparis
                          wp.w_level, wp.step)
 
 
+@numba.njit(cache=True, nogil=True)
+def _dense_kernel(av, atol, bv, nlev, wa, wd, wl, step):
+    out = np.empty((bv.shape[0], av.shape[0]))
+    for j in range(bv.shape[0]):
+        for i in range(av.shape[0]):
+            out[j, i] = _pair_weight(av, atol, bv, i, j, nlev, wa, wd, wl, step)
+    return out
+
+
 def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.ndarray:
     """All pair weights, shape (n_b, n_a) (rows = B records)."""
-    na, nb = a["v"].shape[0], b["v"].shape[0]
-    jb = np.repeat(np.arange(nb, dtype=np.int64), na)
-    ia = np.tile(np.arange(na, dtype=np.int64), nb)
-    return pair_weights(a, b, ia, jb, cmp, wp).reshape(nb, na)
+    return _dense_kernel(a["v"], a["tol"], b["v"], cmp.n_levels, wp.w_agr, wp.w_dis,
+                         wp.w_level, wp.step)
 
 
 def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:
