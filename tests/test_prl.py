@@ -242,3 +242,31 @@ def test_bad_inputs(rng):
     with pytest.raises(SdcInputError, match="identifiers must be unique"):
         link_files(dup, from_array(np.column_stack([ids[:20], B]),
                                    ["id", "x", "y", "c", "z"]), ["x"], id_column="id")
+
+
+def test_cli_link(tmp_path, rng, client):
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    A, B = _files(rng, 40, 30, p=0.01)
+    ids = np.arange(100, 140, dtype=float)
+    pd.DataFrame(np.column_stack([ids, A]), columns=["id", "x", "y", "c", "z"]) \
+        .to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame(np.column_stack([ids[:30][::-1], B[::-1]]),
+                 columns=["id", "x", "y", "c", "z"]).to_csv(tmp_path / "b.csv", index=False)
+    out = tmp_path / "pairs.parquet"
+    args = ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--keys", "x,y,c,z",
+            "--categorical", "c", "--id", "id", "--method", "prl", "-o", str(out),
+            "--scheduler", client.scheduler.address]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    df = pd.read_parquet(out)
+    assert len(df) == 30 and df["correct"].mean() > 0.8
+    assert (df["id_a"] == df["id_b"]).tolist() == df["correct"].tolist()
+    assert "PLD" in res.output
+    res = CliRunner().invoke(main, args)                 # exists, no --overwrite
+    assert res.exit_code == 2 and "--overwrite" in res.output
+    res = CliRunner().invoke(main, args[:3] + ["--keys", "x,w", "-o", str(tmp_path / "p.parquet"),
+                                               "--scheduler", client.scheduler.address])
+    assert res.exit_code == 2 and "absent" in res.output
