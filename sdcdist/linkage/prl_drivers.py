@@ -224,7 +224,7 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
 
     t0 = time.perf_counter()
     p_start = min(n_a, n_b) / float(n_pairs)
-    fit = prl.em(counts, cmp, p_start=p_start, **(em_options or {}))
+    fit = prl.em(counts, cmp, p_start=p_start, **{"p_max": p_start, **(em_options or {})})
     wp = prl.weight_params(fit, cmp)
     timings["em"] = time.perf_counter() - t0
 
