@@ -208,23 +208,24 @@ def _codes_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, radix, code):
             if identity:
                 for q in range(n):
                     i = lo + q
-                    code[q] += 0 if abs(avT[k, i] - x) <= tolT[k, l, i] else r
+                    code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
             else:
                 for q in range(n):
                     i = aidx[lo + q]
-                    code[q] += 0 if abs(avT[k, i] - x) <= tolT[k, l, i] else r
+                    code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
     return n
 
 
 @numba.njit(cache=True, nogil=True)
 def _counts_kernel(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns):
-    counts = np.zeros(n_patterns, dtype=np.int64)
+    # four interleaved histograms: runs of the same pattern do not serialise the increments
+    counts = np.zeros((4, n_patterns), dtype=np.int64)
     code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
     for j in range(bv.shape[0]):
         n = _codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, code)
         for q in range(n):
-            counts[code[q]] += 1
-    return counts
+            counts[q & 3, code[q]] += 1
+    return counts.sum(axis=0)
 
 
 def _transposed(a: dict) -> tuple[np.ndarray, np.ndarray]:
