@@ -300,8 +300,8 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     Both files are CSV, Parquet or Zarr stores and may differ in size (e.g. an
     external file covering part of the population). The output has one row per
     linked pair: row_b (MASKED), row_a (ORIGINAL), weight, match_probability
-    and, with --id, id_b, id_a and correct. Records left without a partner are
-    not listed.
+    and, with --id, id_b, id_a, correct and true_weight. Records left without a
+    partner are not listed.
     """
     from .data import load_microdata
     from .linkage.link import link_files

@@ -89,7 +89,8 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     -------
     LinkResult
         ``pairs`` has one row per assigned pair: ``row_b``, ``row_a``, ``weight``,
-        ``match_probability`` and, with ``id_column``, ``id_b``, ``id_a``, ``correct``.
+        ``match_probability`` and, with ``id_column``, ``id_b``, ``id_a``, ``correct``
+        and ``true_weight`` (weight of the B record's true pair; NaN if absent).
     """
     import pandas as pd
 
@@ -129,5 +130,6 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
         df["id_b"] = masked.values[res.rows_b, ib]
         df["id_a"] = original.values[res.cols_a, ia]
         df["correct"] = truth[res.rows_b] == res.cols_a
+        df["true_weight"] = res.true_weight[res.rows_b]
         pld, pld20 = 100.0 * res.correct / n_b, 100.0 * res.correct20 / n_b
     return LinkResult(df, res, pld, pld20)
