@@ -24,7 +24,7 @@ __all__ = ["LinkResult", "link_files", "truth_from_ids"]
 
 @dataclass
 class LinkResult:
-    """Linked pairs (a pandas DataFrame), the PRL result, and PLD / PLD20 when the truth is known."""
+    """Linked pairs (a DataFrame), the PRL result, and PLD / PLD20 when the truth is known."""
 
     pairs: Any
     result: PRLResult
