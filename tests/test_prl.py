@@ -270,3 +270,21 @@ def test_cli_link(tmp_path, rng, client):
     res = CliRunner().invoke(main, args[:3] + ["--keys", "x,w", "-o", str(tmp_path / "p.parquet"),
                                                "--scheduler", client.scheduler.address])
     assert res.exit_code == 2 and "absent" in res.output
+
+
+def test_pld_in_an_audit_spec(tmp_path):
+    from sdcdist.audit import run_audit
+    from sdcdist.audit.spec import parse_spec
+    from sdcdist.cube import open_cube
+    spec = parse_spec({
+        "name": "prl", "seed": 1,
+        "dataset": {"name": "s", "synthetic": {"rows": 300, "columns": 4, "seed": 2}},
+        "methods": [{"name": "noise", "params": [0.01, 0.5]}],
+        "metrics": ["PLD", "PLD20"], "replicates": 1,
+        "options": {"prl_top_c": 5, "prl_dense_limit": 100, "prl_t": 0.05}})
+    res = run_audit(spec, tmp_path / "c.zarr")
+    assert res.computed == 2
+    cube = open_cube(str(tmp_path / "c.zarr"))
+    v = cube["value"].sel({"method": "noise", "metric": "PLD", "replicate": 0}).values
+    assert v[0] > v[1] >= 0                       # p = 0.01 re-identifies more than 0.5
+    assert np.all(cube["flag"].sel({"method": "noise", "replicate": 0}).values == 1)  # sparse
