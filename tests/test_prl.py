@@ -82,21 +82,30 @@ def test_hand_computed_comparison():
     np.testing.assert_allclose(w, [wa - (wa - wd) * 0.9, wd, wd], rtol=1e-12)
 
 
-def test_em_recovers_latent_model():
+@pytest.mark.parametrize("levels", [1, 3])
+def test_em_recovers_latent_model(levels):
+    """Pattern counts drawn from known m, u, P(M) (binary or 3-level comparisons)."""
     rng = np.random.default_rng(3)
-    cmp = prl.comparison(5, t=0.05)
-    m = np.array([0.95, 0.9, 0.85, 0.8, 0.9])
-    u = np.array([0.05, 0.1, 0.02, 0.2, 0.3])
-    pM, N = 0.002, 20_000_000
+    cmp = prl.comparison(8, t=0.05 if levels == 1 else tuple(0.05 * np.arange(1, levels)))
+    if levels == 1:
+        m0 = np.array([0.95, 0.9, 0.85, 0.8, 0.9, 0.95, 0.85, 0.9])
+        u0 = np.array([0.05, 0.1, 0.02, 0.2, 0.3, 0.1, 0.15, 0.05])
+        m, u = np.column_stack([m0, 1 - m0]), np.column_stack([u0, 1 - u0])
+    else:
+        m = np.array([[.9, .07, .03], [.85, .1, .05], [.8, .12, .08], [.9, .05, .05],
+                      [.75, .15, .1], [.9, .05, .05], [.85, .1, .05], [.8, .15, .05]])
+        u = np.array([[.05, .15, .8], [.1, .2, .7], [.02, .08, .9], [.2, .3, .5],
+                      [.3, .3, .4], [.1, .1, .8], [.15, .25, .6], [.05, .2, .75]])
+    n = 10_000                                      # two files of n records: N = n^2 pairs
+    pM, N = 0.8 / n, n * n                          # 8000 matches (P(M) <= min(n, n) / N)
     lev = prl.pattern_levels(cmp)
-    agree = lev == 0
-    pm = np.prod(np.where(agree, m, 1 - m), axis=1)
-    pu = np.prod(np.where(agree, u, 1 - u), axis=1)
+    pm = np.prod([m[k][lev[:, k]] for k in range(8)], axis=0)
+    pu = np.prod([u[k][lev[:, k]] for k in range(8)], axis=0)
     counts = rng.multinomial(N, pM * pm + (1 - pM) * pu)
-    fit = prl.em(counts, cmp, p_start=1 / 4472)
+    fit = prl.em(counts, cmp, p_start=1 / n, p_max=1 / n)
     assert fit.converged and fit.iterations > 2
-    np.testing.assert_allclose([x[0] for x in fit.m], m, atol=0.01)
-    np.testing.assert_allclose([x[0] for x in fit.u], u, atol=0.001)
+    np.testing.assert_allclose(np.array(fit.m), m, atol=0.02)
+    np.testing.assert_allclose(np.array(fit.u), u, atol=0.001)
     assert fit.p == pytest.approx(pM, rel=0.05)
     assert np.all(np.diff(fit.history) >= -1e-6 * abs(fit.history[-1]))  # EM never goes down
 
