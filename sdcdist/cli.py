@@ -156,6 +156,10 @@ def synth(rows: int, columns: int, seed: int, out: str, chunk_rows: int,
 # ---------------------------------------------------------------------------
 # registries
 
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
 @main.command()
 @click.option("--markdown", is_flag=True, help="Print a Markdown table (for the docs).")
 def methods(markdown: bool) -> None:
@@ -167,7 +171,7 @@ def methods(markdown: bool) -> None:
     for name, m in REGISTRY.items():
         allowed = "-" if m.kind == "none" else m.allowed_text()
         if markdown:
-            click.echo(f"| `{name}` | {m.param} | {allowed} | {m.description} | "
+            click.echo(f"| `{name}` | {m.param} | {allowed} | {_md(m.description)} | "
                        f"{m.reference} |")
         else:
             rng = "-" if m.kind == "none" else f"{m.param}: {allowed}"
@@ -187,7 +191,7 @@ def metrics(markdown: bool) -> None:
         if markdown:
             best = "smallest" if m.ascending else "largest"
             click.echo(f"| `{name}` | {m.kind} | {'yes' if m.keysets else ''} | {best} | "
-                       f"{m.description} | {m.reference} |")
+                       f"{_md(m.description)} | {m.reference} |")
         else:
             click.echo(f"{name:12s} {m.kind:8s} {ks:12s} {m.description}")
 
