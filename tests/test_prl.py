@@ -144,10 +144,10 @@ def test_sparse_linkage_equals_dense_and_blocks(rng, client, use_client):
     runner = Runner(client if use_client else None)
     dense = probabilistic_linkage(runner, A, B, 90, 70, (0, 1, 3))
     assert dense.info["assignment"] == "dense" and dense.flag == 0
-    for rows in [(16, 16), (90, 7)]:
+    for rows, how in [((16, 16), "row_floor"), ((90, 7), None)]:
         sparse = probabilistic_linkage(runner, A, B, 90, 70, (0, 1, 3), dense_limit=10,
-                                       top_c=90, block_rows=rows)
-        assert sparse.info["assignment"] == "sparse" and sparse.flag == 1
+                                       top_c=90, block_rows=rows, unmatched=how)
+        assert sparse.info["assignment"].startswith("sparse") and sparse.flag == 1
         np.testing.assert_array_equal(sparse.cols_a, dense.cols_a)
         np.testing.assert_array_equal(sparse.weights, dense.weights)
         assert sparse.correct == dense.correct and sparse.correct20 == dense.correct20

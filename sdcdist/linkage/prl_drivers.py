@@ -160,7 +160,8 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                           dense_limit: int = DEFAULT_DENSE_LIMIT,
                           block_rows: tuple[int, int] | None = None,
                           blocking: tuple[int, int] | None = None,
-                          em_options: dict | None = None) -> PRLResult:
+                          em_options: dict | None = None,
+                          unmatched: Any = "row_floor") -> PRLResult:
     """Link every B record to at most one A record by Fellegi-Sunter weights.
 
     Parameters
@@ -186,6 +187,12 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         half window). Only those pairs are compared; the result is flagged.
     em_options : dict, optional
         Passed to :func:`prl.em` (``max_iter``, ``tol``, ``eps``, ``m_start``).
+    unmatched : "row_floor" or None
+        Sparse assignment only (see :func:`~sdcdist.linkage.assignment.assign`):
+        "row_floor" lets a B record stay unassigned at a value just below its
+        worst candidate (fast); ``None`` assigns as many B records as the
+        candidate graph allows first (exact analogue of the dense assignment,
+        but much slower on large files).
 
     Returns
     -------
@@ -259,7 +266,8 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         timings["candidates"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         graph = Candidates.from_topc(cand["idx"], cand["w"], n_a)
-        r, c, ainfo = assign(graph, maximize=True, dense_limit=dense_limit)
+        r, c, ainfo = assign(graph, maximize=True, dense_limit=dense_limit,
+                             unmatched=unmatched)
         w = graph.lookup(r, c)
         wtrue = cand["wtrue"]
         true_in_cand = int(np.count_nonzero((cand["idx"] == tr[:, None]).any(axis=1)
@@ -267,7 +275,8 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         timings["assignment"] = time.perf_counter() - t0
     pc = prl.pld_counts(r, c, w, tr)
     flag = int(ainfo["flag"] or blocking is not None)
-    info = {"assignment": ainfo["method"], "blocking": (f"sorted neighbourhood on key "
+    info = {"assignment": ainfo["method"] + ("" if ainfo["method"] == "dense" else
+                                             f" (unmatched={unmatched})"), "blocking": (f"sorted neighbourhood on key "
                                                         f"{blocking[0]}, half window "
                                                         f"{blocking[1]}" if blocking else "none"),
             "pairs_compared": n_pairs, "em_iterations": fit.iterations,

@@ -97,6 +97,8 @@ DEFAULT_OPTIONS: dict[str, Any] = {
                                      # neighbourhood (the result is then flagged)
     "prl_block_rows": None,          # [A rows, B rows] per pair block (default 8192 each)
     "prl_em": None,                  # EM settings: {max_iter, tol, eps, m_start}
+    "prl_unmatched": "row_floor",    # sparse assignment: "row_floor" (fast) or None (assign
+                                     # as many masked records as the candidates allow first)
 }
 
 

@@ -4,7 +4,8 @@ Options (``ctx.options``, defaults in :data:`DEFAULT_OPTIONS`): ``prl_method``
 ("l"), ``prl_t`` (0.05; a list of increasing tolerances gives a multi-level
 comparison), ``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
 (``None`` or ``[key column name, half window]`` for sorted-neighbourhood
-blocking), ``prl_block_rows``, ``prl_em`` (dict of EM settings). Sparse
+blocking), ``prl_block_rows``, ``prl_em`` (dict of EM settings),
+``prl_unmatched`` (sparse assignment mode). Sparse
 assignment or blocking set ``MetricResult.flag`` = 1; ``info`` says which
 assignment was used, the pairs compared, EM iterations and log-likelihood.
 """
@@ -36,7 +37,8 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
             ctx.runner, ctx.original, ctx.masked, ctx.shape_original[0], ctx.shape_masked[0],
             keys, method=o["prl_method"], t=o["prl_t"], truth=ctx.truth,
             top_c=int(o["prl_top_c"]), dense_limit=int(o["prl_dense_limit"]),
-            block_rows=tuple(br) if br else None, blocking=blocking, em_options=o["prl_em"])
+            block_rows=tuple(br) if br else None, blocking=blocking, em_options=o["prl_em"],
+            unmatched=o["prl_unmatched"])
     return ctx.cached(("prl", keys), run)
 
 
