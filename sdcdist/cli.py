@@ -157,22 +157,44 @@ def synth(rows: int, columns: int, seed: int, out: str, chunk_rows: int,
 # ---------------------------------------------------------------------------
 # registries
 
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
 @main.command()
-def methods() -> None:
+@click.option("--markdown", is_flag=True, help="Print a Markdown table (for the docs).")
+def methods(markdown: bool) -> None:
     """List the masking methods with their parameter and valid range."""
     from .masking import REGISTRY
+    if markdown:
+        click.echo("| method | parameter | valid range | description | reference |")
+        click.echo("|---|---|---|---|---|")
     for name, m in REGISTRY.items():
-        rng = "-" if m.kind == "none" else f"{m.param}: {m.allowed_text()}"
-        click.echo(f"{name:16s} {rng:42s} {m.description}")
+        allowed = "-" if m.kind == "none" else m.allowed_text()
+        if markdown:
+            click.echo(f"| `{name}` | {m.param} | {allowed} | {_md(m.description)} | "
+                       f"{m.reference} |")
+        else:
+            rng = "-" if m.kind == "none" else f"{m.param}: {allowed}"
+            click.echo(f"{name:16s} {rng:42s} {m.description}")
 
 
 @main.command()
-def metrics() -> None:
+@click.option("--markdown", is_flag=True, help="Print a Markdown table (for the docs).")
+def metrics(markdown: bool) -> None:
     """List the metrics: kind, whether computed per key set, description."""
     from .metrics import REGISTRY
+    if markdown:
+        click.echo("| metric | kind | per key set | rank 1 = | description | reference |")
+        click.echo("|---|---|---|---|---|---|")
     for name, m in REGISTRY.items():
         ks = "per key set" if m.keysets else ""
-        click.echo(f"{name:12s} {m.kind:8s} {ks:12s} {m.description}")
+        if markdown:
+            best = "smallest" if m.ascending else "largest"
+            click.echo(f"| `{name}` | {m.kind} | {'yes' if m.keysets else ''} | {best} | "
+                       f"{_md(m.description)} | {m.reference} |")
+        else:
+            click.echo(f"{name:12s} {m.kind:8s} {ks:12s} {m.description}")
 
 
 # ---------------------------------------------------------------------------
@@ -346,6 +368,90 @@ def plot(cube: str, risk: str, loss: str, out: str) -> None:
         raise SdcInputError(f"cannot tell the image format of {out!r}; use .png or .svg")
     plot_tradeoff(open_cube(cube), risk=risk, loss=loss, out=out)
     click.echo(f"plot written to {out}")
+
+
+# ---------------------------------------------------------------------------
+# linkage
+
+def _tolerances(text: str) -> float | list[float]:
+    try:
+        ts = [float(x) for x in _split(text)]
+    except ValueError:
+        raise SdcInputError(f"The 't' parameter of prl must be a number or a comma-separated "
+                            f"list of increasing numbers > 0. Got {text!r} instead.") from None
+    if not ts:
+        raise SdcInputError("The 't' parameter of prl must be a number > 0. Got nothing instead.")
+    return ts[0] if len(ts) == 1 else ts
+
+
+def _blocking(text: str | None) -> tuple[str, int] | None:
+    if not text:
+        return None
+    col, _, width = text.rpartition(":")
+    if not col or not width.isdigit() or int(width) < 1:
+        raise SdcInputError(f"--block-on must be COLUMN:HALF_WINDOW (e.g. AGI:50). "
+                            f"Got {text!r} instead.")
+    return col, int(width)
+
+
+@main.command()
+@click.argument("original", type=click.Path(exists=True))
+@click.argument("masked", type=click.Path(exists=True))
+@click.option("--keys", required=True, metavar="A,B,...",
+              help="Key columns compared (present in both files).")
+@click.option("--method", type=click.Choice(["prl"]), default="prl", show_default=True,
+              help="Linkage method: prl = probabilistic record linkage (Fellegi-Sunter, EM).")
+@click.option("--id", "id_column", default=None, metavar="COLUMN",
+              help="Identifier column in both files: gives the truth, adds 'correct' and PLD.")
+@click.option("--compare", type=click.Choice(["l", "d"]), default="l", show_default=True,
+              help="Numeric comparison on log-like g(v) (l) or on raw values (d).")
+@click.option("--t", "t_text", default="0.05", show_default=True, metavar="T[,T2,...]",
+              help="Relative tolerance; several increasing values give multi-level comparisons.")
+@click.option("--categorical", default=None, metavar="A,B,...",
+              help="Key columns compared by equality.")
+@click.option("--top-c", type=click.IntRange(1), default=20, show_default=True,
+              help="Candidates kept per masked record for the sparse assignment.")
+@click.option("--dense-limit", type=click.IntRange(1), default=5000, show_default=True,
+              help="Largest file solved by the dense exact assignment.")
+@click.option("--block-on", default=None, metavar="COLUMN:HALF_WINDOW",
+              help="Sorted-neighbourhood blocking (compares fewer pairs; default all pairs).")
+@click.option("-o", "--out", required=True, help="Parquet file for the linked pairs.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+@scheduler_option
+def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
+         compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
+         block_on: str | None, out: str, overwrite: bool, scheduler: str | None,
+         workers: int | None) -> None:
+    """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
+
+    Both files are CSV, Parquet or Zarr stores and may differ in size (e.g. an
+    external file covering part of the population). The output has one row per
+    linked pair: row_b (MASKED), row_a (ORIGINAL), weight, match_probability
+    and, with --id, id_b, id_a, correct and true_weight. Records left without a
+    partner are not listed.
+    """
+    from .data import load_microdata
+    from .linkage.link import link_files
+    if not out.lower().endswith((".parquet", ".pq")):
+        raise SdcInputError(f"the pairs are written as Parquet; give an output ending in "
+                            f".parquet (got {out!r})")
+    if os.path.exists(out) and not overwrite:
+        raise SdcInputError(f"{out!r} exists; use --overwrite to replace it")
+    A = load_microdata(original)
+    B = load_microdata(masked)
+    with cluster_client(scheduler, workers, quiet=True) as client:
+        res = link_files(A, B, _split(keys), id_column=id_column,
+                         categorical=_split(categorical) if categorical else (),
+                         method=compare, t=_tolerances(t_text), top_c=top_c,
+                         dense_limit=dense_limit, blocking=_blocking(block_on), client=client)
+    res.pairs.to_parquet(out, index=False)
+    info = res.result.info
+    click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
+               f"{info['pairs_compared']} pairs compared, {info['assignment']} assignment, "
+               f"blocking {info['blocking']}, EM {info['em_iterations']} iterations "
+               f"(log-likelihood {info['em_loglik']:.6g}), P(M) {info['p_match']:.3g}")
+    if res.pld is not None:
+        click.echo(f"PLD {res.pld:.2f}  PLD20 {res.pld20:.2f}")
 
 
 if __name__ == "__main__":  # pragma: no cover

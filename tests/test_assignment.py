@@ -76,9 +76,21 @@ def test_minimize_distances():
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(2, 5), st.integers(2, 5), st.integers(0, 10**6),
-       st.sampled_from([None, 0.0]))
+       st.sampled_from([None, 0.0, "row_floor"]))
 def test_matches_brute_force(n_r, n_c, seed, unmatched):
-    """Exhaustive check over all partial matchings on tiny matrices."""
+    """Exhaustive check over all partial matchings on tiny matrices.
+
+    "row_floor" on a complete graph with n_r <= n_c is the full assignment.
+    """
+    if unmatched == "row_floor":
+        if n_r > n_c:
+            return
+        r, c, _ = assign(Candidates.from_topc(np.tile(np.arange(n_c), (n_r, 1)),
+                                              np.zeros((n_r, n_c)), n_c), unmatched=unmatched)
+        assert r.size == n_r
+        unmatched_ref = None
+    else:
+        unmatched_ref = unmatched
     rng = np.random.default_rng(seed)
     W = np.round(rng.normal(size=(n_r, n_c)), 3)
 
@@ -88,8 +100,8 @@ def test_matches_brute_force(n_r, n_c, seed, unmatched):
         for perm in set(itertools.permutations(cols, n_r)):
             pairs = [(i, j) for i, j in enumerate(perm) if j is not None]
             k = len(pairs)
-            val = sum(W[i, j] for i, j in pairs) + (n_r - k) * (unmatched or 0.0)
-            score = (k, val) if unmatched is None else (0, val)
+            val = sum(W[i, j] for i, j in pairs) + (n_r - k) * (unmatched_ref or 0.0)
+            score = (k, val) if unmatched_ref is None else (0, val)
             if score[0] > out[0] or (score[0] == out[0] and val > out[1] + 1e-12):
                 out = (score[0], val)
         return out[1]
@@ -98,9 +110,9 @@ def test_matches_brute_force(n_r, n_c, seed, unmatched):
     for how in (W, Candidates.from_topc(np.argsort(-W, axis=1), -np.sort(-W, axis=1), n_c)):
         r, c, info = assign(how, unmatched=unmatched)
         assert len(set(c.tolist())) == c.size and len(set(r.tolist())) == r.size
-        val = _total(W, r, c) + (n_r - r.size) * (unmatched or 0.0)
+        val = _total(W, r, c) + (n_r - r.size) * (unmatched_ref or 0.0)
         assert val == pytest.approx(target, abs=1e-9)
-        if unmatched is None:
+        if unmatched_ref is None:
             assert r.size == min(n_r, n_c)
 
 
@@ -110,6 +122,14 @@ def test_unmatched_rows_when_candidates_collide():
     r, c, info = assign(cand)
     assert list(zip(r.tolist(), c.tolist())) == [(0, 0), (2, 1)]
     assert info["n_unassigned_rows"] == 1
+    # maximal cardinality first (None) vs a row's floor ("row_floor"):
+    # row 0: A 10, B 1; row 1: A 9 only. None: 0-B, 1-A (2 pairs, 10);
+    # row_floor: 0-A (10) + row 1 out at ~9 = 19 > 0-B + 1-A = 10
+    cand = Candidates(np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([10.0, 1.0, 9.0]), (2, 2))
+    r, c, _ = assign(cand)
+    assert list(zip(r.tolist(), c.tolist())) == [(0, 1), (1, 0)]
+    r, c, _ = assign(cand, unmatched="row_floor")
+    assert list(zip(r.tolist(), c.tolist())) == [(0, 0)]
 
 
 def test_bad_inputs():
@@ -117,5 +137,7 @@ def test_bad_inputs():
         assign(np.zeros(3))
     with pytest.raises(SdcInputError, match="finite"):
         assign(np.array([[np.nan, 1.0]]))
+    with pytest.raises(SdcInputError, match="'unmatched' parameter"):
+        assign(np.zeros((2, 2)), unmatched="greedy")
     with pytest.raises(SdcInputError, match="out of range"):
         Candidates(np.array([0]), np.array([4]), np.array([1.0]), (2, 2))

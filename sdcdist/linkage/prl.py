@@ -196,18 +196,41 @@ def _level(d: float, tol: np.ndarray, k: int, nlev: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _counts_kernel(av, atol, bv, lo, hi, aidx, nlev, radix, n_patterns):
-    counts = np.zeros(n_patterns, dtype=np.int64)
-    K = av.shape[1]
+def _codes_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, radix, code):
+    # pattern code of B row bj against A rows aidx[lo:hi] (or lo:hi when identity),
+    # column by column so the inner loop runs over contiguous A values
+    n = hi - lo
+    code[:n] = 0
+    for k in range(avT.shape[0]):
+        r = radix[k]
+        x = bj[k]
+        for l in range(nlev[k] - 1):
+            if identity:
+                for q in range(n):
+                    i = lo + q
+                    code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
+            else:
+                for q in range(n):
+                    i = aidx[lo + q]
+                    code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _counts_kernel(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns):
+    # four interleaved histograms: runs of the same pattern do not serialise the increments
+    counts = np.zeros((4, n_patterns), dtype=np.int64)
+    code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
     for j in range(bv.shape[0]):
-        for p in range(lo[j], hi[j]):
-            i = aidx[p]
-            code = 0
-            for k in range(K):
-                d = abs(av[i, k] - bv[j, k])
-                code += _level(d, atol[i], k, nlev[k]) * radix[k]
-            counts[code] += 1
-    return counts
+        n = _codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, code)
+        for q in range(n):
+            counts[q & 3, code[q]] += 1
+    return counts.sum(axis=0)
+
+
+def _transposed(a: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A's values (K, n) and tolerances (K, L, n), contiguous along the records."""
+    return np.ascontiguousarray(a["v"].T), np.ascontiguousarray(a["tol"].transpose(1, 2, 0))
 
 
 def _all(n_b: int, n_a: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -230,9 +253,11 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
     -------
     ndarray of int64, shape (n_patterns,)
     """
-    if lo is None:
+    identity = lo is None
+    if identity:
         lo, hi, aidx = _all(b["v"].shape[0], a["v"].shape[0])
-    return _counts_kernel(a["v"], a["tol"], b["v"], lo, hi, aidx, cmp.n_levels, cmp.radix,
+    avT, tolT = _transposed(a)
+    return _counts_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix,
                           cmp.n_patterns)
 
 
@@ -275,8 +300,9 @@ def _guard(x: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
     return y / y.sum(), hit
 
 
-def em(counts: np.ndarray, cmp: Comparison, *, p_start: float, m_start: float = 0.9,
-       max_iter: int = 1000, tol: float = 1e-9, eps: float = 1e-9) -> EMResult:
+def em(counts: np.ndarray, cmp: Comparison, *, p_start: float, p_max: float | None = None,
+       m_start: float = 0.9, max_iter: int = 1000, tol: float = 1e-9,
+       eps: float = 1e-9) -> EMResult:
     """Fit P(M), m and u by EM on the pattern counts.
 
     Start: ``P(M) = p_start`` (CATALOG: ``min(n_a, n_b) / (n_a n_b)``), m puts
@@ -284,7 +310,13 @@ def em(counts: np.ndarray, cmp: Comparison, *, p_start: float, m_start: float = 
     frequency of each column over all pairs (nearly all pairs are non-matches).
     Stops when the log-likelihood gains less than ``tol`` (relative) or after
     ``max_iter`` iterations. Probabilities are kept in ``[eps, 1 - eps]`` and
-    P(M) in ``[1/N, 1 - 1/N]`` (N pairs) so weights stay finite. As in
+    P(M) in ``[1/N, 1 - 1/N]`` (N pairs) so weights stay finite. ``p_max``
+    bounds P(M) from above: a 1-1 linkage has at most ``min(n_a, n_b)``
+    matches, so the driver passes ``min(n_a, n_b) / N``. Without the bound,
+    on all pairs of real-looking files EM happily calls the large class of
+    pairs agreeing on zeros and correlated keys "matches" (P(M) ~ 0.4). The
+    bounded M-step for P(M) is exact (the expected log-likelihood is concave
+    in P(M)), so the log-likelihood still never decreases. As in
     Winkler's constrained EM, agreement may not be less likely among matches
     than among non-matches: when an M-step gives ``m_agree < u_agree`` for a
     column, its m and u are both set to the column's pooled level frequencies
@@ -308,7 +340,8 @@ def em(counts: np.ndarray, cmp: Comparison, *, p_start: float, m_start: float = 
         m.append(mk)
         uk = np.bincount(lev[:, k], weights=c, minlength=nl[k]) / N
         u.append(_guard(uk, eps)[0])
-    p = float(np.clip(p_start, 1 / N, 1 - 1 / N))
+    hi = 1 - 1 / N if p_max is None else float(np.clip(p_max, 1 / N, 1 - 1 / N))
+    p = float(np.clip(p_start, 1 / N, hi))
     history: list[float] = []
     clipped = constrained = 0
     converged = False
@@ -323,7 +356,7 @@ def em(counts: np.ndarray, cmp: Comparison, *, p_start: float, m_start: float = 
         g = np.exp(lm - lmix)
         cm, cu = c * g, c * (1 - g)
         sm, su = cm.sum(), cu.sum()
-        p = float(np.clip(sm / N, 1 / N, 1 - 1 / N))
+        p = float(np.clip(sm / N, 1 / N, hi))
         for k in range(K):
             bm = np.bincount(lev[:, k], weights=cm, minlength=nl[k])
             bu = np.bincount(lev[:, k], weights=cu, minlength=nl[k])
@@ -367,6 +400,21 @@ class WeightParams:
     step: np.ndarray
     log_prior_odds: float
 
+    @property
+    def order(self) -> np.ndarray:
+        """Order in which column weights are summed: widest weight range first.
+
+        Fixed for a fitted model, so every kernel adds the same terms in the same
+        order (bit-identical pair weights); the most discriminating columns come
+        first.
+        """
+        lo = np.where(self.step, self.w_level.min(axis=1), np.minimum(self.w_agr, self.w_dis))
+        return np.argsort(-(self._best - lo), kind="stable").astype(np.int64)
+
+    @property
+    def _best(self) -> np.ndarray:
+        return np.where(self.step, self.w_level.max(axis=1), np.maximum(self.w_agr, self.w_dis))
+
 
 def weight_params(fit: EMResult, cmp: Comparison) -> WeightParams:
     K = len(fit.m)
@@ -383,45 +431,88 @@ def weight_params(fit: EMResult, cmp: Comparison) -> WeightParams:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _pair_weight(av, atol, bv, i, j, nlev, wa, wd, wl, step):
+def _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step):
+    # one column's weight of pair (A row i, B row j); _weights_row is the same
+    # arithmetic vectorised over A rows
+    d = abs(av[i, k] - bv[j, k])
+    if step[k]:
+        return wl[k, _level(d, atol[i], k, nlev[k])]
+    # linear downweighting from w_agr (d = 0) to w_dis (d >= tolerance); NaN -> w_dis
+    x = wa[k] - (wa[k] - wd[k]) * d / atol[i, k, 0]
+    return x if x > wd[k] else wd[k]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_weight(av, atol, bv, i, j, nlev, wa, wd, wl, step, order):
     w = 0.0
-    for k in range(av.shape[1]):
-        d = abs(av[i, k] - bv[j, k])
-        if step[k]:
-            w += wl[k, _level(d, atol[i], k, nlev[k])]
-        elif d == d:
-            # linear downweighting from w_agr (d = 0) to w_dis (d = tolerance)
-            w += max(wa[k] - (wa[k] - wd[k]) * d / atol[i, k, 0], wd[k])
-        else:
-            w += wd[k]  # missing value: disagreement
+    for k in order:
+        w += _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step)
     return w
 
 
 @numba.njit(cache=True, nogil=True)
-def _topc_kernel(av, atol, bv, lo, hi, aidx, aglob, nlev, wa, wd, wl, step, c):
+def _weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, order, w):
+    # weights of B row bj against A rows aidx[lo:hi] (lo:hi when identity) into w[:n];
+    # the same terms, in the same order, as _pair_weight (bit-identical sums)
+    n = hi - lo
+    w[:n] = 0.0
+    for k in order:
+        x = bj[k]
+        if step[k]:
+            for q in range(n):
+                i = lo + q if identity else aidx[lo + q]
+                d = abs(avT[k, i] - x)
+                lev = 0
+                for l in range(nlev[k] - 1):
+                    if not (d <= tolT[k, l, i]):
+                        lev += 1
+                w[q] += wl[k, lev]
+        else:
+            wak = wa[k]
+            dd = wa[k] - wd[k]
+            wdk = wd[k]
+            if identity:
+                for q in range(n):
+                    i = lo + q
+                    y = wak - dd * abs(avT[k, i] - x) / tolT[k, 0, i]
+                    w[q] += y if y > wdk else wdk
+            else:
+                for q in range(n):
+                    i = aidx[lo + q]
+                    y = wak - dd * abs(avT[k, i] - x) / tolT[k, 0, i]
+                    w[q] += y if y > wdk else wdk
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, step, order,
+                 c):
     nb = bv.shape[0]
     idx = np.full((nb, c), -1, dtype=np.int64)
     wt = np.full((nb, c), -np.inf)
+    w = np.empty(avT.shape[1] if identity else max(1, aidx.size))
     for j in range(nb):
+        n = _weights_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, wa, wd, wl,
+                         step, order, w)
         filled = 0
-        for p in range(lo[j], hi[j]):
-            i = aidx[p]
-            w = _pair_weight(av, atol, bv, i, j, nlev, wa, wd, wl, step)
+        for q in range(n):
+            x = w[q]
+            i = lo[j] + q if identity else aidx[lo[j] + q]
             g = aglob[i]
-            # keep (weight desc, A row asc); the list is sorted, insertion from the tail
             if filled == c:
-                if w < wt[j, c - 1] or (w == wt[j, c - 1] and g > idx[j, c - 1]):
+                if x < wt[j, c - 1] or (x == wt[j, c - 1] and g > idx[j, c - 1]):
                     continue
-                q = c - 1
+                p = c - 1
             else:
-                q = filled
+                p = filled
                 filled += 1
-            while q > 0 and (wt[j, q - 1] < w or (wt[j, q - 1] == w and idx[j, q - 1] > g)):
-                wt[j, q] = wt[j, q - 1]
-                idx[j, q] = idx[j, q - 1]
-                q -= 1
-            wt[j, q] = w
-            idx[j, q] = g
+            # keep (weight desc, A row asc); the list is sorted, insertion from the tail
+            while p > 0 and (wt[j, p - 1] < x or (wt[j, p - 1] == x and idx[j, p - 1] > g)):
+                wt[j, p] = wt[j, p - 1]
+                idx[j, p] = idx[j, p - 1]
+                p -= 1
+            wt[j, p] = x
+            idx[j, p] = g
     return idx, wt
 
 
@@ -435,12 +526,14 @@ def topc_block(a: dict, b: dict, cmp: Comparison, wp: WeightParams, c: int, *, a
     dict
         ``idx`` (n_b, c) int64 global A rows (-1 = none), ``w`` (n_b, c) weights.
     """
-    if lo is None:
+    identity = lo is None
+    if identity:
         lo, hi, aidx = _all(b["v"].shape[0], a["v"].shape[0])
     if aglob is None:
         aglob = a0 + np.arange(a["v"].shape[0], dtype=np.int64)
-    idx, w = _topc_kernel(a["v"], a["tol"], b["v"], lo, hi, aidx, aglob, cmp.n_levels,
-                          wp.w_agr, wp.w_dis, wp.w_level, wp.step, int(c))
+    avT, tolT = _transposed(a)
+    idx, w = _topc_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, aglob, cmp.n_levels,
+                          wp.w_agr, wp.w_dis, wp.w_level, wp.step, wp.order, int(c))
     return {"idx": idx, "w": w}
 
 
@@ -463,10 +556,10 @@ def _rowwise_order(w: np.ndarray, idx: np.ndarray, c: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _pairs_kernel(av, atol, bv, ia, jb, nlev, wa, wd, wl, step):
+def _pairs_kernel(av, atol, bv, ia, jb, nlev, wa, wd, wl, step, order):
     out = np.empty(ia.size)
     for q in range(ia.size):
-        out[q] = _pair_weight(av, atol, bv, ia[q], jb[q], nlev, wa, wd, wl, step)
+        out[q] = _pair_weight(av, atol, bv, ia[q], jb[q], nlev, wa, wd, wl, step, order)
     return out
 
 
@@ -476,15 +569,24 @@ def pair_weights(a: dict, b: dict, ia: np.ndarray, jb: np.ndarray, cmp: Comparis
     ia = np.asarray(ia, dtype=np.int64)
     jb = np.asarray(jb, dtype=np.int64)
     return _pairs_kernel(a["v"], a["tol"], b["v"], ia, jb, cmp.n_levels, wp.w_agr, wp.w_dis,
-                         wp.w_level, wp.step)
+                         wp.w_level, wp.step, wp.order)
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, step, order):
+    na = avT.shape[1]
+    out = np.empty((bv.shape[0], na))
+    none = np.zeros(1, dtype=np.int64)
+    for j in range(bv.shape[0]):
+        _weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, step, order, out[j])
+    return out
 
 
 def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.ndarray:
     """All pair weights, shape (n_b, n_a) (rows = B records)."""
-    na, nb = a["v"].shape[0], b["v"].shape[0]
-    jb = np.repeat(np.arange(nb, dtype=np.int64), na)
-    ia = np.tile(np.arange(na, dtype=np.int64), nb)
-    return pair_weights(a, b, ia, jb, cmp, wp).reshape(nb, na)
+    avT, tolT = _transposed(a)
+    return _dense_kernel(avT, tolT, b["v"], cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level,
+                         wp.step, wp.order)
 
 
 def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:

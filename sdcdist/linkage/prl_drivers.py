@@ -40,7 +40,8 @@ class PRLResult:
     B row) with their weights and match probabilities; ``counts``: pattern
     counts; ``fit``: the EM result; ``correct`` / ``correct20`` / ``n_b``:
     PLD counts (when the truth is known); ``info``: assignment method, flag,
-    pairs compared, timings, EM iterations and log-likelihood.
+    pairs compared, timings, EM iterations and log-likelihood; ``true_weight``
+    (n_b,): weight of each B record's true pair (NaN when absent).
     """
 
     rows_b: np.ndarray
@@ -54,6 +55,7 @@ class PRLResult:
     n_b: int
     flag: int
     info: dict[str, Any] = field(default_factory=dict)
+    true_weight: np.ndarray | None = None
 
 
 def _slice(side: dict, s: int, e: int) -> dict:
@@ -158,7 +160,8 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                           dense_limit: int = DEFAULT_DENSE_LIMIT,
                           block_rows: tuple[int, int] | None = None,
                           blocking: tuple[int, int] | None = None,
-                          em_options: dict | None = None) -> PRLResult:
+                          em_options: dict | None = None,
+                          unmatched: Any = "row_floor") -> PRLResult:
     """Link every B record to at most one A record by Fellegi-Sunter weights.
 
     Parameters
@@ -184,6 +187,12 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         half window). Only those pairs are compared; the result is flagged.
     em_options : dict, optional
         Passed to :func:`prl.em` (``max_iter``, ``tol``, ``eps``, ``m_start``).
+    unmatched : "row_floor" or None
+        Sparse assignment only (see :func:`~sdcdist.linkage.assignment.assign`):
+        "row_floor" lets a B record stay unassigned at a value just below its
+        worst candidate (fast); ``None`` assigns as many B records as the
+        candidate graph allows first (exact analogue of the dense assignment,
+        but much slower on large files).
 
     Returns
     -------
@@ -213,6 +222,11 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     rows = tuple(block_rows) if block_rows else (DEFAULT_PRL_ROWS, DEFAULT_PRL_ROWS)
     if truth is None:
         truth = runner.scatter(row_truth(n_b, n_a))
+    elif isinstance(truth, np.ndarray):
+        if truth.shape != (n_b,):
+            raise SdcInputError(f"the truth must give one row per masked record: shape "
+                                f"({n_b},); got {truth.shape}")
+        truth = runner.scatter(np.asarray(truth, dtype=np.int64))
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
@@ -224,10 +238,11 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
 
     t0 = time.perf_counter()
     p_start = min(n_a, n_b) / float(n_pairs)
-    fit = prl.em(counts, cmp, p_start=p_start, **(em_options or {}))
+    fit = prl.em(counts, cmp, p_start=p_start, **{"p_max": p_start, **(em_options or {})})
     wp = prl.weight_params(fit, cmp)
     timings["em"] = time.perf_counter() - t0
 
+    tr = np.asarray(runner.gather(truth), dtype=np.int64)
     t0 = time.perf_counter()
     if blocking is None and max(n_a, n_b) <= dense_limit:
         out = runner.gather(runner.submit(_dense_assign, Ap, Bp, cmp, wp, dense_limit, truth))
@@ -251,17 +266,17 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         timings["candidates"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         graph = Candidates.from_topc(cand["idx"], cand["w"], n_a)
-        r, c, ainfo = assign(graph, maximize=True, dense_limit=dense_limit)
+        r, c, ainfo = assign(graph, maximize=True, dense_limit=dense_limit,
+                             unmatched=unmatched)
         w = graph.lookup(r, c)
         wtrue = cand["wtrue"]
-        tr = np.asarray(runner.gather(truth) if not isinstance(truth, np.ndarray) else truth)
         true_in_cand = int(np.count_nonzero((cand["idx"] == tr[:, None]).any(axis=1)
                                             & (tr >= 0)))
         timings["assignment"] = time.perf_counter() - t0
-    tr = np.asarray(runner.gather(truth) if not isinstance(truth, np.ndarray) else truth)
     pc = prl.pld_counts(r, c, w, tr)
     flag = int(ainfo["flag"] or blocking is not None)
-    info = {"assignment": ainfo["method"], "blocking": (f"sorted neighbourhood on key "
+    info = {"assignment": ainfo["method"] + ("" if ainfo["method"] == "dense" else
+                                             f" (unmatched={unmatched})"), "blocking": (f"sorted neighbourhood on key "
                                                         f"{blocking[0]}, half window "
                                                         f"{blocking[1]}" if blocking else "none"),
             "pairs_compared": n_pairs, "em_iterations": fit.iterations,
@@ -271,5 +286,5 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
             "timings": timings,
             "true_weight_mean": float(np.nanmean(wtrue)) if np.any(~np.isnan(wtrue)) else None}
     return PRLResult(r, c, w, prl.match_probability(w, wp), counts, fit, pc["correct"],
-                     pc["correct20"], n_b, flag, info)
+                     pc["correct20"], n_b, flag, info, wtrue)
 
