@@ -7,8 +7,8 @@ neighbour search (``DLD`` and ``DLD2``; ``ID1``, ``ID2`` and ``SDID``) share one
 computation through :meth:`MeasureContext.cached`, and the column transforms
 are computed once per column for all key sets.
 
-Options (``ctx.options``)
--------------------------
+Options (``ctx.options``; defaults in ``DEFAULT_OPTIONS``)
+----------------------------------------------------------
 ``linkage_method``
     ``"index"`` (KD-tree per original block, default) or ``"brute"`` (distance
     matrices); identical results.
@@ -44,10 +44,6 @@ from ._registry import MeasureContext, MetricResult, register
 
 __all__ = ["distance_linkage", "interval_counts", "key_positions"]
 
-GDBRL_DENSE_MAX = 5000
-GDBRL_CANDIDATES = 20
-SDID_K = 0.05
-
 
 # -- shared plumbing -----------------------------------------------------------------
 
@@ -70,7 +66,7 @@ def _options(ctx: MeasureContext) -> dict[str, Any]:
     br = ctx.options.get("block_rows")
     return {"block_memory": int(ctx.options["block_memory"]),
             "block_rows": tuple(br) if br else None,
-            "method": ctx.options.get("linkage_method", "index")}
+            "method": ctx.options["linkage_method"]}
 
 
 def _column_sd(X: Any, j: int) -> float:
@@ -231,8 +227,8 @@ def gdbrl(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
     from ..linkage.assignment import Candidates, assign
     M, O = _transformed(ctx, keys, "z")
     n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
-    dense_max = int(ctx.options.get("gdbrl_dense_max", GDBRL_DENSE_MAX))
-    c = int(ctx.options.get("gdbrl_candidates", GDBRL_CANDIDATES))
+    dense_max = int(ctx.options["gdbrl_dense_max"])
+    c = int(ctx.options["gdbrl_candidates"])
     if dense_max < 1 or c < 1:
         raise SdcInputError("The 'gdbrl_dense_max' and 'gdbrl_candidates' options must be "
                             f"integers >= 1. Got {dense_max} and {c} instead.")
@@ -453,7 +449,7 @@ def _sdid_chunk(start: int, stop: int, X: Any, Y: Any, ja: tuple[int, ...],
           description="share of records whose every original value lies within "
                       "x' ± k s'_j (k = 0.05)")
 def sdid(ctx: MeasureContext) -> float:
-    k = float(ctx.options.get("sdid_k", SDID_K))
+    k = float(ctx.options["sdid_k"])
     if not k >= 0:
         raise SdcInputError(f"The 'sdid_k' option must be a number >= 0. Got {k} instead.")
     sd = _intervals(ctx)["sd"]
