@@ -19,6 +19,8 @@ def _valid_param(m):
 
 
 def _options(m, X):
+    if "roles" in m.options:   # IPSO: two regressors, the other columns quasi-identifiers
+        return {"roles": {"confidential": [0, 1], "quasi": list(range(2, X.shape[1]))}}
     return {}
 
 

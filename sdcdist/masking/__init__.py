@@ -6,6 +6,7 @@
 """
 
 from ._registry import REGISTRY, MaskingMethod, get_method, register
-from . import noise, swapping  # noqa: F401  (modules register their methods)
+from . import (compression, distribution, microaggregation, noise, resampling,  # noqa: F401
+               swapping, synthetic)  # (modules register their methods)
 
 __all__ = ["REGISTRY", "MaskingMethod", "get_method", "register"]
