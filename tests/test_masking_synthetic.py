@@ -78,7 +78,8 @@ def test_roles_by_name_and_dataset_key_role(census):
     ({"confidential": [0, 1], "quasi": [1, 2]}, "both confidential and quasi-identifier"),
     ({"confidential": [0], "quasi": [9]}, r"not a column position in \[0, 3\]"),
     ({"confidential": ["a"], "quasi": [2]}, "no column names were given"),
-    ({"confidential": [0], "secret": [2]}, "Unknown role 'secret'"),
+    ({"confidential": [0], "quasy": [2]}, r"quasi-identifier column \(roles given: "
+                                          r"confidential, quasy\)"),
 ])
 @pytest.mark.parametrize("name", ["ipso_a", "ipso_b", "ipso_c"])
 def test_bad_roles(small, name, roles, match):

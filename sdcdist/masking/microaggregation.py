@@ -83,22 +83,21 @@ def _less(d: float, i: int, best_d: float, best_i: int) -> bool:  # pragma: no c
 
 
 @numba.njit(cache=True)
-def _sq_dist(W, m, point, out):  # pragma: no cover - compiled
-    """out[:m] = squared distances of the m live columns of W (p x n) to ``point`` (p,)."""
+def _distances(W, m, point, d, idx):  # pragma: no cover - compiled
+    """Squared distances of the m live records (columns of W, p x n) to ``point`` into d.
+
+    Returns the position of the farthest (ties: lowest record number). One
+    coordinate row at a time, so the inner loop is a vector operation.
+    """
     p = W.shape[0]
     for i in range(m):
-        out[i] = 0.0
+        d[i] = 0.0
     for j in range(p):
         c = point[j]
         row = W[j]
         for i in range(m):
             t = row[i] - c
-            out[i] += t * t
-
-
-@numba.njit(cache=True)
-def _farthest(d, idx, m):  # pragma: no cover - compiled
-    """Position of the largest d (ties: lowest record number)."""
+            d[i] += t * t
     best = 0
     for i in range(1, m):
         if d[i] > d[best] or (d[i] == d[best] and idx[i] < idx[best]):
@@ -160,13 +159,20 @@ def _remove(W, idx, pos_of, m, positions, npos):  # pragma: no cover - compiled
 
 @numba.njit(cache=True)
 def _centroid(W, m, out):  # pragma: no cover - compiled
+    """Column means of the m live records; four running sums break the add chain."""
     p = W.shape[0]
+    q = m - m % 4
     for j in range(p):
-        s = 0.0
         row = W[j]
-        for i in range(m):
-            s += row[i]
-        out[j] = s / m
+        s0 = s1 = s2 = s3 = 0.0
+        for i in range(0, q, 4):
+            s0 += row[i]
+            s1 += row[i + 1]
+            s2 += row[i + 2]
+            s3 += row[i + 3]
+        for i in range(q, m):
+            s0 += row[i]
+        out[j] = ((s0 + s1) + (s2 + s3)) / m
 
 
 @numba.njit(cache=True)
@@ -201,12 +207,10 @@ def _mdav(Zt, k):  # pragma: no cover - compiled
     g = 0
     while m >= 3 * k:
         _centroid(Zt, m, c)
-        _sq_dist(Zt, m, c, d)
-        r = _farthest(d, idx, m)
+        r = _distances(Zt, m, c, d, idx)
         for j in range(p):
             pr[j] = Zt[j, r]
-        _sq_dist(Zt, m, pr, d)
-        s = _farthest(d, idx, m)
+        s = _distances(Zt, m, pr, d, idx)
         rec_s = idx[s]
         for j in range(p):
             ps[j] = Zt[j, s]
@@ -215,22 +219,20 @@ def _mdav(Zt, k):  # pragma: no cover - compiled
         if pos_of[rec_s] < 0:
             # s is the farthest from r, so it joins r's group only when all the
             # distances tie; then take the farthest from r among those left
-            _sq_dist(Zt, m, pr, d)
-            s = _farthest(d, idx, m)
+            s = _distances(Zt, m, pr, d, idx)
             for j in range(p):
                 ps[j] = Zt[j, s]
         else:
             s = pos_of[rec_s]
-        _sq_dist(Zt, m, ps, d)
+        _distances(Zt, m, ps, d, idx)
         m = _group_around(Zt, idx, pos_of, m, s, k, d, labels, g, buf_d, buf_i, buf_pos)
         g += 1
     if m >= 2 * k:
         _centroid(Zt, m, c)
-        _sq_dist(Zt, m, c, d)
-        r = _farthest(d, idx, m)
+        r = _distances(Zt, m, c, d, idx)
         for j in range(p):
             pr[j] = Zt[j, r]
-        _sq_dist(Zt, m, pr, d)
+        _distances(Zt, m, pr, d, idx)
         m = _group_around(Zt, idx, pos_of, m, r, k, d, labels, g, buf_d, buf_i, buf_pos)
         g += 1
     for i in range(m):

@@ -10,7 +10,8 @@ Roles are an option of the method::
     roles={"confidential": ["AGI", "TAX"], "quasi": ["FICA"]}, columns=names
 
 ``"key"`` is accepted for ``"quasi"``, so a dataset's ``roles`` attribute
-(``{"key": [...], "confidential": [...]}``) can be passed as it is.
+(``{"key": [...], "confidential": [...]}``) can be passed as it is; other roles
+are ignored.
 
 B̂ and Σ̂ are the maximum-likelihood estimates: B̂ by least squares and
 Σ̂ = RᵀR/n with R the residuals.
@@ -56,10 +57,7 @@ def resolve_roles(roles: Mapping[str, Sequence] | None, m: int, method: str,
     if not roles:
         raise SdcInputError(f"{method} needs the roles of the columns (confidential "
                             f"regressors and quasi-identifiers): {how}.")
-    unknown = [r for r in roles if r not in ("confidential",) + QUASI_NAMES]
-    if unknown:
-        raise SdcInputError(f"Unknown role {unknown[0]!r} for {method}. Valid roles: "
-                            f"confidential, quasi (or key).")
+    given = f" (roles given: {', '.join(map(str, roles))})"
     quasi_key = [r for r in QUASI_NAMES if roles.get(r)]
     if len(quasi_key) > 1:
         raise SdcInputError(f"{method}: give the quasi-identifiers once, as 'quasi' or as "
@@ -68,7 +66,7 @@ def resolve_roles(roles: Mapping[str, Sequence] | None, m: int, method: str,
     quasi = list(roles.get(quasi_key[0]) if quasi_key else [])
     for what, cols in (("confidential", conf), ("quasi-identifier", quasi)):
         if not cols:
-            raise SdcInputError(f"{method} needs at least one {what} column: {how}.")
+            raise SdcInputError(f"{method} needs at least one {what} column{given}: {how}.")
     pos = {}
     if columns is not None:
         pos = {c: i for i, c in enumerate(columns)}
