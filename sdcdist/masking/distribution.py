@@ -70,7 +70,10 @@ def fit_column(x: np.ndarray) -> dict[str, Any]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 par = _fit(name, x)
-                ll = float(np.sum(dist.logpdf(x, *par)))
+                if name == "uniform":   # closed form: rounding in loc + scale must not
+                    ll = -x.size * float(np.log(par[1]))   # push the maximum outside
+                else:
+                    ll = float(np.sum(dist.logpdf(x, *par)))
         except (ValueError, RuntimeError, FloatingPointError):
             continue
         if not np.isfinite(ll) or not all(np.isfinite(par)):

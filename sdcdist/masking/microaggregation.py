@@ -83,11 +83,12 @@ def _less(d: float, i: int, best_d: float, best_i: int) -> bool:  # pragma: no c
 
 
 @numba.njit(cache=True)
-def _distances(W, m, point, d, idx):  # pragma: no cover - compiled
+def _distances(W, m, point, d, idx, farthest=True):  # pragma: no cover - compiled
     """Squared distances of the m live records (columns of W, p x n) to ``point`` into d.
 
-    Returns the position of the farthest (ties: lowest record number). One
-    coordinate row at a time, so the inner loop is a vector operation.
+    Returns the position of the farthest (ties: lowest record number), or -1
+    when ``farthest`` is False. One coordinate row at a time, so the inner
+    loop is a vector operation.
     """
     p = W.shape[0]
     for i in range(m):
@@ -98,10 +99,15 @@ def _distances(W, m, point, d, idx):  # pragma: no cover - compiled
         for i in range(m):
             t = row[i] - c
             d[i] += t * t
+    if not farthest:
+        return -1
     best = 0
+    best_d = d[0]
     for i in range(1, m):
-        if d[i] > d[best] or (d[i] == d[best] and idx[i] < idx[best]):
+        di = d[i]
+        if di >= best_d and (di > best_d or idx[i] < idx[best]):
             best = i
+            best_d = di
     return best
 
 
@@ -116,10 +122,11 @@ def _nearest(d, idx, m, centre, k, buf_d, buf_i, buf_pos):  # pragma: no cover -
     want = k - 1
     if want <= 0:
         return 0
+    worst = np.inf              # the buffer's largest distance once it is full
     for i in range(m):
-        if i == centre:
-            continue
         di = d[i]
+        if di > worst or i == centre:   # the common case: one compare
+            continue
         ii = idx[i]
         if cnt == want:
             if not _less(di, ii, buf_d[cnt - 1], buf_i[cnt - 1]):
@@ -136,6 +143,8 @@ def _nearest(d, idx, m, centre, k, buf_d, buf_i, buf_pos):  # pragma: no cover -
         buf_d[pos] = di
         buf_i[pos] = ii
         buf_pos[pos] = i
+        if cnt == want:
+            worst = buf_d[cnt - 1]
     return cnt
 
 
@@ -224,7 +233,7 @@ def _mdav(Zt, k):  # pragma: no cover - compiled
                 ps[j] = Zt[j, s]
         else:
             s = pos_of[rec_s]
-        _distances(Zt, m, ps, d, idx)
+        _distances(Zt, m, ps, d, idx, False)
         m = _group_around(Zt, idx, pos_of, m, s, k, d, labels, g, buf_d, buf_i, buf_pos)
         g += 1
     if m >= 2 * k:
@@ -232,7 +241,7 @@ def _mdav(Zt, k):  # pragma: no cover - compiled
         r = _distances(Zt, m, c, d, idx)
         for j in range(p):
             pr[j] = Zt[j, r]
-        _distances(Zt, m, pr, d, idx)
+        _distances(Zt, m, pr, d, idx, False)
         m = _group_around(Zt, idx, pos_of, m, r, k, d, labels, g, buf_d, buf_i, buf_pos)
         g += 1
     for i in range(m):
