@@ -40,6 +40,7 @@ def main() -> None:
     \b
     A typical session:
       sdcdist synth --rows 100000 --out people.zarr     # or: sdcdist ingest file.csv ...
+      sdcdist mask people.zarr -m micmul -p 3 -o masked.csv   # one masked file
       sdcdist audit spec.yaml --out cube.zarr            # mask x measure every cell
       sdcdist report cube.zarr --by DLD                  # ranking table
       sdcdist plot cube.zarr --risk DLD --loss IL1s -o tradeoff.png

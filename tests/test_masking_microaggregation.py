@@ -163,3 +163,48 @@ def test_bad_k(name, small, k):
 def test_k_half_of_n_is_allowed(small):
     _, labels = _call("micmul", small, 30)
     assert sorted(np.bincount(labels[:, 0])) == [30, 30]
+
+
+def _mdav_literal(Z, k):
+    """MDAV written as the catalogue says it, with Python lists (slow, small n only)."""
+    n = Z.shape[0]
+    labels = [-1] * n
+    left = list(range(n))
+
+    def sq(i, pt):
+        return sum((Z[i, j] - pt[j]) ** 2 for j in range(Z.shape[1]))
+
+    def farthest(pt):
+        return max(left, key=lambda i: (sq(i, pt), -i))
+
+    def group(centre, g):
+        near = sorted((i for i in left if i != centre), key=lambda i: (sq(i, Z[centre]), i))
+        for i in [centre] + near[:k - 1]:
+            labels[i] = g
+            left.remove(i)
+
+    g = 0
+    while len(left) >= 3 * k:
+        r = farthest(Z[left].mean(0))
+        s = max(left, key=lambda i: (sq(i, Z[r]), -i))
+        group(r, g)
+        group(s, g + 1)
+        g += 2
+    if len(left) >= 2 * k:
+        group(farthest(Z[left].mean(0)), g)
+        g += 1
+    for i in list(left):
+        labels[i] = g
+    return labels
+
+
+@pytest.mark.parametrize("seed,n,p,k", [(0, 150, 3, 3), (1, 97, 2, 4), (2, 120, 5, 2),
+                                        (3, 64, 1, 5)])
+def test_mdav_matches_literal_reference(seed, n, p, k):
+    Z = np.random.default_rng(seed).standard_normal((n, p))
+    before = Z.copy()
+    assert mdav_groups(Z, k).tolist() == _mdav_literal(Z, k)
+    assert np.array_equal(Z, before)                # works on its own copy
+    Zf = np.asfortranarray(Z)                       # Z.T of this is C-contiguous already
+    assert mdav_groups(Zf, k).tolist() == _mdav_literal(Z, k)
+    assert np.array_equal(Zf, before)

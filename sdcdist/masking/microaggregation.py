@@ -274,7 +274,7 @@ def mdav_groups(Z: np.ndarray, k: int) -> np.ndarray:
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim == 1:
         Z = Z[:, None]
-    Zt = np.ascontiguousarray(Z.T)   # private copy, variables x records
+    Zt = np.array(Z.T, order="C", copy=True)   # private copy (always), variables x records
     return _mdav(Zt, int(k))
 
 
