@@ -345,18 +345,8 @@ def _make_block_method(width: int):
     :func:`mdav_groups` (z-scored with X's moments); when the number of columns is
     not a multiple of {width}, the last block holds the remaining columns.
 
-    Parameters
-    ----------
-    X : ndarray, shape (n, m)
-    k : int
-        Minimum group size, 2 <= k <= n/2.
-    rng : ignored (the method is deterministic)
-    return_groups : bool
-        Also return the labels, shape (n, m) (shared within a block).
-
-    Returns
-    -------
-    ndarray, shape (n, m), or (ndarray, labels)
+    Parameters and return as :func:`micmul`; the labels are shared within a
+    block.
     """
     return register(name, **_K, reference="[DMT §2]",
                     description=f"MDAV microaggregation on consecutive blocks of {width} "
@@ -379,18 +369,8 @@ def micir(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
     consecutive groups of k; the n mod k values left over join the last
     group. Values are replaced by their group's mean.
 
-    Parameters
-    ----------
-    X : ndarray, shape (n, m)
-    k : int
-        Minimum group size, 2 <= k <= n/2.
-    rng : ignored (the method is deterministic)
-    return_groups : bool
-        Also return the labels, shape (n, m) (one grouping per column).
-
-    Returns
-    -------
-    ndarray, shape (n, m), or (ndarray, labels)
+    Parameters and return as :func:`micmul`; the labels hold one grouping per
+    column.
     """
     n, m = X.shape
     k = check_k(k, n, "micir")
@@ -432,18 +412,7 @@ def micz(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
     n mod k left over joining the last group; all columns are replaced by
     group means.
 
-    Parameters
-    ----------
-    X : ndarray, shape (n, m)
-    k : int
-        Minimum group size, 2 <= k <= n/2.
-    rng : ignored (the method is deterministic)
-    return_groups : bool
-        Also return the labels, shape (n, m) (every column has the same labels).
-
-    Returns
-    -------
-    ndarray, shape (n, m), or (ndarray, labels)
+    Parameters and return as :func:`micmul`.
     """
     return _projected(X, k, "micz", lambda Z: Z.sum(axis=1), return_groups)
 
@@ -458,17 +427,6 @@ def micpcp(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
     As :func:`micz`, with records sorted by their score on the first
     principal component of the z-scored data (:func:`first_component_scores`).
 
-    Parameters
-    ----------
-    X : ndarray, shape (n, m)
-    k : int
-        Minimum group size, 2 <= k <= n/2.
-    rng : ignored (the method is deterministic)
-    return_groups : bool
-        Also return the labels, shape (n, m) (every column has the same labels).
-
-    Returns
-    -------
-    ndarray, shape (n, m), or (ndarray, labels)
+    Parameters and return as :func:`micmul`.
     """
     return _projected(X, k, "micpcp", first_component_scores, return_groups)
