@@ -1,0 +1,309 @@
+"""Within-column ranks of files larger than memory, and the rank metrics of [CN].
+
+Ranks come from an exact distributed sample sort, run for all columns of a
+file at once:
+
+1. *sample*: each record chunk sorts its keys per column and returns a
+   regular sample; the client picks ``B - 1`` splitters per column
+   (``B`` = number of chunks), so every bucket holds about one chunk;
+2. *partition*: each chunk tells each of its keys its bucket and cuts its keys
+   into ``B`` pieces (one per bucket, in record order);
+3. *bucket*: bucket ``b`` gathers its pieces from every chunk, sorts them and
+   hands out global ranks (its offset is the number of keys in buckets
+   ``< b``, known from the partition counts), cut back into pieces per chunk;
+4. *finish*: each record chunk puts the ranks of its records together for the
+   original and the masked file and returns integer totals.
+
+No task holds more than a few chunks. A key is the pair (value mapped to an
+order-preserving unsigned integer, tie key), where the tie key is a 64-bit
+hash of (a seed drawn from the metric's generator, the record's row number):
+ties are broken uniformly at random, reproducibly, and independently of how
+the records are chunked. All totals are integers, so the results are
+bit-identical for any chunking and any cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import SdcInputError
+from ..parallel import Runner, add_dicts, chunk_bounds, tree_reduce
+from ._registry import MeasureContext, MetricResult, register
+
+__all__ = ["value_keys", "key_values", "tie_keys", "distributed_sort", "rank_errors",
+           "max_abs_rank_distance", "max_sq_rank_distance", "RANK_TIES"]
+
+#: name of the generator that breaks rank ties (shared by rMAE, brMAE, brMSE)
+RANK_TIES = "rank_ties"
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_SIGN = np.uint64(1 << 63)
+
+
+def value_keys(x: np.ndarray) -> np.ndarray:
+    """Map float64 values to uint64 with the same order (-0.0 and 0.0 map alike)."""
+    b = (np.asarray(x, dtype=np.float64) + 0.0).view(np.uint64)
+    return np.where(b & _SIGN, ~b, b | _SIGN)
+
+
+def key_values(k: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`value_keys`."""
+    k = np.asarray(k, dtype=np.uint64)
+    return np.where(k & _SIGN, k & ~_SIGN, ~k).view(np.float64)
+
+
+def tie_keys(seed: int, start: int, stop: int) -> np.ndarray:
+    """SplitMix64 hash of ``(seed, row)`` for rows ``start:stop``: i.i.d.-looking uint64."""
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + np.arange(start, stop, dtype=np.uint64) * _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _chunk_keys(X: Any, start: int, stop: int, seeds: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Value keys and tie keys (both cols x rows) of records ``start:stop``."""
+    x = np.asarray(X[start:stop], dtype=np.float64)
+    kx = value_keys(x).T.copy()
+    u = np.stack([tie_keys(int(s), start, stop) for s in seeds]) if len(seeds) else \
+        np.empty((0, stop - start), dtype=np.uint64)
+    return kx, u
+
+
+def _sample_task(start: int, stop: int, X: Any, seeds: np.ndarray, size: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """A regular sample of ``size`` sorted keys per column."""
+    kx, u = _chunk_keys(X, start, stop, seeds)
+    rows = stop - start
+    pick = np.unique(np.linspace(0, rows - 1, min(size, rows)).round().astype(np.int64))
+    sk = np.empty((kx.shape[0], pick.size), dtype=np.uint64)
+    su = np.empty_like(sk)
+    for j in range(kx.shape[0]):
+        o = np.lexsort((u[j], kx[j]))[pick]
+        sk[j], su[j] = kx[j, o], u[j, o]
+    return sk, su
+
+
+def _splitters(samples: list[tuple[np.ndarray, np.ndarray]], buckets: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``buckets - 1`` splitter keys per column from the gathered samples."""
+    sk = np.concatenate([s[0] for s in samples], axis=1)
+    su = np.concatenate([s[1] for s in samples], axis=1)
+    m = sk.shape[1]
+    pos = (np.arange(1, buckets) * m) // buckets
+    out_k = np.empty((sk.shape[0], buckets - 1), dtype=np.uint64)
+    out_u = np.empty_like(out_k)
+    for j in range(sk.shape[0]):
+        o = np.lexsort((su[j], sk[j]))
+        out_k[j], out_u[j] = sk[j, o[pos]], su[j, o[pos]]
+    return out_k, out_u
+
+
+def _bucket_of(kx: np.ndarray, u: np.ndarray, spk: np.ndarray, spu: np.ndarray) -> np.ndarray:
+    """Number of splitters strictly below each key (its bucket), for one column."""
+    s = spk.size
+    allk = np.concatenate([kx, spk])
+    allu = np.concatenate([u, spu])
+    flag = np.concatenate([np.zeros(kx.size, np.int8), np.ones(s, np.int8)])
+    o = np.lexsort((flag, allu, allk))           # a key equal to a splitter sorts first
+    below = np.cumsum(flag[o])
+    out = np.empty(kx.size + s, dtype=np.int64)
+    out[o] = below
+    return out[:kx.size]
+
+
+def _partition_task(start: int, stop: int, X: Any, seeds: np.ndarray, spk: np.ndarray,
+                    spu: np.ndarray) -> dict[str, Any]:
+    """Cut a chunk's keys into one piece per bucket (per column, record order kept)."""
+    kx, u = _chunk_keys(X, start, stop, seeds)
+    p, buckets = kx.shape[0], spk.shape[1] + 1
+    which = np.empty(kx.shape, dtype=np.int32)
+    pieces: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(buckets)]
+    counts = np.zeros((p, buckets), dtype=np.int64)
+    for j in range(p):
+        b = _bucket_of(kx[j], u[j], spk[j], spu[j])
+        which[j] = b
+        counts[j] = np.bincount(b, minlength=buckets)
+        o = np.argsort(b, kind="stable")
+        cuts = np.cumsum(counts[j])[:-1]
+        for bk, idx in enumerate(np.split(o, cuts)):
+            pieces[bk].append((kx[j, idx], u[j, idx]))
+    return {"which": which, "pieces": pieces, "counts": counts}
+
+
+def _get(d: dict, key: str, i: int | None = None) -> Any:
+    return d[key] if i is None else d[key][i]
+
+
+def _bucket_task(offsets: np.ndarray, *pieces: list[tuple[np.ndarray, np.ndarray]]
+                 ) -> dict[str, Any]:
+    """Sort one bucket: global ranks cut back per chunk, and the sorted values."""
+    p = len(pieces[0])
+    ranks: list[list[np.ndarray]] = [[None] * p for _ in pieces]  # type: ignore[list-item]
+    values: list[np.ndarray] = []
+    for j in range(p):
+        kx = np.concatenate([pc[j][0] for pc in pieces])
+        u = np.concatenate([pc[j][1] for pc in pieces])
+        o = np.lexsort((u, kx))                  # stable: equal keys keep record order
+        r = np.empty(kx.size, dtype=np.int64)
+        r[o] = offsets[j] + 1 + np.arange(kx.size, dtype=np.int64)
+        cuts = np.cumsum([pc[j][0].size for pc in pieces])[:-1]
+        for c, part in enumerate(np.split(r, cuts)):
+            ranks[c][j] = part
+        values.append(key_values(kx[o]))
+    return {"ranks": ranks, "values": values}
+
+
+class SortedFile:
+    """Handles of a distributed sort of one file (futures stay on the cluster)."""
+
+    def __init__(self, bounds: list[tuple[int, int]], parts: list[Any], buckets: list[Any],
+                 offsets: np.ndarray, counts: np.ndarray):
+        self.bounds = bounds
+        self.parts = parts          # per chunk: {"which", "pieces", "counts"}
+        self.buckets = buckets      # per bucket: {"ranks", "values"}
+        self.offsets = offsets      # (p, B) rank offset of each bucket per column
+        self.counts = counts        # (p, B) keys per bucket per column
+
+
+def distributed_sort(runner: Runner, X: Any, n: int, p: int, *, chunk_rows: int,
+                     seeds: np.ndarray) -> SortedFile:
+    """Exact within-column ranks (1..n, ties by tie keys from ``seeds``) of file ``X``.
+
+    Parameters
+    ----------
+    runner : Runner
+    X : array handle (n, p)
+    chunk_rows : int
+        Records per chunk; also the target number of keys per bucket.
+    seeds : uint64 array (p,)
+        One tie-key seed per column.
+    """
+    bounds = chunk_bounds(n, chunk_rows)
+    buckets = len(bounds)
+    size = min(chunk_rows, max(4 * buckets, 16), 4096)
+    samples = runner.gather([runner.submit(_sample_task, s, e, X, seeds, size)
+                             for s, e in bounds])
+    spk, spu = _splitters(samples, buckets)
+    spk_h, spu_h = runner.scatter(spk), runner.scatter(spu)
+    parts = [runner.submit(_partition_task, s, e, X, seeds, spk_h, spu_h) for s, e in bounds]
+    counts = sum(runner.gather([runner.submit(_get, pt, "counts") for pt in parts]))
+    offsets = np.concatenate([np.zeros((p, 1), np.int64), np.cumsum(counts, axis=1)[:, :-1]],
+                             axis=1)
+    bucket_h = []
+    for b in range(buckets):
+        pieces = [runner.submit(_get, pt, "pieces", b) for pt in parts]
+        bucket_h.append(runner.submit(_bucket_task, offsets[:, b], *pieces))
+    return SortedFile(bounds, parts, bucket_h, offsets, counts)
+
+
+def _chunk_ranks(which: np.ndarray, *rank_pieces: list[np.ndarray]) -> np.ndarray:
+    """Ranks (rows x cols) of one chunk's records from the pieces of every bucket."""
+    p, rows = which.shape
+    R = np.empty((rows, p), dtype=np.int64)
+    for j in range(p):
+        o = np.argsort(which[j], kind="stable")
+        R[o, j] = np.concatenate([rp[j] for rp in rank_pieces])
+    return R
+
+
+def _rank_error_task(wa: np.ndarray, wb: np.ndarray, na: int, *pieces: Any) -> dict[str, Any]:
+    """Integer totals of |r - r'| and (r - r')**2 per column for one record chunk."""
+    ra = _chunk_ranks(wa, *pieces[:na])
+    rb = _chunk_ranks(wb, *pieces[na:])
+    d = np.abs(ra - rb)
+    peak = int(d.max()) if d.size else 0
+    if peak * peak * max(d.shape[0], 1) < 2**62:      # int64 cannot overflow
+        sq = np.array([int(v) for v in (d * d).sum(axis=0)], dtype=object)
+    else:
+        sq = (d.astype(object) ** 2).sum(axis=0)
+    return {"abs": np.array([int(v) for v in d.sum(axis=0)], dtype=object), "sq": sq}
+
+
+def _bucket_ranks(bucket: dict, c: int) -> list[np.ndarray]:
+    return bucket["ranks"][c]
+
+
+def _tie_seeds(ctx: MeasureContext) -> tuple[np.ndarray, np.ndarray]:
+    g = ctx.rng(RANK_TIES)
+    p = len(ctx.columns)
+    s = g.integers(0, 2**64, size=(2, p), dtype=np.uint64, endpoint=False)
+    return s[0], s[1]
+
+
+def sorted_files(ctx: MeasureContext) -> tuple[SortedFile, SortedFile]:
+    """Distributed sorts of both files (cached; ties from the rank-tie generator)."""
+    def run() -> tuple[SortedFile, SortedFile]:
+        from .infoloss import record_stats
+        record_stats(ctx)                        # validates the data (NaN, shapes) first
+        sa, sb = _tie_seeds(ctx)
+        n, p = ctx.shape_original
+        chunk = int(ctx.options["chunk_rows"])
+        return (distributed_sort(ctx.runner, ctx.original, n, p, chunk_rows=chunk, seeds=sa),
+                distributed_sort(ctx.runner, ctx.masked, n, p, chunk_rows=chunk, seeds=sb))
+    return ctx.cached("sorted_files", run)
+
+
+def rank_errors(ctx: MeasureContext) -> dict[str, Any]:
+    """Per column: sum over records of |r - r'| and of (r - r')**2 (Python ints; cached)."""
+    def run() -> dict[str, Any]:
+        A, B = sorted_files(ctx)
+        r = ctx.runner
+        parts = []
+        for c in range(len(A.bounds)):
+            pa = [r.submit(_bucket_ranks, bk, c) for bk in A.buckets]
+            pb = [r.submit(_bucket_ranks, bk, c) for bk in B.buckets]
+            parts.append(r.submit(_rank_error_task, r.submit(_get, A.parts[c], "which"),
+                                  r.submit(_get, B.parts[c], "which"), len(pa), *pa, *pb))
+        return r.gather(tree_reduce(r, add_dicts, parts))
+    return ctx.cached("rank_errors", run)
+
+
+def max_abs_rank_distance(n: int) -> int:
+    """Largest possible sum of |r - r'| over two rank vectors of 1..n: 2 sum_k (n - 2k + 1)."""
+    k = n // 2
+    return 2 * (k * (n + 1) - k * (k + 1))
+
+
+def max_sq_rank_distance(n: int) -> int:
+    """Largest possible sum of (r - r')**2: 2 sum_{k=1}^{K} (n - 2k + 1)**2, K = n // 2."""
+    k = n // 2
+    # sum (n+1-2k)^2 = K(n+1)^2 - 4(n+1)K(K+1)/2 + 4 K(K+1)(2K+1)/6
+    s = k * (n + 1) ** 2 - 2 * (n + 1) * k * (k + 1) + (2 * k * (k + 1) * (2 * k + 1)) // 3
+    return 2 * s
+
+
+def _rank_metric(ctx: MeasureContext, which: str) -> MetricResult:
+    n, p = ctx.shape_original
+    if n < 2:
+        raise SdcInputError(f"rank metrics need at least 2 records; got {n}")
+    e = rank_errors(ctx)
+    total_abs, total_sq = sum(int(v) for v in e["abs"]), sum(int(v) for v in e["sq"])
+    if which == "rMAE":
+        value = total_abs / (n * p)
+    elif which == "brMAE":
+        value = total_abs / (p * max_abs_rank_distance(n))
+    else:
+        value = total_sq / (p * max_sq_rank_distance(n))
+    return MetricResult(float(value))
+
+
+@register("rMAE", kind="loss", reference="[CN eq. 6]", random=True,
+          description="mean over all values of |rank - rank'| (within-column ranks, "
+                      "ties at random)")
+def rmae(ctx: MeasureContext) -> MetricResult:
+    return _rank_metric(ctx, "rMAE")
+
+
+@register("brMAE", kind="loss", reference="[CN eq. 8]", random=True,
+          description="sum |rank - rank'| over its maximum (fully reversed ranks): in [0, 1]")
+def brmae(ctx: MeasureContext) -> MetricResult:
+    return _rank_metric(ctx, "brMAE")
+
+
+@register("brMSE", kind="loss", reference="[CN eq. 9]", random=True,
+          description="sum (rank - rank')**2 over its maximum (fully reversed ranks): in [0, 1]")
+def brmse(ctx: MeasureContext) -> MetricResult:
+    return _rank_metric(ctx, "brMSE")
