@@ -4,8 +4,9 @@ Ranks come from an exact distributed sample sort, run for all columns of a
 file at once:
 
 1. *sample*: each record chunk sorts its keys per column and returns a
-   regular sample; the client picks ``B - 1`` splitters per column
-   (``B`` = number of chunks), so every bucket holds about one chunk;
+   regular sample; the client picks ``B - 1`` splitters per column, ``B`` =
+   n / ``bucket_rows`` (option; default max(chunk_rows, 65536)), so every
+   bucket holds about ``bucket_rows`` keys per column;
 2. *partition*: each chunk tells each of its keys its bucket and cuts its keys
    into ``B`` pieces (one per bucket, in record order);
 3. *bucket*: bucket ``b`` gathers its pieces from every chunk, sorts them and
@@ -16,9 +17,10 @@ file at once:
 
 No task holds more than a few chunks. A key is the pair (value mapped to an
 order-preserving unsigned integer, tie key), where the tie key is a 64-bit
-hash of (a seed drawn from the metric's generator, the record's row number):
-ties are broken uniformly at random, reproducibly, and independently of how
-the records are chunked. All totals are integers, so the results are
+hash of (a per-column seed drawn from the generator ``ctx.rng("rank_ties")``,
+shared by rMAE, brMAE and brMSE and by both files, and the record's row
+number): ties are broken uniformly at random, reproducibly, and independently
+of how the records are chunked; an unchanged file gives exactly 0. All totals are integers, so the results are
 bit-identical for any chunking and any cluster.
 """
 
@@ -169,7 +171,7 @@ class SortedFile:
 
 
 def distributed_sort(runner: Runner, X: Any, n: int, p: int, *, chunk_rows: int,
-                     seeds: np.ndarray) -> SortedFile:
+                     seeds: np.ndarray, bucket_rows: int | None = None) -> SortedFile:
     """Exact within-column ranks (1..n, ties by tie keys from ``seeds``) of file ``X``.
 
     Parameters
@@ -177,12 +179,15 @@ def distributed_sort(runner: Runner, X: Any, n: int, p: int, *, chunk_rows: int,
     runner : Runner
     X : array handle (n, p)
     chunk_rows : int
-        Records per chunk; also the target number of keys per bucket.
+        Records per chunk.
     seeds : uint64 array (p,)
         One tie-key seed per column.
+    bucket_rows : int, optional
+        Target keys per bucket and column (default ``max(chunk_rows, 65536)``).
     """
     bounds = chunk_bounds(n, chunk_rows)
-    buckets = len(bounds)
+    bucket_rows = int(bucket_rows or max(chunk_rows, 65536))
+    buckets = max(1, -(-n // bucket_rows))
     size = min(chunk_rows, max(4 * buckets, 16), 4096)
     samples = runner.gather([runner.submit(_sample_task, s, e, X, seeds, size)
                              for s, e in bounds])
@@ -226,11 +231,16 @@ def _bucket_ranks(bucket: dict, c: int) -> list[np.ndarray]:
     return bucket["ranks"][c]
 
 
-def _tie_seeds(ctx: MeasureContext) -> tuple[np.ndarray, np.ndarray]:
+def _tie_seeds(ctx: MeasureContext) -> np.ndarray:
+    """One tie-key seed per column, shared by both files.
+
+    Sharing makes the tie-breaking a common random permutation of the
+    records: records tied in both files keep their relative order, so an
+    unchanged file gives exactly 0, while within each file ties are still
+    ordered uniformly at random.
+    """
     g = ctx.rng(RANK_TIES)
-    p = len(ctx.columns)
-    s = g.integers(0, 2**64, size=(2, p), dtype=np.uint64, endpoint=False)
-    return s[0], s[1]
+    return g.integers(0, 2**64, size=len(ctx.columns), dtype=np.uint64, endpoint=False)
 
 
 def sorted_files(ctx: MeasureContext) -> tuple[SortedFile, SortedFile]:
@@ -238,11 +248,12 @@ def sorted_files(ctx: MeasureContext) -> tuple[SortedFile, SortedFile]:
     def run() -> tuple[SortedFile, SortedFile]:
         from .infoloss import record_stats
         record_stats(ctx)                        # validates the data (NaN, shapes) first
-        sa, sb = _tie_seeds(ctx)
+        seeds = _tie_seeds(ctx)
         n, p = ctx.shape_original
-        chunk = int(ctx.options["chunk_rows"])
-        return (distributed_sort(ctx.runner, ctx.original, n, p, chunk_rows=chunk, seeds=sa),
-                distributed_sort(ctx.runner, ctx.masked, n, p, chunk_rows=chunk, seeds=sb))
+        kw = {"chunk_rows": int(ctx.options["chunk_rows"]), "seeds": seeds,
+              "bucket_rows": ctx.options.get("bucket_rows")}
+        return (distributed_sort(ctx.runner, ctx.original, n, p, **kw),
+                distributed_sort(ctx.runner, ctx.masked, n, p, **kw))
     return ctx.cached("sorted_files", run)
 
 

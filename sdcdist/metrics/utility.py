@@ -186,7 +186,8 @@ def emd(ctx: MeasureContext) -> MetricResult:
     n = int(st["n"])
     h = max(1, min(50, n // 10))
     g = ctx.rng("EMD")
-    seeds = tuple(int(s) for s in g.integers(0, 2**31 - 1, size=2))
+    seed = int(g.integers(0, 2**31 - 1))       # the same seed for both files: X' = X gives 0
+    seeds = (seed, seed)
     r = ctx.runner
     value = r.gather(r.submit(_emd_task, ctx.original, ctx.masked, st["exact_mean_x"], sd, h,
                               seeds))
