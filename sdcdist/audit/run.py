@@ -1,0 +1,309 @@
+"""Run an audit: mask and measure every cell on a Dask cluster, writing the cube as cells finish.
+
+Two ways to spread the work, with bit-identical results:
+
+- ``task`` cells (small files): a whole cell — mask, then every metric with
+  the same blocked kernels run one after the other — is one task; many
+  cells run at once on the cluster.
+- ``distributed`` cells (large files): the masked file is one task, and each
+  metric's chunk and pair-block tasks are spread over the cluster; several
+  cells are driven at once from a thread pool so workers stay busy.
+
+``cell_mode: auto`` (the default) picks ``task`` up to ``task_cell_limit``
+records (20,000) and ``distributed`` above. Finished cells are written to the
+Zarr cube immediately; a rerun of the same spec computes only the cells not
+yet marked done.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import cube as cubemod
+from ..data import Microdata, is_store, load_microdata
+from ..data.synth import generate
+from ..errors import SdcInputError
+from ..masking import get_method
+from ..metrics import MeasureContext, default_keysets, get_metric
+from ..parallel import Runner
+from .plan import Cell, plan_cells
+from .spec import AuditSpec, load_spec
+
+__all__ = ["run_audit", "load_dataset", "AuditResult", "mask_cell", "measure_cell"]
+
+TASK_CELL_LIMIT = 20_000
+
+
+@dataclass
+class AuditResult:
+    """What a run did: where the cube is, how many cells it computed and skipped."""
+
+    cube: str
+    computed: int
+    skipped: int
+    total: int
+    seconds: float
+    mode: str
+
+
+# ---------------------------------------------------------------------------
+# data
+
+
+def load_dataset(spec: AuditSpec) -> Microdata:
+    """The spec's dataset in memory, validated; columns and roles checked."""
+    d = spec.dataset
+    if d.synthetic is not None:
+        md = generate(d.synthetic["rows"], columns=d.synthetic["columns"],
+                      seed=d.synthetic["seed"])
+    else:
+        path = d.path or ""
+        if "://" not in path and not Path(path).is_absolute():
+            path = str(Path(spec.base_dir) / path)
+        if not is_store(path) and not Path(path).exists():
+            raise SdcInputError(f"dataset file {d.path!r} does not exist (paths in a spec are "
+                                "relative to the spec file)")
+        md = load_microdata(path, columns=list(d.columns) if d.columns else None)
+    if d.columns and d.synthetic is not None:
+        idx = md.column_index(d.columns)
+        md = Microdata(md.values[:, idx], tuple(d.columns), {}, md.sha256)
+    roles = {**md.roles, **d.roles}
+    for r, cols in roles.items():
+        md.column_index(cols, what=f"{r} column")
+    if d.keys:
+        md.column_index(d.keys, what="key column")
+    return Microdata(md.values, md.columns, roles, md.sha256)
+
+
+def resolve_keysets(spec: AuditSpec, md: Microdata) -> list[tuple[str, ...]]:
+    if spec.keysets == "prefixes":
+        return default_keysets(md.columns, md.roles.get("key") or spec.dataset.keys)
+    for ks in spec.keysets:
+        md.column_index(ks, what="key set column")
+    return [tuple(k) for k in spec.keysets]
+
+
+# ---------------------------------------------------------------------------
+# the numpy side of a cell (runs on workers)
+
+
+def _method_options(spec: AuditSpec, md_columns: tuple[str, ...], roles: dict,
+                    name: str) -> dict[str, Any]:
+    meth = get_method(name)
+    opts = dict(next(m.options for m in spec.methods if m.name == name))
+    if "roles" in meth.options and "roles" not in opts and roles:
+        pos = {c: i for i, c in enumerate(md_columns)}
+        opts["roles"] = {r: [pos[c] for c in cols] for r, cols in roles.items()}
+    if "columns" in meth.options and "columns" not in opts:
+        opts["columns"] = list(md_columns)
+    return opts
+
+
+def mask_cell(X: np.ndarray, method: str, param: float, entropy: int,
+              spawn_key: tuple[int, ...], options: dict[str, Any]) -> np.ndarray:
+    """Task: the masked file of one cell."""
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=spawn_key))
+    return get_method(method)(X, param, rng=rng, **options)
+
+
+def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
+                 columns: tuple[str, ...], keysets: list[tuple[str, ...]],
+                 metrics: tuple[str, ...], cell: Cell,
+                 options: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Every metric of one cell, as the vectors the cube stores."""
+    ctx = MeasureContext(runner, X, Xm, shape_original=shape, shape_masked=shape,
+                         columns=columns, keysets=keysets, seed=cell.seed, options=options)
+    K, S = len(metrics), max(len(keysets), 1)
+    out = {"values": np.full(K, np.nan), "keyset_values": np.full((K, S), np.nan),
+           "excluded": np.zeros(K, np.int32), "flags": np.zeros(K, np.int8)}
+    for i, name in enumerate(metrics):
+        res = ctx.measure(name)
+        out["values"][i] = res.value
+        if res.per_keyset is not None:
+            out["keyset_values"][i, :len(res.per_keyset)] = res.per_keyset
+        out["excluded"][i] = res.excluded
+        out["flags"][i] = res.flag
+    return out
+
+
+def cell_task(X: np.ndarray, columns: tuple[str, ...], keysets: list[tuple[str, ...]],
+              metrics: tuple[str, ...], cell: Cell, method_options: dict[str, Any],
+              options: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Task: a whole cell in one worker (mask, then every metric, in-process)."""
+    Xm = mask_cell(X, cell.method, cell.param, cell.entropy, cell.spawn_key, method_options)
+    return measure_cell(Runner(None), X, Xm, X.shape, columns, keysets, metrics, cell, options)
+
+
+# ---------------------------------------------------------------------------
+# the driver
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+    out = {}
+    for pkg in ("sdcdist", "numpy", "scipy", "pandas", "dask", "distributed", "zarr", "xarray",
+                "numba"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def _prepare_cube(spec: AuditSpec, out: str, md: Microdata, keysets: list[tuple[str, ...]],
+                  overwrite: bool) -> None:
+    fingerprint = {"name": spec.dataset.name, "sha256": md.sha256,
+                   "shape": list(md.values.shape), "columns": list(md.columns)}
+    exists = Path(out).exists() if "://" not in out else _remote_exists(out)
+    if exists and overwrite:
+        if "://" in out:
+            raise SdcInputError("--overwrite works on local cubes only; delete the remote "
+                                "cube first")
+        shutil.rmtree(out)
+        exists = False
+    if exists:
+        cube = cubemod.open_cube(out)
+        if cube.attrs.get("spec_sha256") != spec.sha256:
+            old = json.loads(cube.attrs.get("spec", "{}"))
+            diff = sorted(k for k in set(old) | set(spec.raw) if old.get(k) != spec.raw.get(k))
+            raise SdcInputError(
+                f"the cube {out!r} was made by a different spec (differences in: "
+                f"{', '.join(diff) or 'the spec'}); write to another --out, or pass "
+                "--overwrite to discard it")
+        old_fp = json.loads(cube.attrs.get("datasets", "[]"))
+        if old_fp and old_fp[0].get("sha256") != fingerprint["sha256"]:
+            raise SdcInputError(f"the cube {out!r} was made from different data (the dataset's "
+                                "SHA-256 differs); write to another --out, or --overwrite")
+        return
+    metrics = [get_metric(k) for k in spec.metrics]
+    cubemod.create_cube(
+        out, methods=[m.name for m in spec.methods],
+        param_names=[get_method(m.name).param for m in spec.methods],
+        params=spec.param_grid(), metrics=list(spec.metrics),
+        metric_kinds=[m.kind for m in metrics], ascending=[m.ascending for m in metrics],
+        replicates=spec.replicates, keysets=keysets,
+        attrs={"spec": spec.raw, "spec_sha256": spec.sha256, "datasets": [fingerprint],
+               "versions": _versions(), "conventions": cubemod.CONVENTIONS,
+               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "title": f"sdcdist audit {spec.name!r}"})
+
+
+def _remote_exists(url: str) -> bool:
+    try:
+        cubemod.open_cube(url)
+        return True
+    except SdcInputError:
+        return False
+
+
+def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = None,
+              overwrite: bool = False, progress: bool = False,
+              on_cell: Callable[[Cell], None] | None = None) -> AuditResult:
+    """Run (or resume) an audit and write its cube.
+
+    Parameters
+    ----------
+    spec : AuditSpec or path to a YAML spec
+    out : path or URL of the Zarr cube
+    client : distributed.Client, optional
+        The cluster to run on; ``None`` runs every task in this process.
+    overwrite : bool
+        Discard an existing cube instead of resuming it.
+    progress : bool
+        Show a progress bar on stderr.
+    on_cell : callable, optional
+        Called with each cell after it is written.
+
+    Returns
+    -------
+    AuditResult
+    """
+    t0 = time.perf_counter()
+    if not isinstance(spec, AuditSpec):
+        spec = load_spec(spec)
+    out = str(out)
+    md = load_dataset(spec)
+    keysets = resolve_keysets(spec, md)
+    _prepare_cube(spec, out, md, keysets, overwrite)
+    cells = plan_cells(spec)
+    done = cubemod.done_cells(out)
+    todo = [c for c in cells if not done[c.m, c.p, c.replicate]]
+    options = dict(spec.options)
+    n = md.values.shape[0]
+    mode = options.get("cell_mode", "auto")
+    if mode == "auto":
+        mode = "task" if n <= int(options.get("task_cell_limit", TASK_CELL_LIMIT)) else \
+            "distributed"
+    runner = Runner(client)
+    group = cubemod._group(out)
+    bar = _bar(len(todo), progress)
+
+    def write(cell: Cell, res: dict[str, np.ndarray]) -> None:
+        cubemod.write_cell(group, cell.m, cell.p, cell.replicate, **res)
+        bar(1)
+        if on_cell is not None:
+            on_cell(cell)
+
+    if todo:
+        X = runner.scatter(md.values)
+        mopts = {m.name: _method_options(spec, md.columns, md.roles, m.name)
+                 for m in spec.methods}
+        if mode == "task" and client is not None:
+            from distributed import as_completed
+            futs = {client.submit(cell_task, X, md.columns, keysets, spec.metrics, c,
+                                  mopts[c.method], options, pure=False): c for c in todo}
+            try:
+                for fut in as_completed(futs):
+                    write(futs[fut], fut.result())
+            finally:
+                for f in futs:
+                    f.cancel()
+        elif mode == "task":
+            for c in todo:
+                write(c, cell_task(md.values, md.columns, keysets, spec.metrics, c,
+                                   mopts[c.method], options))
+        else:
+            def one(c: Cell) -> dict[str, np.ndarray]:
+                Xm = runner.submit(mask_cell, X, c.method, c.param, c.entropy, c.spawn_key,
+                                   mopts[c.method])
+                return measure_cell(runner, X, Xm, md.values.shape, md.columns, keysets,
+                                    spec.metrics, c, options)
+            if client is None:
+                for c in todo:
+                    write(c, one(c))
+            else:
+                nthreads = max(2, 2 * len(client.scheduler_info().get("workers", {})))
+                with ThreadPoolExecutor(max_workers=nthreads) as pool:
+                    pending = {pool.submit(one, c): c for c in todo}
+                    from concurrent.futures import as_completed as done_as_completed
+                    for fut in done_as_completed(pending):
+                        write(pending[fut], fut.result())
+    cubemod.set_attrs(out, finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return AuditResult(out, len(todo), len(cells) - len(todo), len(cells),
+                       time.perf_counter() - t0, mode)
+
+
+def _bar(total: int, show: bool) -> Callable[[int], None]:
+    if not show or total == 0:
+        return lambda k: None
+    import click
+    bar = click.progressbar(length=total, label="cells", file=None, show_pos=True,
+                            show_eta=True)
+    bar.__enter__()
+    state = {"n": 0}
+
+    def update(k: int) -> None:
+        bar.update(k)
+        state["n"] += k
+        if state["n"] >= total:
+            bar.__exit__(None, None, None)
+    return update

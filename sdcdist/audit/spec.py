@@ -1,0 +1,218 @@
+"""Audit specs: a YAML file naming the data, the methods and grids, the metrics.
+
+Example::
+
+    name: demo
+    seed: 20261126
+    dataset:
+      name: incomes
+      synthetic: {rows: 5000, columns: 8, seed: 7}   # or  path: data.zarr / data.csv
+      keys: [WAGES, BUSINC, INTINC]                 # optional: key columns for linkage
+    methods:
+      - {name: noise, params: [0.05, 0.1, 0.2]}
+      - {name: rankswap, params: [5, 10, 15]}
+    replicates: 2
+    metrics: [IL1s, DLD, ID1]
+    keysets: prefixes        # or a list of column lists
+    options: {chunk_rows: 65536}
+
+Validation raises :class:`SdcInputError` naming the culprit: unknown keys,
+method or metric names (with the valid ones), out-of-range parameters,
+unknown columns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SdcInputError, unknown_name_error
+from ..masking import get_method
+from ..metrics import DEFAULT_OPTIONS, expand_requirements, get_metric
+
+__all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec"]
+
+_TOP = {"name", "seed", "dataset", "methods", "replicates", "metrics", "keysets", "options",
+        "description"}
+_DATASET = {"name", "path", "synthetic", "columns", "keys", "roles", "id_column"}
+_METHOD = {"name", "params", "options"}
+_OPTIONS = set(DEFAULT_OPTIONS) | {"block_rows", "cell_mode", "task_cell_limit", "id_p"}
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    path: str | None = None
+    synthetic: dict[str, int] | None = None
+    columns: tuple[str, ...] | None = None
+    keys: tuple[str, ...] | None = None
+    roles: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    params: tuple[float, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """A validated audit spec. ``raw`` is the normalised dict that the cube stores."""
+
+    name: str
+    seed: int
+    dataset: DatasetSpec
+    methods: tuple[MethodSpec, ...]
+    replicates: int
+    metrics: tuple[str, ...]
+    keysets: Any
+    options: dict[str, Any]
+    raw: dict[str, Any]
+    base_dir: str = "."
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode()).hexdigest()
+
+    def param_grid(self) -> list[float]:
+        """The union of all parameter values, sorted (the cube's ``param`` coordinate)."""
+        return sorted({p for m in self.methods for p in m.params})
+
+
+def _unknown_keys(what: str, d: Mapping[str, Any], allowed: set[str]) -> None:
+    bad = sorted(set(d) - allowed)
+    if bad:
+        raise SdcInputError(f"unknown key(s) {bad} in {what}. Valid keys: "
+                            f"{', '.join(sorted(allowed))}.")
+
+
+def _int(what: str, v: Any, low: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < low:
+        raise SdcInputError(f"{what} must be an integer >= {low}. Got {v!r} instead.")
+    return v
+
+
+def _str_list(what: str, v: Any) -> tuple[str, ...]:
+    if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+        raise SdcInputError(f"{what} must be a list of column names. Got {v!r} instead.")
+    return tuple(v)
+
+
+def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSpec:
+    """Validate a spec dict (as loaded from YAML) into an :class:`AuditSpec`."""
+    if not isinstance(doc, Mapping):
+        raise SdcInputError("the audit spec must be a mapping (YAML keys and values)")
+    _unknown_keys("the spec", doc, _TOP)
+    for req in ("dataset", "methods", "metrics"):
+        if req not in doc:
+            raise SdcInputError(f"the spec has no {req!r}; see examples/demo.yaml")
+    name = str(doc.get("name", "audit"))
+    seed = _int("'seed'", doc.get("seed", 0), 0)
+    replicates = _int("'replicates'", doc.get("replicates", 1), 1)
+
+    d = doc["dataset"]
+    if not isinstance(d, Mapping):
+        raise SdcInputError("'dataset' must be a mapping with 'path' or 'synthetic'")
+    _unknown_keys("'dataset'", d, _DATASET)
+    if ("path" in d) == ("synthetic" in d):
+        raise SdcInputError("'dataset' needs exactly one of 'path' (a CSV, Parquet or Zarr "
+                            "file) or 'synthetic' ({rows, columns, seed})")
+    synthetic = None
+    if "synthetic" in d:
+        s = d["synthetic"]
+        if not isinstance(s, Mapping):
+            raise SdcInputError("'dataset.synthetic' must be a mapping {rows, columns, seed}")
+        _unknown_keys("'dataset.synthetic'", s, {"rows", "columns", "seed"})
+        synthetic = {"rows": _int("'dataset.synthetic.rows'", s.get("rows", 1000), 3),
+                     "columns": _int("'dataset.synthetic.columns'", s.get("columns", 8), 1),
+                     "seed": _int("'dataset.synthetic.seed'", s.get("seed", 0), 0)}
+    roles = d.get("roles") or {}
+    if not isinstance(roles, Mapping):
+        raise SdcInputError("'dataset.roles' must map role names to lists of columns")
+    dataset = DatasetSpec(
+        name=str(d.get("name", "data")),
+        path=str(d["path"]) if "path" in d else None, synthetic=synthetic,
+        columns=_str_list("'dataset.columns'", d["columns"]) if "columns" in d else None,
+        keys=_str_list("'dataset.keys'", d["keys"]) if "keys" in d else None,
+        roles={str(k): list(_str_list(f"'dataset.roles.{k}'", v)) for k, v in roles.items()})
+
+    if not isinstance(doc["methods"], list) or not doc["methods"]:
+        raise SdcInputError("'methods' must be a non-empty list of {name, params}")
+    methods = []
+    seen = set()
+    for i, m in enumerate(doc["methods"]):
+        if isinstance(m, str):
+            m = {"name": m}
+        if not isinstance(m, Mapping) or "name" not in m:
+            raise SdcInputError(f"methods[{i}] must be a mapping with a 'name'")
+        _unknown_keys(f"methods[{i}]", m, _METHOD)
+        meth = get_method(m["name"])
+        if meth.name in seen:
+            raise SdcInputError(f"method {meth.name!r} is listed twice; put all its parameter "
+                                "values in one 'params' list")
+        seen.add(meth.name)
+        params = m.get("params", [0] if meth.kind == "none" else None)
+        if params is None:
+            raise SdcInputError(f"methods[{i}] ({meth.name}) needs 'params', a list of values "
+                                f"for {meth.param!r}: {meth.allowed_text()}")
+        if not isinstance(params, list) or not params:
+            params = [params]
+        checked = tuple(sorted({meth.check_param(p) for p in params}))
+        methods.append(MethodSpec(meth.name, checked, dict(m.get("options") or {})))
+
+    metrics = doc["metrics"]
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    if not isinstance(metrics, list) or not metrics:
+        raise SdcInputError("'metrics' must be a non-empty list of metric names")
+    for k in metrics:
+        get_metric(k)
+    metrics = tuple(expand_requirements(metrics))
+
+    keysets = doc.get("keysets", "prefixes")
+    if keysets != "prefixes":
+        if not isinstance(keysets, list) or not keysets:
+            raise SdcInputError("'keysets' must be 'prefixes' or a non-empty list of column "
+                                "lists")
+        keysets = [list(_str_list("a key set", k)) for k in keysets]
+        if any(len(k) == 0 for k in keysets):
+            raise SdcInputError("an empty key set was given; every key set needs at least "
+                                "one column")
+
+    options = dict(doc.get("options") or {})
+    _unknown_keys("'options'", options, _OPTIONS)
+    if "cell_mode" in options and options["cell_mode"] not in ("auto", "task", "distributed"):
+        raise unknown_name_error("cell_mode", options["cell_mode"],
+                                 ["auto", "task", "distributed"])
+
+    raw = {"name": name, "seed": seed, "replicates": replicates,
+           "dataset": {k: v for k, v in {
+               "name": dataset.name, "path": dataset.path, "synthetic": dataset.synthetic,
+               "columns": list(dataset.columns) if dataset.columns else None,
+               "keys": list(dataset.keys) if dataset.keys else None,
+               "roles": dataset.roles or None}.items() if v is not None},
+           "methods": [{"name": m.name, "params": list(m.params), "options": m.options}
+                       for m in methods],
+           "metrics": list(metrics), "keysets": keysets, "options": options}
+    return AuditSpec(name, seed, dataset, tuple(methods), replicates, metrics, keysets,
+                     options, raw, str(base_dir))
+
+
+def load_spec(path: str | Path) -> AuditSpec:
+    """Read and validate a YAML spec file."""
+    import yaml
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise SdcInputError(f"spec file {str(path)!r} does not exist") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise SdcInputError(f"{path.name!r} is not valid YAML{where}; fix the syntax") from None
+    return parse_spec(doc, base_dir=path.resolve().parent)

@@ -1,0 +1,247 @@
+"""The ``sdcdist`` command line.
+
+Every command turns a user mistake (:class:`SdcInputError`) into a one-line
+message on stderr and exit code 2; any other failure exits 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from .errors import SdcInputError
+
+__all__ = ["main"]
+
+
+class SdcGroup(click.Group):
+    """A click group that reports :class:`SdcInputError` cleanly, with exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SdcInputError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=SdcGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                            "max_content_width": 100})
+@click.version_option(package_name="sdcdist")
+def main() -> None:
+    """sdcdist: information loss and disclosure risk of SDC masking methods, on Dask.
+
+    \b
+    A typical session:
+      sdcdist synth --rows 100000 --out people.zarr     # or: sdcdist ingest file.csv ...
+      sdcdist audit spec.yaml --out cube.zarr            # mask x measure every cell
+      sdcdist report cube.zarr --by DLD                  # ranking table
+      sdcdist plot cube.zarr --risk DLD --loss IL1s -o tradeoff.png
+
+    `sdcdist methods` and `sdcdist metrics` list what can go in a spec.
+    """
+
+
+# ---------------------------------------------------------------------------
+# cluster handling (the CLI starts clusters; library functions never do)
+
+def scheduler_option(f: Any) -> Any:
+    f = click.option("--workers", type=click.IntRange(1, 512), default=None,
+                     help="Worker processes of the local cluster (default: one per core).")(f)
+    f = click.option("--scheduler", envvar="DASK_SCHEDULER_ADDRESS", default=None,
+                     metavar="ADDRESS",
+                     help="Use an existing Dask scheduler (e.g. tcp://host:8786) instead of "
+                          "starting a local cluster. Also read from DASK_SCHEDULER_ADDRESS.")(f)
+    return f
+
+
+@contextlib.contextmanager
+def cluster_client(scheduler: str | None, workers: int | None,
+                   quiet: bool = False) -> Iterator[Any]:
+    """A Client on ``scheduler``, or on a LocalCluster sized to this machine."""
+    from distributed import Client, LocalCluster
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except OSError as exc:
+            raise SdcInputError(f"cannot reach the Dask scheduler at {scheduler!r} "
+                                f"({type(exc).__name__}); check the address") from None
+        cluster = None
+    else:
+        n = workers or max(1, os.cpu_count() or 1)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                               dashboard_address=":0", silence_logs=logging.ERROR)
+        client = Client(cluster)
+    if not quiet:
+        click.echo(f"Dask dashboard: {client.dashboard_link}", err=True)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# ---------------------------------------------------------------------------
+# data
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.argument("store")
+@click.option("--columns", default=None, metavar="A,B,...",
+              help="Keep only these columns (comma-separated), e.g. to leave out text columns.")
+@click.option("--keys", default=None, metavar="A,B,...",
+              help="Columns an intruder may know (key role), in linkage order.")
+@click.option("--confidential", default=None, metavar="A,B,...",
+              help="Confidential columns (role used by the IPSO methods).")
+@click.option("--chunk-rows", type=click.IntRange(1), default=65_536, show_default=True,
+              help="Records per Zarr chunk.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+def ingest(source: str, store: str, columns: str | None, keys: str | None,
+           confidential: str | None, chunk_rows: int, overwrite: bool) -> None:
+    """Validate a CSV or Parquet file and store it as Zarr.
+
+    Non-numeric columns, missing or infinite values, constant columns, fewer
+    than 3 records and duplicate names are refused with a message saying which
+    column and how to fix it. The source is never modified, an existing store
+    is never replaced without --overwrite, and a failed ingest leaves nothing.
+    """
+    from .data import ingest as do_ingest, open_microdata
+    roles = {}
+    if keys:
+        roles["key"] = _split(keys)
+    if confidential:
+        roles["confidential"] = _split(confidential)
+    do_ingest(source, store, chunk_rows=chunk_rows, overwrite=overwrite, roles=roles,
+              columns=_split(columns) if columns else None)
+    da = open_microdata(store)
+    click.echo(f"{store}: {da.shape[0]} records x {da.shape[1]} variables "
+               f"(sha256 {da.attrs['sha256'][:12]}...)")
+
+
+def _split(s: str) -> list[str]:
+    return [c.strip() for c in s.split(",") if c.strip()]
+
+
+@main.command()
+@click.option("--rows", type=click.IntRange(3), required=True, help="Number of records.")
+@click.option("--columns", type=click.IntRange(1, 13), default=8, show_default=True,
+              help="Number of variables (income and tax items, age, hours).")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--out", required=True, help="Zarr store to write (or .csv / .parquet).")
+@click.option("--chunk-rows", type=click.IntRange(1), default=65_536, show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+def synth(rows: int, columns: int, seed: int, out: str, chunk_rows: int,
+          overwrite: bool) -> None:
+    """Write a synthetic income/tax-like file: skewed, correlated, zeros, outliers.
+
+    Zarr output is written chunk by chunk, so memory stays at about one chunk
+    whatever --rows is.
+    """
+    from .data import synth as s, write_microdata
+    if out.lower().endswith((".csv", ".parquet", ".pq")):
+        write_microdata(s.generate(rows, columns=columns, seed=seed), out, overwrite=overwrite)
+    else:
+        s.write_synthetic(out, rows, columns=columns, seed=seed, chunk_rows=chunk_rows,
+                          overwrite=overwrite, progress=sys.stderr.isatty())
+    click.echo(f"{out}: {rows} records x {columns} variables (seed {seed})")
+
+
+# ---------------------------------------------------------------------------
+# registries
+
+@main.command()
+def methods() -> None:
+    """List the masking methods with their parameter and valid range."""
+    from .masking import REGISTRY
+    for name, m in REGISTRY.items():
+        rng = "-" if m.kind == "none" else f"{m.param}: {m.allowed_text()}"
+        click.echo(f"{name:16s} {rng:42s} {m.description}")
+
+
+@main.command()
+def metrics() -> None:
+    """List the metrics: kind, whether computed per key set, description."""
+    from .metrics import REGISTRY
+    for name, m in REGISTRY.items():
+        ks = "per key set" if m.keysets else ""
+        click.echo(f"{name:12s} {m.kind:8s} {ks:12s} {m.description}")
+
+
+# ---------------------------------------------------------------------------
+# audits
+
+@main.command()
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", required=True, help="Zarr cube to write (path or fsspec URL).")
+@click.option("--overwrite", is_flag=True,
+              help="Discard an existing cube instead of resuming it.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar (default: when stderr is a terminal).")
+@scheduler_option
+def audit(spec: str, out: str, overwrite: bool, progress: bool | None, scheduler: str | None,
+          workers: int | None) -> None:
+    """Run an audit spec: mask every (method, param, replicate) cell, measure it.
+
+    Cells are written to the cube as they finish. Running the same spec again
+    computes only the missing cells; a different spec against an existing cube
+    is refused (use another --out or --overwrite).
+    """
+    from .audit import load_spec, run_audit
+    s = load_spec(spec)
+    show = sys.stderr.isatty() if progress is None else progress
+    with cluster_client(scheduler, workers) as client:
+        res = run_audit(s, out, client=client, overwrite=overwrite, progress=show)
+    click.echo(f"{res.cube}: computed {res.computed} of {res.total} cells "
+               f"({res.skipped} already in the cube) in {res.seconds:.1f} s "
+               f"[{res.mode} cells]")
+
+
+@main.command()
+@click.argument("cube")
+@click.option("--by", required=True, help="Metric to sort by (rank 1 first).")
+@click.option("--metrics", "metric_list", default=None, metavar="A,B,...",
+              help="Metrics to show (default: all in the cube).")
+@click.option("--top", type=click.IntRange(1), default=None, help="Show only the best N cells.")
+@click.option("--csv", "csv_out", default=None, help="Also write the table as CSV.")
+def report(cube: str, by: str, metric_list: str | None, top: int | None,
+           csv_out: str | None) -> None:
+    """Print a ranking table: each cell's metrics (mean over replicates) and their ranks.
+
+    Rank 1 is the lowest loss or the lowest risk; ties share the average rank.
+    """
+    from .cube import open_cube
+    from .report import format_table, ranking_table
+    table = ranking_table(open_cube(cube), by=by,
+                          metrics=_split(metric_list) if metric_list else None)
+    if top:
+        table = table.head(top)
+    click.echo(format_table(table))
+    if csv_out:
+        table.to_csv(csv_out)
+        click.echo(f"table written to {csv_out}", err=True)
+
+
+@main.command()
+@click.argument("cube")
+@click.option("--risk", required=True, help="Risk metric for the y axis (e.g. DLD).")
+@click.option("--loss", required=True, help="Loss metric for the x axis (e.g. IL1s).")
+@click.option("-o", "--out", required=True, help="Image to write (.png or .svg).")
+def plot(cube: str, risk: str, loss: str, out: str) -> None:
+    """Plot risk against loss for every method, with the Pareto front marked."""
+    from .cube import open_cube
+    from .report import plot_tradeoff
+    if not out.lower().endswith((".png", ".svg")):
+        raise SdcInputError(f"cannot tell the image format of {out!r}; use .png or .svg")
+    plot_tradeoff(open_cube(cube), risk=risk, loss=loss, out=out)
+    click.echo(f"plot written to {out}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
