@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 from scipy.stats import rankdata
 
 from sdcdist.metrics import measure
-from sdcdist.metrics.ranks import (distributed_sort, key_values, max_abs_rank_distance,
+from sdcdist.metrics.ranks import (column_groups, distributed_sort, key_values, max_abs_rank_distance,
                                    max_sq_rank_distance, tie_keys, value_keys)
 from sdcdist.parallel import Runner
 
@@ -80,14 +80,14 @@ def test_distributed_sort_equals_in_memory(chunk_rows, bucket_rows, rng):
     X = rng.integers(0, 6, (100, 3)).astype(np.float64)      # many ties
     seeds = np.array([11, 22, 33], dtype=np.uint64)
     runner = Runner()
-    S = distributed_sort(runner, X, 100, 3, chunk_rows=chunk_rows, seeds=seeds,
+    S = distributed_sort(runner, X, 100, (0, 1, 2), chunk_rows=chunk_rows, seeds=seeds,
                          bucket_rows=bucket_rows)
     assert len(S.buckets) == (-(-100 // bucket_rows) if bucket_rows else 1)
     assert S.counts.max() <= 3 * (bucket_rows or 100)
     assert S.counts.sum(axis=1).tolist() == [100, 100, 100]
     ref = _reference_ranks(X, seeds)
     from sdcdist.metrics.ranks import _chunk_ranks
-    got = np.vstack([_chunk_ranks(runner.gather(S.parts[c])["which"],
+    got = np.vstack([_chunk_ranks(runner.gather(S.which[c]),
                                   *[runner.gather(b)["ranks"][c] for b in S.buckets])
                      for c in range(len(S.bounds))])
     assert np.array_equal(got, ref)
@@ -96,6 +96,17 @@ def test_distributed_sort_equals_in_memory(chunk_rows, bucket_rows, rng):
     for j in range(3):
         assert np.all(got[:, j] >= rankdata(X[:, j], method="min"))
         assert np.all(got[:, j] <= rankdata(X[:, j], method="max"))
+
+
+def test_column_groups_bound_memory(rng, small):
+    assert column_groups(1000, 5, 64 * 1000 * 2) == [(0, 1), (2, 3), (4,)]
+    assert column_groups(10, 3, 1) == [(0,), (1,), (2,)]
+    assert column_groups(10, 3, 2**30) == [(0, 1, 2)]
+    Y = small + rng.standard_normal(small.shape)
+    names = ["rMAE", "brMSE", "EMD1"]
+    one = measure(small, Y, names, options={"sort_memory": 1})
+    all_ = measure(small, Y, names)
+    assert {k: v.value for k, v in one.items()} == {k: v.value for k, v in all_.items()}
 
 
 def test_tie_breaking_random_but_reproducible(rng):

@@ -13,9 +13,13 @@ file at once:
    hands out global ranks (its offset is the number of keys in buckets
    ``< b``, known from the partition counts), cut back into pieces per chunk;
 4. *finish*: each record chunk puts the ranks of its records together for the
-   original and the masked file and returns integer totals.
+   original and the masked file and returns integer totals; the sorted values
+   of bucket ``b`` are paired with those of the other file's buckets covering
+   the same ranks (order statistics, for EMD1).
 
-No task holds more than a few chunks. A key is the pair (value mapped to an
+No task holds more than a few chunks, and columns are sorted in groups, one
+group after the other, so the data in flight stay within the ``sort_memory``
+option (default 64 MiB) however large the file. A key is the pair (value mapped to an
 order-preserving unsigned integer, tie key), where the tie key is a 64-bit
 hash of (a per-column seed drawn from the generator ``ctx.rng("rank_ties")``,
 shared by rMAE, brMAE and brMSE and by both files, and the record's row
@@ -34,7 +38,8 @@ from ..errors import SdcInputError
 from ..parallel import Runner, add_dicts, chunk_bounds, tree_reduce
 from ._registry import MeasureContext, MetricResult, register
 
-__all__ = ["value_keys", "key_values", "tie_keys", "distributed_sort", "rank_errors",
+__all__ = ["value_keys", "key_values", "tie_keys", "distributed_sort", "rank_pass",
+           "column_groups",
            "max_abs_rank_distance", "max_sq_rank_distance", "RANK_TIES"]
 
 #: name of the generator that breaks rank ties (shared by rMAE, brMAE, brMSE)
@@ -64,20 +69,20 @@ def tie_keys(seed: int, start: int, stop: int) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def _chunk_keys(X: Any, start: int, stop: int, seeds: np.ndarray
+def _chunk_keys(X: Any, start: int, stop: int, cols: tuple[int, ...], seeds: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Value keys and tie keys (both cols x rows) of records ``start:stop``."""
-    x = np.asarray(X[start:stop], dtype=np.float64)
+    """Value keys and tie keys (both cols x rows) of records ``start:stop``, columns ``cols``."""
+    x = np.asarray(X[start:stop], dtype=np.float64)[:, list(cols)]
     kx = value_keys(x).T.copy()
     u = np.stack([tie_keys(int(s), start, stop) for s in seeds]) if len(seeds) else \
         np.empty((0, stop - start), dtype=np.uint64)
     return kx, u
 
 
-def _sample_task(start: int, stop: int, X: Any, seeds: np.ndarray, size: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _sample_task(start: int, stop: int, X: Any, cols: tuple[int, ...], seeds: np.ndarray,
+                 size: int) -> tuple[np.ndarray, np.ndarray]:
     """A regular sample of ``size`` sorted keys per column."""
-    kx, u = _chunk_keys(X, start, stop, seeds)
+    kx, u = _chunk_keys(X, start, stop, cols, seeds)
     rows = stop - start
     pick = np.unique(np.linspace(0, rows - 1, min(size, rows)).round().astype(np.int64))
     sk = np.empty((kx.shape[0], pick.size), dtype=np.uint64)
@@ -116,10 +121,10 @@ def _bucket_of(kx: np.ndarray, u: np.ndarray, spk: np.ndarray, spu: np.ndarray) 
     return out[:kx.size]
 
 
-def _partition_task(start: int, stop: int, X: Any, seeds: np.ndarray, spk: np.ndarray,
-                    spu: np.ndarray) -> dict[str, Any]:
+def _partition_task(start: int, stop: int, X: Any, cols: tuple[int, ...], seeds: np.ndarray,
+                    spk: np.ndarray, spu: np.ndarray) -> dict[str, Any]:
     """Cut a chunk's keys into one piece per bucket (per column, record order kept)."""
-    kx, u = _chunk_keys(X, start, stop, seeds)
+    kx, u = _chunk_keys(X, start, stop, cols, seeds)
     p, buckets = kx.shape[0], spk.shape[1] + 1
     which = np.empty(kx.shape, dtype=np.int32)
     pieces: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(buckets)]
@@ -139,18 +144,19 @@ def _get(d: dict, key: str, i: int | None = None) -> Any:
     return d[key] if i is None else d[key][i]
 
 
-def _bucket_task(offsets: np.ndarray, *pieces: list[tuple[np.ndarray, np.ndarray]]
+def _bucket_task(offsets: np.ndarray, n: int, *pieces: list[tuple[np.ndarray, np.ndarray]]
                  ) -> dict[str, Any]:
     """Sort one bucket: global ranks cut back per chunk, and the sorted values."""
     p = len(pieces[0])
+    rank_dtype = np.int32 if n < 2**31 - 1 else np.int64
     ranks: list[list[np.ndarray]] = [[None] * p for _ in pieces]  # type: ignore[list-item]
     values: list[np.ndarray] = []
     for j in range(p):
         kx = np.concatenate([pc[j][0] for pc in pieces])
         u = np.concatenate([pc[j][1] for pc in pieces])
         o = np.lexsort((u, kx))                  # stable: equal keys keep record order
-        r = np.empty(kx.size, dtype=np.int64)
-        r[o] = offsets[j] + 1 + np.arange(kx.size, dtype=np.int64)
+        r = np.empty(kx.size, dtype=rank_dtype)
+        r[o] = offsets[j] + 1 + np.arange(kx.size, dtype=rank_dtype)
         cuts = np.cumsum([pc[j][0].size for pc in pieces])[:-1]
         for c, part in enumerate(np.split(r, cuts)):
             ranks[c][j] = part
@@ -159,29 +165,32 @@ def _bucket_task(offsets: np.ndarray, *pieces: list[tuple[np.ndarray, np.ndarray
 
 
 class SortedFile:
-    """Handles of a distributed sort of one file (futures stay on the cluster)."""
+    """Handles of a distributed sort of some columns of one file (futures on the cluster)."""
 
-    def __init__(self, bounds: list[tuple[int, int]], parts: list[Any], buckets: list[Any],
+    def __init__(self, bounds: list[tuple[int, int]], which: list[Any], buckets: list[Any],
                  offsets: np.ndarray, counts: np.ndarray):
         self.bounds = bounds
-        self.parts = parts          # per chunk: {"which", "pieces", "counts"}
+        self.which = which          # per chunk: (cols, rows) bucket of each key
         self.buckets = buckets      # per bucket: {"ranks", "values"}
-        self.offsets = offsets      # (p, B) rank offset of each bucket per column
-        self.counts = counts        # (p, B) keys per bucket per column
+        self.offsets = offsets      # (cols, B) rank offset of each bucket per column
+        self.counts = counts        # (cols, B) keys per bucket per column
 
 
-def distributed_sort(runner: Runner, X: Any, n: int, p: int, *, chunk_rows: int,
-                     seeds: np.ndarray, bucket_rows: int | None = None) -> SortedFile:
-    """Exact within-column ranks (1..n, ties by tie keys from ``seeds``) of file ``X``.
+def distributed_sort(runner: Runner, X: Any, n: int, cols: tuple[int, ...], *,
+                     chunk_rows: int, seeds: np.ndarray,
+                     bucket_rows: int | None = None) -> SortedFile:
+    """Exact within-column ranks (1..n, ties by tie keys) of columns ``cols`` of file ``X``.
 
     Parameters
     ----------
     runner : Runner
     X : array handle (n, p)
+    cols : tuple of int
+        Columns to sort (each one independently).
     chunk_rows : int
         Records per chunk.
-    seeds : uint64 array (p,)
-        One tie-key seed per column.
+    seeds : uint64 array (len(cols),)
+        One tie-key seed per sorted column.
     bucket_rows : int, optional
         Target keys per bucket and column (default ``max(chunk_rows, 65536)``).
     """
@@ -189,19 +198,21 @@ def distributed_sort(runner: Runner, X: Any, n: int, p: int, *, chunk_rows: int,
     bucket_rows = int(bucket_rows or max(chunk_rows, 65536))
     buckets = max(1, -(-n // bucket_rows))
     size = min(chunk_rows, max(4 * buckets, 16), 4096)
-    samples = runner.gather([runner.submit(_sample_task, s, e, X, seeds, size)
+    samples = runner.gather([runner.submit(_sample_task, s, e, X, cols, seeds, size)
                              for s, e in bounds])
     spk, spu = _splitters(samples, buckets)
     spk_h, spu_h = runner.scatter(spk), runner.scatter(spu)
-    parts = [runner.submit(_partition_task, s, e, X, seeds, spk_h, spu_h) for s, e in bounds]
+    parts = [runner.submit(_partition_task, s, e, X, cols, seeds, spk_h, spu_h)
+             for s, e in bounds]
     counts = sum(runner.gather([runner.submit(_get, pt, "counts") for pt in parts]))
-    offsets = np.concatenate([np.zeros((p, 1), np.int64), np.cumsum(counts, axis=1)[:, :-1]],
-                             axis=1)
-    bucket_h = []
-    for b in range(buckets):
-        pieces = [runner.submit(_get, pt, "pieces", b) for pt in parts]
-        bucket_h.append(runner.submit(_bucket_task, offsets[:, b], *pieces))
-    return SortedFile(bounds, parts, bucket_h, offsets, counts)
+    offsets = np.concatenate([np.zeros((len(cols), 1), np.int64),
+                              np.cumsum(counts, axis=1)[:, :-1]], axis=1)
+    which = [runner.submit(_get, pt, "which") for pt in parts]
+    bucket_h = [runner.submit(_bucket_task, offsets[:, b], n,
+                              *[runner.submit(_get, pt, "pieces", b) for pt in parts])
+                for b in range(buckets)]
+    # only ``which`` and the buckets stay referenced: the pieces are freed once sorted
+    return SortedFile(bounds, which, bucket_h, offsets, counts)
 
 
 def _chunk_ranks(which: np.ndarray, *rank_pieces: list[np.ndarray]) -> np.ndarray:
@@ -231,6 +242,42 @@ def _bucket_ranks(bucket: dict, c: int) -> list[np.ndarray]:
     return bucket["ranks"][c]
 
 
+def _bucket_column(bucket: dict, j: int) -> np.ndarray:
+    return bucket["values"][j]
+
+
+def _paired_l1(lo: int, a: np.ndarray, starts: list[int], *bs: np.ndarray) -> float:
+    """sum |a_k - b_k| over the ranks lo .. lo + len(a) - 1 of one column."""
+    hi = lo + a.size
+    b = np.concatenate([v[max(lo - s, 0):max(min(hi - s, v.size), 0)]
+                        for v, s in zip(bs, starts)])
+    return float(np.sum(np.abs(a - b)))
+
+
+def _sum(*xs: float) -> float:
+    return float(np.sum(xs))
+
+
+def _order_stat_l1(runner: Runner, A: SortedFile, B: SortedFile, j: int) -> Any:
+    """Future of sum_k |x_(k) - x'_(k)| for sorted column ``j`` of both files.
+
+    Bucket ``b`` of A holds the ranks ``[offset, offset + count)``; it is paired
+    with the buckets of B whose rank ranges overlap it.
+    """
+    parts = []
+    for b, bucket in enumerate(A.buckets):
+        lo, size = int(A.offsets[j, b]), int(A.counts[j, b])
+        if size == 0:
+            continue
+        hi = lo + size
+        over = [c for c in range(len(B.buckets))
+                if B.offsets[j, c] < hi and B.offsets[j, c] + B.counts[j, c] > lo]
+        bs = [runner.submit(_bucket_column, B.buckets[c], j) for c in over]
+        parts.append(runner.submit(_paired_l1, lo, runner.submit(_bucket_column, bucket, j),
+                                   [int(B.offsets[j, c]) for c in over], *bs))
+    return tree_reduce(runner, _sum, parts)
+
+
 def _tie_seeds(ctx: MeasureContext) -> np.ndarray:
     """One tie-key seed per column, shared by both files.
 
@@ -243,33 +290,54 @@ def _tie_seeds(ctx: MeasureContext) -> np.ndarray:
     return g.integers(0, 2**64, size=len(ctx.columns), dtype=np.uint64, endpoint=False)
 
 
-def sorted_files(ctx: MeasureContext) -> tuple[SortedFile, SortedFile]:
-    """Distributed sorts of both files (cached; ties from the rank-tie generator)."""
-    def run() -> tuple[SortedFile, SortedFile]:
+def column_groups(n: int, p: int, memory: int) -> list[tuple[int, ...]]:
+    """Columns sorted together so that a group's intermediate data fit ``memory`` bytes.
+
+    A key costs about 64 bytes over both files while it moves (value and tie
+    keys, bucket numbers, ranks and sorted values).
+    """
+    g = int(max(1, min(p, memory // max(64 * n, 1))))
+    return [tuple(range(s, min(s + g, p))) for s in range(0, p, g)]
+
+
+def rank_pass(ctx: MeasureContext) -> dict[str, Any]:
+    """Sort both files and reduce: per column sum |r - r'|, sum (r - r')**2 (Python ints)
+    and sum_k |x_(k) - x'_(k)| (float). Cached; shared by rMAE, brMAE, brMSE and EMD1.
+
+    Column groups are sorted one after the other (option ``sort_memory``), so
+    the cluster never holds more than about ``sort_memory`` bytes of sort data.
+    """
+    def run() -> dict[str, Any]:
         from .infoloss import record_stats
         record_stats(ctx)                        # validates the data (NaN, shapes) first
         seeds = _tie_seeds(ctx)
         n, p = ctx.shape_original
-        kw = {"chunk_rows": int(ctx.options["chunk_rows"]), "seeds": seeds,
-              "bucket_rows": ctx.options.get("bucket_rows")}
-        return (distributed_sort(ctx.runner, ctx.original, n, p, **kw),
-                distributed_sort(ctx.runner, ctx.masked, n, p, **kw))
-    return ctx.cached("sorted_files", run)
-
-
-def rank_errors(ctx: MeasureContext) -> dict[str, Any]:
-    """Per column: sum over records of |r - r'| and of (r - r')**2 (Python ints; cached)."""
-    def run() -> dict[str, Any]:
-        A, B = sorted_files(ctx)
         r = ctx.runner
-        parts = []
-        for c in range(len(A.bounds)):
-            pa = [r.submit(_bucket_ranks, bk, c) for bk in A.buckets]
-            pb = [r.submit(_bucket_ranks, bk, c) for bk in B.buckets]
-            parts.append(r.submit(_rank_error_task, r.submit(_get, A.parts[c], "which"),
-                                  r.submit(_get, B.parts[c], "which"), len(pa), *pa, *pb))
-        return r.gather(tree_reduce(r, add_dicts, parts))
-    return ctx.cached("rank_errors", run)
+        chunk = int(ctx.options["chunk_rows"])
+        memory = int(ctx.options.get("sort_memory") or 64 * 2**20)
+        out = {"abs": np.zeros(p, dtype=object), "sq": np.zeros(p, dtype=object),
+               "l1": np.zeros(p)}
+        for cols in column_groups(n, p, memory):
+            kw = {"chunk_rows": chunk, "seeds": seeds[list(cols)],
+                  "bucket_rows": ctx.options.get("bucket_rows")}
+            A = distributed_sort(r, ctx.original, n, cols, **kw)
+            B = distributed_sort(r, ctx.masked, n, cols, **kw)
+            parts = []
+            for c in range(len(A.bounds)):
+                pa = [r.submit(_bucket_ranks, bk, c) for bk in A.buckets]
+                pb = [r.submit(_bucket_ranks, bk, c) for bk in B.buckets]
+                parts.append(r.submit(_rank_error_task, A.which[c], B.which[c], len(pa),
+                                      *pa, *pb))
+            err = tree_reduce(r, add_dicts, parts)
+            l1 = [_order_stat_l1(r, A, B, j) for j in range(len(cols))]
+            del parts, A, B
+            got = r.gather([err, *l1])
+            idx = list(cols)
+            out["abs"][idx] = got[0]["abs"]
+            out["sq"][idx] = got[0]["sq"]
+            out["l1"][idx] = got[1:]
+        return out
+    return ctx.cached("rank_pass", run)
 
 
 def max_abs_rank_distance(n: int) -> int:
@@ -290,7 +358,7 @@ def _rank_metric(ctx: MeasureContext, which: str) -> MetricResult:
     n, p = ctx.shape_original
     if n < 2:
         raise SdcInputError(f"rank metrics need at least 2 records; got {n}")
-    e = rank_errors(ctx)
+    e = rank_pass(ctx)
     total_abs, total_sq = sum(int(v) for v in e["abs"]), sum(int(v) for v in e["sq"])
     if which == "rMAE":
         value = total_abs / (n * p)

@@ -25,10 +25,10 @@ from scipy import sparse
 from scipy.optimize import linprog
 from scipy.special import expit
 
-from ..parallel import map_reduce, tree_reduce
+from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
 from .infoloss import il_sd, record_stats
-from .ranks import sorted_files
+from .ranks import rank_pass
 
 __all__ = ["ps_features", "logistic_chunk", "propensity_utility", "transport_emd",
            "weighted_centroids"]
@@ -194,44 +194,10 @@ def emd(ctx: MeasureContext) -> MetricResult:
     return MetricResult(value, info={"clusters": h})
 
 
-def _bucket_column(bucket: dict, j: int) -> np.ndarray:
-    return bucket["values"][j]
-
-
-def _paired_l1(lo: int, a: np.ndarray, starts: list[int], *bs: np.ndarray) -> float:
-    """sum |a_k - b_k| over the ranks lo .. lo + len(a) - 1 of one column."""
-    hi = lo + a.size
-    b = np.concatenate([v[max(lo - s, 0):max(min(hi - s, v.size), 0)]
-                        for v, s in zip(bs, starts)])
-    return float(np.sum(np.abs(a - b)))
-
-
-def _sum(*xs: float) -> float:
-    return float(np.sum(xs))
-
-
 @register("EMD1", kind="utility", reference="[DRS eq. 2], one dimension at a time",
           description="mean over columns of the 1-D Wasserstein distance between the columns "
                       "of both files z-scored with the original's moments")
 def emd1(ctx: MeasureContext) -> MetricResult:
     sd = il_sd(ctx, "EMD1")
-    A, B = sorted_files(ctx)
-    n, p = ctx.shape_original
-    r = ctx.runner
-    per_col = []
-    for j in range(p):
-        parts = []
-        for b, bucket in enumerate(A.buckets):
-            lo, size = int(A.offsets[j, b]), int(A.counts[j, b])
-            if size == 0:
-                continue
-            hi = lo + size
-            over = [c for c in range(len(B.buckets))
-                    if B.offsets[j, c] < hi and B.offsets[j, c] + B.counts[j, c] > lo]
-            bs = [r.submit(_bucket_column, B.buckets[c], j) for c in over]
-            parts.append(r.submit(_paired_l1, lo, r.submit(_bucket_column, bucket, j),
-                                  [int(B.offsets[j, c]) for c in over], *bs))
-        per_col.append(tree_reduce(r, _sum, parts))
-    totals = np.asarray(r.gather(per_col), dtype=np.float64)
-    return MetricResult(float(np.mean(totals / n / sd)))
-
+    n = ctx.shape_original[0]
+    return MetricResult(float(np.mean(rank_pass(ctx)["l1"] / n / sd)))
