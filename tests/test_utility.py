@@ -76,7 +76,11 @@ def test_transport_hand_computed():
 
 def test_emd_identity_zero_and_grows(census):
     X = census.values
-    assert measure(X, X.copy(), ["EMD", "EMD1"])["EMD"].value == pytest.approx(0.0, abs=1e-12)
+    same = measure(X, X.copy(), ["EMD", "EMD1", "PS", "PS2"])
+    assert same["EMD"].value == pytest.approx(0.0, abs=1e-12)
+    assert same["EMD1"].value == 0.0
+    assert same["PS"].value == pytest.approx(0.0, abs=1e-20)
+    assert same["PS2"].value == pytest.approx(0.0, abs=1e-20)
     small = measure(X, get_method("noise")(X, 0.05, rng=np.random.default_rng(1)), ["EMD"])
     big = measure(X, get_method("noise")(X, 1.0, rng=np.random.default_rng(1)), ["EMD"])
     assert 0 < small["EMD"].value < big["EMD"].value

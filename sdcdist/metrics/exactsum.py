@@ -4,8 +4,8 @@ A sum of floats rounded at every step depends on the order of the terms, so
 the mean of a column and the mean of the same column permuted (rank swapping,
 resampling) can differ in the last bit. Here every value ``x = M * 2**e``
 (``M`` a 53-bit integer) is split into two 26/27-bit integer halves that are
-added per exponent with :func:`numpy.bincount` (exact: the bin totals stay
-far below 2**53 for chunks of up to 2**27 values) and then folded into one
+added per exponent into int64 bins (a numba loop; exact: the bin totals stay
+far below 2**63 for chunks of up to 2**26 values) and then folded into one
 Python integer in units of ``2**-SCALE``. Chunk sums are Python integers, so
 combining them is exact too, and the final mean or variance is the correctly
 rounded float of the exact rational value. Squares are made exact with
@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numba
 import numpy as np
 
 __all__ = ["exact_sums", "exact_square_sums", "SCALE", "SQ_SCALE", "to_fraction", "MAX_CHUNK"]
 
 #: sums are Python ints in units of 2**-SCALE (below the smallest subnormal's mantissa unit)
-SCALE = 1130
+SCALE = 1130            # >= 1075 - 1 + 53: every bin shifts left
 #: square sums are Python ints in units of 2**-SQ_SCALE
 SQ_SCALE = SCALE + 2200
 #: largest chunk whose per-exponent bin totals are exact in float64
@@ -29,32 +30,50 @@ MAX_CHUNK = 2**26
 _SPLIT = 134217729.0  # 2**27 + 1 (Veltkamp)
 
 
+@numba.njit(cache=True)
+def _bin_mantissas(bits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> None:  # pragma: no cover
+    """Add each value's signed mantissa halves into the bins of its exponent.
+
+    ``bits`` is the (rows, cols) int64 view of float64 values; a value with
+    biased exponent E and 53-bit mantissa M equals M * 2**(max(E, 1) - 1075).
+    """
+    rows, cols = bits.shape
+    for i in range(rows):
+        for j in range(cols):
+            b = bits[i, j]
+            e = (b >> 52) & 0x7FF
+            m = b & 0xFFFFFFFFFFFFF
+            if e == 0:
+                e = 1
+            else:
+                m |= 0x10000000000000
+            h = m >> 26
+            low = m & 0x3FFFFFF
+            if b < 0:
+                h = -h
+                low = -low
+            hi[j, e] += h
+            lo[j, e] += low
+
+
 def _fold(x: np.ndarray) -> np.ndarray:
     """Exact column sums of ``x`` (rows x cols) as an object array of Python ints."""
-    x = np.asarray(x, dtype=np.float64)
+    x = np.ascontiguousarray(x, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError("exact sums need a 2-D array")
     if x.shape[0] > MAX_CHUNK:
         raise ValueError(f"exact sums take at most {MAX_CHUNK} rows per chunk")
     cols = x.shape[1]
+    hi = np.zeros((cols, 2048), dtype=np.int64)
+    lo = np.zeros((cols, 2048), dtype=np.int64)
+    _bin_mantissas(x.view(np.int64), hi, lo)
     out = np.zeros(cols, dtype=object)
-    m, e = np.frexp(x)                       # x = m * 2**e, 0.5 <= |m| < 1
-    nz = m != 0
-    if not nz.any():
-        return out
-    big = m[nz] * 2.0**53                    # signed integer values, |big| < 2**53
-    hi = np.trunc(big / 2.0**26)
-    lo = big - hi * 2.0**26                  # exact; same sign as hi
-    emin = int(e[nz].min())
-    width = int(e[nz].max()) - emin + 1
-    col = np.broadcast_to(np.arange(cols), x.shape)[nz]
-    idx = col * width + (e[nz] - emin)
-    h = np.bincount(idx, weights=hi, minlength=cols * width)
-    lw = np.bincount(idx, weights=lo, minlength=cols * width)
-    for k in np.flatnonzero((h != 0) | (lw != 0)):
-        j, b = divmod(int(k), width)
-        # value of bin (j, b): (h * 2**26 + lw) * 2**(emin + b - 53)
-        out[j] += (int(h[k]) * 2**26 + int(lw[k])) << (emin + b - 53 + SCALE)
+    for j in range(cols):
+        total = 0
+        for e in np.flatnonzero((hi[j] != 0) | (lo[j] != 0)):
+            # bin e holds (hi * 2**26 + lo) * 2**(e - 1075); units 2**-SCALE
+            total += (int(hi[j, e]) * 2**26 + int(lo[j, e])) << (int(e) - 1075 + SCALE)
+        out[j] = total
     return out
 
 

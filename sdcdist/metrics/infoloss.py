@@ -27,6 +27,10 @@ __all__ = ["stats_chunk", "combine_stats", "record_stats", "table1", "il_sd"]
 _MV_OBJECTS = ("X", "M", "V", "S", "R")
 
 
+#: rows per sub-block inside a chunk task (bounds the temporaries to about one chunk)
+SUB_ROWS = 8192
+
+
 def stats_chunk(start: int, stop: int, X: Any, Y: Any) -> dict[str, Any]:
     """Sufficient statistics of records ``start:stop`` of both files.
 
@@ -38,6 +42,11 @@ def stats_chunk(start: int, stop: int, X: Any, Y: Any) -> dict[str, Any]:
     """
     x = np.asarray(X[start:stop], dtype=np.float64)
     y = np.asarray(Y[start:stop], dtype=np.float64)
+    return combine_stats(*[_block_stats(x[a:a + SUB_ROWS], y[a:a + SUB_ROWS])
+                           for a in range(0, x.shape[0], SUB_ROWS)])
+
+
+def _block_stats(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     out: dict[str, Any] = {"n": np.array(x.shape[0], dtype=np.int64),
                            "bad_x": np.count_nonzero(~np.isfinite(x), axis=0),
                            "bad_y": np.count_nonzero(~np.isfinite(y), axis=0)}

@@ -3,8 +3,8 @@
 Ranks come from an exact distributed sample sort, run for all columns of a
 file at once:
 
-1. *sample*: each record chunk sorts its keys per column and returns a
-   regular sample; the client picks ``B - 1`` splitters per column, ``B`` =
+1. *sample*: each record chunk returns the keys of records spread evenly
+   over it; the client picks ``B - 1`` splitters per column, ``B`` =
    n / ``bucket_rows`` (option; default max(chunk_rows, 65536)), so every
    bucket holds about ``bucket_rows`` keys per column;
 2. *partition*: each chunk tells each of its keys its bucket and cuts its keys
@@ -81,16 +81,13 @@ def _chunk_keys(X: Any, start: int, stop: int, cols: tuple[int, ...], seeds: np.
 
 def _sample_task(start: int, stop: int, X: Any, cols: tuple[int, ...], seeds: np.ndarray,
                  size: int) -> tuple[np.ndarray, np.ndarray]:
-    """A regular sample of ``size`` sorted keys per column."""
-    kx, u = _chunk_keys(X, start, stop, cols, seeds)
+    """Keys of ``size`` records spread evenly over the chunk, per column."""
     rows = stop - start
     pick = np.unique(np.linspace(0, rows - 1, min(size, rows)).round().astype(np.int64))
-    sk = np.empty((kx.shape[0], pick.size), dtype=np.uint64)
-    su = np.empty_like(sk)
-    for j in range(kx.shape[0]):
-        o = np.lexsort((u[j], kx[j]))[pick]
-        sk[j], su[j] = kx[j, o], u[j, o]
-    return sk, su
+    x = np.asarray(X[start:stop], dtype=np.float64)[pick][:, list(cols)]
+    kx = value_keys(x).T.copy()
+    u = np.stack([tie_keys(int(s_), start, stop)[pick] for s_ in seeds])
+    return kx, u
 
 
 def _splitters(samples: list[tuple[np.ndarray, np.ndarray]], buckets: int
@@ -109,16 +106,21 @@ def _splitters(samples: list[tuple[np.ndarray, np.ndarray]], buckets: int
 
 
 def _bucket_of(kx: np.ndarray, u: np.ndarray, spk: np.ndarray, spu: np.ndarray) -> np.ndarray:
-    """Number of splitters strictly below each key (its bucket), for one column."""
-    s = spk.size
-    allk = np.concatenate([kx, spk])
-    allu = np.concatenate([u, spu])
-    flag = np.concatenate([np.zeros(kx.size, np.int8), np.ones(s, np.int8)])
-    o = np.lexsort((flag, allu, allk))           # a key equal to a splitter sorts first
-    below = np.cumsum(flag[o])
-    out = np.empty(kx.size + s, dtype=np.int64)
-    out[o] = below
-    return out[:kx.size]
+    """Number of splitter keys strictly below each key (its bucket), for one column.
+
+    Keys compare by value key, then tie key; splitters are sorted that way.
+    """
+    lo = np.searchsorted(spk, kx, side="left")
+    hi = np.searchsorted(spk, kx, side="right")
+    out = lo.astype(np.int64)
+    tied = np.flatnonzero(hi > lo)               # value equal to some splitters' value
+    if tied.size:
+        run = hi[tied] - lo[tied]
+        for t in range(int(run.max())):
+            ok = t < run
+            idx = tied[ok]
+            out[idx] += spu[lo[idx] + t] < u[idx]
+    return out
 
 
 def _partition_task(start: int, stop: int, X: Any, cols: tuple[int, ...], seeds: np.ndarray,
@@ -197,7 +199,7 @@ def distributed_sort(runner: Runner, X: Any, n: int, cols: tuple[int, ...], *,
     bounds = chunk_bounds(n, chunk_rows)
     bucket_rows = int(bucket_rows or max(chunk_rows, 65536))
     buckets = max(1, -(-n // bucket_rows))
-    size = min(chunk_rows, max(4 * buckets, 16), 4096)
+    size = min(chunk_rows, max(64 * buckets, 256), 65536)
     samples = runner.gather([runner.submit(_sample_task, s, e, X, cols, seeds, size)
                              for s, e in bounds])
     spk, spu = _splitters(samples, buckets)

@@ -56,7 +56,7 @@ def logistic_chunk(start: int, stop: int, X: Any, Y: Any, mean: np.ndarray, sd: 
     """
     k = beta.size
     out = {"ll": 0.0, "grad": np.zeros(k), "hess": np.zeros((k, k)), "u": 0.0, "wrong": 0}
-    step = max(1, 2**20 // k)
+    step = max(1, 2**19 // k)
     for label, F in ((0.0, X), (1.0, Y)):
         for s in range(start, stop, step):
             e = min(s + step, stop)
