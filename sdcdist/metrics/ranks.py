@@ -128,14 +128,15 @@ def _partition_task(start: int, stop: int, X: Any, cols: tuple[int, ...], seeds:
     """Cut a chunk's keys into one piece per bucket (per column, record order kept)."""
     kx, u = _chunk_keys(X, start, stop, cols, seeds)
     p, buckets = kx.shape[0], spk.shape[1] + 1
-    which = np.empty(kx.shape, dtype=np.int32)
+    # small bucket numbers let numpy's stable argsort use radix sort
+    which = np.empty(kx.shape, dtype=np.int16 if buckets < 2**15 else np.int32)
     pieces: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(buckets)]
     counts = np.zeros((p, buckets), dtype=np.int64)
     for j in range(p):
         b = _bucket_of(kx[j], u[j], spk[j], spu[j])
         which[j] = b
         counts[j] = np.bincount(b, minlength=buckets)
-        o = np.argsort(b, kind="stable")
+        o = np.argsort(which[j], kind="stable")
         cuts = np.cumsum(counts[j])[:-1]
         for bk, idx in enumerate(np.split(o, cuts)):
             pieces[bk].append((kx[j, idx], u[j, idx]))
@@ -156,7 +157,10 @@ def _bucket_task(offsets: np.ndarray, n: int, *pieces: list[tuple[np.ndarray, np
     for j in range(p):
         kx = np.concatenate([pc[j][0] for pc in pieces])
         u = np.concatenate([pc[j][1] for pc in pieces])
-        o = np.lexsort((u, kx))                  # stable: equal keys keep record order
+        # order by (value key, tie key): sort by tie key, then stably by value key
+        # (same result as np.lexsort((u, kx)), faster)
+        o = np.argsort(u, kind="stable")
+        o = o[np.argsort(kx[o], kind="stable")]
         r = np.empty(kx.size, dtype=rank_dtype)
         r[o] = offsets[j] + 1 + np.arange(kx.size, dtype=rank_dtype)
         cuts = np.cumsum([pc[j][0].size for pc in pieces])[:-1]
