@@ -66,6 +66,8 @@ def _warm_up() -> None:
     import sklearn.cluster  # noqa: F401
 
     import sdcdist.metrics  # noqa: F401
+    from sdcdist.metrics.exactsum import exact_sums
+    exact_sums(np.ones((2, 2)))                  # loads the compiled numba kernel
 
 
 def numpy_catalogue(X: np.ndarray, Y: np.ndarray, tie_seeds: np.ndarray) -> dict[str, float]:

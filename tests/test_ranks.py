@@ -10,8 +10,9 @@ from hypothesis.extra.numpy import arrays
 from scipy.stats import rankdata
 
 from sdcdist.metrics import measure
-from sdcdist.metrics.ranks import (column_groups, distributed_sort, key_values, max_abs_rank_distance,
-                                   max_sq_rank_distance, tie_keys, value_keys)
+from sdcdist.metrics.ranks import (column_groups, distributed_sort, key_values,
+                                   max_abs_rank_distance, max_sq_rank_distance, tie_keys,
+                                   value_keys)
 from sdcdist.parallel import Runner
 
 RANK = ["rMAE", "brMAE", "brMSE"]

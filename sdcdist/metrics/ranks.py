@@ -1,11 +1,11 @@
 """Within-column ranks of files larger than memory, and the rank metrics of [CN].
 
-Ranks come from an exact distributed sample sort, run for all columns of a
-file at once:
+Ranks come from an exact distributed sample sort, run for a group of columns
+of a file at once:
 
 1. *sample*: each record chunk returns the keys of records spread evenly
    over it; the client picks ``B - 1`` splitters per column, ``B`` =
-   n / ``bucket_rows`` (option; default max(chunk_rows, 65536)), so every
+   n / ``bucket_rows`` (option; default max(4 chunk_rows, 65536)), so every
    bucket holds about ``bucket_rows`` keys per column;
 2. *partition*: each chunk tells each of its keys its bucket and cuts its keys
    into ``B`` pieces (one per bucket, in record order);
@@ -19,13 +19,15 @@ file at once:
 
 No task holds more than a few chunks, and columns are sorted in groups, one
 group after the other, so the data in flight stay within the ``sort_memory``
-option (default 64 MiB) however large the file. A key is the pair (value mapped to an
-order-preserving unsigned integer, tie key), where the tie key is a 64-bit
-hash of (a per-column seed drawn from the generator ``ctx.rng("rank_ties")``,
-shared by rMAE, brMAE and brMSE and by both files, and the record's row
-number): ties are broken uniformly at random, reproducibly, and independently
-of how the records are chunked; an unchanged file gives exactly 0. All totals are integers, so the results are
-bit-identical for any chunking and any cluster.
+option (default 128 MiB) however large the file.
+
+A key is the pair (value mapped to an order-preserving unsigned integer, tie
+key), where the tie key is a 64-bit hash of (a per-column seed drawn from the
+generator ``ctx.rng("rank_ties")``, shared by rMAE, brMAE and brMSE and by
+both files, and the record's row number): ties are broken uniformly at random,
+reproducibly, and independently of how the records are chunked; an unchanged
+file gives exactly 0. All totals are integers (Python ints), so rank results
+are bit-identical for any chunking and any cluster.
 """
 
 from __future__ import annotations
@@ -198,10 +200,11 @@ def distributed_sort(runner: Runner, X: Any, n: int, cols: tuple[int, ...], *,
     seeds : uint64 array (len(cols),)
         One tie-key seed per sorted column.
     bucket_rows : int, optional
-        Target keys per bucket and column (default ``max(chunk_rows, 65536)``).
+        Target keys per bucket and column (default ``max(4 * chunk_rows, 65536)``):
+        fewer, larger buckets mean fewer tasks.
     """
     bounds = chunk_bounds(n, chunk_rows)
-    bucket_rows = int(bucket_rows or max(chunk_rows, 65536))
+    bucket_rows = int(bucket_rows or max(4 * chunk_rows, 65536))
     buckets = max(1, -(-n // bucket_rows))
     size = min(chunk_rows, max(64 * buckets, 256), 65536)
     samples = runner.gather([runner.submit(_sample_task, s, e, X, cols, seeds, size)
@@ -320,7 +323,7 @@ def rank_pass(ctx: MeasureContext) -> dict[str, Any]:
         n, p = ctx.shape_original
         r = ctx.runner
         chunk = int(ctx.options["chunk_rows"])
-        memory = int(ctx.options.get("sort_memory") or 64 * 2**20)
+        memory = int(ctx.options.get("sort_memory") or 128 * 2**20)
         out = {"abs": np.zeros(p, dtype=object), "sq": np.zeros(p, dtype=object),
                "l1": np.zeros(p)}
         for cols in column_groups(n, p, memory):
