@@ -40,6 +40,7 @@ def main() -> None:
     \b
     A typical session:
       sdcdist synth --rows 100000 --out people.zarr     # or: sdcdist ingest file.csv ...
+      sdcdist mask people.zarr -m micmul -p 3 -o masked.csv   # one masked file
       sdcdist audit spec.yaml --out cube.zarr            # mask x measure every cell
       sdcdist report cube.zarr --by DLD                  # ranking table
       sdcdist risk original.csv released.csv --keys AGE,INCOME   # one released file
@@ -154,6 +155,84 @@ def synth(rows: int, columns: int, seed: int, out: str, chunk_rows: int,
     click.echo(f"{out}: {rows} records x {columns} variables (seed {seed})")
 
 
+@main.command()
+@click.argument("data")
+@click.option("-m", "--method", required=True,
+              help="Masking method (see `sdcdist methods`), e.g. micmul.")
+@click.option("-p", "--param", type=float, default=None,
+              help="The method's parameter (e.g. k for micmul); omit for methods without one.")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Seed of the random generator (same seed, same output).")
+@click.option("-o", "--out", required=True,
+              help="Masked file to write: .csv, .parquet, else a Zarr store.")
+@click.option("--keys", default=None, metavar="A,B,...",
+              help="IPSO: the quasi-identifier columns (key role) to replace; default: the "
+                   "dataset's key role.")
+@click.option("--confidential", default=None, metavar="A,B,...",
+              help="IPSO: the confidential columns (regressors); default: the dataset's "
+                   "confidential role.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+def mask(data: str, method: str, param: float | None, seed: int, out: str, keys: str | None,
+         confidential: str | None, overwrite: bool) -> None:
+    """Mask DATA (a Zarr store, CSV or Parquet file) with one method and write the result.
+
+    \b
+    Examples:
+      sdcdist mask people.zarr --method micmul --param 3 -o masked.parquet
+      sdcdist mask people.csv --method ipso_c --confidential WAGES,TAXINC \\
+          --keys FEDTAX,FICA -o synthetic.csv
+
+    The random generator is numpy's default_rng(--seed). Column names and roles
+    are kept; a Zarr output also records the method, parameter and seed.
+    """
+    import numpy as np
+
+    from .data import Microdata, load_microdata, write_microdata
+    from .masking import get_method
+    meth = get_method(method)
+    if param is None:
+        if meth.kind != "none":
+            raise SdcInputError(f"{meth.name} needs --param: its {meth.param!r} parameter "
+                                f"must be {meth.allowed_text()}")
+        param = 0.0
+    elif meth.kind == "int" and float(param).is_integer():
+        param = int(param)
+    md = load_microdata(data)
+    roles = {r: list(c) for r, c in md.roles.items()}
+    if keys:
+        roles["key"] = _split(keys)
+    if confidential:
+        roles["confidential"] = _split(confidential)
+    for cols in roles.values():
+        md.column_index(cols, what="role column")
+    options: dict[str, Any] = {}
+    if "roles" in meth.options:
+        missing = [flag for flag, r in (("--confidential", "confidential"), ("--keys", "key"))
+                   if not roles.get(r)]
+        if missing:
+            raise SdcInputError(f"{meth.name} needs the roles of the columns: pass "
+                                f"{' and '.join(missing)} (comma-separated column names), or "
+                                f"ingest the data with those roles")
+        options["roles"] = {r: roles[r] for r in ("confidential", "key") if roles.get(r)}
+        options["columns"] = list(md.columns)
+    info: dict[str, Any] = {}
+    if "info" in meth.options:
+        options["info"] = info
+    masked = meth(md.values, param, rng=np.random.default_rng(seed), **options)
+    attrs = {"masking": {"method": meth.name, "param_name": meth.param, "param": param,
+                         "seed": seed, "source_sha256": md.sha256}}
+    if "family" in info:
+        attrs["masking"]["family"] = dict(zip(md.columns, info["family"]))
+    write_microdata(Microdata(masked, md.columns, roles), out, overwrite=overwrite,
+                    attrs=attrs)
+    shown = "" if meth.kind == "none" else f" {meth.param}={param:g}"
+    click.echo(f"{out}: {md.shape[0]} records x {md.shape[1]} variables masked with "
+               f"{meth.name}{shown} (seed {seed})")
+    if "family" in info:
+        click.echo("fitted families: " + ", ".join(
+            f"{c}={f}" for c, f in zip(md.columns, info["family"])))
+
+
 # ---------------------------------------------------------------------------
 # registries
 
@@ -244,12 +323,12 @@ def _load_with_id(path: str, id_column: str | None, what: str) -> tuple[Any, Any
                    "crl_external=[V4,V12] crl_released=[V7,V13] (repeatable).")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seeds the random tie-breaking of CRL.")
-@click.option("--in-process", is_flag=True,
-              help="Compute in this process instead of on a Dask cluster (small files).")
+@click.option("--local", is_flag=True,
+              help="Compute in this process, without a Dask cluster (small files).")
 @scheduler_option
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
-         seed: int, in_process: bool, scheduler: str | None, workers: int | None) -> None:
+         seed: int, local: bool, scheduler: str | None, workers: int | None) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
     The two files may differ in size and in which records and columns they
@@ -284,10 +363,10 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     opts = _parse_options(option_items)
     common = dict(columns=a.columns, masked_columns=b.columns, keysets=ks, seed=seed,
                   options=opts, truth=truth)
-    if in_process:
+    if local:
         res = measure(a.values, b.values, names, **common)
     else:
-        with cluster_client(scheduler, workers) as client:
+        with cluster_client(scheduler, workers, quiet=True) as client:
             res = measure(a.values, b.values, names, client=client, **common)
     click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
                f"truth: {'column ' + repr(id_column) if id_column else 'row order'}")
@@ -299,6 +378,84 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
             labels = ks or default_keysets([c for c in a.columns if c in b.columns])
             for v, k in zip(r.per_keyset, labels):
                 click.echo(f"  {','.join(k):30s} {v:12.6g}")
+
+
+# ---------------------------------------------------------------------------
+# one pair of files
+
+def _open_input(path: str, what: str) -> tuple[Any, tuple[str, ...]]:
+    """A Zarr store as a lazily read array (tasks read their own rows), else loaded."""
+    from pathlib import Path
+
+    from .data import StoredArray, is_store, load_microdata, open_microdata
+    if is_store(path):
+        return StoredArray(path), tuple(str(c) for c in open_microdata(path).attrs["columns"])
+    if not Path(path).exists():
+        raise SdcInputError(f"the {what} file {path!r} does not exist; give a CSV, Parquet "
+                            f"file or an sdcdist Zarr store")
+    md = load_microdata(path, allow_constant=True)
+    return md.values, md.columns
+
+
+@main.command("measure")
+@click.argument("original")
+@click.argument("masked")
+@click.option("--metric", "-m", "metric_names", multiple=True, metavar="NAME[,NAME...]",
+              help="Metric(s) to compute (repeat or comma-separate). Default: every "
+                   "information-loss and utility metric. `sdcdist metrics` lists them.")
+@click.option("--keyset", multiple=True, metavar="A,B,...",
+              help="A key set for linkage-risk metrics (repeatable; default: prefixes of "
+                   "the columns of sizes 1..7).")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Seed of the random tie-breaking and k-means starts.")
+@click.option("--chunk-rows", type=click.IntRange(1), default=None,
+              help="Records per reduction chunk (default 65536).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--local", is_flag=True,
+              help="Compute in this process, without a Dask cluster (small files).")
+@scheduler_option
+def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
+                keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
+                local: bool, scheduler: str | None, workers: int | None) -> None:
+    """Measure information loss, utility (and risk) of MASKED against ORIGINAL.
+
+    Both files must have the same records in the same order and the same
+    columns. Files are CSV, Parquet or sdcdist Zarr stores (read chunk by
+    chunk by the workers). Prints one line per metric with the number of
+    terms left out of a mean variation (zero denominators) and a flag for
+    approximations; --json prints the same as a JSON object.
+    """
+    import json
+
+    from .metrics import REGISTRY, get_metric, measure
+    names = [n for arg in metric_names for n in _split(arg)] or \
+        [n for n, m in REGISTRY.items() if m.kind in ("loss", "utility")]
+    for n in names:
+        get_metric(n)
+    A, cols_a = _open_input(original, "original")
+    B, cols_b = _open_input(masked, "masked")
+    if cols_a != cols_b:
+        raise SdcInputError(f"the masked file's columns {list(cols_b)} differ from the original "
+                            f"file's {list(cols_a)}; both files need the same columns in the "
+                            f"same order")
+    options = {"chunk_rows": chunk_rows} if chunk_rows else {}
+    keysets = [_split(k) for k in keyset] or None
+    kw = dict(columns=list(cols_a), keysets=keysets, seed=seed, options=options)
+    if local:
+        res = measure(A, B, names, **kw)
+    else:
+        with cluster_client(scheduler, workers, quiet=True) as client:
+            res = measure(A, B, names, client=client, **kw)
+    if as_json:
+        out = {n: {"value": None if r.value != r.value else r.value, "kind": REGISTRY[n].kind,
+                   "excluded": r.excluded, "flag": r.flag,
+                   **({"per_keyset": list(r.per_keyset)} if r.per_keyset else {})}
+               for n, r in res.items()}
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(f"{'metric':10s} {'kind':8s} {'value':>14s} {'excluded':>9s} {'flag':>5s}")
+    for n, r in res.items():
+        click.echo(f"{n:10s} {REGISTRY[n].kind:8s} {r.value:14.6g} {r.excluded:9d} {r.flag:5d}")
 
 
 # ---------------------------------------------------------------------------

@@ -107,6 +107,9 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "crl_external": None,            # CRL without shared attributes: the intruder's columns
     "crl_released": None,            # (original file) and the released ones (masked file)
     "sdid_k": 0.05,                  # SDID interval half-width in masked sds
+    "bucket_rows": None,             # keys per bucket of the distributed rank sort
+                                     # (None: max(4 * chunk_rows, 65536))
+    "sort_memory": 128 * 2**20,      # bytes of sort data in flight (columns sorted in groups)
 }
 
 

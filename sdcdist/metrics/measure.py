@@ -102,6 +102,13 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
     if len(masked_columns) != shape_b[1]:
         raise SdcInputError(f"{len(masked_columns)} masked column names for {shape_b[1]} "
                             "columns")
+    if tuple(masked_columns) != tuple(columns):
+        same = [n for n in expand_requirements(metrics) if get_metric(n).same_shape]
+        if same:
+            raise SdcInputError(
+                f"the masked file's columns {list(masked_columns)} differ from the original "
+                f"file's {list(columns)}; {', '.join(same)} compare the files column by "
+                "column, so both files need the same columns in the same order")
     shared = [c for c in columns if c in set(masked_columns)]
     if keysets is not None:
         if len(keysets) == 0:
