@@ -254,7 +254,10 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
             on_cell(cell)
 
     if todo:
-        X = runner.scatter(md.values)
+        # A copy on every worker: one killed worker never loses the data the others need
+        # (task cells need it everywhere anyway); without a client, the in-process handle.
+        X = (client.scatter(md.values, hash=False, broadcast=True) if client is not None
+             else runner.scatter(md.values))
         mopts = {m.name: _method_options(spec, md.columns, md.roles, m.name)
                  for m in spec.methods}
         if mode == "task" and client is not None:
