@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from .errors import SdcInputError
 
-__all__ = ["refuse_credentials", "check_url", "is_url", "CREDENTIAL_KEY"]
+__all__ = ["refuse_credentials", "check_url", "is_url", "local_path", "CREDENTIAL_KEY"]
 
 #: Key names that hold secrets (matched case-insensitively anywhere in the key).
 CREDENTIAL_KEY = re.compile(
@@ -32,6 +32,15 @@ _MISSING_LIBRARY = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs"}
 
 def is_url(path: str) -> bool:
     return "://" in str(path)
+
+
+def local_path(url: str) -> str:
+    """``file:///a/b`` as the plain path ``/a/b`` (local writes then create folders); else as is."""
+    url = str(url)
+    if url.startswith("file://"):
+        from urllib.request import url2pathname
+        return url2pathname(urlsplit(url).path)
+    return url
 
 
 def check_url(url: str, *, what: str) -> str:

@@ -35,6 +35,7 @@ from ..errors import SdcInputError
 from ..masking import get_method
 from ..metrics import MeasureContext, default_keysets, get_metric
 from ..parallel import Runner
+from ..storage import local_path
 from .plan import Cell, plan_cells
 from .spec import AuditSpec, load_spec
 
@@ -230,7 +231,7 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
     t0 = time.perf_counter()
     if not isinstance(spec, AuditSpec):
         spec = load_spec(spec)
-    out = str(out)
+    out = local_path(str(out))
     md = load_dataset(spec)
     keysets = resolve_keysets(spec, md)
     _prepare_cube(spec, out, md, keysets, overwrite)
