@@ -79,14 +79,19 @@ class SdcGroup(click.Group):
 
 
 def _where(exc: BaseException) -> str:
-    """``module:line`` of the innermost sdcdist frame of a traceback (else the last frame)."""
+    """``file:line`` where ``exc`` was raised, and the innermost sdcdist frame if elsewhere."""
     import traceback
     frames = traceback.extract_tb(exc.__traceback__)
-    ours = [f for f in frames if "sdcdist" in f.filename.replace("\\", "/")]
-    f = (ours or frames or [None])[-1]
-    if f is None:
+    if not frames:
         return "?"
-    return f"{os.path.basename(f.filename)}:{f.lineno}"
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    ours = [f for f in frames if os.path.abspath(f.filename).startswith(pkg + os.sep)]
+    last = frames[-1]
+    where = f"{os.path.basename(last.filename)}:{last.lineno}"
+    if ours and ours[-1] is not last:
+        where += f", called from {os.path.relpath(ours[-1].filename, os.path.dirname(pkg))}" \
+                 f":{ours[-1].lineno}"
+    return where
 
 
 @click.group(cls=SdcGroup, context_settings={"help_option_names": ["-h", "--help"],
