@@ -30,16 +30,20 @@ class LoopbackCluster:
     tls_dir : path, optional
         A directory made by :func:`sdcdist.certs.make_certs`: the scheduler and
         workers then listen on ``tls://`` only.
-    worker_args : list of str, optional
-        Extra ``dask worker`` arguments (e.g. ``["--memory-limit", "2GiB"]``).
+    scheduler_args, worker_args : list of str, optional
+        Extra ``dask scheduler`` / ``dask worker`` arguments (e.g. those of a
+        Kubernetes manifest); the loopback host, ports, names and scheduler file
+        given after them take precedence.
     timeout : float
         Seconds to wait for the scheduler and every worker.
     """
 
     def __init__(self, n_workers: int = 2, *, tls_dir: str | os.PathLike | None = None,
+                 scheduler_args: list[str] | None = None,
                  worker_args: list[str] | None = None, timeout: float = 60.0):
         self.n_workers = n_workers
         self.tls_dir = Path(tls_dir) if tls_dir else None
+        self.scheduler_args = list(scheduler_args or [])
         self.worker_args = list(worker_args or [])
         self.timeout = timeout
         self.workdir = Path(tempfile.mkdtemp(prefix="sdcdist-loopback-"))
@@ -65,7 +69,8 @@ class LoopbackCluster:
         sfile = self.workdir / "scheduler.json"
         proto = ["--protocol", "tls"] if self.tls_dir else []
         self.scheduler_proc = self._spawn("scheduler", [
-            "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+            "distributed.cli.dask_scheduler", *self.scheduler_args,
+            "--host", "127.0.0.1", "--port", "0",
             "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(sfile), *proto,
             *self._tls("scheduler")])
         deadline = time.monotonic() + self.timeout
@@ -82,9 +87,9 @@ class LoopbackCluster:
     def add_worker(self) -> None:
         i = len(self.worker_procs)
         self.worker_procs.append(self._spawn(f"worker{i}", [
-            "distributed.cli.dask_worker", self.address, "--name", f"worker{i}",
-            "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard", *self.worker_args,
-            *self._tls("worker")]))
+            "distributed.cli.dask_worker", *self.worker_args, self.address,
+            "--name", f"worker{i}", "--nthreads", "1", "--host", "127.0.0.1",
+            "--no-dashboard", *self._tls("worker")]))
 
     def security(self, role: str = "client") -> Any:
         if self.tls_dir is None:
