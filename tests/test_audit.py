@@ -1,0 +1,180 @@
+"""Audits: spec validation, seeded plans, bit-identical cubes, resuming after a kill."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from sdcdist import SdcInputError
+from sdcdist.audit import load_spec, parse_spec, plan_cells, run_audit
+from sdcdist.cube import done_cells, open_cube
+from sdcdist.data import ingest, reference_file
+
+BASE = {
+    "name": "t", "seed": 7,
+    "dataset": {"name": "toy", "synthetic": {"rows": 300, "columns": 4, "seed": 1}},
+    "methods": [{"name": "noise", "params": [0.1, 0.2]}, {"name": "rankswap", "params": [5]}],
+    "replicates": 2, "metrics": ["IL1s", "DLD", "ID1"],
+}
+
+
+def _spec(**changes):
+    doc = {**BASE, **changes}
+    return parse_spec(doc)
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"methods": [{"name": "rank_swap", "params": [5]}]},
+     r"Unknown masking method 'rank_swap'. Valid masking methods: .*rankswap"),
+    ({"metrics": ["DLD", "IL2s"]}, r"Unknown metric 'IL2s'. Valid metrics: .*IL1s"),
+    ({"methods": [{"name": "noise", "params": [5]}]},
+     r"The 'p' parameter of noise must be a fraction in \[0.001, 1\]. Got 5 instead."),
+    ({"methods": [{"name": "noise"}]}, r"needs 'params'"),
+    ({"replicates": 0}, r"'replicates' must be an integer >= 1"),
+    ({"colour": "blue"}, r"unknown key\(s\) \['colour'\] in the spec"),
+    ({"keysets": [["V1", []]]}, r"a key set must be a list of column names"),
+    ({"keysets": [[]]}, r"empty key set"),
+    ({"options": {"chunkrows": 5}}, r"unknown key\(s\) \['chunkrows'\] in 'options'"),
+])
+def test_spec_errors(change, match):
+    with pytest.raises(SdcInputError, match=match):
+        _spec(**change)
+
+
+def test_unknown_columns_are_refused(tmp_path):
+    spec = _spec(keysets=[["WAGES", "SALARY"]])
+    with pytest.raises(SdcInputError, match=r"Unknown key set column 'SALARY'. Valid columns"):
+        run_audit(spec, str(tmp_path / "c.zarr"))
+    assert not (tmp_path / "c.zarr").exists()
+    with pytest.raises(SdcInputError, match="spec file .* does not exist"):
+        load_spec(tmp_path / "none.yaml")
+
+
+def test_plan_seeds_are_stable_and_distinct():
+    cells = plan_cells(_spec())
+    assert len(cells) == 2 * 2 + 1 * 2
+    keys = {c.spawn_key for c in cells}
+    assert len(keys) == len(cells)
+    # reordering the methods does not change any cell's seed
+    again = plan_cells(_spec(methods=list(reversed(BASE["methods"]))))
+    assert {(c.method, c.param, c.replicate, c.spawn_key) for c in cells} == \
+        {(c.method, c.param, c.replicate, c.spawn_key) for c in again}
+
+
+def _values(path):
+    cube = open_cube(path)
+    return {k: cube[k].values for k in ("value", "keyset_value", "excluded", "flag", "done")}
+
+
+def _same_bits(a, b):
+    for k in a:
+        assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape, k
+        assert a[k].tobytes() == b[k].tobytes(), k
+
+
+@pytest.fixture(scope="module")
+def census_stores(tmp_path_factory):
+    d = tmp_path_factory.mktemp("census")
+    a, b = str(d / "c100.zarr"), str(d / "c1000.zarr")
+    ingest(reference_file("census"), a, chunk_rows=100)
+    ingest(reference_file("census"), b, chunk_rows=1000)
+    return a, b
+
+
+def test_cube_is_bit_identical_across_workers_chunks_and_modes(tmp_path, census_stores,
+                                                               client):
+    from distributed import Client, LocalCluster
+
+    def spec(store, **opts):
+        return parse_spec({**BASE, "dataset": {"name": "census", "path": store},
+                           "methods": [{"name": "noise", "params": [0.1]},
+                                       {"name": "rankswap", "params": [5, 15]}],
+                           "options": opts})
+    ref = tmp_path / "ref.zarr"
+    res = run_audit(spec(census_stores[0]), str(ref), client=client)
+    assert res.computed == res.total == 6 and res.mode == "task"
+    base = _values(ref)
+    assert np.isfinite(base["value"].transpose(0, 1, 3, 2)[base["done"].astype(bool)]).all()
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as one, Client(one) as c1:
+        run_audit(spec(census_stores[0]), str(tmp_path / "w1.zarr"), client=c1)
+        _same_bits(base, _values(tmp_path / "w1.zarr"))
+    run_audit(spec(census_stores[1]), str(tmp_path / "chunk.zarr"), client=client)
+    _same_bits(base, _values(tmp_path / "chunk.zarr"))
+    run_audit(spec(census_stores[0], cell_mode="distributed", block_rows=[97, 250]),
+              str(tmp_path / "dist.zarr"), client=client)
+    _same_bits(base, _values(tmp_path / "dist.zarr"))
+    run_audit(spec(census_stores[1], cell_mode="distributed"), str(tmp_path / "local.zarr"))
+    _same_bits(base, _values(tmp_path / "local.zarr"))
+
+
+def test_cube_contents_and_resume_rules(tmp_path):
+    spec = _spec()
+    out = str(tmp_path / "c.zarr")
+    res = run_audit(spec, out)
+    cube = open_cube(out)
+    assert cube["value"].dims == ("method", "param", "metric", "replicate")
+    assert list(cube["metric"].values) == ["IL1s", "DLD", "ID1"]
+    assert list(cube["param_name"].values) == ["p", "p"]
+    # a method's missing parameter values are NaN; every done cell is filled
+    v = cube.sel(method="rankswap", param=0.1, metric="DLD")["value"].values
+    assert np.isnan(v).all()
+    dld = cube.sel(method="noise", param=0.2, metric="DLD").mean("replicate")["value"]
+    assert 0 <= float(dld) <= 100
+    assert int(cube["done"].sum()) == res.total
+    one = cube.sel(method="noise", param=0.1, metric="DLD", replicate=0)
+    assert float(one["keyset_value"].mean()) == pytest.approx(float(one["value"]))
+    assert '"conventions"' not in cube.attrs["spec"] and "DRL1" in cube.attrs["conventions"]
+    again = run_audit(spec, out)
+    assert again.computed == 0 and again.skipped == res.total
+    with pytest.raises(SdcInputError, match="different spec \\(differences in: replicates\\)"):
+        run_audit(_spec(replicates=3), out)
+    assert run_audit(_spec(replicates=3), out, overwrite=True).computed == 9
+
+
+@pytest.mark.slow
+def test_killed_audit_resumes_without_recomputing(tmp_path):
+    doc = {**BASE, "dataset": {"name": "big", "synthetic": {"rows": 1000, "columns": 5,
+                                                            "seed": 2}},
+           "methods": [{"name": "rankswap", "params": list(range(1, 16))}],
+           "replicates": 2, "metrics": ["IL1s", "DLD", "ID1"]}
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "killed.zarr"
+    proc = subprocess.Popen([sys.executable, "-m", "sdcdist.cli", "audit", str(spec_path),
+                             "--out", str(out), "--workers", "1", "--no-progress"],
+                            start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.time() + 240
+    done_at_kill = 0
+    try:
+        while time.time() < deadline:
+            if (out / "done").exists():
+                try:
+                    done_at_kill = int(done_cells(str(out)).sum())
+                except Exception:
+                    done_at_kill = 0
+                if done_at_kill >= 3:
+                    break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+    done_after = int(done_cells(str(out)).sum())
+    assert 3 <= done_after < 30
+    res = run_audit(load_spec(spec_path), str(out))
+    assert res.computed == 30 - done_after and res.skipped == done_after
+    run_audit(load_spec(spec_path), str(tmp_path / "whole.zarr"))
+    _same_bits(_values(out), _values(tmp_path / "whole.zarr"))
