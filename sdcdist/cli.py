@@ -52,7 +52,7 @@ class SdcGroup(click.Group):
         try:
             return super().invoke(ctx)
         except SdcInputError as exc:
-            log.error("user error", extra={"fields": {"kind": type(exc).__name__}})
+            _log_failure(ctx, "user error", exc)
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(EXIT_USER)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit,
@@ -63,19 +63,25 @@ class SdcGroup(click.Group):
                 import traceback
                 traceback.print_exc()
             if _lost_scheduler(exc):
-                log.error("lost the scheduler", extra={"fields": {"kind": type(exc).__name__}})
+                _log_failure(ctx, "lost the scheduler", exc)
                 click.echo("Error: lost the connection to the Dask scheduler "
                            f"({type(exc).__name__}); the cluster is gone or unreachable. "
                            "Cells already written are kept: rerun the same command against "
                            "a running cluster to resume.", err=True)
             else:
                 where = _where(exc)
-                log.error("unexpected failure", extra={"fields": {"kind": type(exc).__name__,
-                                                                  "where": where}})
+                _log_failure(ctx, "unexpected failure", exc, where=where)
                 click.echo(f"Error: unexpected failure ({type(exc).__name__} in {where}). "
                            "Rerun with 'sdcdist --debug ...' for the traceback and report it "
                            "if it persists.", err=True)
             ctx.exit(EXIT_FAILURE)
+
+
+def _log_failure(ctx: click.Context, event: str, exc: BaseException, **fields: Any) -> None:
+    """A structured record of a failure for log collectors (JSON logs only: in text mode
+    the ``Error:`` line says it all)."""
+    if (ctx.obj or {}).get("log_format") == "json":
+        log.error(event, extra={"fields": {"kind": type(exc).__name__, **fields}})
 
 
 def _where(exc: BaseException) -> str:
@@ -102,10 +108,11 @@ def _where(exc: BaseException) -> str:
               help="Log lines as text or as one JSON object per line (also "
                    "SDCDIST_LOG_FORMAT). Logs never contain record values.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-              default="info", show_default=True)
+              default=None, help="Default: info with --log-format json (one line per "
+                                  "written cell), warning with text.")
 @click.option("--debug", is_flag=True, help="Print the traceback of an unexpected failure.")
 @click.pass_context
-def main(ctx: click.Context, log_format: str, log_level: str, debug: bool) -> None:
+def main(ctx: click.Context, log_format: str, log_level: str | None, debug: bool) -> None:
     """sdcdist: information loss and disclosure risk of SDC masking methods, on Dask.
 
     \b
@@ -119,8 +126,9 @@ def main(ctx: click.Context, log_format: str, log_level: str, debug: bool) -> No
     Exit codes: 0 success, 2 a problem with your input, 1 any other failure.
     """
     from .logs import setup_logging
-    ctx.obj = {"debug": debug}
-    setup_logging(log_format, log_level.upper())
+    ctx.obj = {"debug": debug, "log_format": log_format}
+    setup_logging(log_format, (log_level or ("info" if log_format == "json" else "warning"))
+                  .upper())
 
 
 # ---------------------------------------------------------------------------

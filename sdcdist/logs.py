@@ -67,6 +67,12 @@ def setup_logging(fmt: str = "text", level: str | int = "INFO",
         logger.addHandler(handler)
         logger.setLevel(lvl)
         logger.propagate = False
+    # Dask gives some child loggers (distributed.client, ...) handlers of their own
+    for name, obj in list(logging.root.manager.loggerDict.items()):
+        if name.startswith(("distributed.", "sdcdist.")) and isinstance(obj, logging.Logger):
+            for h in list(obj.handlers):
+                obj.removeHandler(h)
+            obj.propagate = True
 
 
 def event(logger: logging.Logger, message: str, level: int = logging.INFO,
