@@ -159,6 +159,20 @@ def test_killing_the_scheduler_exits_1_and_a_rerun_resumes(spec_file, reference,
         assert_no_record_values(text, f"the {name} log")
 
 
+def test_scheduler_loss_in_distributed_cell_mode_exits_1(spec_file, tmp_path):
+    """Cells spread over the cluster (large-file mode): a lost scheduler must not hang."""
+    spec = yaml.safe_load(spec_file.read_text())
+    spec["options"] = {"cell_mode": "distributed"}
+    spec["dataset"]["path"] = str(spec_file.parent / "people.zarr")
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    with LoopbackCluster(2) as lc:
+        rc, _, err, _ = audit_process([str(tmp_path / "spec.yaml"), "--out",
+                                       str(tmp_path / "d.zarr"), "--scheduler", lc.address],
+                                      after=2, action=lc.kill_scheduler)
+    assert rc == 1, err
+    assert "Error: lost the connection to the Dask scheduler" in err
+
+
 def test_tls_cluster(spec_file, reference, tmp_path):
     from click.testing import CliRunner
     from distributed import Client, Security
