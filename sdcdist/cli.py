@@ -33,8 +33,7 @@ def _lost_scheduler(exc: BaseException) -> bool:
     from distributed.client import FutureCancelledError
     from distributed.comm.core import CommClosedError
     if isinstance(exc, FutureCancelledError):
-        return exc.reason in ("scheduler-connection-lost", "lost dependencies",
-                              "scheduler-close") or "scheduler" in exc.reason
+        return "scheduler" in exc.reason  # scheduler-connection-lost, scheduler-close
     return isinstance(exc, CommClosedError) or (
         isinstance(exc, (TimeoutError, OSError)) and "scheduler" in str(exc).lower())
 
@@ -68,6 +67,11 @@ class SdcGroup(click.Group):
                            f"({type(exc).__name__}); the cluster is gone or unreachable. "
                            "Cells already written are kept: rerun the same command against "
                            "a running cluster to resume.", err=True)
+            elif _cancelled_reason(exc):
+                _log_failure(ctx, "work lost on the cluster", exc)
+                click.echo(f"Error: the cluster lost work ({_cancelled_reason(exc)}), e.g. every "
+                           "worker holding some data died. Cells already written are kept: "
+                           "rerun the same command to resume.", err=True)
             else:
                 where = _where(exc)
                 _log_failure(ctx, "unexpected failure", exc, where=where)
@@ -75,6 +79,12 @@ class SdcGroup(click.Group):
                            "Rerun with 'sdcdist --debug ...' for the traceback and report it "
                            "if it persists.", err=True)
             ctx.exit(EXIT_FAILURE)
+
+
+def _cancelled_reason(exc: BaseException) -> str:
+    """Dask's reason for cancelling a future (a fixed phrase, never data), else ''."""
+    from distributed.client import FutureCancelledError
+    return exc.reason if isinstance(exc, FutureCancelledError) else ""
 
 
 def _log_failure(ctx: click.Context, event: str, exc: BaseException, **fields: Any) -> None:
