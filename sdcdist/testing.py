@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -141,6 +142,7 @@ class LoopbackCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(15)
+        shutil.rmtree(self.workdir, ignore_errors=True)  # read logs() before closing
 
     def __enter__(self) -> "LoopbackCluster":
         return self.start()
