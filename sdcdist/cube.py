@@ -176,7 +176,8 @@ def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
     """
     g = _group(store) if isinstance(store, str) else store
     g["value"][d, m, p, :, r] = values
-    g["keyset_value"][d, m, p, :, r, :] = keyset_values
+    ks = np.asarray(keyset_values)
+    g["keyset_value"][d, m, p, :, r, :ks.shape[1]] = ks
     g["excluded"][d, m, p, :, r] = excluded
     g["flag"][d, m, p, :, r] = flags
     g["done"][d, m, p, r] = 1

@@ -16,7 +16,7 @@ from .cube import (cell_table, check_metrics, metric_ascending, pareto_mask, ran
                    select_dataset)
 from .errors import SdcInputError
 
-__all__ = ["ranking_table", "format_table", "markdown_table", "html_table", "write_table",
+__all__ = ["ranking_table", "with_scores", "format_table", "markdown_table", "html_table", "write_table",
            "cell_label", "pareto_front", "plot_tradeoff", "plot_risk_curves",
            "plot_rank_heatmap"]
 
@@ -38,6 +38,14 @@ def _metrics_for(cube: xr.Dataset, by: str, metrics: Sequence[str] | None) -> li
     return [m for m in out if m != by]
 
 
+def with_scores(cube: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
+    """``cube`` plus the scores among ``names`` it lacks, computed from its cells."""
+    from .metrics.scores import SCORE_WEIGHTS, add_scores
+    have = {str(m) for m in cube["metric"].values}
+    missing = [n for n in names if n in SCORE_WEIGHTS and n not in have]
+    return add_scores(cube, missing) if missing else cube
+
+
 def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = None,
                   dataset: str | None = None) -> pd.DataFrame:
     """Cells sorted by ``by`` with each metric's rank across all (method, param) cells.
@@ -55,6 +63,7 @@ def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = 
         ``"<metric> rank"`` for each and ``"<by> rank"``; sorted by ``by`` (best
         first, NaN last).
     """
+    cube = with_scores(cube, [by, *(metrics or [])])
     shown = _metrics_for(cube, by, metrics)
     check_metrics(cube, [by, *shown])
     table = cell_table(cube, dataset=dataset)
@@ -283,6 +292,7 @@ def plot_rank_heatmap(cube: xr.Dataset, *, out: str, metrics: Sequence[str] | No
     Rank 1 (best) is dark; cells with no value are blank.
     """
     plt = _figure(out)
+    cube = with_scores(cube, [*(metrics or []), *([by] if by else [])])
     names = list(metrics) if metrics else [str(m) for m in cube["metric"].values]
     if by is not None and by not in names:
         names = [by, *names]
