@@ -335,12 +335,13 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     target is reported as unreachable with the range it reaches.
     """
     from .audit import load_spec
-    from .audit.calibrate import STATUS, calibrate as run_calibrate
+    from .audit.calibrate import STATUS, calibrate as run_calibrate, check_request
     from .report import format_table
     if (risk is None) == (utility is None):
         raise SdcInputError("give exactly one of --risk METRIC or --utility METRIC")
     s = load_spec(spec)
     mode, metric = ("risk", risk) if risk else ("utility", utility)
+    check_request(s, metric, mode, target)
 
     def said(rnd: int, n: int) -> None:
         click.echo(f"round {rnd}: {n} probe(s)", err=True)

@@ -87,7 +87,8 @@ class _Curve:
         return min(ps, key=lambda p: (abs(self.points[p][0] - target), p))
 
 
-def _check(spec: AuditSpec, metric: str, mode: str, target: float) -> None:
+def check_request(spec: AuditSpec, metric: str, mode: str, target: float) -> None:
+    """Raise :class:`SdcInputError` for a calibration that cannot be run as asked."""
     m = get_metric(metric)
     if mode == "risk" and m.kind != "risk":
         raise SdcInputError(f"--risk needs a risk metric; {metric!r} is a {m.kind} metric "
@@ -146,7 +147,7 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
     if not isinstance(spec, AuditSpec):
         spec = load_spec(spec)
     target = float(target)
-    _check(spec, metric, mode, target)
+    check_request(spec, metric, mode, target)
     tol = float(tol) if tol is not None else (0.01 * abs(target) if target != 0 else 1e-3)
     if not tol > 0:
         raise SdcInputError(f"the tolerance must be positive. Got {tol!r} instead.")
