@@ -130,3 +130,23 @@ def test_equal_utility_dual():
     t = calibrate(spec, metric="t_util", target=3.0, mode="utility", tol=1e-4).table
     assert abs(t.loc["t_shift", "param"] - 1.5) <= 1e-4
     assert "t_risk" in t.columns
+
+
+def test_several_datasets_and_curve_plot(tmp_path):
+    from sdcdist.cli import _open_any
+    from sdcdist.report import plot_risk_curves
+    spec = parse_spec({"name": "cal", "seed": 3,
+                       "datasets": [{"name": "x", "synthetic": {"rows": 40, "columns": 3}},
+                                    {"name": "y", "synthetic": {"rows": 30, "columns": 2}}],
+                       "methods": [{"name": "t_shift", "params": [0.0, 4.0]},
+                                   {"name": "t_int", "params": [1, 9]}],
+                       "metrics": ["t_util"], "keysets": [["WAGES"]]})
+    res = calibrate(spec, metric="t_risk", target=1.0, tol=1e-6, out=tmp_path / "c.zarr")
+    t = res.table
+    assert list(t.index.names) == ["dataset", "method"] and len(t) == 4
+    assert t.loc[("y", "t_int"), "param"] == 1 and t.loc[("x", "t_shift"), "param"] == 1.0
+    cal = _open_any(str(tmp_path / "c.zarr"))
+    out = plot_risk_curves(cal, metric="t_risk", out=str(tmp_path / "f.svg"), dataset="y")
+    assert (tmp_path / "f.svg").stat().st_size > 1000 and out.endswith(".svg")
+    with pytest.raises(SdcInputError, match="choose one"):
+        plot_risk_curves(cal, metric="t_risk", out=str(tmp_path / "g.svg"))
