@@ -248,6 +248,9 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
     _prepare_cube(spec, out, data, overwrite)
     cells = plan_cells(spec)
     done = cubemod.done_cells(out)
+    if done.ndim != 4:
+        raise SdcInputError(f"the cube {out!r} predates the dataset dimension and cannot be "
+                            "resumed; write to another --out, or pass --overwrite")
     todo = [c for c in cells if not done[c.d, c.m, c.p, c.replicate]]
     options = dict(spec.options)
     n = max(md.values.shape[0] for md, _ in data)
