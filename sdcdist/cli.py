@@ -157,22 +157,44 @@ def synth(rows: int, columns: int, seed: int, out: str, chunk_rows: int,
 # ---------------------------------------------------------------------------
 # registries
 
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
 @main.command()
-def methods() -> None:
+@click.option("--markdown", is_flag=True, help="Print a Markdown table (for the docs).")
+def methods(markdown: bool) -> None:
     """List the masking methods with their parameter and valid range."""
     from .masking import REGISTRY
+    if markdown:
+        click.echo("| method | parameter | valid range | description | reference |")
+        click.echo("|---|---|---|---|---|")
     for name, m in REGISTRY.items():
-        rng = "-" if m.kind == "none" else f"{m.param}: {m.allowed_text()}"
-        click.echo(f"{name:16s} {rng:42s} {m.description}")
+        allowed = "-" if m.kind == "none" else m.allowed_text()
+        if markdown:
+            click.echo(f"| `{name}` | {m.param} | {allowed} | {_md(m.description)} | "
+                       f"{m.reference} |")
+        else:
+            rng = "-" if m.kind == "none" else f"{m.param}: {allowed}"
+            click.echo(f"{name:16s} {rng:42s} {m.description}")
 
 
 @main.command()
-def metrics() -> None:
+@click.option("--markdown", is_flag=True, help="Print a Markdown table (for the docs).")
+def metrics(markdown: bool) -> None:
     """List the metrics: kind, whether computed per key set, description."""
     from .metrics import REGISTRY
+    if markdown:
+        click.echo("| metric | kind | per key set | rank 1 = | description | reference |")
+        click.echo("|---|---|---|---|---|---|")
     for name, m in REGISTRY.items():
         ks = "per key set" if m.keysets else ""
-        click.echo(f"{name:12s} {m.kind:8s} {ks:12s} {m.description}")
+        if markdown:
+            best = "smallest" if m.ascending else "largest"
+            click.echo(f"| `{name}` | {m.kind} | {'yes' if m.keysets else ''} | {best} | "
+                       f"{_md(m.description)} | {m.reference} |")
+        else:
+            click.echo(f"{name:12s} {m.kind:8s} {ks:12s} {m.description}")
 
 
 # ---------------------------------------------------------------------------

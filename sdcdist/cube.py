@@ -79,11 +79,11 @@ class Cube(xr.Dataset):
 
     def sel(self, indexers: Mapping[Any, Any] | None = None, method: Any = None,
             tolerance: Any = None, drop: bool = False, **indexers_kwargs: Any) -> "Cube":
+        labels = dict(indexers or {}, **indexers_kwargs)
         if method is not None and not (isinstance(method, str) and method in _FILL_METHODS):
-            indexers_kwargs["method"] = method
+            labels["method"] = method
             method = None
-        indexers = {**dict(indexers or {}), **indexers_kwargs}
-        return super().sel(indexers, method=method, tolerance=tolerance, drop=drop)
+        return super().sel(labels, method=method, tolerance=tolerance, drop=drop)
 
 
 def _as_cube(ds: xr.Dataset) -> Cube:

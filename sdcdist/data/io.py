@@ -197,6 +197,8 @@ def _iter_source(source: Path, columns: Sequence[str] | None,
 def _numeric_block(df: Any, source_name: str) -> np.ndarray:
     import pandas as pd
 
+    if len(df) == 0:
+        return np.empty((0, df.shape[1]))
     bad = [c for c in df.columns
            if not (pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]))]
     if bad:
@@ -216,7 +218,8 @@ def _open_group(store: str, mode: str) -> Any:
 
 
 def _new_values_array(group: Any, n: int, m: int, chunk_rows: int) -> Any:
-    return group.create_array("values", shape=(n, m), chunks=(max(1, min(chunk_rows, n)), m),
+    rows = chunk_rows if n == 0 else max(1, min(chunk_rows, n))
+    return group.create_array("values", shape=(n, m), chunks=(rows, m),
                               dtype="float64", dimension_names=("record", "variable"),
                               fill_value=np.nan)
 

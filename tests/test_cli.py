@@ -1,0 +1,81 @@
+"""The command line: exit codes, messages, the ingest -> audit -> report -> plot path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from sdcdist.cli import main
+
+
+@pytest.fixture
+def run():
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+    return invoke
+
+
+def test_help_explains_commands(run):
+    out = run("--help").output
+    for cmd in ("ingest", "synth", "audit", "report", "plot", "methods", "metrics"):
+        assert cmd in out
+    assert "--scheduler" in run("audit", "--help").output
+
+
+def test_registries_are_listed(run):
+    assert "rankswap" in run("methods").output
+    assert "DLD" in run("metrics").output
+
+
+def test_user_errors_exit_2_without_traceback(run, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("A,B\n1,2\n,3\n4,5\n")
+    res = run("ingest", bad, tmp_path / "x.zarr")
+    assert res.exit_code == 2
+    assert res.output.startswith("Error: column 'A' has 1 missing values")
+    assert "Traceback" not in res.output
+    assert not (tmp_path / "x.zarr").exists()
+    spec = tmp_path / "s.yaml"
+    spec.write_text("dataset: {synthetic: {rows: 50}}\nmethods: [{name: swap, params: [1]}]\n"
+                    "metrics: [DLD]\n")
+    res = run("audit", spec, "--out", tmp_path / "c.zarr", "--workers", "1")
+    assert res.exit_code == 2 and "Unknown masking method 'swap'" in res.output
+    res = run("report", tmp_path / "nothing.zarr", "--by", "DLD")
+    assert res.exit_code == 2 and "cannot open" in res.output
+
+
+def test_ingest_synth_audit_report_plot(run, tmp_path, rng):
+    src = tmp_path / "people.csv"
+    pd.DataFrame(rng.lognormal(8, 1, size=(200, 4)), columns=list("ABCD")).to_csv(
+        src, index=False)
+    res = run("ingest", src, tmp_path / "p.zarr", "--keys", "A,B,C", "--chunk-rows", "64")
+    assert res.exit_code == 0 and "200 records x 4 variables" in res.output
+    res = run("synth", "--rows", "1000", "--columns", "5", "--out", tmp_path / "s.zarr",
+              "--chunk-rows", "300")
+    assert res.exit_code == 0
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({
+        "seed": 1, "dataset": {"name": "people", "path": "p.zarr"},
+        "methods": [{"name": "noise", "params": [0.05, 0.2]},
+                    {"name": "rankswap", "params": [2, 10]}],
+        "replicates": 2, "metrics": ["IL1s", "DLD", "ID1"]}))
+    res = run("audit", spec, "--out", tmp_path / "c.zarr", "--workers", "1")
+    assert res.exit_code == 0, res.output
+    assert "computed 8 of 8 cells" in res.output
+    res = run("report", tmp_path / "c.zarr", "--by", "DLD", "--csv", tmp_path / "t.csv")
+    assert res.exit_code == 0
+    lines = res.stdout.strip().splitlines()
+    assert "DLD rank" in lines[0] and len(lines) == 5
+    table = pd.read_csv(tmp_path / "t.csv")
+    assert list(table["DLD rank"]) == sorted(table["DLD rank"])
+    res = run("plot", tmp_path / "c.zarr", "--risk", "DLD", "--loss", "IL1s", "-o",
+              tmp_path / "t.png")
+    assert res.exit_code == 0 and (tmp_path / "t.png").stat().st_size > 10_000
+    res = run("plot", tmp_path / "c.zarr", "--risk", "PLD", "--loss", "IL1s", "-o",
+              tmp_path / "t.png")
+    assert res.exit_code == 2 and "no metric 'PLD'" in res.output
