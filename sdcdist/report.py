@@ -97,8 +97,17 @@ def _display(df: pd.DataFrame, digits: int) -> pd.DataFrame:
         if c.endswith(" rank"):
             show[c] = show[c].map(lambda v: "" if pd.isna(v) else f"{v:g}")
         elif show[c].dtype.kind == "f":
-            show[c] = show[c].map(lambda v: "NaN" if pd.isna(v) else f"{v:.{digits}f}")
+            show[c] = show[c].map(lambda v: _number(v, digits))
     return show
+
+
+def _number(v: float, digits: int) -> str:
+    """Fixed decimals, but small non-zero values (propensity scores) in scientific form."""
+    if pd.isna(v):
+        return "NaN"
+    if v != 0 and abs(v) < 10.0 ** (1 - digits):
+        return f"{v:.{max(digits - 1, 1)}e}"
+    return f"{v:.{digits}f}"
 
 
 def format_table(df: pd.DataFrame, *, digits: int = 2) -> str:
