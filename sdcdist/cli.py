@@ -365,8 +365,9 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     mode, metric = ("risk", risk) if risk else ("utility", utility)
     check_request(s, metric, mode, target)
 
-    def said(rnd: int, n: int) -> None:
-        click.echo(f"round {rnd}: {n} probe(s)", err=True)
+    def said(stage: str, n: int) -> None:
+        what = "parameter(s) measured with every metric" if stage == "final" else "probe(s)"
+        click.echo(f"{stage}: {n} {what} x replicates", err=True)
     with cluster_client(scheduler, workers) as client:
         res = run_calibrate(s, metric=metric, target=target, mode=mode, out=out,
                             client=client, tol=tol, max_iter=max_iter, overwrite=overwrite,

@@ -109,7 +109,7 @@ def check_request(spec: AuditSpec, metric: str, mode: str, target: float) -> Non
 def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
               mode: str = "risk", out: str | Path | None = None, client: Any = None,
               tol: float | None = None, max_iter: int = 20, overwrite: bool = False,
-              on_round: Callable[[int, int], None] | None = None) -> CalibrationResult:
+              on_round: Callable[[str, int], None] | None = None) -> CalibrationResult:
     """Find each method's parameter giving ``metric == target`` and measure the spec there.
 
     Parameters
@@ -135,7 +135,8 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
     overwrite : bool
         Replace an existing ``out``.
     on_round : callable, optional
-        Called with (round, probes in the round) before each round.
+        Called before each round of probes with its name ("grid", "bisection 1",
+        ..., "final") and how many (dataset, method, parameter) probes it runs.
 
     Returns
     -------
@@ -171,7 +172,7 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
     rounds = 0
     pending = [(c, p) for c in curves for p in grids[c.method]]
     if on_round:
-        on_round(rounds, len(pending))
+        on_round("grid", len(pending))
     _measure(ev, pending, probe_metrics, metric)
     for c in curves:
         _start(c, grids[c.method], target, tol)
@@ -192,7 +193,7 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
         if not mids:
             break
         if on_round:
-            on_round(rounds, len(mids))
+            on_round(f"bisection {rounds}", len(mids))
         _measure(ev, mids, probe_metrics, metric)
         for c, mid in mids:
             v = c.points[mid][0]
@@ -209,7 +210,7 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
 
     finals = {(c.d, c.method, c.param): c for c in curves if np.isfinite(c.param)}
     if on_round:
-        on_round(rounds + 1, len(finals))
+        on_round("final", len(finals))
     values = ev.evaluate(list(finals), final_metrics)
     ds_out = _result_dataset(spec, data, curves, values, final_metrics, metric=metric,
                              target=target, tol=tol, mode=mode, max_iter=max_iter)
