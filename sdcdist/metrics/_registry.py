@@ -88,6 +88,9 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "chunk_rows": 65_536,            # records per reduction chunk (fixed: results never
                                      # depend on the storage chunking or the workers)
     "block_memory": 64 * 2**20,      # bytes of pair distances one linkage task may hold
+    "bucket_rows": None,             # keys per bucket of the distributed rank sort
+                                     # (None: max(4 * chunk_rows, 65536))
+    "sort_memory": 128 * 2**20,      # bytes of sort data in flight (columns sorted in groups)
 }
 
 

@@ -77,6 +77,11 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         get_metric(name)
     if columns is None:
         columns = original.columns if isinstance(original, Microdata) else None
+    if isinstance(masked, Microdata) and columns is not None \
+            and tuple(masked.columns) != tuple(columns):
+        raise SdcInputError(
+            f"the masked file's columns {list(masked.columns)} differ from the original "
+            f"file's {list(columns)}; both files need the same columns in the same order")
     runner = Runner(client)
     A, shape_a = _handle(runner, original)
     B, shape_b = _handle(runner, masked)
