@@ -44,6 +44,7 @@ def main() -> None:
       sdcdist mask people.zarr -m micmul -p 3 -o masked.csv   # one masked file
       sdcdist audit spec.yaml --out cube.zarr            # mask x measure every cell
       sdcdist report cube.zarr --by DLD                  # ranking table
+      sdcdist risk original.csv released.csv --keys AGE,INCOME   # one released file
       sdcdist plot cube.zarr --risk DLD --loss IL1s -o tradeoff.png
 
     `sdcdist methods` and `sdcdist metrics` list what can go in a spec.
@@ -274,6 +275,110 @@ def metrics(markdown: bool) -> None:
                        f"{_md(m.description)} | {m.reference} |")
         else:
             click.echo(f"{name:12s} {m.kind:8s} {ks:12s} {m.description}")
+
+
+# ---------------------------------------------------------------------------
+# disclosure risk of one released file
+
+def _parse_options(items: tuple[str, ...]) -> dict[str, Any]:
+    import yaml
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SdcInputError(f"--option takes KEY=VALUE (e.g. crl_external=[V4,V12]); "
+                                f"got {item!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def _load_with_id(path: str, id_column: str | None, what: str) -> tuple[Any, Any]:
+    from .data import Microdata, load_microdata
+    md = load_microdata(path, allow_constant=True)
+    if id_column is None:
+        return md, None
+    if id_column not in md.columns:
+        raise SdcInputError(f"the identifier column {id_column!r} is not in the {what} file. "
+                            f"Valid columns: {', '.join(md.columns)}.")
+    j = md.columns.index(id_column)
+    keep = [i for i in range(len(md.columns)) if i != j]
+    return (Microdata(md.values[:, keep], tuple(md.columns[i] for i in keep), md.roles,
+                      md.sha256), md.values[:, j])
+
+
+@main.command()
+@click.argument("original", type=click.Path(exists=True))
+@click.argument("masked", type=click.Path(exists=True))
+@click.option("--metric", "-m", "metric_names", multiple=True, metavar="NAME[,NAME...]",
+              help="Risk metrics to compute (repeatable; default: every risk metric).")
+@click.option("--keys", default=None, metavar="A,B,...",
+              help="Key columns in linkage order; key sets are their prefixes of sizes "
+                   "1..7 (default: the columns both files share).")
+@click.option("--keyset", "keysets", multiple=True, metavar="A,B,...",
+              help="One explicit key set (repeatable; replaces the prefixes of --keys).")
+@click.option("--id", "id_column", default=None, metavar="COLUMN",
+              help="Identifier column present in both files: the truth of which released "
+                   "record is which person. Without it, row order is the truth.")
+@click.option("--option", "-o", "option_items", multiple=True, metavar="KEY=VALUE",
+              help="Metric option, e.g. gdbrl_dense_max=2000 or "
+                   "crl_external=[V4,V12] crl_released=[V7,V13] (repeatable).")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Seeds the random tie-breaking of CRL.")
+@click.option("--local", is_flag=True,
+              help="Compute in this process, without a Dask cluster (small files).")
+@scheduler_option
+def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
+         keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
+         seed: int, local: bool, scheduler: str | None, workers: int | None) -> None:
+    """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
+
+    The two files may differ in size and in which records and columns they
+    hold; linkage uses the key columns both have. Prints one line per metric
+    (mean over key sets) and the value for each key set.
+    """
+    from .metrics import REGISTRY, default_keysets, get_metric, measure
+    names = [n for item in metric_names for n in _split(item)] or \
+        [n for n, m in REGISTRY.items() if m.kind == "risk"]
+    for n in names:
+        if get_metric(n).kind != "risk":
+            risky = ", ".join(k for k, m in REGISTRY.items() if m.kind == "risk")
+            raise SdcInputError(f"{n!r} is a {get_metric(n).kind} metric; `sdcdist risk` "
+                                f"computes risk metrics: {risky}")
+    a, id_a = _load_with_id(original, id_column, "original")
+    b, id_b = _load_with_id(masked, id_column, "masked")
+    if not metric_names and a.shape != b.shape:
+        skip = [n for n in names if get_metric(n).same_shape]
+        names = [n for n in names if n not in skip]
+        click.echo(f"files differ in shape: skipping {', '.join(skip)} (they compare the "
+                   "files record by record)", err=True)
+    truth = None
+    if id_column is not None:
+        from .linkage import truth_from_ids
+        truth = truth_from_ids(id_a, id_b)
+    if keysets:
+        ks = [_split(k) for k in keysets]
+    elif keys:
+        ks = default_keysets(_split(keys))
+    else:
+        ks = None
+    opts = _parse_options(option_items)
+    common = dict(columns=a.columns, masked_columns=b.columns, keysets=ks, seed=seed,
+                  options=opts, truth=truth)
+    if local:
+        res = measure(a.values, b.values, names, **common)
+    else:
+        with cluster_client(scheduler, workers, quiet=True) as client:
+            res = measure(a.values, b.values, names, client=client, **common)
+    click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
+               f"truth: {'column ' + repr(id_column) if id_column else 'row order'}")
+    for n in names:
+        r = res[n]
+        extra = " (approximate: sparse candidates)" if r.flag else ""
+        click.echo(f"{n:8s} {r.value:12.6g}{extra}")
+        if r.per_keyset and len(r.per_keyset) > 1:
+            labels = ks or default_keysets([c for c in a.columns if c in b.columns])
+            for v, k in zip(r.per_keyset, labels):
+                click.echo(f"  {','.join(k):30s} {v:12.6g}")
 
 
 # ---------------------------------------------------------------------------
@@ -598,6 +703,90 @@ def _open_any(cube: str) -> Any:
     except Exception:
         is_cal = False
     return open_calibration(cube) if is_cal else _open(cube)
+
+
+# ---------------------------------------------------------------------------
+# linkage
+
+def _tolerances(text: str) -> float | list[float]:
+    try:
+        ts = [float(x) for x in _split(text)]
+    except ValueError:
+        raise SdcInputError(f"The 't' parameter of prl must be a number or a comma-separated "
+                            f"list of increasing numbers > 0. Got {text!r} instead.") from None
+    if not ts:
+        raise SdcInputError("The 't' parameter of prl must be a number > 0. Got nothing instead.")
+    return ts[0] if len(ts) == 1 else ts
+
+
+def _blocking(text: str | None) -> tuple[str, int] | None:
+    if not text:
+        return None
+    col, _, width = text.rpartition(":")
+    if not col or not width.isdigit() or int(width) < 1:
+        raise SdcInputError(f"--block-on must be COLUMN:HALF_WINDOW (e.g. AGI:50). "
+                            f"Got {text!r} instead.")
+    return col, int(width)
+
+
+@main.command()
+@click.argument("original", type=click.Path(exists=True))
+@click.argument("masked", type=click.Path(exists=True))
+@click.option("--keys", required=True, metavar="A,B,...",
+              help="Key columns compared (present in both files).")
+@click.option("--method", type=click.Choice(["prl"]), default="prl", show_default=True,
+              help="Linkage method: prl = probabilistic record linkage (Fellegi-Sunter, EM).")
+@click.option("--id", "id_column", default=None, metavar="COLUMN",
+              help="Identifier column in both files: gives the truth, adds 'correct' and PLD.")
+@click.option("--compare", type=click.Choice(["l", "d"]), default="l", show_default=True,
+              help="Numeric comparison on log-like g(v) (l) or on raw values (d).")
+@click.option("--t", "t_text", default="0.05", show_default=True, metavar="T[,T2,...]",
+              help="Relative tolerance; several increasing values give multi-level comparisons.")
+@click.option("--categorical", default=None, metavar="A,B,...",
+              help="Key columns compared by equality.")
+@click.option("--top-c", type=click.IntRange(1), default=20, show_default=True,
+              help="Candidates kept per masked record for the sparse assignment.")
+@click.option("--dense-limit", type=click.IntRange(1), default=5000, show_default=True,
+              help="Largest file solved by the dense exact assignment.")
+@click.option("--block-on", default=None, metavar="COLUMN:HALF_WINDOW",
+              help="Sorted-neighbourhood blocking (compares fewer pairs; default all pairs).")
+@click.option("-o", "--out", required=True, help="Parquet file for the linked pairs.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+@scheduler_option
+def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
+         compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
+         block_on: str | None, out: str, overwrite: bool, scheduler: str | None,
+         workers: int | None) -> None:
+    """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
+
+    Both files are CSV, Parquet or Zarr stores and may differ in size (e.g. an
+    external file covering part of the population). The output has one row per
+    linked pair: row_b (MASKED), row_a (ORIGINAL), weight, match_probability
+    and, with --id, id_b, id_a, correct and true_weight. Records left without a
+    partner are not listed.
+    """
+    from .data import load_microdata
+    from .linkage.link import link_files
+    if not out.lower().endswith((".parquet", ".pq")):
+        raise SdcInputError(f"the pairs are written as Parquet; give an output ending in "
+                            f".parquet (got {out!r})")
+    if os.path.exists(out) and not overwrite:
+        raise SdcInputError(f"{out!r} exists; use --overwrite to replace it")
+    A = load_microdata(original)
+    B = load_microdata(masked)
+    with cluster_client(scheduler, workers, quiet=True) as client:
+        res = link_files(A, B, _split(keys), id_column=id_column,
+                         categorical=_split(categorical) if categorical else (),
+                         method=compare, t=_tolerances(t_text), top_c=top_c,
+                         dense_limit=dense_limit, blocking=_blocking(block_on), client=client)
+    res.pairs.to_parquet(out, index=False)
+    info = res.result.info
+    click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
+               f"{info['pairs_compared']} pairs compared, {info['assignment']} assignment, "
+               f"blocking {info['blocking']}, EM {info['em_iterations']} iterations "
+               f"(log-likelihood {info['em_loglik']:.6g}), P(M) {info['p_match']:.3g}")
+    if res.pld is not None:
+        click.echo(f"PLD {res.pld:.2f}  PLD20 {res.pld20:.2f}")
 
 
 if __name__ == "__main__":  # pragma: no cover

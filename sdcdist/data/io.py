@@ -168,7 +168,8 @@ def _iter_source(source: Path, columns: Sequence[str] | None,
         def blocks() -> Iterator[np.ndarray]:
             try:
                 reader = pd.read_csv(source, sep=sep, usecols=names, chunksize=chunk_rows,
-                                     skipinitialspace=True, low_memory=False)
+                                     skipinitialspace=True, low_memory=False,
+                                     float_precision="round_trip")
                 for df in reader:
                     yield _numeric_block(df[names], source.name)
             except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:

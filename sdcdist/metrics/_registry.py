@@ -88,6 +88,25 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "chunk_rows": 65_536,            # records per reduction chunk (fixed: results never
                                      # depend on the storage chunking or the workers)
     "block_memory": 64 * 2**20,      # bytes of pair distances one linkage task may hold
+    # probabilistic record linkage (PLD, PLD20)
+    "prl_method": "l",               # comparison on g(v) = sign(v) log(1+|v|) ("l") or raw ("d")
+    "prl_t": 0.05,                   # tolerance; a list of increasing ones = multi-level
+    "prl_top_c": 20,                 # candidates per masked record for the sparse assignment
+    "prl_dense_limit": 5000,         # largest file linked with the dense exact assignment
+    "prl_blocking": None,            # None = all pairs; [key column, half window] = sorted
+                                     # neighbourhood (the result is then flagged)
+    "prl_block_rows": None,          # [A rows, B rows] per pair block (default 8192 each)
+    "prl_em": None,                  # EM settings: {max_iter, tol, eps, m_start}
+    "prl_unmatched": "row_floor",    # sparse assignment: "row_floor" (fast) or None (assign
+                                     # as many masked records as the candidates allow first)
+    # distance, rank and correlation linkage, interval disclosure (metrics/risk.py)
+    "linkage_method": "index",       # "index" (KD-tree per original block) or "brute"
+                                     # (distance matrices): identical results
+    "gdbrl_dense_max": 5000,         # largest file GDBRL links with the dense exact assignment
+    "gdbrl_candidates": 20,          # nearest candidates per record of the sparse one (flagged)
+    "crl_external": None,            # CRL without shared attributes: the intruder's columns
+    "crl_released": None,            # (original file) and the released ones (masked file)
+    "sdid_k": 0.05,                  # SDID interval half-width in masked sds
     "bucket_rows": None,             # keys per bucket of the distributed rank sort
                                      # (None: max(4 * chunk_rows, 65536))
     "sort_memory": 128 * 2**20,      # bytes of sort data in flight (columns sorted in groups)

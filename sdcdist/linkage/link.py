@@ -1,0 +1,135 @@
+"""Link two files by name: key columns and an identifier column resolved in each file.
+
+The user-facing entry point behind ``sdcdist link``: the files may have
+different sizes (an external file covering part of the population) and
+different column orders; the truth, when wanted, comes from an identifier
+column present in both files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import SdcInputError
+from ..parallel import Runner
+from .assignment import DEFAULT_DENSE_LIMIT
+from .prl_drivers import PRLResult, probabilistic_linkage
+
+__all__ = ["LinkResult", "link_files", "truth_from_ids"]
+
+
+@dataclass
+class LinkResult:
+    """Linked pairs (a DataFrame), the PRL result, and PLD / PLD20 when the truth is known."""
+
+    pairs: Any
+    result: PRLResult
+    pld: float | None
+    pld20: float | None
+
+
+def truth_from_ids(ids_a: np.ndarray, ids_b: np.ndarray) -> np.ndarray:
+    """Row in A of each B record's identifier (-1 where A has no such record).
+
+    Raises
+    ------
+    SdcInputError
+        If an identifier occurs twice in A (the truth would be ambiguous).
+    """
+    ids_a = np.asarray(ids_a)
+    ids_b = np.asarray(ids_b)
+    uniq, first, cnt = np.unique(ids_a, return_index=True, return_counts=True)
+    if np.any(cnt > 1):
+        raise SdcInputError(f"the identifier column has {int(np.count_nonzero(cnt > 1))} "
+                            "repeated value(s) in the original file; identifiers must be unique")
+    pos = np.searchsorted(uniq, ids_b)
+    pos = np.clip(pos, 0, max(uniq.size - 1, 0))
+    hit = (uniq.size > 0) & (uniq[pos] == ids_b) if uniq.size else np.zeros(ids_b.size, bool)
+    return np.where(hit, first[pos], -1).astype(np.int64)
+
+
+def _positions(md: Any, names: Sequence[str], what: str) -> list[int]:
+    pos = {c: i for i, c in enumerate(md.columns)}
+    missing = [c for c in names if c not in pos]
+    if missing:
+        raise SdcInputError(f"key column(s) {missing} are absent from the {what} file. "
+                            f"Its columns: {', '.join(md.columns)}.")
+    return [pos[c] for c in names]
+
+
+def link_files(original: Any, masked: Any, keys: Sequence[str], *,
+               id_column: str | None = None, categorical: Sequence[str] = (),
+               method: str = "l", t: Any = 0.05, top_c: int = 20,
+               dense_limit: int = DEFAULT_DENSE_LIMIT,
+               blocking: tuple[str, int] | None = None,
+               block_rows: tuple[int, int] | None = None, client: Any = None) -> LinkResult:
+    """Probabilistic record linkage of ``masked`` (B) to ``original`` (A) on named keys.
+
+    Parameters
+    ----------
+    original, masked : Microdata
+        Files A (n_a records) and B (n_b records); sizes and column orders may differ.
+    keys : list of str
+        Key columns, present in both files.
+    id_column : str, optional
+        Identifier present in both files; gives the truth (PLD, ``correct``).
+    categorical : list of str
+        Keys compared by equality.
+    method, t, top_c, dense_limit, block_rows
+        See :func:`~sdcdist.linkage.prl_drivers.probabilistic_linkage`.
+    blocking : (str, int), optional
+        Sorted-neighbourhood blocking on a key column with this half window.
+    client : distributed.Client, optional
+
+    Returns
+    -------
+    LinkResult
+        ``pairs`` has one row per assigned pair: ``row_b``, ``row_a``, ``weight``,
+        ``match_probability`` and, with ``id_column``, ``id_b``, ``id_a``, ``correct``
+        and ``true_weight`` (weight of the B record's true pair; NaN if absent).
+    """
+    import pandas as pd
+
+    keys = list(keys)
+    if not keys:
+        raise SdcInputError("no key columns given; give at least one (e.g. --keys V1,V2)")
+    ca = _positions(original, keys, "original")
+    cb = _positions(masked, keys, "masked")
+    unknown = [c for c in categorical if c not in keys]
+    if unknown:
+        raise SdcInputError(f"categorical column(s) {unknown} are not key columns {keys}")
+    if blocking is not None:
+        if blocking[0] not in keys:
+            raise SdcInputError(f"the blocking column {blocking[0]!r} is not a key column; "
+                                f"choose one of {', '.join(keys)}")
+        blocking = (keys.index(blocking[0]), int(blocking[1]))
+    runner = Runner(client)
+    truth = None
+    if id_column is not None:
+        ia = _positions(original, [id_column], "original")[0]
+        ib = _positions(masked, [id_column], "masked")[0]
+        if id_column in keys:
+            raise SdcInputError(f"the identifier column {id_column!r} cannot also be a key")
+        truth = truth_from_ids(original.values[:, ia], masked.values[:, ib])
+    n_a, n_b = original.values.shape[0], masked.values.shape[0]
+    tr = truth if truth is not None else np.full(n_b, -1, dtype=np.int64)
+    res = probabilistic_linkage(runner, runner.scatter(original.values),
+                                runner.scatter(masked.values), n_a, n_b, tuple(ca), tuple(cb),
+                                method=method, t=t,
+                                categorical=[k in categorical for k in keys],
+                                truth=runner.scatter(tr), top_c=top_c, dense_limit=dense_limit,
+                                block_rows=block_rows, blocking=blocking)
+    df = pd.DataFrame({"row_b": res.rows_b, "row_a": res.cols_a, "weight": res.weights,
+                       "match_probability": res.prob})
+    pld = pld20 = None
+    if truth is not None:
+        df["id_b"] = masked.values[res.rows_b, ib]
+        df["id_a"] = original.values[res.cols_a, ia]
+        df["correct"] = truth[res.rows_b] == res.cols_a
+        df["true_weight"] = res.true_weight[res.rows_b]
+        pld, pld20 = 100.0 * res.correct / n_b, 100.0 * res.correct20 / n_b
+    return LinkResult(df, res, pld, pld20)

@@ -1,0 +1,630 @@
+"""Probabilistic record linkage (Fellegi-Sunter with EM): the math, on blocks of records.
+
+Files A (original or external, ``n_a`` records) and B (masked, ``n_b``), key
+columns K. Everything here is plain numpy / numba on arrays a task already
+holds; :mod:`sdcdist.linkage.prl_drivers` tiles the pair space and reduces.
+
+Comparison (CATALOG.md, "Probabilistic record linkage")
+-------------------------------------------------------
+Numeric key column, method ``d``: a pair agrees iff ``|a - b| <= t * max(|a|, 0.1)``
+(``a`` the value in A); method ``l``: the same on ``g(v) = sign(v) log(1 + |v|)``.
+Categorical columns agree iff equal. With several tolerances ``t_1 < t_2 <
+...`` per column (multi-level comparison, like Splink's comparison levels) the
+level of a pair is the number of tolerances it misses: 0 = agrees within
+``t_1``, ..., ``L`` = misses all. A missing value (NaN) is at the last level.
+
+Patterns
+--------
+The comparison vector of a pair is coded ``sum_k level_k * radix_k``
+(mixed radix, ``radix_0 = 1``); a block returns ``bincount`` of the codes, so
+counts add up across blocks exactly (integers).
+
+Weights
+-------
+Binary numeric columns use the d/l downweighting of Yancey-Winkler-Creecy:
+``w = max(w_agr - (w_agr - w_dis) |a - b| / (t max(|a|, 0.1)), w_dis)``
+with ``w_agr = ln(m/u)``, ``w_dis = ln((1-m)/(1-u))``; categorical and
+multi-level columns use the step weight ``ln(m_l / u_l)`` of the pair's level.
+The pair weight is the sum over key columns, accumulated in column order, so a
+pair gets the same float in every block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+
+from ..errors import SdcInputError
+
+__all__ = ["Comparison", "comparison", "transform", "prepare_side", "pattern_counts",
+           "pattern_levels", "EMResult", "em", "WeightParams", "weight_params",
+           "topc_block", "merge_topc", "pair_weights", "dense_weights", "match_probability",
+           "pld_counts", "precision_cutoff"]
+
+
+# --------------------------------------------------------------------------
+# comparison specification
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """How the key columns are compared.
+
+    Attributes
+    ----------
+    method : {"d", "l"}
+        Numeric comparison on raw values (d) or on ``g(v)`` (l).
+    levels : tuple of tuple of float
+        Increasing tolerances of each key column (one for a binary
+        agree/disagree comparison); ``()`` for a categorical column.
+    categorical : tuple of bool
+        Columns compared by equality.
+    """
+
+    method: str
+    levels: tuple[tuple[float, ...], ...]
+    categorical: tuple[bool, ...]
+
+    @property
+    def n_levels(self) -> np.ndarray:
+        """Outcomes per column: number of tolerances + 1 (2 for categorical)."""
+        return np.array([2 if c else len(t) + 1 for t, c in zip(self.levels, self.categorical)],
+                        dtype=np.int64)
+
+    @property
+    def radix(self) -> np.ndarray:
+        nl = self.n_levels
+        return np.concatenate([[1], np.cumprod(nl)[:-1]]).astype(np.int64)
+
+    @property
+    def n_patterns(self) -> int:
+        return int(np.prod(self.n_levels))
+
+    @property
+    def step(self) -> np.ndarray:
+        """Columns weighted by level (categorical or multi-level) instead of downweighting."""
+        return np.array([c or len(t) > 1 for t, c in zip(self.levels, self.categorical)])
+
+    @property
+    def flat_tolerances(self) -> np.ndarray:
+        """Tolerances as a (K, Lmax) array, padded with +inf."""
+        L = max(1, max((len(t) for t in self.levels), default=1))
+        out = np.full((len(self.levels), L), np.inf)
+        for k, (t, c) in enumerate(zip(self.levels, self.categorical)):
+            if c:
+                out[k, 0] = 0.0
+            else:
+                out[k, :len(t)] = t
+        return out
+
+
+def comparison(n_keys: int, *, method: str = "l", t: float | Any = 0.05,
+               categorical: Any = None) -> Comparison:
+    """Build and check a :class:`Comparison` for ``n_keys`` key columns.
+
+    Parameters
+    ----------
+    method : {"d", "l"}
+    t : float, sequence of float, or per-column sequence of sequences
+        One tolerance for every numeric column (binary comparison), an
+        increasing list of tolerances (the same levels for every column), or
+        one list per column.
+    categorical : sequence of bool, optional
+        Columns compared by equality.
+    """
+    if n_keys < 1:
+        raise SdcInputError("probabilistic record linkage needs at least one key column; "
+                            "got none. Give key columns (e.g. --keys V1,V2)")
+    if method not in ("d", "l"):
+        raise SdcInputError(f"The 'method' parameter of prl must be one of 'd', 'l'. "
+                            f"Got {method!r} instead.")
+    cat = tuple(bool(c) for c in (categorical if categorical is not None else [False] * n_keys))
+    if len(cat) != n_keys:
+        raise SdcInputError(f"categorical flags for {len(cat)} columns but {n_keys} key columns")
+    if np.ndim(t) == 0:
+        per = [(float(t),)] * n_keys
+    elif all(np.ndim(x) == 0 for x in t):
+        per = [tuple(float(x) for x in t)] * n_keys
+    else:
+        per = [tuple(float(x) for x in np.atleast_1d(x)) for x in t]
+        if len(per) != n_keys:
+            raise SdcInputError(f"tolerances for {len(per)} columns but {n_keys} key columns")
+    for lev in per:
+        if len(lev) == 0 or not all(np.isfinite(x) and x > 0 for x in lev):
+            raise SdcInputError(f"The 't' parameter of prl must be a tolerance > 0 (finite). "
+                                f"Got {list(lev)} instead.")
+        if any(b <= a for a, b in zip(lev, lev[1:])):
+            raise SdcInputError(f"The 't' parameter of prl must list increasing tolerances. "
+                                f"Got {list(lev)} instead.")
+    levels = tuple(() if c else lev for lev, c in zip(per, cat))
+    cmp = Comparison(method, levels, cat)
+    if cmp.n_patterns > 2**20:
+        raise SdcInputError(f"{cmp.n_patterns} comparison patterns are too many for EM; "
+                            "use fewer key columns or fewer levels")
+    return cmp
+
+
+def transform(values: np.ndarray, method: str) -> np.ndarray:
+    """``g(v) = sign(v) log(1 + |v|)`` for the l method; the values for d."""
+    v = np.asarray(values, dtype=np.float64)
+    return np.sign(v) * np.log1p(np.abs(v)) if method == "l" else v
+
+
+def prepare_side(X: Any, cols: tuple[int, ...], cmp: Comparison, *, side: str,
+                 start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
+    """Compared values of one file's key columns (rows ``start:stop``).
+
+    For file A (``side="a"``) also the tolerance of each value and level,
+    ``tol[i, k, l] = t_kl * max(|a_ik|, 0.1)`` (0 for categorical columns).
+
+    Returns
+    -------
+    dict
+        ``v`` (n, K) float64 compared values; for A also ``tol`` (n, K, L).
+    """
+    stop = X.shape[0] if stop is None else stop
+    raw = np.asarray(X[start:stop][:, list(cols)], dtype=np.float64)
+    v = raw.copy()
+    for k, c in enumerate(cmp.categorical):
+        if not c:
+            v[:, k] = transform(raw[:, k], cmp.method)
+    out = {"v": np.ascontiguousarray(v)}
+    if side == "a":
+        base = np.maximum(np.abs(v), 0.1)
+        T = cmp.flat_tolerances
+        tol = base[:, :, None] * T[None, :, :]
+        tol[:, np.asarray(cmp.categorical, dtype=bool), 0] = 0.0   # equality
+        out["tol"] = np.ascontiguousarray(tol)
+    return out
+
+
+# --------------------------------------------------------------------------
+# kernels (numba: 3.5e9 pairs x 8 columns must not allocate pair matrices)
+# --------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _level(d: float, tol: np.ndarray, k: int, nlev: int) -> int:
+    # number of tolerances missed; NaN misses all
+    lev = 0
+    for l in range(nlev - 1):
+        if not (d <= tol[k, l]):
+            lev += 1
+    return lev
+
+
+@numba.njit(cache=True, nogil=True)
+def _codes_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, radix, code):
+    # pattern code of B row bj against A rows aidx[lo:hi] (or lo:hi when identity),
+    # column by column so the inner loop runs over contiguous A values
+    n = hi - lo
+    code[:n] = 0
+    for k in range(avT.shape[0]):
+        r = radix[k]
+        x = bj[k]
+        for l in range(nlev[k] - 1):
+            if identity:
+                for q in range(n):
+                    i = lo + q
+                    code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
+            else:
+                for q in range(n):
+                    i = aidx[lo + q]
+                    code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _counts_kernel(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns):
+    # four interleaved histograms: runs of the same pattern do not serialise the increments
+    counts = np.zeros((4, n_patterns), dtype=np.int64)
+    code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
+    for j in range(bv.shape[0]):
+        n = _codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, code)
+        for q in range(n):
+            counts[q & 3, code[q]] += 1
+    return counts.sum(axis=0)
+
+
+def _transposed(a: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A's values (K, n) and tolerances (K, L, n), contiguous along the records."""
+    return np.ascontiguousarray(a["v"].T), np.ascontiguousarray(a["tol"].transpose(1, 2, 0))
+
+
+def _all(n_b: int, n_a: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (np.zeros(n_b, np.int64), np.full(n_b, n_a, np.int64), np.arange(n_a, dtype=np.int64))
+
+
+def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None = None,
+                   hi: np.ndarray | None = None, aidx: np.ndarray | None = None) -> np.ndarray:
+    """Counts of the comparison patterns over pairs of a block.
+
+    Parameters
+    ----------
+    a, b : dict
+        :func:`prepare_side` output for some A rows and some B rows.
+    lo, hi, aidx : int arrays, optional
+        Restrict B row ``j`` to the A rows ``aidx[lo[j]:hi[j]]`` (a blocking
+        window); default all pairs of the block.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_patterns,)
+    """
+    identity = lo is None
+    if identity:
+        lo, hi, aidx = _all(b["v"].shape[0], a["v"].shape[0])
+    avT, tolT = _transposed(a)
+    return _counts_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix,
+                          cmp.n_patterns)
+
+
+def pattern_levels(cmp: Comparison) -> np.ndarray:
+    """Level of each column in each pattern code: int array (n_patterns, K)."""
+    codes = np.arange(cmp.n_patterns)
+    return (codes[:, None] // cmp.radix[None, :]) % cmp.n_levels[None, :]
+
+
+# --------------------------------------------------------------------------
+# EM for the two-class latent model with conditional independence
+# --------------------------------------------------------------------------
+
+@dataclass
+class EMResult:
+    """Fitted two-class model.
+
+    ``m[k]``, ``u[k]``: level probabilities of column k among matches /
+    non-matches (level 0 = agreement); ``p``: P(M); ``loglik`` of the pattern
+    counts at the estimate; ``iterations``; ``converged``; ``clipped``: how
+    many times a probability hit the guard bounds; ``constrained``: how many
+    times the constraint ``m_agree >= u_agree`` was applied.
+    """
+
+    m: list[np.ndarray]
+    u: list[np.ndarray]
+    p: float
+    loglik: float
+    iterations: int
+    converged: bool
+    clipped: int = 0
+    constrained: int = 0
+    history: list[float] = field(default_factory=list, repr=False)
+
+
+def _guard(x: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
+    """Keep level probabilities inside [eps, 1 - eps], renormalised."""
+    hit = int(np.count_nonzero((x < eps) | (x > 1 - eps)))
+    y = np.clip(x, eps, 1 - eps)
+    return y / y.sum(), hit
+
+
+def em(counts: np.ndarray, cmp: Comparison, *, p_start: float, p_max: float | None = None,
+       m_start: float = 0.9, max_iter: int = 1000, tol: float = 1e-9,
+       eps: float = 1e-9) -> EMResult:
+    """Fit P(M), m and u by EM on the pattern counts.
+
+    Start: ``P(M) = p_start`` (CATALOG: ``min(n_a, n_b) / (n_a n_b)``), m puts
+    ``m_start`` on level 0 and spreads the rest evenly; u is the observed level
+    frequency of each column over all pairs (nearly all pairs are non-matches).
+    Stops when the log-likelihood gains less than ``tol`` (relative) or after
+    ``max_iter`` iterations. Probabilities are kept in ``[eps, 1 - eps]`` and
+    P(M) in ``[1/N, 1 - 1/N]`` (N pairs) so weights stay finite. ``p_max``
+    bounds P(M) from above: a 1-1 linkage has at most ``min(n_a, n_b)``
+    matches, so the driver passes ``min(n_a, n_b) / N``. Without the bound,
+    on all pairs of real-looking files EM happily calls the large class of
+    pairs agreeing on zeros and correlated keys "matches" (P(M) ~ 0.4). The
+    bounded M-step for P(M) is exact (the expected log-likelihood is concave
+    in P(M)), so the log-likelihood still never decreases. As in
+    Winkler's constrained EM, agreement may not be less likely among matches
+    than among non-matches: when an M-step gives ``m_agree < u_agree`` for a
+    column, its m and u are both set to the column's pooled level frequencies
+    (weight 0: the column carries no evidence). Without it, keys that are
+    correlated among non-matches can pull the "match" class onto that
+    correlation instead of onto the matches.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    N = counts.sum()
+    if N <= 0:
+        raise SdcInputError("no record pairs to fit the linkage model on")
+    lev = pattern_levels(cmp)
+    nl = cmp.n_levels
+    K = len(nl)
+    nz = counts > 0
+    c, lev = counts[nz], lev[nz]
+    m, u = [], []
+    for k in range(K):
+        mk = np.full(nl[k], (1 - m_start) / max(nl[k] - 1, 1))
+        mk[0] = m_start
+        m.append(mk)
+        uk = np.bincount(lev[:, k], weights=c, minlength=nl[k]) / N
+        u.append(_guard(uk, eps)[0])
+    hi = 1 - 1 / N if p_max is None else float(np.clip(p_max, 1 / N, 1 - 1 / N))
+    p = float(np.clip(p_start, 1 / N, hi))
+    history: list[float] = []
+    clipped = constrained = 0
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):
+        lm = np.log(p) + sum(np.log(m[k])[lev[:, k]] for k in range(K))
+        lu = np.log1p(-p) + sum(np.log(u[k])[lev[:, k]] for k in range(K))
+        top = np.maximum(lm, lu)
+        lmix = top + np.log(np.exp(lm - top) + np.exp(lu - top))
+        ll = float(np.dot(c, lmix))
+        history.append(ll)
+        g = np.exp(lm - lmix)
+        cm, cu = c * g, c * (1 - g)
+        sm, su = cm.sum(), cu.sum()
+        p = float(np.clip(sm / N, 1 / N, hi))
+        for k in range(K):
+            bm = np.bincount(lev[:, k], weights=cm, minlength=nl[k])
+            bu = np.bincount(lev[:, k], weights=cu, minlength=nl[k])
+            if bm[0] / max(sm, 1e-300) < bu[0] / max(su, 1e-300):
+                # constraint m_agree >= u_agree (agreement is evidence for a match):
+                # a column where the latent class says otherwise carries no evidence
+                bm = bu = bm + bu
+                sk = sm + su
+                constrained += 1
+            else:
+                sk = None
+            mk, h1 = _guard(bm / max(sk or sm, 1e-300), eps)
+            uk, h2 = _guard(bu / max(sk or su, 1e-300), eps)
+            m[k], u[k] = mk, uk
+            clipped += h1 + h2
+        if len(history) > 1 and abs(history[-1] - history[-2]) <= tol * abs(history[-1]):
+            converged = True
+            break
+    lm = np.log(p) + sum(np.log(m[k])[lev[:, k]] for k in range(K))
+    lu = np.log1p(-p) + sum(np.log(u[k])[lev[:, k]] for k in range(K))
+    ll = float(np.dot(c, np.logaddexp(lm, lu)))
+    return EMResult(m, u, p, ll, it, converged, clipped, constrained, history)
+
+
+# --------------------------------------------------------------------------
+# weights
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WeightParams:
+    """Per-column weights from a fitted model.
+
+    ``w_agr``, ``w_dis``: (K,) full agreement / disagreement weights of the
+    binary numeric columns; ``w_level``: (K, Lmax+1) step weights of
+    categorical and multi-level columns; ``step``: (K,) which rule a column uses.
+    """
+
+    w_agr: np.ndarray
+    w_dis: np.ndarray
+    w_level: np.ndarray
+    step: np.ndarray
+    log_prior_odds: float
+
+    @property
+    def order(self) -> np.ndarray:
+        """Order in which column weights are summed: widest weight range first.
+
+        Fixed for a fitted model, so every kernel adds the same terms in the same
+        order (bit-identical pair weights); the most discriminating columns come
+        first.
+        """
+        lo = np.where(self.step, self.w_level.min(axis=1), np.minimum(self.w_agr, self.w_dis))
+        return np.argsort(-(self._best - lo), kind="stable").astype(np.int64)
+
+    @property
+    def _best(self) -> np.ndarray:
+        return np.where(self.step, self.w_level.max(axis=1), np.maximum(self.w_agr, self.w_dis))
+
+
+def weight_params(fit: EMResult, cmp: Comparison) -> WeightParams:
+    K = len(fit.m)
+    L = int(cmp.n_levels.max())
+    wl = np.zeros((K, L))
+    wa, wd = np.zeros(K), np.zeros(K)
+    for k in range(K):
+        wk = np.log(fit.m[k]) - np.log(fit.u[k])
+        wl[k, :wk.size] = wk
+        wa[k] = np.log(fit.m[k][0] / fit.u[k][0])
+        wd[k] = np.log((1 - fit.m[k][0]) / (1 - fit.u[k][0]))
+    return WeightParams(wa, wd, wl, cmp.step.astype(np.bool_),
+                        float(np.log(fit.p) - np.log1p(-fit.p)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step):
+    # one column's weight of pair (A row i, B row j); _weights_row is the same
+    # arithmetic vectorised over A rows
+    d = abs(av[i, k] - bv[j, k])
+    if step[k]:
+        return wl[k, _level(d, atol[i], k, nlev[k])]
+    # linear downweighting from w_agr (d = 0) to w_dis (d >= tolerance); NaN -> w_dis
+    x = wa[k] - (wa[k] - wd[k]) * d / atol[i, k, 0]
+    return x if x > wd[k] else wd[k]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_weight(av, atol, bv, i, j, nlev, wa, wd, wl, step, order):
+    w = 0.0
+    for k in order:
+        w += _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step)
+    return w
+
+
+@numba.njit(cache=True, nogil=True)
+def _weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, order, w):
+    # weights of B row bj against A rows aidx[lo:hi] (lo:hi when identity) into w[:n];
+    # the same terms, in the same order, as _pair_weight (bit-identical sums)
+    n = hi - lo
+    w[:n] = 0.0
+    for k in order:
+        x = bj[k]
+        if step[k]:
+            for q in range(n):
+                i = lo + q if identity else aidx[lo + q]
+                d = abs(avT[k, i] - x)
+                lev = 0
+                for l in range(nlev[k] - 1):
+                    if not (d <= tolT[k, l, i]):
+                        lev += 1
+                w[q] += wl[k, lev]
+        else:
+            wak = wa[k]
+            dd = wa[k] - wd[k]
+            wdk = wd[k]
+            if identity:
+                for q in range(n):
+                    i = lo + q
+                    y = wak - dd * abs(avT[k, i] - x) / tolT[k, 0, i]
+                    w[q] += y if y > wdk else wdk
+            else:
+                for q in range(n):
+                    i = aidx[lo + q]
+                    y = wak - dd * abs(avT[k, i] - x) / tolT[k, 0, i]
+                    w[q] += y if y > wdk else wdk
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, step, order,
+                 c):
+    nb = bv.shape[0]
+    idx = np.full((nb, c), -1, dtype=np.int64)
+    wt = np.full((nb, c), -np.inf)
+    w = np.empty(avT.shape[1] if identity else max(1, aidx.size))
+    for j in range(nb):
+        n = _weights_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, wa, wd, wl,
+                         step, order, w)
+        filled = 0
+        for q in range(n):
+            x = w[q]
+            i = lo[j] + q if identity else aidx[lo[j] + q]
+            g = aglob[i]
+            if filled == c:
+                if x < wt[j, c - 1] or (x == wt[j, c - 1] and g > idx[j, c - 1]):
+                    continue
+                p = c - 1
+            else:
+                p = filled
+                filled += 1
+            # keep (weight desc, A row asc); the list is sorted, insertion from the tail
+            while p > 0 and (wt[j, p - 1] < x or (wt[j, p - 1] == x and idx[j, p - 1] > g)):
+                wt[j, p] = wt[j, p - 1]
+                idx[j, p] = idx[j, p - 1]
+                p -= 1
+            wt[j, p] = x
+            idx[j, p] = g
+    return idx, wt
+
+
+def topc_block(a: dict, b: dict, cmp: Comparison, wp: WeightParams, c: int, *, a0: int = 0,
+               lo: np.ndarray | None = None, hi: np.ndarray | None = None,
+               aidx: np.ndarray | None = None, aglob: np.ndarray | None = None) -> dict:
+    """Each B row's ``c`` best A rows of the block by weight (ties: lower A row first).
+
+    Returns
+    -------
+    dict
+        ``idx`` (n_b, c) int64 global A rows (-1 = none), ``w`` (n_b, c) weights.
+    """
+    identity = lo is None
+    if identity:
+        lo, hi, aidx = _all(b["v"].shape[0], a["v"].shape[0])
+    if aglob is None:
+        aglob = a0 + np.arange(a["v"].shape[0], dtype=np.int64)
+    avT, tolT = _transposed(a)
+    idx, w = _topc_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, aglob, cmp.n_levels,
+                          wp.w_agr, wp.w_dis, wp.w_level, wp.step, wp.order, int(c))
+    return {"idx": idx, "w": w}
+
+
+def merge_topc(*parts: dict) -> dict:
+    """Merge top-c lists of the same B rows over A blocks (exact, order-free)."""
+    idx = np.concatenate([p["idx"] for p in parts], axis=1)
+    w = np.concatenate([p["w"] for p in parts], axis=1)
+    c = parts[0]["idx"].shape[1]
+    key_idx = np.where(idx < 0, np.iinfo(np.int64).max, idx)
+    order = _rowwise_order(w, key_idx, c)
+    return {"idx": np.take_along_axis(idx, order, 1), "w": np.take_along_axis(w, order, 1)}
+
+
+def _rowwise_order(w: np.ndarray, idx: np.ndarray, c: int) -> np.ndarray:
+    # sort by A row, then stably by weight descending: ties keep the lower A row first
+    o1 = np.argsort(idx, axis=1, kind="stable")
+    w1 = np.take_along_axis(w, o1, 1)
+    o2 = np.argsort(-w1, axis=1, kind="stable")
+    return np.take_along_axis(o1, o2, 1)[:, :c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _pairs_kernel(av, atol, bv, ia, jb, nlev, wa, wd, wl, step, order):
+    out = np.empty(ia.size)
+    for q in range(ia.size):
+        out[q] = _pair_weight(av, atol, bv, ia[q], jb[q], nlev, wa, wd, wl, step, order)
+    return out
+
+
+def pair_weights(a: dict, b: dict, ia: np.ndarray, jb: np.ndarray, cmp: Comparison,
+                 wp: WeightParams) -> np.ndarray:
+    """Weights of the pairs (A row ``ia[q]`` of ``a``, B row ``jb[q]`` of ``b``)."""
+    ia = np.asarray(ia, dtype=np.int64)
+    jb = np.asarray(jb, dtype=np.int64)
+    return _pairs_kernel(a["v"], a["tol"], b["v"], ia, jb, cmp.n_levels, wp.w_agr, wp.w_dis,
+                         wp.w_level, wp.step, wp.order)
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, step, order):
+    na = avT.shape[1]
+    out = np.empty((bv.shape[0], na))
+    none = np.zeros(1, dtype=np.int64)
+    for j in range(bv.shape[0]):
+        _weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, step, order, out[j])
+    return out
+
+
+def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.ndarray:
+    """All pair weights, shape (n_b, n_a) (rows = B records)."""
+    avT, tolT = _transposed(a)
+    return _dense_kernel(avT, tolT, b["v"], cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level,
+                         wp.step, wp.order)
+
+
+def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:
+    """P(M | pair) from its weight: logistic of weight + log prior odds."""
+    z = np.asarray(w, dtype=np.float64) + wp.log_prior_odds
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+# --------------------------------------------------------------------------
+# PLD / PLD20 from an assignment
+# --------------------------------------------------------------------------
+
+def precision_cutoff(w: np.ndarray, correct: np.ndarray, level: float = 0.2) -> int:
+    """Pairs counted by PLD20: correct pairs down to where precision falls to ``level``.
+
+    The assigned pairs are sorted by weight (descending); at each distinct
+    weight the precision of the pairs at that weight or higher is computed;
+    the cutoff is the lowest weight where it is still ``>= level``. Returns
+    the number of correct pairs at or above the cutoff (0 if none).
+    """
+    w = np.asarray(w, dtype=np.float64)
+    correct = np.asarray(correct, dtype=bool)
+    if w.size == 0:
+        return 0
+    order = np.lexsort((~correct, -w))
+    ws, cs = w[order], correct[order]
+    cum_c = np.cumsum(cs)
+    n = np.arange(1, ws.size + 1)
+    last = np.r_[ws[1:] != ws[:-1], True]   # end of each tie group
+    ok = last & (cum_c >= level * n)
+    if not ok.any():
+        return 0
+    return int(cum_c[np.flatnonzero(ok)[-1]])
+
+
+def pld_counts(rows_b: np.ndarray, cols_a: np.ndarray, w: np.ndarray, truth: np.ndarray,
+               level: float = 0.2) -> dict[str, int]:
+    """Correct pairs of an assignment: all (PLD) and down to the precision cutoff (PLD20)."""
+    correct = np.asarray(truth)[rows_b] == cols_a
+    return {"correct": int(np.count_nonzero(correct)),
+            "correct20": precision_cutoff(w, correct, level), "assigned": int(rows_b.size)}

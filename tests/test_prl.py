@@ -1,0 +1,299 @@
+"""Probabilistic record linkage: kernels vs brute force, EM, PLD / PLD20 on reference data."""
+
+import numpy as np
+import pytest
+
+from sdcdist.data import from_array
+from sdcdist.errors import SdcInputError
+from sdcdist.linkage import prl
+from sdcdist.linkage.link import link_files, truth_from_ids
+from sdcdist.linkage.prl_drivers import blocked_pattern_counts, probabilistic_linkage
+from sdcdist.masking import REGISTRY as MASKING
+from sdcdist.metrics import measure
+from sdcdist.parallel import Runner
+
+
+def _files(rng, n_a=57, n_b=43, p=0.05):
+    A = np.exp(rng.normal(size=(n_a, 4))) * np.array([1000.0, 10.0, 1.0, 1.0])
+    A[:, 2] = rng.integers(0, 3, n_a)            # a categorical column
+    A[::7, 3] = -A[::7, 3]                       # negatives and zeros
+    A[::11, 3] = 0.0
+    B = A[:n_b] * (1 + p * rng.normal(size=(n_b, 4)))
+    B[:, 2] = A[:n_b, 2]
+    return A, B
+
+
+def _brute_levels(A, B, method, levels, categorical):
+    """Comparison levels written straight from the CATALOG formula, pair by pair (n_b, n_a, K)."""
+    out = np.zeros((B.shape[0], A.shape[0], A.shape[1]), dtype=np.int64)
+    for k in range(A.shape[1]):
+        a, b = A[:, k][None, :], B[:, k][:, None]
+        if categorical[k]:
+            out[:, :, k] = (a != b)
+            continue
+        if method == "l":
+            a, b = np.sign(a) * np.log(1 + np.abs(a)), np.sign(b) * np.log(1 + np.abs(b))
+        for t in levels[k]:
+            out[:, :, k] += ~(np.abs(a - b) <= t * np.maximum(np.abs(a), 0.1))
+    return out
+
+
+@pytest.mark.parametrize("method,t", [("l", 0.05), ("d", 0.1), ("l", (0.02, 0.1, 0.3))])
+def test_blocked_pattern_counts_equal_brute_force(rng, client, method, t):
+    A, B = _files(rng)
+    cat = [False, False, True, False]
+    cmp = prl.comparison(4, method=method, t=t, categorical=cat)
+    lv = _brute_levels(A, B, method, [np.atleast_1d(t)] * 4, cat)
+    code = (lv * cmp.radix).sum(axis=2).ravel()
+    expect = np.bincount(code, minlength=cmp.n_patterns)
+    cols = (0, 1, 2, 3)
+    for runner in (Runner(), Runner(client)):
+        Ap = runner.submit(prl.prepare_side, A, cols, cmp, side="a")
+        Bp = runner.submit(prl.prepare_side, B, cols, cmp, side="b")
+        for rows in [(5, 7), (16, 43), (57, 43), (100, 100)] + \
+                ([(1, 1)] if runner.client is None else []):
+            got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=rows)
+            np.testing.assert_array_equal(got, expect)
+            assert n == 57 * 43
+        # sorted neighbourhood with a window covering everything = all pairs
+        got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=(8, 8),
+                                        blocking=(0, 57))
+        np.testing.assert_array_equal(got, expect)
+        got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=(8, 8),
+                                        blocking=(0, 3))
+        assert n <= 43 * 6 and got.sum() == n
+
+
+def test_hand_computed_comparison():
+    # d method, t = 0.1: tolerance = 0.1 * max(|a|, 0.1)
+    A = np.array([[10.0], [0.0], [-5.0]])
+    B = np.array([[10.9], [0.011], [-5.6]])
+    cmp = prl.comparison(1, method="d", t=0.1)
+    a = prl.prepare_side(A, (0,), cmp, side="a")
+    b = prl.prepare_side(B, (0,), cmp, side="b")
+    # diagonal: |0.9| <= 1 agree; |0.011| <= 0.01 no; |0.6| <= 0.5 no
+    lo, hi, idx = np.arange(3), np.arange(3) + 1, np.arange(3)
+    assert list(prl.pattern_counts(a, b, cmp, lo=lo, hi=hi, aidx=idx)) == [1, 2]
+    # weights: w = max(w_agr - (w_agr - w_dis) d / tol, w_dis)
+    fit = prl.EMResult([np.array([0.9, 0.1])], [np.array([0.1, 0.9])], 0.01, 0.0, 1, True)
+    wp = prl.weight_params(fit, cmp)
+    wa, wd = np.log(9.0), np.log(1 / 9.0)
+    w = prl.pair_weights(a, b, np.arange(3), np.arange(3), cmp, wp)
+    np.testing.assert_allclose(w, [wa - (wa - wd) * 0.9, wd, wd], rtol=1e-12)
+
+
+@pytest.mark.parametrize("levels", [1, 3])
+def test_em_recovers_latent_model(levels):
+    """Pattern counts drawn from known m, u, P(M) (binary or 3-level comparisons)."""
+    rng = np.random.default_rng(3)
+    cmp = prl.comparison(8, t=0.05 if levels == 1 else tuple(0.05 * np.arange(1, levels)))
+    if levels == 1:
+        m0 = np.array([0.95, 0.9, 0.85, 0.8, 0.9, 0.95, 0.85, 0.9])
+        u0 = np.array([0.05, 0.1, 0.02, 0.2, 0.3, 0.1, 0.15, 0.05])
+        m, u = np.column_stack([m0, 1 - m0]), np.column_stack([u0, 1 - u0])
+    else:
+        m = np.array([[.9, .07, .03], [.85, .1, .05], [.8, .12, .08], [.9, .05, .05],
+                      [.75, .15, .1], [.9, .05, .05], [.85, .1, .05], [.8, .15, .05]])
+        u = np.array([[.05, .15, .8], [.1, .2, .7], [.02, .08, .9], [.2, .3, .5],
+                      [.3, .3, .4], [.1, .1, .8], [.15, .25, .6], [.05, .2, .75]])
+    n = 10_000                                      # two files of n records: N = n^2 pairs
+    pM, N = 0.8 / n, n * n                          # 8000 matches (P(M) <= min(n, n) / N)
+    lev = prl.pattern_levels(cmp)
+    pm = np.prod([m[k][lev[:, k]] for k in range(8)], axis=0)
+    pu = np.prod([u[k][lev[:, k]] for k in range(8)], axis=0)
+    counts = rng.multinomial(N, pM * pm + (1 - pM) * pu)
+    fit = prl.em(counts, cmp, p_start=1 / n, p_max=1 / n)
+    assert fit.converged and fit.iterations > 2
+    np.testing.assert_allclose(np.array(fit.m), m, atol=0.02)
+    np.testing.assert_allclose(np.array(fit.u), u, atol=0.001)
+    assert fit.p == pytest.approx(pM, rel=0.05)
+    assert np.all(np.diff(fit.history) >= -1e-6 * abs(fit.history[-1]))  # EM never goes down
+
+
+def test_em_guards_keep_weights_finite():
+    cmp = prl.comparison(2, t=0.05)
+    counts = np.array([10, 0, 0, 10_000])         # perfect separation: m, u hit 0/1
+    fit = prl.em(counts, cmp, p_start=0.001)
+    wp = prl.weight_params(fit, cmp)
+    assert np.all(np.isfinite(wp.w_agr)) and np.all(np.isfinite(wp.w_dis))
+    assert fit.clipped > 0 and 0 < fit.p < 1
+
+
+def test_topc_blocks_equal_dense(rng, client):
+    A, B = _files(rng, 80, 60, p=0.2)
+    cmp = prl.comparison(4, categorical=[False, False, True, False])
+    a = prl.prepare_side(A, (0, 1, 2, 3), cmp, side="a")
+    b = prl.prepare_side(B, (0, 1, 2, 3), cmp, side="b")
+    fit = prl.em(prl.pattern_counts(a, b, cmp), cmp, p_start=1 / 80)
+    wp = prl.weight_params(fit, cmp)
+    W = prl.dense_weights(a, b, cmp, wp)
+    c = 7
+    full = prl.topc_block(a, b, cmp, wp, c)
+    order = np.array([np.lexsort((np.arange(80), -row))[:c] for row in W])
+    np.testing.assert_array_equal(full["idx"], order)
+    parts = [prl.topc_block({k: v[s:s + 13] for k, v in a.items()}, b, cmp, wp, c, a0=s)
+             for s in range(0, 80, 13)]
+    merged = prl.merge_topc(*parts)
+    np.testing.assert_array_equal(merged["idx"], full["idx"])
+    np.testing.assert_array_equal(merged["w"], full["w"])
+
+
+@pytest.mark.parametrize("use_client", [False, True])
+def test_sparse_linkage_equals_dense_and_blocks(rng, client, use_client):
+    A, B = _files(rng, 90, 70, p=0.03)
+    runner = Runner(client if use_client else None)
+    dense = probabilistic_linkage(runner, A, B, 90, 70, (0, 1, 3))
+    assert dense.info["assignment"] == "dense" and dense.flag == 0
+    for rows, how in [((16, 16), "row_floor"), ((90, 7), None)]:
+        sparse = probabilistic_linkage(runner, A, B, 90, 70, (0, 1, 3), dense_limit=10,
+                                       top_c=90, block_rows=rows, unmatched=how)
+        assert sparse.info["assignment"].startswith("sparse") and sparse.flag == 1
+        np.testing.assert_array_equal(sparse.cols_a, dense.cols_a)
+        np.testing.assert_array_equal(sparse.weights, dense.weights)
+        assert sparse.correct == dense.correct and sparse.correct20 == dense.correct20
+    blocked = probabilistic_linkage(runner, A, B, 90, 70, (0, 1, 3), blocking=(0, 5))
+    assert blocked.flag == 1 and blocked.info["pairs_compared"] <= 70 * 10
+    assert "sorted neighbourhood" in blocked.info["blocking"]
+
+
+def test_pld20_precision_cutoff():
+    # sorted weights 9 8 7 6 5 4 3 2 1 0 with correct = 1 1 0 0 0 0 0 0 0 1
+    w = np.arange(10.0)[::-1]
+    correct = np.zeros(10, bool)
+    correct[[0, 1, 9]] = True
+    # precision at k: 1, 1, .67, .5, .4, .33, .29, .25, .22, .3 -> last k with >= .2 is 10
+    assert prl.precision_cutoff(w, correct) == 3
+    correct[9] = False
+    assert prl.precision_cutoff(w, correct) == 2   # k = 9 (precision 2/9 >= .2)
+    assert prl.precision_cutoff(w, correct, 0.3) == 2
+    assert prl.precision_cutoff(w, np.zeros(10, bool)) == 0
+
+
+def test_identity_and_permutation(census):
+    X = census.values[:, :6]
+    cols = census.columns[:6]
+    r = measure(X, X.copy(), ["PLD", "PLD20"], columns=cols)
+    assert r["PLD"].value == 100.0 and r["PLD20"].value == 100.0
+    assert r["PLD"].info["per_keyset_info"][0]["assignment"] == "dense"
+    perm = np.random.default_rng(0).permutation(X.shape[0])
+    r = measure(X, X[perm], ["PLD"], columns=cols, keysets=[cols[:3], cols])
+    n = X.shape[0]
+    fixed = 100.0 * np.count_nonzero(perm == np.arange(n)) / n
+    assert r["PLD"].value == pytest.approx(fixed)       # only fixed points are "correct"
+    assert r["PLD"].value <= 100.0 * 5 / n
+
+
+def test_pld_falls_with_noise_and_tracks_dld(census):
+    X = census.values
+    cols = census.columns
+    grid = [("noise", p) for p in (0.01, 0.05, 0.1, 0.3, 0.8)] + \
+           [("rankswap", p) for p in (1, 5, 10, 20)]
+    pld, dld = [], []
+    for i, (name, p) in enumerate(grid):
+        Y = MASKING[name](X, p, rng=np.random.default_rng(100 + i))
+        r = measure(X, Y, ["PLD", "DLD"], columns=cols)
+        pld.append(r["PLD"].value)
+        dld.append(r["DLD"].value)
+    noise = pld[:5]
+    assert all(a > b for a, b in zip(noise, noise[1:])), noise
+    corr = np.corrcoef(dld, pld)[0, 1]
+    assert corr > 0.9, (corr, pld, dld)
+
+
+def test_external_file_and_identifier(rng, client):
+    A, _ = _files(rng, 120, 10)
+    ids = rng.permutation(1000)[:120].astype(float)
+    A = np.column_stack([ids, A])
+    sub = rng.permutation(120)[:50]                 # B covers part of A, shuffled, + strangers
+    B = A[sub].copy()
+    B[:, 1:] *= 1 + 0.01 * rng.normal(size=(50, 4))
+    B[:, 3] = A[sub, 3]
+    B[:5, 0] = 5000 + np.arange(5)                  # 5 records not in A
+    a = from_array(A, ["id", "x", "y", "c", "z"])
+    b = from_array(B[:, [4, 3, 2, 1, 0]], ["z", "c", "y", "x", "id"])
+    out = link_files(a, b, ["x", "y", "c", "z"], id_column="id", categorical=["c"],
+                     client=client)
+    tr = truth_from_ids(A[:, 0], B[:, 0])
+    assert np.all(tr[:5] == -1) and np.all(A[tr[5:], 0] == B[5:, 0])
+    df = out.pairs
+    assert set(df.columns) >= {"row_b", "row_a", "weight", "match_probability", "correct"}
+    assert df["match_probability"].between(0, 1).all()
+    assert out.pld == pytest.approx(100.0 * df["correct"].sum() / 50)
+    assert out.pld >= 80.0 and out.pld <= 90.0        # the 5 strangers cannot be re-identified
+    # measure() with an explicit truth gives the same PLD
+    r = measure(A[:, 1:], B[:, 1:], ["PLD"], columns=["x", "y", "c", "z"],
+                keysets=[["x", "y", "c", "z"]], truth=tr, client=client)
+    assert r["PLD"].value == pytest.approx(out.pld, abs=100 / 50 * 3)
+
+
+def test_bad_inputs(rng):
+    A, B = _files(rng, 30, 20)
+    a = from_array(A, ["x", "y", "c", "z"])
+    b = from_array(B[:, :3], ["x", "y", "c"])
+    with pytest.raises(SdcInputError, match="absent from the masked file"):
+        link_files(a, b, ["x", "z"])
+    with pytest.raises(SdcInputError, match="no key columns"):
+        link_files(a, b, [])
+    with pytest.raises(SdcInputError, match="at least one key column"):
+        probabilistic_linkage(Runner(), A, B, 30, 20, ())
+    for t in (0.0, -0.1, (0.1, 0.05)):
+        with pytest.raises(SdcInputError, match="'t' parameter of prl"):
+            link_files(a, b, ["x", "y"], t=t)
+    with pytest.raises(SdcInputError, match="1 record"):
+        probabilistic_linkage(Runner(), A, B[:1], 30, 1, (0, 1))
+    with pytest.raises(SdcInputError, match="1 record"):
+        measure(A, B[:1], ["PLD"], keysets=[["V1", "V2"]])
+    with pytest.raises(SdcInputError, match="'method' parameter"):
+        link_files(a, b, ["x"], method="q")
+    ids = np.arange(30.0)
+    ids[1] = ids[0]
+    dup = from_array(np.column_stack([ids, A]), ["id", "x", "y", "c", "z"])
+    with pytest.raises(SdcInputError, match="identifiers must be unique"):
+        link_files(dup, from_array(np.column_stack([ids[:20], B]),
+                                   ["id", "x", "y", "c", "z"]), ["x"], id_column="id")
+
+
+def test_cli_link(tmp_path, rng, client):
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    A, B = _files(rng, 40, 30, p=0.01)
+    ids = np.arange(100, 140, dtype=float)
+    pd.DataFrame(np.column_stack([ids, A]), columns=["id", "x", "y", "c", "z"]) \
+        .to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame(np.column_stack([ids[:30][::-1], B[::-1]]),
+                 columns=["id", "x", "y", "c", "z"]).to_csv(tmp_path / "b.csv", index=False)
+    out = tmp_path / "pairs.parquet"
+    args = ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--keys", "x,y,c,z",
+            "--categorical", "c", "--id", "id", "--method", "prl", "-o", str(out),
+            "--scheduler", client.scheduler.address]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    df = pd.read_parquet(out)
+    assert len(df) == 30 and df["correct"].mean() > 0.8
+    assert (df["id_a"] == df["id_b"]).tolist() == df["correct"].tolist()
+    assert "PLD" in res.output
+    res = CliRunner().invoke(main, args)                 # exists, no --overwrite
+    assert res.exit_code == 2 and "--overwrite" in res.output
+    res = CliRunner().invoke(main, args[:3] + ["--keys", "x,w", "-o", str(tmp_path / "p.parquet"),
+                                               "--scheduler", client.scheduler.address])
+    assert res.exit_code == 2 and "absent" in res.output
+
+
+def test_pld_in_an_audit_spec(tmp_path):
+    from sdcdist.audit import run_audit
+    from sdcdist.audit.spec import parse_spec
+    from sdcdist.cube import open_cube
+    spec = parse_spec({
+        "name": "prl", "seed": 1,
+        "dataset": {"name": "s", "synthetic": {"rows": 300, "columns": 4, "seed": 2}},
+        "methods": [{"name": "noise", "params": [0.01, 0.5]}],
+        "metrics": ["PLD", "PLD20"], "replicates": 1,
+        "options": {"prl_top_c": 5, "prl_dense_limit": 100, "prl_t": 0.05}})
+    res = run_audit(spec, tmp_path / "c.zarr")
+    assert res.computed == 2
+    cube = open_cube(str(tmp_path / "c.zarr"))
+    v = cube["value"].sel({"method": "noise", "metric": "PLD", "replicate": 0}).values
+    assert v[0] > v[1] >= 0                       # p = 0.01 re-identifies more than 0.5
+    assert np.all(cube["flag"].sel({"method": "noise", "replicate": 0}).values == 1)  # sparse
