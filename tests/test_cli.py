@@ -22,7 +22,7 @@ def run():
 
 def test_help_explains_commands(run):
     out = run("--help").output
-    for cmd in ("ingest", "synth", "audit", "report", "plot", "methods", "metrics"):
+    for cmd in ("ingest", "synth", "audit", "report", "plot", "methods", "metrics", "risk"):
         assert cmd in out
     assert "--scheduler" in run("audit", "--help").output
 
@@ -79,3 +79,32 @@ def test_ingest_synth_audit_report_plot(run, tmp_path, rng):
     res = run("plot", tmp_path / "c.zarr", "--risk", "PLD", "--loss", "IL1s", "-o",
               tmp_path / "t.png")
     assert res.exit_code == 2 and "no metric 'PLD'" in res.output
+
+
+def test_risk_command(run, tmp_path, rng):
+    from sdcdist.metrics import measure
+    X = rng.standard_normal((80, 3))
+    ids = np.arange(80) + 500
+    keep = rng.permutation(80)[:60]
+    Y = X[keep] + 0.3 * rng.standard_normal((60, 3))
+    pd.DataFrame(np.c_[ids, X], columns=["pid", "A", "B", "C"]).to_csv(tmp_path / "o.csv",
+                                                                       index=False)
+    pd.DataFrame(np.c_[ids[keep], Y], columns=["pid", "A", "B", "C"]).to_csv(
+        tmp_path / "m.csv", index=False)
+    res = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "--id", "pid", "--keys", "A,B",
+              "-m", "DLD,DRL2", "--local")
+    assert res.exit_code == 0, res.output
+    ref = measure(X, Y, ["DLD"], columns=["A", "B", "C"], keysets=[["A"], ["A", "B"]],
+                  truth=keep)["DLD"]
+    line = next(s for s in res.output.splitlines() if s.startswith("DLD "))
+    assert float(line.split()[1]) == pytest.approx(ref.value, rel=1e-5)
+    assert "A,B" in res.output and "DRL2" in res.output
+    # without shared attributes: CRL on the options that name each file's columns
+    pd.DataFrame(Y[:, 1:], columns=["B2", "C2"]).to_csv(tmp_path / "r.csv", index=False)
+    res = run("risk", tmp_path / "o.csv", tmp_path / "r.csv", "-m", "CRL", "--local",
+              "-o", "crl_external=[A]", "-o", "crl_released=[B2,C2]")
+    assert res.exit_code == 0 and "CRL" in res.output
+    res = run("risk", tmp_path / "o.csv", tmp_path / "r.csv", "-m", "DLD", "--local")
+    assert res.exit_code == 2 and "share no key columns" in res.output
+    res = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "IL1s", "--local")
+    assert res.exit_code == 2 and "loss metric" in res.output

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from sdcdist.errors import SdcInputError
 from sdcdist.linkage import kernels
-from sdcdist.linkage.drivers import distance_link_counts, row_truth
+from sdcdist.linkage.drivers import (distance_link_counts, invert_truth, link_top2,
+                                     nearest_candidates, row_truth, truth_from_ids)
 from sdcdist.parallel import Runner
 
 
@@ -67,3 +71,152 @@ def test_merge_top2_is_order_free(rng):
                    kernels.merge_top2(kernels.merge_top2(parts[0], parts[1]), parts[2])):
         for k in whole:
             assert np.array_equal(whole[k], merged[k]), k
+
+
+# -- the KD-tree path and the other distances -----------------------------------------
+
+def brute_top2(Q, C, metric):
+    """Reference top-2 (distinct distances with counts) from a full matrix, row by row."""
+    D = kernels.pair_distances(Q, C, metric)
+    out = {k: [] for k in ("d1", "c1", "d2", "c2")}
+    for row in D:
+        vals, counts = np.unique(row, return_counts=True)
+        out["d1"].append(vals[0])
+        out["c1"].append(counts[0])
+        out["d2"].append(vals[1] if len(vals) > 1 else np.inf)
+        out["c2"].append(counts[1] if len(vals) > 1 else 0)
+    return {k: np.array(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("metric", list(kernels.METRICS))
+@pytest.mark.parametrize("ties", [False, True])
+def test_index_top2_equals_brute_force(rng, metric, ties):
+    Q, C = _data(rng, 80, 200, ties)
+    ref = brute_top2(Q, C, metric)
+    got = kernels.index_top2(Q, kernels.build_index(C), metric, k=1 if ties else 3)
+    for k in ref:
+        assert np.array_equal(ref[k], got[k]), k
+
+
+@pytest.mark.parametrize("metric", list(kernels.METRICS))
+@pytest.mark.parametrize("ties", [False, True])
+def test_index_credit_top2_gives_the_exact_credits(rng, metric, ties):
+    Q, C = _data(rng, 150, 150, ties)
+    truth = row_truth(150, 150)
+    truth[::9] = -1
+    dtrue = kernels.true_distances(Q, C, truth, metric)
+    ref = kernels.top2_link_credit(brute_top2(Q, C, metric), dtrue)
+    index = kernels.build_index(C)
+    for eps in (0.0, 2.0):
+        got = kernels.top2_link_credit(kernels.index_credit_top2(Q, dtrue, index, metric,
+                                                                 eps=eps), dtrue)
+        assert np.array_equal(ref[0], got[0]) and np.array_equal(ref[1], got[1])
+
+
+def test_pair_distances_hand_computed():
+    Q = np.array([[0.0, 0.0], [1.0, 2.0]])
+    C = np.array([[3.0, 4.0], [1.0, 0.0]])
+    assert kernels.pair_distances(Q, C, "sqeuclidean").tolist() == [[25, 1], [8, 4]]
+    assert kernels.pair_distances(Q, C, "cityblock").tolist() == [[7, 1], [4, 2]]
+    assert kernels.pair_distances(Q, C, "chebyshev").tolist() == [[4, 1], [2, 2]]
+
+
+def test_equal_distances_from_the_tree_stay_tied():
+    # symmetric configurations whose tie cKDTree may see as a near-tie: the
+    # recomputed distances must keep both candidates at exactly the same value
+    C = np.array([[0.1, 0.7], [0.3, 0.7], [0.2, 0.8], [0.2, 0.6], [5.0, 5.0]])
+    Q = np.array([[0.2, 0.7]])
+    got = kernels.index_top2(Q, kernels.build_index(C))
+    ref = brute_top2(Q, C, "sqeuclidean")
+    for k in ref:
+        assert np.array_equal(ref[k], got[k]), k
+
+
+@pytest.mark.parametrize("method", ["index", "brute"])
+@pytest.mark.parametrize("blocks", [(7, 13), (50, 200), None])
+def test_single_integer_key_is_exact(rng, method, blocks):
+    # heavy ties: one integer key with 5 values; every query ties with ~1/5 of the file
+    C = rng.integers(0, 5, size=(400, 1)).astype(float)
+    Q = C + rng.integers(-1, 2, size=C.shape)
+    ref = brute_force_credit(Q, C, row_truth(400, 400))
+    out = distance_link_counts(Runner(), Q, C, 400, 400, 1, block_rows=blocks, method=method)
+    assert out["first"] == pytest.approx(ref[0], abs=1e-12)
+    assert out["second"] == pytest.approx(ref[1], abs=1e-12)
+
+
+def test_heavy_ties_are_not_quadratic():
+    # a million-candidate single-key file collapses to its few distinct values
+    C = np.repeat(np.arange(10.0), 100_000)[:, None]
+    index = kernels.build_index(C)
+    assert index.rows.shape == (10, 1) and index.weight.sum() == 1_000_000
+    top = kernels.index_top2(np.array([[3.0], [4.5]]), index)
+    assert top["c1"].tolist() == [100_000, 200_000]
+    assert top["c2"].tolist() == [200_000, 200_000]
+
+
+@pytest.mark.parametrize("metric", list(kernels.METRICS))
+def test_link_top2_methods_blocks_and_cluster_agree(rng, client, metric):
+    Q, C = _data(rng, 90, 130, True)
+    truth = rng.permutation(130)[:90]
+    truth[::7] = -1
+    ref = link_top2(Runner(), Q, C, 90, 130, 2, metric=metric, truth=truth, method="brute",
+                    block_rows=(1000, 1000), keep_nearest=True)
+    D = kernels.pair_distances(Q, C, metric)
+    assert np.array_equal(ref["nearest"], D.min(axis=1))
+    first = sum(1 / np.count_nonzero(D[i] == D[i, t]) for i, t in enumerate(truth)
+                if t >= 0 and D[i, t] == D[i].min())
+    assert ref["first"] == pytest.approx(first, abs=1e-12)
+    for runner in (Runner(), Runner(client)):
+        for method in ("index", "brute"):
+            for blocks, keep in [((9, 11), True), ((30, 7), False), ((90, 130), False)]:
+                out = link_top2(runner, Q, C, 90, 130, 2, metric=metric, truth=truth,
+                                method=method, block_rows=blocks, keep_nearest=keep)
+                assert out["first"] == ref["first"] and out["second"] == ref["second"]
+                if keep:
+                    assert np.array_equal(out["nearest"], ref["nearest"])
+
+
+def test_nearest_candidates_are_the_c_nearest(rng, client):
+    Q, C = _data(rng, 40, 60, True)
+    D = kernels.sq_distances(Q, C)
+    for runner, blocks in ((Runner(), (7, 9)), (Runner(client), None)):
+        d, rows = nearest_candidates(runner, Q, C, 40, 60, 2, 5, block_rows=blocks)
+        assert d.shape == rows.shape == (40, 5)
+        assert np.array_equal(np.take_along_axis(D, rows, 1), d)
+        assert np.array_equal(d, np.sort(D, axis=1)[:, :5])
+        assert all(len(set(r)) == 5 for r in rows.tolist())   # duplicates expand to rows
+
+
+def test_pair_abs_sd_equals_all_pairs(rng):
+    a, b = rng.standard_normal(50) * 3, rng.integers(0, 4, 70).astype(float)
+    diff = np.abs(a[:, None] - b[None, :])
+    assert kernels.pair_abs_sd(a, b) == pytest.approx(diff.std(), rel=1e-12)
+
+
+def test_truth_from_ids_and_inverse():
+    t = truth_from_ids(np.array([10, 30, 20]), np.array([20, 40, 10]))
+    assert t.tolist() == [2, -1, 0]
+    assert invert_truth(t, 3, 3).tolist() == [2, -1, 0]
+    with pytest.raises(SdcInputError, match="repeats 1"):
+        truth_from_ids(np.array([1, 1]), np.array([1]))
+    with pytest.raises(SdcInputError, match="same original record"):
+        invert_truth(np.array([0, 0]), 2, 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 40), st.integers(1, 40), st.integers(0, 2**32 - 1))
+def test_index_paths_equal_brute_force_property(m, n_q, n_c, seed):
+    r = np.random.default_rng(seed)
+    C = r.integers(-2, 3, size=(n_c, m)).astype(float)
+    Q = r.integers(-2, 3, size=(n_q, m)) + r.choice([0.0, 0.5], size=(n_q, m))
+    truth = r.integers(-1, n_c, size=n_q)
+    index = kernels.build_index(C)
+    for metric in kernels.METRICS:
+        ref = brute_top2(Q, C, metric)
+        got = kernels.index_top2(Q, index, metric)
+        for k in ref:
+            assert np.array_equal(ref[k], got[k]), (metric, k)
+        dtrue = kernels.true_distances(Q, C, truth, metric)
+        a = kernels.top2_link_credit(ref, dtrue)
+        b = kernels.top2_link_credit(kernels.index_credit_top2(Q, dtrue, index, metric), dtrue)
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]), metric

@@ -19,6 +19,8 @@ def _valid_param(m):
 
 
 def _options(m, X):
+    if "roles" in m.options:   # IPSO: two regressors, the other columns quasi-identifiers
+        return {"roles": {"confidential": [0, 1], "quasi": list(range(2, X.shape[1]))}}
     return {}
 
 
@@ -96,3 +98,14 @@ def test_noise_variance(rng):
     assert np.all(np.abs(E.mean(axis=0)) < 5 * np.sqrt(target / n))
     # independent across columns
     assert np.all(np.abs(np.corrcoef(E.T)[np.triu_indices(3, 1)]) < 5 / np.sqrt(n))
+
+
+def test_every_catalogue_method_is_registered():
+    catalogue = {"noise", "corrnoise", "mixnoise", "mixnoise_scaled", "multnoise", "rankswap",
+                 "micmul", "mic2mul", "mic3mul", "mic4mul", "micir", "micz", "micpcp",
+                 "resample", "jpeg", "distr", "ipso_a", "ipso_b", "ipso_c"}
+    assert catalogue <= set(REGISTRY)
+    for name in catalogue:
+        m = REGISTRY[name]
+        assert m.reference and m.description and "\n" not in m.description
+        assert (m.param == "none") == (m.kind == "none")

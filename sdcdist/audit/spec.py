@@ -16,6 +16,9 @@ Example::
     keysets: prefixes        # or a list of column lists
     options: {chunk_rows: 65536}
 
+``path`` may be an fsspec URL (``s3://bucket/data.zarr``); credentials never
+go in a spec (a credential-like key is refused, see :mod:`sdcdist.storage`).
+
 Validation raises :class:`SdcInputError` naming the culprit: unknown keys,
 method or metric names (with the valid ones), out-of-range parameters,
 unknown columns.
@@ -33,6 +36,7 @@ from typing import Any
 from ..errors import SdcInputError, unknown_name_error
 from ..masking import get_method
 from ..metrics import DEFAULT_OPTIONS, expand_requirements, get_metric
+from ..storage import refuse_credentials
 
 __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec"]
 
@@ -107,6 +111,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
     """Validate a spec dict (as loaded from YAML) into an :class:`AuditSpec`."""
     if not isinstance(doc, Mapping):
         raise SdcInputError("the audit spec must be a mapping (YAML keys and values)")
+    refuse_credentials(doc)
     _unknown_keys("the spec", doc, _TOP)
     for req in ("dataset", "methods", "metrics"):
         if req not in doc:

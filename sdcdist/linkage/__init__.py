@@ -8,9 +8,11 @@ name). One-to-one assignment, dense or sparse: :mod:`assignment`.
 
 from . import assignment, drivers, kernels, link, prl, prl_drivers
 from .assignment import Candidates, assign
-from .drivers import distance_link_counts
+from .drivers import (distance_link_counts, link_top2, nearest_candidates, row_truth,
+                      truth_from_ids)
 from .link import link_files
 from .prl_drivers import probabilistic_linkage
 
-__all__ = ["kernels", "drivers", "distance_link_counts", "assignment", "assign", "Candidates",
-           "prl", "prl_drivers", "probabilistic_linkage", "link", "link_files"]
+__all__ = ["kernels", "drivers", "distance_link_counts", "link_top2", "nearest_candidates",
+           "row_truth", "truth_from_ids", "assignment", "assign", "Candidates", "prl",
+           "prl_drivers", "probabilistic_linkage", "link", "link_files"]

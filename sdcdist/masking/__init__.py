@@ -6,6 +6,8 @@
 """
 
 from ._registry import REGISTRY, MaskingMethod, get_method, register
-from . import noise, swapping  # noqa: F401  (modules register their methods)
+# modules register their methods on import; this order is the catalogue's (`sdcdist methods`)
+from . import (noise, swapping, microaggregation, resampling,  # noqa: F401, I001
+               compression, distribution, synthetic)
 
 __all__ = ["REGISTRY", "MaskingMethod", "get_method", "register"]

@@ -99,6 +99,17 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "prl_em": None,                  # EM settings: {max_iter, tol, eps, m_start}
     "prl_unmatched": "row_floor",    # sparse assignment: "row_floor" (fast) or None (assign
                                      # as many masked records as the candidates allow first)
+    # distance, rank and correlation linkage, interval disclosure (metrics/risk.py)
+    "linkage_method": "index",       # "index" (KD-tree per original block) or "brute"
+                                     # (distance matrices): identical results
+    "gdbrl_dense_max": 5000,         # largest file GDBRL links with the dense exact assignment
+    "gdbrl_candidates": 20,          # nearest candidates per record of the sparse one (flagged)
+    "crl_external": None,            # CRL without shared attributes: the intruder's columns
+    "crl_released": None,            # (original file) and the released ones (masked file)
+    "sdid_k": 0.05,                  # SDID interval half-width in masked sds
+    "bucket_rows": None,             # keys per bucket of the distributed rank sort
+                                     # (None: max(4 * chunk_rows, 65536))
+    "sort_memory": 128 * 2**20,      # bytes of sort data in flight (columns sorted in groups)
 }
 
 

@@ -46,7 +46,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             keysets: Sequence[Sequence[str]] | None = None,
             client: Any = None, seed: int | np.random.SeedSequence = 0,
             options: Mapping[str, Any] | None = None,
-            truth: np.ndarray | None = None) -> dict[str, MetricResult]:
+            truth: np.ndarray | None = None,
+            masked_columns: Sequence[str] | None = None) -> dict[str, MetricResult]:
     """Measure information loss and disclosure risk of ``masked`` against ``original``.
 
     Parameters
@@ -66,6 +67,11 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         Computation options (``chunk_rows``, ``block_memory``, ``block_rows``, ...).
     truth : int array (n_masked,), optional
         Row of each masked record's true record in ``original`` (-1: absent).
+    masked_columns : list of str, optional
+        Column names of ``masked`` when they differ from the original's (an
+        intruder's file and a release holding different variables). Linkage
+        key columns must exist in both files (matched by name); ``CRL`` can
+        link files with no shared column. Default: the original's names.
 
     Returns
     -------
@@ -77,16 +83,33 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         get_metric(name)
     if columns is None:
         columns = original.columns if isinstance(original, Microdata) else None
+    if masked_columns is None and isinstance(masked, Microdata) and columns is not None \
+            and list(masked.columns) != list(columns):
+        masked_columns = masked.columns
     runner = Runner(client)
     A, shape_a = _handle(runner, original)
     B, shape_b = _handle(runner, masked)
     if columns is None:
         columns = [f"V{j + 1}" for j in range(shape_a[1])]
-    if shape_a[1] != shape_b[1]:
-        raise SdcInputError(f"the original file has {shape_a[1]} columns and the masked file "
-                            f"{shape_b[1]}; both need the same columns in the same order")
+    if masked_columns is None:
+        if shape_a[1] != shape_b[1]:
+            raise SdcInputError(f"the original file has {shape_a[1]} columns and the masked "
+                                f"file {shape_b[1]}; give both the same columns in the same "
+                                "order, or name the masked file's columns (masked_columns)")
+        masked_columns = columns
     if len(columns) != shape_a[1]:
         raise SdcInputError(f"{len(columns)} column names for {shape_a[1]} columns")
+    if len(masked_columns) != shape_b[1]:
+        raise SdcInputError(f"{len(masked_columns)} masked column names for {shape_b[1]} "
+                            "columns")
+    if tuple(masked_columns) != tuple(columns):
+        same = [n for n in expand_requirements(metrics) if get_metric(n).same_shape]
+        if same:
+            raise SdcInputError(
+                f"the masked file's columns {list(masked_columns)} differ from the original "
+                f"file's {list(columns)}; {', '.join(same)} compare the files column by "
+                "column, so both files need the same columns in the same order")
+    shared = [c for c in columns if c in set(masked_columns)]
     if keysets is not None:
         if len(keysets) == 0:
             raise SdcInputError("no key sets given; give at least one list of key columns")
@@ -94,15 +117,22 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             if len(ks) == 0:
                 raise SdcInputError("an empty key set was given; every key set needs at least "
                                     "one column")
-            unknown = [c for c in ks if c not in columns]
-            if unknown:
-                raise SdcInputError(f"key set {list(ks)} names {unknown}, which the files do "
-                                    f"not have. Valid columns: {', '.join(columns)}.")
+            for have, what in ((columns, "original"), (masked_columns, "masked")):
+                unknown = [c for c in ks if c not in have]
+                if unknown:
+                    raise SdcInputError(f"key set {list(ks)} names {unknown}, which the {what} "
+                                        f"file does not have. Valid columns: "
+                                        f"{', '.join(have)}.")
+    elif not shared and any(get_metric(n).keysets for n in metrics):
+        need = [n for n in metrics if get_metric(n).keysets]
+        raise SdcInputError(f"the original and masked files share no key columns, which "
+                            f"{', '.join(need)} link on; give the key columns the same names "
+                            "in both files (CRL can link without shared columns)")
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     t = runner.scatter(np.asarray(truth, dtype=np.int64)) if truth is not None else None
     ctx = MeasureContext(runner, A, B, shape_original=shape_a, shape_masked=shape_b,
-                         columns=columns, keysets=keysets or default_keysets(columns),
-                         seed=ss, options=options, truth=t)
+                         columns=columns, keysets=keysets or default_keysets(shared),
+                         seed=ss, options=options, truth=t, masked_columns=masked_columns)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)

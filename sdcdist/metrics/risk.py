@@ -1,70 +1,461 @@
-"""Disclosure-risk metrics: distance-based linkage and rank interval disclosure."""
+"""Disclosure-risk metrics: distance, rank and correlation linkage, interval disclosure.
+
+Linkage metrics are computed per key set (column positions into the original
+file's columns; the masked file's columns are matched by name) through the
+exact drivers of :mod:`sdcdist.linkage`. Metrics sharing a transform and a
+neighbour search (``DLD`` and ``DLD2``; ``ID1``, ``ID2`` and ``SDID``) share one
+computation through :meth:`MeasureContext.cached`, and the column transforms
+are computed once per column for all key sets.
+
+Options (``ctx.options``; defaults in ``DEFAULT_OPTIONS``)
+----------------------------------------------------------
+``linkage_method``
+    ``"index"`` (KD-tree per original block, default) or ``"brute"`` (distance
+    matrices); identical results.
+``block_memory``, ``block_rows``
+    Memory budget of one linkage task / explicit block rows ``(masked, original)``.
+``gdbrl_dense_max``
+    Largest file size (records) solved by the dense exact assignment (5000).
+``gdbrl_candidates``
+    Candidates per record of the sparse assignment above it (20).
+``crl_external``, ``crl_released``
+    CRL without shared attributes: the intruder's quasi-identifier columns
+    (taken from the original file) and the released quasi-identifier columns
+    (taken from the masked file). Both or neither; without them CRL links on
+    each key set (the same columns in both files).
+``id_p``
+    The percentages of ID1/ID2 (1..10).
+``sdid_k``
+    The k of SDID (0.05).
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from ..linkage.drivers import distance_link_counts, standardized_keys
-from ..parallel import add_dicts
-from ._registry import MeasureContext, register
+from ..errors import SdcInputError
+from ..linkage import kernels
+from ..linkage.drivers import invert_truth, link_top2, nearest_candidates, standardized_keys
+from ..parallel import add_dicts, map_reduce, tree_reduce
+from ._registry import MeasureContext, MetricResult, register
 
-__all__ = ["distance_linkage", "interval_counts"]
+__all__ = ["distance_linkage", "interval_counts", "key_positions"]
+
+
+# -- shared plumbing -----------------------------------------------------------------
+
+def key_positions(ctx: MeasureContext, keys: tuple[int, ...]
+                  ) -> tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...]]:
+    """Names of the key columns and their positions in the original and the masked file."""
+    if not keys:
+        raise SdcInputError("an empty key set was given; every key set needs at least one "
+                            "column")
+    names = tuple(ctx.columns[k] for k in keys)
+    pos = {c: i for i, c in enumerate(ctx.masked_columns)}
+    missing = [c for c in names if c not in pos]
+    if missing:
+        raise SdcInputError(f"key column(s) {missing} are missing in the masked file; key "
+                            "columns must be present in both files")
+    return names, tuple(keys), tuple(pos[c] for c in names)
+
+
+def _options(ctx: MeasureContext) -> dict[str, Any]:
+    br = ctx.options.get("block_rows")
+    return {"block_memory": int(ctx.options["block_memory"]),
+            "block_rows": tuple(br) if br else None,
+            "method": ctx.options["linkage_method"]}
+
+
+def _column_sd(X: Any, j: int) -> float:
+    x = np.asarray(X[:, j], dtype=np.float64)
+    return float(x.std(ddof=1)) if x.size > 1 else 0.0
+
+
+def _check_constant(ctx: MeasureContext, name: str, j_a: int, j_b: int) -> None:
+    def sds() -> tuple[float, float]:
+        return (ctx.runner.gather(ctx.runner.submit(_column_sd, ctx.original, j_a)),
+                ctx.runner.gather(ctx.runner.submit(_column_sd, ctx.masked, j_b)))
+    sa, sb = ctx.cached(("column_sd", name), sds)
+    for s, what in ((sa, "original file"), (sb, "masked file")):
+        if not s > 0:
+            raise SdcInputError(f"key column(s) ['{name}'] are constant in the {what}; linkage "
+                                "cannot use a constant column, so leave it out of the key sets")
+
+
+def _transformed(ctx: MeasureContext, keys: tuple[int, ...], kind: str) -> tuple[Any, Any]:
+    """(masked, original) handles of the key columns under transform ``kind``.
+
+    ``z``: each file z-scored with its own moments (DRL1); ``drl2``: raw values
+    over the all-pairs sd of |a - b| per column; ``rank``: within-column ranks
+    (the masked file's mapped onto the original's size when they differ).
+    Every transform works column by column, so it is computed once for the
+    union of the key sets' columns, and each key set takes its columns.
+    """
+    seen = [k for ks in ctx.keysets for k in ctx.key_index(ks) if k < len(ctx.columns)]
+    union = tuple(dict.fromkeys(seen))
+    if not set(keys) <= set(union):
+        union = tuple(keys)
+    key_positions(ctx, keys)
+    M, O = _transformed_columns(ctx, union, kind)
+    if tuple(keys) == union:
+        return M, O
+    pos = [union.index(k) for k in keys]
+    return ctx.cached(("transform", kind, keys), lambda: (
+        ctx.runner.submit(_take_columns, M, pos), ctx.runner.submit(_take_columns, O, pos)))
+
+
+def _take_columns(A: np.ndarray, pos: list[int]) -> np.ndarray:
+    return np.ascontiguousarray(A[:, pos])
+
+
+def _transformed_columns(ctx: MeasureContext, keys: tuple[int, ...], kind: str
+                         ) -> tuple[Any, Any]:
+    names, ja, jb = key_positions(ctx, keys)
+    for nm, a, b in zip(names, ja, jb):
+        _check_constant(ctx, nm, a, b)
+
+    def run() -> tuple[Any, Any]:
+        sub = ctx.runner.submit
+        if kind == "z":
+            return (sub(standardized_keys, ctx.masked, jb, "masked file", names),
+                    sub(standardized_keys, ctx.original, ja, "original file", names))
+        if kind == "drl2":
+            scale = np.array([ctx.cached(("drl2_sd", nm), lambda a=a, b=b: ctx.runner.gather(
+                sub(_pair_sd, ctx.original, ctx.masked, a, b))) for nm, a, b in zip(names, ja, jb)])
+            return (sub(kernels.scale_columns, ctx.masked, jb, scale),
+                    sub(kernels.scale_columns, ctx.original, ja, scale))
+        if kind == "rank":
+            n_ref = ctx.shape_original[0]
+            return (sub(kernels.rank_columns, ctx.masked, jb, n_ref),
+                    sub(kernels.rank_columns, ctx.original, ja))
+        raise ValueError(kind)
+    return ctx.cached(("transform_columns", kind, keys), run)
+
+
+def _pair_sd(X: Any, Y: Any, a: int, b: int) -> float:
+    return kernels.pair_abs_sd(X[:, a], Y[:, b])
+
+
+def _link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str, *,
+          reverse: bool = False, keep_nearest: bool = False) -> dict[str, Any]:
+    """Nearest-neighbour linkage on ``keys`` (cached): masked -> original, or the reverse."""
+    def run() -> dict[str, Any]:
+        M, O = _transformed(ctx, keys, kind)
+        n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
+        if reverse:
+            truth = ctx.runner.submit(invert_truth, ctx.truth, n_m, n_o)
+            return link_top2(ctx.runner, O, M, n_o, n_m, len(keys), metric=metric, truth=truth,
+                             keep_nearest=keep_nearest, **_options(ctx))
+        return link_top2(ctx.runner, M, O, n_m, n_o, len(keys), metric=metric, truth=ctx.truth,
+                         keep_nearest=keep_nearest, **_options(ctx))
+    return ctx.cached(("link", kind, metric, reverse, keep_nearest, keys), run)
 
 
 def distance_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> dict[str, float]:
     """Nearest-neighbour linkage of masked to original records on ``keys`` (cached)."""
-    def run() -> dict[str, float]:
-        names = tuple(ctx.columns[k] for k in keys)
-        Q = ctx.runner.submit(standardized_keys, ctx.masked, keys, "masked file", names)
-        C = ctx.runner.submit(standardized_keys, ctx.original, keys, "original file", names)
-        br = ctx.options.get("block_rows")
-        return distance_link_counts(ctx.runner, Q, C, ctx.shape_masked[0],
-                                    ctx.shape_original[0], len(keys), truth=ctx.truth,
-                                    block_memory=int(ctx.options["block_memory"]),
-                                    block_rows=tuple(br) if br else None)
-    return ctx.cached(("distance_linkage", keys), run)
+    return _link(ctx, keys, "z", "sqeuclidean")
 
+
+def _linked_share(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str,
+                  which: str = "first", reverse: bool = False) -> float:
+    """100 x expected share of query records linked to their own record (1/t rule)."""
+    r = _link(ctx, keys, kind, metric, reverse=reverse)
+    return 100.0 * r[which] / r["n"]
+
+
+# -- distance linkage ----------------------------------------------------------------
 
 @register("DLD", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.1]",
           description="distance-based linkage: % of masked records whose nearest original "
                       "record (standardised Euclidean, key columns) is their own")
 def dld(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
-    r = distance_linkage(ctx, keys)
-    return 100.0 * r["first"] / r["n"]
+    return _linked_share(ctx, keys, "z", "sqeuclidean")
 
 
-def interval_counts(j: int, X: Any, Y: Any, ps: tuple[float, ...]) -> dict[str, np.ndarray]:
-    """Task for one column: how many original values fall in the rank intervals of ID1.
+@register("DLD2", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.1]",
+          description="% of masked records whose second-nearest original record "
+                      "(standardised Euclidean) is their own")
+def dld2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
+    return _linked_share(ctx, keys, "z", "sqeuclidean", "second")
 
-    The masked column is sorted once (stable); for each p the interval of record
-    i is ``[s[r_i - h], s[r_i + h]]`` (clamped), ``r_i`` the rank of its masked
-    value and ``h = floor(p n / 100)``.
+
+@register("DRL2", kind="risk", keysets=True, same_shape=False, reference="[DTMS §4.1]",
+          description="distance-standardising linkage: sum of |a_i - b_i| / sd of |a_i - b_i| "
+                      "over all pairs; % of masked records linked to their own")
+def drl2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
+    return _linked_share(ctx, keys, "drl2", "cityblock")
+
+
+@register("PDL", kind="risk", keysets=True, same_shape=False, reference="[DRS §2.1]",
+          description="permutation-distance linkage: each original record linked to the masked "
+                      "record(s) at minimal max rank difference; % correct")
+def pdl(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
+    return _linked_share(ctx, keys, "rank", "chebyshev", reverse=True)
+
+
+@register("RR", kind="risk", keysets=True, same_shape=False, ascending=False,
+          reference="[DRS §4, eq. 3]",
+          description="rank-distance risk: mean log(1 + Euclidean rank distance of each "
+                      "original record to its nearest masked record); lower = riskier")
+def rr(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
+    r = _link(ctx, keys, "rank", "sqeuclidean", reverse=True, keep_nearest=True)
+    d = np.log1p(np.sqrt(r["nearest"]))
+    return math.fsum(d.tolist()) / max(len(d), 1)
+
+
+# -- global (1-1) distance linkage ---------------------------------------------------
+
+def _dense_distances(Q: np.ndarray, C: np.ndarray) -> np.ndarray:
+    return np.sqrt(kernels.sq_distances(Q, C))
+
+
+def _truth_array(ctx: MeasureContext) -> np.ndarray:
+    from ..linkage.drivers import row_truth
+    if ctx.truth is None:
+        return row_truth(ctx.shape_masked[0], ctx.shape_original[0])
+    return np.asarray(ctx.runner.gather(ctx.truth), dtype=np.int64)
+
+
+@register("GDBRL", kind="risk", keysets=True, same_shape=False,
+          reference="sdcMicro recordLinkage",
+          description="global distance-based linkage: 1-1 assignment minimising total "
+                      "standardised Euclidean distance; % of masked records paired with their own")
+def gdbrl(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
+    from ..linkage.assignment import Candidates, assign
+    M, O = _transformed(ctx, keys, "z")
+    n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
+    dense_max = int(ctx.options["gdbrl_dense_max"])
+    c = int(ctx.options["gdbrl_candidates"])
+    if dense_max < 1 or c < 1:
+        raise SdcInputError("The 'gdbrl_dense_max' and 'gdbrl_candidates' options must be "
+                            f"integers >= 1. Got {dense_max} and {c} instead.")
+    if max(n_m, n_o) <= dense_max:
+        W = ctx.runner.gather(ctx.runner.submit(_dense_distances, M, O))
+        rows, cols, info = assign(W, maximize=False, dense_limit=dense_max)
+    else:
+        opt = _options(ctx)
+        d, idx = nearest_candidates(ctx.runner, M, O, n_m, n_o, len(keys), c,
+                                    block_memory=opt["block_memory"])
+        cand = Candidates.from_topc(idx, np.sqrt(d), n_o)
+        rows, cols, info = assign(cand, maximize=False, dense_limit=dense_max)
+    truth = _truth_array(ctx)
+    hits = int(np.count_nonzero(truth[rows] == cols))
+    return MetricResult(100.0 * hits / n_m, flag=int(info["flag"]),
+                        info={"assignment": info["method"],
+                              "unassigned": int(info["n_unassigned_rows"])})
+
+
+# -- correlation-based linkage without shared attributes -----------------------------
+
+def crl_links(A: np.ndarray, B: np.ndarray, corr: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+    """Correlation-based record linkage [DTMS §4.3].
+
+    Parameters
+    ----------
+    A : ndarray (n_a, p)
+        The intruder's quasi-identifiers.
+    B : ndarray (n_b, q)
+        The released quasi-identifiers.
+    corr : ndarray (p, q)
+        Cross-correlations of A's and B's attributes.
+    rng : Generator
+        Breaks the ties left after all attribute pairs.
+
+    Returns
+    -------
+    ndarray (n_a,) of int
+        Row of B linked to each row of A: A and B are sorted by the attribute
+        pair of highest |correlation| (B descending when it is negative), ties
+        broken by the next pairs, remaining ties at random; the k-th of A is
+        linked to the k-th of B (to the same quantile when the sizes differ).
     """
-    x = np.asarray(X[:, j], dtype=np.float64)
-    y = np.asarray(Y[:, j], dtype=np.float64)
+    n_a, n_b = A.shape[0], B.shape[0]
+    flat = np.argsort(-np.abs(corr).ravel(), kind="stable")       # pairs by |corr|
+    pairs = [divmod(int(f), corr.shape[1]) for f in flat]
+    sign = [1.0 if corr[i, j] >= 0 else -1.0 for i, j in pairs]
+    # np.lexsort: the last key is the primary one.
+    keys_a = [rng.permutation(n_a)] + [A[:, i] for i, _ in reversed(pairs)]
+    keys_b = [rng.permutation(n_b)] + [s * B[:, j] for (_, j), s in zip(reversed(pairs),
+                                                                       reversed(sign))]
+    order_a = np.lexsort(keys_a)
+    order_b = np.lexsort(keys_b)
+    k = np.arange(n_a, dtype=np.int64)
+    at = k if n_a == n_b else (2 * k + 1) * n_b // (2 * n_a)
+    links = np.empty(n_a, dtype=np.int64)
+    links[order_a] = order_b[at]
+    return links
+
+
+def _crl_task(X: Any, Y: Any, ja: tuple[int, ...], jb: tuple[int, ...], truth: Any,
+              seed: np.random.SeedSequence) -> tuple[int, int]:
+    A = np.asarray(X[:, list(ja)], dtype=np.float64)
+    B = np.asarray(Y[:, list(jb)], dtype=np.float64)
+    t = np.asarray(truth, dtype=np.int64)      # masked -> original
+    ok = np.flatnonzero(t >= 0)
+    # worst case: exact correlations over the truly matching records
+    corr = np.corrcoef(A[t[ok]], B[ok], rowvar=False)[:len(ja), len(ja):]
+    inv = np.full(A.shape[0], -1, np.int64)
+    inv[t[ok]] = ok
+    links = crl_links(A, B, corr, np.random.default_rng(seed))
+    return int(np.count_nonzero(inv == links)), B.shape[0]
+
+
+def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    ext, rel = ctx.options.get("crl_external"), ctx.options.get("crl_released")
+    if (ext is None) != (rel is None):
+        raise SdcInputError("CRL without shared attributes needs both the 'crl_external' "
+                            "(columns of the original file) and the 'crl_released' (columns "
+                            "of the masked file) options; got only one")
+    if ext is None:
+        if not ctx.keysets:
+            raise SdcInputError("CRL needs a key set or the 'crl_external'/'crl_released' "
+                                "options; got neither")
+        return [key_positions(ctx, ctx.key_index(k))[1:] for k in ctx.keysets]
+    out = []
+    for cols, have, what in ((ext, ctx.columns, "original"), (rel, ctx.masked_columns, "masked")):
+        cols = [cols] if isinstance(cols, str) else list(cols)
+        if not cols:
+            raise SdcInputError(f"the CRL column list for the {what} file is empty; name at "
+                                "least one column")
+        bad = [c for c in cols if c not in have]
+        if bad:
+            raise SdcInputError(f"CRL columns {bad} are missing in the {what} file. Valid "
+                                f"columns: {', '.join(have)}.")
+        out.append(tuple(have.index(c) for c in cols))
+    return [tuple(out)]  # type: ignore[list-item]
+
+
+@register("CRL", kind="risk", same_shape=False, random=True, reference="[DTMS §4.3]",
+          description="correlation-based linkage (works without shared attributes): sort both "
+                      "files by their most correlated attribute pair; % linked correctly")
+def crl(ctx: MeasureContext) -> MetricResult:
+    scen = _crl_columns(ctx)
+    truth = ctx.truth if ctx.truth is not None else ctx.runner.scatter(
+        _truth_array(ctx))
+    names_a, names_b = ctx.columns, ctx.masked_columns
+    for ja, jb in scen:
+        for j in ja:
+            _check_constant_one(ctx, ctx.original, j, names_a[j], "original file")
+        for j in jb:
+            _check_constant_one(ctx, ctx.masked, j, names_b[j], "masked file")
+    base = ctx.rng("CRL").bit_generator.seed_seq
+    vals = []
+    for s, (ja, jb) in enumerate(scen):
+        seed = np.random.SeedSequence(base.entropy, spawn_key=tuple(base.spawn_key) + (s,))
+        hits, n = ctx.runner.gather(ctx.runner.submit(_crl_task, ctx.original, ctx.masked,
+                                                      ja, jb, truth, seed))
+        vals.append(100.0 * hits / n)
+    return MetricResult(float(np.mean(vals)),
+                        per_keyset=tuple(vals) if len(scen) > 1 or
+                        ctx.options.get("crl_external") is None else None)
+
+
+def _check_constant_one(ctx: MeasureContext, X: Any, j: int, name: str, what: str) -> None:
+    sd = ctx.cached(("column_sd_one", what, j),
+                    lambda: ctx.runner.gather(ctx.runner.submit(_column_sd, X, j)))
+    if not sd > 0:
+        raise SdcInputError(f"column '{name}' is constant in the {what}; correlation linkage "
+                            "cannot use a constant column, so leave it out")
+
+
+# -- interval disclosure -------------------------------------------------------------
+
+def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
+                    ) -> dict[str, np.ndarray]:
+    """Task for one column: original values inside the ID1 and ID2 intervals, all p at once.
+
+    ID1: the masked column is sorted once (stable); for each p the interval of
+    record i is ``[s[r_i - h], s[r_i + h]]`` (clamped), ``r_i`` the rank of its
+    masked value and ``h = floor(p n / 100)``. ID2: ``x' ± p s' / 100``.
+    Also returns the masked column's sd (ddof 1) for SDID.
+    """
+    x = np.asarray(X[:, ja], dtype=np.float64)
+    y = np.asarray(Y[:, jb], dtype=np.float64)
     n = y.shape[0]
     order = np.argsort(y, kind="stable")
-    s = y[order]
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
-    inside = np.zeros(len(ps), dtype=np.int64)
+    s = y[order]                  # masked values by rank
+    xs = x[order]                 # each record's original value, at its masked rank
+    sd = float(y.std(ddof=1)) if n > 1 else 0.0
+    id1 = np.zeros(len(ps), dtype=np.int64)
+    id2 = np.zeros(len(ps), dtype=np.int64)
     for i, p in enumerate(ps):
-        h = int(np.floor(p * n / 100.0))
-        lo = s[np.maximum(rank - h, 0)]
-        hi = s[np.minimum(rank + h, n - 1)]
-        inside[i] = int(np.count_nonzero((lo <= x) & (x <= hi)))
-    return {"inside": inside, "n": np.array(n)}
+        h = min(int(np.floor(p * n / 100.0)), n - 1)
+        # rank r's interval is [s[max(r - h, 0)], s[min(r + h, n - 1)]]: shifted views of s
+        lo_ok = np.concatenate([xs[:h] >= s[0], xs[h:] >= s[:n - h]])
+        hi_ok = np.concatenate([xs[:n - h] <= s[h:], xs[n - h:] <= s[-1]])
+        id1[i] = int(np.count_nonzero(lo_ok & hi_ok))
+        w = p * sd / 100.0
+        id2[i] = int(np.count_nonzero((y - w <= x) & (x <= y + w)))
+    return {"id1": id1, "id2": id2, "n": np.array(n), "sd": np.array([sd])}
+
+
+def _concat_sd(*parts: dict) -> dict:
+    out = {k: sum(p[k] for p in parts) for k in ("id1", "id2", "n")}
+    out["sd"] = np.concatenate([p["sd"] for p in parts])
+    return out
+
+
+def _shared_columns(ctx: MeasureContext) -> list[tuple[int, int]]:
+    pos = {c: i for i, c in enumerate(ctx.masked_columns)}
+    pairs = [(i, pos[c]) for i, c in enumerate(ctx.columns) if c in pos]
+    if not pairs:
+        raise SdcInputError("the original and masked files share no column names; interval "
+                            "disclosure compares each original column with the masked column "
+                            "of the same name")
+    return pairs
+
+
+def _intervals(ctx: MeasureContext) -> dict[str, Any]:
+    def run() -> dict[str, Any]:
+        ps = tuple(float(p) for p in ctx.options.get("id_p", range(1, 11)))
+        if not ps or any(not 0 <= p <= 100 for p in ps):
+            raise SdcInputError(f"The 'id_p' option must be a non-empty list of percentages in "
+                                f"[0, 100]. Got {list(ps)} instead.")
+        parts = [ctx.runner.submit(interval_counts, a, b, ctx.original, ctx.masked, ps)
+                 for a, b in _shared_columns(ctx)]
+        return ctx.runner.gather(tree_reduce(ctx.runner, _concat_sd, parts))
+    return ctx.cached("intervals", run)
 
 
 @register("ID1", kind="risk", reference="[DMT §4.3]",
           description="rank interval disclosure: % of original values inside the interval of "
                       "masked values within p% of ranks, mean over p = 1..10")
 def id1(ctx: MeasureContext) -> float:
-    ps = tuple(float(p) for p in ctx.options.get("id_p", range(1, 11)))
-    parts = [ctx.runner.submit(interval_counts, j, ctx.original, ctx.masked, ps)
-             for j in range(ctx.shape_original[1])]
-    from ..parallel import tree_reduce
-    tot = ctx.runner.gather(tree_reduce(ctx.runner, add_dicts, parts))
-    return float(np.mean(100.0 * tot["inside"] / tot["n"]))
+    tot = _intervals(ctx)
+    return float(np.mean(100.0 * tot["id1"] / tot["n"]))
+
+
+@register("ID2", kind="risk", reference="[DMT §6]",
+          description="sd interval disclosure: % of original values within x' ± p s'/100, "
+                      "mean over p = 1..10")
+def id2(ctx: MeasureContext) -> float:
+    tot = _intervals(ctx)
+    return float(np.mean(100.0 * tot["id2"] / tot["n"]))
+
+
+def _sdid_chunk(start: int, stop: int, X: Any, Y: Any, ja: tuple[int, ...],
+                jb: tuple[int, ...], half: np.ndarray) -> dict[str, int]:
+    x = np.asarray(X[start:stop][:, list(ja)], dtype=np.float64)
+    y = np.asarray(Y[start:stop][:, list(jb)], dtype=np.float64)
+    inside = ((y - half) <= x) & (x <= (y + half))
+    return {"hits": int(np.count_nonzero(inside.all(axis=1))), "n": stop - start}
+
+
+@register("SDID", kind="risk", reference="sdcMicro dRisk",
+          description="share of records whose every original value lies within "
+                      "x' ± k s'_j (k = 0.05)")
+def sdid(ctx: MeasureContext) -> float:
+    k = float(ctx.options["sdid_k"])
+    if not k >= 0:
+        raise SdcInputError(f"The 'sdid_k' option must be a number >= 0. Got {k} instead.")
+    sd = _intervals(ctx)["sd"]
+    pairs = _shared_columns(ctx)
+    ja, jb = tuple(a for a, _ in pairs), tuple(b for _, b in pairs)
+    tot = map_reduce(ctx.runner, _sdid_chunk, add_dicts, [ctx.original, ctx.masked],
+                     ctx.shape_original[0], chunk_rows=int(ctx.options["chunk_rows"]),
+                     args=(ja, jb, k * sd))
+    return tot["hits"] / tot["n"]

@@ -1,0 +1,109 @@
+"""Exact sums of float64 values, independent of order and chunking.
+
+A sum of floats rounded at every step depends on the order of the terms, so
+the mean of a column and the mean of the same column permuted (rank swapping,
+resampling) can differ in the last bit. Here every value ``x = M * 2**e``
+(``M`` a 53-bit integer) is split into two 26/27-bit integer halves that are
+added per exponent into int64 bins (a numba loop; exact: the bin totals stay
+far below 2**63 for chunks of up to 2**26 values) and then folded into one
+Python integer in units of ``2**-SCALE``. Chunk sums are Python integers, so
+combining them is exact too, and the final mean or variance is the correctly
+rounded float of the exact rational value. Squares are made exact with
+Dekker's two-product (``x*x = hi + lo`` exactly, barring overflow).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numba
+import numpy as np
+
+__all__ = ["exact_sums", "exact_square_sums", "SCALE", "SQ_SCALE", "to_fraction", "MAX_CHUNK"]
+
+#: sums are Python ints in units of 2**-SCALE (below the smallest subnormal's mantissa unit)
+SCALE = 1130            # >= 1075 - 1 + 53: every bin shifts left
+#: square sums are Python ints in units of 2**-SQ_SCALE
+SQ_SCALE = SCALE + 2200
+#: largest chunk whose per-exponent bin totals are exact in float64
+MAX_CHUNK = 2**26
+_SPLIT = 134217729.0  # 2**27 + 1 (Veltkamp)
+
+
+@numba.njit(cache=True)
+def _bin_mantissas(bits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> None:  # pragma: no cover
+    """Add each value's signed mantissa halves into the bins of its exponent.
+
+    ``bits`` is the (rows, cols) int64 view of float64 values; a value with
+    biased exponent E and 53-bit mantissa M equals M * 2**(max(E, 1) - 1075).
+    """
+    rows, cols = bits.shape
+    for i in range(rows):
+        for j in range(cols):
+            b = bits[i, j]
+            e = (b >> 52) & 0x7FF
+            m = b & 0xFFFFFFFFFFFFF
+            if e == 0:
+                e = 1
+            else:
+                m |= 0x10000000000000
+            h = m >> 26
+            low = m & 0x3FFFFFF
+            if b < 0:
+                h = -h
+                low = -low
+            hi[j, e] += h
+            lo[j, e] += low
+
+
+def _fold(x: np.ndarray) -> np.ndarray:
+    """Exact column sums of ``x`` (rows x cols) as an object array of Python ints."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError("exact sums need a 2-D array")
+    if x.shape[0] > MAX_CHUNK:
+        raise ValueError(f"exact sums take at most {MAX_CHUNK} rows per chunk")
+    cols = x.shape[1]
+    hi = np.zeros((cols, 2048), dtype=np.int64)
+    lo = np.zeros((cols, 2048), dtype=np.int64)
+    _bin_mantissas(x.view(np.int64), hi, lo)
+    out = np.zeros(cols, dtype=object)
+    for j in range(cols):
+        total = 0
+        for e in np.flatnonzero((hi[j] != 0) | (lo[j] != 0)):
+            # bin e holds (hi * 2**26 + lo) * 2**(e - 1075); units 2**-SCALE
+            total += (int(hi[j, e]) * 2**26 + int(lo[j, e])) << (int(e) - 1075 + SCALE)
+        out[j] = total
+    return out
+
+
+def exact_sums(x: np.ndarray) -> np.ndarray:
+    """Exact column sums of a 2-D float array, in units of ``2**-SCALE`` (object ints)."""
+    return _fold(x)
+
+
+def exact_square_sums(x: np.ndarray) -> np.ndarray:
+    """Exact column sums of squares ``sum x**2`` (object ints, units ``2**-SQ_SCALE``).
+
+    Each column is first scaled by a power of two (exact) so that its squares
+    cannot overflow; each square is then split exactly into ``hi + lo`` with
+    Dekker's algorithm, so the result does not depend on the order of the
+    values. (Values below ``2**-500`` times the column's largest one lose
+    exactness to underflow.)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    peak = np.max(np.abs(x), axis=0, initial=0.0)
+    k = np.frexp(np.where(peak > 0, peak, 1.0))[1].astype(np.int64)
+    x = np.ldexp(x, -k)
+    hi = x * x
+    t = _SPLIT * x
+    xh = t - (t - x)
+    xl = x - xh
+    lo = ((xh * xh - hi) + 2.0 * xh * xl) + xl * xl
+    folded = _fold(hi) + _fold(lo)
+    return np.array([int(v) << int(2 * kj + 2200) for v, kj in zip(folded, k)], dtype=object)
+
+
+def to_fraction(total: int, scale: int = SCALE) -> Fraction:
+    """The exact rational value of a sum returned above (``scale=SQ_SCALE`` for squares)."""
+    return Fraction(int(total), 2**scale)

@@ -1,0 +1,203 @@
+"""Utility metrics of [DRS]: propensity scores and earth mover's distances.
+
+``PS``/``PS2`` fit an unpenalised logistic regression of "is masked" on the
+z-scored columns of the stacked files by Newton-Raphson, where every
+iteration is one reduction over record chunks (gradient, Hessian and
+log-likelihood add up over chunks), so the fit is the exact maximum-likelihood
+fit on files of any size. A fit whose hyperplane classifies every record
+correctly proves complete separation: the likelihood has no maximum and its
+supremum is approached as every propensity score tends to its label, so U
+is its maximum 0.25.
+
+``EMD`` clusters each z-scored file with seeded k-means (scikit-learn) and
+solves the transportation problem between the weighted centroid sets exactly
+with scipy's linear programming (HiGHS). ``EMD1`` pairs order statistics of
+each column from the distributed sort of :mod:`~sdcdist.metrics.ranks`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import linprog
+from scipy.special import expit
+
+from ..parallel import map_reduce
+from ._registry import MeasureContext, MetricResult, register
+from .infoloss import il_sd, record_stats
+from .ranks import rank_pass
+
+__all__ = ["ps_features", "logistic_chunk", "propensity_utility", "transport_emd",
+           "weighted_centroids"]
+
+#: Newton iterations before a fit is reported as not converged (flag 1)
+MAX_NEWTON = 100
+
+
+def ps_features(z: np.ndarray, degree: int) -> np.ndarray:
+    """Design matrix: intercept, z (degree 1); plus squares and pairwise products (2)."""
+    cols = [np.ones((z.shape[0], 1)), z]
+    if degree == 2:
+        iu = np.triu_indices(z.shape[1])
+        cols.append(z[:, iu[0]] * z[:, iu[1]])
+    return np.hstack(cols)
+
+
+def logistic_chunk(start: int, stop: int, X: Any, Y: Any, mean: np.ndarray, sd: np.ndarray,
+                   beta: np.ndarray, degree: int) -> dict[str, Any]:
+    """Log-likelihood, gradient, Hessian, sum of (p - 1/2)**2 and misclassified count.
+
+    For records ``start:stop`` of both files (label 0 = original, 1 = masked),
+    at coefficients ``beta``. Works through sub-blocks so the design matrix of
+    PS2 never exceeds a few MB.
+    """
+    k = beta.size
+    out = {"ll": 0.0, "grad": np.zeros(k), "hess": np.zeros((k, k)), "u": 0.0, "wrong": 0}
+    step = max(1, 2**19 // k)
+    for label, F in ((0.0, X), (1.0, Y)):
+        for s in range(start, stop, step):
+            e = min(s + step, stop)
+            D = ps_features((np.asarray(F[s:e], dtype=np.float64) - mean) / sd, degree)
+            eta = D @ beta
+            mu = expit(eta)
+            out["ll"] += float(np.sum(label * eta - np.logaddexp(0.0, eta)))
+            out["grad"] += D.T @ (label - mu)
+            out["hess"] += (D * (mu * (1.0 - mu))[:, None]).T @ D
+            out["u"] += float(np.sum((mu - 0.5) ** 2))
+            out["wrong"] += int(np.count_nonzero((eta > 0) if label == 0.0 else (eta <= 0)))
+    return out
+
+
+def _add(*parts: dict[str, Any]) -> dict[str, Any]:
+    out = dict(parts[0])
+    for p in parts[1:]:
+        for key in out:
+            out[key] = out[key] + p[key]
+    return out
+
+
+def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricResult:
+    """U = mean((p - 1/2)**2) over both files' records, p from the logistic fit."""
+    st = record_stats(ctx)
+    sd = il_sd(ctx, name)
+    mean = st["exact_mean_x"]
+    n_total = 2 * int(st["n"])
+    chunk = int(ctx.options["chunk_rows"])
+    r = ctx.runner
+    mean_h, sd_h = r.scatter(mean), r.scatter(sd)
+
+    def evaluate(beta: np.ndarray) -> dict[str, Any]:
+        return map_reduce(r, logistic_chunk, _add, [ctx.original, ctx.masked],
+                          ctx.shape_original[0], chunk_rows=chunk,
+                          args=(mean_h, sd_h, beta, degree))
+
+    k = ps_features(np.zeros((1, len(mean))), degree).shape[1]
+    beta = np.zeros(k)
+    cur = evaluate(beta)
+    for it in range(MAX_NEWTON):
+        if cur["wrong"] == 0:
+            return MetricResult(0.25, info={"separation": "complete", "iterations": it})
+        step = np.linalg.lstsq(cur["hess"], cur["grad"], rcond=None)[0]
+        for _ in range(40):                      # step halving keeps the likelihood rising
+            new = evaluate(beta + step)
+            if new["ll"] >= cur["ll"] - 1e-12 * abs(cur["ll"]):
+                break
+            step = step / 2
+        beta = beta + step
+        gain = new["ll"] - cur["ll"]
+        cur = new
+        if abs(gain) <= 1e-11 * (1.0 + abs(cur["ll"])) and np.max(np.abs(step)) < 1e-6:
+            return MetricResult(cur["u"] / n_total, info={"iterations": it + 1})
+    if cur["wrong"] == 0:
+        return MetricResult(0.25, info={"separation": "complete", "iterations": MAX_NEWTON})
+    return MetricResult(cur["u"] / n_total, flag=1,
+                        info={"converged": False, "iterations": MAX_NEWTON})
+
+
+@register("PS", kind="utility", reference="[DRS Alg. 1]",
+          description="propensity-score utility loss: mean (p - 1/2)**2 of an unpenalised "
+                      "logistic regression of masked vs original on the z-scored columns "
+                      "(0 = indistinguishable, 0.25 = separable)")
+def ps(ctx: MeasureContext) -> MetricResult:
+    return propensity_utility(ctx, 1, "PS")
+
+
+@register("PS2", kind="utility", reference="[DRS Alg. 1]",
+          description="PS with squares and pairwise products of the z-scored columns")
+def ps2(ctx: MeasureContext) -> MetricResult:
+    return propensity_utility(ctx, 2, "PS2")
+
+
+def weighted_centroids(Z: np.ndarray, h: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded k-means (h clusters) of the rows of ``Z``: centroids and weights (sum 1).
+
+    Empty clusters (fewer distinct points than h) are dropped.
+    """
+    from sklearn.cluster import KMeans
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # fewer distinct points than clusters
+        km = KMeans(n_clusters=h, n_init=4, random_state=seed, algorithm="lloyd").fit(Z)
+    counts = np.bincount(km.labels_, minlength=h)
+    keep = counts > 0
+    return km.cluster_centers_[keep], counts[keep] / Z.shape[0]
+
+
+def transport_emd(a: np.ndarray, wa: np.ndarray, b: np.ndarray, wb: np.ndarray) -> float:
+    """Exact earth mover's distance between weighted point sets (Euclidean ground distance).
+
+    Solves min sum d_ij f_ij subject to row sums ``wa``, column sums ``wb``,
+    f >= 0, with scipy's HiGHS; returns work / total flow.
+    """
+    h, k = len(wa), len(wb)
+    d = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
+    rows = sparse.kron(sparse.eye(h), np.ones((1, k)))
+    cols = sparse.kron(np.ones((1, h)), sparse.eye(k))
+    A = sparse.vstack([rows, cols]).tocsr()
+    total = min(wa.sum(), wb.sum())
+    wb = wb * (total / wb.sum())
+    wa = wa * (total / wa.sum())
+    res = linprog(d.ravel(), A_eq=A, b_eq=np.concatenate([wa, wb]), bounds=(0, None),
+                  method="highs")
+    if res.status != 0:                          # pragma: no cover - balanced problems solve
+        raise RuntimeError(f"transportation problem failed: {res.message}")
+    flow = res.x
+    return float(d.ravel() @ flow / flow.sum())
+
+
+def _emd_task(X: Any, Y: Any, mean: np.ndarray, sd: np.ndarray, h: int,
+              seeds: tuple[int, int]) -> float:
+    za = (np.asarray(X[:], dtype=np.float64) - mean) / sd
+    zb = (np.asarray(Y[:], dtype=np.float64) - mean) / sd
+    a, wa = weighted_centroids(za, h, seeds[0])
+    b, wb = weighted_centroids(zb, h, seeds[1])
+    return transport_emd(a, wa, b, wb)
+
+
+@register("EMD", kind="utility", reference="[DRS eq. 2]", random=True,
+          description="earth mover's distance between the seeded k-means centroid sets "
+                      "(h = min(50, n/10)) of both files z-scored with the original's moments")
+def emd(ctx: MeasureContext) -> MetricResult:
+    st = record_stats(ctx)
+    sd = il_sd(ctx, "EMD")
+    n = int(st["n"])
+    h = max(1, min(50, n // 10))
+    g = ctx.rng("EMD")
+    seed = int(g.integers(0, 2**31 - 1))       # the same seed for both files: X' = X gives 0
+    seeds = (seed, seed)
+    r = ctx.runner
+    value = r.gather(r.submit(_emd_task, ctx.original, ctx.masked, st["exact_mean_x"], sd, h,
+                              seeds))
+    return MetricResult(value, info={"clusters": h})
+
+
+@register("EMD1", kind="utility", reference="[DRS eq. 2], one dimension at a time",
+          description="mean over columns of the 1-D Wasserstein distance between the columns "
+                      "of both files z-scored with the original's moments")
+def emd1(ctx: MeasureContext) -> MetricResult:
+    sd = il_sd(ctx, "EMD1")
+    n = ctx.shape_original[0]
+    return MetricResult(float(np.mean(rank_pass(ctx)["l1"] / n / sd)))

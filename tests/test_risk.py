@@ -1,0 +1,279 @@
+"""Risk metrics: brute-force references, hand-computed cases, the papers' trends, bad input."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import rankdata
+
+from sdcdist.errors import SdcInputError
+from sdcdist.masking import REGISTRY as MASKING
+from sdcdist.metrics import measure
+from sdcdist.metrics.risk import crl_links
+
+LINKAGE = ["DLD", "DLD2", "DRL2", "PDL", "RR"]
+
+
+# -- brute-force references (whole pair matrices, record by record) --------------------
+
+def _colsum(Q, C, f):
+    D = np.zeros((len(Q), len(C)))
+    for j in range(Q.shape[1]):
+        D += f(Q[:, j, None] - C[None, :, j])
+    return D
+
+
+def _expected_hits(D, truth, rank):
+    """Expected share of rows whose true column is at position ``rank`` under random ties."""
+    hits = 0.0
+    for i, t in enumerate(truth):
+        if t < 0:
+            continue
+        less = np.count_nonzero(D[i] < D[i, t])
+        eq = np.count_nonzero(D[i] == D[i, t])
+        if less <= rank < less + eq:
+            hits += 1 / eq
+    return 100.0 * hits / len(truth)
+
+
+def _z(A):
+    return (A - A.mean(axis=0)) / A.std(axis=0, ddof=1)
+
+
+def _ranks(A, n_ref):
+    R = rankdata(A, method="average", axis=0)
+    return R if len(A) == n_ref else (R - 0.5) * (n_ref / len(A)) + 0.5
+
+
+def reference(name, X, Y, keys, truth):
+    """One key set (positions), masked->original truth (-1 = absent)."""
+    A, B = X[:, keys], Y[:, keys]
+    inv = np.full(len(X), -1)
+    inv[truth[truth >= 0]] = np.flatnonzero(truth >= 0)
+    if name in ("DLD", "DLD2"):
+        D = _colsum(_z(B), _z(A), np.square)
+        return _expected_hits(D, truth, 0 if name == "DLD" else 1)
+    if name == "DRL2":
+        sd = np.array([np.abs(A[:, j, None] - B[None, :, j]).std() for j in range(len(keys))])
+        return _expected_hits(_colsum(B / sd, A / sd, np.abs), truth, 0)
+    RA, RB = _ranks(A, len(X)), _ranks(B, len(X))
+    if name == "PDL":
+        D = np.zeros((len(X), len(Y)))
+        for j in range(len(keys)):
+            D = np.maximum(D, np.abs(RA[:, j, None] - RB[None, :, j]))
+        return _expected_hits(D, inv, 0)
+    if name == "RR":
+        return float(np.mean(np.log1p(np.sqrt(_colsum(RA, RB, np.square).min(axis=1)))))
+    raise KeyError(name)
+
+
+def _datasets(rng):
+    n = 40
+    X = rng.standard_normal((n, 3)) * [1, 10, 100]
+    yield "random", X, X + 0.4 * rng.standard_normal(X.shape) * [1, 10, 100], None
+    T = rng.integers(0, 4, size=(n, 3)).astype(float)
+    yield "ties", T, T + rng.integers(-1, 2, size=T.shape), None
+    Xo = rng.standard_normal((50, 3))
+    truth = rng.permutation(50)[:36]
+    truth[::6] = -1                      # some released records are not in the intruder file
+    Ym = Xo[np.maximum(truth, 0)] + 0.5 * rng.standard_normal((36, 3))
+    yield "sizes", Xo, Ym, truth
+
+
+@pytest.mark.parametrize("options", [{"block_rows": (9, 16)}, {"block_rows": (64, 30)},
+                                     {"linkage_method": "brute", "block_rows": (13, 17)}, {}])
+def test_linkage_metrics_equal_brute_force(rng, client, options):
+    keysets = [["V1"], ["V1", "V2"], ["V1", "V2", "V3"]]
+    for label, X, Y, truth in _datasets(rng):
+        t = truth if truth is not None else np.arange(len(Y))
+        here = measure(X, Y, LINKAGE, keysets=keysets, truth=truth, options=options)
+        there = measure(X, Y, LINKAGE, keysets=keysets, truth=truth, options=options,
+                        client=client)
+        for name in LINKAGE:
+            assert here[name] == there[name], (label, name)
+            ref = [reference(name, X, Y, list(range(len(k))), t) for k in keysets]
+            assert here[name].per_keyset == pytest.approx(ref, abs=1e-9), (label, name)
+
+
+def test_linkage_results_do_not_depend_on_blocks(rng):
+    _, X, Y, _ = list(_datasets(rng))[1]
+    base = measure(X, Y, LINKAGE)
+    for opts in ({"block_rows": (5, 3)}, {"linkage_method": "brute", "block_rows": (70, 9)}):
+        assert measure(X, Y, LINKAGE, options=opts) == base
+
+
+def test_dld_identity_and_permutation(rng):
+    X = rng.standard_normal((500, 4))
+    assert measure(X, X, ["DLD", "ID1"], keysets=[["V1", "V2", "V3", "V4"]])["DLD"].value == 100
+    assert measure(X, X, ["ID1"])["ID1"].value == 100
+    perm = rng.permutation(500)
+    dld = measure(X, X[perm], ["DLD"], keysets=[["V1", "V2", "V3", "V4"]])["DLD"].value
+    assert dld == 100 * np.count_nonzero(perm == np.arange(500)) / 500
+    assert dld <= 100 * 5 / 500              # about 100/n (one fixed point expected)
+
+
+# -- GDBRL ---------------------------------------------------------------------------
+
+def test_gdbrl_is_the_optimal_assignment(rng):
+    X = rng.standard_normal((7, 2))
+    Y = X + 0.8 * rng.standard_normal(X.shape)
+    D = np.sqrt(_colsum(_z(Y), _z(X), np.square))
+    best = min(itertools.permutations(range(7)), key=lambda p: D[np.arange(7), p].sum())
+    expect = 100 * np.count_nonzero(np.array(best) == np.arange(7)) / 7
+    res = measure(X, Y, ["GDBRL"], keysets=[["V1", "V2"]])["GDBRL"]
+    assert res.value == pytest.approx(expect) and res.flag == 0
+
+
+def test_gdbrl_sparse_is_flagged_and_agrees_with_enough_candidates(rng, client):
+    X = rng.standard_normal((120, 3))
+    Y = X + 0.5 * rng.standard_normal(X.shape)
+    # (one key column would have many equally optimal assignments: sums of |a - b|)
+    ks = [["V1", "V2"], ["V1", "V2", "V3"]]
+    dense = measure(X, Y, ["GDBRL"], keysets=ks)["GDBRL"]
+    sparse = measure(X, Y, ["GDBRL"], client=client, keysets=ks,
+                     options={"gdbrl_dense_max": 50, "gdbrl_candidates": 120})["GDBRL"]
+    assert dense.flag == 0 and sparse.flag == 1
+    assert sparse.per_keyset == pytest.approx(dense.per_keyset)
+    few = measure(X, Y, ["GDBRL"], options={"gdbrl_dense_max": 50, "gdbrl_candidates": 3})
+    assert few["GDBRL"].flag == 1 and 0 <= few["GDBRL"].value <= 100
+
+
+def test_gdbrl_different_sizes_uses_truth(rng):
+    from scipy.optimize import linear_sum_assignment
+    X = rng.standard_normal((40, 2))
+    truth = rng.permutation(40)[:30]
+    truth[::5] = -1
+    Y = X[np.maximum(truth, 0)] + 0.2 * rng.standard_normal((30, 2))
+    r, c = linear_sum_assignment(np.sqrt(_colsum(_z(Y), _z(X), np.square)))
+    expect = 100 * np.count_nonzero(truth[r] == c) / 30
+    res = measure(X, Y, ["GDBRL"], keysets=[["V1", "V2"]], truth=truth)["GDBRL"]
+    assert res.value == expect and 0 < expect < 100
+
+
+# -- CRL -----------------------------------------------------------------------------
+
+def test_crl_hand_computed():
+    A = np.array([[1.0], [3.0], [2.0]])
+    rng = np.random.default_rng(0)
+    # negative correlation: B sorted descending
+    assert crl_links(A, np.array([[30.0], [10.0], [20.0]]), np.array([[-1.0]]), rng).tolist() \
+        == [0, 1, 2]
+    # imperfect positive correlation: A ascending 0,2,1 against B ascending 0,1,2
+    assert crl_links(A, np.array([[10.0], [20.0], [30.0]]), np.array([[0.5]]), rng).tolist() \
+        == [0, 2, 1]
+    # ties in the best pair are broken by the next pair (A's 2nd column, B's 1st)
+    A2 = np.array([[1.0, 5.0], [1.0, 4.0], [2.0, 0.0]])
+    B2 = np.array([[7.0, 0.0], [7.0, 1.0], [9.0, 2.0]])
+    corr = np.array([[0.1, 0.9], [0.5, 0.2]])   # pairs by |corr|: (0,1), (1,0), (0,0), (1,1)
+    # A by col 0 then col 1: rows 1 (1,4), 0 (1,5), 2; B by col 1: rows 0, 1, 2
+    assert crl_links(A2, B2, corr, rng).tolist() == [1, 0, 2]
+
+
+def test_crl_without_shared_attributes(census):
+    X = census.values
+    cols = list(census.columns)
+    ext, rel = [cols[3], cols[11]], [cols[6], cols[12]]     # v4, v12 vs v7, v13 [DTMS Table 2]
+    Y = X[:, [6, 12]] + 0.01 * X[:, [6, 12]].std(axis=0) * np.random.default_rng(1) \
+        .standard_normal((len(X), 2))
+    opts = {"crl_external": ext, "crl_released": rel}
+    res = measure(X, Y, ["CRL"], columns=cols, masked_columns=rel, options=opts, seed=3)["CRL"]
+    assert 0 < res.value < 100
+    # worst-case snooper on an unmasked copy of the same attributes re-identifies everyone
+    same = measure(X, X[:, [3, 11]], ["CRL"], columns=cols, masked_columns=ext,
+                   options={"crl_external": ext, "crl_released": ext})["CRL"]
+    assert same.value == 100
+    with pytest.raises(SdcInputError, match="both"):
+        measure(X, Y, ["CRL"], columns=cols, masked_columns=rel,
+                options={"crl_external": ext})
+    with pytest.raises(SdcInputError, match="missing in the masked file"):
+        measure(X, Y, ["CRL"], columns=cols, masked_columns=rel,
+                options={"crl_external": ext, "crl_released": ["nope"]})
+
+
+def test_crl_reference_on_keysets(rng):
+    X = rng.standard_normal((50, 2))
+    Y = X + 0.3 * rng.standard_normal(X.shape)
+    res = measure(X, Y, ["CRL"], keysets=[["V1"]], seed=5)["CRL"]
+    order_a, order_b = np.argsort(X[:, 0]), np.argsort(Y[:, 0])   # continuous: no ties
+    links = np.empty(50, int)
+    links[order_a] = order_b
+    assert res.value == 100 * np.count_nonzero(links == np.arange(50)) / 50
+
+
+# -- interval disclosure -------------------------------------------------------------
+
+def test_id1_id2_sdid_brute_force(rng):
+    X = rng.integers(0, 6, size=(40, 3)).astype(float)
+    Y = X + rng.integers(-2, 3, size=X.shape)
+    n = 40
+    id1 = id2 = 0.0
+    for p in range(1, 11):
+        h = int(np.floor(p * n / 100))
+        inside1 = inside2 = 0
+        for j in range(3):
+            s = sorted(range(n), key=lambda i: (Y[i, j], i))
+            rank = {i: r for r, i in enumerate(s)}
+            sd = Y[:, j].std(ddof=1)
+            for i in range(n):
+                lo = Y[s[max(rank[i] - h, 0)], j]
+                hi = Y[s[min(rank[i] + h, n - 1)], j]
+                inside1 += lo <= X[i, j] <= hi
+                inside2 += Y[i, j] - p * sd / 100 <= X[i, j] <= Y[i, j] + p * sd / 100
+        id1 += 100 * inside1 / (3 * n) / 10
+        id2 += 100 * inside2 / (3 * n) / 10
+    out = measure(X, Y, ["ID1", "ID2"], options={"chunk_rows": 7})
+    assert out["ID1"].value == pytest.approx(id1)
+    assert out["ID2"].value == pytest.approx(id2)
+    X = rng.standard_normal((60, 3))
+    Y = X + 0.03 * rng.standard_normal(X.shape)
+    k = 0.05 * Y.std(axis=0, ddof=1)
+    sdid = np.mean(np.all(np.abs(X - Y) <= k, axis=1))
+    assert 0 < sdid < 1
+    assert measure(X, Y, ["SDID"], options={"chunk_rows": 7})["SDID"].value == sdid
+
+
+def test_sdid_hand_computed():
+    X = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0], [4.0, 40.0]])
+    Y = X.copy()
+    Y[1, 0] += 0.1        # s'_1 ≈ 1.29, k s' ≈ 0.065 < 0.1: record 2 is out
+    Y[2, 1] += 0.5        # s'_2 ≈ 12.9, k s' ≈ 0.65 > 0.5: record 3 stays in
+    assert measure(X, Y, ["SDID"])["SDID"].value == 0.75
+
+
+# -- the papers' trends --------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method,params", [("rankswap", [1, 5, 10, 15, 20]),
+                                           ("noise", [0.01, 0.05, 0.1, 0.15, 0.2])])
+def test_census_dld_decreases_with_masking_strength(census, client, method, params):
+    X = census.values
+    means = []
+    for p in params:
+        vals = [measure(X, MASKING[method](X, p, rng=np.random.default_rng(r)), ["DLD"],
+                        columns=census.columns, client=client)["DLD"].value for r in range(3)]
+        means.append(np.mean(vals))
+    assert all(a > b for a, b in zip(means, means[1:])), means
+
+
+# -- bad input -----------------------------------------------------------------------
+
+def test_bad_inputs(rng):
+    X = rng.standard_normal((30, 3))
+    with pytest.raises(SdcInputError, match="share no key columns"):
+        measure(X, X, ["DLD"], columns=["a", "b", "c"], masked_columns=["x", "y", "z"])
+    with pytest.raises(SdcInputError, match="masked file does not have"):
+        measure(X, X[:, :2], ["DLD"], columns=["a", "b", "c"], masked_columns=["a", "b"],
+                keysets=[["a", "c"]])
+    with pytest.raises(SdcInputError, match="empty key set"):
+        measure(X, X, ["DRL2"], keysets=[[]])
+    C = X.copy()
+    C[:, 1] = 7.0
+    for name in ["DLD", "DRL2", "PDL", "RR", "GDBRL"]:
+        with pytest.raises(SdcInputError, match="constant"):
+            measure(C, C + 1, [name], keysets=[["V1", "V2"]])
+    with pytest.raises(SdcInputError, match="linkage_method"):
+        measure(X, X, ["DLD"], options={"linkage_method": "annoy"})
+    with pytest.raises(SdcInputError, match="record by record"):
+        measure(X, X[:20], ["ID1"])
