@@ -1,7 +1,9 @@
 """The ``sdcdist`` command line.
 
 Every command turns a user mistake (:class:`SdcInputError`) into a one-line
-message on stderr and exit code 2; any other failure exits 1.
+message on stderr and exit code 2; a lost scheduler or any other failure
+into a one-line message and exit code 1. ``--log-format json`` makes every
+log line a JSON object (see :mod:`sdcdist.logs`).
 """
 
 from __future__ import annotations
@@ -21,21 +23,107 @@ from .errors import SdcInputError
 __all__ = ["main"]
 
 
+log = logging.getLogger("sdcdist.cli")
+
+#: Exit codes: 0 success, 1 failure (a bug, a lost cluster, storage down), 2 user error.
+EXIT_FAILURE, EXIT_USER = 1, 2
+
+
+def _lost_scheduler(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection to the Dask scheduler broke."""
+    from distributed.client import FutureCancelledError
+    from distributed.comm.core import CommClosedError
+    if isinstance(exc, FutureCancelledError):
+        return "scheduler" in exc.reason  # scheduler-connection-lost, scheduler-close
+    return isinstance(exc, CommClosedError) or (
+        isinstance(exc, (TimeoutError, OSError)) and "scheduler" in str(exc).lower())
+
+
 class SdcGroup(click.Group):
-    """A click group that reports :class:`SdcInputError` cleanly, with exit code 2."""
+    """A click group that turns every failure into a one-line message and an exit code.
+
+    :class:`SdcInputError` (the user's input) exits 2; a lost scheduler and any
+    unexpected error exit 1. Messages never carry record values: an unexpected
+    error shows its type and where it was raised (``--debug`` adds the
+    traceback).
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except SdcInputError as exc:
+            _log_failure(ctx, "user error", exc)
             click.echo(f"Error: {exc}", err=True)
-            ctx.exit(2)
+            ctx.exit(EXIT_USER)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit,
+                KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the command line's last line of defence
+            if (ctx.obj or {}).get("debug"):
+                import traceback
+                traceback.print_exc()
+            if _lost_scheduler(exc):
+                _log_failure(ctx, "lost the scheduler", exc)
+                click.echo("Error: lost the connection to the Dask scheduler "
+                           f"({type(exc).__name__}); the cluster is gone or unreachable. "
+                           "Cells already written are kept: rerun the same command against "
+                           "a running cluster to resume.", err=True)
+            elif _cancelled_reason(exc):
+                _log_failure(ctx, "work lost on the cluster", exc)
+                click.echo(f"Error: the cluster lost work ({_cancelled_reason(exc)}), e.g. every "
+                           "worker holding some data died. Cells already written are kept: "
+                           "rerun the same command to resume.", err=True)
+            else:
+                where = _where(exc)
+                _log_failure(ctx, "unexpected failure", exc, where=where)
+                click.echo(f"Error: unexpected failure ({type(exc).__name__} in {where}). "
+                           "Rerun with 'sdcdist --debug ...' for the traceback and report it "
+                           "if it persists.", err=True)
+            ctx.exit(EXIT_FAILURE)
+
+
+def _cancelled_reason(exc: BaseException) -> str:
+    """Dask's reason for cancelling a future (a fixed phrase, never data), else ''."""
+    from distributed.client import FutureCancelledError
+    return exc.reason if isinstance(exc, FutureCancelledError) else ""
+
+
+def _log_failure(ctx: click.Context, event: str, exc: BaseException, **fields: Any) -> None:
+    """A structured record of a failure for log collectors (JSON logs only: in text mode
+    the ``Error:`` line says it all)."""
+    if (ctx.obj or {}).get("log_format") == "json":
+        log.error(event, extra={"fields": {"kind": type(exc).__name__, **fields}})
+
+
+def _where(exc: BaseException) -> str:
+    """``file:line`` where ``exc`` was raised, and the innermost sdcdist frame if elsewhere."""
+    import traceback
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "?"
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    ours = [f for f in frames if os.path.abspath(f.filename).startswith(pkg + os.sep)]
+    last = frames[-1]
+    where = f"{os.path.basename(last.filename)}:{last.lineno}"
+    if ours and ours[-1] is not last:
+        where += f", called from {os.path.relpath(ours[-1].filename, os.path.dirname(pkg))}" \
+                 f":{ours[-1].lineno}"
+    return where
 
 
 @click.group(cls=SdcGroup, context_settings={"help_option_names": ["-h", "--help"],
                                             "max_content_width": 100})
 @click.version_option(package_name="sdcdist")
-def main() -> None:
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
+              envvar="SDCDIST_LOG_FORMAT", show_default=True,
+              help="Log lines as text or as one JSON object per line (also "
+                   "SDCDIST_LOG_FORMAT). Logs never contain record values.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default=None, help="Default: info with --log-format json (one line per "
+                                  "written cell), warning with text.")
+@click.option("--debug", is_flag=True, help="Print the traceback of an unexpected failure.")
+@click.pass_context
+def main(ctx: click.Context, log_format: str, log_level: str | None, debug: bool) -> None:
     """sdcdist: information loss and disclosure risk of SDC masking methods, on Dask.
 
     \b
@@ -48,45 +136,94 @@ def main() -> None:
       sdcdist plot cube.zarr --risk DLD --loss IL1s -o tradeoff.png
 
     `sdcdist methods` and `sdcdist metrics` list what can go in a spec.
+    Exit codes: 0 success, 2 a problem with your input, 1 any other failure.
     """
+    from .logs import setup_logging
+    ctx.obj = {"debug": debug, "log_format": log_format}
+    setup_logging(log_format, (log_level or ("info" if log_format == "json" else "warning"))
+                  .upper())
 
 
 # ---------------------------------------------------------------------------
 # cluster handling (the CLI starts clusters; library functions never do)
 
 def scheduler_option(f: Any) -> Any:
+    f = click.option("--tls-key", envvar="SDCDIST_TLS_KEY", default=None, metavar="PEM",
+                     type=click.Path(exists=True, dir_okay=False),
+                     help="This client's private key (also SDCDIST_TLS_KEY).")(f)
+    f = click.option("--tls-cert", envvar="SDCDIST_TLS_CERT", default=None, metavar="PEM",
+                     type=click.Path(exists=True, dir_okay=False),
+                     help="This client's certificate, signed by the CA (also "
+                          "SDCDIST_TLS_CERT).")(f)
+    f = click.option("--tls-ca", envvar="SDCDIST_TLS_CA", default=None, metavar="PEM",
+                     type=click.Path(exists=True, dir_okay=False),
+                     help="CA certificate of the cluster: talk to the scheduler and workers "
+                          "over tls:// with mutual authentication (also SDCDIST_TLS_CA; "
+                          "without these options Dask's own distributed.comm.tls config "
+                          "applies).")(f)
     f = click.option("--workers", type=click.IntRange(1, 512), default=None,
                      help="Worker processes of the local cluster (default: one per core).")(f)
     f = click.option("--scheduler", envvar="DASK_SCHEDULER_ADDRESS", default=None,
                      metavar="ADDRESS",
-                     help="Use an existing Dask scheduler (e.g. tcp://host:8786) instead of "
-                          "starting a local cluster. Also read from DASK_SCHEDULER_ADDRESS.")(f)
+                     help="Use an existing Dask scheduler (e.g. tcp://host:8786 or "
+                          "tls://host:8786) instead of starting a local cluster. Also read "
+                          "from DASK_SCHEDULER_ADDRESS.")(f)
     return f
 
 
+def make_security(tls_ca: str | None, tls_cert: str | None, tls_key: str | None) -> Any:
+    """A :class:`distributed.Security` from the three files, or None (Dask config applies)."""
+    given = [x is not None for x in (tls_ca, tls_cert, tls_key)]
+    if not any(given):
+        return None
+    if not all(given):
+        missing = [n for n, g in zip(("--tls-ca", "--tls-cert", "--tls-key"), given) if not g]
+        raise SdcInputError(f"TLS needs all of --tls-ca, --tls-cert and --tls-key; missing "
+                            f"{', '.join(missing)} (make a test set with 'sdcdist certs')")
+    from distributed import Security
+    return Security(tls_ca_file=tls_ca, tls_client_cert=tls_cert, tls_client_key=tls_key,
+                    tls_scheduler_cert=tls_cert, tls_scheduler_key=tls_key,
+                    tls_worker_cert=tls_cert, tls_worker_key=tls_key,
+                    require_encryption=True)
+
+
 @contextlib.contextmanager
-def cluster_client(scheduler: str | None, workers: int | None,
-                   quiet: bool = False) -> Iterator[Any]:
-    """A Client on ``scheduler``, or on a LocalCluster sized to this machine."""
+def cluster_client(scheduler: str | None, workers: int | None, quiet: bool = False,
+                   security: Any = None) -> Iterator[Any]:
+    """A Client on ``scheduler``, or on a LocalCluster sized to this machine.
+
+    With ``security`` every connection is ``tls://`` and mutually authenticated.
+    """
     from distributed import Client, LocalCluster
     if scheduler:
+        if security is not None and scheduler.startswith("tcp://"):
+            raise SdcInputError(f"--tls-* options were given but the scheduler address "
+                                f"{scheduler!r} is tcp://; use tls://{scheduler[6:]}")
+        kwargs = {"security": security} if security is not None else {}
         try:
-            client = Client(scheduler, timeout="20s")
-        except OSError as exc:
+            client = Client(scheduler, timeout="20s", **kwargs)
+        except (OSError, TimeoutError) as exc:
             raise SdcInputError(f"cannot reach the Dask scheduler at {scheduler!r} "
-                                f"({type(exc).__name__}); check the address") from None
+                                f"({type(exc).__name__}); check the address, and for a "
+                                "tls:// scheduler the --tls-* certificates") from None
         cluster = None
     else:
         n = workers or max(1, os.cpu_count() or 1)
+        extra = {"security": security, "protocol": "tls://"} if security is not None else {}
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", silence_logs=logging.ERROR)
-        client = Client(cluster)
+                               dashboard_address=":0", silence_logs=logging.ERROR, **extra)
+        client = Client(cluster, **({"security": security} if security is not None else {}))
     if not quiet:
         click.echo(f"Dask dashboard: {client.dashboard_link}", err=True)
+    log.info("connected", extra={"fields": {"scheduler": client.scheduler.address,
+                                            "dashboard": client.dashboard_link,
+                                            "workers": len(client.scheduler_info().get(
+                                                "workers", {}))}})
     try:
         yield client
     finally:
-        client.close()
+        with contextlib.suppress(Exception):
+            client.close(timeout=10)
         if cluster is not None:
             cluster.close()
 
@@ -464,25 +601,48 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
 
 @main.command()
 @click.argument("spec", type=click.Path(exists=True, dir_okay=False))
-@click.option("--out", required=True, help="Zarr cube to write (path or fsspec URL).")
+@click.option("--out", required=True,
+              help="Zarr cube to write: a path or an fsspec URL (s3://, gs://, file://).")
 @click.option("--overwrite", is_flag=True,
               help="Discard an existing cube instead of resuming it.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 @scheduler_option
 def audit(spec: str, out: str, overwrite: bool, progress: bool | None, scheduler: str | None,
-          workers: int | None) -> None:
+          workers: int | None, tls_ca: str | None, tls_cert: str | None,
+          tls_key: str | None) -> None:
     """Run an audit spec: mask every (method, param, replicate) cell, measure it.
 
     Cells are written to the cube as they finish. Running the same spec again
     computes only the missing cells; a different spec against an existing cube
-    is refused (use another --out or --overwrite).
+    is refused (use another --out or --overwrite). If the cluster is lost the
+    command exits 1 and a rerun against a new cluster resumes.
     """
+    import time
+
     from .audit import load_spec, run_audit
+    from .logs import event
+    from .storage import check_url
     s = load_spec(spec)
+    check_url(out, what="--out")
+    security = make_security(tls_ca, tls_cert, tls_key)
     show = sys.stderr.isatty() if progress is None else progress
-    with cluster_client(scheduler, workers) as client:
-        res = run_audit(s, out, client=client, overwrite=overwrite, progress=show)
+    alog = logging.getLogger("sdcdist.audit")
+    event(alog, "audit started", spec=s.name, spec_sha256=s.sha256[:12], cube=out,
+          methods=len(s.methods), metrics=len(s.metrics), replicates=s.replicates)
+    last = [time.perf_counter()]
+
+    def on_cell(cell: Any) -> None:
+        now = time.perf_counter()
+        event(alog, "cell written", method=cell.method, param=cell.param,
+              replicate=cell.replicate, seconds=round(now - last[0], 3))
+        last[0] = now
+
+    with cluster_client(scheduler, workers, security=security) as client:
+        res = run_audit(s, out, client=client, overwrite=overwrite, progress=show,
+                        on_cell=on_cell)
+    event(alog, "audit finished", cube=res.cube, computed=res.computed, skipped=res.skipped,
+          total=res.total, seconds=round(res.seconds, 2), mode=res.mode)
     click.echo(f"{res.cube}: computed {res.computed} of {res.total} cells "
                f"({res.skipped} already in the cube) in {res.seconds:.1f} s "
                f"[{res.mode} cells]")
@@ -515,6 +675,35 @@ def table_outputs(f: Any) -> Any:
         f = click.option(f"--{opt}", f"{opt}_out", default=None, metavar="FILE",
                          help=f"Also write the table as {what}.")(f)
     return f
+
+
+@main.command()
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Directory for ca.crt and <role>.crt / <role>.key.")
+@click.option("--host", "hosts", multiple=True, metavar="NAME",
+              help="DNS name or IP for the certificates' SubjectAltName (repeatable; "
+                   "default localhost and 127.0.0.1).")
+@click.option("--days", type=click.IntRange(1), default=30, show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace existing files.")
+def certs(out_dir: str, hosts: tuple[str, ...], days: int, overwrite: bool) -> None:
+    """Create a CA and scheduler/worker/client certificates for a test cluster.
+
+    \b
+    Then, e.g.:
+      dask scheduler --protocol tls --tls-ca-file DIR/ca.crt \\
+          --tls-cert DIR/scheduler.crt --tls-key DIR/scheduler.key
+      dask worker tls://HOST:8786 --tls-ca-file DIR/ca.crt \\
+          --tls-cert DIR/worker.crt --tls-key DIR/worker.key
+      sdcdist audit spec.yaml --out cube.zarr --scheduler tls://HOST:8786 \\
+          --tls-ca DIR/ca.crt --tls-cert DIR/client.crt --tls-key DIR/client.key
+
+    The CA's private key is not kept. For production use your own CA.
+    """
+    from .certs import make_certs
+    paths = make_certs(out_dir, hosts=hosts or ("localhost", "127.0.0.1"), days=days,
+                       overwrite=overwrite)
+    for name, p in paths.items():
+        click.echo(f"{name:16s} {p}")
 
 
 @main.command()

@@ -21,6 +21,9 @@ Coordinates: ``param_name`` (method) says what the parameter means;
 ``metric_kind`` (metric) is loss / utility / risk / score; ``ascending``
 (metric) is 1 when rank 1 goes to the smallest value; ``keyset_columns``
 (dataset, keyset) lists each key set's columns.
+Every array is Zstandard-compressed and CRC-32C checksummed; :func:`open_cube`
+reads all chunks once and reports a corrupted one (array and chunk) instead of
+returning its bytes as numbers.
 
 A cube of a single dataset opens (:func:`open_cube`) with ``dataset`` as a
 scalar coordinate, so its variables have the dimensions they always had and
@@ -45,6 +48,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from . import integrity
 from .errors import SdcInputError
 
 __all__ = ["Cube", "open_cube", "create_cube", "write_cell", "done_cells", "cell_table",
@@ -103,6 +107,7 @@ def open_cube(url: str, *, squeeze: bool = True) -> Cube:
                             f"({type(exc).__name__}); check the path") from None
     if "value" not in ds or "done" not in ds:
         raise SdcInputError(f"{str(url)!r} is a Zarr store but not an sdcdist cube")
+    integrity.verify_group(str(url))  # small: a corrupted chunk is reported here
     if squeeze and "dataset" in ds.dims and ds.sizes["dataset"] == 1:
         ds = ds.isel(dataset=0)
     return _as_cube(ds)
@@ -154,6 +159,8 @@ def create_cube(store: str, *, methods: Sequence[str], param_names: Sequence[str
         "flag": {"chunks": (1, 1, 1, K, 1)},
         "done": {"chunks": (1, 1, 1, 1)},
     }
+    for name in ds.variables:  # every array, coordinates too, is checksummed
+        encoding.setdefault(name, {})["compressors"] = integrity.compressors()
     ds.to_zarr(store, mode="w-", encoding=encoding, consolidated=False)
 
 

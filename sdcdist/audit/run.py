@@ -21,7 +21,6 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from ..errors import SdcInputError
 from ..masking import get_method
 from ..metrics import MeasureContext, default_keysets, get_metric
 from ..parallel import Runner
+from ..storage import local_path
 from .plan import Cell, plan_cells
 from .spec import AuditSpec, DatasetSpec, load_spec
 
@@ -240,7 +240,7 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
     t0 = time.perf_counter()
     if not isinstance(spec, AuditSpec):
         spec = load_spec(spec)
-    out = str(out)
+    out = local_path(str(out))
     data = []
     for ds in spec.datasets:
         md = load_dataset(spec, ds)
@@ -270,7 +270,11 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
 
     if todo:
         need = sorted({c.d for c in todo})
-        X = {d: runner.scatter(data[d][0].values) for d in need}
+        # A copy on every worker: one killed worker never loses the data the others need
+        # (task cells need it everywhere anyway); without a client, the in-process handle.
+        X = {d: (client.scatter(data[d][0].values, hash=False, broadcast=True)
+                 if client is not None else runner.scatter(data[d][0].values))
+             for d in need}
         mopts = {(d, m.name): _method_options(spec, data[d][0].columns, data[d][0].roles,
                                               m.name)
                  for d in need for m in spec.methods}
@@ -308,15 +312,60 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
                 for c in todo:
                     write(c, one(c))
             else:
-                nthreads = max(2, 2 * len(client.scheduler_info().get("workers", {})))
-                with ThreadPoolExecutor(max_workers=nthreads) as pool:
-                    pending = {pool.submit(one, c): c for c in todo}
-                    from concurrent.futures import as_completed as done_as_completed
-                    for fut in done_as_completed(pending):
-                        write(pending[fut], fut.result())
+                _drive_cells(client, todo, one, write)
     cubemod.set_attrs(out, finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return AuditResult(out, len(todo), len(cells) - len(todo), len(cells),
                        time.perf_counter() - t0, mode)
+
+
+def _drive_cells(client: Any, todo: list[Cell], one: Callable[[Cell], dict[str, np.ndarray]],
+                 write: Callable[[Cell, dict[str, np.ndarray]], None]) -> None:
+    """Drive ``distributed`` cells from a few daemon threads, writing each as it finishes.
+
+    The threads only wait on futures; this thread writes the cube and watches the
+    client. If the scheduler is lost (the client gives up reconnecting), the run stops
+    with a :class:`ConnectionError` instead of waiting for futures that will never
+    finish, and the daemon threads do not keep the process alive.
+    """
+    import queue
+    import threading
+    cells: queue.Queue = queue.Queue()
+    for c in todo:
+        cells.put(c)
+    results: queue.Queue = queue.Queue()
+
+    def work() -> None:
+        while True:
+            try:
+                c = cells.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results.put((c, one(c), None))
+            except BaseException as exc:  # handed to the driving thread
+                results.put((c, None, exc))
+    nthreads = max(2, 2 * len(client.scheduler_info().get("workers", {})))
+    for _ in range(min(nthreads, len(todo))):
+        threading.Thread(target=work, daemon=True, name="sdcdist-cells").start()
+    try:
+        for _ in todo:
+            while True:
+                try:
+                    c, res, exc = results.get(timeout=0.5)
+                    break
+                except queue.Empty:
+                    if client.status in ("closing", "closed"):
+                        raise ConnectionError("lost the connection to the Dask scheduler "
+                                              "(the client could not reconnect)") from None
+            if exc is not None:
+                raise exc
+            write(c, res)
+    finally:
+        while not cells.empty():  # stop the threads taking new cells
+            try:
+                cells.get_nowait()
+            except queue.Empty:
+                break
 
 
 def _bar(total: int, show: bool) -> Callable[[int], None]:

@@ -21,6 +21,8 @@ Several datasets: ``datasets:`` with a list of such mappings (each with its
 own ``name``); the cube gains a ``dataset`` dimension. ``reference: census``
 (or ``tarragona``) reads a CASC reference file through
 :func:`sdcdist.data.reference_file`.
+``path`` may be an fsspec URL (``s3://bucket/data.zarr``); credentials never
+go in a spec (a credential-like key is refused, see :mod:`sdcdist.storage`).
 
 Validation raises :class:`SdcInputError` naming the culprit: unknown keys,
 method or metric names (with the valid ones), out-of-range parameters,
@@ -39,6 +41,7 @@ from typing import Any
 from ..errors import SdcInputError, unknown_name_error
 from ..masking import get_method
 from ..metrics import DEFAULT_OPTIONS, expand_requirements, get_metric
+from ..storage import refuse_credentials
 
 __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec"]
 
@@ -120,6 +123,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
     """Validate a spec dict (as loaded from YAML) into an :class:`AuditSpec`."""
     if not isinstance(doc, Mapping):
         raise SdcInputError("the audit spec must be a mapping (YAML keys and values)")
+    refuse_credentials(doc)
     _unknown_keys("the spec", doc, _TOP)
     for req in ("methods", "metrics"):
         if req not in doc:

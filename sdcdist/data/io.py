@@ -1,7 +1,11 @@
 """Microdata I/O: ingest CSV/Parquet into Zarr, open lazily, load into memory.
 
 On disk a dataset is a Zarr group holding one float64 array ``values`` with
-dimensions ``(record, variable)``, chunked along records. The group's
+dimensions ``(record, variable)``, chunked along records, each chunk
+Zstandard-compressed and CRC-32C checksummed (a corrupted chunk raises
+:class:`~sdcdist.integrity.CorruptChunkError`). Stores may be local paths or
+fsspec URLs (``s3://``, ``gs://``, ``file://``, ``memory://``); credentials
+come from the environment (see :mod:`sdcdist.storage`). The group's
 attributes carry the variable names (``columns``), their roles (``roles``:
 ``{"key": [...], "confidential": [...]}``), the record count and the SHA-256
 of the source file.
@@ -21,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import integrity
 from ..errors import SdcInputError
 from .validate import ValueChecker, check_column_names, check_values
 
@@ -222,7 +227,7 @@ def _new_values_array(group: Any, n: int, m: int, chunk_rows: int) -> Any:
     rows = chunk_rows if n == 0 else max(1, min(chunk_rows, n))
     return group.create_array("values", shape=(n, m), chunks=(rows, m),
                               dtype="float64", dimension_names=("record", "variable"),
-                              fill_value=np.nan)
+                              fill_value=np.nan, compressors=integrity.compressors())
 
 
 class _Staging:
@@ -390,7 +395,8 @@ class StoredArray:
         return self._arr
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        return np.asarray(self._array()[key], dtype=np.float64)
+        return np.asarray(integrity.read(self._array(), key, store=self.url, name="values"),
+                          dtype=np.float64)
 
     def __getstate__(self) -> dict:
         return {"url": self.url, "shape": self.shape}
@@ -429,7 +435,8 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
     if is_store(source):
         group = _store_group(source)
         names = tuple(group.attrs["columns"])
-        values = np.asarray(group["values"][:], dtype=np.float64)
+        values = np.asarray(integrity.read(group["values"], store=str(source), name="values"),
+                            dtype=np.float64)
         md = Microdata(values, names, dict(group.attrs.get("roles", {})),
                        group.attrs.get("sha256"))
         if columns is not None:
