@@ -466,7 +466,8 @@ def _load_with_id(path: str, id_column: str | None, what: str) -> tuple[Any, Any
 @scheduler_option
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
-         seed: int, local: bool, scheduler: str | None, workers: int | None) -> None:
+         seed: int, local: bool, scheduler: str | None, workers: int | None,
+         tls_ca: str | None, tls_cert: str | None, tls_key: str | None) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
     The two files may differ in size and in which records and columns they
@@ -504,7 +505,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     if local:
         res = measure(a.values, b.values, names, **common)
     else:
-        with cluster_client(scheduler, workers, quiet=True) as client:
+        with cluster_client(scheduler, workers, quiet=True,
+                        security=make_security(tls_ca, tls_cert, tls_key)) as client:
             res = measure(a.values, b.values, names, client=client, **common)
     click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
                f"truth: {'column ' + repr(id_column) if id_column else 'row order'}")
@@ -554,7 +556,8 @@ def _open_input(path: str, what: str) -> tuple[Any, tuple[str, ...]]:
 @scheduler_option
 def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                 keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
-                local: bool, scheduler: str | None, workers: int | None) -> None:
+                local: bool, scheduler: str | None, workers: int | None,
+                tls_ca: str | None, tls_cert: str | None, tls_key: str | None) -> None:
     """Measure information loss, utility (and risk) of MASKED against ORIGINAL.
 
     Both files must have the same records in the same order and the same
@@ -582,7 +585,8 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     if local:
         res = measure(A, B, names, **kw)
     else:
-        with cluster_client(scheduler, workers, quiet=True) as client:
+        with cluster_client(scheduler, workers, quiet=True,
+                        security=make_security(tls_ca, tls_cert, tls_key)) as client:
             res = measure(A, B, names, client=client, **kw)
     if as_json:
         out = {n: {"value": None if r.value != r.value else r.value, "kind": REGISTRY[n].kind,
@@ -797,7 +801,8 @@ def query(cube: str, where_: str | None, sort: str | None, top: int | None,
 def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
               tol: float | None, max_iter: int, out: str | None, overwrite: bool,
               csv_out: str | None, markdown_out: str | None, html_out: str | None,
-              scheduler: str | None, workers: int | None) -> None:
+              scheduler: str | None, workers: int | None, tls_ca: str | None,
+              tls_cert: str | None, tls_key: str | None) -> None:
     """Compare methods at equal risk (or equal utility), as Domingo-Ferrer, Ricci and Soria.
 
     For each method of SPEC, its `params` are a coarse grid: the target is
@@ -819,7 +824,8 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     def said(stage: str, n: int) -> None:
         what = "parameter(s) measured with every metric" if stage == "final" else "probe(s)"
         click.echo(f"{stage}: {n} {what} x replicates", err=True)
-    with cluster_client(scheduler, workers) as client:
+    with cluster_client(scheduler, workers,
+                        security=make_security(tls_ca, tls_cert, tls_key)) as client:
         res = run_calibrate(s, metric=metric, target=target, mode=mode, out=out,
                             client=client, tol=tol, max_iter=max_iter, overwrite=overwrite,
                             on_round=said)
@@ -945,7 +951,8 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
          compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
          block_on: str | None, out: str, overwrite: bool, scheduler: str | None,
-         workers: int | None) -> None:
+         workers: int | None, tls_ca: str | None, tls_cert: str | None,
+         tls_key: str | None) -> None:
     """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
 
     Both files are CSV, Parquet or Zarr stores and may differ in size (e.g. an
@@ -963,7 +970,8 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         raise SdcInputError(f"{out!r} exists; use --overwrite to replace it")
     A = load_microdata(original)
     B = load_microdata(masked)
-    with cluster_client(scheduler, workers, quiet=True) as client:
+    with cluster_client(scheduler, workers, quiet=True,
+                        security=make_security(tls_ca, tls_cert, tls_key)) as client:
         res = link_files(A, B, _split(keys), id_column=id_column,
                          categorical=_split(categorical) if categorical else (),
                          method=compare, t=_tolerances(t_text), top_c=top_c,

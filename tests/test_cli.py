@@ -1,9 +1,6 @@
-"""The command line: exit codes, messages, the ingest -> audit -> report -> plot path;
-`sdcdist measure`."""
+"""The command line: exit codes, messages, the ingest -> audit -> report -> plot path."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pandas as pd
@@ -12,8 +9,6 @@ import yaml
 from click.testing import CliRunner
 
 from sdcdist.cli import main
-from sdcdist.data import from_array, write_microdata
-from sdcdist.metrics import measure
 
 
 @pytest.fixture
@@ -114,53 +109,3 @@ def test_risk_command(run, tmp_path, rng):
     assert res.exit_code == 2 and "share no key columns" in res.output
     res = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "IL1s", "--local")
     assert res.exit_code == 2 and "loss metric" in res.output
-
-
-# ---------------------------------------------------------------------------
-# sdcdist measure
-
-@pytest.fixture
-def files(tmp_path, small, rng):
-    Y = small * np.exp(0.1 * rng.standard_normal(small.shape))
-    cols = ["a", "b", "c", "d"]
-    pd.DataFrame(small, columns=cols).to_csv(tmp_path / "x.csv", index=False)
-    pd.DataFrame(Y, columns=cols).to_csv(tmp_path / "y.csv", index=False)
-    write_microdata(from_array(Y, cols), str(tmp_path / "y.zarr"))
-    pd.DataFrame(Y, columns=["a", "b", "c", "e"]).to_csv(tmp_path / "e.csv", index=False)
-    return tmp_path, small, Y
-
-
-def test_measure_json_matches_library(files):
-    tmp, X, Y = files
-    r = CliRunner().invoke(main, ["measure", str(tmp / "x.csv"), str(tmp / "y.zarr"), "--local",
-                                  "-m", "IL1s,X_MV", "--metric", "brMAE", "--json"])
-    assert r.exit_code == 0, r.output
-    got = json.loads(r.output)
-    ref = measure(X, Y, ["IL1s", "X_MV", "brMAE"], columns=list("abcd"))
-    assert set(got) == {"IL1s", "X_MV", "brMAE"}
-    for k, v in ref.items():
-        assert got[k]["value"] == pytest.approx(v.value, rel=1e-12)
-        assert got[k]["excluded"] == v.excluded
-
-
-def test_measure_table_default_catalogue(files):
-    tmp, X, Y = files
-    r = CliRunner().invoke(main, ["measure", str(tmp / "x.csv"), str(tmp / "y.csv"), "--local"])
-    assert r.exit_code == 0, r.output
-    lines = r.output.strip().splitlines()
-    assert lines[0].split() == ["metric", "kind", "value", "excluded", "flag"]
-    names = [ln.split()[0] for ln in lines[1:]]
-    assert {"X_MSE", "R_MV", "IL", "s2", "brMSE", "PS", "PS2", "EMD", "EMD1"} <= set(names)
-    assert "DLD" not in names
-
-
-@pytest.mark.parametrize("args,msg", [
-    (["x.csv", "e.csv"], "columns"),
-    (["x.csv", "y.csv", "-m", "NOPE"], "Unknown metric 'NOPE'"),
-    (["x.csv", "missing.csv"], "does not exist"),
-])
-def test_measure_user_errors(files, args, msg):
-    tmp, _, _ = files
-    argv = ["measure", *[str(tmp / a) if a.endswith(".csv") else a for a in args], "--local"]
-    r = CliRunner().invoke(main, argv)
-    assert r.exit_code == 2 and msg in r.output
