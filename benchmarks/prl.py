@@ -81,7 +81,8 @@ def run_sdcdist(n: int, workers: int) -> dict:
             "timings": i["timings"],
             "pairs": i["pairs_compared"], "reid": 100.0 * res.correct / n,
             "pld20": 100.0 * res.correct20 / n,
-            "mem": {"client": _maxrss_mib(), "scheduler": rss_s,
+            # the LocalCluster's scheduler lives in the client process
+            "mem": {"client+scheduler": max(_maxrss_mib(), rss_s),
                     **{f"worker{k}": v for k, v in enumerate(rss_w.values())}},
             "note": f"{i['assignment']} assignment, EM {i['em_iterations']} it, "
                     f"P(M)={i['p_match']:.2e}, true in top-20 {i['true_in_candidates']}"}

@@ -8,7 +8,8 @@ The public facade. Modules each do one thing:
 - :mod:`sdcdist.linkage`   record-linkage kernels and their Dask drivers
 - :mod:`sdcdist.parallel`  how work is spread over the cluster
 - :mod:`sdcdist.audit`     audit specs, plans, runs
-- :mod:`sdcdist.cube`      the result cube
+- :mod:`sdcdist.cube`      the result cube and its query helpers (best, pareto, at_risk, ranks)
+- :mod:`sdcdist.query`     the small filter language of ``sdcdist query --where``
 - :mod:`sdcdist.report`    ranking tables and plots
 """
 

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import click
@@ -662,6 +663,35 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None, scheduler
                f"[{res.mode} cells]")
 
 
+def _write_tables(table: Any, outputs: dict[str, str | None], title: str,
+                  dataset: str | None, several: bool) -> None:
+    from .report import write_table
+    for path in outputs.values():
+        if not path:
+            continue
+        if several and dataset:
+            stem, dot, ext = path.rpartition(".")
+            path = f"{stem}-{dataset}.{ext}" if dot else f"{path}-{dataset}"
+        write_table(table, path, title=title)
+        click.echo(f"table written to {path}", err=True)
+
+
+def _datasets(cube: Any, dataset: str | None) -> list[str | None]:
+    from .cube import dataset_names, select_dataset
+    if dataset is not None:
+        select_dataset(cube, dataset)      # checks the name
+        return [dataset]
+    names = dataset_names(cube)
+    return [None] if len(names) == 1 or "dataset" not in cube.dims else list(names)
+
+
+def table_outputs(f: Any) -> Any:
+    for opt, what in (("html", "HTML"), ("markdown", "Markdown"), ("csv", "CSV")):
+        f = click.option(f"--{opt}", f"{opt}_out", default=None, metavar="FILE",
+                         help=f"Also write the table as {what}.")(f)
+    return f
+
+
 @main.command()
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Directory for ca.crt and <role>.crt / <role>.key.")
@@ -693,42 +723,190 @@ def certs(out_dir: str, hosts: tuple[str, ...], days: int, overwrite: bool) -> N
 
 @main.command()
 @click.argument("cube")
-@click.option("--by", required=True, help="Metric to sort by (rank 1 first).")
+@click.option("--by", required=True, help="Metric to sort by, e.g. Score (rank 1 first).")
 @click.option("--metrics", "metric_list", default=None, metavar="A,B,...",
-              help="Metrics to show (default: all in the cube).")
+              help="Metrics to show (default: the parts of the score --by, else all).")
 @click.option("--top", type=click.IntRange(1), default=None, help="Show only the best N cells.")
-@click.option("--csv", "csv_out", default=None, help="Also write the table as CSV.")
-def report(cube: str, by: str, metric_list: str | None, top: int | None,
-           csv_out: str | None) -> None:
-    """Print a ranking table: each cell's metrics (mean over replicates) and their ranks.
+@click.option("--dataset", default=None,
+              help="Dataset of a multi-dataset cube (default: one table per dataset).")
+@table_outputs
+def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset: str | None,
+           csv_out: str | None, markdown_out: str | None, html_out: str | None) -> None:
+    """Print a ranking table like Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra.
 
-    Rank 1 is the lowest loss or the lowest risk; ties share the average rank.
+    Each cell's metrics (mean over replicates) and their ranks across all
+    (method, param) cells; rank 1 is the lowest loss or the lowest risk; ties
+    share the average rank; cells without a value get no rank.
     """
     from .cube import open_cube
     from .report import format_table, ranking_table
-    table = ranking_table(open_cube(cube), by=by,
-                          metrics=_split(metric_list) if metric_list else None)
-    if top:
-        table = table.head(top)
-    click.echo(format_table(table))
-    if csv_out:
-        table.to_csv(csv_out)
-        click.echo(f"table written to {csv_out}", err=True)
+    c = open_cube(cube)
+    names = _datasets(c, dataset)
+    for d in names:
+        table = ranking_table(c, by=by, metrics=_split(metric_list) if metric_list else None,
+                              dataset=d)
+        if top:
+            table = table.head(top)
+        if len(names) > 1:
+            click.echo(f"\n== dataset {d}")
+        click.echo(format_table(table))
+        _write_tables(table, {"csv": csv_out, "md": markdown_out, "html": html_out},
+                      f"{Path(cube).name}: cells ranked by {by}" + (f" ({d})" if d else ""),
+                      d, len(names) > 1)
 
 
 @main.command()
 @click.argument("cube")
-@click.option("--risk", required=True, help="Risk metric for the y axis (e.g. DLD).")
-@click.option("--loss", required=True, help="Loss metric for the x axis (e.g. IL1s).")
-@click.option("-o", "--out", required=True, help="Image to write (.png or .svg).")
-def plot(cube: str, risk: str, loss: str, out: str) -> None:
-    """Plot risk against loss for every method, with the Pareto front marked."""
-    from .cube import open_cube
-    from .report import plot_tradeoff
-    if not out.lower().endswith((".png", ".svg")):
-        raise SdcInputError(f"cannot tell the image format of {out!r}; use .png or .svg")
-    plot_tradeoff(open_cube(cube), risk=risk, loss=loss, out=out)
+@click.option("--where", "where_", default=None, metavar="FILTER",
+              help='Keep cells matching FILTER, e.g. "DLD < 5 and (IL < 20 or ID1 <= 40)": '
+                   "comparisons of metric names with numbers joined by and/or.")
+@click.option("--sort", default=None, metavar="METRIC", help="Sort by this metric, best first.")
+@click.option("--top", type=click.IntRange(1), default=None, help="Show only the first N.")
+@click.option("--metrics", "metric_list", default=None, metavar="A,B,...",
+              help="Metrics to show (default: all).")
+@click.option("--dataset", default=None,
+              help="Dataset of a multi-dataset cube (default: each in turn).")
+@table_outputs
+def query(cube: str, where_: str | None, sort: str | None, top: int | None,
+          metric_list: str | None, dataset: str | None, csv_out: str | None,
+          markdown_out: str | None, html_out: str | None) -> None:
+    """Select cells of a cube by their metrics (means over replicates).
+
+    The filter language is deliberately small: METRIC OP NUMBER (OP one of
+    < <= > >= == !=), joined by and/or, with optional parentheses; anything
+    else is refused.
+    """
+    from .cube import check_metrics, open_cube
+    from .query import query as run_query
+    from .report import format_table
+    c = open_cube(cube)
+    shown = _split(metric_list) if metric_list else [str(m) for m in c["metric"].values]
+    check_metrics(c, shown)
+    names = _datasets(c, dataset)
+    for d in names:
+        t = run_query(c, where_=where_, sort=sort, top=top, dataset=d)
+        t = t[["param_name", *shown]]
+        if len(names) > 1:
+            click.echo(f"\n== dataset {d}")
+        click.echo(format_table(t) if len(t) else "no cell matches")
+        _write_tables(t, {"csv": csv_out, "md": markdown_out, "html": html_out},
+                      f"{Path(cube).name}: query", d, len(names) > 1)
+
+
+@main.command()
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.option("--risk", "risk", default=None, metavar="METRIC",
+              help="Compare at equal risk: the risk metric to calibrate (e.g. RR, DLD).")
+@click.option("--utility", "utility", default=None, metavar="METRIC",
+              help="Compare at equal utility: the utility/loss metric to calibrate (e.g. PS).")
+@click.option("--target", type=float, required=True, help="The level to reach (mean over "
+              "replicates).")
+@click.option("--tol", type=float, default=None,
+              help="Absolute tolerance on the mean (default 1 %% of |target|).")
+@click.option("--max-iter", type=click.IntRange(1, 200), default=20, show_default=True,
+              help="Bisection rounds at most.")
+@click.option("--out", default=None, help="Zarr store for the calibration cube.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out.")
+@table_outputs
+@scheduler_option
+def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
+              tol: float | None, max_iter: int, out: str | None, overwrite: bool,
+              csv_out: str | None, markdown_out: str | None, html_out: str | None,
+              scheduler: str | None, workers: int | None, security: Any) -> None:
+    """Compare methods at equal risk (or equal utility), as Domingo-Ferrer, Ricci and Soria.
+
+    For each method of SPEC, its `params` are a coarse grid: the target is
+    bracketed there, then found by bisection (continuous parameters, each probe
+    averaged over the spec's replicates) or as the nearest feasible value
+    (integer parameters). The spec's metrics are measured at the calibrated
+    parameters and the methods ranked by them. A method that never reaches the
+    target is reported as unreachable with the range it reaches.
+    """
+    from .audit import load_spec
+    from .audit.calibrate import STATUS, calibrate as run_calibrate, check_request
+    from .report import format_table
+    if (risk is None) == (utility is None):
+        raise SdcInputError("give exactly one of --risk METRIC or --utility METRIC")
+    s = load_spec(spec)
+    mode, metric = ("risk", risk) if risk else ("utility", utility)
+    check_request(s, metric, mode, target)
+
+    def said(stage: str, n: int) -> None:
+        what = "parameter(s) measured with every metric" if stage == "final" else "probe(s)"
+        click.echo(f"{stage}: {n} {what} x replicates", err=True)
+    with cluster_client(scheduler, workers, security=security) as client:
+        res = run_calibrate(s, metric=metric, target=target, mode=mode, out=out,
+                            client=client, tol=tol, max_iter=max_iter, overwrite=overwrite,
+                            on_round=said)
+    t = res.table
+    tol_used = tol if tol is not None else (0.01 * abs(target) if target else 1e-3)
+    click.echo(f"{metric} = {target:g} (tolerance {tol_used:.3g}, mean over up to "
+               f"{s.replicates} replicate(s)); {res.probes} masked files in "
+               f"{res.seconds:.1f} s")
+    click.echo(format_table(t, digits=4))
+    for st in sorted(set(t["status"]) - {"ok"}):
+        click.echo(f"  {st}: {STATUS[st]}")
+    _write_tables(t, {"csv": csv_out, "md": markdown_out, "html": html_out},
+                  f"methods at {metric} = {target:g}", None, False)
+    if out:
+        click.echo(f"calibration cube written to {out}", err=True)
+
+
+@main.command()
+@click.argument("cube")
+@click.option("--kind", type=click.Choice(["tradeoff", "curves", "ranks"]),
+              default="tradeoff", show_default=True,
+              help="tradeoff: --risk against --loss with the Pareto front; curves: --metric "
+                   "against each method's parameter; ranks: heatmap of the ranks of --metrics.")
+@click.option("--risk", default=None, help="tradeoff: metric for the y axis (e.g. DLD).")
+@click.option("--loss", default=None, help="tradeoff: metric for the x axis (e.g. IL1s).")
+@click.option("--metric", default=None, help="curves: the metric to plot (e.g. RR).")
+@click.option("--target", type=float, default=None, help="curves: draw this level.")
+@click.option("--metrics", "metric_list", default=None, metavar="A,B,...",
+              help="ranks: the metrics (default all).")
+@click.option("--by", default=None, help="ranks: sort cells by this metric.")
+@click.option("--top", type=click.IntRange(1), default=None, help="ranks: best N cells only.")
+@click.option("--dataset", default=None, help="Dataset of a multi-dataset cube.")
+@click.option("-o", "--out", required=True, help="Image to write (.png, .svg or .pdf).")
+def plot(cube: str, kind: str, risk: str | None, loss: str | None, metric: str | None,
+         target: float | None, metric_list: str | None, by: str | None, top: int | None,
+         dataset: str | None, out: str) -> None:
+    """Plot a cube: risk-loss trade-off, per-method curves, or a heatmap of ranks.
+
+    CUBE may also be a calibration cube (from `sdcdist calibrate --out`) for
+    --kind curves: its probes are drawn and the calibrated parameters marked.
+    """
+    from . import report as rp
+    if kind == "curves" and metric is None:
+        raise SdcInputError("--kind curves needs --metric (e.g. --metric RR)")
+    if kind == "tradeoff" and (risk is None or loss is None):
+        raise SdcInputError("--kind tradeoff needs --risk and --loss (e.g. --risk DLD "
+                            "--loss IL1s)")
+    c = _open_any(cube) if kind == "curves" else _open(cube)
+    if kind == "tradeoff":
+        rp.plot_tradeoff(c, risk=risk, loss=loss, out=out, dataset=dataset)
+    elif kind == "curves":
+        rp.plot_risk_curves(c, metric=metric, out=out, target=target, dataset=dataset)
+    else:
+        rp.plot_rank_heatmap(c, out=out, metrics=_split(metric_list) if metric_list else None,
+                             by=by, top=top, dataset=dataset)
     click.echo(f"plot written to {out}")
+
+
+def _open(cube: str) -> Any:
+    from .cube import open_cube
+    return open_cube(cube)
+
+
+def _open_any(cube: str) -> Any:
+    """An audit cube or a calibration cube."""
+    import zarr
+    from .audit.calibrate import open_calibration
+    try:
+        is_cal = "calibrated_param" in zarr.open_group(cube, mode="r")
+    except Exception:
+        is_cal = False
+    return open_calibration(cube) if is_cal else _open(cube)
 
 
 # ---------------------------------------------------------------------------

@@ -2,27 +2,34 @@
 
 Schema
 ------
-Dimensions ``method``, ``param``, ``metric``, ``replicate`` and ``keyset``.
+Dimensions ``dataset``, ``method``, ``param``, ``metric``, ``replicate`` and
+``keyset``.
 
-``value`` (method, param, metric, replicate), float64
+``value`` (dataset, method, param, metric, replicate), float64
     The measurement; NaN where a method has no such parameter value, where a
     deterministic method has no replicate > 0, or where a cell is not done yet.
-``keyset_value`` (method, param, metric, replicate, keyset), float64
+``keyset_value`` (dataset, method, param, metric, replicate, keyset), float64
     Per-key-set detail of linkage metrics (``value`` is their mean).
-``excluded`` (method, param, metric, replicate), int32
+``excluded`` (dataset, method, param, metric, replicate), int32
     Terms left out of an average (zero denominators); -1 where not measured.
-``flag`` (method, param, metric, replicate), int8
+``flag`` (dataset, method, param, metric, replicate), int8
     1 when an approximation or restriction was used (sparse assignment,
     blocking), 0 for the exact computation, -1 where not measured.
-``done`` (method, param, replicate), int8
+``done`` (dataset, method, param, replicate), int8
     1 once the cell's values are all written (what a resumed audit skips).
 Coordinates: ``param_name`` (method) says what the parameter means;
 ``metric_kind`` (metric) is loss / utility / risk / score; ``ascending``
 (metric) is 1 when rank 1 goes to the smallest value; ``keyset_columns``
-(keyset) lists each key set's columns.
+(dataset, keyset) lists each key set's columns.
 Every array is Zstandard-compressed and CRC-32C checksummed; :func:`open_cube`
 reads all chunks once and reports a corrupted one (array and chunk) instead of
 returning its bytes as numbers.
+
+A cube of a single dataset opens (:func:`open_cube`) with ``dataset`` as a
+scalar coordinate, so its variables have the dimensions they always had and
+``cube.sel(method="rankswap", param=15, metric="DLD").mean("replicate")`` is
+a single number; a cube of several datasets keeps the ``dataset`` dimension
+(``cube.sel(dataset="census", ...)``).
 Attributes: ``spec`` (JSON), ``spec_sha256``, ``datasets`` (JSON fingerprints),
 ``versions`` (JSON), ``conventions`` (JSON), ``started``, ``finished``.
 
@@ -45,7 +52,8 @@ from . import integrity
 from .errors import SdcInputError
 
 __all__ = ["Cube", "open_cube", "create_cube", "write_cell", "done_cells", "cell_table",
-           "CONVENTIONS"]
+           "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
+           "crossing", "metric_ascending", "CONVENTIONS"]
 
 #: The decisions of CATALOG.md where the papers are ambiguous, recorded in every cube.
 CONVENTIONS = {
@@ -86,8 +94,12 @@ def _as_cube(ds: xr.Dataset) -> Cube:
     return Cube(ds.data_vars, coords=ds.coords, attrs=ds.attrs)
 
 
-def open_cube(url: str) -> Cube:
-    """Open a cube lazily (Dask-backed) from a path or fsspec URL."""
+def open_cube(url: str, *, squeeze: bool = True) -> Cube:
+    """Open a cube lazily (Dask-backed) from a path or fsspec URL.
+
+    With ``squeeze`` (the default) a cube of one dataset opens with
+    ``dataset`` as a scalar coordinate instead of a dimension of length 1.
+    """
     try:
         ds = xr.open_zarr(str(url), consolidated=False)
     except Exception as exc:
@@ -96,42 +108,56 @@ def open_cube(url: str) -> Cube:
     if "value" not in ds or "done" not in ds:
         raise SdcInputError(f"{str(url)!r} is a Zarr store but not an sdcdist cube")
     integrity.verify_group(str(url))  # small: a corrupted chunk is reported here
+    if squeeze and "dataset" in ds.dims and ds.sizes["dataset"] == 1:
+        ds = ds.isel(dataset=0)
     return _as_cube(ds)
 
 
 def create_cube(store: str, *, methods: Sequence[str], param_names: Sequence[str],
                 params: Sequence[float], metrics: Sequence[str], metric_kinds: Sequence[str],
                 ascending: Sequence[bool], replicates: int,
-                keysets: Sequence[Sequence[str]], attrs: Mapping[str, Any]) -> None:
-    """Write an empty cube (all NaN, nothing done) with its coordinates and attributes."""
-    M, P, K, R, S = len(methods), len(params), len(metrics), replicates, max(len(keysets), 1)
-    dims4 = ("method", "param", "metric", "replicate")
+                keysets: Sequence[Sequence[str]] | Mapping[str, Sequence[Sequence[str]]],
+                attrs: Mapping[str, Any], datasets: Sequence[str] = ("data",)) -> None:
+    """Write an empty cube (all NaN, nothing done) with its coordinates and attributes.
+
+    ``keysets`` is one list of key sets for every dataset, or a mapping
+    dataset name -> its key sets.
+    """
+    ks = {d: [list(k) for k in (keysets[d] if isinstance(keysets, Mapping) else keysets)]
+          for d in datasets}
+    D, M, P, K, R = len(datasets), len(methods), len(params), len(metrics), replicates
+    S = max([len(v) for v in ks.values()] + [1])
+    columns = np.array([[",".join(k) for k in ks[d]] + [""] * (S - len(ks[d]))
+                        for d in datasets], dtype=object)
+    dims5 = ("dataset", "method", "param", "metric", "replicate")
     ds = xr.Dataset(
         {
-            "value": (dims4, np.full((M, P, K, R), np.nan)),
-            "keyset_value": (dims4 + ("keyset",), np.full((M, P, K, R, S), np.nan)),
-            "excluded": (dims4, np.full((M, P, K, R), -1, dtype=np.int32)),
-            "flag": (dims4, np.full((M, P, K, R), -1, dtype=np.int8)),
-            "done": (("method", "param", "replicate"), np.zeros((M, P, R), dtype=np.int8)),
+            "value": (dims5, np.full((D, M, P, K, R), np.nan)),
+            "keyset_value": (dims5 + ("keyset",), np.full((D, M, P, K, R, S), np.nan)),
+            "excluded": (dims5, np.full((D, M, P, K, R), -1, dtype=np.int32)),
+            "flag": (dims5, np.full((D, M, P, K, R), -1, dtype=np.int8)),
+            "done": (("dataset", "method", "param", "replicate"),
+                     np.zeros((D, M, P, R), dtype=np.int8)),
         },
         coords={
+            "dataset": _strings(datasets),
             "method": _strings(methods), "param": np.asarray(params, dtype=np.float64),
             "metric": _strings(metrics), "replicate": np.arange(R),
             "keyset": np.arange(S),
             "param_name": ("method", _strings(param_names)),
             "metric_kind": ("metric", _strings(metric_kinds)),
             "ascending": ("metric", np.asarray(ascending, dtype=np.int8)),
-            "keyset_columns": ("keyset", _strings([",".join(k) for k in keysets] or [""])),
+            "keyset_columns": (("dataset", "keyset"), columns),
         },
         attrs={k: (json.dumps(v, sort_keys=True) if not isinstance(v, str) else v)
                for k, v in attrs.items()},
     )
     encoding = {
-        "value": {"chunks": (1, 1, K, 1)},
-        "keyset_value": {"chunks": (1, 1, K, 1, S)},
-        "excluded": {"chunks": (1, 1, K, 1)},
-        "flag": {"chunks": (1, 1, K, 1)},
-        "done": {"chunks": (1, 1, 1)},
+        "value": {"chunks": (1, 1, 1, K, 1)},
+        "keyset_value": {"chunks": (1, 1, 1, K, 1, S)},
+        "excluded": {"chunks": (1, 1, 1, K, 1)},
+        "flag": {"chunks": (1, 1, 1, K, 1)},
+        "done": {"chunks": (1, 1, 1, 1)},
     }
     for name in ds.variables:  # every array, coordinates too, is checksummed
         encoding.setdefault(name, {})["compressors"] = integrity.compressors()
@@ -149,18 +175,23 @@ def _group(store: str, mode: str = "r+") -> Any:
 
 
 def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
-               keyset_values: np.ndarray, excluded: np.ndarray, flags: np.ndarray) -> None:
-    """Write one cell's metric vectors, then mark it done (so a kill never leaves it half)."""
+               keyset_values: np.ndarray, excluded: np.ndarray, flags: np.ndarray,
+               d: int = 0) -> None:
+    """Write one cell's metric vectors, then mark it done (so a kill never leaves it half).
+
+    ``d``, ``m``, ``p``, ``r`` index the dataset, method, parameter and replicate.
+    """
     g = _group(store) if isinstance(store, str) else store
-    g["value"][m, p, :, r] = values
-    g["keyset_value"][m, p, :, r, :] = keyset_values
-    g["excluded"][m, p, :, r] = excluded
-    g["flag"][m, p, :, r] = flags
-    g["done"][m, p, r] = 1
+    g["value"][d, m, p, :, r] = values
+    ks = np.asarray(keyset_values)
+    g["keyset_value"][d, m, p, :, r, :ks.shape[1]] = ks
+    g["excluded"][d, m, p, :, r] = excluded
+    g["flag"][d, m, p, :, r] = flags
+    g["done"][d, m, p, r] = 1
 
 
 def done_cells(store: str) -> np.ndarray:
-    """The ``done`` array (method, param, replicate) as int8."""
+    """The ``done`` array (dataset, method, param, replicate) as int8."""
     return np.asarray(_group(store, "r")["done"][:])
 
 
@@ -170,8 +201,67 @@ def set_attrs(store: str, **attrs: Any) -> None:
                     for k, v in attrs.items()})
 
 
-def cell_table(cube: xr.Dataset, *, reduce: str = "mean") -> pd.DataFrame:
+# ---------------------------------------------------------------------------
+# selecting and tabulating
+
+
+def dataset_names(cube: xr.Dataset) -> list[str]:
+    """The datasets of a cube (one name for a single-dataset cube)."""
+    if "dataset" not in cube.coords:
+        return [str(d.get("name", "data")) for d in json.loads(cube.attrs.get("datasets", "[]"))
+                ] or ["data"]
+    return [str(d) for d in np.atleast_1d(cube["dataset"].values)]
+
+
+def select_dataset(cube: xr.Dataset, dataset: str | None = None) -> xr.Dataset:
+    """The part of ``cube`` for one dataset (no ``dataset`` dimension).
+
+    ``dataset`` may be omitted when the cube has a single dataset.
+    """
+    names = dataset_names(cube)
+    if "dataset" not in cube.dims:
+        if dataset is not None and dataset not in names:
+            raise SdcInputError(f"the cube has no dataset {dataset!r}. Datasets in this cube: "
+                                f"{', '.join(names)}.")
+        return cube
+    if dataset is None:
+        if len(names) > 1:
+            raise SdcInputError(f"the cube holds {len(names)} datasets ({', '.join(names)}); "
+                                "choose one (dataset=... / --dataset)")
+        dataset = names[0]
+    if dataset not in names:
+        raise SdcInputError(f"the cube has no dataset {dataset!r}. Datasets in this cube: "
+                            f"{', '.join(names)}.")
+    out = cube.sel(dataset=dataset)
+    return _as_cube(out) if not isinstance(out, Cube) else out
+
+
+def check_metrics(cube: xr.Dataset, names: Sequence[str]) -> None:
+    """Raise :class:`SdcInputError` naming a metric the cube does not have."""
+    have = [str(m) for m in cube["metric"].values]
+    for n in names:
+        if n not in have:
+            raise SdcInputError(f"the cube has no metric {n!r}. Metrics in this cube: "
+                                f"{', '.join(have)}.")
+
+
+def metric_ascending(cube: xr.Dataset) -> dict[str, bool]:
+    """metric -> True when its smallest value is best (lowest loss / lowest risk)."""
+    return dict(zip([str(m) for m in cube["metric"].values],
+                    [bool(a) for a in np.asarray(cube["ascending"].values)]))
+
+
+def cell_table(cube: xr.Dataset, *, dataset: str | None = None,
+               reduce: str = "mean") -> pd.DataFrame:
     """One row per (method, param) cell that has values: metrics averaged over replicates.
+
+    Parameters
+    ----------
+    cube : the result cube
+    dataset : str, optional
+        Which dataset (needed only when the cube holds several).
+    reduce : {"mean", "median"}
+        How replicates are combined.
 
     Returns
     -------
@@ -179,6 +269,7 @@ def cell_table(cube: xr.Dataset, *, reduce: str = "mean") -> pd.DataFrame:
         Index (method, param); columns the metrics; plus ``param_name`` and
         ``replicates`` (how many replicates were averaged).
     """
+    cube = select_dataset(cube, dataset)
     v = cube["value"].load()
     agg = v.mean("replicate", skipna=True) if reduce == "mean" else v.median("replicate")
     reps = cube["done"].sum("replicate").load()
@@ -197,3 +288,226 @@ def cell_table(cube: xr.Dataset, *, reduce: str = "mean") -> pd.DataFrame:
     if df.empty:
         return df
     return df.set_index(["method", "param"])
+
+
+def _table(cube: xr.Dataset, dataset: str | None, names: Sequence[str]) -> pd.DataFrame:
+    check_metrics(cube, names)
+    t = cell_table(cube, dataset=dataset)
+    if t.empty:
+        raise SdcInputError("the cube has no finished cells yet; run the audit first")
+    return t
+
+
+# ---------------------------------------------------------------------------
+# query helpers
+
+
+def ranks(cube: xr.Dataset, metrics: Sequence[str] | None = None, *,
+          dataset: str | None = None) -> pd.DataFrame:
+    """Each metric's rank across all (method, param) cells (replicate means).
+
+    Rank 1 is the lowest loss / lowest risk (the largest value for metrics with
+    ``ascending = 0``, such as RR); ties share the average rank; cells where a
+    metric is NaN get no rank and do not count.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index (method, param); one column of ranks per metric.
+
+    Examples
+    --------
+    >>> cube = example_cube()
+    >>> ranks(cube, ["DLD", "IL1s"])
+                       DLD  IL1s
+    method   param
+    noise    0.1       3.0   2.0
+             0.2       1.5   4.0
+    rankswap 5.0       4.0   1.0
+             10.0      1.5   3.0
+    """
+    names = list(metrics) if metrics else [str(m) for m in cube["metric"].values]
+    t = _table(cube, dataset, names)
+    asc = metric_ascending(cube)
+    return pd.DataFrame({m: t[m].rank(ascending=asc[m], method="average", na_option="keep")
+                         for m in names}, index=t.index)
+
+
+def best(cube: xr.Dataset, by: str, *, n: int | None = 5, per_method: bool = False,
+         dataset: str | None = None) -> pd.DataFrame:
+    """The best cells by metric ``by`` (replicate means), best first.
+
+    Parameters
+    ----------
+    by : str
+        A metric of the cube; its ``ascending`` coordinate says which end is best.
+    n : int or None
+        How many rows to return (``None``: all).
+    per_method : bool
+        Keep only each method's best parameter.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of :func:`cell_table`, sorted (NaN last).
+
+    Examples
+    --------
+    >>> best(example_cube(), "DLD", n=2)[["DLD", "IL1s"]]
+                     DLD  IL1s
+    method   param
+    noise    0.2     2.0   0.4
+    rankswap 10.0    2.0   0.3
+    >>> best(example_cube(), "IL1s", per_method=True)[["IL1s"]]
+                    IL1s
+    method   param
+    rankswap 5.0     0.1
+    noise    0.1     0.2
+    """
+    t = _table(cube, dataset, [by])
+    t = t.sort_values(by, ascending=metric_ascending(cube)[by], kind="stable",
+                      na_position="last")
+    if per_method:
+        t = t[~t.index.get_level_values("method").duplicated()]
+    return t if n is None else t.head(n)
+
+
+def pareto(cube: xr.Dataset, *, risk: str, loss: str,
+           dataset: str | None = None) -> pd.DataFrame:
+    """The cells no other cell beats on both ``risk`` and ``loss``, by increasing loss.
+
+    Each metric's ``ascending`` coordinate gives its better direction (for RR,
+    a larger value is safer).
+
+    Examples
+    --------
+    >>> pareto(example_cube(), risk="DLD", loss="IL1s")[["DLD", "IL1s"]]
+                     DLD  IL1s
+    method   param
+    rankswap 5.0     9.0   0.1
+    noise    0.1     8.0   0.2
+    rankswap 10.0    2.0   0.3
+    """
+    t = _table(cube, dataset, [risk, loss])
+    asc = metric_ascending(cube)
+    r = t[risk].to_numpy() * (1 if asc[risk] else -1)
+    lo = t[loss].to_numpy() * (1 if asc[loss] else -1)
+    front = pareto_mask(r, lo)
+    return t[front].sort_values(loss, ascending=asc[loss], kind="stable")
+
+
+def pareto_mask(risk: np.ndarray, loss: np.ndarray) -> np.ndarray:
+    """Boolean mask of the points no other point beats on both (lower is better)."""
+    risk = np.asarray(risk, dtype=float)
+    loss = np.asarray(loss, dtype=float)
+    ok = np.isfinite(risk) & np.isfinite(loss)
+    front = np.zeros(len(risk), dtype=bool)
+    for i in np.flatnonzero(ok):
+        dominated = ok & (risk <= risk[i]) & (loss <= loss[i]) & \
+            ((risk < risk[i]) | (loss < loss[i]))
+        front[i] = not dominated.any()
+    return front
+
+
+def crossing(params: np.ndarray, values: np.ndarray, target: float
+             ) -> tuple[int, int] | None:
+    """Where a curve sampled at sorted ``params`` meets ``target``.
+
+    Returns ``(i, i)`` when ``values[i] == target``, ``(i, i + 1)`` for the
+    first neighbouring pair whose values straddle the target (NaN points
+    skipped), or ``None`` when the curve never reaches it.
+
+    >>> crossing(np.array([1., 2., 3.]), np.array([9., 5., 1.]), 4.0)
+    (1, 2)
+    >>> crossing(np.array([1., 2.]), np.array([9., 5.]), 1.0) is None
+    True
+    """
+    idx = [i for i in range(len(params)) if np.isfinite(values[i])]
+    for a, b in zip(idx, idx[1:] + [None]):
+        if values[a] == target:
+            return a, a
+        if b is not None and (values[a] - target) * (values[b] - target) < 0:
+            return a, b
+    return None
+
+
+def at_risk(cube: xr.Dataset, metric: str, level: float, *,
+            dataset: str | None = None) -> pd.DataFrame:
+    """Each method at the risk (or any metric) ``level``, interpolated on the cube's grid.
+
+    For each method, the first pair of neighbouring parameters whose mean
+    ``metric`` straddles ``level`` is found and every metric is interpolated
+    linearly between the two cells (an exact grid hit is taken as it is).
+    Methods whose curve never reaches ``level`` get NaN and status
+    ``"unreachable"`` with the range they do reach. This reuses the audit's
+    cells; ``sdcdist calibrate`` finds the parameter with new probes instead.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index method; columns ``param_name``, ``param``, ``status``, ``reach``
+        and every metric.
+
+    Examples
+    --------
+    >>> at_risk(example_cube(), "DLD", 5.0)[["param", "status", "DLD", "IL1s"]].round(3)
+              param status  DLD   IL1s
+    method
+    noise     0.150     ok  5.0  0.300
+    rankswap  7.857     ok  5.0  0.214
+    >>> at_risk(example_cube(), "DLD", 20.0)[["status", "reach"]]
+                   status   reach
+    method
+    noise     unreachable    2..8
+    rankswap  unreachable    2..9
+    """
+    t = _table(cube, dataset, [metric])
+    metrics = [str(m) for m in cube["metric"].values]
+    rows = []
+    for method, g in t.groupby(level="method", sort=False):
+        g = g.droplevel("method").sort_index()
+        ps, vs = g.index.to_numpy(float), g[metric].to_numpy(float)
+        row: dict[str, Any] = {"method": method, "param_name": g["param_name"].iloc[0]}
+        hit = crossing(ps, vs, level)
+        fin = vs[np.isfinite(vs)]
+        row["reach"] = f"{fin.min():.4g}..{fin.max():.4g}" if fin.size else "no values"
+        if hit is None:
+            row.update({"param": np.nan, "status": "unreachable"},
+                       **{m: np.nan for m in metrics})
+        else:
+            a, b = hit
+            w = 0.0 if a == b else (level - vs[a]) / (vs[b] - vs[a])
+            row.update({"param": ps[a] + w * (ps[b] - ps[a]), "status": "ok"},
+                       **{m: g[m].iloc[a] + w * (g[m].iloc[b] - g[m].iloc[a])
+                          for m in metrics})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("method")[
+        ["param_name", "param", "status", "reach", *metrics]]
+
+
+def example_cube() -> Cube:
+    """A tiny in-memory cube (two methods x two parameters, 2 replicates) for the examples.
+
+    >>> cube = example_cube()
+    >>> float(cube.sel(method="rankswap", param=10, metric="DLD")["value"].mean("replicate"))
+    2.0
+    """
+    # (method, param) -> (DLD, IL1s); replicate 1 repeats replicate 0 up to +-1 on DLD
+    cells = {("noise", 0.1): (8.0, 0.2), ("noise", 0.2): (2.0, 0.4),
+             ("rankswap", 5.0): (9.0, 0.1), ("rankswap", 10.0): (2.0, 0.3)}
+    params = [0.1, 0.2, 5.0, 10.0]
+    value = np.full((2, 4, 2, 2), np.nan)
+    done = np.zeros((2, 4, 2), np.int8)
+    for (m, p), (dld, il) in cells.items():
+        mi, pi = ["noise", "rankswap"].index(m), params.index(p)
+        value[mi, pi, :, 0] = (dld - 1, il)
+        value[mi, pi, :, 1] = (dld + 1, il)
+        done[mi, pi] = 1
+    dims = ("method", "param", "metric", "replicate")
+    ds = xr.Dataset({"value": (dims, value), "done": (("method", "param", "replicate"), done)},
+                    coords={"method": ["noise", "rankswap"], "param": params,
+                            "metric": ["DLD", "IL1s"], "replicate": [0, 1],
+                            "dataset": "example", "param_name": ("method", ["p", "p"]),
+                            "metric_kind": ("metric", ["risk", "loss"]),
+                            "ascending": ("metric", np.array([1, 1], np.int8))})
+    return _as_cube(ds)

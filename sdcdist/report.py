@@ -1,121 +1,327 @@
-"""Ranking tables and plots from a cube."""
+"""Ranking tables (text, CSV, Markdown, HTML) and plots (PNG, SVG) from a cube."""
 
 from __future__ import annotations
 
+import html
+import json
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .cube import cell_table
+from .cube import (cell_table, check_metrics, metric_ascending, pareto_mask, ranks,
+                   select_dataset)
 from .errors import SdcInputError
 
-__all__ = ["ranking_table", "format_table", "pareto_front", "plot_tradeoff"]
+__all__ = ["ranking_table", "with_scores", "format_table", "markdown_table", "html_table", "write_table",
+           "cell_label", "pareto_front", "plot_tradeoff", "plot_risk_curves",
+           "plot_rank_heatmap"]
+
+#: Image formats the plots write (by the extension of ``out``).
+IMAGE_FORMATS = (".png", ".svg", ".pdf")
 
 
-def _check_metrics(cube: xr.Dataset, names: Sequence[str]) -> None:
+def _metrics_for(cube: xr.Dataset, by: str, metrics: Sequence[str] | None) -> list[str]:
+    """The metrics of a ranking table: the given ones, else the parts of the score ``by``
+    (Table 2 shows IL, DLD, PLD, ID1 beside Score), else every metric of the cube."""
+    from .metrics.scores import SCORE_WEIGHTS
     have = [str(m) for m in cube["metric"].values]
-    for n in names:
-        if n not in have:
-            raise SdcInputError(f"the cube has no metric {n!r}. Metrics in this cube: "
-                                f"{', '.join(have)}.")
+    if metrics:
+        out = list(metrics)
+    elif by in SCORE_WEIGHTS and all(k in have for k in SCORE_WEIGHTS[by]):
+        out = list(SCORE_WEIGHTS[by])
+    else:
+        out = [m for m in have if m != by]
+    return [m for m in out if m != by]
 
 
-def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = None
-                  ) -> pd.DataFrame:
+def with_scores(cube: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
+    """``cube`` plus the scores among ``names`` it lacks, computed from its cells."""
+    from .metrics.scores import SCORE_WEIGHTS, add_scores
+    have = {str(m) for m in cube["metric"].values}
+    missing = [n for n in names if n in SCORE_WEIGHTS and n not in have]
+    return add_scores(cube, missing) if missing else cube
+
+
+def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = None,
+                  dataset: str | None = None) -> pd.DataFrame:
     """Cells sorted by ``by`` with each metric's rank across all (method, param) cells.
 
-    Metrics are averaged over replicates first. Rank 1 = lowest loss / lowest
-    risk (for metrics with ``ascending = 0``, such as RR, rank 1 is the
-    largest value); ties get the average rank; NaN cells get no rank.
-    Like Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra.
+    Like Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra: metrics are averaged
+    over replicates first; rank 1 = lowest loss / lowest risk (for metrics with
+    ``ascending = 0``, such as RR, rank 1 is the largest value); ties get the
+    average rank; NaN cells get no rank. ``metrics`` defaults to the parts of
+    the score ``by`` (IL, DLD, PLD, ID1 for ``Score``), else all metrics.
 
     Returns
     -------
     pandas.DataFrame
-        Index (method, param); for each metric ``M`` the columns ``M`` and
-        ``M rank``; sorted by ``by`` (best first).
+        Index (method, param); columns ``param_name``, the metrics, ``by``, then
+        ``"<metric> rank"`` for each and ``"<by> rank"``; sorted by ``by`` (best
+        first, NaN last).
     """
-    metrics = list(metrics) if metrics else [str(m) for m in cube["metric"].values]
-    _check_metrics(cube, [by, *metrics])
-    if by not in metrics:
-        metrics = [by, *metrics]
-    table = cell_table(cube)
+    cube = with_scores(cube, [by, *(metrics or [])])
+    shown = _metrics_for(cube, by, metrics)
+    check_metrics(cube, [by, *shown])
+    table = cell_table(cube, dataset=dataset)
     if table.empty:
         raise SdcInputError("the cube has no finished cells yet; run the audit first")
-    asc = dict(zip([str(m) for m in cube["metric"].values],
-                   [bool(a) for a in cube["ascending"].values]))
+    rk = ranks(cube, [*shown, by], dataset=dataset)
     out = pd.DataFrame(index=table.index)
     out["param_name"] = table["param_name"]
-    for m in metrics:
+    out["replicates"] = table["replicates"]
+    for m in [*shown, by]:
         out[m] = table[m]
-        out[f"{m} rank"] = table[m].rank(ascending=asc[m], method="average", na_option="keep")
-    return out.sort_values(f"{by} rank", kind="stable")
+    for m in [*shown, by]:
+        out[f"{m} rank"] = rk[m]
+    return out.sort_values([f"{by} rank"], kind="stable", na_position="last")
 
 
-def format_table(df: pd.DataFrame, *, digits: int = 3) -> str:
-    """A plain-text rendering of a ranking table for the terminal."""
+def cell_label(method: str, param_name: str, param: float) -> str:
+    """``"rankswap p=15"``; methods without a parameter print their name alone."""
+    if param_name == "none":
+        return method
+    return f"{method} {param_name}=" + ("-" if pd.isna(param) else f"{param:g}")
+
+
+def _display(df: pd.DataFrame, digits: int) -> pd.DataFrame:
     show = df.reset_index()
-    show["param"] = [f"{n}={p:g}" if n != "none" else "-"
-                     for n, p in zip(show["param_name"], show["param"])]
-    show = show.drop(columns=["param_name"])
+    show.insert(0, "cell", [cell_label(m, n, p) for m, n, p in
+                            zip(show["method"], show["param_name"], show["param"])])
+    show = show.drop(columns=["method", "param", "param_name", "replicates"],
+                     errors="ignore")
     for c in show.columns:
         if c.endswith(" rank"):
             show[c] = show[c].map(lambda v: "" if pd.isna(v) else f"{v:g}")
         elif show[c].dtype.kind == "f":
-            show[c] = show[c].map(lambda v: "NaN" if pd.isna(v) else f"{v:.{digits}g}")
-    return show.to_string(index=False)
+            show[c] = show[c].map(lambda v: _number(v, digits))
+    return show
+
+
+def _number(v: float, digits: int) -> str:
+    """Fixed decimals, but small non-zero values (propensity scores) in scientific form."""
+    if pd.isna(v):
+        return "NaN"
+    if v != 0 and abs(v) < 10.0 ** (1 - digits):
+        return f"{v:.{max(digits - 1, 1)}e}"
+    return f"{v:.{digits}f}"
+
+
+def format_table(df: pd.DataFrame, *, digits: int = 2) -> str:
+    """A plain-text rendering of a ranking table for the terminal."""
+    return _display(df, digits).to_string(index=False)
+
+
+def markdown_table(df: pd.DataFrame, *, digits: int = 2) -> str:
+    """The table as GitHub-flavoured Markdown."""
+    show = _display(df, digits)
+    cols = list(show.columns)
+    lines = ["| " + " | ".join(cols) + " |",
+             "|" + "|".join("---" if c == "cell" else "---:" for c in cols) + "|"]
+    for row in show.itertuples(index=False):
+        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def html_table(df: pd.DataFrame, *, digits: int = 2, title: str = "") -> str:
+    """The table as a standalone HTML page."""
+    body = _display(df, digits).to_html(index=False, border=0, classes="sdcdist")
+    t = html.escape(title)
+    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+            f"<title>{t}</title><style>table.sdcdist{{border-collapse:collapse;"
+            "font-family:sans-serif;font-size:13px}table.sdcdist td,table.sdcdist th"
+            "{padding:2px 8px;text-align:right}table.sdcdist td:first-child{text-align:left}"
+            "table.sdcdist tr:nth-child(even){background:#f3f3f3}</style></head><body>"
+            f"<h3>{t}</h3>\n{body}\n</body></html>\n")
+
+
+def write_table(df: pd.DataFrame, path: str | Path, *, digits: int = 2,
+                title: str = "") -> str:
+    """Write a table as CSV, Markdown or HTML by the extension of ``path``."""
+    path = str(path)
+    ext = Path(path).suffix.lower()
+    if ext == ".csv":
+        df.to_csv(path)
+    elif ext in (".md", ".markdown"):
+        Path(path).write_text(markdown_table(df, digits=digits))
+    elif ext in (".html", ".htm"):
+        Path(path).write_text(html_table(df, digits=digits, title=title))
+    else:
+        raise SdcInputError(f"cannot write a table as {ext or 'a file without extension'!r}; "
+                            "use .csv, .md or .html")
+    return path
 
 
 def pareto_front(risk: np.ndarray, loss: np.ndarray) -> np.ndarray:
     """Boolean mask of the points no other point beats on both risk and loss (lower is better)."""
-    risk = np.asarray(risk, dtype=float)
-    loss = np.asarray(loss, dtype=float)
-    ok = np.isfinite(risk) & np.isfinite(loss)
-    front = np.zeros(len(risk), dtype=bool)
-    for i in np.flatnonzero(ok):
-        dominated = ok & (risk <= risk[i]) & (loss <= loss[i]) & \
-            ((risk < risk[i]) | (loss < loss[i]))
-        front[i] = not dominated.any()
-    return front
+    return pareto_mask(risk, loss)
 
 
-def plot_tradeoff(cube: xr.Dataset, *, risk: str, loss: str, out: str,
-                  title: str | None = None) -> str:
-    """Scatter of risk against loss per method (mean over replicates), Pareto front marked.
+# ---------------------------------------------------------------------------
+# plots
 
-    Writes PNG or SVG by the extension of ``out``; returns ``out``.
-    """
+
+def _figure(out: str) -> Any:
+    if Path(str(out)).suffix.lower() not in IMAGE_FORMATS:
+        raise SdcInputError(f"cannot write a plot as {Path(str(out)).suffix or str(out)!r}; "
+                            f"use one of {', '.join(IMAGE_FORMATS)}")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    return plt
 
-    _check_metrics(cube, [risk, loss])
-    table = cell_table(cube)
+
+def _save(plt: Any, fig: Any, out: str) -> str:
+    fig.tight_layout()
+    fig.savefig(str(out))
+    plt.close(fig)
+    return str(out)
+
+
+def plot_tradeoff(cube: xr.Dataset, *, risk: str, loss: str, out: str,
+                  title: str | None = None, dataset: str | None = None) -> str:
+    """Scatter of ``risk`` against ``loss`` per method (replicate means), Pareto front marked.
+
+    Any pair of metrics works; each metric's ``ascending`` coordinate says which
+    end is better when the front is found. Writes PNG, SVG or PDF by the
+    extension of ``out``; returns ``out``.
+    """
+    plt = _figure(out)
+    check_metrics(cube, [risk, loss])
+    table = cell_table(cube, dataset=dataset)
     if table.empty:
         raise SdcInputError("the cube has no finished cells yet; run the audit first")
     t = table.reset_index()
-    asc = dict(zip([str(m) for m in cube["metric"].values],
-                   [bool(a) for a in cube["ascending"].values]))
-    r = t[risk].to_numpy() if asc[risk] else -t[risk].to_numpy()
-    front = pareto_front(r, t[loss].to_numpy())
+    asc = metric_ascending(cube)
+    front = pareto_mask(t[risk].to_numpy() * (1 if asc[risk] else -1),
+                        t[loss].to_numpy() * (1 if asc[loss] else -1))
     fig, ax = plt.subplots(figsize=(7, 5), dpi=120)
     for method, g in t.groupby("method", sort=False):
         g = g.sort_values("param")
-        ax.plot(g[loss], g[risk], "o-", label=method, alpha=0.8)
-        for _, row in g.iterrows():
-            ax.annotate(f"{row['param']:g}", (row[loss], row[risk]), fontsize=7,
-                        xytext=(3, 3), textcoords="offset points")
+        ax.plot(g[loss], g[risk], "o-", label=method, alpha=0.8, ms=4)
+        if g["param_name"].iloc[0] != "none":
+            for _, row in g.iterrows():
+                ax.annotate(f"{row['param']:g}", (row[loss], row[risk]), fontsize=6,
+                            xytext=(3, 3), textcoords="offset points")
     f = t[front].sort_values(loss)
     ax.plot(f[loss], f[risk], "k--", lw=1, label="Pareto front")
     ax.scatter(f[loss], f[risk], s=120, facecolors="none", edgecolors="k")
-    ax.set_xlabel(f"{loss} (information loss)")
-    ax.set_ylabel(f"{risk} (disclosure risk)")
+    ax.set_xlabel(loss)
+    ax.set_ylabel(risk)
     ax.set_title(title or f"{risk} against {loss}")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    ax.legend(fontsize=7, ncol=2)
+    return _save(plt, fig, out)
 
+
+def plot_risk_curves(cube: xr.Dataset, *, metric: str, out: str,
+                     methods: Sequence[str] | None = None, target: float | None = None,
+                     title: str | None = None, dataset: str | None = None) -> str:
+    """Each method's ``metric`` against its parameter (like Figure 1 of Domingo-Ferrer,
+    Ricci and Soria): one panel per method, the mean over replicates with a band of
+    ±1 sd, and ``target`` as a horizontal line.
+
+    ``cube`` may also be a calibration cube (:mod:`sdcdist.audit.calibrate`): the
+    curves are then its probes and the calibrated parameters are marked.
+    """
+    plt = _figure(out)
+    calibration = "calibrated_param" in cube
+    if calibration:
+        info = json.loads(cube.attrs["calibration"])
+        if metric != info["metric"]:
+            raise SdcInputError(f"this calibration cube holds probes of {info['metric']!r}, "
+                                f"not {metric!r}")
+        target = info["target"] if target is None else target
+        names = [str(d) for d in np.atleast_1d(cube["dataset"].values)]
+        if dataset is None and len(names) > 1:
+            raise SdcInputError(f"the cube holds datasets {', '.join(names)}; choose one")
+        cube = cube.sel(dataset=dataset or names[0]) if "dataset" in cube.dims else cube
+    else:
+        check_metrics(cube, [metric])
+        cube = select_dataset(cube, dataset)
+    all_methods = [str(m) for m in cube["method"].values]
+    methods = list(methods) if methods else all_methods
+    bad = [m for m in methods if m not in all_methods]
+    if bad:
+        raise SdcInputError(f"the cube has no method(s) {bad}. Methods in this cube: "
+                            f"{', '.join(all_methods)}.")
+    n = len(methods)
+    cols = min(n, 4)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), dpi=120,
+                             sharey=True, squeeze=False)
+    for ax, m in zip(axes.flat, methods):
+        mi = all_methods.index(m)
+        pname = str(cube["param_name"].values[mi])
+        if calibration:
+            ps = cube["probe_param"].values[mi]
+            vs = cube["probe_value"].values[mi]
+            ok = np.isfinite(ps)
+            order = np.argsort(ps[ok])
+            ax.plot(ps[ok][order], vs[ok][order], "o-", ms=3)
+            cp = float(cube["calibrated_param"].values[mi])
+            if np.isfinite(cp):
+                ach = "achieved_risk" if "achieved_risk" in cube else "achieved_utility"
+                ax.plot([cp], [float(cube[ach].values[mi])], "r*", ms=10,
+                        label=f"{pname}={cp:.4g}")
+                ax.legend(fontsize=7)
+            else:
+                ax.text(0.5, 0.9, str(cube["status"].values[mi]), transform=ax.transAxes,
+                        ha="center", fontsize=8, color="r")
+        else:
+            v = cube["value"].isel(method=mi).sel(metric=metric).load()
+            done = cube["done"].isel(method=mi).load().values.sum(axis=-1) > 0
+            ps = cube["param"].values[done]
+            mean = v.mean("replicate", skipna=True).values[done]
+            sd = v.std("replicate", skipna=True).values[done]
+            if ps.size:
+                ax.plot(ps, mean, "o-", ms=3)
+                ax.fill_between(ps, mean - sd, mean + sd, alpha=0.2)
+        if target is not None:
+            ax.axhline(target, color="grey", ls=":", lw=1)
+        ax.set_title(m, fontsize=9)
+        ax.set_xlabel(pname, fontsize=8)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(metric)
+    fig.suptitle(title or f"{metric} against each method's parameter", fontsize=10)
+    return _save(plt, fig, out)
+
+
+def plot_rank_heatmap(cube: xr.Dataset, *, out: str, metrics: Sequence[str] | None = None,
+                      by: str | None = None, top: int | None = None,
+                      title: str | None = None, dataset: str | None = None) -> str:
+    """Heatmap of each metric's rank (rows: cells, best by ``by`` first; columns: metrics).
+
+    Rank 1 (best) is dark; cells with no value are blank.
+    """
+    plt = _figure(out)
+    cube = with_scores(cube, [*(metrics or []), *([by] if by else [])])
+    names = list(metrics) if metrics else [str(m) for m in cube["metric"].values]
+    if by is not None and by not in names:
+        names = [by, *names]
+    rk = ranks(cube, names, dataset=dataset)
+    if by is not None:
+        rk = rk.sort_values(by, kind="stable", na_position="last")
+    if top:
+        rk = rk.head(top)
+    t = cell_table(cube, dataset=dataset)
+    labels = [cell_label(m, t.loc[(m, p), "param_name"], p) for m, p in rk.index]
+    fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(names), 1.2 + 0.18 * len(rk)), dpi=120)
+    im = ax.imshow(rk.to_numpy(float), aspect="auto", cmap="viridis_r",
+                   interpolation="nearest")
+    ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(rk)), labels, fontsize=6 if len(rk) > 40 else 8)
+    if len(rk) * len(names) <= 400:
+        for i, j in np.ndindex(len(rk), len(names)):
+            v = rk.iat[i, j]
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:g}", ha="center", va="center", fontsize=6, color="w")
+    fig.colorbar(im, ax=ax, label="rank (1 = best)")
+    ax.set_title(title or ("ranks" + (f", sorted by {by}" if by else "")), fontsize=10)
+    return _save(plt, fig, out)

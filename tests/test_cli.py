@@ -22,7 +22,8 @@ def run():
 
 def test_help_explains_commands(run):
     out = run("--help").output
-    for cmd in ("ingest", "synth", "audit", "report", "plot", "methods", "metrics", "risk"):
+    for cmd in ("ingest", "synth", "audit", "report", "plot", "methods", "metrics", "risk",
+                "measure", "query", "calibrate"):
         assert cmd in out
     assert "--scheduler" in run("audit", "--help").output
 

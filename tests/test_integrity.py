@@ -72,8 +72,10 @@ def test_flipped_byte_in_cube_is_reported(tmp_path):
     out = tmp_path / "c.zarr"
     run_audit(spec, out)
     open_cube(out)  # healthy
-    _flip(out / "value" / "c" / "0" / "1" / "0" / "0")
-    with pytest.raises(CorruptChunkError, match=r"chunk\(s\) 0\.1\.0\.0 of the array 'value'"):
+    # value is (dataset, method, param, metric, replicate), one cell per chunk
+    _flip(out / "value" / "c" / "0" / "0" / "1" / "0" / "0")
+    with pytest.raises(CorruptChunkError,
+                       match=r"chunk\(s\) 0\.0\.1\.0\.0 of the array 'value'"):
         open_cube(out)
     with pytest.raises(CorruptChunkError):  # resuming refuses too: nothing is read as numbers
         run_audit(spec, out)

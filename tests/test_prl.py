@@ -6,7 +6,8 @@ import pytest
 from sdcdist.data import from_array
 from sdcdist.errors import SdcInputError
 from sdcdist.linkage import prl
-from sdcdist.linkage.link import link_files, truth_from_ids
+from sdcdist.linkage import truth_from_ids
+from sdcdist.linkage.link import link_files
 from sdcdist.linkage.prl_drivers import blocked_pattern_counts, probabilistic_linkage
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure

@@ -1,13 +1,20 @@
-"""Ranking tables and the Pareto front."""
+"""Ranking tables (text, CSV, Markdown, HTML), the Pareto front, plots, and the
+report/query/plot/calibrate commands."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+from click.testing import CliRunner
 
 from sdcdist import SdcInputError
 from sdcdist.cube import create_cube, open_cube, write_cell
-from sdcdist.report import pareto_front, ranking_table
+from sdcdist.audit import parse_spec, run_audit
+from sdcdist.cli import main
+from sdcdist.cube import example_cube
+from sdcdist.report import (markdown_table, pareto_front, plot_rank_heatmap, plot_risk_curves,
+                            plot_tradeoff, ranking_table, write_table)
 
 
 def test_pareto_front():
@@ -46,3 +53,89 @@ def test_sel_by_method_label(cube):
     v = cube.sel(method="a", param=1.0, metric="L").mean("replicate")["value"]
     assert float(v) == 2.0
     assert cube.sel(method="b").sizes["param"] == 2
+
+
+@pytest.fixture(scope="module")
+def cube_path(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cube") / "c.zarr"
+    spec = parse_spec({"name": "r", "seed": 1,
+                       "dataset": {"name": "s", "synthetic": {"rows": 120, "columns": 3,
+                                                              "seed": 4}},
+                       "methods": [{"name": "noise", "params": [0.02, 0.1, 0.2]},
+                                   {"name": "rankswap", "params": [2, 10]}],
+                       "replicates": 2, "metrics": ["IL1s", "DLD", "ID1"]})
+    run_audit(spec, out)
+    return str(out)
+
+
+def test_table_formats(tmp_path):
+    t = ranking_table(example_cube(), by="DLD", metrics=["IL1s"])
+    assert list(t.columns) == ["param_name", "replicates", "IL1s", "DLD", "IL1s rank",
+                               "DLD rank"]
+    md = markdown_table(t)
+    assert md.splitlines()[0] == "| cell | IL1s | DLD | IL1s rank | DLD rank |"
+    assert md.splitlines()[2].startswith("| noise p=0.2 | 0.40 | 2.00 | 4 | 1.5 |")
+    for ext in ("csv", "md", "html"):
+        write_table(t, tmp_path / f"t.{ext}", title="x")
+    back = pd.read_csv(tmp_path / "t.csv", index_col=[0, 1])
+    pd.testing.assert_frame_equal(back, t, check_dtype=False)
+    assert "<table" in (tmp_path / "t.html").read_text()
+    with pytest.raises(SdcInputError, match="use .csv, .md or .html"):
+        write_table(t, tmp_path / "t.xlsx")
+
+
+def test_plots_png_and_svg(tmp_path, cube_path):
+    cube = open_cube(cube_path)
+    for ext in ("png", "svg"):
+        for f, kw in ((plot_tradeoff, {"risk": "DLD", "loss": "ID1"}),
+                      (plot_risk_curves, {"metric": "DLD", "target": 20}),
+                      (plot_rank_heatmap, {"by": "DLD"})):
+            out = tmp_path / f"{f.__name__}.{ext}"
+            f(cube, out=str(out), **kw)
+            head = out.read_bytes()[:200]
+            assert head.startswith(b"\x89PNG") if ext == "png" else b"<svg" in head or \
+                b"<?xml" in head
+    with pytest.raises(SdcInputError, match="use one of .png, .svg"):
+        plot_tradeoff(cube, risk="DLD", loss="IL1s", out=str(tmp_path / "x.jpg"))
+    with pytest.raises(SdcInputError, match="no method"):
+        plot_risk_curves(cube, metric="DLD", methods=["micmul9"], out=str(tmp_path / "x.png"))
+
+
+def test_cli_report_query_plot(tmp_path, cube_path):
+    r = CliRunner()
+    res = r.invoke(main, ["report", cube_path, "--by", "DLD", "--metrics", "IL1s,ID1",
+                          "--csv", str(tmp_path / "t.csv"), "--markdown",
+                          str(tmp_path / "t.md"), "--html", str(tmp_path / "t.html")])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].split() == ["cell", "IL1s", "ID1", "DLD", "IL1s", "rank", "ID1", "rank",
+                                "DLD", "rank"]
+    assert len(lines) == 6 and all((tmp_path / f"t.{e}").exists() for e in ("csv", "md", "html"))
+    res = r.invoke(main, ["report", cube_path, "--by", "Score"])
+    assert res.exit_code == 2 and "Score" in res.stderr
+    res = r.invoke(main, ["query", cube_path, "--where", "DLD < 50 and IL1s > 0",
+                          "--sort", "IL1s", "--top", "2"])
+    assert res.exit_code == 0, res.output
+    assert len(res.stdout.splitlines()) == 3
+    res = r.invoke(main, ["query", cube_path, "--where", "DLD < 5 or __import__('os')"])
+    assert res.exit_code == 2
+    assert "cannot read the filter" in res.stderr and "Traceback" not in res.output
+    for kind, extra in (("tradeoff", ["--risk", "DLD", "--loss", "IL1s"]),
+                        ("curves", ["--metric", "DLD"]), ("ranks", ["--by", "DLD"])):
+        res = r.invoke(main, ["plot", cube_path, "--kind", kind, *extra, "-o",
+                              str(tmp_path / f"{kind}.svg")])
+        assert res.exit_code == 0, res.output
+    res = r.invoke(main, ["plot", cube_path, "--kind", "curves", "-o", str(tmp_path / "a.png")])
+    assert res.exit_code == 2 and "needs --metric" in res.stderr
+
+
+def test_cli_calibrate_argument_errors(tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("dataset: {synthetic: {rows: 50, columns: 3}}\n"
+                    "methods: [{name: noise, params: [0.01, 0.2]}]\nmetrics: [IL1s]\n")
+    r = CliRunner()
+    res = r.invoke(main, ["calibrate", str(spec), "--target", "3"])
+    assert res.exit_code == 2 and "exactly one of --risk" in res.stderr
+    res = r.invoke(main, ["calibrate", str(spec), "--risk", "IL1s", "--target", "3",
+                          "--workers", "1"])
+    assert res.exit_code == 2 and "--risk needs a risk metric" in res.stderr

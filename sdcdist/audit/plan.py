@@ -1,4 +1,4 @@
-"""Expand a spec into cells (method, param, replicate), each with its own seed.
+"""Expand a spec into cells (dataset, method, param, replicate), each with its own seed.
 
 Seeds come from ``SeedSequence(spec.seed, spawn_key=(crc32(dataset),
 crc32(method), crc32(repr(param)), replicate))``: stable integer ids that
@@ -30,6 +30,8 @@ class Cell:
     p: int          # index of the parameter value in the cube
     entropy: int
     spawn_key: tuple[int, ...]
+    dataset: str = "data"
+    d: int = 0      # index of the dataset in the cube
 
     @property
     def seed(self) -> np.random.SeedSequence:
@@ -48,10 +50,12 @@ def plan_cells(spec: AuditSpec) -> list[Cell]:
     grid = spec.param_grid()
     index = {p: i for i, p in enumerate(grid)}
     cells = []
-    for mi, ms in enumerate(spec.methods):
-        reps = spec.replicates if get_method(ms.name).random else 1
-        for p in ms.params:
-            for r in range(reps):
-                ent, key = cell_seed(spec.seed, spec.dataset.name, ms.name, p, r)
-                cells.append(Cell(ms.name, float(p), r, mi, index[p], ent, key))
+    for di, ds in enumerate(spec.datasets):
+        for mi, ms in enumerate(spec.methods):
+            reps = spec.replicates if get_method(ms.name).random else 1
+            for p in ms.params:
+                for r in range(reps):
+                    ent, key = cell_seed(spec.seed, ds.name, ms.name, p, r)
+                    cells.append(Cell(ms.name, float(p), r, mi, index[p], ent, key,
+                                      ds.name, di))
     return cells

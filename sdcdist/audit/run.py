@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import cube as cubemod
-from ..data import Microdata, is_store, load_microdata
+from ..data import Microdata, is_store, load_microdata, reference_file
 from ..data.synth import generate
 from ..errors import SdcInputError
 from ..masking import get_method
@@ -36,7 +36,7 @@ from ..metrics import MeasureContext, default_keysets, get_metric
 from ..parallel import Runner
 from ..storage import local_path
 from .plan import Cell, plan_cells
-from .spec import AuditSpec, load_spec
+from .spec import AuditSpec, DatasetSpec, load_spec
 
 __all__ = ["run_audit", "load_dataset", "AuditResult", "mask_cell", "measure_cell"]
 
@@ -59,12 +59,16 @@ class AuditResult:
 # data
 
 
-def load_dataset(spec: AuditSpec) -> Microdata:
-    """The spec's dataset in memory, validated; columns and roles checked."""
-    d = spec.dataset
+def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microdata:
+    """A dataset of the spec (default: the first) in memory, validated; columns and roles
+    checked."""
+    d = dataset if dataset is not None else spec.dataset
     if d.synthetic is not None:
         md = generate(d.synthetic["rows"], columns=d.synthetic["columns"],
                       seed=d.synthetic["seed"])
+    elif d.reference is not None:
+        md = load_microdata(reference_file(d.reference),
+                            columns=list(d.columns) if d.columns else None)
     else:
         path = d.path or ""
         if "://" not in path and not Path(path).is_absolute():
@@ -84,9 +88,11 @@ def load_dataset(spec: AuditSpec) -> Microdata:
     return Microdata(md.values, md.columns, roles, md.sha256)
 
 
-def resolve_keysets(spec: AuditSpec, md: Microdata) -> list[tuple[str, ...]]:
+def resolve_keysets(spec: AuditSpec, md: Microdata,
+                    dataset: DatasetSpec | None = None) -> list[tuple[str, ...]]:
+    d = dataset if dataset is not None else spec.dataset
     if spec.keysets == "prefixes":
-        return default_keysets(md.columns, md.roles.get("key") or spec.dataset.keys)
+        return default_keysets(md.columns, md.roles.get("key") or d.keys)
     for ks in spec.keysets:
         md.column_index(ks, what="key set column")
     return [tuple(k) for k in spec.keysets]
@@ -159,10 +165,11 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _prepare_cube(spec: AuditSpec, out: str, md: Microdata, keysets: list[tuple[str, ...]],
+def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
                   overwrite: bool) -> None:
-    fingerprint = {"name": spec.dataset.name, "sha256": md.sha256,
-                   "shape": list(md.values.shape), "columns": list(md.columns)}
+    """Create the cube, or check that an existing one was made by this spec from this data."""
+    fingerprints = [{"name": ds.name, "sha256": md.sha256, "shape": list(md.values.shape),
+                     "columns": list(md.columns)} for ds, (md, _) in zip(spec.datasets, data)]
     exists = Path(out).exists() if "://" not in out else _remote_exists(out)
     if exists and overwrite:
         if "://" in out:
@@ -180,9 +187,11 @@ def _prepare_cube(spec: AuditSpec, out: str, md: Microdata, keysets: list[tuple[
                 f"{', '.join(diff) or 'the spec'}); write to another --out, or pass "
                 "--overwrite to discard it")
         old_fp = json.loads(cube.attrs.get("datasets", "[]"))
-        if old_fp and old_fp[0].get("sha256") != fingerprint["sha256"]:
-            raise SdcInputError(f"the cube {out!r} was made from different data (the dataset's "
-                                "SHA-256 differs); write to another --out, or --overwrite")
+        for o, f in zip(old_fp, fingerprints):
+            if o.get("sha256") != f["sha256"]:
+                raise SdcInputError(f"the cube {out!r} was made from different data (the "
+                                    f"SHA-256 of dataset {f['name']!r} differs); write to "
+                                    "another --out, or --overwrite")
         return
     metrics = [get_metric(k) for k in spec.metrics]
     cubemod.create_cube(
@@ -190,8 +199,9 @@ def _prepare_cube(spec: AuditSpec, out: str, md: Microdata, keysets: list[tuple[
         param_names=[get_method(m.name).param for m in spec.methods],
         params=spec.param_grid(), metrics=list(spec.metrics),
         metric_kinds=[m.kind for m in metrics], ascending=[m.ascending for m in metrics],
-        replicates=spec.replicates, keysets=keysets,
-        attrs={"spec": spec.raw, "spec_sha256": spec.sha256, "datasets": [fingerprint],
+        replicates=spec.replicates, datasets=[d.name for d in spec.datasets],
+        keysets={d.name: ks for d, (_, ks) in zip(spec.datasets, data)},
+        attrs={"spec": spec.raw, "spec_sha256": spec.sha256, "datasets": fingerprints,
                "versions": _versions(), "conventions": cubemod.CONVENTIONS,
                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "title": f"sdcdist audit {spec.name!r}"})
@@ -231,14 +241,19 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
     if not isinstance(spec, AuditSpec):
         spec = load_spec(spec)
     out = local_path(str(out))
-    md = load_dataset(spec)
-    keysets = resolve_keysets(spec, md)
-    _prepare_cube(spec, out, md, keysets, overwrite)
+    data = []
+    for ds in spec.datasets:
+        md = load_dataset(spec, ds)
+        data.append((md, resolve_keysets(spec, md, ds)))
+    _prepare_cube(spec, out, data, overwrite)
     cells = plan_cells(spec)
     done = cubemod.done_cells(out)
-    todo = [c for c in cells if not done[c.m, c.p, c.replicate]]
+    if done.ndim != 4:
+        raise SdcInputError(f"the cube {out!r} predates the dataset dimension and cannot be "
+                            "resumed; write to another --out, or pass --overwrite")
+    todo = [c for c in cells if not done[c.d, c.m, c.p, c.replicate]]
     options = dict(spec.options)
-    n = md.values.shape[0]
+    n = max(md.values.shape[0] for md, _ in data)
     mode = options.get("cell_mode", "auto")
     if mode == "auto":
         mode = "task" if n <= int(options.get("task_cell_limit", TASK_CELL_LIMIT)) else \
@@ -248,22 +263,33 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
     bar = _bar(len(todo), progress)
 
     def write(cell: Cell, res: dict[str, np.ndarray]) -> None:
-        cubemod.write_cell(group, cell.m, cell.p, cell.replicate, **res)
+        cubemod.write_cell(group, cell.m, cell.p, cell.replicate, d=cell.d, **res)
         bar(1)
         if on_cell is not None:
             on_cell(cell)
 
     if todo:
+        need = sorted({c.d for c in todo})
         # A copy on every worker: one killed worker never loses the data the others need
         # (task cells need it everywhere anyway); without a client, the in-process handle.
-        X = (client.scatter(md.values, hash=False, broadcast=True) if client is not None
-             else runner.scatter(md.values))
-        mopts = {m.name: _method_options(spec, md.columns, md.roles, m.name)
-                 for m in spec.methods}
+        X = {d: (client.scatter(data[d][0].values, hash=False, broadcast=True)
+                 if client is not None else runner.scatter(data[d][0].values))
+             for d in need}
+        mopts = {(d, m.name): _method_options(spec, data[d][0].columns, data[d][0].roles,
+                                              m.name)
+                 for d in need for m in spec.methods}
+
+        def args(c: Cell) -> tuple:
+            md, keysets = data[c.d]
+            return md.columns, keysets, mopts[c.d, c.method]
+
         if mode == "task" and client is not None:
             from distributed import as_completed
-            futs = {client.submit(cell_task, X, md.columns, keysets, spec.metrics, c,
-                                  mopts[c.method], options, pure=False): c for c in todo}
+            futs = {}
+            for c in todo:
+                cols, keysets, mo = args(c)
+                futs[client.submit(cell_task, X[c.d], cols, keysets, spec.metrics, c, mo,
+                                   options, pure=False)] = c
             try:
                 for fut in as_completed(futs):
                     write(futs[fut], fut.result())
@@ -272,14 +298,16 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
                     f.cancel()
         elif mode == "task":
             for c in todo:
-                write(c, cell_task(md.values, md.columns, keysets, spec.metrics, c,
-                                   mopts[c.method], options))
+                cols, keysets, mo = args(c)
+                write(c, cell_task(data[c.d][0].values, cols, keysets, spec.metrics, c, mo,
+                                   options))
         else:
             def one(c: Cell) -> dict[str, np.ndarray]:
-                Xm = runner.submit(mask_cell, X, c.method, c.param, c.entropy, c.spawn_key,
-                                   mopts[c.method])
-                return measure_cell(runner, X, Xm, md.values.shape, md.columns, keysets,
-                                    spec.metrics, c, options)
+                cols, keysets, mo = args(c)
+                Xm = runner.submit(mask_cell, X[c.d], c.method, c.param, c.entropy,
+                                   c.spawn_key, mo)
+                return measure_cell(runner, X[c.d], Xm, data[c.d][0].values.shape, cols,
+                                    keysets, spec.metrics, c, options)
             if client is None:
                 for c in todo:
                     write(c, one(c))

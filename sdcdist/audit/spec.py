@@ -7,6 +7,7 @@ Example::
     dataset:
       name: incomes
       synthetic: {rows: 5000, columns: 8, seed: 7}   # or  path: data.zarr / data.csv
+                                                    # or  reference: census
       keys: [WAGES, BUSINC, INTINC]                 # optional: key columns for linkage
     methods:
       - {name: noise, params: [0.05, 0.1, 0.2]}
@@ -16,6 +17,10 @@ Example::
     keysets: prefixes        # or a list of column lists
     options: {chunk_rows: 65536}
 
+Several datasets: ``datasets:`` with a list of such mappings (each with its
+own ``name``); the cube gains a ``dataset`` dimension. ``reference: census``
+(or ``tarragona``) reads a CASC reference file through
+:func:`sdcdist.data.reference_file`.
 ``path`` may be an fsspec URL (``s3://bucket/data.zarr``); credentials never
 go in a spec (a credential-like key is refused, see :mod:`sdcdist.storage`).
 
@@ -40,9 +45,10 @@ from ..storage import refuse_credentials
 
 __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec"]
 
-_TOP = {"name", "seed", "dataset", "methods", "replicates", "metrics", "keysets", "options",
+_TOP = {"name", "seed", "dataset", "datasets", "methods", "replicates", "metrics", "keysets", "options",
         "description"}
-_DATASET = {"name", "path", "synthetic", "columns", "keys", "roles", "id_column"}
+_DATASET = {"name", "path", "synthetic", "reference", "columns", "keys", "roles", "id_column"}
+_SOURCES = ("path", "synthetic", "reference")
 _METHOD = {"name", "params", "options"}
 _OPTIONS = set(DEFAULT_OPTIONS) | {"block_rows", "cell_mode", "task_cell_limit", "id_p"}
 
@@ -52,6 +58,7 @@ class DatasetSpec:
     name: str
     path: str | None = None
     synthetic: dict[str, int] | None = None
+    reference: str | None = None
     columns: tuple[str, ...] | None = None
     keys: tuple[str, ...] | None = None
     roles: dict[str, list[str]] = field(default_factory=dict)
@@ -70,7 +77,7 @@ class AuditSpec:
 
     name: str
     seed: int
-    dataset: DatasetSpec
+    datasets: tuple[DatasetSpec, ...]
     methods: tuple[MethodSpec, ...]
     replicates: int
     metrics: tuple[str, ...]
@@ -78,6 +85,11 @@ class AuditSpec:
     options: dict[str, Any]
     raw: dict[str, Any]
     base_dir: str = "."
+
+    @property
+    def dataset(self) -> DatasetSpec:
+        """The first (for most specs the only) dataset."""
+        return self.datasets[0]
 
     @property
     def sha256(self) -> str:
@@ -113,38 +125,27 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
         raise SdcInputError("the audit spec must be a mapping (YAML keys and values)")
     refuse_credentials(doc)
     _unknown_keys("the spec", doc, _TOP)
-    for req in ("dataset", "methods", "metrics"):
+    for req in ("methods", "metrics"):
         if req not in doc:
             raise SdcInputError(f"the spec has no {req!r}; see examples/demo.yaml")
     name = str(doc.get("name", "audit"))
     seed = _int("'seed'", doc.get("seed", 0), 0)
     replicates = _int("'replicates'", doc.get("replicates", 1), 1)
 
-    d = doc["dataset"]
-    if not isinstance(d, Mapping):
-        raise SdcInputError("'dataset' must be a mapping with 'path' or 'synthetic'")
-    _unknown_keys("'dataset'", d, _DATASET)
-    if ("path" in d) == ("synthetic" in d):
-        raise SdcInputError("'dataset' needs exactly one of 'path' (a CSV, Parquet or Zarr "
-                            "file) or 'synthetic' ({rows, columns, seed})")
-    synthetic = None
-    if "synthetic" in d:
-        s = d["synthetic"]
-        if not isinstance(s, Mapping):
-            raise SdcInputError("'dataset.synthetic' must be a mapping {rows, columns, seed}")
-        _unknown_keys("'dataset.synthetic'", s, {"rows", "columns", "seed"})
-        synthetic = {"rows": _int("'dataset.synthetic.rows'", s.get("rows", 1000), 3),
-                     "columns": _int("'dataset.synthetic.columns'", s.get("columns", 8), 1),
-                     "seed": _int("'dataset.synthetic.seed'", s.get("seed", 0), 0)}
-    roles = d.get("roles") or {}
-    if not isinstance(roles, Mapping):
-        raise SdcInputError("'dataset.roles' must map role names to lists of columns")
-    dataset = DatasetSpec(
-        name=str(d.get("name", "data")),
-        path=str(d["path"]) if "path" in d else None, synthetic=synthetic,
-        columns=_str_list("'dataset.columns'", d["columns"]) if "columns" in d else None,
-        keys=_str_list("'dataset.keys'", d["keys"]) if "keys" in d else None,
-        roles={str(k): list(_str_list(f"'dataset.roles.{k}'", v)) for k, v in roles.items()})
+    if ("dataset" in doc) == ("datasets" in doc):
+        raise SdcInputError("the spec needs exactly one of 'dataset' (a mapping) or "
+                            "'datasets' (a list of mappings)")
+    if "dataset" in doc:
+        datasets = (_dataset(doc["dataset"], "'dataset'"),)
+    else:
+        if not isinstance(doc["datasets"], list) or not doc["datasets"]:
+            raise SdcInputError("'datasets' must be a non-empty list of dataset mappings")
+        datasets = tuple(_dataset(d, f"datasets[{i}]") for i, d in enumerate(doc["datasets"]))
+        names = [d.name for d in datasets]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise SdcInputError(f"dataset name(s) {dup} used twice in 'datasets'; give each "
+                                "dataset its own 'name'")
 
     if not isinstance(doc["methods"], list) or not doc["methods"]:
         raise SdcInputError("'methods' must be a non-empty list of {name, params}")
@@ -196,16 +197,59 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
                                  ["auto", "task", "distributed"])
 
     raw = {"name": name, "seed": seed, "replicates": replicates,
-           "dataset": {k: v for k, v in {
-               "name": dataset.name, "path": dataset.path, "synthetic": dataset.synthetic,
-               "columns": list(dataset.columns) if dataset.columns else None,
-               "keys": list(dataset.keys) if dataset.keys else None,
-               "roles": dataset.roles or None}.items() if v is not None},
            "methods": [{"name": m.name, "params": list(m.params), "options": m.options}
                        for m in methods],
            "metrics": list(metrics), "keysets": keysets, "options": options}
-    return AuditSpec(name, seed, dataset, tuple(methods), replicates, metrics, keysets,
+    if "dataset" in doc:
+        raw["dataset"] = _raw_dataset(datasets[0])
+    else:
+        raw["datasets"] = [_raw_dataset(d) for d in datasets]
+    return AuditSpec(name, seed, datasets, tuple(methods), replicates, metrics, keysets,
                      options, raw, str(base_dir))
+
+
+def _dataset(d: Any, what: str) -> DatasetSpec:
+    """Validate one dataset mapping."""
+    if not isinstance(d, Mapping):
+        raise SdcInputError(f"{what} must be a mapping with 'path', 'synthetic' or 'reference'")
+    _unknown_keys(what, d, _DATASET)
+    if sum(k in d for k in _SOURCES) != 1:
+        raise SdcInputError(f"{what} needs exactly one of 'path' (a CSV, Parquet or Zarr "
+                            "file), 'synthetic' ({rows, columns, seed}) or 'reference' "
+                            "(census or tarragona)")
+    synthetic = None
+    if "synthetic" in d:
+        s = d["synthetic"]
+        if not isinstance(s, Mapping):
+            raise SdcInputError(f"'{what}.synthetic' must be a mapping {{rows, columns, seed}}")
+        _unknown_keys(f"{what}.synthetic", s, {"rows", "columns", "seed"})
+        synthetic = {"rows": _int(f"{what}.synthetic.rows", s.get("rows", 1000), 3),
+                     "columns": _int(f"{what}.synthetic.columns", s.get("columns", 8), 1),
+                     "seed": _int(f"{what}.synthetic.seed", s.get("seed", 0), 0)}
+    reference = None
+    if "reference" in d:
+        from ..data.refdata import REFERENCE_FILES
+        reference = str(d["reference"])
+        if reference not in REFERENCE_FILES:
+            raise unknown_name_error("reference", reference, list(REFERENCE_FILES))
+    roles = d.get("roles") or {}
+    if not isinstance(roles, Mapping):
+        raise SdcInputError(f"{what}.roles must map role names to lists of columns")
+    return DatasetSpec(
+        name=str(d.get("name", reference or "data")),
+        path=str(d["path"]) if "path" in d else None, synthetic=synthetic,
+        reference=reference,
+        columns=_str_list(f"{what}.columns", d["columns"]) if "columns" in d else None,
+        keys=_str_list(f"{what}.keys", d["keys"]) if "keys" in d else None,
+        roles={str(k): list(_str_list(f"{what}.roles.{k}", v)) for k, v in roles.items()})
+
+
+def _raw_dataset(d: DatasetSpec) -> dict[str, Any]:
+    return {k: v for k, v in {
+        "name": d.name, "path": d.path, "synthetic": d.synthetic, "reference": d.reference,
+        "columns": list(d.columns) if d.columns else None,
+        "keys": list(d.keys) if d.keys else None,
+        "roles": d.roles or None}.items() if v is not None}
 
 
 def load_spec(path: str | Path) -> AuditSpec:

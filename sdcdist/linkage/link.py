@@ -17,9 +17,10 @@ import numpy as np
 from ..errors import SdcInputError
 from ..parallel import Runner
 from .assignment import DEFAULT_DENSE_LIMIT
+from .drivers import truth_from_ids
 from .prl_drivers import PRLResult, probabilistic_linkage
 
-__all__ = ["LinkResult", "link_files", "truth_from_ids"]
+__all__ = ["LinkResult", "link_files"]
 
 
 @dataclass
@@ -30,26 +31,6 @@ class LinkResult:
     result: PRLResult
     pld: float | None
     pld20: float | None
-
-
-def truth_from_ids(ids_a: np.ndarray, ids_b: np.ndarray) -> np.ndarray:
-    """Row in A of each B record's identifier (-1 where A has no such record).
-
-    Raises
-    ------
-    SdcInputError
-        If an identifier occurs twice in A (the truth would be ambiguous).
-    """
-    ids_a = np.asarray(ids_a)
-    ids_b = np.asarray(ids_b)
-    uniq, first, cnt = np.unique(ids_a, return_index=True, return_counts=True)
-    if np.any(cnt > 1):
-        raise SdcInputError(f"the identifier column has {int(np.count_nonzero(cnt > 1))} "
-                            "repeated value(s) in the original file; identifiers must be unique")
-    pos = np.searchsorted(uniq, ids_b)
-    pos = np.clip(pos, 0, max(uniq.size - 1, 0))
-    hit = (uniq.size > 0) & (uniq[pos] == ids_b) if uniq.size else np.zeros(ids_b.size, bool)
-    return np.where(hit, first[pos], -1).astype(np.int64)
 
 
 def _positions(md: Any, names: Sequence[str], what: str) -> list[int]:

@@ -7,7 +7,7 @@
 
 from ._registry import (DEFAULT_OPTIONS, REGISTRY, MeasureContext, Metric, MetricResult,
                         default_keysets, get_metric, register)
-from . import infoloss, prl, ranks, risk, utility  # noqa: F401  (modules register their metrics)
+from . import infoloss, prl, ranks, risk, scores, utility  # noqa: F401  (register metrics)
 from .measure import expand_requirements, measure
 
 __all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",

@@ -1,0 +1,422 @@
+"""Compare methods at equal risk (or equal utility) [DRS §3].
+
+For each dataset and method of a spec, find the parameter at which the mean
+of a metric over replicates equals a target:
+
+1. evaluate the metric on the method's coarse grid (the spec's ``params``);
+2. take the first pair of neighbouring grid values whose means straddle the
+   target (a grid value within the tolerance is taken as it is);
+3. continuous parameters: bisection inside the bracket, each probe masked and
+   measured ``replicates`` times (seeds as in an audit, so a probe at a grid
+   value reproduces the audit's cells), until the mean is within the
+   tolerance; integer parameters: bisection down to two neighbouring
+   integers, then the one whose mean is nearest to the target;
+4. evaluate every metric of the spec at the calibrated parameter.
+
+A method whose curve never reaches the target on its grid is reported as
+``unreachable`` with the range it does reach; nothing is clipped to an end of
+the grid. All probes of a round (every method and dataset, every replicate)
+run on the cluster at once.
+
+The results form a small cube (Zarr): ``calibrated_param`` and
+``achieved_risk`` (``achieved_utility`` in the dual) per (dataset, method),
+``achieved_sd`` (sd over replicates), ``status``, ``reach_low``/``reach_high``,
+``value`` (dataset, method, metric) with every metric at the calibrated
+parameter, and the probes (``probe_param``, ``probe_value``) behind each
+curve.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .. import cube as cubemod
+from ..errors import SdcInputError
+from ..masking import get_method
+from ..metrics import expand_requirements, get_metric
+from .plan import Cell, cell_seed
+from .run import _method_options, _versions, cell_task, load_dataset, resolve_keysets
+from .spec import AuditSpec, load_spec
+
+__all__ = ["calibrate", "CalibrationResult", "calibration_table", "open_calibration"]
+
+STATUS = {
+    "ok": "mean within the tolerance of the target",
+    "nearest": "integer parameter: the feasible value nearest to the target",
+    "unreachable": "the curve never reaches the target on the method's grid",
+    "not converged": "bisection stopped (iterations or parameter resolution) outside the "
+                     "tolerance; the closest probe is reported",
+}
+
+
+@dataclass
+class CalibrationResult:
+    """Where the calibration cube is, its table, and how much work it took."""
+
+    cube: str | None
+    table: pd.DataFrame
+    probes: int
+    seconds: float
+
+
+@dataclass
+class _Curve:
+    """The calibration state of one (dataset, method)."""
+
+    d: int
+    method: str
+    kind: str
+    points: dict[float, tuple[float, float]]   # param -> (mean, sd)
+    lo: float = np.nan
+    hi: float = np.nan
+    param: float = np.nan
+    status: str = ""
+
+    def closest(self, target: float, among: Sequence[float] | None = None) -> float:
+        ps = list(among) if among is not None else list(self.points)
+        return min(ps, key=lambda p: (abs(self.points[p][0] - target), p))
+
+
+def check_request(spec: AuditSpec, metric: str, mode: str, target: float) -> None:
+    """Raise :class:`SdcInputError` for a calibration that cannot be run as asked."""
+    m = get_metric(metric)
+    if mode == "risk" and m.kind != "risk":
+        raise SdcInputError(f"--risk needs a risk metric; {metric!r} is a {m.kind} metric "
+                            "(use --utility for loss and utility metrics)")
+    if mode == "utility" and m.kind not in ("utility", "loss"):
+        raise SdcInputError(f"--utility needs a utility or loss metric; {metric!r} is a "
+                            f"{m.kind} metric (use --risk for risk metrics)")
+    if not np.isfinite(target):
+        raise SdcInputError(f"the target must be a finite number. Got {target!r} instead.")
+    for i, ms in enumerate(spec.methods):
+        if get_method(ms.name).kind != "none" and len(ms.params) < 2:
+            raise SdcInputError(
+                f"calibration brackets the target on each method's grid, and methods[{i}] "
+                f"({ms.name}) has {len(ms.params)} parameter value; give at least two values "
+                "spanning the range to search")
+
+
+def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
+              mode: str = "risk", out: str | Path | None = None, client: Any = None,
+              tol: float | None = None, max_iter: int = 20, overwrite: bool = False,
+              on_round: Callable[[str, int], None] | None = None) -> CalibrationResult:
+    """Find each method's parameter giving ``metric == target`` and measure the spec there.
+
+    Parameters
+    ----------
+    spec : AuditSpec or path
+        Datasets, methods (their ``params`` are the coarse grid), replicates,
+        metrics (measured at the calibrated parameters), seed and options.
+    metric : str
+        The metric to calibrate on (a risk metric, or a utility/loss metric
+        when ``mode="utility"``).
+    target : float
+        The level to reach (mean over replicates).
+    mode : {"risk", "utility"}
+        Equal risk (compare utilities) or equal utility (compare risks).
+    out : path or URL, optional
+        Zarr store for the calibration cube.
+    client : distributed.Client, optional
+        Run the probes there; ``None`` runs them here.
+    tol : float, optional
+        Absolute tolerance on the mean; default 1 % of ``|target|`` (1e-3 if 0).
+    max_iter : int
+        Bisection rounds at most.
+    overwrite : bool
+        Replace an existing ``out``.
+    on_round : callable, optional
+        Called before each round of probes with its name ("grid", "bisection 1",
+        ..., "final") and how many (dataset, method, parameter) probes it runs.
+
+    Returns
+    -------
+    CalibrationResult
+    """
+    t0 = time.perf_counter()
+    if mode not in ("risk", "utility"):
+        raise SdcInputError(f"mode must be 'risk' or 'utility'. Got {mode!r} instead.")
+    if not isinstance(spec, AuditSpec):
+        spec = load_spec(spec)
+    target = float(target)
+    check_request(spec, metric, mode, target)
+    tol = float(tol) if tol is not None else (0.01 * abs(target) if target != 0 else 1e-3)
+    if not tol > 0:
+        raise SdcInputError(f"the tolerance must be positive. Got {tol!r} instead.")
+    if out is not None:
+        out = str(out)
+        if Path(out).exists():
+            if not overwrite:
+                raise SdcInputError(f"{out!r} exists; choose another --out or pass --overwrite")
+            shutil.rmtree(out)
+    data = []
+    for ds in spec.datasets:
+        md = load_dataset(spec, ds)
+        data.append((md, resolve_keysets(spec, md, ds)))
+    probe_metrics = tuple(expand_requirements([metric]))
+    final_metrics = tuple(expand_requirements([*spec.metrics, metric]))
+    ev = _Evaluator(spec, data, client)
+
+    curves = [_Curve(d, ms.name, get_method(ms.name).kind, {})
+              for d in range(len(data)) for ms in spec.methods]
+    grids = {ms.name: list(ms.params) for ms in spec.methods}
+    rounds = 0
+    pending = [(c, p) for c in curves for p in grids[c.method]]
+    if on_round:
+        on_round("grid", len(pending))
+    _measure(ev, pending, probe_metrics, metric)
+    for c in curves:
+        _start(c, grids[c.method], target, tol)
+    while True:
+        active = [c for c in curves if not c.status]
+        if not active or rounds >= max_iter:
+            break
+        rounds += 1
+        mids = []
+        for c in active:
+            mid = _midpoint(c)
+            if mid is None:
+                c.param = c.closest(target, [c.lo, c.hi])
+                c.status = "ok" if abs(c.points[c.param][0] - target) <= tol else (
+                    "nearest" if c.kind == "int" else "not converged")
+            else:
+                mids.append((c, mid))
+        if not mids:
+            break
+        if on_round:
+            on_round(f"bisection {rounds}", len(mids))
+        _measure(ev, mids, probe_metrics, metric)
+        for c, mid in mids:
+            v = c.points[mid][0]
+            if abs(v - target) <= tol:
+                c.param, c.status = mid, "ok"
+            elif (v - target) * (c.points[c.lo][0] - target) > 0:
+                c.lo = mid
+            else:
+                c.hi = mid
+    for c in curves:
+        if not c.status:
+            c.param = c.closest(target, [c.lo, c.hi])
+            c.status = "ok" if abs(c.points[c.param][0] - target) <= tol else "not converged"
+
+    finals = {(c.d, c.method, c.param): c for c in curves if np.isfinite(c.param)}
+    if on_round:
+        on_round("final", len(finals))
+    values = ev.evaluate(list(finals), final_metrics)
+    ds_out = _result_dataset(spec, data, curves, values, final_metrics, metric=metric,
+                             target=target, tol=tol, mode=mode, max_iter=max_iter)
+    if out is not None:
+        ds_out.to_zarr(out, mode="w-", consolidated=False)
+    table = calibration_table(ds_out)
+    return CalibrationResult(out, table, ev.probes, time.perf_counter() - t0)
+
+
+def _start(c: _Curve, grid: list[float], target: float, tol: float) -> None:
+    """Bracket the target on the coarse grid (or settle the curve at once)."""
+    ps = np.array(sorted(grid), dtype=float)
+    vs = np.array([c.points[p][0] for p in ps])
+    near = [p for p, v in zip(ps, vs) if abs(v - target) <= tol]
+    hit = cubemod.crossing(ps, vs, target)
+    if near:
+        c.param, c.status = c.closest(target, near), "ok"
+    elif hit is None:
+        c.status = "unreachable"
+    else:
+        c.lo, c.hi = float(ps[hit[0]]), float(ps[hit[1]])
+
+
+def _midpoint(c: _Curve) -> float | None:
+    """The next probe inside the bracket, or None when the bracket cannot shrink."""
+    if c.kind == "int":
+        if c.hi - c.lo <= 1:
+            return None
+        return float(np.floor((c.lo + c.hi) / 2))
+    mid = (c.lo + c.hi) / 2
+    if not c.lo < mid < c.hi or abs(c.hi - c.lo) <= 1e-9 * max(abs(c.lo), abs(c.hi), 1.0):
+        return None
+    return mid
+
+
+def _measure(ev: "_Evaluator", probes: list[tuple[_Curve, float]], metrics: tuple[str, ...],
+             metric: str) -> None:
+    res = ev.evaluate([(c.d, c.method, p) for c, p in probes], metrics)
+    for c, p in probes:
+        reps = res[c.d, c.method, p][metric]
+        c.points[p] = (float(np.mean(reps)), float(np.std(reps, ddof=1)) if len(reps) > 1
+                       else 0.0)
+
+
+class _Evaluator:
+    """Runs probes (mask + measure, replicates) here or on a cluster, memoised."""
+
+    def __init__(self, spec: AuditSpec, data: list, client: Any):
+        self.spec, self.data, self.client = spec, data, client
+        self.X = [client.scatter(md.values, broadcast=False, hash=False) if client else
+                  md.values for md, _ in data]
+        self.mopts = {(d, m.name): _method_options(spec, data[d][0].columns,
+                                                   data[d][0].roles, m.name)
+                      for d in range(len(data)) for m in spec.methods}
+        self.cache: dict[tuple, dict[str, list[float]]] = {}
+        self.probes = 0
+
+    def _cells(self, d: int, method: str, param: float) -> list[Cell]:
+        reps = self.spec.replicates if get_method(method).random else 1
+        name = self.spec.datasets[d].name
+        out = []
+        for r in range(reps):
+            ent, key = cell_seed(self.spec.seed, name, method, param, r)
+            out.append(Cell(method, float(param), r, -1, -1, ent, key, name, d))
+        return out
+
+    def evaluate(self, probes: list[tuple[int, str, float]], metrics: tuple[str, ...]
+                 ) -> dict[tuple[int, str, float], dict[str, list[float]]]:
+        """probe -> metric -> values over replicates."""
+        todo = [p for p in dict.fromkeys(probes)
+                if not all(m in self.cache.get((p, metrics), {}) for m in metrics)]
+        jobs = [(p, c) for p in todo for c in self._cells(*p)]
+        self.probes += len(jobs)
+        options = dict(self.spec.options)
+
+        def args(p: tuple[int, str, float], c: Cell) -> tuple:
+            md, keysets = self.data[p[0]]
+            return (self.X[p[0]], md.columns, keysets, metrics, c, self.mopts[p[0], p[1]],
+                    options)
+        if self.client is not None:
+            futs = [self.client.submit(cell_task, *args(p, c), pure=False) for p, c in jobs]
+            results = self.client.gather(futs)
+        else:
+            results = [cell_task(*args(p, c)) for p, c in jobs]
+        for (p, c), res in zip(jobs, results):
+            slot = self.cache.setdefault((p, metrics), {m: [] for m in metrics})
+            for i, m in enumerate(metrics):
+                slot[m].append(float(res["values"][i]))
+        return {p: self.cache[p, metrics] for p in probes}
+
+
+def _result_dataset(spec: AuditSpec, data: list, curves: list[_Curve], values: dict,
+                    metrics: tuple[str, ...], *, metric: str, target: float, tol: float,
+                    mode: str, max_iter: int) -> xr.Dataset:
+    names = [d.name for d in spec.datasets]
+    methods = [m.name for m in spec.methods]
+    D, M, K = len(names), len(methods), len(metrics)
+    P = max(len(c.points) for c in curves)
+    cal = np.full((D, M), np.nan)
+    ach = np.full((D, M), np.nan)
+    sd = np.full((D, M), np.nan)
+    lo = np.full((D, M), np.nan)
+    hi = np.full((D, M), np.nan)
+    status = np.empty((D, M), dtype=object)
+    val = np.full((D, M, K), np.nan)
+    pp = np.full((D, M, P), np.nan)
+    pv = np.full((D, M, P), np.nan)
+    for c in curves:
+        mi = methods.index(c.method)
+        pts = sorted(c.points)
+        pp[c.d, mi, :len(pts)] = pts
+        pv[c.d, mi, :len(pts)] = [c.points[p][0] for p in pts]
+        means = [c.points[p][0] for p in pts]
+        lo[c.d, mi], hi[c.d, mi] = min(means), max(means)
+        status[c.d, mi] = c.status
+        if np.isfinite(c.param):
+            cal[c.d, mi] = c.param
+            ach[c.d, mi], sd[c.d, mi] = c.points[c.param]
+            v = values[c.d, c.method, c.param]
+            val[c.d, mi] = [np.mean(v[m]) for m in metrics]
+    kinds = [get_metric(m) for m in metrics]
+    achieved = "achieved_risk" if mode == "risk" else "achieved_utility"
+    dm = ("dataset", "method")
+    return xr.Dataset(
+        {"calibrated_param": (dm, cal), achieved: (dm, ach), "achieved_sd": (dm, sd),
+         "status": (dm, status.astype(str).astype(object)),
+         "reach_low": (dm, lo), "reach_high": (dm, hi),
+         "value": (dm + ("metric",), val),
+         "probe_param": (dm + ("probe",), pp), "probe_value": (dm + ("probe",), pv)},
+        coords={"dataset": np.array(names, dtype=object),
+                "method": np.array(methods, dtype=object),
+                "metric": np.array(metrics, dtype=object), "probe": np.arange(P),
+                "param_name": ("method", np.array([get_method(m).param for m in methods],
+                                                  dtype=object)),
+                "metric_kind": ("metric", np.array([k.kind for k in kinds], dtype=object)),
+                "ascending": ("metric", np.array([k.ascending for k in kinds], np.int8))},
+        attrs={"calibration": json.dumps({"mode": mode, "metric": metric, "target": target,
+                                          "tolerance": tol, "max_iter": max_iter,
+                                          "replicates": spec.replicates}),
+               "spec": json.dumps(spec.raw, sort_keys=True), "spec_sha256": spec.sha256,
+               "datasets": json.dumps([{"name": d.name, "sha256": md.sha256,
+                                        "shape": list(md.values.shape)}
+                                       for d, (md, _) in zip(spec.datasets, data)]),
+               "versions": json.dumps(_versions()),
+               "conventions": json.dumps(cubemod.CONVENTIONS, sort_keys=True),
+               "status_meaning": json.dumps(STATUS),
+               "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
+
+def open_calibration(url: str) -> cubemod.Cube:
+    """Open (and load) a calibration cube written by :func:`calibrate`.
+
+    Like the audit cube, ``sel(method=...)`` selects methods.
+    """
+    try:
+        ds = xr.open_zarr(str(url), consolidated=False)
+    except Exception as exc:
+        raise SdcInputError(f"cannot open {str(url)!r} as a calibration cube "
+                            f"({type(exc).__name__}); check the path") from None
+    if "calibrated_param" not in ds:
+        raise SdcInputError(f"{str(url)!r} is not a calibration cube (no calibrated_param)")
+    return cubemod._as_cube(ds.load())
+
+
+def calibration_table(ds: xr.Dataset, dataset: str | None = None) -> pd.DataFrame:
+    """Methods at the calibrated parameters, like Table 1 of Domingo-Ferrer, Ricci and Soria.
+
+    One row per (dataset, method): the parameter, the achieved level of the
+    calibrated metric (mean and sd over replicates), every other metric at
+    that parameter with its rank among the methods (1 = best), and the
+    status. Rows are sorted by the rank of the first compared metric.
+    """
+    info = json.loads(ds.attrs["calibration"])
+    achieved = "achieved_risk" if info["mode"] == "risk" else "achieved_utility"
+    metrics = [str(m) for m in ds["metric"].values]
+    kinds = dict(zip(metrics, [str(k) for k in ds["metric_kind"].values]))
+    asc = dict(zip(metrics, [bool(a) for a in ds["ascending"].values]))
+    wanted = ("utility", "loss") if info["mode"] == "risk" else ("risk",)
+    compare = [m for m in metrics if kinds[m] in wanted and m != info["metric"]]
+    rows = []
+    datasets = [str(d) for d in ds["dataset"].values]
+    for di, dname in enumerate(datasets):
+        if dataset is not None and dname != dataset:
+            continue
+        for mi, m in enumerate(ds["method"].values):
+            row = {"dataset": dname, "method": str(m),
+                   "param_name": str(ds["param_name"].values[mi]),
+                   "param": float(ds["calibrated_param"].values[di, mi]),
+                   info["metric"]: float(ds[achieved].values[di, mi]),
+                   f"{info['metric']} sd": float(ds["achieved_sd"].values[di, mi])}
+            for ki, k in enumerate(metrics):
+                if k in compare:
+                    row[k] = float(ds["value"].values[di, mi, ki])
+            row["status"] = str(ds["status"].values[di, mi])
+            row["reach"] = (f"{ds['reach_low'].values[di, mi]:.4g}.."
+                            f"{ds['reach_high'].values[di, mi]:.4g}")
+            rows.append(row)
+    t = pd.DataFrame(rows)
+    if t.empty:
+        return t
+    for k in compare:
+        t[f"{k} rank"] = t.groupby("dataset")[k].rank(ascending=asc[k], method="average",
+                                                      na_option="keep")
+    if compare:
+        t = t.sort_values(["dataset", f"{compare[0]} rank"], kind="stable", na_position="last")
+    t = t.set_index(["dataset", "method"])
+    if len(datasets) == 1:
+        t = t.droplevel("dataset")
+    return t

@@ -1,0 +1,134 @@
+"""Composite scores that weigh information loss against disclosure risk.
+
+Each score is a registered metric of kind ``"score"`` whose ``requires`` lists
+the metrics it combines; an audit measures those too, and the score reads
+them from the cell's context with :meth:`MeasureContext.value`. Scores are
+linear in their parts, so their mean over replicates is the score of the
+replicate means.
+
+- ``Score``  [DMT §5]  0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID1
+- ``Score2`` [DMT §6]  0.5 IL_S2 + 0.25 DLD + 0.125 ID1 + 0.125 ID2
+- ``Ascore``, ``Dscore``, ``Sscore`` [YWC]  100 (s + r) / 2 with s = s0, s1, s2
+  and r = PLD / 100; the ``_20`` variants take r = PLD20 / 100.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._registry import MeasureContext, register
+
+__all__ = ["SCORE_WEIGHTS", "weighted_score", "add_scores"]
+
+#: name -> weights of the metrics combined (the score is their weighted sum).
+SCORE_WEIGHTS: dict[str, Mapping[str, float]] = {
+    "Score": {"IL": 0.5, "DLD": 0.125, "PLD": 0.125, "ID1": 0.25},
+    "Score2": {"IL_S2": 0.5, "DLD": 0.25, "ID1": 0.125, "ID2": 0.125},
+    # 100 (s + PLD/100) / 2 = 50 s + 0.5 PLD
+    "Ascore": {"s0": 50.0, "PLD": 0.5},
+    "Dscore": {"s1": 50.0, "PLD": 0.5},
+    "Sscore": {"s2": 50.0, "PLD": 0.5},
+    "Ascore_20": {"s0": 50.0, "PLD20": 0.5},
+    "Dscore_20": {"s1": 50.0, "PLD20": 0.5},
+    "Sscore_20": {"s2": 50.0, "PLD20": 0.5},
+}
+
+_DESCRIPTIONS = {
+    "Score": ("0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID1", "[DMT §5]"),
+    "Score2": ("0.5 IL_S2 + 0.25 DLD + 0.125 ID1 + 0.125 ID2", "[DMT §6]"),
+    "Ascore": ("100 (s0 + PLD/100) / 2", "[YWC]"),
+    "Dscore": ("100 (s1 + PLD/100) / 2", "[YWC]"),
+    "Sscore": ("100 (s2 + PLD/100) / 2", "[YWC]"),
+    "Ascore_20": ("100 (s0 + PLD20/100) / 2", "[YWC §4.2]"),
+    "Dscore_20": ("100 (s1 + PLD20/100) / 2", "[YWC §4.2]"),
+    "Sscore_20": ("100 (s2 + PLD20/100) / 2", "[YWC §4.2]"),
+}
+
+
+def weighted_score(values: Mapping[str, float], name: str) -> float:
+    """The score ``name`` from the values of its parts (a mapping metric -> value).
+
+    >>> weighted_score({"IL": 10.0, "DLD": 4.0, "PLD": 2.0, "ID1": 40.0}, "Score")
+    15.75
+    """
+    return sum(w * float(values[k]) for k, w in SCORE_WEIGHTS[name].items())
+
+
+def _make(name: str) -> None:
+    weights = SCORE_WEIGHTS[name]
+    text, ref = _DESCRIPTIONS[name]
+
+    def score(ctx: MeasureContext) -> float:
+        return weighted_score({k: ctx.value(k) for k in weights}, name)
+
+    score.__name__ = score.__qualname__ = f"score_{name}"
+    score.__doc__ = f"{name} = {text} {ref}."
+    register(name, kind="score", requires=tuple(weights), reference=ref,
+             description=f"composite score {text} (lower is better)")(score)
+
+
+for _name in SCORE_WEIGHTS:
+    _make(_name)
+
+
+def add_scores(cube: Any, names: Sequence[str] | None = None) -> Any:
+    """The cube with scores computed from its own cells added as metrics (in memory).
+
+    For cubes measured without the scores but with their parts: each score is
+    the weighted sum of its parts in every (method, param, replicate) cell.
+    Scores whose parts are missing are skipped (named ones raise), as are
+    scores the cube already has.
+
+    >>> from sdcdist.cube import example_cube
+    >>> import xarray as xr
+    >>> cube = example_cube()
+    >>> parts = xr.concat([cube["value"].sel(metric="DLD").expand_dims(metric=[k])
+    ...                    for k in ("IL", "PLD", "ID1")], "metric")
+    >>> cube = cube.drop_vars(["metric_kind", "ascending"]).reindex(
+    ...     metric=["DLD", "IL1s", "IL", "PLD", "ID1"])
+    >>> cube["value"].loc[{"metric": ["IL", "PLD", "ID1"]}] = parts
+    >>> with_score = add_scores(cube, ["Score"])   # every part is 7 here; weights sum to 1
+    >>> float(with_score.sel(method="noise", param=0.1, metric="Score")["value"][0])
+    7.0
+    """
+    import numpy as np
+    import xarray as xr
+
+    from ..cube import _as_cube
+    from ..errors import SdcInputError
+    have = [str(m) for m in cube["metric"].values]
+    wanted = list(names) if names is not None else list(SCORE_WEIGHTS)
+    new = []
+    for n in wanted:
+        if n not in SCORE_WEIGHTS:
+            raise SdcInputError(f"Unknown score {n!r}. Valid scores: "
+                                f"{', '.join(SCORE_WEIGHTS)}.")
+        missing = [k for k in SCORE_WEIGHTS[n] if k not in have]
+        if n in have:
+            continue
+        if missing:
+            if names is not None:
+                raise SdcInputError(f"the cube has no {', '.join(missing)}, which {n} is "
+                                    f"computed from; measure them (add {n} to the spec's "
+                                    "metrics)")
+            continue
+        new.append(n)
+    if not new:
+        return cube
+    v = cube["value"]
+    v = v.drop_vars([c for c in v.coords if c != "metric" and "metric" in v[c].dims])
+    extra = xr.concat([sum(w * v.sel(metric=k, drop=True)
+                           for k, w in SCORE_WEIGHTS[n].items()).expand_dims(metric=[n])
+                       for n in new], "metric")
+    extra = extra.transpose(*v.dims)
+    coords = {"metric": have + new}
+    out = cube[["value", "done"]].drop_vars(["metric_kind", "ascending"], errors="ignore")
+    out = out.reindex(coords)
+    out["value"] = xr.concat([v, extra], "metric")
+    for c, fill in (("metric_kind", "score"), ("ascending", 1)):
+        if c in cube.coords:
+            vals = list(np.asarray(cube[c].values)) + [fill] * len(new)
+            out = out.assign_coords({c: ("metric", np.asarray(
+                vals, dtype=cube[c].dtype if c == "ascending" else object))})
+    return _as_cube(out)

@@ -1,0 +1,42 @@
+"""The cube's query helpers: their documented examples run, and their edge cases hold."""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+
+import sdcdist.cube
+import sdcdist.metrics.scores
+import sdcdist.query
+from sdcdist.cube import at_risk, best, crossing, example_cube, pareto
+from sdcdist.errors import SdcInputError
+
+
+@pytest.mark.parametrize("module", [sdcdist.cube, sdcdist.query, sdcdist.metrics.scores])
+def test_documented_examples_run(module):
+    res = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.attempted > 0 and res.failed == 0
+
+
+def test_crossing_edge_cases():
+    ps = np.array([1.0, 2.0, 3.0, 4.0])
+    assert crossing(ps, np.array([1.0, np.nan, 5.0, 9.0]), 3.0) == (0, 2)   # NaN skipped
+    assert crossing(ps, np.array([1.0, 5.0, 1.0, 5.0]), 3.0) == (0, 1)      # first crossing
+    assert crossing(ps, np.array([1.0, 3.0, 5.0, 7.0]), 3.0) == (1, 1)      # exact hit
+    assert crossing(ps, np.full(4, np.nan), 3.0) is None
+
+
+def test_best_pareto_at_risk_respect_direction():
+    cube = example_cube()
+    # flip DLD's direction: larger is now better (as for RR)
+    flipped = cube.assign_coords(ascending=("metric", np.array([0, 1], np.int8)))
+    assert best(flipped, "DLD", n=1).index[0] == ("rankswap", 5.0)
+    assert best(cube, "DLD", n=None).shape[0] == 4
+    # with DLD larger-is-better, the front trades high DLD against low IL1s
+    assert list(pareto(flipped, risk="DLD", loss="IL1s").index) == [("rankswap", 5.0)]
+    t = at_risk(cube, "DLD", 2.0)
+    assert t.loc["noise", "param"] == 0.2 and t.loc["noise", "status"] == "ok"
+    with pytest.raises(SdcInputError, match="no metric 'RR'"):
+        at_risk(cube, "RR", 1.0)
