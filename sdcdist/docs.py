@@ -1,0 +1,55 @@
+"""Write the reference tables of ``docs/catalog.md`` from the registries.
+
+``python -m sdcdist.docs docs/catalog.md`` replaces the text between the
+``<!-- methods -->`` / ``<!-- metrics -->`` markers and their ``<!-- end -->``
+with tables built from :data:`sdcdist.masking.REGISTRY` and
+:data:`sdcdist.metrics.REGISTRY`, so the docs never list a method twice by hand.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+__all__ = ["methods_table", "metrics_table", "render"]
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def methods_table() -> str:
+    from .masking import REGISTRY
+    rows = ["| method | parameter | valid range | description | reference |",
+            "|---|---|---|---|---|"]
+    for name, m in REGISTRY.items():
+        allowed = "-" if m.kind == "none" else m.allowed_text()
+        rows.append(f"| `{name}` | {m.param} | {allowed} | {_md(m.description)} | "
+                    f"{m.reference} |")
+    return "\n".join(rows)
+
+
+def metrics_table() -> str:
+    from .metrics import REGISTRY
+    rows = ["| metric | kind | per key set | rank 1 = | description | reference |",
+            "|---|---|---|---|---|---|"]
+    for name, m in REGISTRY.items():
+        best = "smallest" if m.ascending else "largest"
+        rows.append(f"| `{name}` | {m.kind} | {'yes' if m.keysets else ''} | {best} | "
+                    f"{_md(m.description)} | {m.reference} |")
+    return "\n".join(rows)
+
+
+def render(text: str) -> str:
+    """``text`` with the marked sections replaced by the current tables."""
+    for marker, table in (("methods", methods_table()), ("metrics", metrics_table())):
+        text = re.sub(rf"(<!-- {marker} -->\n).*?(<!-- end -->)",
+                      lambda m, t=table: m.group(1) + t + "\n" + m.group(2), text,
+                      flags=re.S)
+    return text
+
+
+if __name__ == "__main__":  # pragma: no cover
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/catalog.md")
+    path.write_text(render(path.read_text()))
