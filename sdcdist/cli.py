@@ -767,7 +767,8 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
          compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
          block_on: str | None, out: str, overwrite: bool, scheduler: str | None,
-         workers: int | None) -> None:
+         workers: int | None, tls_ca: str | None, tls_cert: str | None,
+         tls_key: str | None) -> None:
     """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
 
     Both files are CSV, Parquet or Zarr stores and may differ in size (e.g. an
@@ -785,7 +786,8 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         raise SdcInputError(f"{out!r} exists; use --overwrite to replace it")
     A = load_microdata(original)
     B = load_microdata(masked)
-    with cluster_client(scheduler, workers, quiet=True) as client:
+    security = make_security(tls_ca, tls_cert, tls_key)
+    with cluster_client(scheduler, workers, quiet=True, security=security) as client:
         res = link_files(A, B, _split(keys), id_column=id_column,
                          categorical=_split(categorical) if categorical else (),
                          method=compare, t=_tolerances(t_text), top_c=top_c,
