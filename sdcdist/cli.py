@@ -147,6 +147,21 @@ def main(ctx: click.Context, log_format: str, log_level: str | None, debug: bool
 # cluster handling (the CLI starts clusters; library functions never do)
 
 def scheduler_option(f: Any) -> Any:
+    """Options choosing the cluster: --scheduler, --workers and the TLS files.
+
+    The decorated command receives ``scheduler``, ``workers`` and ``security``
+    (a :class:`distributed.Security` or None) to hand to :func:`cluster_client`.
+    """
+    import functools
+
+    @functools.wraps(f)
+    def with_security(*args: Any, tls_ca: str | None = None, tls_cert: str | None = None,
+                      tls_key: str | None = None, **kwargs: Any) -> Any:
+        return f(*args, security=make_security(tls_ca, tls_cert, tls_key), **kwargs)
+    return _cluster_options(with_security)
+
+
+def _cluster_options(f: Any) -> Any:
     f = click.option("--tls-key", envvar="SDCDIST_TLS_KEY", default=None, metavar="PEM",
                      type=click.Path(exists=True, dir_okay=False),
                      help="This client's private key (also SDCDIST_TLS_KEY).")(f)
@@ -465,7 +480,8 @@ def _load_with_id(path: str, id_column: str | None, what: str) -> tuple[Any, Any
 @scheduler_option
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
-         seed: int, local: bool, scheduler: str | None, workers: int | None) -> None:
+         seed: int, local: bool, scheduler: str | None, workers: int | None,
+         security: Any) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
     The two files may differ in size and in which records and columns they
@@ -503,7 +519,7 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     if local:
         res = measure(a.values, b.values, names, **common)
     else:
-        with cluster_client(scheduler, workers, quiet=True) as client:
+        with cluster_client(scheduler, workers, quiet=True, security=security) as client:
             res = measure(a.values, b.values, names, client=client, **common)
     click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
                f"truth: {'column ' + repr(id_column) if id_column else 'row order'}")
@@ -553,7 +569,8 @@ def _open_input(path: str, what: str) -> tuple[Any, tuple[str, ...]]:
 @scheduler_option
 def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                 keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
-                local: bool, scheduler: str | None, workers: int | None) -> None:
+                local: bool, scheduler: str | None, workers: int | None,
+                security: Any) -> None:
     """Measure information loss, utility (and risk) of MASKED against ORIGINAL.
 
     Both files must have the same records in the same order and the same
@@ -581,7 +598,7 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     if local:
         res = measure(A, B, names, **kw)
     else:
-        with cluster_client(scheduler, workers, quiet=True) as client:
+        with cluster_client(scheduler, workers, quiet=True, security=security) as client:
             res = measure(A, B, names, client=client, **kw)
     if as_json:
         out = {n: {"value": None if r.value != r.value else r.value, "kind": REGISTRY[n].kind,
@@ -608,8 +625,7 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
               help="Progress bar (default: when stderr is a terminal).")
 @scheduler_option
 def audit(spec: str, out: str, overwrite: bool, progress: bool | None, scheduler: str | None,
-          workers: int | None, tls_ca: str | None, tls_cert: str | None,
-          tls_key: str | None) -> None:
+          workers: int | None, security: Any) -> None:
     """Run an audit spec: mask every (method, param, replicate) cell, measure it.
 
     Cells are written to the cube as they finish. Running the same spec again
@@ -624,7 +640,6 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None, scheduler
     from .storage import check_url
     s = load_spec(spec)
     check_url(out, what="--out")
-    security = make_security(tls_ca, tls_cert, tls_key)
     show = sys.stderr.isatty() if progress is None else progress
     alog = logging.getLogger("sdcdist.audit")
     event(alog, "audit started", spec=s.name, spec_sha256=s.sha256[:12], cube=out,
@@ -767,8 +782,7 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
          compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
          block_on: str | None, out: str, overwrite: bool, scheduler: str | None,
-         workers: int | None, tls_ca: str | None, tls_cert: str | None,
-         tls_key: str | None) -> None:
+         workers: int | None, security: Any) -> None:
     """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
 
     Both files are CSV, Parquet or Zarr stores and may differ in size (e.g. an
@@ -786,7 +800,6 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         raise SdcInputError(f"{out!r} exists; use --overwrite to replace it")
     A = load_microdata(original)
     B = load_microdata(masked)
-    security = make_security(tls_ca, tls_cert, tls_key)
     with cluster_client(scheduler, workers, quiet=True, security=security) as client:
         res = link_files(A, B, _split(keys), id_column=id_column,
                          categorical=_split(categorical) if categorical else (),
