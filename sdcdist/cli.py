@@ -418,6 +418,190 @@ def metrics(markdown: bool) -> None:
 
 
 # ---------------------------------------------------------------------------
+# disclosure risk of one released file
+
+def _parse_options(items: tuple[str, ...]) -> dict[str, Any]:
+    import yaml
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SdcInputError(f"--option takes KEY=VALUE (e.g. crl_external=[V4,V12]); "
+                                f"got {item!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def _load_with_id(path: str, id_column: str | None, what: str) -> tuple[Any, Any]:
+    from .data import Microdata, load_microdata
+    md = load_microdata(path, allow_constant=True)
+    if id_column is None:
+        return md, None
+    if id_column not in md.columns:
+        raise SdcInputError(f"the identifier column {id_column!r} is not in the {what} file. "
+                            f"Valid columns: {', '.join(md.columns)}.")
+    j = md.columns.index(id_column)
+    keep = [i for i in range(len(md.columns)) if i != j]
+    return (Microdata(md.values[:, keep], tuple(md.columns[i] for i in keep), md.roles,
+                      md.sha256), md.values[:, j])
+
+
+@main.command()
+@click.argument("original", type=click.Path(exists=True))
+@click.argument("masked", type=click.Path(exists=True))
+@click.option("--metric", "-m", "metric_names", multiple=True, metavar="NAME[,NAME...]",
+              help="Risk metrics to compute (repeatable; default: every risk metric).")
+@click.option("--keys", default=None, metavar="A,B,...",
+              help="Key columns in linkage order; key sets are their prefixes of sizes "
+                   "1..7 (default: the columns both files share).")
+@click.option("--keyset", "keysets", multiple=True, metavar="A,B,...",
+              help="One explicit key set (repeatable; replaces the prefixes of --keys).")
+@click.option("--id", "id_column", default=None, metavar="COLUMN",
+              help="Identifier column present in both files: the truth of which released "
+                   "record is which person. Without it, row order is the truth.")
+@click.option("--option", "-o", "option_items", multiple=True, metavar="KEY=VALUE",
+              help="Metric option, e.g. gdbrl_dense_max=2000 or "
+                   "crl_external=[V4,V12] crl_released=[V7,V13] (repeatable).")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Seeds the random tie-breaking of CRL.")
+@click.option("--local", is_flag=True,
+              help="Compute in this process, without a Dask cluster (small files).")
+@scheduler_option
+def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
+         keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
+         seed: int, local: bool, scheduler: str | None, workers: int | None,
+         security: Any) -> None:
+    """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
+
+    The two files may differ in size and in which records and columns they
+    hold; linkage uses the key columns both have. Prints one line per metric
+    (mean over key sets) and the value for each key set.
+    """
+    from .metrics import REGISTRY, default_keysets, get_metric, measure
+    names = [n for item in metric_names for n in _split(item)] or \
+        [n for n, m in REGISTRY.items() if m.kind == "risk"]
+    for n in names:
+        if get_metric(n).kind != "risk":
+            risky = ", ".join(k for k, m in REGISTRY.items() if m.kind == "risk")
+            raise SdcInputError(f"{n!r} is a {get_metric(n).kind} metric; `sdcdist risk` "
+                                f"computes risk metrics: {risky}")
+    a, id_a = _load_with_id(original, id_column, "original")
+    b, id_b = _load_with_id(masked, id_column, "masked")
+    if not metric_names and a.shape != b.shape:
+        skip = [n for n in names if get_metric(n).same_shape]
+        names = [n for n in names if n not in skip]
+        click.echo(f"files differ in shape: skipping {', '.join(skip)} (they compare the "
+                   "files record by record)", err=True)
+    truth = None
+    if id_column is not None:
+        from .linkage import truth_from_ids
+        truth = truth_from_ids(id_a, id_b)
+    if keysets:
+        ks = [_split(k) for k in keysets]
+    elif keys:
+        ks = default_keysets(_split(keys))
+    else:
+        ks = None
+    opts = _parse_options(option_items)
+    common = dict(columns=a.columns, masked_columns=b.columns, keysets=ks, seed=seed,
+                  options=opts, truth=truth)
+    if local:
+        res = measure(a.values, b.values, names, **common)
+    else:
+        with cluster_client(scheduler, workers, quiet=True, security=security) as client:
+            res = measure(a.values, b.values, names, client=client, **common)
+    click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
+               f"truth: {'column ' + repr(id_column) if id_column else 'row order'}")
+    for n in names:
+        r = res[n]
+        extra = " (approximate: sparse candidates)" if r.flag else ""
+        click.echo(f"{n:8s} {r.value:12.6g}{extra}")
+        if r.per_keyset and len(r.per_keyset) > 1:
+            labels = ks or default_keysets([c for c in a.columns if c in b.columns])
+            for v, k in zip(r.per_keyset, labels):
+                click.echo(f"  {','.join(k):30s} {v:12.6g}")
+
+
+# ---------------------------------------------------------------------------
+# one pair of files
+
+def _open_input(path: str, what: str) -> tuple[Any, tuple[str, ...]]:
+    """A Zarr store as a lazily read array (tasks read their own rows), else loaded."""
+    from pathlib import Path
+
+    from .data import StoredArray, is_store, load_microdata, open_microdata
+    if is_store(path):
+        return StoredArray(path), tuple(str(c) for c in open_microdata(path).attrs["columns"])
+    if not Path(path).exists():
+        raise SdcInputError(f"the {what} file {path!r} does not exist; give a CSV, Parquet "
+                            f"file or an sdcdist Zarr store")
+    md = load_microdata(path, allow_constant=True)
+    return md.values, md.columns
+
+
+@main.command("measure")
+@click.argument("original")
+@click.argument("masked")
+@click.option("--metric", "-m", "metric_names", multiple=True, metavar="NAME[,NAME...]",
+              help="Metric(s) to compute (repeat or comma-separate). Default: every "
+                   "information-loss and utility metric. `sdcdist metrics` lists them.")
+@click.option("--keyset", multiple=True, metavar="A,B,...",
+              help="A key set for linkage-risk metrics (repeatable; default: prefixes of "
+                   "the columns of sizes 1..7).")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Seed of the random tie-breaking and k-means starts.")
+@click.option("--chunk-rows", type=click.IntRange(1), default=None,
+              help="Records per reduction chunk (default 65536).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--local", is_flag=True,
+              help="Compute in this process, without a Dask cluster (small files).")
+@scheduler_option
+def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
+                keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
+                local: bool, scheduler: str | None, workers: int | None,
+                security: Any) -> None:
+    """Measure information loss, utility (and risk) of MASKED against ORIGINAL.
+
+    Both files must have the same records in the same order and the same
+    columns. Files are CSV, Parquet or sdcdist Zarr stores (read chunk by
+    chunk by the workers). Prints one line per metric with the number of
+    terms left out of a mean variation (zero denominators) and a flag for
+    approximations; --json prints the same as a JSON object.
+    """
+    import json
+
+    from .metrics import REGISTRY, get_metric, measure
+    names = [n for arg in metric_names for n in _split(arg)] or \
+        [n for n, m in REGISTRY.items() if m.kind in ("loss", "utility")]
+    for n in names:
+        get_metric(n)
+    A, cols_a = _open_input(original, "original")
+    B, cols_b = _open_input(masked, "masked")
+    if cols_a != cols_b:
+        raise SdcInputError(f"the masked file's columns {list(cols_b)} differ from the original "
+                            f"file's {list(cols_a)}; both files need the same columns in the "
+                            f"same order")
+    options = {"chunk_rows": chunk_rows} if chunk_rows else {}
+    keysets = [_split(k) for k in keyset] or None
+    kw = dict(columns=list(cols_a), keysets=keysets, seed=seed, options=options)
+    if local:
+        res = measure(A, B, names, **kw)
+    else:
+        with cluster_client(scheduler, workers, quiet=True, security=security) as client:
+            res = measure(A, B, names, client=client, **kw)
+    if as_json:
+        out = {n: {"value": None if r.value != r.value else r.value, "kind": REGISTRY[n].kind,
+                   "excluded": r.excluded, "flag": r.flag,
+                   **({"per_keyset": list(r.per_keyset)} if r.per_keyset else {})}
+               for n, r in res.items()}
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(f"{'metric':10s} {'kind':8s} {'value':>14s} {'excluded':>9s} {'flag':>5s}")
+    for n, r in res.items():
+        click.echo(f"{n:10s} {REGISTRY[n].kind:8s} {r.value:14.6g} {r.excluded:9d} {r.flag:5d}")
+
+
+# ---------------------------------------------------------------------------
 # audits
 
 @main.command()
