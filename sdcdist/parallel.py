@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Runner", "Local", "tree_reduce", "map_reduce", "pairwise_reduce",
-           "chunk_bounds", "pair_block_rows"]
+           "chunk_bounds", "pair_block_rows", "add_dicts"]
 
 
 @dataclass
@@ -164,5 +164,3 @@ def add_dicts(*parts: dict) -> dict:
             out[k] = out[k] + v
     return out
 
-
-__all__.append("add_dicts")
