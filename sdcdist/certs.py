@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import SdcInputError
+from .errors import SdcInputError, param_error
 
 __all__ = ["make_certs", "ROLES"]
 
@@ -68,8 +68,7 @@ def make_certs(out_dir: str | os.PathLike, *, hosts: Sequence[str] = ("localhost
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
     if days < 1:
-        raise SdcInputError(f"The 'days' parameter of certs must be an integer >= 1. "
-                            f"Got {days!r} instead.")
+        raise param_error("days", "certs", "an integer >= 1", days)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     names = ["ca.crt"] + [f"{r}.{ext}" for r in roles for ext in ("crt", "key")]

@@ -15,6 +15,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from .errors import check_choice
+
 __all__ = ["setup_logging", "JsonFormatter", "TextFormatter", "event", "LOG_FORMATS"]
 
 LOG_FORMATS = ("text", "json")
@@ -54,8 +56,7 @@ def setup_logging(fmt: str = "text", level: str | int = "INFO",
 
     Idempotent: a second call replaces the handler the first one installed.
     """
-    if fmt not in LOG_FORMATS:
-        raise ValueError(f"unknown log format {fmt!r}")
+    check_choice("log format", fmt, LOG_FORMATS)
     import distributed.config  # noqa: F401  (installs Dask's handlers: replace them now)
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.set_name(_HANDLER_NAME)

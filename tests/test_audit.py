@@ -42,7 +42,7 @@ def _spec(**changes):
     ({"colour": "blue"}, r"unknown key\(s\) \['colour'\] in the spec"),
     ({"keysets": [["V1", []]]}, r"a key set must be a list of column names"),
     ({"keysets": [[]]}, r"empty key set"),
-    ({"options": {"chunkrows": 5}}, r"unknown key\(s\) \['chunkrows'\] in 'options'"),
+    ({"options": {"chunkrows": 5}}, r"Unknown option 'chunkrows'. Valid options: .*chunk_rows"),
 ])
 def test_spec_errors(change, match):
     with pytest.raises(SdcInputError, match=match):

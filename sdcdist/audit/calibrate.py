@@ -41,7 +41,7 @@ import pandas as pd
 import xarray as xr
 
 from .. import cube as cubemod
-from ..errors import SdcInputError
+from ..errors import SdcInputError, check_choice
 from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from .plan import Cell, cell_seed
@@ -143,8 +143,7 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
     CalibrationResult
     """
     t0 = time.perf_counter()
-    if mode not in ("risk", "utility"):
-        raise SdcInputError(f"mode must be 'risk' or 'utility'. Got {mode!r} instead.")
+    check_choice("calibration mode", mode, ("risk", "utility"))
     if not isinstance(spec, AuditSpec):
         spec = load_spec(spec)
     target = float(target)

@@ -30,9 +30,10 @@ import numpy as np
 from .. import cube as cubemod
 from ..data import Microdata, is_store, load_microdata, reference_file
 from ..data.synth import generate
-from ..errors import SdcInputError
+from ..errors import SdcInputError, column_positions
 from ..masking import get_method
 from ..metrics import MeasureContext, default_keysets, get_metric
+from ..options import OPTIONS
 from ..parallel import Runner
 from ..storage import local_path
 from .plan import Cell, plan_cells
@@ -40,7 +41,7 @@ from .spec import AuditSpec, DatasetSpec, load_spec
 
 __all__ = ["run_audit", "load_dataset", "AuditResult", "mask_cell", "measure_cell"]
 
-TASK_CELL_LIMIT = 20_000
+TASK_CELL_LIMIT = OPTIONS["task_cell_limit"].default   # declared in sdcdist.options
 
 
 @dataclass
@@ -107,8 +108,8 @@ def _method_options(spec: AuditSpec, md_columns: tuple[str, ...], roles: dict,
     meth = get_method(name)
     opts = dict(next(m.options for m in spec.methods if m.name == name))
     if "roles" in meth.options and "roles" not in opts and roles:
-        pos = {c: i for i, c in enumerate(md_columns)}
-        opts["roles"] = {r: [pos[c] for c in cols] for r, cols in roles.items()}
+        opts["roles"] = {r: column_positions(cols, md_columns, what=f"{r} column")
+                         for r, cols in roles.items()}
     if "columns" in meth.options and "columns" not in opts:
         opts["columns"] = list(md_columns)
     return opts

@@ -15,7 +15,7 @@ Example::
     replicates: 2
     metrics: [IL1s, DLD, ID1]
     keysets: prefixes        # or a list of column lists
-    options: {chunk_rows: 65536}
+    options: {chunk_rows: 65536}   # see sdcdist.options (docs/catalog.md, "Options")
 
 Several datasets: ``datasets:`` with a list of such mappings (each with its
 own ``name``); the cube gains a ``dataset`` dimension. ``reference: census``
@@ -26,6 +26,8 @@ go in a spec (a credential-like key is refused, see :mod:`sdcdist.storage`).
 
 Validation raises :class:`SdcInputError` naming the culprit: unknown keys,
 method or metric names (with the valid ones), out-of-range parameters,
+unknown or ill-typed options (top-level ``options`` and each method's
+``options``, checked against their declarations in :mod:`sdcdist.options`),
 unknown columns.
 """
 
@@ -38,19 +40,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SdcInputError, unknown_name_error
+from .. import options as optionsmod
+from ..errors import SdcInputError, check_choice
 from ..masking import get_method
-from ..metrics import DEFAULT_OPTIONS, expand_requirements, get_metric
+from ..metrics import expand_requirements, get_metric
 from ..storage import refuse_credentials
 
 __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec"]
 
 _TOP = {"name", "seed", "dataset", "datasets", "methods", "replicates", "metrics", "keysets", "options",
         "description"}
-_DATASET = {"name", "path", "synthetic", "reference", "columns", "keys", "roles", "id_column"}
+_DATASET = {"name", "path", "synthetic", "reference", "columns", "keys", "roles"}
 _SOURCES = ("path", "synthetic", "reference")
 _METHOD = {"name", "params", "options"}
-_OPTIONS = set(DEFAULT_OPTIONS) | {"block_rows", "cell_mode", "task_cell_limit", "id_p"}
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,8 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
         if not isinstance(params, list) or not params:
             params = [params]
         checked = tuple(sorted({meth.check_param(p) for p in params}))
-        methods.append(MethodSpec(meth.name, checked, dict(m.get("options") or {})))
+        mopts = optionsmod.validate_method_options(meth, m.get("options"))
+        methods.append(MethodSpec(meth.name, checked, mopts))
 
     metrics = doc["metrics"]
     if isinstance(metrics, str):
@@ -190,11 +193,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
             raise SdcInputError("an empty key set was given; every key set needs at least "
                                 "one column")
 
-    options = dict(doc.get("options") or {})
-    _unknown_keys("'options'", options, _OPTIONS)
-    if "cell_mode" in options and options["cell_mode"] not in ("auto", "task", "distributed"):
-        raise unknown_name_error("cell_mode", options["cell_mode"],
-                                 ["auto", "task", "distributed"])
+    options = optionsmod.validate(doc.get("options"), what="'options'")
 
     raw = {"name": name, "seed": seed, "replicates": replicates,
            "methods": [{"name": m.name, "params": list(m.params), "options": m.options}
@@ -212,6 +211,13 @@ def _dataset(d: Any, what: str) -> DatasetSpec:
     """Validate one dataset mapping."""
     if not isinstance(d, Mapping):
         raise SdcInputError(f"{what} must be a mapping with 'path', 'synthetic' or 'reference'")
+    if "id_column" in d:
+        raise SdcInputError(
+            f"{what} has 'id_column', which an audit does not use: it masks each dataset "
+            "itself, record by record, so the row order is the truth of which masked record "
+            "is whose. Leave the identifier out of the data ('columns' lists the columns to "
+            "use); to measure the risk of an existing release against an external file by "
+            "an identifier, use `sdcdist risk --id` or `sdcdist link --id`")
     _unknown_keys(what, d, _DATASET)
     if sum(k in d for k in _SOURCES) != 1:
         raise SdcInputError(f"{what} needs exactly one of 'path' (a CSV, Parquet or Zarr "
@@ -229,9 +235,7 @@ def _dataset(d: Any, what: str) -> DatasetSpec:
     reference = None
     if "reference" in d:
         from ..data.refdata import REFERENCE_FILES
-        reference = str(d["reference"])
-        if reference not in REFERENCE_FILES:
-            raise unknown_name_error("reference", reference, list(REFERENCE_FILES))
+        reference = check_choice("reference", str(d["reference"]), REFERENCE_FILES)
     roles = d.get("roles") or {}
     if not isinstance(roles, Mapping):
         raise SdcInputError(f"{what}.roles must map role names to lists of columns")

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import integrity
-from ..errors import SdcInputError
+from ..errors import SdcInputError, column_positions, param_error
 from .validate import ValueChecker, check_column_names, check_values
 
 __all__ = ["Microdata", "ingest", "open_microdata", "load_microdata", "write_microdata",
@@ -59,15 +59,8 @@ class Microdata:
         return self.values.shape  # type: ignore[return-value]
 
     def column_index(self, names: Sequence[str], *, what: str = "column") -> list[int]:
-        """Positions of ``names``; an unknown name raises and lists the valid ones."""
-        pos = {c: i for i, c in enumerate(self.columns)}
-        out = []
-        for c in names:
-            if c not in pos:
-                raise SdcInputError(f"Unknown {what} {c!r}. Valid columns: "
-                                    f"{', '.join(self.columns)}.")
-            out.append(pos[c])
-        return out
+        """Positions of ``names``; unknown names raise and list the valid ones."""
+        return column_positions(names, self.columns, what=what)
 
 
 def values_fingerprint(values: np.ndarray) -> str:
@@ -145,10 +138,7 @@ def _csv_header(source: Path, sep: str) -> list[str]:
 def _select(header: Sequence[str], columns: Sequence[str] | None, name: str) -> list[str]:
     if columns is None:
         return list(header)
-    missing = [c for c in columns if c not in header]
-    if missing:
-        raise SdcInputError(f"--columns names {missing} which {name!r} does not have. "
-                            f"Valid columns: {', '.join(header)}.")
+    column_positions(columns, header, what="column", where=repr(name))
     check_column_names(list(columns), "--columns")
     return list(columns)
 
@@ -305,15 +295,11 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
     """
     source = Path(source)
     if chunk_rows < 1:
-        raise SdcInputError(f"The 'chunk_rows' parameter of ingest must be an integer >= 1. "
-                            f"Got {chunk_rows!r} instead.")
+        raise param_error("chunk_rows", "ingest", "an integer >= 1", chunk_rows)
     names, blocks = _iter_source(source, columns, chunk_rows)
     roles = {k: list(v) for k, v in (roles or {}).items()}
     for r, cols in roles.items():
-        unknown = [c for c in cols if c not in names]
-        if unknown:
-            raise SdcInputError(f"the {r} role names {unknown}, which are not among the "
-                                f"columns {names}")
+        column_positions(cols, names, what=f"{r} column")
     checker = ValueChecker(names, repr(source.name))
     with _Staging(store, overwrite) as tmp:
         group = _open_group(tmp, "w")

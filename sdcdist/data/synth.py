@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 from scipy.special import ndtri
 
-from ..errors import SdcInputError, param_error
+from ..errors import param_error
 from .io import DEFAULT_CHUNK_ROWS, Microdata, _new_values_array, _open_group, _Staging
 
 __all__ = ["COLUMNS", "generate", "generate_block", "write_synthetic", "BLOCK"]
@@ -105,8 +105,7 @@ def write_synthetic(store: str, n: int, *, columns: int = 8, seed: int = 0,
     """
     _check(n, columns)
     if chunk_rows < 1:
-        raise SdcInputError(f"The 'chunk_rows' parameter of synth must be an integer >= 1. "
-                            f"Got {chunk_rows!r} instead.")
+        raise param_error("chunk_rows", "synth", "an integer >= 1", chunk_rows)
     import hashlib
     digest = hashlib.sha256(f"sdcdist-synth:{seed}:{n}:{columns}".encode()).hexdigest()
     with _Staging(store, overwrite) as tmp:

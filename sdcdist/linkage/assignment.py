@@ -45,7 +45,7 @@ import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, param_error
 
 __all__ = ["Candidates", "assign", "top_candidates", "DEFAULT_DENSE_LIMIT"]
 
@@ -218,8 +218,8 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
         ``n_assigned``, ``n_unassigned_rows``.
     """
     if isinstance(unmatched, str) and unmatched != "row_floor":
-        raise SdcInputError(f"The 'unmatched' parameter of assign must be None, a number, one "
-                            f"number per row or 'row_floor'. Got {unmatched!r} instead.")
+        raise param_error("unmatched", "assign", "None, a number, one number per row or "
+                          "'row_floor'", unmatched)
     if isinstance(weights, Candidates):
         cand, W = weights.dedup(maximize), None
     else:
@@ -233,8 +233,7 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
         if max(W.shape) > dense_limit:
             cand, W = top_candidates(W, top_c, maximize=maximize), None
     if dense_limit < 1:
-        raise SdcInputError(f"The 'dense_limit' parameter of assign must be an integer >= 1. "
-                            f"Got {dense_limit} instead.")
+        raise param_error("dense_limit", "assign", "an integer >= 1", dense_limit)
     if W is not None:
         n_r = W.shape[0]
         if W.size == 0:

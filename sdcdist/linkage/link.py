@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, column_error, column_positions
 from ..parallel import Runner
 from .assignment import DEFAULT_DENSE_LIMIT
 from .drivers import truth_from_ids
@@ -31,15 +31,6 @@ class LinkResult:
     result: PRLResult
     pld: float | None
     pld20: float | None
-
-
-def _positions(md: Any, names: Sequence[str], what: str) -> list[int]:
-    pos = {c: i for i, c in enumerate(md.columns)}
-    missing = [c for c in names if c not in pos]
-    if missing:
-        raise SdcInputError(f"key column(s) {missing} are absent from the {what} file. "
-                            f"Its columns: {', '.join(md.columns)}.")
-    return [pos[c] for c in names]
 
 
 def link_files(original: Any, masked: Any, keys: Sequence[str], *,
@@ -78,21 +69,21 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     keys = list(keys)
     if not keys:
         raise SdcInputError("no key columns given; give at least one (e.g. --keys V1,V2)")
-    ca = _positions(original, keys, "original")
-    cb = _positions(masked, keys, "masked")
-    unknown = [c for c in categorical if c not in keys]
-    if unknown:
-        raise SdcInputError(f"categorical column(s) {unknown} are not key columns {keys}")
+    ca = column_positions(keys, original.columns, what="key column", where="the original file")
+    cb = column_positions(keys, masked.columns, what="key column", where="the masked file")
+    column_positions(categorical, keys, what="categorical column", where="the key columns")
     if blocking is not None:
         if blocking[0] not in keys:
-            raise SdcInputError(f"the blocking column {blocking[0]!r} is not a key column; "
-                                f"choose one of {', '.join(keys)}")
+            raise column_error([blocking[0]], keys, what="blocking column",
+                               where="the key columns")
         blocking = (keys.index(blocking[0]), int(blocking[1]))
     runner = Runner(client)
     truth = None
     if id_column is not None:
-        ia = _positions(original, [id_column], "original")[0]
-        ib = _positions(masked, [id_column], "masked")[0]
+        ia, = column_positions([id_column], original.columns, what="identifier column",
+                               where="the original file")
+        ib, = column_positions([id_column], masked.columns, what="identifier column",
+                               where="the masked file")
         if id_column in keys:
             raise SdcInputError(f"the identifier column {id_column!r} cannot also be a key")
         truth = truth_from_ids(original.values[:, ia], masked.values[:, ib])

@@ -37,7 +37,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, one_of, param_error
 
 __all__ = ["Comparison", "comparison", "transform", "prepare_side", "pattern_counts",
            "pattern_levels", "EMResult", "em", "WeightParams", "weight_params",
@@ -119,8 +119,7 @@ def comparison(n_keys: int, *, method: str = "l", t: float | Any = 0.05,
         raise SdcInputError("probabilistic record linkage needs at least one key column; "
                             "got none. Give key columns (e.g. --keys V1,V2)")
     if method not in ("d", "l"):
-        raise SdcInputError(f"The 'method' parameter of prl must be one of 'd', 'l'. "
-                            f"Got {method!r} instead.")
+        raise param_error("method", "prl", one_of(("d", "l")), method)
     cat = tuple(bool(c) for c in (categorical if categorical is not None else [False] * n_keys))
     if len(cat) != n_keys:
         raise SdcInputError(f"categorical flags for {len(cat)} columns but {n_keys} key columns")
@@ -134,11 +133,9 @@ def comparison(n_keys: int, *, method: str = "l", t: float | Any = 0.05,
             raise SdcInputError(f"tolerances for {len(per)} columns but {n_keys} key columns")
     for lev in per:
         if len(lev) == 0 or not all(np.isfinite(x) and x > 0 for x in lev):
-            raise SdcInputError(f"The 't' parameter of prl must be a tolerance > 0 (finite). "
-                                f"Got {list(lev)} instead.")
+            raise param_error("t", "prl", "a tolerance > 0 (finite)", list(lev))
         if any(b <= a for a, b in zip(lev, lev[1:])):
-            raise SdcInputError(f"The 't' parameter of prl must list increasing tolerances. "
-                                f"Got {list(lev)} instead.")
+            raise param_error("t", "prl", "a list of increasing tolerances", list(lev))
     levels = tuple(() if c else lev for lev, c in zip(per, cat))
     cmp = Comparison(method, levels, cat)
     if cmp.n_patterns > 2**20:

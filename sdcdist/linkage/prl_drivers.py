@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, param_error
 from ..parallel import Runner, chunk_bounds, pairwise_reduce, tree_reduce
 from . import prl
 from .assignment import DEFAULT_DENSE_LIMIT, Candidates, assign
@@ -209,15 +209,13 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
             raise SdcInputError(f"the {what} file has {n} record(s); linkage needs at least 2 "
                                 "records in each file to estimate the model")
     if int(top_c) < 1:
-        raise SdcInputError(f"The 'top_c' parameter of prl must be an integer >= 1. "
-                            f"Got {top_c} instead.")
+        raise param_error("top_c", "prl", "an integer >= 1", top_c)
     cmp = prl.comparison(len(cols_a), method=method, t=t, categorical=categorical)
     if blocking is not None:
         key, width = int(blocking[0]), int(blocking[1])
         if not (0 <= key < len(cols_a)) or width < 1:
-            raise SdcInputError(f"The 'blocking' parameter of prl must be (key position in "
-                                f"0..{len(cols_a) - 1}, half window >= 1). Got {blocking} "
-                                "instead.")
+            raise param_error("blocking", "prl", f"(key position in 0..{len(cols_a) - 1}, "
+                              "half window >= 1)", blocking)
         blocking = (key, width)
     rows = tuple(block_rows) if block_rows else (DEFAULT_PRL_ROWS, DEFAULT_PRL_ROWS)
     if truth is None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import options as _options
 from ..errors import SdcInputError, param_error, unknown_name_error
 
 __all__ = ["MaskingMethod", "REGISTRY", "register", "get_method"]
@@ -45,7 +46,9 @@ class MaskingMethod:
     allowed : str
         Human wording of the valid range, used in error messages.
     options : tuple of str
-        Extra keyword options the function accepts (e.g. ``roles``).
+        Extra keyword options the function accepts (e.g. ``roles``), each declared
+        (default, check, description) in :mod:`sdcdist.options`; a spec's
+        ``methods[i].options`` may set those not marked API-only.
     """
 
     name: str
@@ -112,6 +115,7 @@ def register(name: str, *, param: str, kind: str, low: float = 0.0, high: float 
     """Decorator: register ``func`` as the masking method ``name``."""
     if kind not in ("float", "int", "none"):
         raise ValueError(f"kind must be float, int or none, not {kind!r}")
+    options = _options.check_declared(options, scope="method", owner=f"method {name!r}")
 
     def deco(func: Callable) -> Callable:
         if name in REGISTRY:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, column_error
 from ._registry import register
 from .noise import cov_factor
 
@@ -77,8 +77,7 @@ def resolve_roles(roles: Mapping[str, Sequence] | None, m: int, method: str,
                 raise SdcInputError(f"{method}: roles name columns ({c!r}) but no column names "
                                     f"were given; pass columns=[...] or use positions.")
             if c not in pos:
-                raise SdcInputError(f"Unknown column {c!r} in the roles of {method}. Valid "
-                                    f"columns: {', '.join(columns)}.")
+                raise column_error([c], columns, where=f"the roles of {method}")
             return pos[c]
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c < m:
             raise SdcInputError(f"{method}: role column {c!r} is not a column position in "

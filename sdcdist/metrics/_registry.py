@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, unknown_name_error
+from .. import options as _options
+from ..errors import SdcInputError, column_positions, unknown_name_error
 from ..parallel import Runner
 
 __all__ = ["Metric", "MetricResult", "MeasureContext", "REGISTRY", "register",
@@ -49,6 +50,8 @@ class Metric:
         Needs both files with the same records and columns.
     random : bool
         Uses the cell's generator (tie-breaking, k-means seeds).
+    options : tuple of str
+        The options of :mod:`sdcdist.options` it reads (``ctx.options``).
     """
 
     name: str
@@ -61,6 +64,7 @@ class Metric:
     ascending: bool = True
     same_shape: bool = True
     random: bool = False
+    options: tuple[str, ...] = ()
 
 
 @dataclass
@@ -83,48 +87,27 @@ class MetricResult:
 
 REGISTRY: dict[str, Metric] = {}
 
-#: Computation options a spec or the CLI may override.
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "chunk_rows": 65_536,            # records per reduction chunk (fixed: results never
-                                     # depend on the storage chunking or the workers)
-    "block_memory": 64 * 2**20,      # bytes of pair distances one linkage task may hold
-    # probabilistic record linkage (PLD, PLD20)
-    "prl_method": "l",               # comparison on g(v) = sign(v) log(1+|v|) ("l") or raw ("d")
-    "prl_t": 0.05,                   # tolerance; a list of increasing ones = multi-level
-    "prl_top_c": 20,                 # candidates per masked record for the sparse assignment
-    "prl_dense_limit": 5000,         # largest file linked with the dense exact assignment
-    "prl_blocking": None,            # None = all pairs; [key column, half window] = sorted
-                                     # neighbourhood (the result is then flagged)
-    "prl_block_rows": None,          # [A rows, B rows] per pair block (default 8192 each)
-    "prl_em": None,                  # EM settings: {max_iter, tol, eps, m_start}
-    "prl_unmatched": "row_floor",    # sparse assignment: "row_floor" (fast) or None (assign
-                                     # as many masked records as the candidates allow first)
-    # distance, rank and correlation linkage, interval disclosure (metrics/risk.py)
-    "linkage_method": "index",       # "index" (KD-tree per original block) or "brute"
-                                     # (distance matrices): identical results
-    "gdbrl_dense_max": 5000,         # largest file GDBRL links with the dense exact assignment
-    "gdbrl_candidates": 20,          # nearest candidates per record of the sparse one (flagged)
-    "crl_external": None,            # CRL without shared attributes: the intruder's columns
-    "crl_released": None,            # (original file) and the released ones (masked file)
-    "sdid_k": 0.05,                  # SDID interval half-width in masked sds
-    "bucket_rows": None,             # keys per bucket of the distributed rank sort
-                                     # (None: max(4 * chunk_rows, 65536))
-    "sort_memory": 128 * 2**20,      # bytes of sort data in flight (columns sorted in groups)
-}
+#: Defaults of the options metrics read, from their one declaration in :mod:`sdcdist.options`.
+DEFAULT_OPTIONS: dict[str, Any] = _options.defaults("metric")
 
 
 def register(name: str, *, kind: str, description: str, reference: str = "",
              keysets: bool = False, requires: Sequence[str] = (), ascending: bool = True,
-             same_shape: bool = True, random: bool = False) -> Callable:
-    """Decorator: register ``func`` as the metric ``name``."""
+             same_shape: bool = True, random: bool = False,
+             options: Sequence[str] = ()) -> Callable:
+    """Decorator: register ``func`` as the metric ``name``.
+
+    ``options`` names the options of :mod:`sdcdist.options` the metric reads.
+    """
     if kind not in ("loss", "utility", "risk", "score"):
         raise ValueError(f"bad metric kind {kind!r}")
+    used = _options.check_declared(options, scope="metric", owner=f"metric {name!r}")
 
     def deco(func: Callable) -> Callable:
         if name in REGISTRY:
             raise ValueError(f"metric {name!r} registered twice")
         REGISTRY[name] = Metric(name, kind, func, description, reference, keysets,
-                                tuple(requires), ascending, same_shape, random)
+                                tuple(requires), ascending, same_shape, random, used)
         return func
 
     return deco
@@ -168,7 +151,8 @@ class MeasureContext:
         The cell's seed; metric ``name`` uses the child with spawn key
         ``seed.spawn_key + (1, stable_id(name))``.
     options : dict
-        Overrides of :data:`DEFAULT_OPTIONS` and metric options.
+        Overrides of :data:`DEFAULT_OPTIONS`, checked against their declarations
+        in :mod:`sdcdist.options` (unknown or ill-typed values raise).
     truth : array handle or None
         For each masked record, the row of its true record in the original
         file (-1 if absent). ``None``: row order is the truth.
@@ -189,7 +173,7 @@ class MeasureContext:
         self.masked_columns = tuple(masked_columns) if masked_columns else self.columns
         self.keysets = [tuple(k) for k in (keysets or default_keysets(self.columns))]
         self.seed = seed if seed is not None else np.random.SeedSequence(0)
-        self.options = {**DEFAULT_OPTIONS, **dict(options or {})}
+        self.options = {**DEFAULT_OPTIONS, **_options.validate(options, what="options")}
         self.truth = truth
         self._cache: dict[Any, Any] = {}
         self.results: dict[str, MetricResult] = {}
@@ -208,8 +192,9 @@ class MeasureContext:
         return self._cache[key]
 
     def key_index(self, keys: Sequence[str]) -> tuple[int, ...]:
-        pos = {c: i for i, c in enumerate(self.columns)}
-        return tuple(pos[c] for c in keys)
+        """Positions of key columns in the original file (unknown names raise)."""
+        return tuple(column_positions(keys, self.columns, what="key column",
+                                      where="the original file"))
 
     def require_same_shape(self, name: str) -> None:
         if self.shape_original != self.shape_masked:

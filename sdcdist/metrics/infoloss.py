@@ -20,9 +20,11 @@ import numpy as np
 from ..errors import SdcInputError
 from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
-from .exactsum import MAX_CHUNK, SQ_SCALE, exact_square_sums, exact_sums, to_fraction
+from .exactsum import SQ_SCALE, exact_square_sums, exact_sums, to_fraction
 
 __all__ = ["stats_chunk", "combine_stats", "record_stats", "table1", "il_sd"]
+
+_CHUNK = ("chunk_rows",)      # the options of every metric computed from record_stats
 
 _MV_OBJECTS = ("X", "M", "V", "S", "R")
 
@@ -97,10 +99,7 @@ def record_stats(ctx: MeasureContext) -> dict[str, Any]:
     Raises :class:`SdcInputError` when a file holds NaN or infinite values.
     """
     def run() -> dict[str, Any]:
-        chunk = int(ctx.options["chunk_rows"])
-        if not 1 <= chunk <= MAX_CHUNK:
-            raise SdcInputError(f"The 'chunk_rows' option must be an integer in "
-                                f"[1, {MAX_CHUNK}]. Got {chunk} instead.")
+        chunk = int(ctx.options["chunk_rows"])   # checked in [1, MAX_CHUNK] (sdcdist.options)
         st = map_reduce(ctx.runner, stats_chunk, combine_stats, [ctx.original, ctx.masked],
                         ctx.shape_original[0], chunk_rows=chunk)
         for key, what in (("bad_x", "original"), ("bad_y", "masked")):
@@ -208,7 +207,7 @@ def _register_table1(obj: str, err: str) -> None:
     how = {"MSE": "mean squared error", "MAE": "mean absolute error",
            "MV": "mean variation |a - a'|/|a| (zero denominators left out and counted)"}[err]
 
-    @register(f"{obj}_{err}", kind="loss", reference="[DMT Table 1]",
+    @register(f"{obj}_{err}", kind="loss", reference="[DMT Table 1]", options=_CHUNK,
               description=f"{how} of the {what}")
     def metric(ctx: MeasureContext) -> MetricResult:
         return table1(ctx, obj)[err]
@@ -243,14 +242,14 @@ def il_s2(ctx: MeasureContext) -> MetricResult:
                     (1 / 3, 1 / 6, 1 / 6, 1 / 6, 1 / 6))
 
 
-@register("IL1", kind="loss", reference="[YWC]",
+@register("IL1", kind="loss", reference="[YWC]", options=_CHUNK,
           description="mean over all values of |x - x'| / (0.5(|x| + |x'|)); 0 when both are 0")
 def il1(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
     return float(st["il1_sum"].sum() / (int(st["n"]) * len(ctx.columns)))
 
 
-@register("IL1s", kind="loss", reference="[YWC]",
+@register("IL1s", kind="loss", reference="[YWC]", options=_CHUNK,
           description="mean over all values of |x - x'| / (sqrt(2) s_j), s_j the original sd")
 def il1s(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
@@ -258,7 +257,7 @@ def il1s(ctx: MeasureContext) -> float:
     return float(np.mean(st["absdiff"] / (np.sqrt(2.0) * sd)) / int(st["n"]))
 
 
-@register("IL1s_sum", kind="loss", reference="[YWC]; sdcMicro dUtility 'IL1s'",
+@register("IL1s_sum", kind="loss", reference="[YWC]; sdcMicro dUtility 'IL1s'", options=_CHUNK,
           description="sum over all values of |x - x'| / (sqrt(2) s_j) (sdcMicro's IL1s)")
 def il1s_sum(ctx: MeasureContext) -> float:
     st = record_stats(ctx)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, column_positions
 from ..parallel import Runner
 from ._registry import MeasureContext, MetricResult, default_keysets, get_metric
 
@@ -118,11 +118,7 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                 raise SdcInputError("an empty key set was given; every key set needs at least "
                                     "one column")
             for have, what in ((columns, "original"), (masked_columns, "masked")):
-                unknown = [c for c in ks if c not in have]
-                if unknown:
-                    raise SdcInputError(f"key set {list(ks)} names {unknown}, which the {what} "
-                                        f"file does not have. Valid columns: "
-                                        f"{', '.join(have)}.")
+                column_positions(ks, have, what="key set column", where=f"the {what} file")
     elif not shared and any(get_metric(n).keysets for n in metrics):
         need = [n for n in metrics if get_metric(n).keysets]
         raise SdcInputError(f"the original and masked files share no key columns, which "

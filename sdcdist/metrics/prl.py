@@ -1,6 +1,6 @@
 """Probabilistic record linkage risk: PLD and PLD20 (CATALOG.md, "Probabilistic record linkage").
 
-Options (``ctx.options``, defaults in :data:`DEFAULT_OPTIONS`): ``prl_method``
+Options (``ctx.options``; declared in :mod:`sdcdist.options`): ``prl_method``
 ("l"), ``prl_t`` (0.05; a list of increasing tolerances gives a multi-level
 comparison), ``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
 (``None`` or ``[key column name, half window]`` for sorted-neighbourhood
@@ -17,6 +17,9 @@ from ..linkage.prl_drivers import PRLResult, probabilistic_linkage
 from ._registry import MeasureContext, MetricResult, register
 
 __all__ = ["prl_linkage"]
+
+PRL_OPTIONS = ("prl_method", "prl_t", "prl_top_c", "prl_dense_limit", "prl_blocking",
+               "prl_block_rows", "prl_em", "prl_unmatched")
 
 
 def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
@@ -52,6 +55,7 @@ def _share(ctx: MeasureContext, keys: tuple[int, ...], count: str) -> MetricResu
 
 
 @register("PLD", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.2, YWC §3.4]",
+          options=PRL_OPTIONS,
           description="probabilistic record linkage: % of masked records paired with their own "
                       "record by the 1-1 assignment maximising Fellegi-Sunter weights (EM)")
 def pld(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
@@ -59,6 +63,7 @@ def pld(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
 
 
 @register("PLD20", kind="risk", keysets=True, same_shape=False, reference="[YWC §4.2]",
+          options=PRL_OPTIONS,
           description="PLD counting correct pairs only down to the weight where the precision "
                       "of the weight-sorted assignment falls to 20%")
 def pld20(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:

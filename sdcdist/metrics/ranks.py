@@ -309,6 +309,10 @@ def column_groups(n: int, p: int, memory: int) -> list[tuple[int, ...]]:
     return [tuple(range(s, min(s + g, p))) for s in range(0, p, g)]
 
 
+#: the options of the metrics computed from :func:`rank_pass`
+RANK_OPTIONS = ("chunk_rows", "sort_memory", "bucket_rows")
+
+
 def rank_pass(ctx: MeasureContext) -> dict[str, Any]:
     """Sort both files and reduce: per column sum |r - r'|, sum (r - r')**2 (Python ints)
     and sum_k |x_(k) - x'_(k)| (float). Cached; shared by rMAE, brMAE, brMSE and EMD1.
@@ -378,20 +382,20 @@ def _rank_metric(ctx: MeasureContext, which: str) -> MetricResult:
     return MetricResult(float(value))
 
 
-@register("rMAE", kind="loss", reference="[CN eq. 6]", random=True,
+@register("rMAE", kind="loss", reference="[CN eq. 6]", random=True, options=RANK_OPTIONS,
           description="mean over all values of |rank - rank'| (within-column ranks, "
                       "ties at random)")
 def rmae(ctx: MeasureContext) -> MetricResult:
     return _rank_metric(ctx, "rMAE")
 
 
-@register("brMAE", kind="loss", reference="[CN eq. 8]", random=True,
+@register("brMAE", kind="loss", reference="[CN eq. 8]", random=True, options=RANK_OPTIONS,
           description="sum |rank - rank'| over its maximum (fully reversed ranks): in [0, 1]")
 def brmae(ctx: MeasureContext) -> MetricResult:
     return _rank_metric(ctx, "brMAE")
 
 
-@register("brMSE", kind="loss", reference="[CN eq. 9]", random=True,
+@register("brMSE", kind="loss", reference="[CN eq. 9]", random=True, options=RANK_OPTIONS,
           description="sum (rank - rank')**2 over its maximum (fully reversed ranks): in [0, 1]")
 def brmse(ctx: MeasureContext) -> MetricResult:
     return _rank_metric(ctx, "brMSE")

@@ -7,8 +7,8 @@ neighbour search (``DLD`` and ``DLD2``; ``ID1``, ``ID2`` and ``SDID``) share one
 computation through :meth:`MeasureContext.cached`, and the column transforms
 are computed once per column for all key sets.
 
-Options (``ctx.options``; defaults in ``DEFAULT_OPTIONS``)
-----------------------------------------------------------
+Options (``ctx.options``; declared and checked in :mod:`sdcdist.options`)
+-------------------------------------------------------------------------
 ``linkage_method``
     ``"index"`` (KD-tree per original block, default) or ``"brute"`` (distance
     matrices); identical results.
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, column_positions
 from ..linkage import kernels
 from ..linkage.drivers import invert_truth, link_top2, nearest_candidates, standardized_keys
 from ..parallel import add_dicts, map_reduce, tree_reduce
@@ -54,12 +54,11 @@ def key_positions(ctx: MeasureContext, keys: tuple[int, ...]
         raise SdcInputError("an empty key set was given; every key set needs at least one "
                             "column")
     names = tuple(ctx.columns[k] for k in keys)
-    pos = {c: i for i, c in enumerate(ctx.masked_columns)}
-    missing = [c for c in names if c not in pos]
-    if missing:
-        raise SdcInputError(f"key column(s) {missing} are missing in the masked file; key "
-                            "columns must be present in both files")
-    return names, tuple(keys), tuple(pos[c] for c in names)
+    return names, tuple(keys), tuple(column_positions(names, ctx.masked_columns,
+                                                      what="key column", where="the masked file"))
+
+
+_LINK_OPTIONS = ("block_memory", "block_rows", "linkage_method")
 
 
 def _options(ctx: MeasureContext) -> dict[str, Any]:
@@ -169,6 +168,7 @@ def _linked_share(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric:
 # -- distance linkage ----------------------------------------------------------------
 
 @register("DLD", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.1]",
+          options=_LINK_OPTIONS,
           description="distance-based linkage: % of masked records whose nearest original "
                       "record (standardised Euclidean, key columns) is their own")
 def dld(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
@@ -176,6 +176,7 @@ def dld(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 
 @register("DLD2", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.1]",
+          options=_LINK_OPTIONS,
           description="% of masked records whose second-nearest original record "
                       "(standardised Euclidean) is their own")
 def dld2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
@@ -183,6 +184,7 @@ def dld2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 
 @register("DRL2", kind="risk", keysets=True, same_shape=False, reference="[DTMS §4.1]",
+          options=_LINK_OPTIONS,
           description="distance-standardising linkage: sum of |a_i - b_i| / sd of |a_i - b_i| "
                       "over all pairs; % of masked records linked to their own")
 def drl2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
@@ -190,6 +192,7 @@ def drl2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 
 @register("PDL", kind="risk", keysets=True, same_shape=False, reference="[DRS §2.1]",
+          options=_LINK_OPTIONS,
           description="permutation-distance linkage: each original record linked to the masked "
                       "record(s) at minimal max rank difference; % correct")
 def pdl(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
@@ -197,6 +200,7 @@ def pdl(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 
 @register("RR", kind="risk", keysets=True, same_shape=False, ascending=False,
+          options=_LINK_OPTIONS,
           reference="[DRS §4, eq. 3]",
           description="rank-distance risk: mean log(1 + Euclidean rank distance of each "
                       "original record to its nearest masked record); lower = riskier")
@@ -220,6 +224,7 @@ def _truth_array(ctx: MeasureContext) -> np.ndarray:
 
 
 @register("GDBRL", kind="risk", keysets=True, same_shape=False,
+          options=("block_memory", "gdbrl_dense_max", "gdbrl_candidates"),
           reference="sdcMicro recordLinkage",
           description="global distance-based linkage: 1-1 assignment minimising total "
                       "standardised Euclidean distance; % of masked records paired with their own")
@@ -229,9 +234,6 @@ def gdbrl(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
     n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
     dense_max = int(ctx.options["gdbrl_dense_max"])
     c = int(ctx.options["gdbrl_candidates"])
-    if dense_max < 1 or c < 1:
-        raise SdcInputError("The 'gdbrl_dense_max' and 'gdbrl_candidates' options must be "
-                            f"integers >= 1. Got {dense_max} and {c} instead.")
     if max(n_m, n_o) <= dense_max:
         W = ctx.runner.gather(ctx.runner.submit(_dense_distances, M, O))
         rows, cols, info = assign(W, maximize=False, dense_limit=dense_max)
@@ -321,15 +323,13 @@ def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, 
         if not cols:
             raise SdcInputError(f"the CRL column list for the {what} file is empty; name at "
                                 "least one column")
-        bad = [c for c in cols if c not in have]
-        if bad:
-            raise SdcInputError(f"CRL columns {bad} are missing in the {what} file. Valid "
-                                f"columns: {', '.join(have)}.")
-        out.append(tuple(have.index(c) for c in cols))
+        out.append(tuple(column_positions(cols, have, what="CRL column",
+                                          where=f"the {what} file")))
     return [tuple(out)]  # type: ignore[list-item]
 
 
 @register("CRL", kind="risk", same_shape=False, random=True, reference="[DTMS §4.3]",
+          options=("crl_external", "crl_released"),
           description="correlation-based linkage (works without shared attributes): sort both "
                       "files by their most correlated attribute pair; % linked correctly")
 def crl(ctx: MeasureContext) -> MetricResult:
@@ -411,17 +411,14 @@ def _shared_columns(ctx: MeasureContext) -> list[tuple[int, int]]:
 
 def _intervals(ctx: MeasureContext) -> dict[str, Any]:
     def run() -> dict[str, Any]:
-        ps = tuple(float(p) for p in ctx.options.get("id_p", range(1, 11)))
-        if not ps or any(not 0 <= p <= 100 for p in ps):
-            raise SdcInputError(f"The 'id_p' option must be a non-empty list of percentages in "
-                                f"[0, 100]. Got {list(ps)} instead.")
+        ps = tuple(float(p) for p in ctx.options["id_p"])
         parts = [ctx.runner.submit(interval_counts, a, b, ctx.original, ctx.masked, ps)
                  for a, b in _shared_columns(ctx)]
         return ctx.runner.gather(tree_reduce(ctx.runner, _concat_sd, parts))
     return ctx.cached("intervals", run)
 
 
-@register("ID1", kind="risk", reference="[DMT §4.3]",
+@register("ID1", kind="risk", reference="[DMT §4.3]", options=("id_p",),
           description="rank interval disclosure: % of original values inside the interval of "
                       "masked values within p% of ranks, mean over p = 1..10")
 def id1(ctx: MeasureContext) -> float:
@@ -429,7 +426,7 @@ def id1(ctx: MeasureContext) -> float:
     return float(np.mean(100.0 * tot["id1"] / tot["n"]))
 
 
-@register("ID2", kind="risk", reference="[DMT §6]",
+@register("ID2", kind="risk", reference="[DMT §6]", options=("id_p",),
           description="sd interval disclosure: % of original values within x' ± p s'/100, "
                       "mean over p = 1..10")
 def id2(ctx: MeasureContext) -> float:
@@ -446,12 +443,11 @@ def _sdid_chunk(start: int, stop: int, X: Any, Y: Any, ja: tuple[int, ...],
 
 
 @register("SDID", kind="risk", reference="sdcMicro dRisk",
+          options=("chunk_rows", "id_p", "sdid_k"),
           description="share of records whose every original value lies within "
                       "x' ± k s'_j (k = 0.05)")
 def sdid(ctx: MeasureContext) -> float:
     k = float(ctx.options["sdid_k"])
-    if not k >= 0:
-        raise SdcInputError(f"The 'sdid_k' option must be a number >= 0. Got {k} instead.")
     sd = _intervals(ctx)["sd"]
     pairs = _shared_columns(ctx)
     ja, jb = tuple(a for a, _ in pairs), tuple(b for _, b in pairs)

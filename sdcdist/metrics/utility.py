@@ -28,7 +28,7 @@ from scipy.special import expit
 from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
 from .infoloss import il_sd, record_stats
-from .ranks import rank_pass
+from .ranks import RANK_OPTIONS, rank_pass
 
 __all__ = ["ps_features", "logistic_chunk", "propensity_utility", "transport_emd",
            "weighted_centroids"]
@@ -117,7 +117,7 @@ def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricRes
                         info={"converged": False, "iterations": MAX_NEWTON})
 
 
-@register("PS", kind="utility", reference="[DRS Alg. 1]",
+@register("PS", kind="utility", reference="[DRS Alg. 1]", options=("chunk_rows",),
           description="propensity-score utility loss: mean (p - 1/2)**2 of an unpenalised "
                       "logistic regression of masked vs original on the z-scored columns "
                       "(0 = indistinguishable, 0.25 = separable)")
@@ -125,7 +125,7 @@ def ps(ctx: MeasureContext) -> MetricResult:
     return propensity_utility(ctx, 1, "PS")
 
 
-@register("PS2", kind="utility", reference="[DRS Alg. 1]",
+@register("PS2", kind="utility", reference="[DRS Alg. 1]", options=("chunk_rows",),
           description="PS with squares and pairwise products of the z-scored columns")
 def ps2(ctx: MeasureContext) -> MetricResult:
     return propensity_utility(ctx, 2, "PS2")
@@ -177,7 +177,7 @@ def _emd_task(X: Any, Y: Any, mean: np.ndarray, sd: np.ndarray, h: int,
     return transport_emd(a, wa, b, wb)
 
 
-@register("EMD", kind="utility", reference="[DRS eq. 2]", random=True,
+@register("EMD", kind="utility", reference="[DRS eq. 2]", random=True, options=("chunk_rows",),
           description="earth mover's distance between the seeded k-means centroid sets "
                       "(h = min(50, n/10)) of both files z-scored with the original's moments")
 def emd(ctx: MeasureContext) -> MetricResult:
@@ -195,6 +195,7 @@ def emd(ctx: MeasureContext) -> MetricResult:
 
 
 @register("EMD1", kind="utility", reference="[DRS eq. 2], one dimension at a time",
+          options=RANK_OPTIONS,
           description="mean over columns of the 1-D Wasserstein distance between the columns "
                       "of both files z-scored with the original's moments")
 def emd1(ctx: MeasureContext) -> MetricResult:

@@ -1,0 +1,411 @@
+"""Every computation option, declared once: its default, its check and one line of help.
+
+An option is a named setting that changes *how* something is computed, not
+what: chunk sizes, memory budgets, linkage tolerances. A spec gives them under
+``options:`` (or, for a masking method, under ``methods[i].options``), the
+command line with ``--option KEY=VALUE``, the Python API as ``options={...}``.
+This module is the only list of them:
+
+- :data:`OPTIONS` maps each name to an :class:`Option` (default, check,
+  description, scope);
+- :func:`defaults` gives the defaults (``sdcdist.metrics.DEFAULT_OPTIONS`` is
+  ``defaults("metric")``);
+- :func:`validate` and :func:`validate_method_options` refuse unknown or
+  ill-typed values with the standard messages of :mod:`sdcdist.errors`; the spec
+  parser and :class:`~sdcdist.metrics.MeasureContext` call them;
+- :func:`for_metric` and :func:`for_method` list the options a metric or a
+  masking method reads (metrics and methods declare them when they register);
+- ``docs/catalog.md`` has a table of them (:func:`sdcdist.docs.options_table`).
+
+Scopes: ``"metric"`` options are read by the metrics (``ctx.options``),
+``"audit"`` options by the audit driver, ``"method"`` options are keyword
+options of masking methods. Checks are about the value alone; checks that need
+the data (a blocking column in the key set, ``k <= n/2``) stay where the data
+are known.
+
+This module imports nothing heavy, so the command line can read it at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SdcInputError, one_of, option_error, unknown_name_error
+
+__all__ = ["Option", "Check", "OPTIONS", "declare", "defaults", "get_option", "check_option",
+           "validate", "validate_method_options", "for_metric", "for_method", "names",
+           "integer", "number", "choice", "optional", "default_text", "SCOPES"]
+
+SCOPES = ("metric", "audit", "method")
+
+#: largest ``chunk_rows``: the exact sums of :mod:`sdcdist.metrics.exactsum` stay exact
+#: for chunks of up to 2**26 values (its ``MAX_CHUNK``; a test keeps the two equal)
+MAX_CHUNK_ROWS = 2**26
+
+
+# ---------------------------------------------------------------------------
+# checks
+
+
+@dataclass(frozen=True)
+class Check:
+    """A test of an option value and the wording of what it accepts.
+
+    ``allowed`` completes the sentence "The 'x' option must be ...".
+    """
+
+    allowed: str
+    test: Callable[[Any], bool]
+
+    def __call__(self, value: Any) -> bool:
+        try:
+            return bool(self.test(value))
+        except (TypeError, ValueError, OverflowError):
+            return False
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) or \
+        type(v).__module__ == "numpy" and hasattr(v, "dtype") and v.dtype.kind in "iu"
+
+
+def _is_number(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, (int, float)) or type(v).__module__ == "numpy" and \
+            hasattr(v, "dtype") and v.dtype.kind in "iuf" and getattr(v, "ndim", 0) == 0:
+        return math.isfinite(float(v))
+    return False
+
+
+def _bounds(low: float | None, high: float | None, what: str) -> str:
+    if low is not None and high is not None:
+        return f"{what} in [{low}, {high}]"
+    if low is not None:
+        return f"{what} >= {low}"
+    if high is not None:
+        return f"{what} <= {high}"
+    return what
+
+
+def integer(low: int | None = None, high: int | None = None) -> Check:
+    """An integer (not a bool) in ``[low, high]``."""
+    return Check(_bounds(low, high, "an integer"),
+                 lambda v: _is_int(v) and (low is None or v >= low)
+                 and (high is None or v <= high))
+
+
+def number(low: float | None = None, high: float | None = None, *,
+           above: float | None = None) -> Check:
+    """A finite number in ``[low, high]`` (``above``: strictly greater than it)."""
+    if above is not None:
+        text = f"a number > {above}"
+    else:
+        text = _bounds(low, high, "a number")
+    return Check(text, lambda v: _is_number(v) and (low is None or v >= low)
+                 and (high is None or v <= high) and (above is None or v > above))
+
+
+def choice(*values: Any) -> Check:
+    """One of ``values`` (compared with ``==``; ``None`` is YAML's ``null``)."""
+    return Check(one_of(values), lambda v: isinstance(v, (str, type(None)))
+                 and any(v == c for c in values))
+
+
+def optional(check: Check, meaning: str = "") -> Check:
+    """``None`` (``null``; ``meaning`` says what it does) or a value passing ``check``."""
+    null = f"null ({meaning})" if meaning else "null"
+    return Check(f"{null} or {check.allowed}", lambda v: v is None or check(v))
+
+
+def _is_list(v: Any) -> bool:
+    return isinstance(v, (list, tuple))
+
+
+def _int_pair(v: Any) -> bool:
+    return _is_list(v) and len(v) == 2 and all(_is_int(x) and x >= 1 for x in v)
+
+
+def _tolerances(v: Any) -> bool:
+    """A tolerance > 0, an increasing list of them, or one such list per key column."""
+    def levels(x: Any) -> bool:
+        x = list(x) if _is_list(x) else [x]
+        return bool(x) and all(_is_number(t) and t > 0 for t in x) and \
+            all(b > a for a, b in zip(x, x[1:]))
+    if _is_list(v) and v and any(_is_list(x) for x in v):
+        return all(levels(x) for x in v)
+    return levels(v)
+
+
+def _column_list(v: Any) -> bool:
+    if isinstance(v, str):
+        return bool(v)
+    return _is_list(v) and len(v) > 0 and all(isinstance(c, str) and c for c in v)
+
+
+def _blocking(v: Any) -> bool:
+    return _is_list(v) and len(v) == 2 and isinstance(v[0], str) and _is_int(v[1]) \
+        and v[1] >= 1
+
+
+_EM_KEYS = {"max_iter": integer(1), "tol": number(low=0), "eps": number(above=0),
+            "m_start": number(above=0), "p_max": number(above=0)}
+
+
+def _em(v: Any) -> bool:
+    return isinstance(v, Mapping) and all(k in _EM_KEYS and _EM_KEYS[k](x)
+                                          for k, x in v.items())
+
+
+def _percentages(v: Any) -> bool:
+    return _is_list(v) and len(v) > 0 and all(_is_number(p) and 0 <= p <= 100 for p in v)
+
+
+def _roles(v: Any) -> bool:
+    return isinstance(v, Mapping) and all(
+        isinstance(r, str) and _is_list(cols) and
+        all(isinstance(c, str) or _is_int(c) for c in cols) for r, cols in v.items())
+
+
+# ---------------------------------------------------------------------------
+# the registry
+
+
+@dataclass(frozen=True)
+class Option:
+    """One declared option.
+
+    Attributes
+    ----------
+    name : str
+    default : object
+        Used when the option is not given (``None`` often means "chosen from the data").
+    check : Check
+        The values accepted.
+    description : str
+        One line for the docs and ``--help``.
+    scope : {"metric", "audit", "method"}
+        Who reads it: the metrics, the audit driver, or masking methods.
+    spec : bool
+        Whether a spec or the command line may set it (``False`` for options of
+        the Python API only, such as a dict a method fills).
+    """
+
+    name: str
+    default: Any
+    check: Check
+    description: str
+    scope: str = "metric"
+    spec: bool = True
+
+    @property
+    def allowed(self) -> str:
+        return self.check.allowed
+
+    def validate(self, value: Any, owner: str | None = None) -> Any:
+        """Return ``value`` unchanged if the check accepts it, else raise the template."""
+        if not self.check(value):
+            raise option_error(self.name, self.check.allowed, value, owner)
+        return value
+
+
+OPTIONS: dict[str, Option] = {}
+
+
+def declare(name: str, default: Any, check: Check, description: str, *,
+            scope: str = "metric", spec: bool = True) -> Option:
+    """Declare option ``name`` (once). Its default must pass its own check."""
+    if name in OPTIONS:
+        raise ValueError(f"option {name!r} declared twice")
+    if scope not in SCOPES:
+        raise ValueError(f"bad option scope {scope!r}")
+    opt = Option(name, default, check, description, scope, spec)
+    if not check(default):
+        raise ValueError(f"the default {default!r} of option {name!r} fails its own check")
+    OPTIONS[name] = opt
+    return opt
+
+
+def names(scope: str | Iterable[str] | None = None) -> list[str]:
+    """Declared option names of ``scope`` (one or several; all when None), in order."""
+    scopes = (scope,) if isinstance(scope, str) else tuple(scope or SCOPES)
+    return [n for n, o in OPTIONS.items() if o.scope in scopes]
+
+
+def defaults(scope: str | Iterable[str] = "metric") -> dict[str, Any]:
+    """``{name: default}`` of the options of ``scope``."""
+    return {n: OPTIONS[n].default for n in names(scope)}
+
+
+def get_option(name: str) -> Option:
+    try:
+        return OPTIONS[name]
+    except (KeyError, TypeError):
+        raise unknown_name_error("option", name, names(("metric", "audit"))) from None
+
+
+def check_option(name: str, value: Any) -> Any:
+    """Check one value of option ``name`` (standard messages); returns it unchanged."""
+    return get_option(name).validate(value)
+
+
+def validate(options: Any, *, scopes: Iterable[str] = ("metric", "audit"),
+             what: str = "'options'") -> dict[str, Any]:
+    """Check a mapping of computation options; returns a plain dict (values unchanged).
+
+    Raises
+    ------
+    SdcInputError
+        ``options`` is not a mapping, names an undeclared option (the message
+        lists the valid ones) or holds a value its check refuses.
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise SdcInputError(f"{what} must be a mapping of option names to values "
+                            f"(e.g. {{chunk_rows: 65536}}). Got {options!r} instead.")
+    valid = [n for n in names(tuple(scopes)) if OPTIONS[n].spec]
+    for key, value in options.items():
+        if key not in valid:
+            raise unknown_name_error("option", key, valid)
+        OPTIONS[key].validate(value)
+    return dict(options)
+
+
+def validate_method_options(method: Any, options: Any, *, api: bool = False
+                            ) -> dict[str, Any]:
+    """Check the options given to a masking method (a :class:`MaskingMethod`).
+
+    Only the options the method declared are accepted (the message lists them);
+    ``api=True`` also accepts those of the Python API only (``spec=False``).
+    """
+    if options is None:
+        return {}
+    name = method.name
+    if not isinstance(options, Mapping):
+        raise SdcInputError(f"the options of {name} must be a mapping of option names to "
+                            f"values. Got {options!r} instead.")
+    valid = [n for n in method.options if api or OPTIONS[n].spec]
+    for key, value in options.items():
+        if key not in valid:
+            raise unknown_name_error(f"{name} option", key, valid)
+        OPTIONS[key].validate(value, owner=name)
+    return dict(options)
+
+
+def for_metric(name: str) -> list[Option]:
+    """The options metric ``name`` reads, its own and those of the metrics it is computed
+    from, in declaration order. Unknown metric: the standard error."""
+    from .metrics import expand_requirements, get_metric
+    get_metric(name)
+    used = {o for m in expand_requirements([name]) for o in get_metric(m).options}
+    return [OPTIONS[n] for n in OPTIONS if n in used]
+
+
+def for_method(name: str) -> list[Option]:
+    """The options masking method ``name`` accepts (spec-settable and API-only)."""
+    from .masking import get_method
+    return [OPTIONS[n] for n in get_method(name).options]
+
+
+def default_text(opt: Option) -> str:
+    """The default as a spec would write it (``null`` for None)."""
+    v = opt.default
+    if v is None:
+        return "null"
+    if isinstance(v, tuple):
+        v = list(v)
+    if isinstance(v, str):
+        return v
+    return str(v)
+
+
+def check_declared(used: Iterable[str], *, scope: str, owner: str) -> tuple[str, ...]:
+    """For registries: ``used`` as a tuple, each a declared option of ``scope``."""
+    used = tuple(used)
+    for n in used:
+        if n not in OPTIONS or OPTIONS[n].scope != scope:
+            raise ValueError(f"{owner} uses option {n!r}, which is not a declared {scope} "
+                             "option of sdcdist.options")
+    return used
+
+
+# ---------------------------------------------------------------------------
+# the declarations
+
+_INT1 = integer(1)
+
+# -- record chunks, pair blocks, sorting (every reduction) --
+declare("chunk_rows", 65_536, integer(1, MAX_CHUNK_ROWS),
+        "records per reduction chunk (fixed: results never depend on the storage chunking "
+        "or the workers)")
+declare("block_memory", 64 * 2**20, _INT1,
+        "bytes of pair distances one linkage task may hold")
+declare("block_rows", None, optional(Check("a pair [masked rows, original rows] of integers "
+                                           ">= 1", _int_pair), "sized from block_memory"),
+        "explicit rows per pair block of distance linkage, instead of block_memory")
+declare("linkage_method", "index", choice("index", "brute"),
+        "nearest neighbours by a KD-tree per original block (index) or by distance matrices "
+        "(brute); identical results")
+declare("bucket_rows", None, optional(_INT1, "max(4 x chunk_rows, 65536)"),
+        "keys per bucket of the distributed rank sort")
+declare("sort_memory", 128 * 2**20, _INT1,
+        "bytes of sort data in flight (columns are sorted in groups)")
+# -- probabilistic record linkage (PLD, PLD20) --
+declare("prl_method", "l", choice("l", "d"),
+        "PRL comparison on g(v) = sign(v) log(1+|v|) (l) or on the raw values (d)")
+declare("prl_t", 0.05, Check("a tolerance > 0, a list of increasing tolerances, or one such "
+                             "list per key column", _tolerances),
+        "PRL agreement tolerance; a list of increasing ones gives a multi-level comparison")
+declare("prl_top_c", 20, _INT1,
+        "PRL candidates per masked record for the sparse assignment")
+declare("prl_dense_limit", 5000, _INT1,
+        "largest file PRL links with the dense exact assignment")
+declare("prl_blocking", None, optional(Check("[key column name, half window >= 1]", _blocking),
+                                       "all pairs"),
+        "PRL sorted-neighbourhood blocking on a key column (the result is then flagged)")
+declare("prl_block_rows", None, optional(Check("a pair [A rows, B rows] of integers >= 1",
+                                               _int_pair), "8192 each"),
+        "rows per PRL pair block")
+declare("prl_em", None, optional(Check("a mapping with some of max_iter, tol, eps, m_start, "
+                                       "p_max (numbers)", _em), "the defaults"),
+        "PRL EM settings")
+declare("prl_unmatched", "row_floor", choice("row_floor", None),
+        "sparse PRL assignment: row_floor (fast) or null (assign as many masked records as "
+        "the candidates allow first)")
+# -- distance, rank and correlation linkage, interval disclosure --
+declare("gdbrl_dense_max", 5000, _INT1,
+        "largest file GDBRL links with the dense exact assignment")
+declare("gdbrl_candidates", 20, _INT1,
+        "nearest candidates per record of GDBRL's sparse assignment (flagged)")
+declare("crl_external", None, optional(Check("a list of column names", _column_list),
+                                       "link on each key set"),
+        "CRL without shared attributes: the intruder's columns (original file); give "
+        "crl_released too")
+declare("crl_released", None, optional(Check("a list of column names", _column_list),
+                                       "link on each key set"),
+        "CRL without shared attributes: the released columns (masked file); give "
+        "crl_external too")
+declare("id_p", tuple(range(1, 11)), Check("a non-empty list of percentages in [0, 100]",
+                                           _percentages),
+        "the percentages p of ID1 and ID2 (averaged over them)")
+declare("sdid_k", 0.05, number(low=0), "SDID interval half-width in masked sds")
+# -- the audit driver --
+declare("cell_mode", "auto", choice("auto", "task", "distributed"),
+        "run each cell in one task, spread over the cluster (distributed), or task up to "
+        "task_cell_limit records (auto)", scope="audit")
+declare("task_cell_limit", 20_000, _INT1,
+        "largest file (records) that cell_mode auto runs as one task per cell", scope="audit")
+# -- masking methods --
+declare("roles", None, optional(Check("a mapping of role names (confidential, quasi or key) "
+                                      "to lists of columns", _roles), "the dataset's roles"),
+        "column roles of a method that needs them (IPSO)", scope="method")
+declare("columns", None, optional(Check("a list of column names", _column_list),
+                                  "the dataset's columns"),
+        "column names the roles refer to (filled in by the audit)", scope="method")
+declare("info", None, optional(Check("a dict", lambda v: isinstance(v, dict))),
+        "a dict the method fills with detail (distr: the family of each column); Python API "
+        "only", scope="method", spec=False)
