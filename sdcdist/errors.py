@@ -99,7 +99,7 @@ def column_error(names: Sequence[str], valid: Sequence[str], *, what: str = "col
     "Unknown key column 'AGI' in the masked file. Valid columns: WAGES, TAXINC."
     """
     names = list(names)
-    shown = ", ".join(repr(str(c)) for c in names)
+    shown = ", ".join(repr(c) for c in names)
     plural = "s" if len(names) > 1 else ""
     at = f" in {where}" if where else ""
     return SdcInputError(f"Unknown {what}{plural} {shown}{at}. "

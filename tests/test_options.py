@@ -1,0 +1,266 @@
+"""The option registry: one declaration per option drives defaults, spec checks and docs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from sdcdist import options as opt
+from sdcdist.audit import parse_spec
+from sdcdist.errors import SdcInputError
+from sdcdist.masking import REGISTRY as METHODS
+from sdcdist.metrics import DEFAULT_OPTIONS, MeasureContext, measure
+from sdcdist.metrics import REGISTRY as METRICS
+from sdcdist.metrics import _registry
+from sdcdist.parallel import Runner
+
+SRC = Path(opt.__file__).resolve().parent
+
+BASE = {"name": "t", "seed": 1, "dataset": {"synthetic": {"rows": 40, "columns": 3}},
+        "methods": [{"name": "noise", "params": [0.1]}], "metrics": ["IL1s"]}
+
+
+def _spec(**changes):
+    return parse_spec({**BASE, **changes})
+
+
+def test_every_default_passes_its_own_check():
+    assert len(opt.OPTIONS) >= 25
+    for name, o in opt.OPTIONS.items():
+        assert o.check(o.default), name
+        assert o.validate(o.default) is o.default
+        assert o.scope in opt.SCOPES and o.description and o.allowed
+
+
+def test_default_options_come_from_the_registry():
+    assert DEFAULT_OPTIONS == opt.defaults("metric")
+    assert _registry.DEFAULT_OPTIONS is DEFAULT_OPTIONS
+    assert set(DEFAULT_OPTIONS) == {n for n, o in opt.OPTIONS.items() if o.scope == "metric"}
+    assert DEFAULT_OPTIONS["chunk_rows"] == 65_536
+    assert DEFAULT_OPTIONS["block_memory"] == 64 * 2**20
+
+
+def test_chunk_limit_is_that_of_the_exact_sums():
+    from sdcdist.metrics.exactsum import MAX_CHUNK
+    assert opt.MAX_CHUNK_ROWS == MAX_CHUNK
+    assert opt.check_option("chunk_rows", MAX_CHUNK) == MAX_CHUNK
+    with pytest.raises(SdcInputError, match="chunk_rows"):
+        opt.check_option("chunk_rows", MAX_CHUNK + 1)
+
+
+def test_task_cell_limit_default_is_the_audit_s():
+    from sdcdist.audit.run import TASK_CELL_LIMIT
+    assert opt.OPTIONS["task_cell_limit"].default == TASK_CELL_LIMIT
+
+
+def test_declaring_twice_or_a_bad_default_is_a_bug():
+    with pytest.raises(ValueError, match="twice"):
+        opt.declare("chunk_rows", 1, opt.integer(1), "again")
+    with pytest.raises(ValueError, match="fails its own check"):
+        opt.declare("zz_test_option", 0, opt.integer(1), "bad default")
+    assert "zz_test_option" not in opt.OPTIONS
+
+
+MSG = "The '{}' option must be {}. Got {} instead."
+
+
+@pytest.mark.parametrize("name, value", [
+    ("chunk_rows", "abc"), ("chunk_rows", 0), ("chunk_rows", 2.5), ("chunk_rows", True),
+    ("chunk_rows", None), ("block_memory", -1), ("block_memory", "64MB"),
+    ("block_rows", [0, 5]), ("block_rows", [5]), ("block_rows", 64),
+    ("linkage_method", "annoy"), ("linkage_method", None),
+    ("bucket_rows", 0), ("sort_memory", 1.5),
+    ("prl_method", "x"), ("prl_t", 0), ("prl_t", -0.1), ("prl_t", [0.1, 0.05]), ("prl_t", []),
+    ("prl_t", "0.05"), ("prl_t", [[0.1], []]), ("prl_top_c", 0), ("prl_dense_limit", "big"),
+    ("prl_blocking", ["AGI"]), ("prl_blocking", ["AGI", 0]), ("prl_blocking", [3, 50]),
+    ("prl_block_rows", [10, 0]), ("prl_em", {"iterations": 5}), ("prl_em", {"tol": "x"}),
+    ("prl_em", [1]), ("prl_unmatched", "none"), ("prl_unmatched", 3),
+    ("gdbrl_dense_max", 0), ("gdbrl_candidates", -3),
+    ("crl_external", [1, 2]), ("crl_released", []), ("crl_released", {"a": 1}),
+    ("id_p", []), ("id_p", [101]), ("id_p", 5), ("id_p", ["a"]),
+    ("sdid_k", -0.1), ("sdid_k", "x"), ("sdid_k", float("nan")),
+    ("cell_mode", "fast"), ("task_cell_limit", 0),
+])
+def test_bad_option_values_are_refused_by_parse_spec(name, value):
+    allowed = opt.OPTIONS[name].allowed
+    with pytest.raises(SdcInputError) as e:
+        _spec(options={name: value})
+    assert str(e.value) == MSG.format(name, allowed, repr(value))
+
+
+@pytest.mark.parametrize("options", [
+    {"chunk_rows": 16, "block_memory": 1 << 20, "block_rows": [64, 64]},
+    {"prl_t": [0.02, 0.05, 0.1], "prl_blocking": ["V1", 50], "prl_em": {"max_iter": 50},
+     "prl_unmatched": None},
+    {"prl_t": [[0.05], [0.02, 0.1]], "id_p": [1, 5.5], "sdid_k": 0},
+    {"crl_external": ["V1"], "crl_released": "V2", "cell_mode": "task",
+     "task_cell_limit": 5, "linkage_method": "brute", "bucket_rows": None},
+    {"chunk_rows": np.int64(8)}, {}, None,
+])
+def test_good_option_values_pass_unchanged(options):
+    spec = _spec(options=options)
+    assert spec.options == dict(options or {})
+
+
+def test_options_that_are_no_mapping_or_unknown_are_refused():
+    with pytest.raises(SdcInputError, match=r"'options' must be a mapping.*Got \[1, 2\] instead"):
+        _spec(options=[1, 2])
+    with pytest.raises(SdcInputError, match=r"^Unknown option 'chunkrows'. Valid options: "
+                                            r"block_memory, .*chunk_rows, .*task_cell_limit"):
+        _spec(options={"chunkrows": 5})
+    # a method option is not a computation option, nor an API-only one
+    for name in ("roles", "info"):
+        with pytest.raises(SdcInputError, match=f"Unknown option '{name}'"):
+            _spec(options={name: None})
+
+
+IPSO = {"name": "ipso_a", "options": {"roles": {"confidential": ["V1"], "quasi": ["V2"]}}}
+
+
+def test_method_options_are_checked_against_the_method_s_declaration():
+    spec = _spec(methods=[IPSO])
+    assert spec.methods[0].options == IPSO["options"]
+    cases = [
+        ({"name": "noise", "params": [0.1], "options": {"roles": {}}},
+         r"^Unknown noise option 'roles'. There are no noise options.$"),
+        ({"name": "ipso_a", "options": {"rols": {}}},
+         r"^Unknown ipso_a option 'rols'. Valid ipso_a options: columns, roles.$"),
+        ({"name": "ipso_b", "options": {"roles": ["V1"]}},
+         r"^The 'roles' option of ipso_b must be null \(the dataset's roles\) or a mapping "
+         r"of role names .* Got \['V1'\] instead.$"),
+        ({"name": "ipso_c", "options": {"columns": "V1,V2"}},
+         None),                              # one name is a list of one: accepted
+        ({"name": "ipso_c", "options": {"columns": [1, 2]}},
+         r"^The 'columns' option of ipso_c must be"),
+        ({"name": "distr", "options": {"info": {}}},      # API-only: not from a spec
+         r"^Unknown distr option 'info'. There are no distr options.$"),
+        ({"name": "noise", "params": [0.1], "options": [1]},
+         r"the options of noise must be a mapping"),
+    ]
+    for method, match in cases:
+        if match is None:
+            _spec(methods=[method])
+            continue
+        with pytest.raises(SdcInputError, match=match):
+            _spec(methods=[method])
+
+
+def test_methods_declare_registered_options():
+    for name, m in METHODS.items():
+        for o in m.options:
+            assert opt.OPTIONS[o].scope == "method", (name, o)
+        assert [o.name for o in opt.for_method(name)] == list(m.options)
+    assert [o.name for o in opt.for_method("ipso_a")] == ["roles", "columns"]
+    from sdcdist.masking._registry import register
+    with pytest.raises(ValueError, match="not a declared method option"):
+        register("zz_m", param="p", kind="float", random=False, description="x",
+                 options=("chunk_rows",))
+    assert "zz_m" not in METHODS
+
+
+def test_metrics_declare_registered_options():
+    for name, m in METRICS.items():
+        for o in m.options:
+            assert o in opt.OPTIONS and opt.OPTIONS[o].scope == "metric", (name, o)
+    names = [o.name for o in opt.for_metric("PLD")]
+    assert names[0] == "prl_method" and "prl_t" in names and "chunk_rows" not in names
+    # a composite metric lists the options of the metrics it is computed from
+    assert {"chunk_rows", "block_memory", "prl_t", "id_p"} <= \
+        {o.name for o in opt.for_metric("Score")}
+    assert [o.name for o in opt.for_metric("IL2")] == ["chunk_rows"]
+    with pytest.raises(SdcInputError, match="Unknown metric 'DDL'"):
+        opt.for_metric("DDL")
+    with pytest.raises(ValueError, match="not a declared metric option"):
+        _registry.register("zz_metric", kind="loss", description="x", options=("nope",))
+    assert "zz_metric" not in METRICS
+
+
+class _Recording(dict):
+    """A dict that remembers which keys were read."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+
+def test_each_metric_reads_only_the_options_it_declares(rng):
+    X = rng.standard_normal((40, 3)) + 5
+    Y = X + 0.1 * rng.standard_normal(X.shape)
+    for name in METRICS:
+        ctx = MeasureContext(Runner(), X, Y, shape_original=X.shape, shape_masked=Y.shape,
+                             columns=["V1", "V2", "V3"], keysets=[("V1", "V2")],
+                             seed=np.random.SeedSequence(3))
+        rec = _Recording(ctx.options)
+        ctx.options = rec
+        ctx.measure(name)
+        declared = {o.name for o in opt.for_metric(name)}
+        assert rec.read <= declared, (name, rec.read - declared)
+        assert rec.read, name                  # every metric here reads some option
+
+
+_ACCESS = r"""\s*(?:\[|\.get\(|\.pop\(|\.setdefault\()\s*["']([A-Za-z_][A-Za-z0-9_]*)["']"""
+_READ = re.compile(r"\b(?:options|opts)" + _ACCESS)
+_READ_O = re.compile(r"\bo" + _ACCESS)          # where a module writes o = ctx.options
+
+
+def test_every_option_key_read_in_the_source_is_declared():
+    seen = set()
+    for path in SRC.rglob("*.py"):
+        text = path.read_text()
+        seen |= set(_READ.findall(text))
+        if re.search(r"\bo\s*=\s*ctx\.options\b", text):
+            seen |= set(_READ_O.findall(text))
+    assert {"chunk_rows", "prl_t", "gdbrl_candidates", "cell_mode", "roles"} <= seen
+    undeclared = seen - set(opt.OPTIONS)
+    assert not undeclared, f"read but not declared in sdcdist/options.py: {sorted(undeclared)}"
+
+
+def test_measure_checks_options_too(rng):
+    X = rng.standard_normal((20, 2))
+    with pytest.raises(SdcInputError, match=r"^Unknown option 'chunkrows'"):
+        measure(X, X, ["IL1s"], options={"chunkrows": 5})
+    with pytest.raises(SdcInputError, match=r"^The 'sdid_k' option must be a number >= 0. "
+                                            r"Got -1 instead.$"):
+        measure(X, X, ["SDID"], options={"sdid_k": -1})
+
+
+def test_docs_list_every_option():
+    from sdcdist.docs import options_table
+    table = options_table()
+    for name, o in opt.OPTIONS.items():
+        assert f"| `{name}` | `{opt.default_text(o)}` |" in table
+    assert "| `prl_t` | `0.05` |" in table and "PLD, PLD20" in table
+
+
+def test_id_column_is_refused_with_the_reason():
+    with pytest.raises(SdcInputError, match=r"'id_column'.*row order is the truth.*--id"):
+        _spec(dataset={"synthetic": {"rows": 40}, "id_column": "ID"})
+
+
+def test_cli_refuses_a_bad_option_before_any_cluster(tmp_path):
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    spec = tmp_path / "s.yaml"
+    bad = {**BASE, "options": {"block_memory": -1},
+           "methods": [{"name": "ipso_a", "options": {"rols": {}}}]}
+    for change in ({"options": {"block_memory": -1}}, {"methods": bad["methods"]}):
+        spec.write_text(yaml.safe_dump({**BASE, **change}))
+        # an unreachable scheduler: had the audit tried to connect, it would say so
+        res = CliRunner().invoke(main, ["audit", str(spec), "--out", str(tmp_path / "c.zarr"),
+                                        "--scheduler", "tcp://127.0.0.1:9"])
+        assert res.exit_code == 2, res.output
+        assert "block_memory" in res.output or "Unknown ipso_a option 'rols'" in res.output
+        assert not (tmp_path / "c.zarr").exists()
