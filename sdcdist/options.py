@@ -36,7 +36,7 @@ from typing import Any
 from .errors import SdcInputError, one_of, option_error, unknown_name_error
 
 __all__ = ["Option", "Check", "OPTIONS", "declare", "defaults", "get_option", "check_option",
-           "validate", "validate_method_options", "for_metric", "for_method", "names",
+           "validate", "validate_method_options", "parse_items", "for_metric", "for_method", "names",
            "integer", "number", "choice", "optional", "default_text", "SCOPES"]
 
 SCOPES = ("metric", "audit", "method")
@@ -205,6 +205,11 @@ class Option:
     def allowed(self) -> str:
         return self.check.allowed
 
+    def summary(self) -> str:
+        """One line for ``--help`` and listings: name, default, valid values, description."""
+        return (f"{self.name} (default {default_text(self)}): {self.description}; "
+                f"{self.allowed}")
+
     def validate(self, value: Any, owner: str | None = None) -> Any:
         """Return ``value`` unchanged if the check accepts it, else raise the template."""
         if not self.check(value):
@@ -294,6 +299,28 @@ def validate_method_options(method: Any, options: Any, *, api: bool = False
             raise unknown_name_error(f"{name} option", key, valid)
         OPTIONS[key].validate(value, owner=name)
     return dict(options)
+
+
+def parse_items(items: Iterable[str], *, scopes: Iterable[str] = ("metric",)
+                ) -> dict[str, Any]:
+    """``KEY=VALUE`` strings (``--option`` on the command line) as checked options.
+
+    Each VALUE is read as YAML, as in a spec: ``chunk_rows=4096``,
+    ``crl_external=[V4,V12]``, ``prl_blocking=null``.
+    """
+    import yaml
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip():
+            raise SdcInputError(f"--option takes KEY=VALUE (e.g. chunk_rows=4096 or "
+                                f"crl_external=[V4,V12]). Got {item!r} instead.")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise SdcInputError(f"the value of --option {key.strip()} is not valid YAML; "
+                                "quote it or fix its brackets") from None
+    return validate(out, scopes=scopes, what="--option")
 
 
 def for_metric(name: str) -> list[Option]:

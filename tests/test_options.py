@@ -264,3 +264,19 @@ def test_cli_refuses_a_bad_option_before_any_cluster(tmp_path):
         assert res.exit_code == 2, res.output
         assert "block_memory" in res.output or "Unknown ipso_a option 'rols'" in res.output
         assert not (tmp_path / "c.zarr").exists()
+
+
+def test_command_line_items():
+    assert opt.parse_items(["chunk_rows=4096", "crl_external=[V4, V12]",
+                            "prl_blocking=null"]) == \
+        {"chunk_rows": 4096, "crl_external": ["V4", "V12"], "prl_blocking": None}
+    assert opt.parse_items([]) == {}
+    with pytest.raises(SdcInputError, match="KEY=VALUE"):
+        opt.parse_items(["chunk_rows"])
+    with pytest.raises(SdcInputError, match=r"^Unknown option 'cell_mode'"):
+        opt.parse_items(["cell_mode=task"])          # an audit option, not a metric's
+    with pytest.raises(SdcInputError, match=r"^The 'chunk_rows' option must be an integer in "
+                                            r"\[1, 67108864\]. Got 'abc' instead.$"):
+        opt.parse_items(["chunk_rows=abc"])
+    line = opt.OPTIONS["gdbrl_candidates"].summary()
+    assert line.startswith("gdbrl_candidates (default 20): ") and "an integer >= 1" in line

@@ -41,7 +41,7 @@ import pandas as pd
 import xarray as xr
 
 from .. import cube as cubemod
-from ..errors import SdcInputError, check_choice
+from ..errors import SdcInputError, check_choice, param_error
 from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from .plan import Cell, cell_seed
@@ -97,7 +97,7 @@ def check_request(spec: AuditSpec, metric: str, mode: str, target: float) -> Non
         raise SdcInputError(f"--utility needs a utility or loss metric; {metric!r} is a "
                             f"{m.kind} metric (use --risk for risk metrics)")
     if not np.isfinite(target):
-        raise SdcInputError(f"the target must be a finite number. Got {target!r} instead.")
+        raise param_error("target", "calibrate", "a finite number", target)
     for i, ms in enumerate(spec.methods):
         if get_method(ms.name).kind != "none" and len(ms.params) < 2:
             raise SdcInputError(
@@ -150,7 +150,7 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
     check_request(spec, metric, mode, target)
     tol = float(tol) if tol is not None else (0.01 * abs(target) if target != 0 else 1e-3)
     if not tol > 0:
-        raise SdcInputError(f"the tolerance must be positive. Got {tol!r} instead.")
+        raise param_error("tol", "calibrate", "a number > 0", tol)
     if out is not None:
         out = str(out)
         if Path(out).exists():
