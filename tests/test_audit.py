@@ -40,7 +40,7 @@ def _spec(**changes):
     ({"methods": [{"name": "noise"}]}, r"needs 'params'"),
     ({"replicates": 0}, r"'replicates' must be an integer in \[1, 1000\]"),
     ({"colour": "blue"}, r"unknown key\(s\) \['colour'\] in the spec"),
-    ({"keysets": [["V1", []]]}, r"a key set must be a list of column names"),
+    ({"keysets": [["V1", []]]}, r"key set 1 must be a list of column names"),
     ({"keysets": [[]]}, r"empty key set"),
     ({"options": {"chunkrows": 5}}, r"unknown key\(s\) \['chunkrows'\] in 'options'"),
 ])

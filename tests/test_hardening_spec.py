@@ -206,10 +206,20 @@ def test_unknown_keys_of_mixed_types_are_named():
 
 # --- item 12: a key set that names a column twice --------------------------------------
 
-def test_duplicate_column_in_a_key_set_is_refused():
-    with pytest.raises(SdcInputError, match=r"key set 2 \(WAGES, BUSINC, WAGES\) names "
-                                            r"column\(s\) \['WAGES'\] twice"):
-        parse_spec({**BASE, "keysets": [["WAGES"], ["WAGES", "BUSINC", "WAGES"]]})
+@pytest.mark.parametrize("change, says", [
+    ({"keysets": [["WAGES"], ["WAGES", "BUSINC", "WAGES"]]},
+     r"key set 2 \(WAGES, BUSINC, WAGES\) names column\(s\) \['WAGES'\] more than once; "
+     r"list each column once"),
+    ({"dataset": {**BASE["dataset"], "keys": ["WAGES", "BUSINC", "BUSINC"]}},
+     r"'dataset'.keys \(WAGES, BUSINC, BUSINC\) names column\(s\) \['BUSINC'\] more than"),
+    ({"dataset": {**BASE["dataset"], "columns": ["WAGES", "WAGES"]}},
+     r"'dataset'.columns \(WAGES, WAGES\) names column\(s\) \['WAGES'\]"),
+    ({"dataset": {**BASE["dataset"], "roles": {"key": ["WAGES", "WAGES"]}}},
+     r"'dataset'.roles.key \(WAGES, WAGES\) names column\(s\) \['WAGES'\]"),
+])
+def test_a_column_named_twice_is_refused(change, says):
+    with pytest.raises(SdcInputError, match=says):
+        parse_spec({**BASE, **change})
 
 
 # --- item 8: malformed YAML in risk -o KEY=VALUE ---------------------------------------

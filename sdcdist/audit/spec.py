@@ -28,7 +28,8 @@ Validation raises :class:`SdcInputError` naming the culprit: unknown keys,
 method or metric names (with the valid ones), out-of-range parameters,
 unknown columns.
 
-A column named twice in one key set is refused. A spec is UTF-8 YAML read by :class:`sdcdist.yamlsafe.SpecLoader`: no anchors
+A column named twice in one key set (or in ``columns``, ``keys`` or a role)
+is refused. A spec is UTF-8 YAML read by :class:`sdcdist.yamlsafe.SpecLoader`: no anchors
 or aliases, no duplicate keys, ``5e-2`` is a number (YAML 1.2). What it may
 ask for is bounded (:mod:`sdcdist.limits`): at most
 :data:`~sdcdist.limits.MAX_CELLS` cells (datasets x replicates x parameter
@@ -128,6 +129,10 @@ def _int(what: str, v: Any, low: int, high: int | None = None, why: str = "") ->
 def _str_list(what: str, v: Any) -> tuple[str, ...]:
     if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
         raise SdcInputError(f"{what} must be a list of column names. Got {v!r} instead.")
+    dup = sorted({x for x in v if v.count(x) > 1})
+    if dup:
+        raise SdcInputError(f"{what} ({', '.join(v)}) names column(s) {dup} more than once; "
+                            "list each column once")
     return tuple(v)
 
 
@@ -199,8 +204,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
         if not isinstance(keysets, list) or not keysets:
             raise SdcInputError("'keysets' must be 'prefixes' or a non-empty list of column "
                                 "lists")
-        keysets = [list(_str_list("a key set", k)) for k in keysets]
-        _check_keyset_columns(keysets)
+        keysets = [list(_str_list(f"key set {i + 1}", k)) for i, k in enumerate(keysets)]
         if any(len(k) == 0 for k in keysets):
             raise SdcInputError("an empty key set was given; every key set needs at least "
                                 "one column")
@@ -273,15 +277,6 @@ def _check_cells(datasets: tuple[DatasetSpec, ...], methods: list[MethodSpec],
             f"replicate(s) x {values} parameter value(s) over all methods), more than the "
             f"{limits.MAX_CELLS} an audit may have (each cell masks and measures a whole "
             "file); use fewer parameter values or replicates, or split the spec")
-
-
-def _check_keyset_columns(keysets: list[list[str]]) -> None:
-    """Refuse a key set that names a column twice."""
-    for i, ks in enumerate(keysets):
-        dup = sorted({c for c in ks if ks.count(c) > 1})
-        if dup:
-            raise SdcInputError(f"key set {i + 1} ({', '.join(ks)}) names column(s) {dup} "
-                                "twice; list each column of a key set once")
 
 
 def _raw_dataset(d: DatasetSpec) -> dict[str, Any]:
