@@ -11,7 +11,9 @@ Grammar (keywords case-insensitive, parentheses optional)::
 ``NAME`` must be a metric of the cube, ``NUMBER`` a decimal number (sign and
 exponent allowed). Nothing else is accepted: no function calls, attributes,
 arithmetic or strings; the text is tokenised and parsed here and never
-handed to ``eval``. A comparison with a NaN value is false.
+handed to ``eval``. A comparison with a NaN value is false. Parentheses nest
+at most :data:`sdcdist.limits.MAX_QUERY_DEPTH` deep; error messages quote at
+most the first 100 characters of the filter.
 
 >>> import pandas as pd
 >>> t = pd.DataFrame({"DLD": [1.0, 7.0, 3.0], "IL": [30.0, 5.0, 12.0]})
@@ -35,6 +37,7 @@ import pandas as pd
 import xarray as xr
 
 from .errors import SdcInputError
+from .limits import MAX_QUERY_DEPTH
 
 __all__ = ["parse_where", "where", "query", "Comparison", "BoolOp"]
 
@@ -99,7 +102,8 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
 
 
 def _error(text: str, what: str) -> SdcInputError:
-    return SdcInputError(f"cannot read the filter {text!r}: {what}. {_HELP}")
+    shown = repr(text) if len(text) <= 100 else f"{text[:100]!r}... ({len(text)} characters)"
+    return SdcInputError(f"cannot read the filter {shown}: {what}. {_HELP}")
 
 
 def parse_where(text: str, names: Sequence[str]) -> Comparison | BoolOp:
@@ -108,6 +112,7 @@ def parse_where(text: str, names: Sequence[str]) -> Comparison | BoolOp:
     if not toks:
         raise _error(text, "it is empty")
     pos = 0
+    depth = 0
 
     def peek() -> tuple[str, str, int] | None:
         return toks[pos] if pos < len(toks) else None
@@ -141,11 +146,17 @@ def parse_where(text: str, names: Sequence[str]) -> Comparison | BoolOp:
         return Comparison(name(nm), op[1], float(num[1]))
 
     def factor() -> Comparison | BoolOp:
-        nonlocal pos
+        nonlocal pos, depth
         t = peek()
         if t is not None and t[1] == "(":
+            if depth >= MAX_QUERY_DEPTH:
+                raise _error(text, f"the '(' at position {t[2]} nests parentheses more than "
+                                   f"{MAX_QUERY_DEPTH} deep, the limit; remove redundant "
+                                   "parentheses")
             pos += 1
+            depth += 1
             e = expr()
+            depth -= 1
             close = take("paren", "')'")
             if close[1] != ")":
                 raise _error(text, f"expected ')' at position {close[2]}, found '('")
@@ -166,7 +177,11 @@ def parse_where(text: str, names: Sequence[str]) -> Comparison | BoolOp:
     def expr() -> Any:
         return chain("or", term)
 
-    tree = expr()
+    try:
+        tree = expr()
+    except RecursionError:   # only if the caller's own stack is already nearly full
+        raise _error(text, "it nests too deep to read here; remove redundant "
+                           "parentheses") from None
     if pos != len(toks):
         t = toks[pos]
         raise _error(text, f"unexpected {t[1]!r} at position {t[2]}")

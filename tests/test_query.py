@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from sdcdist.cube import example_cube
 from sdcdist.errors import SdcInputError
@@ -62,6 +62,39 @@ def test_rejects_everything_else(text, says):
 
 @given(st.text(alphabet="DLI<>=!()0123456789.e- andor", max_size=30))
 def test_never_anything_but_a_mask_or_a_clear_error(text):
+    try:
+        out = where(TABLE, text)
+    except SdcInputError as exc:
+        assert "cannot read the filter" in str(exc)
+    else:
+        assert out.dtype == bool and len(out) == len(TABLE)
+
+
+def test_deep_nesting_is_refused_with_the_limit():
+    ok = "(" * 100 + "DLD < 5" + ")" * 100
+    assert where(TABLE, ok).tolist() == [True, False, True, False]
+    for n in (101, 150, 5000):
+        with pytest.raises(SdcInputError, match=r"nests parentheses more than 100 deep, the "
+                                                 r"limit; remove redundant parentheses"):
+            where(TABLE, "(" * n + "DLD < 5" + ")" * n)
+    # the message quotes only the start of a long filter
+    with pytest.raises(SdcInputError) as exc:
+        where(TABLE, "(" * 5000 + "DLD < 5" + ")" * 5000)
+    assert "(10007 characters)" in str(exc.value) and len(str(exc.value)) < 500
+
+
+# tokens the tokenizer accepts, so that the text reaches the parser
+_TOKENS = ["(", ")", "(((", ")))", "DLD", "IL", "X", "and", "or", "AND", "<", "<=", ">=", "==",
+           "=", "!=", "1", "-2.5e3", "1e999", ".5"]
+
+
+@given(st.lists(st.sampled_from(_TOKENS), max_size=40), st.sampled_from([" ", "\t"]),
+       st.one_of(st.integers(0, 120), st.integers(120, 3000)),
+       st.sampled_from(["", ";", "'", "\u00e9", "\x00"]))
+@example(["DLD", "<", "1"], " ", 400, "")
+@example(["DLD", "<", "1", "or", "(((", "IL"], " ", 140, "")
+def test_random_tokens_never_raise_anything_but_a_clear_error(parts, sep, nest, tail):
+    text = "(" * nest + sep.join(parts) + ")" * nest + tail
     try:
         out = where(TABLE, text)
     except SdcInputError as exc:

@@ -29,6 +29,15 @@ method or metric names (with the valid ones), out-of-range parameters,
 unknown or ill-typed options (top-level ``options`` and each method's
 ``options``, checked against their declarations in :mod:`sdcdist.options`),
 unknown columns.
+
+A column named twice in one key set (or in ``columns``, ``keys`` or a role)
+is refused. A spec is UTF-8 YAML read by :class:`sdcdist.yamlsafe.SpecLoader`: no anchors
+or aliases, no duplicate keys, ``5e-2`` is a number (YAML 1.2). What it may
+ask for is bounded (:mod:`sdcdist.limits`): at most
+:data:`~sdcdist.limits.MAX_CELLS` cells (datasets x replicates x parameter
+values), :data:`~sdcdist.limits.MAX_REPLICATES` replicates, and a
+``synthetic`` dataset of at most 13 columns that fits in
+:data:`~sdcdist.limits.MAX_MEMORY_BYTES`.
 """
 
 from __future__ import annotations
@@ -45,8 +54,10 @@ from ..errors import SdcInputError, check_choice
 from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from ..storage import refuse_credentials
+from .. import limits
 
-__all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec"]
+__all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec",
+           "read_spec_text"]
 
 _TOP = {"name", "seed", "dataset", "datasets", "methods", "replicates", "metrics", "keysets", "options",
         "description"}
@@ -103,21 +114,27 @@ class AuditSpec:
 
 
 def _unknown_keys(what: str, d: Mapping[str, Any], allowed: set[str]) -> None:
-    bad = sorted(set(d) - allowed)
+    bad = sorted(set(d) - allowed, key=str)
     if bad:
         raise SdcInputError(f"unknown key(s) {bad} in {what}. Valid keys: "
                             f"{', '.join(sorted(allowed))}.")
 
 
-def _int(what: str, v: Any, low: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < low:
-        raise SdcInputError(f"{what} must be an integer >= {low}. Got {v!r} instead.")
+def _int(what: str, v: Any, low: int, high: int | None = None, why: str = "") -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < low or \
+            (high is not None and v > high):
+        rng = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise SdcInputError(f"{what} must be an integer {rng}{why}. Got {v!r} instead.")
     return v
 
 
 def _str_list(what: str, v: Any) -> tuple[str, ...]:
     if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
         raise SdcInputError(f"{what} must be a list of column names. Got {v!r} instead.")
+    dup = sorted({x for x in v if v.count(x) > 1})
+    if dup:
+        raise SdcInputError(f"{what} ({', '.join(v)}) names column(s) {dup} more than once; "
+                            "list each column once")
     return tuple(v)
 
 
@@ -132,7 +149,8 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
             raise SdcInputError(f"the spec has no {req!r}; see examples/demo.yaml")
     name = str(doc.get("name", "audit"))
     seed = _int("'seed'", doc.get("seed", 0), 0)
-    replicates = _int("'replicates'", doc.get("replicates", 1), 1)
+    replicates = _int("'replicates'", doc.get("replicates", 1), 1, limits.MAX_REPLICATES,
+                      " (more replicates no longer move their mean)")
 
     if ("dataset" in doc) == ("datasets" in doc):
         raise SdcInputError("the spec needs exactly one of 'dataset' (a mapping) or "
@@ -182,13 +200,14 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
     for k in metrics:
         get_metric(k)
     metrics = tuple(expand_requirements(metrics))
+    _check_cells(datasets, methods, replicates)
 
     keysets = doc.get("keysets", "prefixes")
     if keysets != "prefixes":
         if not isinstance(keysets, list) or not keysets:
             raise SdcInputError("'keysets' must be 'prefixes' or a non-empty list of column "
                                 "lists")
-        keysets = [list(_str_list("a key set", k)) for k in keysets]
+        keysets = [list(_str_list(f"key set {i + 1}", k)) for i, k in enumerate(keysets)]
         if any(len(k) == 0 for k in keysets):
             raise SdcInputError("an empty key set was given; every key set needs at least "
                                 "one column")
@@ -229,8 +248,11 @@ def _dataset(d: Any, what: str) -> DatasetSpec:
         if not isinstance(s, Mapping):
             raise SdcInputError(f"'{what}.synthetic' must be a mapping {{rows, columns, seed}}")
         _unknown_keys(f"{what}.synthetic", s, {"rows", "columns", "seed"})
-        synthetic = {"rows": _int(f"{what}.synthetic.rows", s.get("rows", 1000), 3),
-                     "columns": _int(f"{what}.synthetic.columns", s.get("columns", 8), 1),
+        columns = _int(f"{what}.synthetic.columns", s.get("columns", 8), 1,
+                       limits.MAX_COLUMNS, " (the generator has 13 variables)")
+        rows = limits.check_rows(s.get("rows", 1000), columns=columns,
+                                 what=f"{what}.synthetic.rows", in_memory=True)
+        synthetic = {"rows": rows, "columns": columns,
                      "seed": _int(f"{what}.synthetic.seed", s.get("seed", 0), 0)}
     reference = None
     if "reference" in d:
@@ -248,6 +270,19 @@ def _dataset(d: Any, what: str) -> DatasetSpec:
         roles={str(k): list(_str_list(f"{what}.roles.{k}", v)) for k, v in roles.items()})
 
 
+def _check_cells(datasets: tuple[DatasetSpec, ...], methods: list[MethodSpec],
+                 replicates: int) -> None:
+    """Refuse a spec with more than :data:`sdcdist.limits.MAX_CELLS` cells."""
+    values = sum(len(m.params) for m in methods)
+    cells = len(datasets) * replicates * values
+    if cells > limits.MAX_CELLS:
+        raise SdcInputError(
+            f"the spec asks for {cells} cells ({len(datasets)} dataset(s) x {replicates} "
+            f"replicate(s) x {values} parameter value(s) over all methods), more than the "
+            f"{limits.MAX_CELLS} an audit may have (each cell masks and measures a whole "
+            "file); use fewer parameter values or replicates, or split the spec")
+
+
 def _raw_dataset(d: DatasetSpec) -> dict[str, Any]:
     return {k: v for k, v in {
         "name": d.name, "path": d.path, "synthetic": d.synthetic, "reference": d.reference,
@@ -256,16 +291,47 @@ def _raw_dataset(d: DatasetSpec) -> dict[str, Any]:
         "roles": d.roles or None}.items() if v is not None}
 
 
-def load_spec(path: str | Path) -> AuditSpec:
-    """Read and validate a YAML spec file."""
-    import yaml
+def read_spec_text(path: str | Path) -> str:
+    """The text of a spec file: UTF-8 (a byte-order mark is allowed), at most
+    :data:`sdcdist.limits.MAX_SPEC_BYTES`.
+
+    Raises
+    ------
+    SdcInputError
+        If the file is missing, a folder, unreadable, too large or not UTF-8.
+    """
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text())
+        with path.open("rb") as f:
+            data = f.read(limits.MAX_SPEC_BYTES + 1)
     except FileNotFoundError:
         raise SdcInputError(f"spec file {str(path)!r} does not exist") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise SdcInputError(f"{path.name!r} is not valid YAML{where}; fix the syntax") from None
+    except IsADirectoryError:
+        raise SdcInputError(f"spec file {str(path)!r} is a folder; give the YAML file "
+                            "itself") from None
+    except PermissionError:
+        raise SdcInputError(f"spec file {str(path)!r} cannot be read (permission denied); "
+                            "check its permissions") from None
+    if len(data) > limits.MAX_SPEC_BYTES:
+        raise SdcInputError(f"spec file {path.name!r} is larger than "
+                            f"{limits.MAX_SPEC_BYTES // 2**20} MiB; a spec names the data "
+                            "and the methods, it does not hold data")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise SdcInputError(f"spec file {path.name!r} is not UTF-8 text (byte {exc.start + 1}, "
+                            f"line {line}); save it as UTF-8") from None
+
+
+def load_spec(path: str | Path) -> AuditSpec:
+    """Read and validate a YAML spec file.
+
+    The file is read by :func:`read_spec_text` and parsed by
+    :func:`sdcdist.yamlsafe.load_yaml` (no anchors or aliases, YAML 1.2 floats),
+    then validated by :func:`parse_spec`.
+    """
+    from ..yamlsafe import load_yaml
+    path = Path(path)
+    doc = load_yaml(read_spec_text(path), what=f"spec file {path.name!r}")
     return parse_spec(doc, base_dir=path.resolve().parent)
