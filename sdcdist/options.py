@@ -308,18 +308,17 @@ def parse_items(items: Iterable[str], *, scopes: Iterable[str] = ("metric",)
     Each VALUE is read as YAML, as in a spec: ``chunk_rows=4096``,
     ``crl_external=[V4,V12]``, ``prl_blocking=null``.
     """
-    import yaml
+    from .yamlsafe import parse_option_value
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = str(item).partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise SdcInputError(f"--option takes KEY=VALUE (e.g. chunk_rows=4096 or "
                                 f"crl_external=[V4,V12]). Got {item!r} instead.")
-        try:
-            out[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise SdcInputError(f"the value of --option {key.strip()} is not valid YAML; "
-                                "quote it or fix its brackets") from None
+        if key in out:
+            raise SdcInputError(f"--option {key} is given twice; give each option once")
+        out[key] = parse_option_value(key, value)
     return validate(out, scopes=scopes, what="--option")
 
 

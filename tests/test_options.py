@@ -280,3 +280,12 @@ def test_command_line_items():
         opt.parse_items(["chunk_rows=abc"])
     line = opt.OPTIONS["gdbrl_candidates"].summary()
     assert line.startswith("gdbrl_candidates (default 20): ") and "an integer >= 1" in line
+
+
+def test_parse_items_refuses_a_repeated_key_and_yaml_aliases():
+    from sdcdist.options import parse_items
+    with pytest.raises(SdcInputError, match="given twice"):
+        parse_items(["chunk_rows=10", "chunk_rows=20"])
+    with pytest.raises(SdcInputError, match="anchors"):
+        parse_items(["prl_t=&a 0.05"])
+    assert parse_items(["prl_t=5e-2"]) == {"prl_t": 0.05}
