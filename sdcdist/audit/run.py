@@ -163,10 +163,11 @@ def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microd
               method_options: dict[tuple[int, str], dict[str, Any]], metrics: tuple[str, ...],
               options: dict[str, Any], *, mode: str,
               on_done: Callable[[Cell, dict[str, np.ndarray]], None]) -> None:
-    """Mask and measure ``cells`` (inputs: ``executor.inputs[cell.d]``), ``on_done`` as each finishes.
+    """Mask and measure ``cells``; ``on_done(cell, result)`` as each finishes.
 
-    ``data[d]`` is (Microdata, key sets) of dataset ``d``; ``method_options`` is keyed
-    by (dataset, method). The audit and the calibration both run their cells here.
+    The input of a cell is ``executor.inputs[cell.d]``; ``data[d]`` is (Microdata,
+    key sets) of dataset ``d``; ``method_options`` is keyed by (dataset, method).
+    The audit and the calibration both run their cells here.
     """
     def whole_args(c: Cell) -> tuple:
         md, keysets = data[c.d]

@@ -30,17 +30,16 @@ from typing import Any, TypeVar
 
 from .runner import Runner
 
-__all__ = ["CellExecutor", "cell_mode", "TASK_CELL_LIMIT", "CELL_MODES"]
+__all__ = ["CellExecutor", "cell_mode", "TASK_CELL_LIMIT"]
 
 #: records up to which ``cell_mode: auto`` runs a whole cell as one task
 TASK_CELL_LIMIT = 20_000
-CELL_MODES = ("auto", "task", "distributed")
 
 C = TypeVar("C")
 
 
 def cell_mode(options: Mapping[str, Any], n: int) -> str:
-    """``task`` or ``distributed``: the ``cell_mode`` option, ``auto`` resolved for ``n`` records."""
+    """``task`` or ``distributed``: the ``cell_mode`` option, ``auto`` resolved for ``n`` rows."""
     mode = options.get("cell_mode", "auto")
     if mode == "auto":
         limit = int(options.get("task_cell_limit", TASK_CELL_LIMIT))
