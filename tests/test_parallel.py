@@ -245,3 +245,27 @@ def test_calibrate_distributed_cells_equal_task_cells(client):
         assert got.probes == ref.probes
     assert set(ref.table["status"]) <= {"ok", "not converged", "unreachable"}
     assert (ref.table["status"] == "ok").any()
+
+
+def _sleep(s):
+    import time
+    time.sleep(s)
+    return s
+
+
+def test_lost_scheduler_stops_the_wait(client, monkeypatch):
+    r = Runner(client)
+    slow = r.fresh_task(_sleep, 3.0)
+    monkeypatch.setattr(r, "lost", lambda: True)
+    try:
+        with pytest.raises(ConnectionError, match="lost the connection"):
+            list(r.as_completed([slow]))
+        ex = CellExecutor(r, {"a": np.ones(2)})
+        for mode in ("task", "distributed"):
+            with pytest.raises(ConnectionError):
+                ex.run([(3.0, "a")], mode=mode, input_of=lambda c: c[1],
+                       whole=lambda X, s, tag: _sleep(s), whole_args=lambda c: c,
+                       spread=lambda run, X, c: run.call(_sleep, c[0]),
+                       on_done=lambda c, res: None)
+    finally:
+        r.cancel([slow])

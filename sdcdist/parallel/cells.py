@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .runner import Runner
+from .runner import Runner, lost_scheduler
 
 __all__ = ["CellExecutor", "cell_mode", "TASK_CELL_LIMIT"]
 
@@ -45,11 +44,6 @@ def cell_mode(options: Mapping[str, Any], n: int) -> str:
         limit = int(options.get("task_cell_limit", TASK_CELL_LIMIT))
         return "task" if n <= limit else "distributed"
     return mode
-
-
-def _lost() -> ConnectionError:
-    return ConnectionError("lost the connection to the Dask scheduler (the client could "
-                           "not reconnect)")
 
 
 class CellExecutor:
@@ -110,22 +104,14 @@ class CellExecutor:
 
     def _run_tasks(self, cells: list, input_of: Callable, whole: Callable,
                    whole_args: Callable, on_done: Callable) -> None:
-        from distributed import as_completed
         r = self.runner
-        futs = {r.fresh_task(whole, self.inputs[input_of(c)], *whole_args(c)): c
-                for c in cells}
+        handles = {r.fresh_task(whole, self.inputs[input_of(c)], *whole_args(c)): c
+                   for c in cells}
         try:
-            ac = as_completed(list(futs))
-            while not ac.is_empty():
-                if not ac.has_ready():
-                    if r.lost():
-                        raise _lost() from None
-                    time.sleep(0.05)
-                    continue
-                for fut in ac.next_batch(block=False):
-                    on_done(futs[fut], fut.result())
+            for h in r.as_completed(handles):
+                on_done(handles[h], r.result(h))
         finally:
-            r.cancel(list(futs))
+            r.cancel(list(handles))
 
     def _drive(self, cells: list, one: Callable[[Any], Any],
                on_done: Callable[[Any, Any], None]) -> None:
@@ -161,7 +147,7 @@ class CellExecutor:
                         break
                     except queue.Empty:
                         if self.runner.lost():
-                            raise _lost() from None
+                            raise lost_scheduler() from None
                 if exc is not None:
                     raise exc
                 on_done(c, res)

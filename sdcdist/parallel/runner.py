@@ -19,11 +19,12 @@ here accepts a :class:`distributed.Client` but never starts a cluster.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Runner", "Local"]
+__all__ = ["Runner", "Local", "lost_scheduler"]
 
 
 @dataclass
@@ -102,13 +103,27 @@ class Runner:
         """``fn(*args, **kwargs)`` run as one task, its value returned: ``result(task(...))``."""
         return self.result(self.task(fn, *args, **kwargs))
 
-    def as_completed(self, handles: Iterable[Any]) -> Iterator[Any]:
-        """The handles, each as soon as its task has finished (in list order without a client)."""
+    def as_completed(self, handles: Iterable[Any], *, poll: float = 0.05) -> Iterator[Any]:
+        """The handles, each as soon as its task has finished (in list order without a client).
+
+        Raises
+        ------
+        ConnectionError
+            If the client loses its scheduler while tasks are pending (instead of
+            waiting for ever for results that will never come).
+        """
         if self.client is None:
             yield from handles
             return
         from distributed import as_completed
-        yield from as_completed(list(handles))
+        ac = as_completed(list(handles))
+        while not ac.is_empty():
+            if ac.has_ready():
+                yield from ac.next_batch(block=False)
+            elif self.lost():
+                raise lost_scheduler()
+            else:
+                time.sleep(poll)
 
     def cancel(self, handles: Sequence[Any]) -> None:
         """Drop the tasks of ``handles`` that have not finished (nothing to do without a client)."""
@@ -126,3 +141,9 @@ class Runner:
     def lost(self) -> bool:
         """True once the client has given up on its scheduler."""
         return self.client is not None and self.client.status in ("closing", "closed")
+
+
+def lost_scheduler() -> ConnectionError:
+    """The error of a run whose client has lost its scheduler."""
+    return ConnectionError("lost the connection to the Dask scheduler (the client could not "
+                           "reconnect)")
