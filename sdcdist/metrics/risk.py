@@ -387,7 +387,7 @@ def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
 
 
 def _concat_sd(*parts: dict) -> dict:
-    out = {k: sum(p[k] for p in parts) for k in ("id1", "id2", "n")}
+    out = add_dicts(*[{k: p[k] for k in ("id1", "id2", "n")} for p in parts])  # integers
     out["sd"] = np.concatenate([p["sd"] for p in parts])
     return out
 
