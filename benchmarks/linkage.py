@@ -24,8 +24,8 @@ import time
 import numpy as np
 
 from sdcdist.data import synth
-from sdcdist.linkage import kernels
-from sdcdist.linkage.drivers import link_top2
+from sdcdist.linkage import distance
+from sdcdist.linkage.distance_drivers import link_top2
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
 from sdcdist.parallel import Runner
@@ -95,7 +95,7 @@ def bench_dld(n: int, workers: int, budget: float) -> None:
     print(f"n={n:>9,}  DLD exact {res['DLD'].value:7.3f} %  DLD2 {res['DLD2'].value:6.3f} %  "
           f"wall {wall:7.1f} s  peak RSS per worker {worst / GiB:.2f} GiB "
           f"(client {_peak_rss() / GiB:.2f} GiB)", flush=True)
-    Q, C = kernels.standardize(Y), kernels.standardize(X)
+    Q, C = distance.standardize(Y), distance.standardize(X)
     t_b, note_b = brute(Q, C, budget)
     print(f"    brute-force blocked numpy (1 process): {t_b:9.1f} s {note_b}  "
           f"ratio {t_b / wall:6.1f}x", flush=True)

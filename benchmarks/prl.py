@@ -69,7 +69,7 @@ def run_sdcdist(n: int, workers: int) -> dict:
                       dashboard_address=":0", silence_logs=40) as cluster, \
             Client(cluster) as client:
         runner = Runner(client)
-        Ah, Bh = runner.scatter(A), runner.scatter(B)
+        Ah, Bh = runner.share(A), runner.share(B)
         t0 = time.perf_counter()
         res = probabilistic_linkage(runner, Ah, Bh, n, n, tuple(range(KEYS)), t=T)
         wall = time.perf_counter() - t0

@@ -38,8 +38,8 @@ def known_curves():
 
     @register_metric("t_risk", kind="risk", description="test: mean shift")
     def t_risk(ctx):
-        X = ctx.runner.gather(ctx.original)
-        Y = ctx.runner.gather(ctx.masked)
+        X = ctx.runner.result(ctx.original)
+        Y = ctx.runner.result(ctx.masked)
         return float(np.mean(np.asarray(Y) - np.asarray(X)))
 
     @register_metric("t_util", kind="utility", description="test: twice the mean shift")

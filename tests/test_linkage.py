@@ -1,4 +1,4 @@
-"""Linkage kernels and drivers: blocked results equal the brute-force numpy computation."""
+"""Distance-linkage kernels and drivers: blocked results equal the brute-force numpy computation."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdcdist.errors import SdcInputError
-from sdcdist.linkage import kernels
-from sdcdist.linkage.drivers import (distance_link_counts, invert_truth, link_top2,
-                                     nearest_candidates, row_truth, truth_from_ids)
+from sdcdist.linkage import distance
+from sdcdist.linkage.distance_drivers import link_top2, nearest_candidates
+from sdcdist.linkage.truth import invert_truth, row_truth, truth_from_ids
 from sdcdist.parallel import Runner
 
 
 def brute_force_credit(Q, C, truth):
     """Expected nearest / second-nearest hits under random tie-breaking, all pairs at once."""
-    D = kernels.sq_distances(Q, C)
+    D = distance.sq_distances(Q, C)
     first = second = 0.0
     for i in range(Q.shape[0]):
         t = truth[i]
@@ -48,7 +48,7 @@ def test_blocked_equals_brute_force(rng, ties, blocks):
     Q, C = _data(rng, 120, 150, ties)
     truth = row_truth(120, 150)
     ref = brute_force_credit(Q, C, truth)
-    out = distance_link_counts(Runner(), Q, C, 120, 150, Q.shape[1], block_rows=blocks)
+    out = link_top2(Runner(), Q, C, 120, 150, Q.shape[1], block_rows=blocks)
     assert out["first"] == pytest.approx(ref[0], abs=1e-12)
     assert out["second"] == pytest.approx(ref[1], abs=1e-12)
 
@@ -56,19 +56,19 @@ def test_blocked_equals_brute_force(rng, ties, blocks):
 def test_blocked_on_cluster_is_bit_identical(rng, client):
     Q, C = _data(rng, 90, 80, True)
     truth = row_truth(90, 80)              # the last 10 masked records have no true record
-    ref = distance_link_counts(Runner(), Q, C, 90, 80, 2, block_rows=(1000, 1000))
+    ref = link_top2(Runner(), Q, C, 90, 80, 2, block_rows=(1000, 1000))
     for blocks in [(9, 11), (30, 7), (90, 80)]:
-        out = distance_link_counts(Runner(client), Q, C, 90, 80, 2, block_rows=blocks)
+        out = link_top2(Runner(client), Q, C, 90, 80, 2, block_rows=blocks)
         assert out == ref
     assert ref["first"] == pytest.approx(brute_force_credit(Q, C, truth)[0], abs=1e-12)
 
 
 def test_merge_top2_is_order_free(rng):
     D = rng.integers(0, 4, size=(30, 40)).astype(float)
-    whole = kernels.block_top2(D)
-    parts = [kernels.block_top2(D[:, s]) for s in (slice(0, 9), slice(9, 25), slice(25, 40))]
-    for merged in (kernels.merge_top2(*parts), kernels.merge_top2(parts[2], parts[0], parts[1]),
-                   kernels.merge_top2(kernels.merge_top2(parts[0], parts[1]), parts[2])):
+    whole = distance.block_top2(D)
+    parts = [distance.block_top2(D[:, s]) for s in (slice(0, 9), slice(9, 25), slice(25, 40))]
+    for merged in (distance.merge_top2(*parts), distance.merge_top2(parts[2], parts[0], parts[1]),
+                   distance.merge_top2(distance.merge_top2(parts[0], parts[1]), parts[2])):
         for k in whole:
             assert np.array_equal(whole[k], merged[k]), k
 
@@ -77,7 +77,7 @@ def test_merge_top2_is_order_free(rng):
 
 def brute_top2(Q, C, metric):
     """Reference top-2 (distinct distances with counts) from a full matrix, row by row."""
-    D = kernels.pair_distances(Q, C, metric)
+    D = distance.pair_distances(Q, C, metric)
     out = {k: [] for k in ("d1", "c1", "d2", "c2")}
     for row in D:
         vals, counts = np.unique(row, return_counts=True)
@@ -88,27 +88,27 @@ def brute_top2(Q, C, metric):
     return {k: np.array(v) for k, v in out.items()}
 
 
-@pytest.mark.parametrize("metric", list(kernels.METRICS))
+@pytest.mark.parametrize("metric", list(distance.METRICS))
 @pytest.mark.parametrize("ties", [False, True])
 def test_index_top2_equals_brute_force(rng, metric, ties):
     Q, C = _data(rng, 80, 200, ties)
     ref = brute_top2(Q, C, metric)
-    got = kernels.index_top2(Q, kernels.build_index(C), metric, k=1 if ties else 3)
+    got = distance.index_top2(Q, distance.build_index(C), metric, k=1 if ties else 3)
     for k in ref:
         assert np.array_equal(ref[k], got[k]), k
 
 
-@pytest.mark.parametrize("metric", list(kernels.METRICS))
+@pytest.mark.parametrize("metric", list(distance.METRICS))
 @pytest.mark.parametrize("ties", [False, True])
 def test_index_credit_top2_gives_the_exact_credits(rng, metric, ties):
     Q, C = _data(rng, 150, 150, ties)
     truth = row_truth(150, 150)
     truth[::9] = -1
-    dtrue = kernels.true_distances(Q, C, truth, metric)
-    ref = kernels.top2_link_credit(brute_top2(Q, C, metric), dtrue)
-    index = kernels.build_index(C)
+    dtrue = distance.true_distances(Q, C, truth, metric)
+    ref = distance.top2_link_credit(brute_top2(Q, C, metric), dtrue)
+    index = distance.build_index(C)
     for eps in (0.0, 2.0):
-        got = kernels.top2_link_credit(kernels.index_credit_top2(Q, dtrue, index, metric,
+        got = distance.top2_link_credit(distance.index_credit_top2(Q, dtrue, index, metric,
                                                                  eps=eps), dtrue)
         assert np.array_equal(ref[0], got[0]) and np.array_equal(ref[1], got[1])
 
@@ -116,9 +116,9 @@ def test_index_credit_top2_gives_the_exact_credits(rng, metric, ties):
 def test_pair_distances_hand_computed():
     Q = np.array([[0.0, 0.0], [1.0, 2.0]])
     C = np.array([[3.0, 4.0], [1.0, 0.0]])
-    assert kernels.pair_distances(Q, C, "sqeuclidean").tolist() == [[25, 1], [8, 4]]
-    assert kernels.pair_distances(Q, C, "cityblock").tolist() == [[7, 1], [4, 2]]
-    assert kernels.pair_distances(Q, C, "chebyshev").tolist() == [[4, 1], [2, 2]]
+    assert distance.pair_distances(Q, C, "sqeuclidean").tolist() == [[25, 1], [8, 4]]
+    assert distance.pair_distances(Q, C, "cityblock").tolist() == [[7, 1], [4, 2]]
+    assert distance.pair_distances(Q, C, "chebyshev").tolist() == [[4, 1], [2, 2]]
 
 
 def test_equal_distances_from_the_tree_stay_tied():
@@ -126,7 +126,7 @@ def test_equal_distances_from_the_tree_stay_tied():
     # recomputed distances must keep both candidates at exactly the same value
     C = np.array([[0.1, 0.7], [0.3, 0.7], [0.2, 0.8], [0.2, 0.6], [5.0, 5.0]])
     Q = np.array([[0.2, 0.7]])
-    got = kernels.index_top2(Q, kernels.build_index(C))
+    got = distance.index_top2(Q, distance.build_index(C))
     ref = brute_top2(Q, C, "sqeuclidean")
     for k in ref:
         assert np.array_equal(ref[k], got[k]), k
@@ -139,7 +139,7 @@ def test_single_integer_key_is_exact(rng, method, blocks):
     C = rng.integers(0, 5, size=(400, 1)).astype(float)
     Q = C + rng.integers(-1, 2, size=C.shape)
     ref = brute_force_credit(Q, C, row_truth(400, 400))
-    out = distance_link_counts(Runner(), Q, C, 400, 400, 1, block_rows=blocks, method=method)
+    out = link_top2(Runner(), Q, C, 400, 400, 1, block_rows=blocks, method=method)
     assert out["first"] == pytest.approx(ref[0], abs=1e-12)
     assert out["second"] == pytest.approx(ref[1], abs=1e-12)
 
@@ -147,21 +147,21 @@ def test_single_integer_key_is_exact(rng, method, blocks):
 def test_heavy_ties_are_not_quadratic():
     # a million-candidate single-key file collapses to its few distinct values
     C = np.repeat(np.arange(10.0), 100_000)[:, None]
-    index = kernels.build_index(C)
+    index = distance.build_index(C)
     assert index.rows.shape == (10, 1) and index.weight.sum() == 1_000_000
-    top = kernels.index_top2(np.array([[3.0], [4.5]]), index)
+    top = distance.index_top2(np.array([[3.0], [4.5]]), index)
     assert top["c1"].tolist() == [100_000, 200_000]
     assert top["c2"].tolist() == [200_000, 200_000]
 
 
-@pytest.mark.parametrize("metric", list(kernels.METRICS))
+@pytest.mark.parametrize("metric", list(distance.METRICS))
 def test_link_top2_methods_blocks_and_cluster_agree(rng, client, metric):
     Q, C = _data(rng, 90, 130, True)
     truth = rng.permutation(130)[:90]
     truth[::7] = -1
     ref = link_top2(Runner(), Q, C, 90, 130, 2, metric=metric, truth=truth, method="brute",
                     block_rows=(1000, 1000), keep_nearest=True)
-    D = kernels.pair_distances(Q, C, metric)
+    D = distance.pair_distances(Q, C, metric)
     assert np.array_equal(ref["nearest"], D.min(axis=1))
     first = sum(1 / np.count_nonzero(D[i] == D[i, t]) for i, t in enumerate(truth)
                 if t >= 0 and D[i, t] == D[i].min())
@@ -178,7 +178,7 @@ def test_link_top2_methods_blocks_and_cluster_agree(rng, client, metric):
 
 def test_nearest_candidates_are_the_c_nearest(rng, client):
     Q, C = _data(rng, 40, 60, True)
-    D = kernels.sq_distances(Q, C)
+    D = distance.sq_distances(Q, C)
     for runner, blocks in ((Runner(), (7, 9)), (Runner(client), None)):
         d, rows = nearest_candidates(runner, Q, C, 40, 60, 2, 5, block_rows=blocks)
         assert d.shape == rows.shape == (40, 5)
@@ -190,7 +190,7 @@ def test_nearest_candidates_are_the_c_nearest(rng, client):
 def test_pair_abs_sd_equals_all_pairs(rng):
     a, b = rng.standard_normal(50) * 3, rng.integers(0, 4, 70).astype(float)
     diff = np.abs(a[:, None] - b[None, :])
-    assert kernels.pair_abs_sd(a, b) == pytest.approx(diff.std(), rel=1e-12)
+    assert distance.pair_abs_sd(a, b) == pytest.approx(diff.std(), rel=1e-12)
 
 
 def test_truth_from_ids_and_inverse():
@@ -210,13 +210,13 @@ def test_index_paths_equal_brute_force_property(m, n_q, n_c, seed):
     C = r.integers(-2, 3, size=(n_c, m)).astype(float)
     Q = r.integers(-2, 3, size=(n_q, m)) + r.choice([0.0, 0.5], size=(n_q, m))
     truth = r.integers(-1, n_c, size=n_q)
-    index = kernels.build_index(C)
-    for metric in kernels.METRICS:
+    index = distance.build_index(C)
+    for metric in distance.METRICS:
         ref = brute_top2(Q, C, metric)
-        got = kernels.index_top2(Q, index, metric)
+        got = distance.index_top2(Q, index, metric)
         for k in ref:
             assert np.array_equal(ref[k], got[k]), (metric, k)
-        dtrue = kernels.true_distances(Q, C, truth, metric)
-        a = kernels.top2_link_credit(ref, dtrue)
-        b = kernels.top2_link_credit(kernels.index_credit_top2(Q, dtrue, index, metric), dtrue)
+        dtrue = distance.true_distances(Q, C, truth, metric)
+        a = distance.top2_link_credit(ref, dtrue)
+        b = distance.top2_link_credit(distance.index_credit_top2(Q, dtrue, index, metric), dtrue)
         assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]), metric

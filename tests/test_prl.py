@@ -49,8 +49,8 @@ def test_blocked_pattern_counts_equal_brute_force(rng, client, method, t):
     expect = np.bincount(code, minlength=cmp.n_patterns)
     cols = (0, 1, 2, 3)
     for runner in (Runner(), Runner(client)):
-        Ap = runner.submit(prl.prepare_side, A, cols, cmp, side="a")
-        Bp = runner.submit(prl.prepare_side, B, cols, cmp, side="b")
+        Ap = runner.task(prl.prepare_side, A, cols, cmp, side="a")
+        Bp = runner.task(prl.prepare_side, B, cols, cmp, side="b")
         for rows in [(5, 7), (16, 43), (57, 43), (100, 100)] + \
                 ([(1, 1)] if runner.client is None else []):
             got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=rows)

@@ -10,10 +10,9 @@ from hypothesis.extra.numpy import arrays
 from scipy.stats import rankdata
 
 from sdcdist.metrics import measure
-from sdcdist.metrics.ranks import (column_groups, distributed_sort, key_values,
-                                   max_abs_rank_distance, max_sq_rank_distance, tie_keys,
-                                   value_keys)
+from sdcdist.metrics.ranks import column_groups, max_abs_rank_distance, max_sq_rank_distance
 from sdcdist.parallel import Runner
+from sdcdist.parallel.sort import chunk_ranks, distributed_sort, key_values, tie_keys, value_keys
 
 RANK = ["rMAE", "brMAE", "brMSE"]
 
@@ -87,9 +86,8 @@ def test_distributed_sort_equals_in_memory(chunk_rows, bucket_rows, rng):
     assert S.counts.max() <= 3 * (bucket_rows or 100)
     assert S.counts.sum(axis=1).tolist() == [100, 100, 100]
     ref = _reference_ranks(X, seeds)
-    from sdcdist.metrics.ranks import _chunk_ranks
-    got = np.vstack([_chunk_ranks(runner.gather(S.which[c]),
-                                  *[runner.gather(b)["ranks"][c] for b in S.buckets])
+    got = np.vstack([chunk_ranks(runner.result(S.which[c]),
+                                 *[runner.result(b)["ranks"][c] for b in S.buckets])
                      for c in range(len(S.bounds))])
     assert np.array_equal(got, ref)
     assert np.array_equal(np.sort(got, axis=0), np.tile(np.arange(1, 101)[:, None], 3))

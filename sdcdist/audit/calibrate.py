@@ -16,7 +16,10 @@ of a metric over replicates equals a target:
 A method whose curve never reaches the target on its grid is reported as
 ``unreachable`` with the range it does reach; nothing is clipped to an end of
 the grid. All probes of a round (every method and dataset, every replicate)
-run on the cluster at once.
+run on the cluster at once, through the audit's cell executor: a probe is a
+whole task on small files, and spreads its masking and metric pieces over the
+cluster on large ones (the ``cell_mode`` and ``task_cell_limit`` options, as
+in an audit; the results are the same bit for bit).
 
 The results form a small cube (Zarr): ``calibrated_param`` and
 ``achieved_risk`` (``achieved_utility`` in the dual) per (dataset, method),
@@ -45,7 +48,8 @@ from ..errors import SdcInputError, check_choice, param_error
 from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from .plan import Cell, cell_seed
-from .run import _method_options, _versions, cell_task, load_dataset, resolve_keysets
+from ..parallel import CellExecutor, Runner, cell_mode
+from .run import _method_options, _versions, load_dataset, resolve_keysets, run_cells
 from .spec import AuditSpec, load_spec
 
 __all__ = ["calibrate", "CalibrationResult", "calibration_table", "open_calibration"]
@@ -258,9 +262,11 @@ class _Evaluator:
     """Runs probes (mask + measure, replicates) here or on a cluster, memoised."""
 
     def __init__(self, spec: AuditSpec, data: list, client: Any):
-        self.spec, self.data, self.client = spec, data, client
-        self.X = [client.scatter(md.values, broadcast=False, hash=False) if client else
-                  md.values for md, _ in data]
+        self.spec, self.data = spec, data
+        self.options = dict(spec.options)
+        self.mode = cell_mode(self.options, max(md.values.shape[0] for md, _ in data))
+        self.executor = CellExecutor(Runner(client),
+                                     {d: md.values for d, (md, _) in enumerate(data)})
         self.mopts = {(d, m.name): _method_options(spec, data[d][0].columns,
                                                    data[d][0].roles, m.name)
                       for d in range(len(data)) for m in spec.methods}
@@ -283,17 +289,14 @@ class _Evaluator:
                 if not all(m in self.cache.get((p, metrics), {}) for m in metrics)]
         jobs = [(p, c) for p in todo for c in self._cells(*p)]
         self.probes += len(jobs)
-        options = dict(self.spec.options)
+        cells = [c for _, c in jobs]
+        slot_of = {id(c): i for i, c in enumerate(cells)}
+        results: list[Any] = [None] * len(cells)
 
-        def args(p: tuple[int, str, float], c: Cell) -> tuple:
-            md, keysets = self.data[p[0]]
-            return (self.X[p[0]], md.columns, keysets, metrics, c, self.mopts[p[0], p[1]],
-                    options)
-        if self.client is not None:
-            futs = [self.client.submit(cell_task, *args(p, c), pure=False) for p, c in jobs]
-            results = self.client.gather(futs)
-        else:
-            results = [cell_task(*args(p, c)) for p, c in jobs]
+        def keep(c: Cell, res: dict[str, np.ndarray]) -> None:
+            results[slot_of[id(c)]] = res
+        run_cells(self.executor, cells, self.data, self.mopts, metrics, self.options,
+                  mode=self.mode, on_done=keep)
         for (p, c), res in zip(jobs, results):
             slot = self.cache.setdefault((p, metrics), {m: [] for m in metrics})
             for i, m in enumerate(metrics):

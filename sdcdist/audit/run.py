@@ -1,13 +1,14 @@
 """Run an audit: mask and measure every cell on a Dask cluster, writing the cube as cells finish.
 
-Two ways to spread the work, with bit-identical results:
+Cells are spread by the cell executor of :mod:`sdcdist.parallel.cells`, in
+one of two ways with bit-identical results:
 
 - ``task`` cells (small files): a whole cell — mask, then every metric with
-  the same blocked kernels run one after the other — is one task; many
-  cells run at once on the cluster.
+  the same blocked kernels run one after the other — is one task
+  (:func:`cell_task`); many cells run at once on the cluster.
 - ``distributed`` cells (large files): the masked file is one task, and each
-  metric's chunk and pair-block tasks are spread over the cluster; several
-  cells are driven at once from a thread pool so workers stay busy.
+  metric's chunk and pair-block tasks are spread over the cluster
+  (:func:`cell_spread`); several cells are driven at once.
 
 ``cell_mode: auto`` (the default) picks ``task`` up to ``task_cell_limit``
 records (20,000) and ``distributed`` above. Finished cells are written to the
@@ -33,15 +34,13 @@ from ..data.synth import generate
 from ..errors import SdcInputError, column_positions
 from ..masking import get_method
 from ..metrics import MeasureContext, default_keysets, get_metric
-from ..options import OPTIONS
-from ..parallel import Runner
+from ..parallel import TASK_CELL_LIMIT, CellExecutor, Runner, cell_mode
 from ..storage import local_path
 from .plan import Cell, plan_cells
 from .spec import AuditSpec, DatasetSpec, load_spec
 
-__all__ = ["run_audit", "load_dataset", "AuditResult", "mask_cell", "measure_cell"]
-
-TASK_CELL_LIMIT = OPTIONS["task_cell_limit"].default   # declared in sdcdist.options
+__all__ = ["run_audit", "load_dataset", "AuditResult", "mask_cell", "measure_cell", "cell_task",
+           "cell_spread", "run_cells", "TASK_CELL_LIMIT"]
 
 
 @dataclass
@@ -150,6 +149,38 @@ def cell_task(X: np.ndarray, columns: tuple[str, ...], keysets: list[tuple[str, 
     return measure_cell(Runner(None), X, Xm, X.shape, columns, keysets, metrics, cell, options)
 
 
+def cell_spread(runner: Runner, X: Any, shape: tuple[int, int], columns: tuple[str, ...],
+                keysets: list[tuple[str, ...]], metrics: tuple[str, ...], cell: Cell,
+                method_options: dict[str, Any], options: dict[str, Any]
+                ) -> dict[str, np.ndarray]:
+    """A cell whose tasks spread over the cluster: the masked file, then each metric's pieces."""
+    Xm = runner.task(mask_cell, X, cell.method, cell.param, cell.entropy, cell.spawn_key,
+                     method_options)
+    return measure_cell(runner, X, Xm, shape, columns, keysets, metrics, cell, options)
+
+
+def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microdata, list]],
+              method_options: dict[tuple[int, str], dict[str, Any]], metrics: tuple[str, ...],
+              options: dict[str, Any], *, mode: str,
+              on_done: Callable[[Cell, dict[str, np.ndarray]], None]) -> None:
+    """Mask and measure ``cells``; ``on_done(cell, result)`` as each finishes.
+
+    The input of a cell is ``executor.inputs[cell.d]``; ``data[d]`` is (Microdata,
+    key sets) of dataset ``d``; ``method_options`` is keyed by (dataset, method).
+    The audit and the calibration both run their cells here.
+    """
+    def whole_args(c: Cell) -> tuple:
+        md, keysets = data[c.d]
+        return md.columns, keysets, metrics, c, method_options[c.d, c.method], options
+
+    def spread(runner: Runner, X: Any, c: Cell) -> dict[str, np.ndarray]:
+        md, keysets = data[c.d]
+        return cell_spread(runner, X, md.values.shape, md.columns, keysets, metrics, c,
+                           method_options[c.d, c.method], options)
+    executor.run(cells, mode=mode, input_of=lambda c: c.d, whole=cell_task,
+                 whole_args=whole_args, spread=spread, on_done=on_done)
+
+
 # ---------------------------------------------------------------------------
 # the driver
 
@@ -254,12 +285,7 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
                             "resumed; write to another --out, or pass --overwrite")
     todo = [c for c in cells if not done[c.d, c.m, c.p, c.replicate]]
     options = dict(spec.options)
-    n = max(md.values.shape[0] for md, _ in data)
-    mode = options.get("cell_mode", "auto")
-    if mode == "auto":
-        mode = "task" if n <= int(options.get("task_cell_limit", TASK_CELL_LIMIT)) else \
-            "distributed"
-    runner = Runner(client)
+    mode = cell_mode(options, max(md.values.shape[0] for md, _ in data))
     group = cubemod._group(out)
     bar = _bar(len(todo), progress)
 
@@ -271,102 +297,15 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
 
     if todo:
         need = sorted({c.d for c in todo})
-        # A copy on every worker: one killed worker never loses the data the others need
-        # (task cells need it everywhere anyway); without a client, the in-process handle.
-        X = {d: (client.scatter(data[d][0].values, hash=False, broadcast=True)
-                 if client is not None else runner.scatter(data[d][0].values))
-             for d in need}
+        executor = CellExecutor(Runner(client), {d: data[d][0].values for d in need})
         mopts = {(d, m.name): _method_options(spec, data[d][0].columns, data[d][0].roles,
                                               m.name)
                  for d in need for m in spec.methods}
-
-        def args(c: Cell) -> tuple:
-            md, keysets = data[c.d]
-            return md.columns, keysets, mopts[c.d, c.method]
-
-        if mode == "task" and client is not None:
-            from distributed import as_completed
-            futs = {}
-            for c in todo:
-                cols, keysets, mo = args(c)
-                futs[client.submit(cell_task, X[c.d], cols, keysets, spec.metrics, c, mo,
-                                   options, pure=False)] = c
-            try:
-                for fut in as_completed(futs):
-                    write(futs[fut], fut.result())
-            finally:
-                for f in futs:
-                    f.cancel()
-        elif mode == "task":
-            for c in todo:
-                cols, keysets, mo = args(c)
-                write(c, cell_task(data[c.d][0].values, cols, keysets, spec.metrics, c, mo,
-                                   options))
-        else:
-            def one(c: Cell) -> dict[str, np.ndarray]:
-                cols, keysets, mo = args(c)
-                Xm = runner.submit(mask_cell, X[c.d], c.method, c.param, c.entropy,
-                                   c.spawn_key, mo)
-                return measure_cell(runner, X[c.d], Xm, data[c.d][0].values.shape, cols,
-                                    keysets, spec.metrics, c, options)
-            if client is None:
-                for c in todo:
-                    write(c, one(c))
-            else:
-                _drive_cells(client, todo, one, write)
+        run_cells(executor, todo, data, mopts, spec.metrics, options, mode=mode,
+                  on_done=write)
     cubemod.set_attrs(out, finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return AuditResult(out, len(todo), len(cells) - len(todo), len(cells),
                        time.perf_counter() - t0, mode)
-
-
-def _drive_cells(client: Any, todo: list[Cell], one: Callable[[Cell], dict[str, np.ndarray]],
-                 write: Callable[[Cell, dict[str, np.ndarray]], None]) -> None:
-    """Drive ``distributed`` cells from a few daemon threads, writing each as it finishes.
-
-    The threads only wait on futures; this thread writes the cube and watches the
-    client. If the scheduler is lost (the client gives up reconnecting), the run stops
-    with a :class:`ConnectionError` instead of waiting for futures that will never
-    finish, and the daemon threads do not keep the process alive.
-    """
-    import queue
-    import threading
-    cells: queue.Queue = queue.Queue()
-    for c in todo:
-        cells.put(c)
-    results: queue.Queue = queue.Queue()
-
-    def work() -> None:
-        while True:
-            try:
-                c = cells.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                results.put((c, one(c), None))
-            except BaseException as exc:  # handed to the driving thread
-                results.put((c, None, exc))
-    nthreads = max(2, 2 * len(client.scheduler_info().get("workers", {})))
-    for _ in range(min(nthreads, len(todo))):
-        threading.Thread(target=work, daemon=True, name="sdcdist-cells").start()
-    try:
-        for _ in todo:
-            while True:
-                try:
-                    c, res, exc = results.get(timeout=0.5)
-                    break
-                except queue.Empty:
-                    if client.status in ("closing", "closed"):
-                        raise ConnectionError("lost the connection to the Dask scheduler "
-                                              "(the client could not reconnect)") from None
-            if exc is not None:
-                raise exc
-            write(c, res)
-    finally:
-        while not cells.empty():  # stop the threads taking new cells
-            try:
-                cells.get_nowait()
-            except queue.Empty:
-                break
 
 
 def _bar(total: int, show: bool) -> Callable[[int], None]:

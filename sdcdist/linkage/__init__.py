@@ -1,18 +1,19 @@
-"""Record linkage: numpy block kernels and the Dask drivers that tile and reduce them.
+"""Record linkage: numpy block kernels and the drivers that tile and reduce them.
 
-Distance linkage: :mod:`kernels`, :mod:`drivers`. Probabilistic record linkage:
-:mod:`prl` (comparison, pattern counts, EM, weights, candidate kernels),
-:mod:`prl_drivers` (the blocked passes), :mod:`link` (files linked by column
-name). One-to-one assignment, dense or sparse: :mod:`assignment`.
+Distance linkage: :mod:`distance` (kernels), :mod:`distance_drivers`. Probabilistic
+record linkage: :mod:`prl` (comparison, pattern counts, EM, weights, candidate
+kernels), :mod:`prl_drivers` (the blocked passes), :mod:`link` (files linked by
+column name). Which record is whose: :mod:`truth`. One-to-one assignment, dense
+or sparse: :mod:`assignment`.
 """
 
-from . import assignment, drivers, kernels, link, prl, prl_drivers
+from . import assignment, distance, distance_drivers, link, prl, prl_drivers, truth
 from .assignment import Candidates, assign
-from .drivers import (distance_link_counts, link_top2, nearest_candidates, row_truth,
-                      truth_from_ids)
+from .distance_drivers import link_top2, nearest_candidates
 from .link import link_files
 from .prl_drivers import probabilistic_linkage
+from .truth import invert_truth, row_truth, truth_from_ids
 
-__all__ = ["kernels", "drivers", "distance_link_counts", "link_top2", "nearest_candidates",
-           "row_truth", "truth_from_ids", "assignment", "assign", "Candidates", "prl",
-           "prl_drivers", "probabilistic_linkage", "link", "link_files"]
+__all__ = ["distance", "distance_drivers", "link_top2", "nearest_candidates", "truth",
+           "row_truth", "truth_from_ids", "invert_truth", "assignment", "assign", "Candidates",
+           "prl", "prl_drivers", "probabilistic_linkage", "link", "link_files"]

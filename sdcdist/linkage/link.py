@@ -17,8 +17,8 @@ import numpy as np
 from ..errors import SdcInputError, column_error, column_positions
 from ..parallel import Runner
 from .assignment import DEFAULT_DENSE_LIMIT
-from .drivers import truth_from_ids
 from .prl_drivers import PRLResult, probabilistic_linkage
+from .truth import truth_from_ids
 
 __all__ = ["LinkResult", "link_files"]
 
@@ -89,11 +89,11 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
         truth = truth_from_ids(original.values[:, ia], masked.values[:, ib])
     n_a, n_b = original.values.shape[0], masked.values.shape[0]
     tr = truth if truth is not None else np.full(n_b, -1, dtype=np.int64)
-    res = probabilistic_linkage(runner, runner.scatter(original.values),
-                                runner.scatter(masked.values), n_a, n_b, tuple(ca), tuple(cb),
+    res = probabilistic_linkage(runner, runner.share(original.values),
+                                runner.share(masked.values), n_a, n_b, tuple(ca), tuple(cb),
                                 method=method, t=t,
                                 categorical=[k in categorical for k in keys],
-                                truth=runner.scatter(tr), top_c=top_c, dense_limit=dense_limit,
+                                truth=runner.share(tr), top_c=top_c, dense_limit=dense_limit,
                                 block_rows=block_rows, blocking=blocking)
     df = pd.DataFrame({"row_b": res.rows_b, "row_a": res.cols_a, "weight": res.weights,
                        "match_probability": res.prob})

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import SdcInputError, param_error
-from ..parallel import Runner, chunk_bounds, pairwise_reduce, tree_reduce
+from ..parallel import Runner, add_dicts, chunk_bounds, pairwise_reduce, tree_reduce
 from . import prl
 from .assignment import DEFAULT_DENSE_LIMIT, Candidates, assign
-from .drivers import row_truth
+from .truth import row_truth
 
 __all__ = ["PRLResult", "probabilistic_linkage", "blocked_pattern_counts", "DEFAULT_PRL_ROWS"]
 
@@ -78,8 +78,8 @@ def _prepare(X: Any, cols: tuple[int, ...], cmp: prl.Comparison, side: str) -> d
 
 
 def _count_block(a0: int, a1: int, b0: int, b1: int, A: dict, B: dict,
-                 cmp: prl.Comparison) -> np.ndarray:
-    return prl.pattern_counts(_slice(A, a0, a1), _slice(B, b0, b1), cmp)
+                 cmp: prl.Comparison) -> dict:
+    return {"counts": prl.pattern_counts(_slice(A, a0, a1), _slice(B, b0, b1), cmp)}
 
 
 def _count_window(b0: int, b1: int, A: dict, B: dict, cmp: prl.Comparison,
@@ -88,12 +88,6 @@ def _count_window(b0: int, b1: int, A: dict, B: dict, cmp: prl.Comparison,
     lo, hi, order = _window(A, b, *blocking)
     return {"counts": prl.pattern_counts(A, b, cmp, lo=lo, hi=hi, aidx=order),
             "pairs": np.int64((hi - lo).sum())}
-
-
-def _add(*xs: Any) -> Any:
-    if isinstance(xs[0], dict):
-        return {k: sum(x[k] for x in xs) for k in xs[0]}
-    return sum(xs[1:], xs[0])
 
 
 def _topc_block(b0: int, b1: int, a0: int, a1: int, B: dict, A: dict, cmp: prl.Comparison,
@@ -142,14 +136,14 @@ def blocked_pattern_counts(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     counts (int64, shape (n_patterns,)) and the number of pairs compared.
     """
     if blocking is None:
-        parts = [runner.submit(_count_block, a0, a1, b0, b1, A, B, cmp)
+        parts = [runner.task(_count_block, a0, a1, b0, b1, A, B, cmp)
                  for a0, a1 in chunk_bounds(n_a, rows[0])
                  for b0, b1 in chunk_bounds(n_b, rows[1])]
-        counts = runner.gather(tree_reduce(runner, _add, parts))
+        counts = runner.result(tree_reduce(runner, add_dicts, parts))["counts"]
         return np.asarray(counts, dtype=np.int64), int(n_a) * int(n_b)
-    parts = [runner.submit(_count_window, b0, b1, A, B, cmp, blocking)
+    parts = [runner.task(_count_window, b0, b1, A, B, cmp, blocking)
              for b0, b1 in chunk_bounds(n_b, rows[1])]
-    out = runner.gather(tree_reduce(runner, _add, parts))
+    out = runner.result(tree_reduce(runner, add_dicts, parts))
     return np.asarray(out["counts"], dtype=np.int64), int(out["pairs"])
 
 
@@ -219,17 +213,17 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         blocking = (key, width)
     rows = tuple(block_rows) if block_rows else (DEFAULT_PRL_ROWS, DEFAULT_PRL_ROWS)
     if truth is None:
-        truth = runner.scatter(row_truth(n_b, n_a))
+        truth = runner.share(row_truth(n_b, n_a))
     elif isinstance(truth, np.ndarray):
         if truth.shape != (n_b,):
             raise SdcInputError(f"the truth must give one row per masked record: shape "
                                 f"({n_b},); got {truth.shape}")
-        truth = runner.scatter(np.asarray(truth, dtype=np.int64))
+        truth = runner.share(np.asarray(truth, dtype=np.int64))
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    Ap = runner.submit(_prepare, A, tuple(cols_a), cmp, "a")
-    Bp = runner.submit(_prepare, B, tuple(cols_b), cmp, "b")
+    Ap = runner.task(_prepare, A, tuple(cols_a), cmp, "a")
+    Bp = runner.task(_prepare, B, tuple(cols_b), cmp, "b")
     counts, n_pairs = blocked_pattern_counts(runner, Ap, Bp, n_a, n_b, cmp, rows=rows,
                                              blocking=blocking)
     timings["patterns"] = time.perf_counter() - t0
@@ -240,10 +234,10 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     wp = prl.weight_params(fit, cmp)
     timings["em"] = time.perf_counter() - t0
 
-    tr = np.asarray(runner.gather(truth), dtype=np.int64)
+    tr = np.asarray(runner.result(truth), dtype=np.int64)
     t0 = time.perf_counter()
     if blocking is None and max(n_a, n_b) <= dense_limit:
-        out = runner.gather(runner.submit(_dense_assign, Ap, Bp, cmp, wp, dense_limit, truth))
+        out = runner.call(_dense_assign, Ap, Bp, cmp, wp, dense_limit, truth)
         r, c, w, ainfo = out["rows"], out["cols"], out["w"], out["info"]
         wtrue = out["wtrue"]
         true_in_cand = int(np.count_nonzero(~np.isnan(wtrue)))
@@ -255,12 +249,12 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                                    Bp, Ap, n_b, n_a, rows_a=rows[1], rows_b=rows[0],
                                    args=(cmp, wp, int(top_c), truth))
         else:
-            parts = [runner.submit(_topc_finish, b0, b1,
-                                   runner.submit(_topc_window, b0, b1, Bp, Ap, cmp, wp,
-                                                 int(top_c), blocking),
-                                   Bp, Ap, cmp, wp, int(top_c), truth)
+            parts = [runner.task(_topc_finish, b0, b1,
+                                 runner.task(_topc_window, b0, b1, Bp, Ap, cmp, wp,
+                                             int(top_c), blocking),
+                                 Bp, Ap, cmp, wp, int(top_c), truth)
                      for b0, b1 in chunk_bounds(n_b, rows[1])]
-            cand = runner.gather(tree_reduce(runner, _concat, parts))
+            cand = runner.result(tree_reduce(runner, _concat, parts))
         timings["candidates"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         graph = Candidates.from_topc(cand["idx"], cand["w"], n_a)

@@ -38,7 +38,7 @@ def _handle(runner: Runner, data: Any) -> tuple[Any, tuple[int, int]]:
     arr = np.asarray(data, dtype=np.float64)
     if arr.ndim != 2:
         raise SdcInputError(f"microdata must be 2-D (records x variables); got shape {arr.shape}")
-    return runner.scatter(arr), arr.shape  # type: ignore[return-value]
+    return runner.share(arr), arr.shape  # type: ignore[return-value]
 
 
 def measure(original: Any, masked: Any, metrics: Sequence[str], *,
@@ -125,7 +125,7 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                             f"{', '.join(need)} link on; give the key columns the same names "
                             "in both files (CRL can link without shared columns)")
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    t = runner.scatter(np.asarray(truth, dtype=np.int64)) if truth is not None else None
+    t = runner.share(np.asarray(truth, dtype=np.int64)) if truth is not None else None
     ctx = MeasureContext(runner, A, B, shape_original=shape_a, shape_masked=shape_b,
                          columns=columns, keysets=keysets or default_keysets(shared),
                          seed=ss, options=options, truth=t, masked_columns=masked_columns)

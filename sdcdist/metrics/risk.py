@@ -37,12 +37,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import SdcInputError, column_positions
-from ..linkage import kernels
-from ..linkage.drivers import invert_truth, link_top2, nearest_candidates, standardized_keys
+from ..linkage import distance
+from ..linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
+from ..linkage.truth import invert_truth, row_truth
 from ..parallel import add_dicts, map_reduce, tree_reduce
 from ._registry import MeasureContext, MetricResult, register
 
-__all__ = ["distance_linkage", "interval_counts", "key_positions"]
+__all__ = ["interval_counts", "key_positions", "crl_links"]
 
 
 # -- shared plumbing -----------------------------------------------------------------
@@ -75,8 +76,8 @@ def _column_sd(X: Any, j: int) -> float:
 
 def _check_constant(ctx: MeasureContext, name: str, j_a: int, j_b: int) -> None:
     def sds() -> tuple[float, float]:
-        return (ctx.runner.gather(ctx.runner.submit(_column_sd, ctx.original, j_a)),
-                ctx.runner.gather(ctx.runner.submit(_column_sd, ctx.masked, j_b)))
+        return (ctx.runner.call(_column_sd, ctx.original, j_a),
+                ctx.runner.call(_column_sd, ctx.masked, j_b))
     sa, sb = ctx.cached(("column_sd", name), sds)
     for s, what in ((sa, "original file"), (sb, "masked file")):
         if not s > 0:
@@ -103,7 +104,7 @@ def _transformed(ctx: MeasureContext, keys: tuple[int, ...], kind: str) -> tuple
         return M, O
     pos = [union.index(k) for k in keys]
     return ctx.cached(("transform", kind, keys), lambda: (
-        ctx.runner.submit(_take_columns, M, pos), ctx.runner.submit(_take_columns, O, pos)))
+        ctx.runner.task(_take_columns, M, pos), ctx.runner.task(_take_columns, O, pos)))
 
 
 def _take_columns(A: np.ndarray, pos: list[int]) -> np.ndarray:
@@ -117,25 +118,25 @@ def _transformed_columns(ctx: MeasureContext, keys: tuple[int, ...], kind: str
         _check_constant(ctx, nm, a, b)
 
     def run() -> tuple[Any, Any]:
-        sub = ctx.runner.submit
+        sub = ctx.runner.task
         if kind == "z":
             return (sub(standardized_keys, ctx.masked, jb, "masked file", names),
                     sub(standardized_keys, ctx.original, ja, "original file", names))
         if kind == "drl2":
-            scale = np.array([ctx.cached(("drl2_sd", nm), lambda a=a, b=b: ctx.runner.gather(
-                sub(_pair_sd, ctx.original, ctx.masked, a, b))) for nm, a, b in zip(names, ja, jb)])
-            return (sub(kernels.scale_columns, ctx.masked, jb, scale),
-                    sub(kernels.scale_columns, ctx.original, ja, scale))
+            scale = np.array([ctx.cached(("drl2_sd", nm), lambda a=a, b=b: ctx.runner.call(
+                _pair_sd, ctx.original, ctx.masked, a, b)) for nm, a, b in zip(names, ja, jb)])
+            return (sub(distance.scale_columns, ctx.masked, jb, scale),
+                    sub(distance.scale_columns, ctx.original, ja, scale))
         if kind == "rank":
             n_ref = ctx.shape_original[0]
-            return (sub(kernels.rank_columns, ctx.masked, jb, n_ref),
-                    sub(kernels.rank_columns, ctx.original, ja))
+            return (sub(distance.rank_columns, ctx.masked, jb, n_ref),
+                    sub(distance.rank_columns, ctx.original, ja))
         raise ValueError(kind)
     return ctx.cached(("transform_columns", kind, keys), run)
 
 
 def _pair_sd(X: Any, Y: Any, a: int, b: int) -> float:
-    return kernels.pair_abs_sd(X[:, a], Y[:, b])
+    return distance.pair_abs_sd(X[:, a], Y[:, b])
 
 
 def _link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str, *,
@@ -145,17 +146,12 @@ def _link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str, *,
         M, O = _transformed(ctx, keys, kind)
         n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
         if reverse:
-            truth = ctx.runner.submit(invert_truth, ctx.truth, n_m, n_o)
+            truth = ctx.runner.task(invert_truth, ctx.truth, n_m, n_o)
             return link_top2(ctx.runner, O, M, n_o, n_m, len(keys), metric=metric, truth=truth,
                              keep_nearest=keep_nearest, **_options(ctx))
         return link_top2(ctx.runner, M, O, n_m, n_o, len(keys), metric=metric, truth=ctx.truth,
                          keep_nearest=keep_nearest, **_options(ctx))
     return ctx.cached(("link", kind, metric, reverse, keep_nearest, keys), run)
-
-
-def distance_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> dict[str, float]:
-    """Nearest-neighbour linkage of masked to original records on ``keys`` (cached)."""
-    return _link(ctx, keys, "z", "sqeuclidean")
 
 
 def _linked_share(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str,
@@ -213,14 +209,13 @@ def rr(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 # -- global (1-1) distance linkage ---------------------------------------------------
 
 def _dense_distances(Q: np.ndarray, C: np.ndarray) -> np.ndarray:
-    return np.sqrt(kernels.sq_distances(Q, C))
+    return np.sqrt(distance.sq_distances(Q, C))
 
 
 def _truth_array(ctx: MeasureContext) -> np.ndarray:
-    from ..linkage.drivers import row_truth
     if ctx.truth is None:
         return row_truth(ctx.shape_masked[0], ctx.shape_original[0])
-    return np.asarray(ctx.runner.gather(ctx.truth), dtype=np.int64)
+    return np.asarray(ctx.runner.result(ctx.truth), dtype=np.int64)
 
 
 @register("GDBRL", kind="risk", keysets=True, same_shape=False,
@@ -235,7 +230,7 @@ def gdbrl(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
     dense_max = int(ctx.options["gdbrl_dense_max"])
     c = int(ctx.options["gdbrl_candidates"])
     if max(n_m, n_o) <= dense_max:
-        W = ctx.runner.gather(ctx.runner.submit(_dense_distances, M, O))
+        W = ctx.runner.call(_dense_distances, M, O)
         rows, cols, info = assign(W, maximize=False, dense_limit=dense_max)
     else:
         opt = _options(ctx)
@@ -334,8 +329,7 @@ def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, 
                       "files by their most correlated attribute pair; % linked correctly")
 def crl(ctx: MeasureContext) -> MetricResult:
     scen = _crl_columns(ctx)
-    truth = ctx.truth if ctx.truth is not None else ctx.runner.scatter(
-        _truth_array(ctx))
+    truth = ctx.truth if ctx.truth is not None else ctx.runner.share(_truth_array(ctx))
     names_a, names_b = ctx.columns, ctx.masked_columns
     for ja, jb in scen:
         for j in ja:
@@ -346,8 +340,7 @@ def crl(ctx: MeasureContext) -> MetricResult:
     vals = []
     for s, (ja, jb) in enumerate(scen):
         seed = np.random.SeedSequence(base.entropy, spawn_key=tuple(base.spawn_key) + (s,))
-        hits, n = ctx.runner.gather(ctx.runner.submit(_crl_task, ctx.original, ctx.masked,
-                                                      ja, jb, truth, seed))
+        hits, n = ctx.runner.call(_crl_task, ctx.original, ctx.masked, ja, jb, truth, seed)
         vals.append(100.0 * hits / n)
     return MetricResult(float(np.mean(vals)),
                         per_keyset=tuple(vals) if len(scen) > 1 or
@@ -356,7 +349,7 @@ def crl(ctx: MeasureContext) -> MetricResult:
 
 def _check_constant_one(ctx: MeasureContext, X: Any, j: int, name: str, what: str) -> None:
     sd = ctx.cached(("column_sd_one", what, j),
-                    lambda: ctx.runner.gather(ctx.runner.submit(_column_sd, X, j)))
+                    lambda: ctx.runner.call(_column_sd, X, j))
     if not sd > 0:
         raise SdcInputError(f"column '{name}' is constant in the {what}; correlation linkage "
                             "cannot use a constant column, so leave it out")
@@ -394,7 +387,7 @@ def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
 
 
 def _concat_sd(*parts: dict) -> dict:
-    out = {k: sum(p[k] for p in parts) for k in ("id1", "id2", "n")}
+    out = add_dicts(*[{k: p[k] for k in ("id1", "id2", "n")} for p in parts])  # integers
     out["sd"] = np.concatenate([p["sd"] for p in parts])
     return out
 
@@ -412,9 +405,9 @@ def _shared_columns(ctx: MeasureContext) -> list[tuple[int, int]]:
 def _intervals(ctx: MeasureContext) -> dict[str, Any]:
     def run() -> dict[str, Any]:
         ps = tuple(float(p) for p in ctx.options["id_p"])
-        parts = [ctx.runner.submit(interval_counts, a, b, ctx.original, ctx.masked, ps)
+        parts = [ctx.runner.task(interval_counts, a, b, ctx.original, ctx.masked, ps)
                  for a, b in _shared_columns(ctx)]
-        return ctx.runner.gather(tree_reduce(ctx.runner, _concat_sd, parts))
+        return ctx.runner.result(tree_reduce(ctx.runner, _concat_sd, parts))
     return ctx.cached("intervals", run)
 
 

@@ -25,7 +25,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 from scipy.special import expit
 
-from ..parallel import map_reduce
+from ..parallel import add_dicts, map_reduce
 from ._registry import MeasureContext, MetricResult, register
 from .infoloss import il_sd, record_stats
 from .ranks import RANK_OPTIONS, rank_pass
@@ -71,14 +71,6 @@ def logistic_chunk(start: int, stop: int, X: Any, Y: Any, mean: np.ndarray, sd: 
     return out
 
 
-def _add(*parts: dict[str, Any]) -> dict[str, Any]:
-    out = dict(parts[0])
-    for p in parts[1:]:
-        for key in out:
-            out[key] = out[key] + p[key]
-    return out
-
-
 def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricResult:
     """U = mean((p - 1/2)**2) over both files' records, p from the logistic fit."""
     st = record_stats(ctx)
@@ -87,10 +79,10 @@ def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricRes
     n_total = 2 * int(st["n"])
     chunk = int(ctx.options["chunk_rows"])
     r = ctx.runner
-    mean_h, sd_h = r.scatter(mean), r.scatter(sd)
+    mean_h, sd_h = r.share(mean), r.share(sd)
 
     def evaluate(beta: np.ndarray) -> dict[str, Any]:
-        return map_reduce(r, logistic_chunk, _add, [ctx.original, ctx.masked],
+        return map_reduce(r, logistic_chunk, add_dicts, [ctx.original, ctx.masked],
                           ctx.shape_original[0], chunk_rows=chunk,
                           args=(mean_h, sd_h, beta, degree))
 
@@ -189,8 +181,7 @@ def emd(ctx: MeasureContext) -> MetricResult:
     seed = int(g.integers(0, 2**31 - 1))       # the same seed for both files: X' = X gives 0
     seeds = (seed, seed)
     r = ctx.runner
-    value = r.gather(r.submit(_emd_task, ctx.original, ctx.masked, st["exact_mean_x"], sd, h,
-                              seeds))
+    value = r.call(_emd_task, ctx.original, ctx.masked, st["exact_mean_x"], sd, h, seeds)
     return MetricResult(value, info={"clusters": h})
 
 

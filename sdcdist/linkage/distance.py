@@ -1,4 +1,4 @@
-"""Record-linkage block kernels: plain numpy on one block of query rows x candidate rows.
+"""Distance-linkage kernels: plain numpy on one block of query rows x candidate rows.
 
 Distances are squared Euclidean, accumulated column by column in a fixed
 order, so the distance of a pair is the same float whichever block computes
@@ -24,10 +24,10 @@ from scipy.stats import rankdata
 
 from ..errors import SdcInputError
 
-__all__ = ["sq_distances", "block_top2", "merge_top2", "standardize", "true_sq_distances",
-           "top2_link_credit", "credit_counts", "add_counts", "credit_total", "METRICS",
-           "pair_distances", "true_distances", "CandidateIndex", "build_index", "index_top2",
-           "index_knn", "index_credit_top2", "weighted_top2", "empty_top2", "scale_columns", "pair_abs_sd",
+__all__ = ["sq_distances", "block_top2", "merge_top2", "standardize", "top2_link_credit",
+           "credit_counts", "add_counts", "credit_total", "METRICS", "pair_distances",
+           "true_distances", "CandidateIndex", "build_index", "index_top2", "index_knn",
+           "index_credit_top2", "weighted_top2", "empty_top2", "scale_columns", "pair_abs_sd",
            "rank_columns"]
 
 #: Distances the kernels compute, all accumulated column by column in a fixed order:
@@ -106,14 +106,6 @@ def true_distances(Q: np.ndarray, C: np.ndarray, truth: np.ndarray,
     out = gathered_distances(Q, C, np.where(ok, truth, 0)[:, None], metric)[:, 0]
     out[~ok] = np.inf
     return out
-
-
-def true_sq_distances(Q: np.ndarray, C: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """Squared distance of each query row to its true candidate (inf when absent).
-
-    Summed column by column in the same order as :func:`sq_distances`.
-    """
-    return true_distances(Q, C, truth, "sqeuclidean")
 
 
 def empty_top2(r: int) -> dict[str, np.ndarray]:

@@ -1,0 +1,68 @@
+"""Reductions over record chunks: a fixed tree, so sums never depend on the cluster.
+
+Every distributed computation in sdcdist has the shape of a dask reduction:
+a per-piece numpy function returning a small dict of sufficient statistics,
+a ``combine`` that merges such dicts, and a final ``aggregate`` on the client.
+Partial results are combined by a tree reduction in a fixed order, so a
+result never depends on the number of workers or on the order in which tasks
+finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .runner import Runner
+
+__all__ = ["tree_reduce", "map_reduce", "chunk_bounds", "add_dicts"]
+
+
+def tree_reduce(runner: Runner, combine: Callable, handles: Sequence[Any],
+                split_every: int = 8) -> Any:
+    """Combine partial results level by level, ``split_every`` at a time; returns a handle.
+
+    The grouping depends only on the number of partial results, never on
+    timing, so floating-point sums come out the same on any cluster.
+    """
+    handles = list(handles)
+    if not handles:
+        raise ValueError("nothing to reduce")
+    while len(handles) > 1:
+        handles = [handles[i] if len(handles[i:i + split_every]) == 1
+                   else runner.task(combine, *handles[i:i + split_every])
+                   for i in range(0, len(handles), split_every)]
+    return handles[0]
+
+
+def chunk_bounds(n: int, chunk_rows: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` covering ``range(n)`` in pieces of ``chunk_rows``."""
+    if chunk_rows < 1:
+        raise ValueError("chunk_rows must be >= 1")
+    return [(s, min(s + chunk_rows, n)) for s in range(0, n, chunk_rows)]
+
+
+def map_reduce(runner: Runner, chunk_fn: Callable, combine: Callable,
+               arrays: Sequence[Any], n: int, *, chunk_rows: int,
+               aggregate: Callable | None = None, args: tuple = (),
+               split_every: int = 8) -> Any:
+    """Reduce over record chunks.
+
+    ``chunk_fn(start, stop, *arrays, *args)`` returns a small dict of sufficient
+    statistics for records ``start:stop`` (it slices the arrays itself, so a
+    task reads only its rows); ``combine(*dicts)`` merges them; the optional
+    ``aggregate(dict)`` turns the total into the final result on the client.
+    """
+    parts = [runner.task(chunk_fn, s, e, *arrays, *args)
+             for s, e in chunk_bounds(n, chunk_rows)]
+    total = runner.result(tree_reduce(runner, combine, parts, split_every))
+    return aggregate(total) if aggregate is not None else total
+
+
+def add_dicts(*parts: dict) -> dict:
+    """``combine`` for dicts of numbers or arrays that simply add up (in argument order)."""
+    out = dict(parts[0])
+    for p in parts[1:]:
+        for k, v in p.items():
+            out[k] = out[k] + v
+    return out

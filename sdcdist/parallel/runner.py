@@ -1,0 +1,149 @@
+"""The executor: run numpy functions as tasks on a Dask client, or here without one.
+
+A :class:`Runner` offers the small vocabulary every metric and driver of
+sdcdist schedules its work with:
+
+- :meth:`Runner.task` — ``fn(*args)`` as one task, returning a handle at once;
+- :meth:`Runner.result` — the value of a handle (or of a list of handles);
+- :meth:`Runner.call` — both at once;
+- :meth:`Runner.share` — place an input every task can read (the one place
+  data are put on the cluster);
+- :meth:`Runner.as_completed` — handles in the order they finish.
+
+Handles may be passed as arguments of other tasks; the task then receives
+the value. With ``client=None`` every task runs immediately in this process
+and its handle is a :class:`Local`; that is the reference path the tests
+compare against, and what a small computation in a notebook uses. A function
+here accepts a :class:`distributed.Client` but never starts a cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Runner", "Local", "lost_scheduler"]
+
+
+@dataclass
+class Local:
+    """A computed value standing in for a future when there is no client."""
+
+    value: Any
+
+    def result(self) -> Any:
+        return self.value
+
+
+def _unwrap(x: Any) -> Any:
+    return x.value if isinstance(x, Local) else x
+
+
+class Runner:
+    """Run numpy functions as tasks on a Dask client, or here without one.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        Where tasks run. ``None`` runs them immediately in this process.
+    """
+
+    def __init__(self, client: Any = None):
+        self.client = client
+
+    def task(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` as one task; returns a handle at once.
+
+        Arguments that are handles reach ``fn`` as their values. Tasks are
+        pure (the same function on the same arguments is computed once).
+        """
+        if self.client is None:
+            return Local(fn(*[_unwrap(a) for a in args],
+                            **{k: _unwrap(v) for k, v in kwargs.items()}))
+        return self.client.submit(fn, *args, **kwargs)
+
+    def fresh_task(self, fn: Callable, /, *args: Any) -> Any:
+        """Like :meth:`task`, but never merged with an identical earlier task.
+
+        For tasks whose result is consumed once and dropped (a whole audit
+        cell), so that a rerun computes them again.
+        """
+        if self.client is None:
+            return Local(fn(*[_unwrap(a) for a in args]))
+        return self.client.submit(fn, *args, pure=False)
+
+    def share(self, value: Any, *, everywhere: bool = False) -> Any:
+        """Place a value on the cluster once, as a handle every task can read.
+
+        Parameters
+        ----------
+        value : any
+            Typically an array many tasks read.
+        everywhere : bool
+            Put a copy on every worker (inputs of many independent tasks, so
+            that a lost worker never takes the only copy with it).
+        """
+        if self.client is None:
+            return Local(value)
+        return self.client.scatter(value, hash=False, broadcast=everywhere)
+
+    def result(self, handle: Any) -> Any:
+        """The value of a handle, or the values of a list of handles."""
+        if isinstance(handle, list):
+            if self.client is None:
+                return [_unwrap(h) for h in handle]
+            return self.client.gather(handle)
+        if self.client is None:
+            return _unwrap(handle)
+        return handle.result()
+
+    def call(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` run as one task, its value returned: ``result(task(...))``."""
+        return self.result(self.task(fn, *args, **kwargs))
+
+    def as_completed(self, handles: Iterable[Any], *, poll: float = 0.05) -> Iterator[Any]:
+        """The handles, each as soon as its task has finished (in list order without a client).
+
+        Raises
+        ------
+        ConnectionError
+            If the client loses its scheduler while tasks are pending (instead of
+            waiting for ever for results that will never come).
+        """
+        if self.client is None:
+            yield from handles
+            return
+        from distributed import as_completed
+        ac = as_completed(list(handles))
+        while not ac.is_empty():
+            if ac.has_ready():
+                yield from ac.next_batch(block=False)
+            elif self.lost():
+                raise lost_scheduler()
+            else:
+                time.sleep(poll)
+
+    def cancel(self, handles: Sequence[Any]) -> None:
+        """Drop the tasks of ``handles`` that have not finished (nothing to do without a client)."""
+        if self.client is not None:
+            for h in handles:
+                h.cancel()
+
+    @property
+    def n_workers(self) -> int:
+        """Workers of the cluster (1 without a client)."""
+        if self.client is None:
+            return 1
+        return len(self.client.scheduler_info().get("workers", {}))
+
+    def lost(self) -> bool:
+        """True once the client has given up on its scheduler."""
+        return self.client is not None and self.client.status in ("closing", "closed")
+
+
+def lost_scheduler() -> ConnectionError:
+    """The error of a run whose client has lost its scheduler."""
+    return ConnectionError("lost the connection to the Dask scheduler (the client could not "
+                           "reconnect)")

@@ -1,0 +1,271 @@
+"""The executor and drivers of sdcdist.parallel: same results with and without a cluster."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcdist.audit import parse_spec
+from sdcdist.audit.calibrate import calibrate
+from sdcdist.parallel import (CellExecutor, Local, Runner, add_dicts, cell_mode, chunk_bounds,
+                              distributed_sort, indexed_reduce, map_reduce, pairwise_reduce,
+                              tree_reduce)
+from sdcdist.parallel.sort import chunk_ranks
+
+
+def _runners(client):
+    return [Runner(), Runner(client)]
+
+
+# -- runner ----------------------------------------------------------------------------
+
+def test_runner_vocabulary(client):
+    for r in _runners(client):
+        x = r.share(np.arange(5.0))
+        h = r.task(np.multiply, x, 2.0)
+        assert r.result(h).tolist() == [0, 2, 4, 6, 8]
+        assert r.call(np.sum, h) == 20.0
+        assert r.result([r.task(int, "7"), h])[0] == 7
+        assert r.call(np.add, x, np.ones(5)).tolist() == [1, 2, 3, 4, 5]
+        hs = [r.task(pow, 2, k) for k in range(6)]
+        assert sorted(r.result(f) for f in r.as_completed(hs)) == [1, 2, 4, 8, 16, 32]
+        assert r.result(r.task(divmod, 7, 2)) == (3, 1)
+    assert isinstance(Runner().task(abs, -1), Local)
+    assert Runner().n_workers == 1 and not Runner().lost()
+    assert Runner(client).n_workers == 2 and not Runner(client).lost()
+
+
+def test_task_passes_keywords_to_the_function(client):
+    for r in _runners(client):
+        assert r.call(np.round, r.share(np.array([1.26])), decimals=1).tolist() == [1.3]
+
+
+def test_shared_everywhere_lands_on_every_worker(client):
+    r = Runner(client)
+    h = r.share(np.arange(3.0), everywhere=True)
+    assert len(client.who_has([h])[h.key]) == 2
+    assert r.call(np.sum, h) == 3.0
+
+
+# -- reductions --------------------------------------------------------------------------
+
+def test_chunk_bounds():
+    assert chunk_bounds(7, 3) == [(0, 3), (3, 6), (6, 7)]
+    assert chunk_bounds(0, 3) == []
+    with pytest.raises(ValueError):
+        chunk_bounds(5, 0)
+
+
+def test_add_dicts_adds_in_argument_order():
+    a, b, c = {"x": 1, "v": np.array([1.0])}, {"x": 2, "v": np.array([1e16])}, \
+        {"x": 3, "v": np.array([-1e16])}
+    out = add_dicts(a, b, c)
+    assert out["x"] == 6 and out["v"][0] == (1.0 + 1e16) - 1e16
+    assert a["x"] == 1 and a["v"].tolist() == [1.0]          # inputs untouched
+    assert add_dicts(a) == a
+
+
+def _grouping(*xs):
+    return "(" + ",".join(xs) + ")"
+
+
+def test_tree_reduce_grouping_is_fixed(client):
+    for r in _runners(client):
+        leaves = [r.task(str, i) for i in range(10)]
+        got = r.result(tree_reduce(r, _grouping, leaves, split_every=3))
+        assert got == "(((0,1,2),(3,4,5),(6,7,8)),9)"
+        assert r.result(tree_reduce(r, _grouping, leaves[:1])) == "0"
+    with pytest.raises(ValueError):
+        tree_reduce(Runner(), _grouping, [])
+
+
+def _moments(s, e, X, shift):
+    x = X[s:e] - shift
+    return {"n": e - s, "sum": x.sum(axis=0), "sq": (x * x).sum(axis=0)}
+
+
+def test_map_reduce_is_bit_identical_on_a_cluster(rng, client):
+    X = rng.standard_normal((103, 3))
+    outs = []
+    for r in _runners(client):
+        outs.append(map_reduce(r, _moments, add_dicts, [r.share(X)], 103, chunk_rows=10,
+                               args=(0.5,), aggregate=lambda t: (t["n"], t["sum"], t["sq"])))
+    assert outs[0][0] == outs[1][0] == 103
+    assert np.array_equal(outs[0][1], outs[1][1]) and np.array_equal(outs[0][2], outs[1][2])
+    assert np.allclose(outs[0][1], (X - 0.5).sum(axis=0))
+
+
+# -- pairs -------------------------------------------------------------------------------
+
+def _less_block(a0, a1, b0, b1, Q, C):
+    return {"less": (Q[a0:a1, None] > C[None, b0:b1]).sum(axis=1)}
+
+
+def _sorted_index(c0, c1, C):
+    return np.sort(C[c0:c1])
+
+
+def _query_less(q0, q1, Q, index, side):
+    return {"less": np.searchsorted(index, Q[q0:q1], side=side)}
+
+
+def _finish_total(q0, q1, merged, Q, C, scale):
+    return {"pairs": scale * int(merged["less"].sum()), "rows": q1 - q0}
+
+
+def _stack(*parts):
+    return {"less": np.concatenate([p["less"] for p in parts])}
+
+
+def _finish_rows(a0, a1, merged, Q, C):
+    return merged
+
+
+@pytest.mark.parametrize("rows", [(1, 1), (7, 5), (13, 40), (100, 100)])
+def test_indexed_reduce_equals_brute_force(rng, client, rows):
+    Q = rng.integers(0, 20, 37).astype(float)           # ties with the candidates
+    C = rng.integers(0, 20, 41).astype(float)
+    brute = (Q[:, None] > C[None, :]).sum(axis=1)
+    for r in _runners(client):
+        per_row = indexed_reduce(r, _sorted_index, _query_less, add_dicts, _stack,
+                                 r.share(Q), r.share(C), 37, 41, rows_q=rows[0],
+                                 rows_c=rows[1], query_args=("left",))
+        assert per_row["less"].tolist() == brute.tolist()
+        total = indexed_reduce(r, _sorted_index, _query_less, add_dicts, add_dicts, Q, C,
+                               37, 41, rows_q=rows[0], rows_c=rows[1], query_args=("left",),
+                               finish=_finish_total, finish_args=(3,))
+        assert total == {"pairs": 3 * int(brute.sum()), "rows": 37}
+        tiled = pairwise_reduce(r, _less_block, add_dicts, _finish_rows, _stack, Q, C, 37, 41,
+                                rows_a=rows[0], rows_b=rows[1])
+        assert tiled["less"].tolist() == brute.tolist()
+
+
+# -- sort --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("chunk_rows,bucket_rows", [(1, 5), (9, 20), (64, 64), (200, None)])
+def test_distributed_sort_equals_np_sort(rng, client, chunk_rows, bucket_rows):
+    X = np.column_stack([rng.standard_normal(150), rng.integers(0, 4, 150).astype(float),
+                         np.r_[-0.0, 0.0, rng.exponential(size=148)]])
+    seeds = np.array([5, 6, 7], dtype=np.uint64)
+    for r in _runners(client):
+        S = distributed_sort(r, r.share(X), 150, (0, 1, 2), chunk_rows=chunk_rows,
+                             seeds=seeds, bucket_rows=bucket_rows)
+        buckets = r.result(S.buckets)
+        for j in range(3):
+            got = np.concatenate([b["values"][j] for b in buckets])
+            assert np.array_equal(got, np.sort(X[:, j]))
+        ranks = np.vstack([chunk_ranks(r.result(S.which[c]), *[b["ranks"][c] for b in buckets])
+                           for c in range(len(S.bounds))])
+        for j in range(3):                       # rank k holds the k-th smallest value
+            assert np.array_equal(np.sort(X[:, j])[ranks[:, j] - 1], X[:, j])
+
+
+# -- cells -------------------------------------------------------------------------------
+
+def _whole(X, k, tag):
+    return {"tag": tag, "value": float(np.sum(X * k))}
+
+
+def _spread(runner, X, cell):
+    return runner.call(_whole, X, *cell)
+
+
+def _run(runner, mode, cells, inputs, fail=None):
+    got = {}
+    seen = []
+
+    def on_done(c, res):
+        assert threading.current_thread() is threading.main_thread()
+        seen.append(c)
+        got[c] = res
+    ex = CellExecutor(runner, inputs)
+    ex.run(cells, mode=mode, input_of=lambda c: c[1], whole=_whole,
+           whole_args=lambda c: (c[0], c[1]), spread=_spread, on_done=on_done)
+    assert sorted(seen) == sorted(cells)
+    return got
+
+
+def test_cell_executor_modes_and_clients_agree(rng, client):
+    inputs = {"a": rng.standard_normal((30, 2)), "b": rng.standard_normal((20, 2))}
+    cells = [(k, t) for k in (1.0, 2.5, -3.0) for t in ("a", "b")]
+    results = [_run(r, mode, cells, inputs) for r in _runners(client)
+               for mode in ("task", "distributed")]
+    for other in results[1:]:
+        assert other == results[0]
+    assert results[0][(2.5, "a")]["value"] == float(np.sum(inputs["a"] * 2.5))
+    assert _run(Runner(client), "task", [], inputs) == {}
+
+
+def _boom(X, k, tag):
+    if k < 0:
+        raise RuntimeError("cell failed")
+    return {"value": float(k)}
+
+
+def test_cell_executor_raises_the_failure_of_a_cell(client):
+    for r in _runners(client):
+        for mode in ("task", "distributed"):
+            ex = CellExecutor(r, {"a": np.ones(3)})
+            with pytest.raises(RuntimeError, match="cell failed"):
+                ex.run([(1.0, "a"), (-1.0, "a"), (2.0, "a")], mode=mode,
+                       input_of=lambda c: c[1], whole=_boom, whole_args=lambda c: c,
+                       spread=lambda run, X, c: run.call(_boom, X, *c),
+                       on_done=lambda c, res: None)
+    with pytest.raises(ValueError):
+        CellExecutor(Runner(), {}).run([1], mode="auto", input_of=str, whole=str,
+                                       whole_args=tuple, spread=str, on_done=print)
+
+
+def test_cell_mode_resolves_auto():
+    assert cell_mode({}, 20_000) == "task" and cell_mode({}, 20_001) == "distributed"
+    assert cell_mode({"task_cell_limit": 10}, 11) == "distributed"
+    assert cell_mode({"cell_mode": "task"}, 10**9) == "task"
+    assert cell_mode({"cell_mode": "distributed"}, 5) == "distributed"
+
+
+def _cal_spec(mode):
+    return parse_spec({"name": "cal", "seed": 11,
+                       "dataset": {"name": "s", "synthetic": {"rows": 120, "columns": 3,
+                                                              "seed": 4}},
+                       "methods": [{"name": "noise", "params": [0.01, 0.2, 1.0]},
+                                   {"name": "rankswap", "params": [1, 30]}],
+                       "replicates": 2, "metrics": ["IL1s", "PS"], "keysets": "prefixes",
+                       "options": {"cell_mode": mode, "chunk_rows": 50}})
+
+
+def test_calibrate_distributed_cells_equal_task_cells(client):
+    ref = calibrate(_cal_spec("task"), metric="DLD", target=20.0, tol=1.0, max_iter=4)
+    for c in (None, client):
+        got = calibrate(_cal_spec("distributed"), metric="DLD", target=20.0, tol=1.0,
+                        max_iter=4, client=c)
+        pd.testing.assert_frame_equal(got.table, ref.table, check_exact=True)
+        assert got.probes == ref.probes
+    assert set(ref.table["status"]) <= {"ok", "not converged", "unreachable"}
+    assert (ref.table["status"] == "ok").any()
+
+
+def _sleep(s):
+    import time
+    time.sleep(s)
+    return s
+
+
+def test_lost_scheduler_stops_the_wait(client, monkeypatch):
+    r = Runner(client)
+    slow = r.fresh_task(_sleep, 3.0)
+    monkeypatch.setattr(r, "lost", lambda: True)
+    try:
+        with pytest.raises(ConnectionError, match="lost the connection"):
+            list(r.as_completed([slow]))
+        ex = CellExecutor(r, {"a": np.ones(2)})
+        for mode in ("task", "distributed"):
+            with pytest.raises(ConnectionError):
+                ex.run([(3.0, "a")], mode=mode, input_of=lambda c: c[1],
+                       whole=lambda X, s, tag: _sleep(s), whole_args=lambda c: c,
+                       spread=lambda run, X, c: run.call(_sleep, c[0]),
+                       on_done=lambda c, res: None)
+    finally:
+        r.cancel([slow])
