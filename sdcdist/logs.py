@@ -49,14 +49,20 @@ class TextFormatter(logging.Formatter):
 
 
 def setup_logging(fmt: str = "text", level: str | int = "INFO",
-                  stream: TextIO | None = None) -> None:
+                  stream: TextIO | None = None, *, import_dask: bool = True) -> None:
     """Send ``sdcdist`` and ``distributed`` logs to ``stream`` (stderr) in one format.
 
     Idempotent: a second call replaces the handler the first one installed.
+
+    Importing ``distributed`` installs Dask's own log handlers, so this function
+    imports it first (``import_dask=False``: only if it is already imported, for a
+    fast start; call again once Dask is imported, as the command line's cluster
+    helper does).
     """
     if fmt not in LOG_FORMATS:
         raise ValueError(f"unknown log format {fmt!r}")
-    import distributed.config  # noqa: F401  (installs Dask's handlers: replace them now)
+    if import_dask:
+        import distributed.config  # noqa: F401  (installs Dask's handlers: replace them now)
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
