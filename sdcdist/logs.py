@@ -63,12 +63,15 @@ def setup_logging(fmt: str = "text", level: str | int = "INFO",
         raise ValueError(f"unknown log format {fmt!r}")
     if import_dask:
         import distributed.config  # noqa: F401  (installs Dask's handlers: replace them now)
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.set_name(_HANDLER_NAME)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     for name, lvl in (("sdcdist", level), ("distributed", "WARNING")):
+        # one format for every line, but a handler each: a LocalCluster started with
+        # silence_logs raises the level of distributed's handlers while it runs, which
+        # must not silence sdcdist's own lines
+        handler = logging.StreamHandler(stream or sys.stderr)
+        handler.set_name(_HANDLER_NAME)
+        handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
         logger = logging.getLogger(name)
-        for h in list(logger.handlers):  # one handler, one format for every line
+        for h in list(logger.handlers):
             logger.removeHandler(h)
         logger.addHandler(handler)
         logger.setLevel(lvl)

@@ -26,7 +26,7 @@ import click
 from ..errors import SdcInputError
 
 __all__ = ["main", "EXIT_FAILURE", "EXIT_USER", "ClusterOptions", "cluster_options",
-           "cluster", "cluster_client", "make_security", "split_list", "parse_options",
+           "cluster", "make_security", "split_list", "parse_options",
            "table_outputs", "write_tables"]
 
 
@@ -239,47 +239,25 @@ def cluster_options(f: Callable | None = None, *, local: bool = False) -> Any:
 
 @contextlib.contextmanager
 def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
-    """The Dask client a command computes with, or None for an in-process run (--local).
+    """The Dask client a command computes with: the only place the CLI starts a cluster.
 
-    Library functions take ``client=None`` as "compute here", so every command
-    reads::
+    A Client on ``opts.scheduler``, else on a LocalCluster sized to this machine
+    (``opts.workers`` processes); with ``opts.security`` every connection is
+    ``tls://`` and mutually authenticated. For ``opts.local`` it yields None:
+    library functions take ``client=None`` as "compute in this process", so
+    every command reads::
 
         with cluster(where, quiet=True) as client:
             res = measure(..., client=client)
+
+    ``quiet`` leaves out the dashboard address on stderr.
     """
     if opts.local:
         yield None
         return
-    with cluster_client(opts.scheduler, opts.workers, quiet=quiet,
-                        security=opts.security) as client:
-        yield client
-
-
-def make_security(tls_ca: str | None, tls_cert: str | None, tls_key: str | None) -> Any:
-    """A :class:`distributed.Security` from the three files, or None (Dask config applies)."""
-    given = [x is not None for x in (tls_ca, tls_cert, tls_key)]
-    if not any(given):
-        return None
-    if not all(given):
-        missing = [n for n, g in zip(("--tls-ca", "--tls-cert", "--tls-key"), given) if not g]
-        raise SdcInputError(f"TLS needs all of --tls-ca, --tls-cert and --tls-key; missing "
-                            f"{', '.join(missing)} (make a test set with 'sdcdist certs')")
-    from distributed import Security
-    return Security(tls_ca_file=tls_ca, tls_client_cert=tls_cert, tls_client_key=tls_key,
-                    tls_scheduler_cert=tls_cert, tls_scheduler_key=tls_key,
-                    tls_worker_cert=tls_cert, tls_worker_key=tls_key,
-                    require_encryption=True)
-
-
-@contextlib.contextmanager
-def cluster_client(scheduler: str | None, workers: int | None, quiet: bool = False,
-                   security: Any = None) -> Iterator[Any]:
-    """A Client on ``scheduler``, or on a LocalCluster sized to this machine.
-
-    With ``security`` every connection is ``tls://`` and mutually authenticated.
-    """
     from distributed import Client, LocalCluster
     _take_over_dask_logs()
+    scheduler, security = opts.scheduler, opts.security
     if scheduler:
         if security is not None and scheduler.startswith("tcp://"):
             raise SdcInputError(f"--tls-* options were given but the scheduler address "
@@ -293,7 +271,7 @@ def cluster_client(scheduler: str | None, workers: int | None, quiet: bool = Fal
                                 "tls:// scheduler the --tls-* certificates") from None
         local_cluster = None
     else:
-        n = workers or max(1, os.cpu_count() or 1)
+        n = opts.workers or max(1, os.cpu_count() or 1)
         extra = {"security": security, "protocol": "tls://"} if security is not None else {}
         local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                      dashboard_address=":0", silence_logs=logging.ERROR,
@@ -313,6 +291,22 @@ def cluster_client(scheduler: str | None, workers: int | None, quiet: bool = Fal
             client.close(timeout=10)
         if local_cluster is not None:
             local_cluster.close()
+
+
+def make_security(tls_ca: str | None, tls_cert: str | None, tls_key: str | None) -> Any:
+    """A :class:`distributed.Security` from the three files, or None (Dask config applies)."""
+    given = [x is not None for x in (tls_ca, tls_cert, tls_key)]
+    if not any(given):
+        return None
+    if not all(given):
+        missing = [n for n, g in zip(("--tls-ca", "--tls-cert", "--tls-key"), given) if not g]
+        raise SdcInputError(f"TLS needs all of --tls-ca, --tls-cert and --tls-key; missing "
+                            f"{', '.join(missing)} (make a test set with 'sdcdist certs')")
+    from distributed import Security
+    return Security(tls_ca_file=tls_ca, tls_client_cert=tls_cert, tls_client_key=tls_key,
+                    tls_scheduler_cert=tls_cert, tls_scheduler_key=tls_key,
+                    tls_worker_cert=tls_cert, tls_worker_key=tls_key,
+                    require_encryption=True)
 
 
 # ---------------------------------------------------------------------------
