@@ -11,19 +11,60 @@ The public facade. Modules each do one thing:
 - :mod:`sdcdist.cube`      the result cube and its query helpers (best, pareto, at_risk, ranks)
 - :mod:`sdcdist.query`     the small filter language of ``sdcdist query --where``
 - :mod:`sdcdist.report`    ranking tables and plots
+
+The names below are imported on first use (PEP 562), so ``import sdcdist``
+(and the command line's ``sdcdist --help``) does not load numpy, numba,
+scipy or Dask until something needs them.
 """
 
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
 from .errors import SdcInputError
-from .data import (Microdata, from_array, ingest, load_microdata, open_microdata,
-                   write_microdata)
-from .masking import REGISTRY as MASKING_METHODS
-from .metrics import REGISTRY as METRICS, measure
 
 __version__ = "0.1.0"
 
 __all__ = ["SdcInputError", "Microdata", "from_array", "ingest", "load_microdata",
            "open_microdata", "write_microdata", "MASKING_METHODS", "METRICS", "measure",
            "mask", "__version__"]
+
+#: public name -> (module, attribute), imported on first access
+_LAZY = {
+    "Microdata": (".data", "Microdata"),
+    "from_array": (".data", "from_array"),
+    "ingest": (".data", "ingest"),
+    "load_microdata": (".data", "load_microdata"),
+    "open_microdata": (".data", "open_microdata"),
+    "write_microdata": (".data", "write_microdata"),
+    "MASKING_METHODS": (".masking", "REGISTRY"),
+    "METRICS": (".metrics", "REGISTRY"),
+    "measure": (".metrics", "measure"),
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from .data import (Microdata, from_array, ingest, load_microdata, open_microdata,
+                       write_microdata)
+    from .masking import REGISTRY as MASKING_METHODS
+    from .metrics import REGISTRY as METRICS, measure
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module, __name__), attr)
+        globals()[name] = value          # later lookups skip this function
+        return value
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+        # a subpackage used as an attribute (``sdcdist.masking.REGISTRY``) before its import
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def mask(X, method: str, param: float = 0.0, *, rng, **options):

@@ -51,19 +51,28 @@ class TextFormatter(logging.Formatter):
 
 
 def setup_logging(fmt: str = "text", level: str | int = "INFO",
-                  stream: TextIO | None = None) -> None:
+                  stream: TextIO | None = None, *, import_dask: bool = True) -> None:
     """Send ``sdcdist`` and ``distributed`` logs to ``stream`` (stderr) in one format.
 
     Idempotent: a second call replaces the handler the first one installed.
+
+    Importing ``distributed`` installs Dask's own log handlers, so this function
+    imports it first (``import_dask=False``: only if it is already imported, for a
+    fast start; call again once Dask is imported, as the command line's cluster
+    helper does).
     """
     check_choice("log format", fmt, LOG_FORMATS)
-    import distributed.config  # noqa: F401  (installs Dask's handlers: replace them now)
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.set_name(_HANDLER_NAME)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    if import_dask:
+        import distributed.config  # noqa: F401  (installs Dask's handlers: replace them now)
     for name, lvl in (("sdcdist", level), ("distributed", "WARNING")):
+        # one format for every line, but a handler each: a LocalCluster started with
+        # silence_logs raises the level of distributed's handlers while it runs, which
+        # must not silence sdcdist's own lines
+        handler = logging.StreamHandler(stream or sys.stderr)
+        handler.set_name(_HANDLER_NAME)
+        handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
         logger = logging.getLogger(name)
-        for h in list(logger.handlers):  # one handler, one format for every line
+        for h in list(logger.handlers):
             logger.removeHandler(h)
         logger.addHandler(handler)
         logger.setLevel(lvl)

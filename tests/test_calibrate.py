@@ -133,7 +133,7 @@ def test_equal_utility_dual():
 
 
 def test_several_datasets_and_curve_plot(tmp_path):
-    from sdcdist.cli import _open_any
+    from sdcdist.cli.results import _open_any
     from sdcdist.report import plot_risk_curves
     spec = parse_spec({"name": "cal", "seed": 3,
                        "datasets": [{"name": "x", "synthetic": {"rows": 40, "columns": 3}},

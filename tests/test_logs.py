@@ -52,3 +52,17 @@ def test_text_format_and_idempotence(restore_logging):
     assert len(out) == 1 and out[0].endswith("sdcdist.audit: audit finished computed=4")
     with pytest.raises(ValueError):
         setup_logging("xml")
+
+
+def test_a_silenced_local_cluster_keeps_sdcdist_lines(restore_logging):
+    """LocalCluster(silence_logs=ERROR) raises distributed's handlers to ERROR while it
+    runs; sdcdist's own info lines (connected, cell written) must still come out."""
+    from distributed.utils import silence_logging_cmgr
+    buf = io.StringIO()
+    setup_logging("json", "INFO", stream=buf)
+    with silence_logging_cmgr(logging.ERROR):
+        event(logging.getLogger("sdcdist.audit"), "cell written", method="noise")
+        logging.getLogger("distributed.worker").warning("silenced")
+    recs = [json.loads(ln) for ln in buf.getvalue().splitlines()]
+    assert [r["event"] for r in recs] == ["cell written"]
+

@@ -51,3 +51,28 @@ def test_ipso_roles_from_method_options(tmp_path):
 def test_ipso_without_roles_is_a_clear_error(tmp_path):
     with pytest.raises(SdcInputError, match="ipso_b needs the roles of the columns"):
         run_audit(_spec([{"name": "ipso_b", "params": [0]}]), tmp_path / "c.zarr")
+
+
+def test_method_options_one_builder_for_mask_and_audit():
+    from sdcdist.audit.run import _method_options
+    from sdcdist.masking import method_options, missing_roles
+    cols = ("A", "B", "C", "D")
+    roles = {"confidential": ["B", "A"], "key": ["D"]}
+    opts = method_options("ipso_a", columns=cols, roles=roles)
+    assert opts == {"roles": {"confidential": [1, 0], "key": [3]}, "columns": list(cols)}
+    # methods without roles get nothing; explicit options win and are not modified
+    assert method_options("rankswap", columns=cols, roles=roles) == {}
+    given = {"roles": {"confidential": [0], "quasi": [2]}}
+    assert method_options("ipso_b", columns=cols, roles=roles, options=given) == \
+        {**given, "columns": list(cols)}
+    assert given == {"roles": {"confidential": [0], "quasi": [2]}}
+    with pytest.raises(SdcInputError, match="Unknown key column 'E' in the 'key' role of ipso_c"):
+        method_options("ipso_c", columns=cols, roles={"confidential": ["A"], "key": ["E"]})
+    assert missing_roles("ipso_c", {"key": ["A"]}) == ["confidential"]
+    assert missing_roles("ipso_c", {"quasi": ["A"], "confidential": ["B"]}) == []
+    assert missing_roles("ipso_c", {"key": [], "confidential": []}) == ["confidential", "key"]
+    assert missing_roles("noise", {}) == []
+    # the audit builds them the same way, from the spec's options and the dataset's roles
+    spec = _spec([{"name": "ipso_a", "params": [0]}, {"name": "noise", "params": [0.1]}])
+    assert _method_options(spec, cols, roles, "ipso_a") == opts
+    assert _method_options(spec, cols, roles, "noise") == {}

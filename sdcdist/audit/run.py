@@ -31,8 +31,8 @@ import numpy as np
 from .. import cube as cubemod
 from ..data import Microdata, is_store, load_microdata, reference_file
 from ..data.synth import generate
-from ..errors import SdcInputError, column_positions
-from ..masking import get_method
+from ..errors import SdcInputError
+from ..masking import get_method, method_options
 from ..metrics import MeasureContext, default_keysets, get_metric
 from ..parallel import TASK_CELL_LIMIT, CellExecutor, Runner, cell_mode
 from ..storage import local_path
@@ -104,14 +104,10 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
 
 def _method_options(spec: AuditSpec, md_columns: tuple[str, ...], roles: dict,
                     name: str) -> dict[str, Any]:
-    meth = get_method(name)
-    opts = dict(next(m.options for m in spec.methods if m.name == name))
-    if "roles" in meth.options and "roles" not in opts and roles:
-        opts["roles"] = {r: column_positions(cols, md_columns, what=f"{r} column")
-                         for r, cols in roles.items()}
-    if "columns" in meth.options and "columns" not in opts:
-        opts["columns"] = list(md_columns)
-    return opts
+    """The spec's options of method ``name``, plus the dataset's roles and column names
+    for a method that takes them (built as ``sdcdist mask`` builds them)."""
+    return method_options(name, columns=md_columns, roles=roles,
+                          options=next(m.options for m in spec.methods if m.name == name))
 
 
 def mask_cell(X: np.ndarray, method: str, param: float, entropy: int,

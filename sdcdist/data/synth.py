@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-from scipy.special import ndtri
 
 from ..errors import param_error
 from .io import DEFAULT_CHUNK_ROWS, Microdata, _new_values_array, _open_group, _Staging
@@ -44,6 +43,7 @@ OUTLIER_RATE = 2e-4
 
 def generate_block(seed: int, block: int, rows: int, m: int) -> np.ndarray:
     """Records ``block*BLOCK .. block*BLOCK+rows-1`` of the file for ``seed`` (m columns)."""
+    from scipy.special import ndtri   # here, not at import: keeps the command line's start fast
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(block,)))
     f = rng.standard_normal((rows, 3))          # latent income, wealth, age factors
     out = np.empty((rows, m))

@@ -9,27 +9,43 @@ info=d)`` then ``d["family"]`` lists the chosen family per column).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ._columns import check_not_constant
 from ._registry import register
 
 __all__ = ["distr", "distr_fit", "fit_column", "FAMILIES"]
 
-#: name -> (scipy distribution, which values the support allows):
+#: name -> (name of the scipy.stats distribution, which values the support allows):
 #: "positive": every value > 0; "nonnegative": every value >= 0; "any": no restriction.
-FAMILIES: dict[str, tuple[Any, str]] = {
-    "normal": (stats.norm, "any"),
-    "lognormal": (stats.lognorm, "positive"),
-    "gamma": (stats.gamma, "positive"),
-    "weibull": (stats.weibull_min, "positive"),
-    "exponential": (stats.expon, "nonnegative"),
-    "uniform": (stats.uniform, "any"),
+_FAMILY_NAMES: dict[str, tuple[str, str]] = {
+    "normal": ("norm", "any"),
+    "lognormal": ("lognorm", "positive"),
+    "gamma": ("gamma", "positive"),
+    "weibull": ("weibull_min", "positive"),
+    "exponential": ("expon", "nonnegative"),
+    "uniform": ("uniform", "any"),
 }
+
+
+@functools.cache
+def _families() -> dict[str, tuple[Any, str]]:
+    """:data:`FAMILIES`, built on first use: importing scipy.stats takes about half a
+    second, which listing or choosing a method should not pay."""
+    from scipy import stats
+    return {name: (getattr(stats, dist), support)
+            for name, (dist, support) in _FAMILY_NAMES.items()}
+
+
+def __getattr__(name: str) -> Any:
+    # FAMILIES: name -> (scipy distribution, support), in the order families are tried
+    if name == "FAMILIES":
+        return _families()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _fit(name: str, x: np.ndarray) -> tuple[float, ...]:
@@ -40,7 +56,7 @@ def _fit(name: str, x: np.ndarray) -> tuple[float, ...]:
         return (float(x.min()), float(x.max() - x.min()))   # ML: the sample range
     if name == "exponential":
         return (0.0, float(x.mean()))                       # ML scale: the mean
-    dist = FAMILIES[name][0]
+    dist = _families()[name][0]
     return tuple(float(v) for v in dist.fit(x, floc=0))
 
 
@@ -63,7 +79,7 @@ def fit_column(x: np.ndarray) -> dict[str, Any]:
     lo = x.min()
     aic: dict[str, float] = {}
     params: dict[str, tuple[float, ...]] = {}
-    for name, (dist, support) in FAMILIES.items():
+    for name, (dist, support) in _families().items():
         if (support == "positive" and lo <= 0) or (support == "nonnegative" and lo < 0):
             continue
         try:
@@ -113,7 +129,7 @@ def distr_fit(X: np.ndarray, *, rng: np.random.Generator) -> tuple[np.ndarray, d
     for j in range(m):
         x = X[:, j]
         fit = fit_column(x)
-        draws = FAMILIES[fit["family"]][0].rvs(*fit["params"], size=n, random_state=rng)
+        draws = _families()[fit["family"]][0].rvs(*fit["params"], size=n, random_state=rng)
         out[np.argsort(x, kind="stable"), j] = np.sort(draws)
         for key in info:
             info[key].append(fit[key])

@@ -1,0 +1,27 @@
+"""The ``sdcdist`` command line (click), one module per command group.
+
+=============  ==========================================================
+module         commands
+=============  ==========================================================
+``data``       ``ingest``, ``synth``, ``mask``
+``catalog``    ``methods``, ``metrics``
+``measure``    ``measure``
+``risk``       ``risk``
+``link``       ``link``
+``audit``      ``audit``, ``calibrate``
+``results``    ``report``, ``query``, ``plot``
+``certs``      ``certs``
+``_common``    the group, failure handling and exit codes, cluster options and the
+               one cluster helper, shared option parsing
+=============  ==========================================================
+
+Importing this package loads only click and the standard library; every
+command imports numpy, Dask and the rest in its body, so ``sdcdist --help``
+starts fast. The CLI is the only place that starts clusters.
+"""
+
+from ._common import EXIT_FAILURE, EXIT_USER, main
+# each module registers its commands on ``main`` when imported
+from . import audit, catalog, certs, data, link, measure, results, risk  # noqa: F401, I001
+
+__all__ = ["main", "EXIT_FAILURE", "EXIT_USER"]

@@ -1,0 +1,357 @@
+"""What every command shares: the group, failure handling, cluster handling, options.
+
+Every command turns a user mistake (:class:`SdcInputError`) into a one-line
+message on stderr and exit code 2; a lost scheduler or any other failure
+into a one-line message and exit code 1. ``--log-format json`` makes every
+log line a JSON object (see :mod:`sdcdist.logs`).
+
+This module and the command modules import only the standard library and
+click at import time, so ``sdcdist --help`` starts fast; each command
+imports what it needs (numpy, Dask, ...) in its body.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from ..errors import SdcInputError
+
+__all__ = ["main", "EXIT_FAILURE", "EXIT_USER", "ClusterOptions", "cluster_options",
+           "cluster", "make_security", "split_list", "parse_options",
+           "table_outputs", "write_tables"]
+
+
+log = logging.getLogger("sdcdist.cli")
+
+#: Exit codes: 0 success, 1 failure (a bug, a lost cluster, storage down), 2 user error.
+EXIT_FAILURE, EXIT_USER = 1, 2
+
+
+# ---------------------------------------------------------------------------
+# the group: failures -> one line and an exit code
+
+def _lost_scheduler(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection to the Dask scheduler broke."""
+    from distributed.client import FutureCancelledError
+    from distributed.comm.core import CommClosedError
+    if isinstance(exc, FutureCancelledError):
+        return "scheduler" in exc.reason  # scheduler-connection-lost, scheduler-close
+    return isinstance(exc, CommClosedError) or (
+        isinstance(exc, (TimeoutError, OSError)) and "scheduler" in str(exc).lower())
+
+
+class SdcGroup(click.Group):
+    """A click group that turns every failure into a one-line message and an exit code.
+
+    :class:`SdcInputError` (the user's input) exits 2; a lost scheduler and any
+    unexpected error exit 1. Messages never carry record values: an unexpected
+    error shows its type and where it was raised (``--debug`` adds the
+    traceback).
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SdcInputError as exc:
+            _log_failure(ctx, "user error", exc)
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_USER)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit,
+                KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the command line's last line of defence
+            if (ctx.obj or {}).get("debug"):
+                import traceback
+                traceback.print_exc()
+            if _lost_scheduler(exc):
+                _log_failure(ctx, "lost the scheduler", exc)
+                click.echo("Error: lost the connection to the Dask scheduler "
+                           f"({type(exc).__name__}); the cluster is gone or unreachable. "
+                           "Cells already written are kept: rerun the same command against "
+                           "a running cluster to resume.", err=True)
+            elif _cancelled_reason(exc):
+                _log_failure(ctx, "work lost on the cluster", exc)
+                click.echo(f"Error: the cluster lost work ({_cancelled_reason(exc)}), e.g. every "
+                           "worker holding some data died. Cells already written are kept: "
+                           "rerun the same command to resume.", err=True)
+            else:
+                where = _where(exc)
+                _log_failure(ctx, "unexpected failure", exc, where=where)
+                click.echo(f"Error: unexpected failure ({type(exc).__name__} in {where}). "
+                           "Rerun with 'sdcdist --debug ...' for the traceback and report it "
+                           "if it persists.", err=True)
+            ctx.exit(EXIT_FAILURE)
+
+
+def _cancelled_reason(exc: BaseException) -> str:
+    """Dask's reason for cancelling a future (a fixed phrase, never data), else ''."""
+    from distributed.client import FutureCancelledError
+    return exc.reason if isinstance(exc, FutureCancelledError) else ""
+
+
+def _log_failure(ctx: click.Context, event: str, exc: BaseException, **fields: Any) -> None:
+    """A structured record of a failure for log collectors (JSON logs only: in text mode
+    the ``Error:`` line says it all)."""
+    if (ctx.obj or {}).get("log_format") == "json":
+        log.error(event, extra={"fields": {"kind": type(exc).__name__, **fields}})
+
+
+def _where(exc: BaseException) -> str:
+    """``file:line`` where ``exc`` was raised, and the innermost sdcdist frame if elsewhere."""
+    import traceback
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "?"
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # .../sdcdist
+    ours = [f for f in frames if os.path.abspath(f.filename).startswith(pkg + os.sep)]
+    last = frames[-1]
+    where = f"{os.path.basename(last.filename)}:{last.lineno}"
+    if ours and ours[-1] is not last:
+        where += f", called from {os.path.relpath(ours[-1].filename, os.path.dirname(pkg))}" \
+                 f":{ours[-1].lineno}"
+    return where
+
+
+@click.group(cls=SdcGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                            "max_content_width": 100})
+@click.version_option(package_name="sdcdist")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
+              envvar="SDCDIST_LOG_FORMAT", show_default=True,
+              help="Log lines as text or as one JSON object per line (also "
+                   "SDCDIST_LOG_FORMAT). Logs never contain record values.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default=None, help="Default: info with --log-format json (one line per "
+                                  "written cell), warning with text.")
+@click.option("--debug", is_flag=True, help="Print the traceback of an unexpected failure.")
+@click.pass_context
+def main(ctx: click.Context, log_format: str, log_level: str | None, debug: bool) -> None:
+    """sdcdist: information loss and disclosure risk of SDC masking methods, on Dask.
+
+    \b
+    A typical session:
+      sdcdist synth --rows 100000 --out people.zarr     # or: sdcdist ingest file.csv ...
+      sdcdist mask people.zarr -m micmul -p 3 -o masked.csv   # one masked file
+      sdcdist audit spec.yaml --out cube.zarr            # mask x measure every cell
+      sdcdist report cube.zarr --by DLD                  # ranking table
+      sdcdist risk original.csv released.csv --keys AGE,INCOME   # one released file
+      sdcdist plot cube.zarr --risk DLD --loss IL1s -o tradeoff.png
+
+    `sdcdist methods` and `sdcdist metrics` list what can go in a spec.
+    Exit codes: 0 success, 2 a problem with your input, 1 any other failure.
+    """
+    from ..logs import setup_logging
+    level = (log_level or ("info" if log_format == "json" else "warning")).upper()
+    ctx.obj = {"debug": debug, "log_format": log_format, "log_level": level}
+    # Dask is imported by the commands that use it (see _take_over_dask_logs)
+    setup_logging(log_format, level, import_dask="distributed" in sys.modules)
+
+
+def _take_over_dask_logs() -> None:
+    """Route Dask's logs through sdcdist's format, now that ``distributed`` is imported
+    (importing it installs handlers of its own)."""
+    from ..logs import setup_logging
+    ctx = click.get_current_context(silent=True)
+    obj = (ctx.obj if ctx is not None else None) or {}
+    if "log_format" in obj:
+        setup_logging(obj["log_format"], obj["log_level"])
+
+
+# ---------------------------------------------------------------------------
+# cluster handling (the CLI starts clusters; library functions never do)
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Where a command computes: the cluster options it was given.
+
+    Attributes
+    ----------
+    scheduler : str or None
+        Address of an existing scheduler; None starts a LocalCluster.
+    workers : int or None
+        Worker processes of the local cluster (default: one per core).
+    security : distributed.Security or None
+        Mutual TLS from --tls-ca/--tls-cert/--tls-key (None: Dask's config applies).
+    local : bool
+        Compute in this process, without any cluster (``--local``).
+    """
+
+    scheduler: str | None = None
+    workers: int | None = None
+    security: Any = None
+    local: bool = False
+
+
+def cluster_options(f: Callable | None = None, *, local: bool = False) -> Any:
+    """Decorator: the options choosing where a command computes.
+
+    Adds --scheduler, --workers and the TLS files (and --local with
+    ``local=True``); the command receives them as one keyword argument
+    ``where`` (a :class:`ClusterOptions`) to hand to :func:`cluster`. A
+    half-given TLS set is refused here, before the command reads any data.
+    """
+    if f is None:
+        return functools.partial(cluster_options, local=local)
+
+    @functools.wraps(f)
+    def with_cluster(*args: Any, scheduler: str | None = None, workers: int | None = None,
+                     tls_ca: str | None = None, tls_cert: str | None = None,
+                     tls_key: str | None = None, local: bool = False, **kwargs: Any) -> Any:
+        opts = ClusterOptions(scheduler=scheduler, workers=workers,
+                              security=make_security(tls_ca, tls_cert, tls_key), local=local)
+        return f(*args, where=opts, **kwargs)
+
+    g: Any = with_cluster
+    g = click.option("--tls-key", envvar="SDCDIST_TLS_KEY", default=None, metavar="PEM",
+                     type=click.Path(exists=True, dir_okay=False),
+                     help="This client's private key (also SDCDIST_TLS_KEY).")(g)
+    g = click.option("--tls-cert", envvar="SDCDIST_TLS_CERT", default=None, metavar="PEM",
+                     type=click.Path(exists=True, dir_okay=False),
+                     help="This client's certificate, signed by the CA (also "
+                          "SDCDIST_TLS_CERT).")(g)
+    g = click.option("--tls-ca", envvar="SDCDIST_TLS_CA", default=None, metavar="PEM",
+                     type=click.Path(exists=True, dir_okay=False),
+                     help="CA certificate of the cluster: talk to the scheduler and workers "
+                          "over tls:// with mutual authentication (also SDCDIST_TLS_CA; "
+                          "without these options Dask's own distributed.comm.tls config "
+                          "applies).")(g)
+    g = click.option("--workers", type=click.IntRange(1, 512), default=None,
+                     help="Worker processes of the local cluster (default: one per core).")(g)
+    g = click.option("--scheduler", envvar="DASK_SCHEDULER_ADDRESS", default=None,
+                     metavar="ADDRESS",
+                     help="Use an existing Dask scheduler (e.g. tcp://host:8786 or "
+                          "tls://host:8786) instead of starting a local cluster. Also read "
+                          "from DASK_SCHEDULER_ADDRESS.")(g)
+    if local:
+        g = click.option("--local", is_flag=True,
+                         help="Compute in this process, without a Dask cluster "
+                              "(small files).")(g)
+    return g
+
+
+@contextlib.contextmanager
+def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
+    """The Dask client a command computes with: the only place the CLI starts a cluster.
+
+    A Client on ``opts.scheduler``, else on a LocalCluster sized to this machine
+    (``opts.workers`` processes); with ``opts.security`` every connection is
+    ``tls://`` and mutually authenticated. For ``opts.local`` it yields None:
+    library functions take ``client=None`` as "compute in this process", so
+    every command reads::
+
+        with cluster(where, quiet=True) as client:
+            res = measure(..., client=client)
+
+    ``quiet`` leaves out the dashboard address on stderr.
+    """
+    if opts.local:
+        yield None
+        return
+    from distributed import Client, LocalCluster
+    _take_over_dask_logs()
+    scheduler, security = opts.scheduler, opts.security
+    if scheduler:
+        if security is not None and scheduler.startswith("tcp://"):
+            raise SdcInputError(f"--tls-* options were given but the scheduler address "
+                                f"{scheduler!r} is tcp://; use tls://{scheduler[6:]}")
+        kwargs = {"security": security} if security is not None else {}
+        try:
+            client = Client(scheduler, timeout="20s", **kwargs)
+        except (OSError, TimeoutError) as exc:
+            raise SdcInputError(f"cannot reach the Dask scheduler at {scheduler!r} "
+                                f"({type(exc).__name__}); check the address, and for a "
+                                "tls:// scheduler the --tls-* certificates") from None
+        local_cluster = None
+    else:
+        n = opts.workers or max(1, os.cpu_count() or 1)
+        extra = {"security": security, "protocol": "tls://"} if security is not None else {}
+        local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                     dashboard_address=":0", silence_logs=logging.ERROR,
+                                     **extra)
+        client = Client(local_cluster,
+                        **({"security": security} if security is not None else {}))
+    if not quiet:
+        click.echo(f"Dask dashboard: {client.dashboard_link}", err=True)
+    log.info("connected", extra={"fields": {"scheduler": client.scheduler.address,
+                                            "dashboard": client.dashboard_link,
+                                            "workers": len(client.scheduler_info().get(
+                                                "workers", {}))}})
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(Exception):
+            client.close(timeout=10)
+        if local_cluster is not None:
+            local_cluster.close()
+
+
+def make_security(tls_ca: str | None, tls_cert: str | None, tls_key: str | None) -> Any:
+    """A :class:`distributed.Security` from the three files, or None (Dask config applies)."""
+    given = [x is not None for x in (tls_ca, tls_cert, tls_key)]
+    if not any(given):
+        return None
+    if not all(given):
+        missing = [n for n, g in zip(("--tls-ca", "--tls-cert", "--tls-key"), given) if not g]
+        raise SdcInputError(f"TLS needs all of --tls-ca, --tls-cert and --tls-key; missing "
+                            f"{', '.join(missing)} (make a test set with 'sdcdist certs')")
+    from distributed import Security
+    return Security(tls_ca_file=tls_ca, tls_client_cert=tls_cert, tls_client_key=tls_key,
+                    tls_scheduler_cert=tls_cert, tls_scheduler_key=tls_key,
+                    tls_worker_cert=tls_cert, tls_worker_key=tls_key,
+                    require_encryption=True)
+
+
+# ---------------------------------------------------------------------------
+# option values
+
+def split_list(s: str) -> list[str]:
+    """``"A, B,,C"`` -> ``["A", "B", "C"]``: a comma-separated option value."""
+    return [c.strip() for c in s.split(",") if c.strip()]
+
+
+def parse_options(items: tuple[str, ...]) -> dict[str, Any]:
+    """Repeated ``KEY=VALUE`` options as a dict, each VALUE read as YAML (numbers, lists)."""
+    import yaml
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SdcInputError(f"--option takes KEY=VALUE (e.g. crl_external=[V4,V12]); "
+                                f"got {item!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# table outputs (report, query, calibrate)
+
+def table_outputs(f: Any) -> Any:
+    """Decorator: --csv, --markdown and --html FILE, received as csv_out, markdown_out,
+    html_out."""
+    for opt, what in (("html", "HTML"), ("markdown", "Markdown"), ("csv", "CSV")):
+        f = click.option(f"--{opt}", f"{opt}_out", default=None, metavar="FILE",
+                         help=f"Also write the table as {what}.")(f)
+    return f
+
+
+def write_tables(table: Any, outputs: dict[str, str | None], title: str,
+                 dataset: str | None, several: bool) -> None:
+    """Write ``table`` to each output path given; with ``several`` datasets the dataset
+    name goes into the file name."""
+    from ..report import write_table
+    for path in outputs.values():
+        if not path:
+            continue
+        if several and dataset:
+            stem, dot, ext = path.rpartition(".")
+            path = f"{stem}-{dataset}.{ext}" if dot else f"{path}-{dataset}"
+        write_table(table, path, title=title)
+        click.echo(f"table written to {path}", err=True)

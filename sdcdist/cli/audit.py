@@ -1,0 +1,121 @@
+"""Audit commands: ``audit`` runs a spec, ``calibrate`` compares methods at equal risk."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import click
+
+from ..errors import SdcInputError
+from ._common import (ClusterOptions, cluster, cluster_options, main, table_outputs,
+                      write_tables)
+
+__all__ = ["audit", "calibrate"]
+
+
+@main.command()
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", required=True,
+              help="Zarr cube to write: a path or an fsspec URL (s3://, gs://, file://).")
+@click.option("--overwrite", is_flag=True,
+              help="Discard an existing cube instead of resuming it.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar (default: when stderr is a terminal).")
+@cluster_options
+def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
+          where: ClusterOptions) -> None:
+    """Run an audit spec: mask every (method, param, replicate) cell, measure it.
+
+    Cells are written to the cube as they finish. Running the same spec again
+    computes only the missing cells; a different spec against an existing cube
+    is refused (use another --out or --overwrite). If the cluster is lost the
+    command exits 1 and a rerun against a new cluster resumes.
+    """
+    import time
+
+    from ..audit import load_spec, run_audit
+    from ..logs import event
+    from ..storage import check_url
+    s = load_spec(spec)
+    check_url(out, what="--out")
+    show = sys.stderr.isatty() if progress is None else progress
+    alog = logging.getLogger("sdcdist.audit")
+    event(alog, "audit started", spec=s.name, spec_sha256=s.sha256[:12], cube=out,
+          methods=len(s.methods), metrics=len(s.metrics), replicates=s.replicates)
+    last = [time.perf_counter()]
+
+    def on_cell(cell: Any) -> None:
+        now = time.perf_counter()
+        event(alog, "cell written", method=cell.method, param=cell.param,
+              replicate=cell.replicate, seconds=round(now - last[0], 3))
+        last[0] = now
+
+    with cluster(where) as client:
+        res = run_audit(s, out, client=client, overwrite=overwrite, progress=show,
+                        on_cell=on_cell)
+    event(alog, "audit finished", cube=res.cube, computed=res.computed, skipped=res.skipped,
+          total=res.total, seconds=round(res.seconds, 2), mode=res.mode)
+    click.echo(f"{res.cube}: computed {res.computed} of {res.total} cells "
+               f"({res.skipped} already in the cube) in {res.seconds:.1f} s "
+               f"[{res.mode} cells]")
+
+
+@main.command()
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.option("--risk", "risk", default=None, metavar="METRIC",
+              help="Compare at equal risk: the risk metric to calibrate (e.g. RR, DLD).")
+@click.option("--utility", "utility", default=None, metavar="METRIC",
+              help="Compare at equal utility: the utility/loss metric to calibrate (e.g. PS).")
+@click.option("--target", type=float, required=True, help="The level to reach (mean over "
+              "replicates).")
+@click.option("--tol", type=float, default=None,
+              help="Absolute tolerance on the mean (default 1 %% of |target|).")
+@click.option("--max-iter", type=click.IntRange(1, 200), default=20, show_default=True,
+              help="Bisection rounds at most.")
+@click.option("--out", default=None, help="Zarr store for the calibration cube.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out.")
+@table_outputs
+@cluster_options
+def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
+              tol: float | None, max_iter: int, out: str | None, overwrite: bool,
+              csv_out: str | None, markdown_out: str | None, html_out: str | None,
+              where: ClusterOptions) -> None:
+    """Compare methods at equal risk (or equal utility), as Domingo-Ferrer, Ricci and Soria.
+
+    For each method of SPEC, its `params` are a coarse grid: the target is
+    bracketed there, then found by bisection (continuous parameters, each probe
+    averaged over the spec's replicates) or as the nearest feasible value
+    (integer parameters). The spec's metrics are measured at the calibrated
+    parameters and the methods ranked by them. A method that never reaches the
+    target is reported as unreachable with the range it reaches.
+    """
+    from ..audit import load_spec
+    from ..audit.calibrate import STATUS, calibrate as run_calibrate, check_request
+    from ..report import format_table
+    if (risk is None) == (utility is None):
+        raise SdcInputError("give exactly one of --risk METRIC or --utility METRIC")
+    s = load_spec(spec)
+    mode, metric = ("risk", risk) if risk else ("utility", utility)
+    check_request(s, metric, mode, target)
+
+    def said(stage: str, n: int) -> None:
+        what = "parameter(s) measured with every metric" if stage == "final" else "probe(s)"
+        click.echo(f"{stage}: {n} {what} x replicates", err=True)
+    with cluster(where) as client:
+        res = run_calibrate(s, metric=metric, target=target, mode=mode, out=out,
+                            client=client, tol=tol, max_iter=max_iter, overwrite=overwrite,
+                            on_round=said)
+    t = res.table
+    tol_used = tol if tol is not None else (0.01 * abs(target) if target else 1e-3)
+    click.echo(f"{metric} = {target:g} (tolerance {tol_used:.3g}, mean over up to "
+               f"{s.replicates} replicate(s)); {res.probes} masked files in "
+               f"{res.seconds:.1f} s")
+    click.echo(format_table(t, digits=4))
+    for st in sorted(set(t["status"]) - {"ok"}):
+        click.echo(f"  {st}: {STATUS[st]}")
+    write_tables(t, {"csv": csv_out, "md": markdown_out, "html": html_out},
+                 f"methods at {metric} = {target:g}", None, False)
+    if out:
+        click.echo(f"calibration cube written to {out}", err=True)

@@ -1,0 +1,149 @@
+"""Data commands: ``ingest``, ``synth``, ``mask``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..errors import SdcInputError
+from ._common import main, split_list
+
+__all__ = ["ingest", "synth", "mask"]
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.argument("store")
+@click.option("--columns", default=None, metavar="A,B,...",
+              help="Keep only these columns (comma-separated), e.g. to leave out text columns.")
+@click.option("--keys", default=None, metavar="A,B,...",
+              help="Columns an intruder may know (key role), in linkage order.")
+@click.option("--confidential", default=None, metavar="A,B,...",
+              help="Confidential columns (role used by the IPSO methods).")
+@click.option("--chunk-rows", type=click.IntRange(1), default=65_536, show_default=True,
+              help="Records per Zarr chunk.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+def ingest(source: str, store: str, columns: str | None, keys: str | None,
+           confidential: str | None, chunk_rows: int, overwrite: bool) -> None:
+    """Validate a CSV or Parquet file and store it as Zarr.
+
+    Non-numeric columns, missing or infinite values, constant columns, fewer
+    than 3 records and duplicate names are refused with a message saying which
+    column and how to fix it. The source is never modified, an existing store
+    is never replaced without --overwrite, and a failed ingest leaves nothing.
+    """
+    from ..data import ingest as do_ingest, open_microdata
+    roles = {}
+    if keys:
+        roles["key"] = split_list(keys)
+    if confidential:
+        roles["confidential"] = split_list(confidential)
+    do_ingest(source, store, chunk_rows=chunk_rows, overwrite=overwrite, roles=roles,
+              columns=split_list(columns) if columns else None)
+    da = open_microdata(store)
+    click.echo(f"{store}: {da.shape[0]} records x {da.shape[1]} variables "
+               f"(sha256 {da.attrs['sha256'][:12]}...)")
+
+
+@main.command()
+@click.option("--rows", type=click.IntRange(3), required=True, help="Number of records.")
+@click.option("--columns", type=click.IntRange(1, 13), default=8, show_default=True,
+              help="Number of variables (income and tax items, age, hours).")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--out", required=True, help="Zarr store to write (or .csv / .parquet).")
+@click.option("--chunk-rows", type=click.IntRange(1), default=65_536, show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+def synth(rows: int, columns: int, seed: int, out: str, chunk_rows: int,
+          overwrite: bool) -> None:
+    """Write a synthetic income/tax-like file: skewed, correlated, zeros, outliers.
+
+    Zarr output is written chunk by chunk, so memory stays at about one chunk
+    whatever --rows is.
+    """
+    from ..data import synth as s, write_microdata
+    if out.lower().endswith((".csv", ".parquet", ".pq")):
+        write_microdata(s.generate(rows, columns=columns, seed=seed), out, overwrite=overwrite)
+    else:
+        s.write_synthetic(out, rows, columns=columns, seed=seed, chunk_rows=chunk_rows,
+                          overwrite=overwrite, progress=sys.stderr.isatty())
+    click.echo(f"{out}: {rows} records x {columns} variables (seed {seed})")
+
+
+#: The option that sets each role a method may need (for the message when one is missing).
+_ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
+
+
+@main.command()
+@click.argument("data")
+@click.option("-m", "--method", required=True,
+              help="Masking method (see `sdcdist methods`), e.g. micmul.")
+@click.option("-p", "--param", type=float, default=None,
+              help="The method's parameter (e.g. k for micmul); omit for methods without one.")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Seed of the random generator (same seed, same output).")
+@click.option("-o", "--out", required=True,
+              help="Masked file to write: .csv, .parquet, else a Zarr store.")
+@click.option("--keys", default=None, metavar="A,B,...",
+              help="IPSO: the quasi-identifier columns (key role) to replace; default: the "
+                   "dataset's key role.")
+@click.option("--confidential", default=None, metavar="A,B,...",
+              help="IPSO: the confidential columns (regressors); default: the dataset's "
+                   "confidential role.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+def mask(data: str, method: str, param: float | None, seed: int, out: str, keys: str | None,
+         confidential: str | None, overwrite: bool) -> None:
+    """Mask DATA (a Zarr store, CSV or Parquet file) with one method and write the result.
+
+    \b
+    Examples:
+      sdcdist mask people.zarr --method micmul --param 3 -o masked.parquet
+      sdcdist mask people.csv --method ipso_c --confidential WAGES,TAXINC \\
+          --keys FEDTAX,FICA -o synthetic.csv
+
+    The random generator is numpy's default_rng(--seed). Column names and roles
+    are kept; a Zarr output also records the method, parameter and seed.
+    """
+    import numpy as np
+
+    from ..data import Microdata, load_microdata, write_microdata
+    from ..masking import get_method, method_options, missing_roles
+    meth = get_method(method)
+    if param is None:
+        if meth.kind != "none":
+            raise SdcInputError(f"{meth.name} needs --param: its {meth.param!r} parameter "
+                                f"must be {meth.allowed_text()}")
+        param = 0.0
+    elif meth.kind == "int" and float(param).is_integer():
+        param = int(param)
+    md = load_microdata(data)
+    roles = {r: list(c) for r, c in md.roles.items()}
+    if keys:
+        roles["key"] = split_list(keys)
+    if confidential:
+        roles["confidential"] = split_list(confidential)
+    for cols in roles.values():
+        md.column_index(cols, what="role column")
+    missing = missing_roles(meth, roles)
+    if missing:
+        raise SdcInputError(f"{meth.name} needs the roles of the columns: pass "
+                            f"{' and '.join(_ROLE_FLAGS[r] for r in missing)} (comma-separated "
+                            f"column names), or ingest the data with those roles")
+    options: dict[str, Any] = method_options(meth, columns=md.columns, roles=roles)
+    info: dict[str, Any] = {}
+    if "info" in meth.options:
+        options["info"] = info
+    masked = meth(md.values, param, rng=np.random.default_rng(seed), **options)
+    attrs = {"masking": {"method": meth.name, "param_name": meth.param, "param": param,
+                         "seed": seed, "source_sha256": md.sha256}}
+    if "family" in info:
+        attrs["masking"]["family"] = dict(zip(md.columns, info["family"]))
+    write_microdata(Microdata(masked, md.columns, roles), out, overwrite=overwrite,
+                    attrs=attrs)
+    shown = "" if meth.kind == "none" else f" {meth.param}={param:g}"
+    click.echo(f"{out}: {md.shape[0]} records x {md.shape[1]} variables masked with "
+               f"{meth.name}{shown} (seed {seed})")
+    if "family" in info:
+        click.echo("fitted families: " + ", ".join(
+            f"{c}={f}" for c, f in zip(md.columns, info["family"])))

@@ -1,0 +1,93 @@
+"""``sdcdist link``: link the records of two files and write the pairs."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from ..errors import SdcInputError
+from ._common import ClusterOptions, cluster, cluster_options, main, split_list
+
+__all__ = ["link"]
+
+
+def _tolerances(text: str) -> float | list[float]:
+    try:
+        ts = [float(x) for x in split_list(text)]
+    except ValueError:
+        raise SdcInputError(f"The 't' parameter of prl must be a number or a comma-separated "
+                            f"list of increasing numbers > 0. Got {text!r} instead.") from None
+    if not ts:
+        raise SdcInputError("The 't' parameter of prl must be a number > 0. Got nothing instead.")
+    return ts[0] if len(ts) == 1 else ts
+
+
+def _blocking(text: str | None) -> tuple[str, int] | None:
+    if not text:
+        return None
+    col, _, width = text.rpartition(":")
+    if not col or not width.isdigit() or int(width) < 1:
+        raise SdcInputError(f"--block-on must be COLUMN:HALF_WINDOW (e.g. AGI:50). "
+                            f"Got {text!r} instead.")
+    return col, int(width)
+
+
+@main.command()
+@click.argument("original", type=click.Path(exists=True))
+@click.argument("masked", type=click.Path(exists=True))
+@click.option("--keys", required=True, metavar="A,B,...",
+              help="Key columns compared (present in both files).")
+@click.option("--method", type=click.Choice(["prl"]), default="prl", show_default=True,
+              help="Linkage method: prl = probabilistic record linkage (Fellegi-Sunter, EM).")
+@click.option("--id", "id_column", default=None, metavar="COLUMN",
+              help="Identifier column in both files: gives the truth, adds 'correct' and PLD.")
+@click.option("--compare", type=click.Choice(["l", "d"]), default="l", show_default=True,
+              help="Numeric comparison on log-like g(v) (l) or on raw values (d).")
+@click.option("--t", "t_text", default="0.05", show_default=True, metavar="T[,T2,...]",
+              help="Relative tolerance; several increasing values give multi-level comparisons.")
+@click.option("--categorical", default=None, metavar="A,B,...",
+              help="Key columns compared by equality.")
+@click.option("--top-c", type=click.IntRange(1), default=20, show_default=True,
+              help="Candidates kept per masked record for the sparse assignment.")
+@click.option("--dense-limit", type=click.IntRange(1), default=5000, show_default=True,
+              help="Largest file solved by the dense exact assignment.")
+@click.option("--block-on", default=None, metavar="COLUMN:HALF_WINDOW",
+              help="Sorted-neighbourhood blocking (compares fewer pairs; default all pairs).")
+@click.option("-o", "--out", required=True, help="Parquet file for the linked pairs.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+@cluster_options
+def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
+         compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
+         block_on: str | None, out: str, overwrite: bool, where: ClusterOptions) -> None:
+    """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
+
+    Both files are CSV, Parquet or Zarr stores and may differ in size (e.g. an
+    external file covering part of the population). The output has one row per
+    linked pair: row_b (MASKED), row_a (ORIGINAL), weight, match_probability
+    and, with --id, id_b, id_a, correct and true_weight. Records left without a
+    partner are not listed.
+    """
+    from ..data import load_microdata
+    from ..linkage.link import link_files
+    if not out.lower().endswith((".parquet", ".pq")):
+        raise SdcInputError(f"the pairs are written as Parquet; give an output ending in "
+                            f".parquet (got {out!r})")
+    if os.path.exists(out) and not overwrite:
+        raise SdcInputError(f"{out!r} exists; use --overwrite to replace it")
+    t, blocking = _tolerances(t_text), _blocking(block_on)
+    A = load_microdata(original)
+    B = load_microdata(masked)
+    with cluster(where, quiet=True) as client:
+        res = link_files(A, B, split_list(keys), id_column=id_column,
+                         categorical=split_list(categorical) if categorical else (),
+                         method=compare, t=t, top_c=top_c, dense_limit=dense_limit,
+                         blocking=blocking, client=client)
+    res.pairs.to_parquet(out, index=False)
+    info = res.result.info
+    click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
+               f"{info['pairs_compared']} pairs compared, {info['assignment']} assignment, "
+               f"blocking {info['blocking']}, EM {info['em_iterations']} iterations "
+               f"(log-likelihood {info['em_loglik']:.6g}), P(M) {info['p_match']:.3g}")
+    if res.pld is not None:
+        click.echo(f"PLD {res.pld:.2f}  PLD20 {res.pld20:.2f}")

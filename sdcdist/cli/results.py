@@ -1,0 +1,152 @@
+"""Result commands: ``report``, ``query`` and ``plot`` read a cube."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import SdcInputError
+from ._common import main, split_list, table_outputs, write_tables
+
+__all__ = ["report", "query", "plot"]
+
+
+def _datasets(cube: Any, dataset: str | None) -> list[str | None]:
+    """The datasets to show one table each for: the one asked, else all (None: only one)."""
+    from ..cube import dataset_names, select_dataset
+    if dataset is not None:
+        select_dataset(cube, dataset)      # checks the name
+        return [dataset]
+    names = dataset_names(cube)
+    return [None] if len(names) == 1 or "dataset" not in cube.dims else list(names)
+
+
+def _open(cube: str) -> Any:
+    from ..cube import open_cube
+    return open_cube(cube)
+
+
+def _open_any(cube: str) -> Any:
+    """An audit cube or a calibration cube."""
+    import zarr
+
+    from ..audit.calibrate import open_calibration
+    try:
+        is_cal = "calibrated_param" in zarr.open_group(cube, mode="r")
+    except Exception:
+        is_cal = False
+    return open_calibration(cube) if is_cal else _open(cube)
+
+
+@main.command()
+@click.argument("cube")
+@click.option("--by", required=True, help="Metric to sort by, e.g. Score (rank 1 first).")
+@click.option("--metrics", "metric_list", default=None, metavar="A,B,...",
+              help="Metrics to show (default: the parts of the score --by, else all).")
+@click.option("--top", type=click.IntRange(1), default=None, help="Show only the best N cells.")
+@click.option("--dataset", default=None,
+              help="Dataset of a multi-dataset cube (default: one table per dataset).")
+@table_outputs
+def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset: str | None,
+           csv_out: str | None, markdown_out: str | None, html_out: str | None) -> None:
+    """Print a ranking table like Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra.
+
+    Each cell's metrics (mean over replicates) and their ranks across all
+    (method, param) cells; rank 1 is the lowest loss or the lowest risk; ties
+    share the average rank; cells without a value get no rank.
+    """
+    from ..report import format_table, ranking_table
+    c = _open(cube)
+    names = _datasets(c, dataset)
+    for d in names:
+        table = ranking_table(c, by=by, metrics=split_list(metric_list) if metric_list else None,
+                              dataset=d)
+        if top:
+            table = table.head(top)
+        if len(names) > 1:
+            click.echo(f"\n== dataset {d}")
+        click.echo(format_table(table))
+        write_tables(table, {"csv": csv_out, "md": markdown_out, "html": html_out},
+                     f"{Path(cube).name}: cells ranked by {by}" + (f" ({d})" if d else ""),
+                     d, len(names) > 1)
+
+
+@main.command()
+@click.argument("cube")
+@click.option("--where", "where_", default=None, metavar="FILTER",
+              help='Keep cells matching FILTER, e.g. "DLD < 5 and (IL < 20 or ID1 <= 40)": '
+                   "comparisons of metric names with numbers joined by and/or.")
+@click.option("--sort", default=None, metavar="METRIC", help="Sort by this metric, best first.")
+@click.option("--top", type=click.IntRange(1), default=None, help="Show only the first N.")
+@click.option("--metrics", "metric_list", default=None, metavar="A,B,...",
+              help="Metrics to show (default: all).")
+@click.option("--dataset", default=None,
+              help="Dataset of a multi-dataset cube (default: each in turn).")
+@table_outputs
+def query(cube: str, where_: str | None, sort: str | None, top: int | None,
+          metric_list: str | None, dataset: str | None, csv_out: str | None,
+          markdown_out: str | None, html_out: str | None) -> None:
+    """Select cells of a cube by their metrics (means over replicates).
+
+    The filter language is deliberately small: METRIC OP NUMBER (OP one of
+    < <= > >= == !=), joined by and/or, with optional parentheses; anything
+    else is refused.
+    """
+    from ..cube import check_metrics
+    from ..query import query as run_query
+    from ..report import format_table
+    c = _open(cube)
+    shown = split_list(metric_list) if metric_list else [str(m) for m in c["metric"].values]
+    check_metrics(c, shown)
+    names = _datasets(c, dataset)
+    for d in names:
+        t = run_query(c, where_=where_, sort=sort, top=top, dataset=d)
+        t = t[["param_name", *shown]]
+        if len(names) > 1:
+            click.echo(f"\n== dataset {d}")
+        click.echo(format_table(t) if len(t) else "no cell matches")
+        write_tables(t, {"csv": csv_out, "md": markdown_out, "html": html_out},
+                     f"{Path(cube).name}: query", d, len(names) > 1)
+
+
+@main.command()
+@click.argument("cube")
+@click.option("--kind", type=click.Choice(["tradeoff", "curves", "ranks"]),
+              default="tradeoff", show_default=True,
+              help="tradeoff: --risk against --loss with the Pareto front; curves: --metric "
+                   "against each method's parameter; ranks: heatmap of the ranks of --metrics.")
+@click.option("--risk", default=None, help="tradeoff: metric for the y axis (e.g. DLD).")
+@click.option("--loss", default=None, help="tradeoff: metric for the x axis (e.g. IL1s).")
+@click.option("--metric", default=None, help="curves: the metric to plot (e.g. RR).")
+@click.option("--target", type=float, default=None, help="curves: draw this level.")
+@click.option("--metrics", "metric_list", default=None, metavar="A,B,...",
+              help="ranks: the metrics (default all).")
+@click.option("--by", default=None, help="ranks: sort cells by this metric.")
+@click.option("--top", type=click.IntRange(1), default=None, help="ranks: best N cells only.")
+@click.option("--dataset", default=None, help="Dataset of a multi-dataset cube.")
+@click.option("-o", "--out", required=True, help="Image to write (.png, .svg or .pdf).")
+def plot(cube: str, kind: str, risk: str | None, loss: str | None, metric: str | None,
+         target: float | None, metric_list: str | None, by: str | None, top: int | None,
+         dataset: str | None, out: str) -> None:
+    """Plot a cube: risk-loss trade-off, per-method curves, or a heatmap of ranks.
+
+    CUBE may also be a calibration cube (from `sdcdist calibrate --out`) for
+    --kind curves: its probes are drawn and the calibrated parameters marked.
+    """
+    if kind == "curves" and metric is None:
+        raise SdcInputError("--kind curves needs --metric (e.g. --metric RR)")
+    if kind == "tradeoff" and (risk is None or loss is None):
+        raise SdcInputError("--kind tradeoff needs --risk and --loss (e.g. --risk DLD "
+                            "--loss IL1s)")
+    from .. import report as rp
+    c = _open_any(cube) if kind == "curves" else _open(cube)
+    if kind == "tradeoff":
+        rp.plot_tradeoff(c, risk=risk, loss=loss, out=out, dataset=dataset)
+    elif kind == "curves":
+        rp.plot_risk_curves(c, metric=metric, out=out, target=target, dataset=dataset)
+    else:
+        rp.plot_rank_heatmap(c, out=out, metrics=split_list(metric_list) if metric_list else None,
+                             by=by, top=top, dataset=dataset)
+    click.echo(f"plot written to {out}")

@@ -1,0 +1,96 @@
+"""``sdcdist risk``: disclosure risk of one released file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import SdcInputError
+from ._common import ClusterOptions, cluster, cluster_options, main, parse_options, split_list
+
+__all__ = ["risk"]
+
+
+def _load_with_id(path: str, id_column: str | None, what: str) -> tuple[Any, Any]:
+    """The file without its identifier column, and that column (None without ``id_column``)."""
+    from ..data import Microdata, load_microdata
+    md = load_microdata(path, allow_constant=True)
+    if id_column is None:
+        return md, None
+    if id_column not in md.columns:
+        raise SdcInputError(f"the identifier column {id_column!r} is not in the {what} file. "
+                            f"Valid columns: {', '.join(md.columns)}.")
+    j = md.columns.index(id_column)
+    keep = [i for i in range(len(md.columns)) if i != j]
+    return (Microdata(md.values[:, keep], tuple(md.columns[i] for i in keep), md.roles,
+                      md.sha256), md.values[:, j])
+
+
+@main.command()
+@click.argument("original", type=click.Path(exists=True))
+@click.argument("masked", type=click.Path(exists=True))
+@click.option("--metric", "-m", "metric_names", multiple=True, metavar="NAME[,NAME...]",
+              help="Risk metrics to compute (repeatable; default: every risk metric).")
+@click.option("--keys", default=None, metavar="A,B,...",
+              help="Key columns in linkage order; key sets are their prefixes of sizes "
+                   "1..7 (default: the columns both files share).")
+@click.option("--keyset", "keysets", multiple=True, metavar="A,B,...",
+              help="One explicit key set (repeatable; replaces the prefixes of --keys).")
+@click.option("--id", "id_column", default=None, metavar="COLUMN",
+              help="Identifier column present in both files: the truth of which released "
+                   "record is which person. Without it, row order is the truth.")
+@click.option("--option", "-o", "option_items", multiple=True, metavar="KEY=VALUE",
+              help="Metric option, e.g. gdbrl_dense_max=2000 or "
+                   "crl_external=[V4,V12] crl_released=[V7,V13] (repeatable).")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Seeds the random tie-breaking of CRL.")
+@cluster_options(local=True)
+def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
+         keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
+         seed: int, where: ClusterOptions) -> None:
+    """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
+
+    The two files may differ in size and in which records and columns they
+    hold; linkage uses the key columns both have. Prints one line per metric
+    (mean over key sets) and the value for each key set.
+    """
+    from ..metrics import REGISTRY, default_keysets, get_metric, measure
+    names = [n for item in metric_names for n in split_list(item)] or \
+        [n for n, m in REGISTRY.items() if m.kind == "risk"]
+    for n in names:
+        if get_metric(n).kind != "risk":
+            risky = ", ".join(k for k, m in REGISTRY.items() if m.kind == "risk")
+            raise SdcInputError(f"{n!r} is a {get_metric(n).kind} metric; `sdcdist risk` "
+                                f"computes risk metrics: {risky}")
+    a, id_a = _load_with_id(original, id_column, "original")
+    b, id_b = _load_with_id(masked, id_column, "masked")
+    if not metric_names and a.shape != b.shape:
+        skip = [n for n in names if get_metric(n).same_shape]
+        names = [n for n in names if n not in skip]
+        click.echo(f"files differ in shape: skipping {', '.join(skip)} (they compare the "
+                   "files record by record)", err=True)
+    truth = None
+    if id_column is not None:
+        from ..linkage import truth_from_ids
+        truth = truth_from_ids(id_a, id_b)
+    if keysets:
+        ks = [split_list(k) for k in keysets]
+    elif keys:
+        ks = default_keysets(split_list(keys))
+    else:
+        ks = None
+    opts = parse_options(option_items)
+    with cluster(where, quiet=True) as client:
+        res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
+                      keysets=ks, seed=seed, options=opts, truth=truth, client=client)
+    click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
+               f"truth: {'column ' + repr(id_column) if id_column else 'row order'}")
+    for n in names:
+        r = res[n]
+        extra = " (approximate: sparse candidates)" if r.flag else ""
+        click.echo(f"{n:8s} {r.value:12.6g}{extra}")
+        if r.per_keyset and len(r.per_keyset) > 1:
+            labels = ks or default_keysets([c for c in a.columns if c in b.columns])
+            for v, k in zip(r.per_keyset, labels):
+                click.echo(f"  {','.join(k):30s} {v:12.6g}")

@@ -1,0 +1,163 @@
+"""The command line starts fast: `sdcdist --help` loads no numerical library, every
+command's --help works, and a second call reuses numba's on-disk cache.
+
+Nothing here measures time: the checks are on which modules a run imports and on
+what numba's cache reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import sdcdist
+from sdcdist.cli import main
+
+#: what `sdcdist --help` must not import (each takes 0.1-0.5 s to import)
+HEAVY = ("dask", "distributed", "numba", "scipy", "xarray", "zarr", "pandas")
+
+COMMANDS = {"ingest", "synth", "mask", "methods", "metrics", "measure", "risk", "link",
+            "audit", "calibrate", "report", "query", "plot", "certs"}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """The environment of a subprocess that imports this very sdcdist tree."""
+    root = str(Path(sdcdist.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def _cli(*args: str, importtime: bool = False, env: dict | None = None,
+         cwd: Path | None = None) -> subprocess.CompletedProcess:
+    pre = ["-X", "importtime"] if importtime else []
+    return subprocess.run([sys.executable, *pre, "-m", "sdcdist.cli", *args],
+                          capture_output=True, text=True, timeout=300, env=env or _env(),
+                          cwd=cwd)
+
+
+def _imported(stderr: str) -> set[str]:
+    """Modules named in `-X importtime` lines, and their top-level packages."""
+    out = set()
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and line.count("|") == 2:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "imported package":
+                out |= {name, name.split(".")[0]}
+    return out
+
+
+def test_help_imports_no_numerical_library():
+    r = _cli("--help", importtime=True)
+    assert r.returncode == 0, r.stderr
+    assert "Usage:" in r.stdout and "audit" in r.stdout
+    mods = _imported(r.stderr)
+    assert "click" in mods and "sdcdist" in mods       # the parse saw real lines
+    assert not mods & set(HEAVY), sorted(mods & set(HEAVY))
+
+
+def test_importing_the_facade_and_the_cli_is_cheap():
+    code = ("import sys, json, sdcdist, sdcdist.cli; "
+            f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=_env())
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == []
+
+
+def test_facade_names_still_work():
+    import sdcdist.data
+    import sdcdist.masking
+    import sdcdist.metrics
+    for name in sdcdist.__all__:
+        assert getattr(sdcdist, name) is not None, name
+    assert sdcdist.MASKING_METHODS is sdcdist.masking.REGISTRY
+    assert sdcdist.METRICS is sdcdist.metrics.REGISTRY
+    assert sdcdist.Microdata is sdcdist.data.Microdata
+    with pytest.raises(AttributeError):
+        sdcdist.no_such_name  # noqa: B018
+
+
+def test_methods_lists_without_dask_or_scipy_stats():
+    r = _cli("methods", importtime=True)
+    assert r.returncode == 0, r.stderr
+    assert "rankswap" in r.stdout and "distr" in r.stdout
+    mods = _imported(r.stderr)
+    # numba itself imports the bare scipy package (a few ms), not scipy.stats (~0.5 s)
+    heavy = {"dask", "distributed", "scipy.stats", "scipy.optimize", "xarray", "zarr", "pandas"}
+    assert "numba" in mods and not mods & heavy, sorted(mods & heavy)
+
+
+def test_every_command_has_help():
+    assert COMMANDS <= set(main.commands), sorted(COMMANDS - set(main.commands))
+    runner = CliRunner()
+    for name in sorted(main.commands):
+        r = runner.invoke(main, [name, "--help"], catch_exceptions=False)
+        assert r.exit_code == 0, (name, r.output)
+        assert r.output.startswith("Usage:") and f" {name} " in r.output.splitlines()[0]
+
+
+def test_python_dash_m_runs_the_cli():
+    r = _cli("methods")
+    assert r.returncode == 0 and "micmul" in r.stdout
+    r = _cli("mask", "nothing.csv", "-m", "no_such_method", "-o", "x.csv")
+    assert r.returncode == 2 and r.stderr.startswith("Error: ")
+
+
+def test_cluster_options_and_the_one_cluster_helper():
+    from sdcdist.cli._common import ClusterOptions, cluster
+    with cluster(ClusterOptions(local=True)) as client:
+        assert client is None
+    local = {p.name for p in main.commands["measure"].params}
+    remote = {p.name for p in main.commands["audit"].params}
+    assert {"scheduler", "workers", "tls_ca", "tls_cert", "tls_key"} <= local & remote
+    assert "local" in local and "local" not in remote
+
+
+#: runs the CLI in-process, then prints each sdcdist numba kernel's cache hits and misses
+#: (a miss is a compilation: numba counts one for every signature it compiles)
+_COUNT_COMPILES = """
+import json, sys
+from numba.core.dispatcher import Dispatcher
+from sdcdist.cli import main
+try:
+    main(sys.argv[1:], prog_name="sdcdist")
+except SystemExit as exc:
+    assert not exc.code, exc.code
+out = {f"{m}.{a}": [sum(o.stats.cache_hits.values()), sum(o.stats.cache_misses.values())]
+       for m, mod in list(sys.modules.items()) if m.startswith("sdcdist")
+       for a, o in vars(mod).items() if isinstance(o, Dispatcher)}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_second_call_compiles_no_numba_kernel(tmp_path):
+    """A second CLI call loads every numba kernel it runs from the on-disk cache.
+
+    numba's default cache place is used (``__pycache__`` beside the kernels,
+    usually filled by other tests already); the first call fills what is missing.
+    A kernel without ``cache=True``, or one whose signature changes from call to
+    call, is compiled again and counted as a miss.
+    """
+    data = tmp_path / "d.csv"
+    r = _cli("synth", "--rows", "300", "--columns", "4", "--out", str(data))
+    assert r.returncode == 0, r.stderr
+    masked = str(tmp_path / "m.csv")
+    for args in (("mask", str(data), "-m", "micmul", "-p", "3", "-o", masked, "--overwrite"),
+                 ("mask", str(data), "-m", "rankswap", "-p", "5", "-o", masked, "--overwrite"),
+                 ("measure", str(data), masked, "--local", "-m", "IL1s")):
+        runs = [subprocess.run([sys.executable, "-c", _COUNT_COMPILES, *args],
+                               capture_output=True, text=True, timeout=300, env=_env())
+                for _ in range(2)]
+        for run in runs:
+            assert run.returncode == 0, run.stderr
+        counts = json.loads(runs[1].stdout.splitlines()[-1])
+        compiled = {k: v for k, v in counts.items() if v[1]}
+        assert not compiled, (args[0], args[3], compiled)
+        assert sum(hits for hits, _ in counts.values()) > 0, (args[0], args[3], counts)
