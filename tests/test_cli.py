@@ -109,3 +109,32 @@ def test_risk_command(run, tmp_path, rng):
     assert res.exit_code == 2 and "share no key columns" in res.output
     res = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "IL1s", "--local")
     assert res.exit_code == 2 and "loss metric" in res.output
+
+
+def test_metrics_and_methods_show_declared_options():
+    from sdcdist.metrics import get_metric
+    from sdcdist.options import for_metric
+    runner = CliRunner()
+    res = runner.invoke(main, ["metrics", "PLD", "GDBRL"])
+    assert res.exit_code == 0, res.output
+    for o in for_metric("PLD") + for_metric("GDBRL"):
+        assert f"option  {o.name} (default" in res.output
+    assert get_metric("GDBRL").options and "gdbrl_dense_max" in res.output
+    res = runner.invoke(main, ["methods", "ipso_b"])
+    assert res.exit_code == 0 and "option     roles" in res.output
+    res = runner.invoke(main, ["metrics", "NOPE"])
+    assert res.exit_code == 2 and "Valid metrics" in res.output
+
+
+def test_risk_option_values_are_checked_by_the_registry(tmp_path):
+    runner = CliRunner()
+    a = tmp_path / "a.csv"
+    pd.DataFrame(np.random.default_rng(0).normal(size=(30, 3)), columns=list("ABC")).to_csv(
+        a, index=False)
+    for item, msg in (("gdbrl_dense_max=-1", "gdbrl_dense_max"), ("nope=1", "nope"),
+                      ("prl_t=&x 1", "anchors")):
+        res = runner.invoke(main, ["risk", str(a), str(a), "-m", "DLD", "--local", "-o", item])
+        assert res.exit_code == 2, (item, res.output)
+        assert msg in res.output
+    res = runner.invoke(main, ["risk", str(a), str(a), "-m", "DLD", "--local", "--id", "Z"])
+    assert res.exit_code == 2 and "Unknown identifier column 'Z'" in res.output

@@ -318,16 +318,10 @@ def split_list(s: str) -> list[str]:
 
 
 def parse_options(items: tuple[str, ...]) -> dict[str, Any]:
-    """Repeated ``KEY=VALUE`` options as a dict, each VALUE read as YAML (numbers, lists)."""
-    import yaml
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SdcInputError(f"--option takes KEY=VALUE (e.g. crl_external=[V4,V12]); "
-                                f"got {item!r}")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
+    """Repeated ``KEY=VALUE`` metric options, each VALUE read as YAML with a spec's rules
+    and checked against the option registry (:func:`sdcdist.options.parse_items`)."""
+    from ..options import parse_items
+    return parse_items(items)
 
 
 # ---------------------------------------------------------------------------

@@ -18,10 +18,9 @@ def _load_with_id(path: str, id_column: str | None, what: str) -> tuple[Any, Any
     md = load_microdata(path, allow_constant=True)
     if id_column is None:
         return md, None
-    if id_column not in md.columns:
-        raise SdcInputError(f"the identifier column {id_column!r} is not in the {what} file. "
-                            f"Valid columns: {', '.join(md.columns)}.")
-    j = md.columns.index(id_column)
+    from ..errors import column_positions
+    j = column_positions([id_column], md.columns, what="identifier column",
+                         where=f"the {what} file")[0]
     keep = [i for i in range(len(md.columns)) if i != j]
     return (Microdata(md.values[:, keep], tuple(md.columns[i] for i in keep), md.roles,
                       md.sha256), md.values[:, j])
