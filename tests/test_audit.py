@@ -262,6 +262,10 @@ def test_reference_dataset_form(tmp_path):
     want = load_microdata(reference_file("census"), columns=["AFNLWGT", "AGI", "EMCONTRB"])
     np.testing.assert_array_equal(md.values, want.values)
     assert md.sha256 == want.sha256
+    # the household survey extract: numeric codes; its constant weight column left out
+    cols = ["urbrur", "water", "sex", "age", "income"]
+    hh = load_dataset(_ds_spec([{"reference": "household", "columns": cols}]))
+    assert hh.values.shape == (4580, 5) and hh.columns == tuple(cols)
 
 
 @pytest.mark.parametrize("doc, says", [
