@@ -38,7 +38,7 @@ def _metrics_for(cube: xr.Dataset, by: str, metrics: Sequence[str] | None) -> li
     return [m for m in out if m != by]
 
 
-def add_scores(cube: xr.Dataset, names: Sequence[str] | None = None) -> Cube:
+def add_scores(cube: xr.Dataset, names: Sequence[str] | None = None) -> xr.Dataset:
     """The cube with scores computed from its own cells added as metrics (in memory).
 
     For cubes measured without the scores but with their parts: each score is
