@@ -9,7 +9,9 @@ Dimensions ``dataset``, ``method``, ``param``, ``metric``, ``replicate`` and
     The measurement; NaN where a method has no such parameter value, where a
     deterministic method has no replicate > 0, or where a cell is not done yet.
 ``keyset_value`` (dataset, method, param, metric, replicate, keyset), float64
-    Per-key-set detail of linkage metrics (``value`` is their mean).
+    Per-key-set detail of linkage metrics (``value`` is their mean). NaN for
+    ``RR`` and ``PDL`` when the key sets are the default prefixes: those link
+    on all key columns as one key set, which ``value`` holds.
 ``excluded`` (dataset, method, param, metric, replicate), int32
     Terms left out of an average (zero denominators); -1 where not measured.
 ``flag`` (dataset, method, param, metric, replicate), int8
@@ -60,6 +62,9 @@ CONVENTIONS = {
     "standardisation": "DRL1: each file z-scored with its own column means and sds (ddof=1)",
     "ties": "t candidates tied at the best distance including the true record count 1/t",
     "keysets": "default key sets are the prefixes of sizes 1..min(7, p) of the key columns",
+    "keysets_all": "RR and PDL link on all key columns as one key set unless the spec names "
+                   "key sets (then on each named one, averaged); with the default their "
+                   "keyset_value is NaN, since the keyset labels are the prefixes",
     "ID1": "ranks from a stable sort of the masked column, interval clamped to 1..n, "
            "bounds included, mean over p = 1..10 %",
     "IL1s": "mean (not sum) of |x - x'| / (sqrt(2) s_j), s_j the original sd (ddof=1)",

@@ -37,7 +37,9 @@ def metrics_table() -> str:
             "|---|---|---|---|---|---|"]
     for name, m in REGISTRY.items():
         best = "smallest" if m.ascending else "largest"
-        rows.append(f"| `{name}` | {m.kind} | {'yes' if m.keysets else ''} | {best} | "
+        ks = "" if not m.keysets else "yes" if m.keyset_default == "prefixes" else \
+            "named ones; else all key columns"
+        rows.append(f"| `{name}` | {m.kind} | {ks} | {best} | "
                     f"{_md(m.description)} | {m.reference} |")
     return "\n".join(rows)
 

@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .cube import (cell_table, check_metrics, metric_ascending, pareto_mask, ranks,
+from .cube import (Cube, cell_table, check_metrics, metric_ascending, pareto_mask, ranks,
                    select_dataset)
-from .errors import SdcInputError
+from .errors import SdcInputError, unknown_name_error
 
-__all__ = ["ranking_table", "with_scores", "format_table", "markdown_table", "html_table", "write_table",
-           "cell_label", "pareto_front", "plot_tradeoff", "plot_risk_curves",
+__all__ = ["ranking_table", "add_scores", "with_scores", "format_table", "markdown_table",
+           "html_table", "write_table", "cell_label", "plot_tradeoff", "plot_risk_curves",
            "plot_rank_heatmap"]
 
 #: Image formats the plots write (by the extension of ``out``).
@@ -38,9 +38,66 @@ def _metrics_for(cube: xr.Dataset, by: str, metrics: Sequence[str] | None) -> li
     return [m for m in out if m != by]
 
 
+def add_scores(cube: xr.Dataset, names: Sequence[str] | None = None) -> xr.Dataset:
+    """The cube with scores computed from its own cells added as metrics (in memory).
+
+    For cubes measured without the scores but with their parts: each score is
+    the weighted sum of its parts in every (method, param, replicate) cell.
+    Scores whose parts are missing are skipped (named ones raise), as are
+    scores the cube already has.
+
+    >>> from sdcdist.cube import example_cube
+    >>> import xarray as xr
+    >>> cube = example_cube()
+    >>> parts = xr.concat([cube["value"].sel(metric="DLD").expand_dims(metric=[k])
+    ...                    for k in ("IL", "PLD", "ID1")], "metric")
+    >>> cube = cube.drop_vars(["metric_kind", "ascending"]).reindex(
+    ...     metric=["DLD", "IL1s", "IL", "PLD", "ID1"])
+    >>> cube["value"].loc[{"metric": ["IL", "PLD", "ID1"]}] = parts
+    >>> with_score = add_scores(cube, ["Score"])   # every part is 7 here; weights sum to 1
+    >>> float(with_score.sel(method="noise", param=0.1, metric="Score")["value"][0])
+    7.0
+    """
+    from .metrics.scores import SCORE_WEIGHTS
+    have = [str(m) for m in cube["metric"].values]
+    wanted = list(names) if names is not None else list(SCORE_WEIGHTS)
+    new = []
+    for n in wanted:
+        if n not in SCORE_WEIGHTS:
+            raise unknown_name_error("score", n, SCORE_WEIGHTS)
+        missing = [k for k in SCORE_WEIGHTS[n] if k not in have]
+        if n in have:
+            continue
+        if missing:
+            if names is not None:
+                raise SdcInputError(f"the cube has no {', '.join(missing)}, which {n} is "
+                                    f"computed from; measure them (add {n} to the spec's "
+                                    "metrics)")
+            continue
+        new.append(n)
+    if not new:
+        return cube
+    v = cube["value"]
+    v = v.drop_vars([c for c in v.coords if c != "metric" and "metric" in v[c].dims])
+    extra = xr.concat([sum(w * v.sel(metric=k, drop=True)
+                           for k, w in SCORE_WEIGHTS[n].items()).expand_dims(metric=[n])
+                       for n in new], "metric")
+    extra = extra.transpose(*v.dims)
+    coords = {"metric": have + new}
+    out = cube[["value", "done"]].drop_vars(["metric_kind", "ascending"], errors="ignore")
+    out = out.reindex(coords)
+    out["value"] = xr.concat([v, extra], "metric")
+    for c, fill in (("metric_kind", "score"), ("ascending", 1)):
+        if c in cube.coords:
+            vals = list(np.asarray(cube[c].values)) + [fill] * len(new)
+            out = out.assign_coords({c: ("metric", np.asarray(
+                vals, dtype=cube[c].dtype if c == "ascending" else object))})
+    return Cube(out.data_vars, coords=out.coords, attrs=out.attrs)
+
+
 def with_scores(cube: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
     """``cube`` plus the scores among ``names`` it lacks, computed from its cells."""
-    from .metrics.scores import SCORE_WEIGHTS, add_scores
+    from .metrics.scores import SCORE_WEIGHTS
     have = {str(m) for m in cube["metric"].values}
     missing = [n for n in names if n in SCORE_WEIGHTS and n not in have]
     return add_scores(cube, missing) if missing else cube
@@ -153,11 +210,6 @@ def write_table(df: pd.DataFrame, path: str | Path, *, digits: int = 2,
         raise SdcInputError(f"cannot write a table as {ext or 'a file without extension'!r}; "
                             "use .csv, .md or .html")
     return path
-
-
-def pareto_front(risk: np.ndarray, loss: np.ndarray) -> np.ndarray:
-    """Boolean mask of the points no other point beats on both risk and loss (lower is better)."""
-    return pareto_mask(risk, loss)
 
 
 # ---------------------------------------------------------------------------

@@ -1,9 +1,14 @@
-"""A real multi-process Dask cluster on 127.0.0.1, started the way Kubernetes starts one.
+"""Helpers for tests and benchmarks.
 
-``dask scheduler`` and N ``dask worker`` processes (each with its nanny, in
-its own process group so a SIGKILL takes the whole "pod"), optionally over
-mutually authenticated TLS. For tests, benchmarks and trying a deployment
-locally; it only ever listens on the loopback interface.
+:class:`LoopbackCluster` is a real multi-process Dask cluster on 127.0.0.1,
+started the way Kubernetes starts one: ``dask scheduler`` and N ``dask worker``
+processes (each with its nanny, in its own process group so a SIGKILL takes
+the whole "pod"), optionally over mutually authenticated TLS. For tests,
+benchmarks and trying a deployment locally; it only ever listens on the
+loopback interface.
+
+:func:`cube_fingerprints` hashes the numbers of a cube per metric, so two
+cubes can be compared bit for bit without keeping either.
 """
 
 from __future__ import annotations
@@ -19,7 +24,41 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LoopbackCluster"]
+__all__ = ["LoopbackCluster", "cube_fingerprints"]
+
+
+def cube_fingerprints(path: str | os.PathLike) -> dict[str, str]:
+    """SHA-256 per metric of a cube's ``value``, ``keyset_value``, ``excluded`` and ``flag``.
+
+    Each hash covers, for the metric's slice of each of the four arrays in that
+    order, the array's name, its shape and its bytes (C order), as stored: the
+    ``dataset`` dimension is kept even for one dataset. Equal fingerprints mean
+    bit-identical numbers.
+
+    Parameters
+    ----------
+    path : path of a Zarr cube
+
+    Returns
+    -------
+    dict of str -> str
+        Metric name -> hex digest, in the cube's metric order.
+    """
+    import hashlib
+
+    import numpy as np
+    import xarray as xr
+    ds = xr.open_zarr(str(path), consolidated=False).load()
+    out = {}
+    for i, m in enumerate(str(m) for m in ds["metric"].values):
+        h = hashlib.sha256()
+        for var in ("value", "keyset_value", "excluded", "flag"):
+            a = np.ascontiguousarray(ds[var].isel(metric=i).values)
+            h.update(var.encode())
+            h.update(str(a.shape).encode())
+            h.update(a.tobytes())
+        out[m] = h.hexdigest()
+    return out
 
 
 class LoopbackCluster:

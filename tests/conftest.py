@@ -23,7 +23,7 @@ def small(rng) -> np.ndarray:
 
 @pytest.fixture(scope="session")
 def census():
-    """The CASC Census reference file (1080 x 13) as Microdata."""
+    """The CASC Census reference file (1080 x 13, shipped in the package) as Microdata."""
     return load_microdata(reference_file("census"))
 
 

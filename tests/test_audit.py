@@ -140,6 +140,37 @@ def test_cube_contents_and_resume_rules(tmp_path):
     assert run_audit(_spec(replicates=3), out, overwrite=True).computed == 9
 
 
+def test_rank_metrics_key_sets_in_the_cube(tmp_path, client):
+    from sdcdist.audit.run import mask_cell, resolve_keysets
+    from sdcdist.metrics import measure
+    from sdcdist.metrics.keysets import KeySets
+    ds = {"name": "toy", "synthetic": {"rows": 200, "columns": 9, "seed": 3}}
+    base = {"dataset": ds, "metrics": ["RR", "PDL", "DLD"], "replicates": 1,
+            "methods": [{"name": "noise", "params": [0.1]}]}
+    spec = _spec(**base)
+    md = load_dataset(spec)
+    assert isinstance(resolve_keysets(spec, md), KeySets)
+    cube = open_cube(run_audit(spec, str(tmp_path / "d.zarr"), client=client).cube)
+    cell = plan_cells(spec)[0]
+    Xm = mask_cell(md.values, cell.method, cell.param, cell.entropy, cell.spawn_key, {})
+    want = measure(md.values, Xm, ["RR", "PDL"], columns=md.columns, seed=cell.seed)
+    one = cube.sel(method="noise", param=0.1, replicate=0)
+    for name in ("RR", "PDL"):
+        # all 9 columns as one key set; no per-key-set detail under the prefixes' labels
+        assert float(one.sel(metric=name)["value"]) == want[name].value
+        assert np.isnan(one.sel(metric=name)["keyset_value"].values).all()
+    assert np.isfinite(one.sel(metric="DLD")["keyset_value"].values).all()
+    assert "keysets_all" in cube.attrs["conventions"]
+    # named key sets: every metric uses them, one value per key set
+    named = _spec(**base, keysets=[["WAGES", "BUSINC"], ["INTINC", "DIVINC", "PENSION"]])
+    cube = open_cube(run_audit(named, str(tmp_path / "n.zarr")).cube)
+    one = cube.sel(method="noise", param=0.1, replicate=0)
+    for name in ("RR", "PDL", "DLD"):
+        kv = one.sel(metric=name)["keyset_value"].values
+        assert np.isfinite(kv).all() and kv.shape == (2,)
+        assert float(one.sel(metric=name)["value"]) == pytest.approx(kv.mean())
+
+
 @pytest.mark.slow
 def test_killed_audit_resumes_without_recomputing(tmp_path):
     doc = {**BASE, "dataset": {"name": "big", "synthetic": {"rows": 1000, "columns": 5,
@@ -262,6 +293,10 @@ def test_reference_dataset_form(tmp_path):
     want = load_microdata(reference_file("census"), columns=["AFNLWGT", "AGI", "EMCONTRB"])
     np.testing.assert_array_equal(md.values, want.values)
     assert md.sha256 == want.sha256
+    # the household survey extract: numeric codes; its constant weight column left out
+    cols = ["urbrur", "water", "sex", "age", "income"]
+    hh = load_dataset(_ds_spec([{"reference": "household", "columns": cols}]))
+    assert hh.values.shape == (4580, 5) and hh.columns == tuple(cols)
 
 
 @pytest.mark.parametrize("doc, says", [

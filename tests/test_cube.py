@@ -10,11 +10,13 @@ import pytest
 import sdcdist.cube
 import sdcdist.metrics.scores
 import sdcdist.query
-from sdcdist.cube import at_risk, best, crossing, example_cube, pareto
+import sdcdist.report
+from sdcdist.cube import at_risk, best, crossing, example_cube, pareto, pareto_mask
 from sdcdist.errors import SdcInputError
 
 
-@pytest.mark.parametrize("module", [sdcdist.cube, sdcdist.query, sdcdist.metrics.scores])
+@pytest.mark.parametrize("module", [sdcdist.cube, sdcdist.query, sdcdist.metrics.scores,
+                                    sdcdist.report])
 def test_documented_examples_run(module):
     res = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert res.attempted > 0 and res.failed == 0
@@ -26,6 +28,12 @@ def test_crossing_edge_cases():
     assert crossing(ps, np.array([1.0, 5.0, 1.0, 5.0]), 3.0) == (0, 1)      # first crossing
     assert crossing(ps, np.array([1.0, 3.0, 5.0, 7.0]), 3.0) == (1, 1)      # exact hit
     assert crossing(ps, np.full(4, np.nan), 3.0) is None
+
+
+def test_pareto_mask():
+    risk = np.array([1.0, 2, 3, 2, np.nan])
+    loss = np.array([3.0, 2, 1, 3, 0])
+    assert pareto_mask(risk, loss).tolist() == [True, True, True, False, False]
 
 
 def test_best_pareto_at_risk_respect_direction():

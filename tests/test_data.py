@@ -156,3 +156,56 @@ def test_synthetic_is_realistic_and_chunking_free(tmp_path):
 def test_reference_files(census, tarragona):
     assert census.values.shape == (1080, 13)
     assert tarragona.values.shape == (834, 13)
+
+
+#: SHA-256 of the reference files shipped in sdcdist/data/reference (the README there gives
+#: their provenance); a changed file changes every example cube.
+SHIPPED_SHA256 = {
+    "census": "40fb91564d4379274610e941161fd38729adb471bddb9c71d7c01ef142fd0f5b",
+    "tarragona": "d5f719a134a3476b2157d9675d1a2b211dbc06ad6109685ad1e4b7847cfa45a4",
+    "household": "2d28251253250606412b0669b80bcd6e0038081e2d3c4de9611a744333f9fe3d",
+}
+
+
+def test_reference_files_are_shipped_in_the_package(monkeypatch):
+    import hashlib
+
+    import sdcdist.data
+    from sdcdist.data.refdata import REFERENCE_FILES, reference_dir, reference_file
+    monkeypatch.delenv("SDCDIST_REFDATA", raising=False)
+    package = Path(sdcdist.data.__file__).resolve().parent / "reference"
+    assert reference_dir().resolve() == package
+    assert set(REFERENCE_FILES) == set(SHIPPED_SHA256)
+    for name, sha in SHIPPED_SHA256.items():
+        path = reference_file(name)
+        assert path.resolve().parent == package
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == sha, name
+    readme = (package / "README.md").read_text()
+    for f in REFERENCE_FILES.values():
+        assert f"`{f}`" in readme
+
+
+def test_reference_folder_override(monkeypatch, tmp_path):
+    import shutil
+
+    from sdcdist.data.refdata import reference_file
+    monkeypatch.delenv("SDCDIST_REFDATA", raising=False)
+    shutil.copy(reference_file("census"), tmp_path / "census.csv")
+    monkeypatch.setenv("SDCDIST_REFDATA", str(tmp_path))
+    assert reference_file("census") == tmp_path / "census.csv"
+    with pytest.raises(SdcInputError, match="'tarragona.csv' not found in .*SDCDIST_REFDATA"):
+        reference_file("tarragona")
+    with pytest.raises(SdcInputError, match="Unknown reference file 'adult'.*census, household"):
+        reference_file("adult")
+
+
+def test_household_reference_file(monkeypatch):
+    from sdcdist.data.refdata import reference_file
+    monkeypatch.delenv("SDCDIST_REFDATA", raising=False)
+    # all columns numeric (categorical codes as integers), but sampling_weight is constant
+    with pytest.raises(SdcInputError, match="'sampling_weight'.*constant"):
+        load_microdata(reference_file("household"))
+    cols = ["urbrur", "water", "sex", "age", "expend", "income", "savings"]
+    md = load_microdata(reference_file("household"), columns=cols)
+    assert md.values.shape == (4580, 7) and md.columns == tuple(cols)
+    assert set(np.unique(md.values[:, 2])) == {1.0, 2.0}  # sex codes

@@ -49,6 +49,16 @@ def test_default_keysets_are_prefixes():
     ks = default_keysets(cols)
     assert ks == [tuple(cols[:k]) for k in range(1, 8)]
     assert default_keysets(cols, ["c3", "c1"]) == [("c3",), ("c3", "c1")]
+    assert ks.given is False and ks.columns == tuple(cols)
+    assert default_keysets(cols, ["c3", "c1"]).columns == ("c3", "c1")
+
+
+def test_keyset_default_is_declared_at_registration():
+    from sdcdist.metrics import register
+    assert REGISTRY["DLD"].keyset_default == "prefixes" and REGISTRY["RR"].keyset_default == "all"
+    with pytest.raises(ValueError, match="keyset_default"):
+        register("XX", kind="risk", keysets=True, keyset_default="some", description="x")
+    assert "XX" not in REGISTRY
 
 
 def test_registry_entries_are_complete():

@@ -13,14 +13,8 @@ from sdcdist.cube import create_cube, open_cube, write_cell
 from sdcdist.audit import parse_spec, run_audit
 from sdcdist.cli import main
 from sdcdist.cube import example_cube
-from sdcdist.report import (markdown_table, pareto_front, plot_rank_heatmap, plot_risk_curves,
+from sdcdist.report import (markdown_table, plot_rank_heatmap, plot_risk_curves,
                             plot_tradeoff, ranking_table, write_table)
-
-
-def test_pareto_front():
-    risk = np.array([1.0, 2, 3, 2, np.nan])
-    loss = np.array([3.0, 2, 1, 3, 0])
-    assert pareto_front(risk, loss).tolist() == [True, True, True, False, False]
 
 
 @pytest.fixture

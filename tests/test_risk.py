@@ -97,6 +97,41 @@ def test_linkage_metrics_equal_brute_force(rng, client, options):
             assert here[name].per_keyset == pytest.approx(ref, abs=1e-9), (label, name)
 
 
+def test_rank_metrics_use_all_columns_unless_key_sets_are_named(rng, client):
+    import pickle
+
+    from sdcdist.metrics import REGISTRY, default_keysets
+    X = rng.standard_normal((60, 9)) * np.arange(1, 10)
+    Y = X + 0.6 * rng.standard_normal(X.shape) * np.arange(1, 10)
+    t = np.arange(60)
+    cols = [f"V{j + 1}" for j in range(9)]
+    assert {n for n, m in REGISTRY.items() if m.keyset_default == "all"} == {"RR", "PDL"}
+    default = measure(X, Y, ["RR", "PDL", "DLD"])
+    for name in ("RR", "PDL"):
+        # one key set of all 9 columns (the default prefixes stop at 7)
+        assert default[name].per_keyset is None
+        assert default[name].value == pytest.approx(reference(name, X, Y, list(range(9)), t),
+                                                    abs=1e-9)
+        assert default[name].info["keys"] == cols
+    assert len(default["DLD"].per_keyset) == 7
+    # the default prefixes passed on purpose behave as no key sets; on a cluster too
+    ks = default_keysets(cols)
+    assert pickle.loads(pickle.dumps(ks)).given is False
+    assert measure(X, Y, ["RR", "PDL", "DLD"], keysets=ks, client=client) == default
+    # named key sets (even the same prefixes) are used as given, averaged
+    named = measure(X, Y, ["RR", "PDL", "DLD"], keysets=[list(k) for k in ks])
+    assert named["DLD"] == default["DLD"]
+    for name in ("RR", "PDL"):
+        ref = [reference(name, X, Y, list(range(len(k))), t) for k in ks]
+        assert named[name].per_keyset == pytest.approx(ref, abs=1e-9)
+        assert named[name].value == pytest.approx(np.mean(ref))
+    # key columns declared by the caller: all of them, not the 7 first
+    keys = cols[::-1]
+    by_keys = measure(X, Y, ["RR"], keysets=default_keysets(cols, keys))["RR"]
+    assert by_keys.info["keys"] == keys and by_keys.per_keyset is None
+    assert by_keys.value == pytest.approx(default["RR"].value, abs=1e-12)
+
+
 def test_linkage_results_do_not_depend_on_blocks(rng):
     _, X, Y, _ = list(_datasets(rng))[1]
     base = measure(X, Y, LINKAGE)

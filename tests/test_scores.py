@@ -8,9 +8,9 @@ import xarray as xr
 
 from sdcdist.cube import _as_cube, ranks
 from sdcdist.metrics import REGISTRY, MeasureContext, MetricResult, expand_requirements
-from sdcdist.metrics.scores import SCORE_WEIGHTS, add_scores
+from sdcdist.metrics.scores import SCORE_WEIGHTS
 from sdcdist.parallel import Runner
-from sdcdist.report import ranking_table
+from sdcdist.report import add_scores, ranking_table
 
 PARTS = ["IL", "IL_S2", "DLD", "PLD", "PLD20", "ID1", "ID2", "s0", "s1", "s2"]
 

@@ -19,8 +19,8 @@ Example::
 
 Several datasets: ``datasets:`` with a list of such mappings (each with its
 own ``name``); the cube gains a ``dataset`` dimension. ``reference: census``
-(or ``tarragona``) reads a CASC reference file through
-:func:`sdcdist.data.reference_file`.
+(or ``tarragona``, ``household``) reads a reference file shipped with sdcdist
+through :func:`sdcdist.data.reference_file`.
 ``path`` may be an fsspec URL (``s3://bucket/data.zarr``); credentials never
 go in a spec (a credential-like key is refused, see :mod:`sdcdist.storage`).
 

@@ -1,36 +1,72 @@
-"""Where the CASC reference files (Census, Tarragona) are read from.
+"""The reference microdata files shipped with sdcdist.
 
-They are not shipped with sdcdist. The folder is ``$SDCDIST_REFDATA`` when set,
-else ``shared/data`` beside the source checkout.
+Three public test files live in the package (``sdcdist/data/reference/``,
+provenance in the README.md there):
+
+- ``census``: the CASC "Census" file, 1080 x 13 continuous variables;
+- ``tarragona``: the CASC "Tarragona" file, 834 x 13 continuous variables;
+- ``household``: a household survey extract, 4580 x 15 columns, all numeric
+  (the categorical quasi-identifiers are integer codes). Its
+  ``sampling_weight`` column is constant, so select the columns to audit
+  (``dataset: {reference: household, columns: [...]}``); sdcdist reads the
+  codes as numbers.
+
+When ``$SDCDIST_REFDATA`` is set, the files are read from that folder instead
+(the same file names).
 """
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, unknown_name_error
 
 __all__ = ["reference_dir", "reference_file", "REFERENCE_FILES"]
 
-REFERENCE_FILES = {"census": "census.csv", "tarragona": "tarragona.csv"}
+#: short name -> file name, in the package folder ``sdcdist/data/reference``.
+REFERENCE_FILES = {"census": "census.csv", "tarragona": "tarragona.csv",
+                   "household": "household.csv"}
 
 
 def reference_dir() -> Path:
+    """The folder the reference files are read from: ``$SDCDIST_REFDATA`` when set, else
+    the copy shipped in the package."""
     env = os.environ.get("SDCDIST_REFDATA")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
+    return Path(os.fspath(resources.files(__package__).joinpath("reference")))
 
 
 def reference_file(name: str) -> Path:
-    """Path of a reference file by short name (``"census"`` or ``"tarragona"``)."""
+    """Path of a reference file by short name.
+
+    Parameters
+    ----------
+    name : {"census", "tarragona", "household"}
+
+    Returns
+    -------
+    pathlib.Path
+        The file in ``$SDCDIST_REFDATA`` when that is set, else the shipped copy.
+
+    Raises
+    ------
+    SdcInputError
+        For an unknown name, or a file missing from ``$SDCDIST_REFDATA``.
+    """
     if name not in REFERENCE_FILES:
-        raise SdcInputError(f"Unknown reference file {name!r}. Valid names: "
-                            f"{', '.join(REFERENCE_FILES)}.")
-    path = reference_dir() / REFERENCE_FILES[name]
+        raise unknown_name_error("reference file", name, list(REFERENCE_FILES))
+    folder = reference_dir()
+    path = folder / REFERENCE_FILES[name]
     if not path.exists():
-        raise SdcInputError(f"reference file {REFERENCE_FILES[name]!r} not found in "
-                            f"{str(reference_dir())!r}; set SDCDIST_REFDATA to the folder "
-                            "holding census.csv and tarragona.csv")
+        if os.environ.get("SDCDIST_REFDATA"):
+            raise SdcInputError(f"reference file {REFERENCE_FILES[name]!r} not found in "
+                                f"{str(folder)!r} (SDCDIST_REFDATA); set SDCDIST_REFDATA to "
+                                "the folder holding it, or unset it to use the copy shipped "
+                                "with sdcdist")
+        raise SdcInputError(f"reference file {REFERENCE_FILES[name]!r} is missing from the "
+                            f"installed package ({str(folder)!r}); reinstall sdcdist, or set "
+                            "SDCDIST_REFDATA to a folder holding it")
     return path

@@ -6,9 +6,10 @@
 """
 
 from ._registry import (DEFAULT_OPTIONS, REGISTRY, MeasureContext, Metric, MetricResult,
-                        default_keysets, get_metric, register)
+                        get_metric, register)
+from .keysets import KeySets, default_keysets
 from . import infoloss, prl, ranks, risk, scores, utility  # noqa: F401  (register metrics)
 from .measure import expand_requirements, measure
 
 __all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",
-           "measure", "default_keysets", "expand_requirements", "DEFAULT_OPTIONS"]
+           "measure", "default_keysets", "KeySets", "expand_requirements", "DEFAULT_OPTIONS"]

@@ -22,6 +22,7 @@ import numpy as np
 from .. import options as _options
 from ..errors import SdcInputError, column_positions, unknown_name_error
 from ..parallel import Runner
+from .keysets import KEYSET_DEFAULTS, default_keysets
 
 __all__ = ["Metric", "MetricResult", "MeasureContext", "REGISTRY", "register",
            "get_metric", "stable_id", "DEFAULT_OPTIONS", "default_keysets"]
@@ -52,6 +53,10 @@ class Metric:
         Uses the cell's generator (tie-breaking, k-means seeds).
     options : tuple of str
         The options of :mod:`sdcdist.options` it reads (``ctx.options``).
+    keyset_default : {"prefixes", "all"}
+        For key-set metrics, what they link on when no key sets were named
+        (:data:`~sdcdist.metrics.keysets.KEYSET_DEFAULTS`); named key sets are
+        always used as given.
     """
 
     name: str
@@ -65,6 +70,7 @@ class Metric:
     same_shape: bool = True
     random: bool = False
     options: tuple[str, ...] = ()
+    keyset_default: str = "prefixes"
 
 
 @dataclass
@@ -94,20 +100,24 @@ DEFAULT_OPTIONS: dict[str, Any] = _options.defaults("metric")
 def register(name: str, *, kind: str, description: str, reference: str = "",
              keysets: bool = False, requires: Sequence[str] = (), ascending: bool = True,
              same_shape: bool = True, random: bool = False,
-             options: Sequence[str] = ()) -> Callable:
+             options: Sequence[str] = (), keyset_default: str = "prefixes") -> Callable:
     """Decorator: register ``func`` as the metric ``name``.
 
-    ``options`` names the options of :mod:`sdcdist.options` the metric reads.
+    ``options`` names the options of :mod:`sdcdist.options` the metric reads;
+    ``keyset_default`` what a key-set metric links on when no key sets are named.
     """
     if kind not in ("loss", "utility", "risk", "score"):
         raise ValueError(f"bad metric kind {kind!r}")
+    if keyset_default not in KEYSET_DEFAULTS:
+        raise ValueError(f"bad keyset_default {keyset_default!r}")
     used = _options.check_declared(options, scope="metric", owner=f"metric {name!r}")
 
     def deco(func: Callable) -> Callable:
         if name in REGISTRY:
             raise ValueError(f"metric {name!r} registered twice")
         REGISTRY[name] = Metric(name, kind, func, description, reference, keysets,
-                                tuple(requires), ascending, same_shape, random, used)
+                                tuple(requires), ascending, same_shape, random, used,
+                                keyset_default=keyset_default)
         return func
 
     return deco
@@ -125,13 +135,6 @@ def stable_id(name: str) -> int:
     return zlib.crc32(str(name).encode())
 
 
-def default_keysets(columns: Sequence[str], keys: Sequence[str] | None = None,
-                    max_size: int = 7) -> list[tuple[str, ...]]:
-    """Prefixes of sizes 1..min(7, p) of the key columns (all columns by default)."""
-    base = list(keys) if keys else list(columns)
-    return [tuple(base[:k]) for k in range(1, min(max_size, len(base)) + 1)]
-
-
 class MeasureContext:
     """Everything a metric function needs for one (original, masked) pair.
 
@@ -145,8 +148,13 @@ class MeasureContext:
     shape_original, shape_masked : tuple
     columns : sequence of str
         Column names (shared by both files).
-    keysets : sequence of tuple of str
-        Key sets for linkage metrics.
+    keysets : sequence of tuple of str, optional
+        Key sets for linkage metrics. A :class:`~sdcdist.metrics.keysets.KeySets`
+        from :func:`default_keysets` (or None: the prefixes of the columns both files
+        share) is the default, and metrics registered with
+        ``keyset_default="all"`` then link on all its key columns as one key
+        set; any other sequence is taken as named key sets, used by every
+        key-set metric.
     seed : numpy.random.SeedSequence
         The cell's seed; metric ``name`` uses the child with spawn key
         ``seed.spawn_key + (1, stable_id(name))``.
@@ -171,7 +179,13 @@ class MeasureContext:
         self.shape_masked = tuple(shape_masked)
         self.columns = tuple(columns)
         self.masked_columns = tuple(masked_columns) if masked_columns else self.columns
-        self.keysets = [tuple(k) for k in (keysets or default_keysets(self.columns))]
+        shared = [c for c in self.columns if c in set(self.masked_columns)]
+        ks = keysets if keysets else default_keysets(shared)
+        self.keysets = [tuple(k) for k in ks]
+        #: whether the key sets were named (else they are the default prefixes)
+        self.keysets_given = bool(getattr(ks, "given", True))
+        #: the key columns of the default (all of them: one key set for RR and PDL)
+        self.key_columns = tuple(getattr(ks, "columns", ())) or tuple(shared)
         self.seed = seed if seed is not None else np.random.SeedSequence(0)
         self.options = {**DEFAULT_OPTIONS, **_options.validate(options, what="options")}
         self.truth = truth
@@ -213,7 +227,15 @@ class MeasureContext:
         metric = get_metric(name)
         if metric.same_shape:
             self.require_same_shape(name)
-        if metric.keysets:
+        if metric.keysets and metric.keyset_default == "all" and not self.keysets_given:
+            # one key set of all key columns; no per-key-set detail (the cube's key set
+            # labels are the default prefixes, which this value does not belong to)
+            if not self.key_columns:
+                raise SdcInputError(f"{name} needs at least one key column; got none")
+            res = _as_result(metric.func(self, self.key_index(self.key_columns)))
+            res = MetricResult(float(res.value), None, res.excluded, res.flag,
+                               {**res.info, "keys": list(self.key_columns)})
+        elif metric.keysets:
             if not self.keysets:
                 raise SdcInputError(f"{name} needs at least one key set; got none")
             parts = [_as_result(metric.func(self, self.key_index(k))) for k in self.keysets]

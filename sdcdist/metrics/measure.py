@@ -9,7 +9,8 @@ import numpy as np
 
 from ..errors import SdcInputError, column_positions
 from ..parallel import Runner
-from ._registry import MeasureContext, MetricResult, default_keysets, get_metric
+from ._registry import MeasureContext, MetricResult, get_metric
+from .keysets import default_keysets
 
 __all__ = ["measure", "expand_requirements"]
 

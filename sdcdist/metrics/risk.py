@@ -189,17 +189,20 @@ def drl2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 @register("PDL", kind="risk", keysets=True, same_shape=False, reference="[DRS §2.1]",
           options=_LINK_OPTIONS,
+          keyset_default="all",
           description="permutation-distance linkage: each original record linked to the masked "
-                      "record(s) at minimal max rank difference; % correct")
+                      "record(s) at minimal max rank difference over all key columns (one key "
+                      "set unless key sets are named); % correct")
 def pdl(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
     return _linked_share(ctx, keys, "rank", "chebyshev", reverse=True)
 
 
 @register("RR", kind="risk", keysets=True, same_shape=False, ascending=False,
           options=_LINK_OPTIONS,
-          reference="[DRS §4, eq. 3]",
+          reference="[DRS §4, eq. 3]", keyset_default="all",
           description="rank-distance risk: mean log(1 + Euclidean rank distance of each "
-                      "original record to its nearest masked record); lower = riskier")
+                      "original record to its nearest masked record, over all key columns: "
+                      "one key set unless key sets are named); lower = riskier")
 def rr(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
     r = _link(ctx, keys, "rank", "sqeuclidean", reverse=True, keep_nearest=True)
     d = np.log1p(np.sqrt(r["nearest"]))

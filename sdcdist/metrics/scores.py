@@ -14,12 +14,11 @@ replicate means.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
 from ._registry import MeasureContext, register
 
-__all__ = ["SCORE_WEIGHTS", "weighted_score", "add_scores"]
+__all__ = ["SCORE_WEIGHTS", "weighted_score"]
 
 #: name -> weights of the metrics combined (the score is their weighted sum).
 SCORE_WEIGHTS: dict[str, Mapping[str, float]] = {
@@ -70,65 +69,3 @@ def _make(name: str) -> None:
 
 for _name in SCORE_WEIGHTS:
     _make(_name)
-
-
-def add_scores(cube: Any, names: Sequence[str] | None = None) -> Any:
-    """The cube with scores computed from its own cells added as metrics (in memory).
-
-    For cubes measured without the scores but with their parts: each score is
-    the weighted sum of its parts in every (method, param, replicate) cell.
-    Scores whose parts are missing are skipped (named ones raise), as are
-    scores the cube already has.
-
-    >>> from sdcdist.cube import example_cube
-    >>> import xarray as xr
-    >>> cube = example_cube()
-    >>> parts = xr.concat([cube["value"].sel(metric="DLD").expand_dims(metric=[k])
-    ...                    for k in ("IL", "PLD", "ID1")], "metric")
-    >>> cube = cube.drop_vars(["metric_kind", "ascending"]).reindex(
-    ...     metric=["DLD", "IL1s", "IL", "PLD", "ID1"])
-    >>> cube["value"].loc[{"metric": ["IL", "PLD", "ID1"]}] = parts
-    >>> with_score = add_scores(cube, ["Score"])   # every part is 7 here; weights sum to 1
-    >>> float(with_score.sel(method="noise", param=0.1, metric="Score")["value"][0])
-    7.0
-    """
-    import numpy as np
-    import xarray as xr
-
-    from ..cube import _as_cube
-    from ..errors import SdcInputError
-    have = [str(m) for m in cube["metric"].values]
-    wanted = list(names) if names is not None else list(SCORE_WEIGHTS)
-    new = []
-    for n in wanted:
-        if n not in SCORE_WEIGHTS:
-            raise SdcInputError(f"Unknown score {n!r}. Valid scores: "
-                                f"{', '.join(SCORE_WEIGHTS)}.")
-        missing = [k for k in SCORE_WEIGHTS[n] if k not in have]
-        if n in have:
-            continue
-        if missing:
-            if names is not None:
-                raise SdcInputError(f"the cube has no {', '.join(missing)}, which {n} is "
-                                    f"computed from; measure them (add {n} to the spec's "
-                                    "metrics)")
-            continue
-        new.append(n)
-    if not new:
-        return cube
-    v = cube["value"]
-    v = v.drop_vars([c for c in v.coords if c != "metric" and "metric" in v[c].dims])
-    extra = xr.concat([sum(w * v.sel(metric=k, drop=True)
-                           for k, w in SCORE_WEIGHTS[n].items()).expand_dims(metric=[n])
-                       for n in new], "metric")
-    extra = extra.transpose(*v.dims)
-    coords = {"metric": have + new}
-    out = cube[["value", "done"]].drop_vars(["metric_kind", "ascending"], errors="ignore")
-    out = out.reindex(coords)
-    out["value"] = xr.concat([v, extra], "metric")
-    for c, fill in (("metric_kind", "score"), ("ascending", 1)):
-        if c in cube.coords:
-            vals = list(np.asarray(cube[c].values)) + [fill] * len(new)
-            out = out.assign_coords({c: ("metric", np.asarray(
-                vals, dtype=cube[c].dtype if c == "ascending" else object))})
-    return _as_cube(out)
