@@ -192,18 +192,19 @@ def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
 
     ``d``, ``m``, ``p``, ``r`` index the dataset, method, parameter and replicate.
     """
-    import zarr
-
     g = _group(store) if isinstance(store, str) else store
-    # every chunk of a done cell is stored, even an all-NaN one, so that a missing chunk
-    # is detectable as corruption (integrity.check_cube_cells) instead of reading as NaN
-    with zarr.config.set({"array.write_empty_chunks": True}):
-        g["value"][d, m, p, :, r] = values
-        ks = np.asarray(keyset_values)
-        g["keyset_value"][d, m, p, :, r, :ks.shape[1]] = ks
-        g["excluded"][d, m, p, :, r] = excluded
-        g["flag"][d, m, p, :, r] = flags
-        g["done"][d, m, p, r] = 1
+
+    def arr(name: str) -> Any:
+        # every chunk of a done cell is stored, even an all-NaN one, so that a missing
+        # chunk is detected as corruption (integrity.check_cube_cells), never read as NaN
+        return g[name].with_config({"write_empty_chunks": True})
+
+    arr("value")[d, m, p, :, r] = values
+    ks = np.asarray(keyset_values)
+    arr("keyset_value")[d, m, p, :, r, :ks.shape[1]] = ks
+    arr("excluded")[d, m, p, :, r] = excluded
+    arr("flag")[d, m, p, :, r] = flags
+    arr("done")[d, m, p, r] = 1
 
 
 def done_cells(store: str) -> np.ndarray:
