@@ -83,6 +83,17 @@ def test_extra_field_in_a_selected_columns_read_and_gz(tmp_path):
         load_microdata(gz, columns=["A", "B"])
 
 
+@pytest.mark.parametrize("text,line", [
+    ('"A","B","C"\n1,2,3\n"4,5",6,7\n8,9,1,2\n', 4),     # quoted file: the csv module
+    ("A,B,C\r\n1,2,3\r\n\r\n4,5\r\n7,8,9\r\n", 4),        # CRLF, blank line kept counted
+    ("A,B,C\n" + "1,2,3\n" * 300_000 + "1,2,3,4", 300_002),  # past a scan block, no final EOL
+])
+def test_bad_line_numbers_in_quoted_crlf_and_long_files(tmp_path, text, line):
+    src = _csv(tmp_path / "x.csv", text)
+    with pytest.raises(SdcInputError, match=f"line {line} has"):
+        load_microdata(src)
+
+
 def test_quoted_delimiters_blank_lines_and_multiline_fields_still_read(tmp_path):
     src = _csv(tmp_path / "x.csv", 'A,B,"C"\n' + _good_rows(3) + "\n" + '"7","8000","9"\n'
                + _good_rows(2))
@@ -177,6 +188,12 @@ def test_missing_dataset_chunk_is_corruption_not_nan(store, small):
         sa[20:40]
     rep = verify_store(store)
     assert not rep.ok and any("2.0 of 'values' are missing" in p for p in rep.problems)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))            # mask wrote NaN with exit 0
+    proc = subprocess.run([sys.executable, "-m", "sdcdist.cli", "mask", str(store), "-m",
+                           "noise", "-p", "0.1", "-o", str(store.parent / "m.csv")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and "chunk(s) 2.0" in proc.stderr, proc.stderr
+    assert not (store.parent / "m.csv").exists()
 
 
 def test_ingested_store_is_sealed_and_verifiable(tmp_path):
