@@ -24,7 +24,8 @@ import zarr
 
 from sdcdist.audit import parse_spec, run_audit
 from sdcdist.cube import CONVENTIONS, create_cube, open_cube, set_attrs, write_cell
-from sdcdist.data import StoredArray, from_array, ingest, load_microdata, write_microdata
+from sdcdist.data import (StoredArray, from_array, ingest, load_microdata, open_microdata,
+                          write_microdata)
 from sdcdist.data.io import remove_stale_temps
 from sdcdist.data.synth import write_synthetic
 from sdcdist.errors import SdcInputError
@@ -186,6 +187,10 @@ def test_missing_dataset_chunk_is_corruption_not_nan(store, small):
     np.testing.assert_array_equal(sa[0:16], small[0:16])      # untouched chunks still read
     with pytest.raises(MissingChunkError, match=str(store.name)):
         sa[20:40]
+    da = open_microdata(store)                                 # lazy reads check too
+    np.testing.assert_array_equal(da[:16].values, small[:16])
+    with pytest.raises(MissingChunkError, match=r"chunk\(s\) 2\.0"):
+        da.values
     rep = verify_store(store)
     assert not rep.ok and any("2.0 of 'values' are missing" in p for p in rep.problems)
     env = dict(os.environ, PYTHONPATH=str(ROOT))            # mask wrote NaN with exit 0

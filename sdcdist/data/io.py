@@ -709,6 +709,12 @@ class StoredArray:
     def __len__(self) -> int:
         return self.shape[0]
 
+    dtype = np.dtype(np.float64)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
 
 def open_microdata(store_or_url: str | os.PathLike) -> Any:
     """Open a store lazily as a Dask-backed :class:`xarray.DataArray`.
@@ -716,12 +722,20 @@ def open_microdata(store_or_url: str | os.PathLike) -> Any:
     Dims ``(record, variable)``, coordinate ``variable`` = column names; the
     group attributes (roles, fingerprint, ...) are in ``.attrs``.
     """
+    import dask.array as dsa
     import xarray as xr
+    from dask.base import tokenize
 
     url = str(store_or_url)
     group = _store_group(url)
-    ds = xr.open_zarr(url, consolidated=False)
-    da = ds["values"].assign_coords(variable=list(group.attrs["columns"]))
+    arr = group["values"]
+    # chunks are read through StoredArray: checksums, missing chunks (no NaN fill)
+    data = dsa.from_array(StoredArray(url), chunks=tuple(arr.chunks), asarray=False,
+                          fancy=False, lock=False, meta=np.empty((0, 0), dtype=np.float64),
+                          name="values-" + tokenize(url, group.attrs.get("integrity"),
+                                                    group.attrs.get("sha256")))
+    da = xr.DataArray(data, dims=("record", "variable"), name="values",
+                      coords={"variable": list(group.attrs["columns"])})
     da.attrs.update(dict(group.attrs))
     return da
 
