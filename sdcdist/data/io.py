@@ -487,6 +487,13 @@ class _CleanOnSigterm:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
             _remove(self.path)
+        if exc_type is _Terminated:
+            # a write already handed to Zarr's I/O thread may still land: remove it again
+            for _ in range(5):
+                time.sleep(0.05)
+                if not os.path.lexists(self.path):
+                    break
+                _remove(self.path)
         if self.installed:
             signal.signal(signal.SIGTERM, self.previous if self.previous is not None
                           else signal.SIG_DFL)
