@@ -212,6 +212,9 @@ def test_ingested_store_is_sealed_and_verifiable(tmp_path):
     other = _csv(tmp_path / "y.csv", "A,B,C\n" + _good_rows(51))
     assert any("not the one this store was ingested from" in p
                for p in verify_store(out, source=other).problems)
+    with pytest.raises(SdcInputError, match="cannot read the source file"):
+        verify_store(out, source=tmp_path / "gone.csv")
+    assert "fingerprint: matches" in "\n".join(rep.lines())
 
 
 def test_tampered_metadata_and_record_count_are_detected(store):
