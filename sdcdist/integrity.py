@@ -221,8 +221,10 @@ def attrs_digest(attrs: Mapping[str, Any]) -> str:
 
 def array_layout(array: Any) -> dict[str, Any]:
     """Shape, chunk shape, dtype and codecs of a Zarr array (what the manifest pins)."""
+    dims = getattr(array.metadata, "dimension_names", None)
     return {"shape": [int(i) for i in array.shape], "chunks": [int(i) for i in array.chunks],
-            "dtype": str(array.dtype),
+            "dtype": str(array.dtype), "fill_value": str(array.fill_value),
+            "dimension_names": [str(d) for d in dims] if dims else None,
             "codecs": [type(c).__name__ for c in getattr(array, "compressors", ())]}
 
 
@@ -230,13 +232,17 @@ def seal(group: Any, *, values_sha256: str | None = None, **extra: Any) -> dict[
     """Write the manifest of a group (after its attributes and arrays are final).
 
     For a dataset (an array ``values``) it pins the layout, the record count
-    and ``values_sha256`` (see :class:`ValuesDigest`); for every store the
-    SHA-256 of the other attributes.
+    and ``values_sha256`` (see :class:`ValuesDigest`); for other groups (cubes)
+    the layout of every array (kept from ``extra["arrays"]`` when resealing
+    after an attribute update); for every store the SHA-256 of the other
+    attributes.
     """
     manifest: dict[str, Any] = {"version": MANIFEST_VERSION, **extra}
     if "values" in group:
         arr = group["values"]
         manifest["values"] = {**array_layout(arr), "sha256": values_sha256}
+    elif "arrays" not in manifest:
+        manifest["arrays"] = {name: array_layout(a) for name, a in sorted(group.arrays())}
     manifest["attrs_sha256"] = attrs_digest(dict(group.attrs))
     group.attrs[INTEGRITY_ATTR] = manifest
     return manifest
@@ -263,6 +269,17 @@ def check_metadata(group: Any, store: str) -> list[str]:
         n = attrs.get("n_records")
         if n is not None and int(n) != int(arr.shape[0]):
             problems.append("its record count disagrees with the array's length")
+    if isinstance(manifest.get("arrays"), Mapping):
+        present = dict(group.arrays())
+        for name, want in sorted(manifest["arrays"].items()):
+            if name not in present:
+                problems.append(f"the array {name!r} is missing (its zarr.json was removed)")
+                continue
+            have = array_layout(present[name])
+            changed = [k for k in want if want[k] != have.get(k)]
+            if changed:
+                problems.append(f"the {', '.join(changed)} of the array {name!r} is not the "
+                                "one written (array metadata changed)")
     return problems
 
 

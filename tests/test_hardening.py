@@ -297,6 +297,14 @@ def test_unmarked_cell_is_reported_and_cube_attrs_are_checksummed(tmp_path):
     meta.write_text(json.dumps(doc))
     with pytest.raises(CorruptStoreError):
         open_cube(out2)
+    out3 = _audit_cube(tmp_path / "c")                         # an array's zarr.json
+    meta = out3 / "flag" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc["fill_value"] = 1
+    meta.write_text(json.dumps(doc))
+    with pytest.raises(CorruptStoreError, match="fill_value of the array 'flag'"):
+        open_cube(out3)
+    assert any("'flag'" in p for p in verify_store(out3).problems)
 
 
 def test_verify_store_refuses_what_is_not_a_store(tmp_path):
