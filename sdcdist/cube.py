@@ -16,7 +16,9 @@ Dimensions ``dataset``, ``method``, ``param``, ``metric``, ``replicate`` and
     Terms left out of an average (zero denominators); -1 where not measured.
 ``flag`` (dataset, method, param, metric, replicate), int8
     1 when an approximation or restriction was used (sparse assignment,
-    blocking), 0 for the exact computation, -1 where not measured.
+    blocking), 0 for the exact computation, -1 where not measured. For PS
+    and PS2, 1 when the fit did not converge or separated the files
+    completely (U = 0.25 is then a supremum; see ``CONVENTIONS["flag"]``).
 ``done`` (dataset, method, param, replicate), int8
     1 once the cell's values are all written (what a resumed audit skips).
 Coordinates: ``param_name`` (method) says what the parameter means;
@@ -74,6 +76,9 @@ CONVENTIONS = {
     "RR": "(1/n) sum log(1 + d), not (1/n) log sum d",
     "PRL": "l method on g(v) = sign(v) log(1 + |v|); t = 0.05; P(M) starts at "
            "min(nA, nB)/(nA nB)",
+    "flag": "1 = an approximation or restriction (sparse assignment, blocking); for PS/PS2 "
+            "1 = the fit did not converge, or separated the files completely (U = 0.25 is "
+            "then the supremum, the masking is fully distinguishable)",
     "seeds": "SeedSequence(spec seed, spawn_key=(crc32(dataset), crc32(method), "
              "crc32(repr(param)), replicate)); metrics spawn (…, 1, crc32(metric))",
 }
@@ -113,6 +118,11 @@ def open_cube(url: str, *, squeeze: bool = True) -> Cube:
     if "value" not in ds or "done" not in ds:
         raise SdcInputError(f"{str(url)!r} is a Zarr store but not an sdcdist cube")
     integrity.verify_group(str(url))  # small: a corrupted chunk is reported here
+    group = _group(str(url), "r")
+    problems = integrity.check_metadata(group, str(url))
+    if problems:
+        raise integrity.metadata_error(str(url), problems)
+    integrity.check_cube_cells(group, str(url))   # a done cell's lost chunk is not NaN
     if squeeze and "dataset" in ds.dims and ds.sizes["dataset"] == 1:
         ds = ds.isel(dataset=0)
     return _as_cube(ds)
@@ -167,6 +177,7 @@ def create_cube(store: str, *, methods: Sequence[str], param_names: Sequence[str
     for name in ds.variables:  # every array, coordinates too, is checksummed
         encoding.setdefault(name, {})["compressors"] = integrity.compressors()
     ds.to_zarr(store, mode="w-", encoding=encoding, consolidated=False)
+    integrity.seal(_group(store), cells="complete")
 
 
 def _strings(items: Sequence[str]) -> np.ndarray:
@@ -187,12 +198,18 @@ def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
     ``d``, ``m``, ``p``, ``r`` index the dataset, method, parameter and replicate.
     """
     g = _group(store) if isinstance(store, str) else store
-    g["value"][d, m, p, :, r] = values
+
+    def arr(name: str) -> Any:
+        # every chunk of a done cell is stored, even an all-NaN one, so that a missing
+        # chunk is detected as corruption (integrity.check_cube_cells), never read as NaN
+        return g[name].with_config({"write_empty_chunks": True})
+
+    arr("value")[d, m, p, :, r] = values
     ks = np.asarray(keyset_values)
-    g["keyset_value"][d, m, p, :, r, :ks.shape[1]] = ks
-    g["excluded"][d, m, p, :, r] = excluded
-    g["flag"][d, m, p, :, r] = flags
-    g["done"][d, m, p, r] = 1
+    arr("keyset_value")[d, m, p, :, r, :ks.shape[1]] = ks
+    arr("excluded")[d, m, p, :, r] = excluded
+    arr("flag")[d, m, p, :, r] = flags
+    arr("done")[d, m, p, r] = 1
 
 
 def done_cells(store: str) -> np.ndarray:
@@ -204,6 +221,10 @@ def set_attrs(store: str, **attrs: Any) -> None:
     g = _group(store)
     g.attrs.update({k: (json.dumps(v, sort_keys=True) if not isinstance(v, str) else v)
                     for k, v in attrs.items()})
+    manifest = g.attrs.get(integrity.INTEGRITY_ATTR)
+    if isinstance(manifest, Mapping):          # keep the metadata checksum current
+        integrity.seal(g, **{k: v for k, v in manifest.items()
+                             if k not in ("version", "attrs_sha256", "values")})
 
 
 # ---------------------------------------------------------------------------

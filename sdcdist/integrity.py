@@ -5,22 +5,52 @@ followed by a CRC-32C checksum of the compressed bytes (the Zarr 3
 ``crc32c`` codec). Reading a chunk whose bytes changed on disk or in transit
 then fails inside Zarr; :func:`read` turns that failure into a
 :class:`CorruptChunkError` naming the store, the array and the chunk(s).
+
+A chunk that is missing altogether would read as the fill value (NaN), so
+reads of complete arrays (``read(..., complete=True)``: datasets) check that
+every chunk they touched exists, and :func:`open_cube <sdcdist.cube.open_cube>`
+checks the chunks of every done cell. Each store also carries a manifest in
+its ``integrity`` attribute (:func:`seal`): the SHA-256 of the other
+attributes (the metadata), the layout of its arrays and, for datasets, the
+SHA-256 of the values (record order, float64 bytes).
+:func:`verify_store` checks all of it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from .errors import SdcInputError
 
-__all__ = ["CorruptChunkError", "compressors", "read", "verify_group", "is_checksum_error"]
+__all__ = ["CorruptChunkError", "MissingChunkError", "CorruptStoreError", "compressors", "read",
+           "verify_group", "is_checksum_error", "seal", "check_metadata", "missing_chunks",
+           "ValuesDigest", "VerifyReport", "verify_store", "INTEGRITY_ATTR"]
+
+#: The group attribute holding the manifest written by :func:`seal`.
+INTEGRITY_ATTR = "integrity"
+MANIFEST_VERSION = 1
 
 _CHECKSUM_MESSAGE = "checksum do not match"
 
 
 class CorruptChunkError(SdcInputError):
     """A stored chunk failed its checksum: the store is damaged, not the user's input."""
+
+
+class MissingChunkError(CorruptChunkError):
+    """A chunk of written data is missing from the store (it would read as fill values)."""
+
+
+class CorruptStoreError(SdcInputError):
+    """A store's metadata, record count or fingerprint disagrees with its manifest."""
 
 
 def compressors() -> tuple[Any, ...]:
@@ -84,16 +114,77 @@ def corruption_error(store: str, name: str, chunks: list[tuple[int, ...]]) -> Co
         "rerun the audit with --overwrite).")
 
 
-def read(array: Any, key: Any = slice(None), *, store: str = "", name: str | None = None) -> Any:
-    """``array[key]``, with a checksum failure reported as :class:`CorruptChunkError`."""
+def _chunk_text(chunks: list[tuple[int, ...]]) -> str:
+    where = ", ".join(".".join(str(i) for i in pos) for pos in chunks[:10])
+    return where + (f" and {len(chunks) - 10} more" if len(chunks) > 10 else "")
+
+
+def missing_error(store: str, name: str, chunks: list[tuple[int, ...]],
+                  what: str = "") -> MissingChunkError:
+    return MissingChunkError(
+        f"{store!r} is corrupted: chunk(s) {_chunk_text(chunks)} of the array {name!r} "
+        f"{what or 'are missing'} (deleted, or never copied). Nothing was read from them "
+        "(they would read as empty values); restore the store from a copy, or recreate it "
+        "(sdcdist ingest / rerun the audit with --overwrite).")
+
+
+def _chunk_key(array: Any, pos: tuple[int, ...]) -> str:
+    return array.metadata.encode_chunk_key(tuple(pos))
+
+
+def stored_chunk_keys(array: Any) -> set[str]:
+    """The chunk keys (``c/0/1``...) of ``array`` present in its store (one listing)."""
+    from zarr.core.sync import sync
+
+    sp = array.store_path
+    prefix = sp.path + "/" if sp.path else ""
+
+    async def _list() -> list[str]:
+        return [k async for k in sp.store.list_prefix(prefix)]
+
+    return {k[len(prefix):] for k in sync(_list())}
+
+
+def missing_chunks(array: Any, positions: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Those of the chunk grid ``positions`` that have no object in the store."""
+    import asyncio
+
+    from zarr.core.sync import sync
+
+    if not positions:
+        return []
+    sp = array.store_path
+    prefix = sp.path + "/" if sp.path else ""
+    keys = [prefix + _chunk_key(array, pos) for pos in positions]
+
+    async def _exists() -> list[bool]:
+        return list(await asyncio.gather(*(sp.store.exists(k) for k in keys)))
+
+    return [pos for pos, ok in zip(positions, sync(_exists())) if not ok]
+
+
+def read(array: Any, key: Any = slice(None), *, store: str = "", name: str | None = None,
+         complete: bool = False) -> Any:
+    """``array[key]``, with a checksum failure reported as :class:`CorruptChunkError`.
+
+    With ``complete`` (arrays whose every chunk was written, e.g. a dataset's
+    ``values``) a result containing NaN (what a missing chunk reads as) makes
+    the touched chunks be looked up; a missing one raises
+    :class:`MissingChunkError` naming the store, the array and the chunk.
+    """
+    name = name or str(getattr(array, "path", "") or getattr(array, "name", "?"))
     try:
-        return array[key]
+        out = array[key]
     except Exception as exc:
         if not is_checksum_error(exc):
             raise
-        name = name or str(getattr(array, "path", "") or getattr(array, "name", "?"))
         bad = _bad_chunks(array, _chunk_ranges(tuple(array.shape), tuple(array.chunks), key))
         raise corruption_error(store, name, bad or [("?",)]) from None
+    if complete and np.issubdtype(np.asarray(out).dtype, np.floating) and np.isnan(out).any():
+        gone = missing_chunks(array, _chunk_ranges(tuple(array.shape), tuple(array.chunks), key))
+        if gone:
+            raise missing_error(store, name, gone)
+    return out
 
 
 def verify_group(store: str) -> None:
@@ -102,3 +193,378 @@ def verify_group(store: str) -> None:
     group = zarr.open_group(store, mode="r")
     for name, array in sorted(group.arrays()):
         read(array, store=store, name=name)
+
+
+# ---------------------------------------------------------------------------
+# manifests: metadata checksum, layout, record count, values fingerprint
+
+
+class ValuesDigest:
+    """SHA-256 of a float64 (n, m) array fed in record order, block by block."""
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+
+    def update(self, block: np.ndarray) -> None:
+        self._h.update(np.ascontiguousarray(block, dtype=np.float64).tobytes())
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def attrs_digest(attrs: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of a group's attributes, the manifest left out."""
+    rest = {k: v for k, v in attrs.items() if k != INTEGRITY_ATTR}
+    text = json.dumps(rest, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def array_layout(array: Any) -> dict[str, Any]:
+    """Shape, chunk shape, dtype and codecs of a Zarr array (what the manifest pins)."""
+    dims = getattr(array.metadata, "dimension_names", None)
+    return {"shape": [int(i) for i in array.shape], "chunks": [int(i) for i in array.chunks],
+            "dtype": str(array.dtype), "fill_value": str(array.fill_value),
+            "dimension_names": [str(d) for d in dims] if dims else None,
+            "codecs": [type(c).__name__ for c in getattr(array, "compressors", ())]}
+
+
+def seal(group: Any, *, values_sha256: str | None = None, **extra: Any) -> dict[str, Any]:
+    """Write the manifest of a group (after its attributes and arrays are final).
+
+    For a dataset (an array ``values``) it pins the layout, the record count
+    and ``values_sha256`` (see :class:`ValuesDigest`); for other groups (cubes)
+    the layout of every array (kept from ``extra["arrays"]`` when resealing
+    after an attribute update); for every store the SHA-256 of the other
+    attributes.
+    """
+    manifest: dict[str, Any] = {"version": MANIFEST_VERSION, **extra}
+    if "values" in group:
+        arr = group["values"]
+        manifest["values"] = {**array_layout(arr), "sha256": values_sha256}
+    elif "arrays" not in manifest:
+        manifest["arrays"] = {name: array_layout(a) for name, a in sorted(group.arrays())}
+    manifest["attrs_sha256"] = attrs_digest(dict(group.attrs))
+    group.attrs[INTEGRITY_ATTR] = manifest
+    return manifest
+
+
+def check_metadata(group: Any, store: str) -> list[str]:
+    """Problems of a group's metadata against its manifest (empty when fine or unsealed)."""
+    attrs = dict(group.attrs)
+    manifest = attrs.get(INTEGRITY_ATTR)
+    if not isinstance(manifest, Mapping):
+        return []
+    problems = []
+    if manifest.get("attrs_sha256") != attrs_digest(attrs):
+        problems.append("its attributes (zarr.json) changed after it was written (checksum "
+                        "mismatch)")
+    if "values" in manifest and "values" in group:
+        arr = group["values"]
+        want = {k: v for k, v in manifest["values"].items() if k != "sha256"}
+        have = array_layout(arr)
+        for k in want:
+            if want[k] != have.get(k):
+                problems.append(f"the {k} of the array 'values' is not the one written "
+                                "(array metadata changed)")
+        n = attrs.get("n_records")
+        if n is not None and int(n) != int(arr.shape[0]):
+            problems.append("its record count disagrees with the array's length")
+    if isinstance(manifest.get("arrays"), Mapping):
+        present = dict(group.arrays())
+        for name, want in sorted(manifest["arrays"].items()):
+            if name not in present:
+                problems.append(f"the array {name!r} is missing (its zarr.json was removed)")
+                continue
+            have = array_layout(present[name])
+            changed = [k for k in want if want[k] != have.get(k)]
+            if changed:
+                problems.append(f"the {', '.join(changed)} of the array {name!r} is not the "
+                                "one written (array metadata changed)")
+    return problems
+
+
+def metadata_error(store: str, problems: list[str]) -> CorruptStoreError:
+    return CorruptStoreError(
+        f"{store!r} is corrupted: {'; '.join(problems)}. Restore the store from a copy, or "
+        "recreate it (sdcdist ingest / rerun the audit with --overwrite).")
+
+
+# ---------------------------------------------------------------------------
+# verify
+
+
+@dataclass
+class VerifyReport:
+    """What :func:`verify_store` found.
+
+    Attributes
+    ----------
+    store : str
+    kind : {"dataset", "cube", "calibration", "zarr"}
+    ok : bool
+        No problem found.
+    problems : list of str
+        One line each (store parts and chunk indices, never values).
+    checked : dict
+        Counts of what was checked (arrays, chunks, records, done cells...).
+    sealed : bool
+        Whether the store has a manifest (stores written by older versions
+        have none: only their chunk checksums and presence can be checked).
+    """
+
+    store: str
+    kind: str
+    problems: list[str] = field(default_factory=list)
+    checked: dict[str, Any] = field(default_factory=dict)
+    sealed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def raise_if_bad(self) -> None:
+        """Raise :class:`CorruptStoreError` listing the problems, if any."""
+        if self.problems:
+            raise CorruptStoreError(f"{self.store!r} failed verification: "
+                                    + "; ".join(self.problems))
+
+    def lines(self) -> list[str]:
+        """Human-readable summary, one fact per line."""
+        head = f"{self.store}: {self.kind}, " + ("OK" if self.ok else
+                                                   f"{len(self.problems)} problem(s)")
+        facts = [f"  {k}: {v}" for k, v in self.checked.items()]
+        if not self.sealed:
+            facts.append("  no manifest (written by an older sdcdist): metadata and "
+                         "fingerprint not checked")
+        return [head] + facts + [f"  problem: {p}" for p in self.problems]
+
+
+def _all_positions(array: Any) -> list[tuple[int, ...]]:
+    grid = [max(1, -(-n // c)) if n else 0 for n, c in zip(array.shape, array.chunks)]
+    return list(itertools.product(*(range(g) for g in grid)))
+
+
+def _check_chunks(array: Any, store: str, name: str, report: VerifyReport,
+                  required: list[tuple[int, ...]] | None,
+                  digest: ValuesDigest | None = None) -> bool:
+    """Checksum every stored chunk of ``array``; report missing ``required`` ones.
+
+    With ``digest`` (a 2-D array chunked along rows only) the chunks are fed to it in
+    record order; returns whether the digest saw every chunk.
+    """
+    positions = _all_positions(array)
+    present = stored_chunk_keys(array)
+    bad = []
+    complete = True
+    for pos in positions:
+        if _chunk_key(array, pos) not in present:
+            complete = False
+            continue
+        region = tuple(slice(i * c, min((i + 1) * c, n))
+                       for i, c, n in zip(pos, array.chunks, array.shape))
+        try:
+            data = array[region]
+        except Exception as exc:
+            if is_checksum_error(exc):
+                bad.append(pos)
+                complete = False
+                continue
+            raise
+        if digest is not None and complete:
+            digest.update(data)
+    report.checked["chunks"] = report.checked.get("chunks", 0) + len(present)
+    if bad:
+        report.problems.append(f"chunk(s) {_chunk_text(bad)} of {name!r} failed the CRC-32C "
+                               "checksum")
+    if required:
+        gone = [pos for pos in required if _chunk_key(array, pos) not in present]
+        if gone:
+            report.problems.append(f"chunk(s) {_chunk_text(gone)} of {name!r} are missing")
+    return complete
+
+
+def _verify_dataset(group: Any, store: str, report: VerifyReport,
+                    source: str | os.PathLike | None) -> None:
+    arr = group["values"]
+    attrs = dict(group.attrs)
+    manifest = attrs.get(INTEGRITY_ATTR)
+    report.sealed = isinstance(manifest, Mapping)
+    report.problems += check_metadata(group, store)
+    want = manifest.get("values", {}).get("sha256") if report.sealed else None
+    by_rows = arr.ndim == 2 and int(arr.chunks[1]) >= int(arr.shape[1])
+    digest = ValuesDigest() if want and by_rows else None
+    seen_all = _check_chunks(arr, store, "values", report, _all_positions(arr), digest)
+    report.checked["records"] = int(arr.shape[0])
+    report.checked["variables"] = int(arr.shape[1]) if arr.ndim > 1 else 1
+    n = attrs.get("n_records")
+    if n is not None and int(n) != int(arr.shape[0]):
+        if not any("record count" in p for p in report.problems):
+            report.problems.append("its record count disagrees with the array's length")
+    columns = attrs.get("columns")
+    if columns is not None and arr.ndim == 2 and len(columns) != arr.shape[1]:
+        report.problems.append("the number of column names disagrees with the array's width")
+    if report.problems:
+        return
+    if want:
+        if digest is None or not seen_all:       # chunked across columns: a second pass
+            digest = ValuesDigest()
+            rows = max(1, int(arr.chunks[0]))
+            for start in range(0, int(arr.shape[0]), rows):
+                digest.update(read(arr, slice(start, start + rows), store=store,
+                                   name="values", complete=True))
+        same = digest.hexdigest() == want
+        if not same:
+            report.problems.append("the values' fingerprint (SHA-256) differs from the one "
+                                   "recorded when the store was written")
+        report.checked["fingerprint"] = "matches" if same else "differs"
+    if source is not None:
+        h = hashlib.sha256()
+        try:
+            with open(source, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except OSError as exc:
+            raise SdcInputError(f"cannot read the source file "
+                                f"{os.path.basename(str(source))!r} ({type(exc).__name__}); "
+                                "check the path") from None
+        if attrs.get("sha256") != h.hexdigest():
+            report.problems.append(f"the source file {os.path.basename(str(source))!r} is not "
+                                   "the one this store was ingested from (SHA-256 differs)")
+        else:
+            report.checked["source"] = "sha256 matches"
+
+
+def _sealed_cube(group: Any) -> bool:
+    manifest = dict(group.attrs).get(INTEGRITY_ATTR)
+    return isinstance(manifest, Mapping) and manifest.get("cells") == "complete"
+
+
+def _cell_pos(array: Any, cell: tuple[int, ...]) -> tuple[int, ...]:
+    d, m, p, r = cell
+    return (d, m, p, 0, r) + ((0,) * (array.ndim - 5))
+
+
+def _required_chunks(group: Any, cells: list[tuple[int, ...]]) -> dict[str, list]:
+    """Chunk positions that must exist in a cube sealed with ``cells: "complete"``.
+
+    ``value`` and ``keyset_value`` of every done cell (:func:`~sdcdist.cube.write_cell`
+    stores them even when all NaN; nothing else writes them), and every chunk of
+    ``flag`` and ``excluded`` (written in full, as -1, when the cube is created).
+    Older cubes carry no such promise: nothing is required.
+    """
+    if not _sealed_cube(group):
+        return {}
+    out: dict[str, list] = {}
+    for name in ("value", "keyset_value"):
+        if name in group:
+            out[name] = [_cell_pos(group[name], c) for c in cells]
+    for name in ("flag", "excluded"):
+        if name in group:
+            out[name] = _all_positions(group[name])
+    return out
+
+
+def _unmarked_cells(group: Any, done: np.ndarray) -> list[tuple[int, ...]]:
+    """Cells of a sealed cube with stored values but not marked done.
+
+    A kill between a cell's values and its done mark, or a done mark reset by
+    hand (to recompute the cell), or a lost ``done`` chunk: a resumed audit
+    recomputes such cells, so they are reported, not refused.
+    """
+    if not _sealed_cube(group) or "value" not in group:
+        return []
+    value = group["value"]
+    present = stored_chunk_keys(value)
+    return [tuple(int(i) for i in pos) for pos in np.argwhere(done != 1)
+            if _chunk_key(value, _cell_pos(value, tuple(int(i) for i in pos))) in present]
+
+
+def _verify_cube(group: Any, store: str, report: VerifyReport) -> None:
+    report.sealed = isinstance(dict(group.attrs).get(INTEGRITY_ATTR), Mapping)
+    report.problems += check_metadata(group, store)
+    done_arr = group["done"]
+    done = np.asarray(read(done_arr, store=store, name="done"))
+    cells = [tuple(int(i) for i in c) for c in np.argwhere(done == 1)]
+    report.checked["done cells"] = len(cells)
+    report.checked["cells"] = int(done.size)
+    required = _required_chunks(group, cells)
+    for name, array in sorted(group.arrays()):
+        _check_chunks(array, store, name, report, required.get(name))
+    unmarked = _unmarked_cells(group, done)
+    if unmarked:          # a resumed audit recomputes them; not damage by itself
+        report.checked["cells written but not marked done"] = len(unmarked)
+
+
+def check_cube_cells(group: Any, store: str) -> None:
+    """Raise :class:`MissingChunkError` if a done cell of a cube lost a chunk."""
+    done_arr = group["done"]
+    done = np.asarray(read(done_arr, store=store, name="done"))
+    cells = [tuple(int(i) for i in c) for c in np.argwhere(done == 1)]
+    for name, positions in _required_chunks(group, cells).items():
+        array = group[name]
+        present = stored_chunk_keys(array)
+        gone = [pos for pos in positions if _chunk_key(array, pos) not in present]
+        if gone:
+            raise missing_error(store, name, gone)
+
+
+def verify_store(path: str | os.PathLike, *,
+                 source: str | os.PathLike | None = None) -> VerifyReport:
+    """Check a dataset store or a result cube completely; never raises for damage.
+
+    Dataset stores (an array ``values``): every chunk present and passing its
+    CRC-32C checksum, the metadata against the manifest (attributes checksum,
+    shape, chunks, codecs), the record count, and the values' SHA-256
+    fingerprint recorded at write time; with ``source``, also that the file
+    hashes to the SHA-256 recorded at ingest. Cubes (``value`` and ``done``):
+    every stored chunk's checksum, the attributes checksum, and that every
+    done cell has all its chunks. Other Zarr groups (calibration cubes):
+    every stored chunk's checksum.
+
+    Parameters
+    ----------
+    path : path or URL
+        The store.
+    source : path, optional
+        The CSV/Parquet file a dataset store was ingested from.
+
+    Returns
+    -------
+    VerifyReport
+        ``report.ok``, ``report.problems`` (one line each, no values),
+        ``report.lines()`` for printing; ``report.raise_if_bad()``.
+
+    Raises
+    ------
+    SdcInputError
+        ``path`` is not a Zarr group, or ``source`` is given for a cube.
+    """
+    import zarr
+
+    store = str(path)
+    try:
+        group = zarr.open_group(store, mode="r")
+    except Exception:
+        raise SdcInputError(f"{store!r} is not a Zarr store; give the path of a dataset "
+                            "store (sdcdist ingest) or a cube (sdcdist audit)") from None
+    if "values" in group:
+        report = VerifyReport(store, "dataset")
+        _verify_dataset(group, store, report, source)
+        return report
+    if source is not None:
+        raise SdcInputError("The 'source' parameter of verify_store applies to dataset "
+                            f"stores only; {store!r} is not one.")
+    if "value" in group and "done" in group:
+        report = VerifyReport(store, "cube")
+        _verify_cube(group, store, report)
+        return report
+    kind = "calibration" if "calibrated_param" in group else "zarr"
+    report = VerifyReport(store, kind)
+    report.sealed = isinstance(dict(group.attrs).get(INTEGRITY_ATTR), Mapping)
+    report.problems += check_metadata(group, store)
+    arrays = sorted(group.arrays())
+    if not arrays:
+        raise SdcInputError(f"{store!r} holds no arrays; it is not an sdcdist store")
+    for name, array in arrays:
+        _check_chunks(array, store, name, report, None)
+    return report

@@ -27,7 +27,9 @@ from typing import Any
 __all__ = ["LoopbackCluster", "cube_fingerprints"]
 
 
-def cube_fingerprints(path: str | os.PathLike) -> dict[str, str]:
+def cube_fingerprints(path: str | os.PathLike, *,
+                      variables: tuple[str, ...] = ("value", "keyset_value", "excluded", "flag")
+                      ) -> dict[str, str]:
     """SHA-256 per metric of a cube's ``value``, ``keyset_value``, ``excluded`` and ``flag``.
 
     Each hash covers, for the metric's slice of each of the four arrays in that
@@ -38,6 +40,8 @@ def cube_fingerprints(path: str | os.PathLike) -> dict[str, str]:
     Parameters
     ----------
     path : path of a Zarr cube
+    variables : tuple of str
+        The arrays hashed, in this order (default: all four).
 
     Returns
     -------
@@ -52,7 +56,7 @@ def cube_fingerprints(path: str | os.PathLike) -> dict[str, str]:
     out = {}
     for i, m in enumerate(str(m) for m in ds["metric"].values):
         h = hashlib.sha256()
-        for var in ("value", "keyset_value", "excluded", "flag"):
+        for var in variables:
             a = np.ascontiguousarray(ds[var].isel(metric=i).values)
             h.update(var.encode())
             h.update(str(a.shape).encode())

@@ -4,7 +4,11 @@
 the per-metric SHA-256 (:func:`sdcdist.testing.cube_fingerprints`) of the cube
 its audit produced before the code was reorganised. ``RR`` and ``PDL`` are left
 out: they changed on purpose when they started linking on all key columns
-(CATALOG). Every other metric must come out identical.
+(CATALOG). ``PS`` and ``PS2`` keep their values bit for bit, but a cell whose
+propensity fit separates the two files now carries flag 1 (it did not before),
+so for them ``tests/data/example_values_fingerprints.json`` holds the hashes of
+``value``, ``keyset_value`` and ``excluded`` only, and the flags are checked
+against the values. Every other metric must come out identical.
 
 ``dmt_table2`` (177 cells, about a minute on two idle cores and several under
 load) runs in full only with ``SDCDIST_FULL_EXAMPLES=1``. By default it runs on
@@ -38,6 +42,8 @@ DATA = ROOT / "tests" / "data"
 FINGERPRINTS = json.loads((DATA / "example_fingerprints.json").read_text())
 SUBSET = json.loads((DATA / "dmt_table2_subset_fingerprints.json").read_text())
 CHANGED_ON_PURPOSE = {"RR", "PDL"}
+#: metric -> values-only fingerprint, for metrics whose flag changed on purpose
+VALUES_ONLY = json.loads((DATA / "example_values_fingerprints.json").read_text())
 FULL = os.environ.get("SDCDIST_FULL_EXAMPLES") == "1"
 
 
@@ -55,10 +61,27 @@ def _audit(spec, out, client) -> dict[str, str]:
     with threadpool_limits(1):
         res = run_audit(spec, out, client=client)
     assert res.computed == res.total
-    return cube_fingerprints(out)
+    got = cube_fingerprints(out)
+    values = cube_fingerprints(out, variables=("value", "keyset_value", "excluded"))
+    got.update({m: ("values", values[m]) for m in VALUES_ONLY if m in values})
+    _check_saturation_flags(out)
+    return got
+
+
+def _check_saturation_flags(out) -> None:
+    """PS/PS2 are flagged exactly where the fit separates the files (value 0.25)."""
+    import numpy as np
+    import xarray as xr
+    ds = xr.open_zarr(str(out), consolidated=False).load()
+    for m in set(VALUES_ONLY) & {str(x) for x in ds["metric"].values}:
+        v = ds["value"].sel(metric=m).values
+        f = ds["flag"].sel(metric=m).values
+        done = np.isfinite(v)
+        assert np.array_equal(f[done] == 1, v[done] > 0.25 - 1e-6), m
 
 
 def _assert_same(name: str, got: dict[str, str], want: dict[str, str]) -> None:
+    want = {m: ("values", VALUES_ONLY[m]) if m in VALUES_ONLY else h for m, h in want.items()}
     differ = [m for m, h in want.items() if got.get(m) != h]
     assert not differ, f"{name}: the values of {differ} changed"
 

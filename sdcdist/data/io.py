@@ -17,7 +17,12 @@ import csv
 import hashlib
 import os
 import shutil
+import signal
+import socket
+import threading
+import time
 import uuid
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,19 +125,172 @@ def _source_kind(source: Path) -> str:
                         "(.csv, .csv.gz, .tsv) and Parquet (.parquet) files")
 
 
-def _csv_header(source: Path, sep: str) -> list[str]:
+def _open_text(source: Path, *, errors: str = "strict") -> Any:
     import gzip
-    opener = gzip.open if source.suffix == ".gz" else open
+    if source.suffix.lower() == ".gz":
+        return gzip.open(source, "rt", newline="", encoding="utf-8-sig", errors=errors)
+    return open(source, "r", newline="", encoding="utf-8-sig", errors=errors)
+
+
+#: What reading a damaged or truncated (gzip) text file raises.
+_READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, UnicodeDecodeError,
+                                                 zlib.error)
+
+
+def _read_error(source: Path, exc: BaseException) -> SdcInputError:
+    if isinstance(exc, UnicodeDecodeError):
+        why = "it is not UTF-8 text"
+    elif source.suffix.lower() == ".gz":
+        why = "the gzip file is truncated or damaged"
+    else:
+        why = "the file cannot be read"
+    return SdcInputError(f"cannot read {source.name!r} ({type(exc).__name__}: {why}); check "
+                         "the path and that it is a complete text CSV file")
+
+
+def _csv_header(source: Path, sep: str) -> list[str]:
     try:
-        with opener(source, "rt", newline="") as f:  # type: ignore[operator]
+        with _open_text(source) as f:
             row = next(csv.reader(f, delimiter=sep), None)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SdcInputError(f"cannot read {source.name!r} ({type(exc).__name__}); check the "
-                            "path and that it is a text CSV file") from None
+    except _READ_ERRORS as exc:
+        raise _read_error(source, exc) from None
     if row is None or not any(c.strip() for c in row):
         raise SdcInputError(f"{source.name!r} is empty; it needs a header row and at least "
                             "3 records")
-    return [c.strip() for c in row]
+    header = [c.strip() for c in row]
+    _check_header(header, source.name, sep)
+    return header
+
+
+_DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
+
+
+def _looks_numeric(name: str) -> bool:
+    """Whether a header name is a number (so the header row is really a record)."""
+    if not any(ch.isdigit() for ch in name):
+        return False
+    try:
+        float(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_header(header: Sequence[str], name: str, sep: str) -> None:
+    """Refuse a header that shows a wrong delimiter or a missing header row.
+
+    Messages name positions and delimiters, never the names themselves (a
+    header-less file's first row holds record values).
+    """
+    if len(header) == 1:
+        found = [d for d in _DELIMITERS if d != sep and d in header[0]]
+        if found:
+            expected = _DELIMITERS[sep]
+            seen = " or ".join(_DELIMITERS[d] for d in found)
+            raise SdcInputError(
+                f"{name!r} has a single column whose header contains {seen} characters: it "
+                f"looks {seen}-separated, but sdcdist reads {expected}-separated text here "
+                "(.csv files are comma-separated, .tsv files tab-separated). Convert the "
+                "file to commas (or name a tab-separated file .tsv)")
+    numeric = [i + 1 for i, c in enumerate(header) if _looks_numeric(c)]
+    if numeric:
+        where = ", ".join(str(i) for i in numeric[:10]) + (", ..." if len(numeric) > 10 else "")
+        raise SdcInputError(
+            f"the first row of {name!r} looks like data: the header names at positions "
+            f"{where} are numbers. Add a header row with the column names (a name may not "
+            "be a number)")
+
+
+def _field_count_error(name: str, line: int, fields: int, width: int) -> SdcInputError:
+    if fields > width:
+        fix = ("a value containing the delimiter (for example an unquoted thousands "
+               "separator) is split into two fields: quote such values or remove the "
+               "separators, and check for a trailing delimiter")
+    else:
+        fix = ("fill in the missing fields (an empty field between two delimiters is a "
+               "missing value) or remove the line")
+    return SdcInputError(f"{name!r} line {line} has {fields} fields but the header has "
+                         f"{width}; {fix}. Nothing was read from this file")
+
+
+_FALLBACK = object()
+_SCAN_BLOCK = 1 << 22
+
+
+def _scan_unquoted(f: Any, sep: bytes, width: int) -> Any:
+    """Field counts of a file without quotes, block by block with numpy.
+
+    Returns ``(line, fields)`` of the first bad line, ``None`` when all agree,
+    or ``_FALLBACK`` when the file has quotes or lone carriage returns (the
+    csv module then counts, quoted delimiters and line breaks included).
+    """
+    first = f.readline()
+    if b'"' in first:
+        return _FALLBACK
+    line_no = 1
+    carry = b""
+    sep_code = sep[0]
+    while True:
+        block = f.read(_SCAN_BLOCK)
+        data = carry + block
+        final = not block
+        if final:
+            if not data:
+                return None
+            data += b"\n"
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            carry = data
+            continue
+        chunk, carry = data[:cut], data[cut:]
+        if b'"' in chunk or chunk.count(b"\r") != chunk.count(b"\r\n"):
+            return _FALLBACK
+        a = np.frombuffer(chunk, dtype=np.uint8)
+        ends = np.flatnonzero(a == 10)
+        seps = np.flatnonzero(a == sep_code)
+        before = np.searchsorted(seps, ends)
+        counts = np.diff(before, prepend=0) + 1
+        for i in np.flatnonzero(counts != width):
+            start = int(ends[i - 1]) + 1 if i else 0
+            if not chunk[start:int(ends[i])].strip():
+                continue                          # blank line: pandas skips it too
+            return line_no + int(i) + 1, int(counts[i])
+        line_no += len(ends)
+        if final:
+            return None
+
+
+def _check_field_counts(source: Path, sep: str, width: int) -> None:
+    """Refuse any record line whose field count differs from the header's.
+
+    pandas' ``usecols`` skips its own field-count check, so a row with an
+    extra field (e.g. an unquoted thousands separator) would be read shifted.
+    Blank lines are skipped, as pandas does. Raises with the 1-based line
+    number in the file, never a value.
+    """
+    import gzip
+    try:
+        opener = gzip.open if source.suffix.lower() == ".gz" else open
+        with opener(source, "rb") as fb:  # type: ignore[operator]
+            found = _scan_unquoted(fb, sep.encode(), width)
+        if found is None:
+            return
+        if found is not _FALLBACK:
+            raise _field_count_error(source.name, found[0], found[1], width)
+        with _open_text(source, errors="replace") as f:
+            reader = csv.reader(f, delimiter=sep, skipinitialspace=True)
+            next(reader, None)
+            for row in reader:
+                if len(row) == width:
+                    continue
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue
+                raise _field_count_error(source.name, reader.line_num, len(row), width)
+    except csv.Error as exc:
+        raise SdcInputError(f"cannot parse {source.name!r} as CSV (malformed quoting "
+                            f"{type(exc).__name__}); check the quotes around values") from None
+    except _READ_ERRORS as exc:
+        raise _read_error(source, exc) from None
 
 
 def _select(header: Sequence[str], columns: Sequence[str] | None, name: str) -> list[str]:
@@ -161,12 +319,15 @@ def _iter_source(source: Path, columns: Sequence[str] | None,
         names = _select(header, columns, source.name)
 
         def blocks() -> Iterator[np.ndarray]:
+            _check_field_counts(source, sep, len(header))
             try:
                 reader = pd.read_csv(source, sep=sep, usecols=names, chunksize=chunk_rows,
                                      skipinitialspace=True, low_memory=False,
                                      float_precision="round_trip")
                 for df in reader:
                     yield _numeric_block(df[names], source.name)
+            except (EOFError, OSError, zlib.error) as exc:
+                raise _read_error(source, exc) from None
             except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
                 if isinstance(exc, SdcInputError):
                     raise
@@ -220,11 +381,135 @@ def _new_values_array(group: Any, n: int, m: int, chunk_rows: int) -> Any:
                               fill_value=np.nan, compressors=integrity.compressors())
 
 
+class _Terminated(BaseException):
+    """Raised in the main thread by SIGTERM during a staged write (not an Exception, so
+    nothing on the way swallows it)."""
+
+
+def _temp_name(final: Path) -> Path:
+    """``.NAME.tmp-HOST-PID-RANDOM`` next to ``final``: whose write it is, so a later
+    write can tell a dead writer's leftovers from a live one's."""
+    host = socket.gethostname().replace("/", "_") or "host"
+    return final.parent / f".{final.name}.tmp-{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True                          # exists, owned by someone else
+    return True
+
+
+#: Leftovers in the old ``.NAME.tmp-RANDOM`` form (no writer recorded) are removed once
+#: they are this old.
+_STALE_SECONDS = 24 * 3600
+
+
+def remove_stale_temps(final: str | os.PathLike) -> list[str]:
+    """Remove leftovers of interrupted writes to ``final`` (a local path).
+
+    A leftover is ``.NAME.tmp-HOST-PID-RANDOM`` (optionally ``.old``) next to
+    ``final``; it is stale when HOST is this machine and no process PID is
+    running (a SIGKILLed ``ingest``/``synth``/``mask``). Leftovers of other
+    hosts (shared file systems) or of live processes are kept; old-style names
+    without a writer are removed after a day. Returns the removed paths.
+    """
+    final = Path(final)
+    parent = final.parent
+    prefix = f".{final.name}.tmp-"
+    host = socket.gethostname().replace("/", "_") or "host"
+    removed = []
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        rest = entry.name[len(prefix):]
+        if rest.endswith(".old"):
+            rest = rest[:-4]
+        parts = rest.rsplit("-", 2)
+        if len(parts) == 3 and parts[1].isdigit():
+            stale = parts[0] == host and not _pid_alive(int(parts[1]))
+        else:
+            try:
+                stale = time.time() - entry.stat().st_mtime > _STALE_SECONDS
+            except OSError:
+                stale = False
+        if stale:
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                try:
+                    entry.unlink()
+                except OSError:
+                    pass
+            removed.append(str(entry))
+    return removed
+
+
+class _CleanOnSigterm:
+    """Around a local staged write: SIGTERM removes the temporary path, then the signal
+    is delivered again to the previous handler (by default the process ends as it would
+    have). Installed only in the main thread; the previous handler is restored on exit."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.previous: Any = None
+        self.installed = False
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        raise _Terminated()
+
+    def __enter__(self) -> "_CleanOnSigterm":
+        if threading.current_thread() is threading.main_thread():
+            prev = signal.getsignal(signal.SIGTERM)
+            if prev is not signal.SIG_IGN:
+                self.previous = prev
+                signal.signal(signal.SIGTERM, self._handler)
+                self.installed = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            _remove(self.path)
+        if exc_type is _Terminated:
+            # a write already handed to Zarr's I/O thread may still land: remove it again
+            for _ in range(5):
+                time.sleep(0.05)
+                if not os.path.lexists(self.path):
+                    break
+                _remove(self.path)
+        if self.installed:
+            signal.signal(signal.SIGTERM, self.previous if self.previous is not None
+                          else signal.SIG_DFL)
+            self.installed = False
+            if exc_type is _Terminated:
+                os.kill(os.getpid(), signal.SIGTERM)   # now to the previous handler
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
 class _Staging:
     """Write a local store under a temporary name, then move it into place.
 
     A failed write leaves nothing behind; an existing store is replaced only
-    with ``overwrite=True`` and only after the new one is complete.
+    with ``overwrite=True`` and only after the new one is complete. SIGTERM
+    during the write removes the temporary folder (see :class:`_CleanOnSigterm`);
+    leftovers of writers killed outright (SIGKILL) are removed by the next
+    write to the same path (:func:`remove_stale_temps`).
     """
 
     def __init__(self, store: str | os.PathLike, overwrite: bool):
@@ -232,32 +517,41 @@ class _Staging:
         self.remote = "://" in self.final and not self.final.startswith("file://")
         if self.final.startswith("file://"):
             self.final = self.final[len("file://"):]
+        self.guard: _CleanOnSigterm | None = None
         if not self.remote:
             if Path(self.final).exists() and not overwrite:
                 raise SdcInputError(f"{self.final!r} already exists; pass --overwrite "
                                     "(overwrite=True) to replace it, or choose another path")
-            parent = Path(self.final).resolve().parent
-            parent.mkdir(parents=True, exist_ok=True)
-            self.path = str(parent / f".{Path(self.final).name}.tmp-{uuid.uuid4().hex[:8]}")
+            final = Path(self.final).resolve()
+            final.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(final)
+            self.path = str(_temp_name(final))
         else:
             self.path = self.final
 
     def __enter__(self) -> str:
+        if not self.remote:
+            self.guard = _CleanOnSigterm(self.path)
+            self.guard.__enter__()
         return self.path
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if self.remote:
             return
-        if exc_type is not None:
-            shutil.rmtree(self.path, ignore_errors=True)
-            return
-        if Path(self.final).exists():
-            old = self.path + ".old"
-            os.replace(self.final, old)
-            os.replace(self.path, self.final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(self.path, self.final)
+        try:
+            if exc_type is not None:
+                shutil.rmtree(self.path, ignore_errors=True)
+                return
+            if Path(self.final).exists():
+                old = self.path + ".old"
+                os.replace(self.final, old)
+                os.replace(self.path, self.final)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(self.path, self.final)
+        finally:
+            if self.guard is not None:
+                self.guard.__exit__(exc_type, exc, tb)
 
 
 def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
@@ -305,14 +599,17 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
         group = _open_group(tmp, "w")
         arr = _new_values_array(group, 0, len(names), chunk_rows)
         n = 0
+        digest = integrity.ValuesDigest()
         for block in blocks:
             checker.update(block)
             arr.resize((n + block.shape[0], len(names)))
             arr[n:n + block.shape[0]] = block
+            digest.update(block)
             n += block.shape[0]
         checker.finish(allow_constant=allow_constant)
         group.attrs.update({"columns": names, "roles": roles, "n_records": n,
                             "source": source.name, "sha256": file_sha256(source)})
+        integrity.seal(group, values_sha256=digest.hexdigest())
     return str(store)
 
 
@@ -327,13 +624,16 @@ def write_microdata(md: Microdata, store: str | os.PathLike, *,
         if Path(out).exists() and not overwrite:
             raise SdcInputError(f"{out!r} already exists; pass --overwrite to replace it")
         df = pd.DataFrame(md.values, columns=list(md.columns))
-        tmp = str(Path(out).resolve().parent / f".{Path(out).name}.tmp-{uuid.uuid4().hex[:8]}")
+        final = Path(out).resolve()
+        remove_stale_temps(final)
+        tmp = str(_temp_name(final))
         try:
-            if low.endswith(".csv"):
-                df.to_csv(tmp, index=False, float_format="%.17g")
-            else:
-                df.to_parquet(tmp, index=False)
-            os.replace(tmp, out)
+            with _CleanOnSigterm(tmp):
+                if low.endswith(".csv"):
+                    df.to_csv(tmp, index=False, float_format="%.17g")
+                else:
+                    df.to_parquet(tmp, index=False)
+                os.replace(tmp, out)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
@@ -346,6 +646,9 @@ def write_microdata(md: Microdata, store: str | os.PathLike, *,
         group.attrs.update({"columns": list(md.columns), "roles": md.roles, "n_records": n,
                             "sha256": md.sha256 or values_fingerprint(md.values),
                             **dict(attrs or {})})
+        digest = integrity.ValuesDigest()
+        digest.update(md.values)
+        integrity.seal(group, values_sha256=digest.hexdigest())
     return out
 
 
@@ -354,6 +657,7 @@ def write_microdata(md: Microdata, store: str | os.PathLike, *,
 
 
 def _store_group(store: str | os.PathLike) -> Any:
+    """Open a dataset store; its metadata is checked against its manifest."""
     s = str(store)
     try:
         group = _open_group(s, "r")
@@ -361,6 +665,9 @@ def _store_group(store: str | os.PathLike) -> Any:
     except Exception:
         raise SdcInputError(f"{s!r} is not an sdcdist Zarr store (no 'values' array); "
                             "create one with 'sdcdist ingest'") from None
+    problems = integrity.check_metadata(group, s)
+    if problems:
+        raise integrity.metadata_error(s, problems)
     return group
 
 
@@ -381,8 +688,8 @@ class StoredArray:
         return self._arr
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        return np.asarray(integrity.read(self._array(), key, store=self.url, name="values"),
-                          dtype=np.float64)
+        return np.asarray(integrity.read(self._array(), key, store=self.url, name="values",
+                                         complete=True), dtype=np.float64)
 
     def __getstate__(self) -> dict:
         return {"url": self.url, "shape": self.shape}
@@ -395,6 +702,12 @@ class StoredArray:
     def __len__(self) -> int:
         return self.shape[0]
 
+    dtype = np.dtype(np.float64)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
 
 def open_microdata(store_or_url: str | os.PathLike) -> Any:
     """Open a store lazily as a Dask-backed :class:`xarray.DataArray`.
@@ -402,14 +715,35 @@ def open_microdata(store_or_url: str | os.PathLike) -> Any:
     Dims ``(record, variable)``, coordinate ``variable`` = column names; the
     group attributes (roles, fingerprint, ...) are in ``.attrs``.
     """
+    import dask.array as dsa
     import xarray as xr
+    from dask.base import tokenize
 
     url = str(store_or_url)
     group = _store_group(url)
-    ds = xr.open_zarr(url, consolidated=False)
-    da = ds["values"].assign_coords(variable=list(group.attrs["columns"]))
+    arr = group["values"]
+    # chunks are read through StoredArray: checksums, missing chunks (no NaN fill)
+    data = dsa.from_array(StoredArray(url), chunks=tuple(arr.chunks), asarray=False,
+                          fancy=False, lock=False, meta=np.empty((0, 0), dtype=np.float64),
+                          name="values-" + tokenize(url, group.attrs.get("integrity"),
+                                                    group.attrs.get("sha256")))
+    da = xr.DataArray(data, dims=("record", "variable"), name="values",
+                      coords={"variable": list(group.attrs["columns"])})
     da.attrs.update(dict(group.attrs))
     return da
+
+
+def _check_fingerprint(group: Any, values: np.ndarray, store: str) -> None:
+    """A fully read store's values must hash to the fingerprint sealed at write time."""
+    manifest = group.attrs.get(integrity.INTEGRITY_ATTR)
+    want = manifest.get("values", {}).get("sha256") if isinstance(manifest, Mapping) else None
+    if want:
+        digest = integrity.ValuesDigest()
+        digest.update(values)
+        if digest.hexdigest() != want:
+            raise integrity.metadata_error(store, [
+                "the values' fingerprint (SHA-256) differs from the one recorded when it was "
+                "written"])
 
 
 def load_microdata(source: str | os.PathLike | Microdata, *,
@@ -421,8 +755,10 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
     if is_store(source):
         group = _store_group(source)
         names = tuple(group.attrs["columns"])
-        values = np.asarray(integrity.read(group["values"], store=str(source), name="values"),
-                            dtype=np.float64)
+        values = np.asarray(integrity.read(group["values"], store=str(source), name="values",
+                                           complete=True), dtype=np.float64)
+        _check_fingerprint(group, values, str(source))
+        check_column_names(list(names), repr(str(source)))
         md = Microdata(values, names, dict(group.attrs.get("roles", {})),
                        group.attrs.get("sha256"))
         if columns is not None:

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..errors import param_error
+from .. import integrity
+from ..errors import SdcInputError, param_error
 from .io import DEFAULT_CHUNK_ROWS, Microdata, _new_values_array, _open_group, _Staging
 
 __all__ = ["COLUMNS", "generate", "generate_block", "write_synthetic", "BLOCK"]
@@ -115,6 +116,7 @@ def write_synthetic(store: str, n: int, *, columns: int = 8, seed: int = 0,
         buffered = 0
         written = 0
         bar = _progress(n, progress)
+        values_digest = integrity.ValuesDigest()
         for block in iter_blocks(n, columns=columns, seed=seed):
             buf.append(block)
             buffered += block.shape[0]
@@ -122,12 +124,14 @@ def write_synthetic(store: str, n: int, *, columns: int = 8, seed: int = 0,
                 cat = np.concatenate(buf)
                 take = min(chunk_rows, cat.shape[0])
                 arr[written:written + take] = cat[:take]
+                values_digest.update(cat[:take])
                 written += take
                 buf = [cat[take:]] if take < cat.shape[0] else []
                 buffered = cat.shape[0] - take
                 bar(take)
         group.attrs.update({"columns": list(COLUMNS[:columns]), "roles": {}, "n_records": n,
                             "source": f"synthetic(seed={seed})", "sha256": digest})
+        integrity.seal(group, values_sha256=values_digest.hexdigest())
     return store
 
 

@@ -23,6 +23,13 @@ def _rows_text(rows: Sequence[int], count: int) -> str:
     return ", ".join(str(r) for r in rows) + more
 
 
+def _unsafe_name(name: str) -> bool:
+    """Commas separate names in --keys/--columns and key-set labels; control characters
+    (line breaks, tabs, ...) break one-line messages and logs."""
+    return "," in name or any(ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029"
+                              for ch in name)
+
+
 def check_column_names(names: Sequence[str], source: str = "the data") -> None:
     """Raise if names are empty, blank or duplicated."""
     if len(names) == 0:
@@ -31,6 +38,12 @@ def check_column_names(names: Sequence[str], source: str = "the data") -> None:
     if blank:
         raise SdcInputError(
             f"{source} has unnamed columns (positions {blank}); give every column a header name")
+    unsafe = [i + 1 for i, c in enumerate(names) if _unsafe_name(str(c))]
+    if unsafe:
+        raise SdcInputError(
+            f"{source} has column names containing a comma, a line break or another control "
+            f"character (positions {unsafe}); such names cannot be given to --columns or "
+            "--keys and break one-line messages: rename these columns")
     seen: dict[str, int] = {}
     dups = []
     for c in names:

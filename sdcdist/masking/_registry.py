@@ -102,8 +102,22 @@ class MaskingMethod:
             )
         p = self.check_param(param)
         arg = int(p) if self.kind == "int" else p
-        out = self.func(X, arg, rng=rng, **options)
-        return np.asarray(out, dtype=np.float64)
+        out = np.asarray(self.func(X, arg, rng=rng, **options), dtype=np.float64)
+        self._check_finite(X, out)
+        return out
+
+    def _check_finite(self, X: np.ndarray, out: np.ndarray) -> None:
+        """Finite input must give finite output (e.g. noise on values near 1e308 overflows)."""
+        if out.shape != X.shape or np.isfinite(out).all():
+            return
+        bad = np.flatnonzero(~np.isfinite(out).all(axis=0) & np.isfinite(X).all(axis=0))
+        if bad.size == 0:
+            return
+        cols = ", ".join(str(int(j) + 1) for j in bad[:10]) + (", ..." if bad.size > 10 else "")
+        raise SdcInputError(
+            f"{self.name} produced infinite or undefined values in column(s) {cols} (1-based "
+            "positions) from finite data: the values are too large in magnitude for float64 "
+            "arithmetic. Rescale those columns (e.g. divide by a power of 10) and try again.")
 
 
 REGISTRY: dict[str, MaskingMethod] = {}

@@ -7,7 +7,7 @@ log-likelihood add up over chunks), so the fit is the exact maximum-likelihood
 fit on files of any size. A fit whose hyperplane classifies every record
 correctly proves complete separation: the likelihood has no maximum and its
 supremum is approached as every propensity score tends to its label, so U
-is its maximum 0.25.
+is its maximum 0.25, flagged (flag 1, ``info["separation"] = "complete"``).
 
 ``EMD`` clusters each z-scored file with seeded k-means (scikit-learn) and
 solves the transportation problem between the weighted centroid sets exactly
@@ -35,6 +35,11 @@ __all__ = ["ps_features", "logistic_chunk", "propensity_utility", "transport_emd
 
 #: Newton iterations before a fit is reported as not converged (flag 1)
 MAX_NEWTON = 100
+
+#: ``info`` of a saturated fit (flag 1): the files are completely separated
+_SEPARATED = {"separation": "complete",
+              "why": "the logistic fit separates the files completely (no maximum-likelihood "
+                     "estimate): U is its supremum 0.25"}
 
 
 def ps_features(z: np.ndarray, degree: int) -> np.ndarray:
@@ -91,7 +96,7 @@ def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricRes
     cur = evaluate(beta)
     for it in range(MAX_NEWTON):
         if cur["wrong"] == 0:
-            return MetricResult(0.25, info={"separation": "complete", "iterations": it})
+            return MetricResult(0.25, flag=1, info=_SEPARATED | {"iterations": it})
         step = np.linalg.lstsq(cur["hess"], cur["grad"], rcond=None)[0]
         for _ in range(40):                      # step halving keeps the likelihood rising
             new = evaluate(beta + step)
@@ -104,7 +109,7 @@ def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricRes
         if abs(gain) <= 1e-11 * (1.0 + abs(cur["ll"])) and np.max(np.abs(step)) < 1e-6:
             return MetricResult(cur["u"] / n_total, info={"iterations": it + 1})
     if cur["wrong"] == 0:
-        return MetricResult(0.25, info={"separation": "complete", "iterations": MAX_NEWTON})
+        return MetricResult(0.25, flag=1, info=_SEPARATED | {"iterations": MAX_NEWTON})
     return MetricResult(cur["u"] / n_total, flag=1,
                         info={"converged": False, "iterations": MAX_NEWTON})
 
