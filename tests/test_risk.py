@@ -150,6 +150,18 @@ def test_gdbrl_different_sizes_uses_truth(rng):
     expect = 100 * np.count_nonzero(truth[r] == c) / 30
     res = measure(X, Y, ["GDBRL"], keysets=[["V1", "V2"]], truth=truth)["GDBRL"]
     assert res.value == expect and 0 < expect < 100
+    assert (res.info["matched"], res.info["unmatched"]) == (24, 6)
+
+
+def test_a_truth_matching_no_record_is_refused(rng):
+    """An all -1 truth made every linkage risk 0 with no error (issue 14, item 1)."""
+    X = rng.standard_normal((20, 2))
+    with pytest.raises(SdcInputError, match="matches no record"):
+        measure(X, X, ["DLD", "IL1s"], truth=np.full(20, -1))
+    with pytest.raises(SdcInputError, match="one row of the original file per masked record"):
+        measure(X, X, ["DLD"], truth=np.zeros(3, dtype=int))
+    res = measure(X, X, ["DLD", "IL1s"], truth=np.arange(20))
+    assert res["DLD"].info["matched"] == 20 and "matched" not in res["IL1s"].info
 
 
 # -- CRL -----------------------------------------------------------------------------
