@@ -289,3 +289,20 @@ def test_bad_inputs(rng):
         measure(X, X, ["DLD"], options={"linkage_method": "annoy"})
     with pytest.raises(SdcInputError, match="record by record"):
         measure(X, X[:20], ["ID1"])
+
+
+def test_risk_command_refuses_identifiers_that_never_match(tmp_path, rng):
+    """``risk --id`` on files whose identifiers do not overlap exited 0 with DLD 0."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    X = rng.standard_normal((40, 2))
+    pd.DataFrame(np.c_[np.arange(40) + 500, X], columns=["pid", "A", "B"]).to_csv(
+        tmp_path / "o.csv", index=False)
+    pd.DataFrame(np.c_[np.arange(40) + 9000, X], columns=["pid", "A", "B"]).to_csv(
+        tmp_path / "m.csv", index=False)
+    res = CliRunner().invoke(main, ["risk", str(tmp_path / "o.csv"), str(tmp_path / "m.csv"),
+                                    "--id", "pid", "-m", "DLD", "--local"])
+    assert res.exit_code == 2, res.output
+    assert "matches no record" in res.output and "9000" not in res.output
