@@ -113,6 +113,7 @@ def references(spec_path):
 SCENARIOS = [
     ("task", {1: "gone"}, {2: "gone"}),
     ("distributed", {2: "gone", 9: "restart"}, {3: "gone"}),
+    ("task", {1: "restart"}, {1: "gone", 5: "gone"}),
 ]
 
 
