@@ -43,11 +43,16 @@ def test_task_passes_keywords_to_the_function(client):
         assert r.call(np.round, r.share(np.array([1.26])), decimals=1).tolist() == [1.3]
 
 
-def test_shared_everywhere_lands_on_every_worker(client):
+def test_a_shared_value_is_recomputable_not_scattered(client):
+    """A shared input lives in a task's spec: losing its worker loses no data (issue 14)."""
     r = Runner(client)
-    h = r.share(np.arange(3.0), everywhere=True)
-    assert len(client.who_has([h])[h.key]) == 2
+    h = r.share(np.arange(3.0))
     assert r.call(np.sum, h) == 3.0
+
+    def spec_kept(dask_scheduler, key=h.key):
+        return dask_scheduler.tasks[key].run_spec is not None  # None for scattered data
+    assert client.run_on_scheduler(spec_kept)
+    assert h.key != r.share(np.arange(3.0)).key   # each share its own task
 
 
 # -- reductions --------------------------------------------------------------------------

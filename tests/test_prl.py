@@ -221,10 +221,24 @@ def test_external_file_and_identifier(rng, client):
     assert df["match_probability"].between(0, 1).all()
     assert out.pld == pytest.approx(100.0 * df["correct"].sum() / 50)
     assert out.pld >= 80.0 and out.pld <= 90.0        # the 5 strangers cannot be re-identified
+    assert (out.matched, out.unmatched) == (45, 5)
     # measure() with an explicit truth gives the same PLD
     r = measure(A[:, 1:], B[:, 1:], ["PLD"], columns=["x", "y", "c", "z"],
                 keysets=[["x", "y", "c", "z"]], truth=tr, client=client)
     assert r["PLD"].value == pytest.approx(out.pld, abs=100 / 50 * 3)
+    assert r["PLD"].info["matched"] == 45 and r["PLD"].info["unmatched"] == 5
+
+
+def test_identifiers_that_never_match_are_refused(rng):
+    """Disjoint identifiers used to give PLD 0 with no error (issue 14, item 1)."""
+    A, B = _files(rng, 30, 30)
+    ids = np.arange(30.0)
+    a = from_array(np.column_stack([ids, A]), ["id", "x", "y", "c", "z"])
+    b = from_array(np.column_stack([ids + 1000, B]), ["id", "x", "y", "c", "z"])
+    with pytest.raises(SdcInputError, match="identifier column 'id' matches no record") as e:
+        link_files(a, b, ["x", "y"], id_column="id")
+    assert "--id" in str(e.value) and "1000" not in str(e.value)
+    assert link_files(a, b, ["x", "y"]).matched is None      # no identifier: row order
 
 
 def test_bad_inputs(rng):

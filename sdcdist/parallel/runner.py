@@ -20,6 +20,7 @@ here accepts a :class:`distributed.Client` but never starts a cluster.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,16 @@ class Local:
 
     def result(self) -> Any:
         return self.value
+
+
+#: test hooks, each called as ``hook(runner, handle)`` right after a value is shared
+#: (e.g. to kill the worker that holds it); empty in normal use
+_SHARE_HOOKS: list[Callable[[Any, Any], None]] = []
+
+
+def _held(value: Any) -> Any:
+    """Task: the shared value itself (held in the task's spec, so it can be recomputed)."""
+    return value
 
 
 def _unwrap(x: Any) -> Any:
@@ -74,20 +85,34 @@ class Runner:
             return Local(fn(*[_unwrap(a) for a in args]))
         return self.client.submit(fn, *args, pure=False)
 
-    def share(self, value: Any, *, everywhere: bool = False) -> Any:
+    def share(self, value: Any) -> Any:
         """Place a value on the cluster once, as a handle every task can read.
+
+        The handle survives the loss of any worker: the value is the
+        argument of a task (held in the task's spec by the scheduler), so
+        when the worker holding the result dies — pre-empted, scaled down,
+        restarted by its nanny or gone for good — the scheduler computes it
+        again on another worker instead of failing every task that needs it
+        (which is what happens to data placed by ``Client.scatter``). The
+        price is one serialized copy of each shared value on the scheduler
+        for as long as the handle lives. A worker that needs the value
+        fetches it once from a worker that has it.
 
         Parameters
         ----------
         value : any
             Typically an array many tasks read.
-        everywhere : bool
-            Put a copy on every worker (inputs of many independent tasks, so
-            that a lost worker never takes the only copy with it).
         """
         if self.client is None:
             return Local(value)
-        return self.client.scatter(value, hash=False, broadcast=everywhere)
+        import dask
+        key = f"shared-{type(value).__name__}-{uuid.uuid4().hex}"
+        # the value is deliberately part of the graph: that is what makes it recomputable
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 PiB"}):
+            handle = self.client.submit(_held, value, key=key, pure=False)
+        for hook in list(_SHARE_HOOKS):
+            hook(self, handle)
+        return handle
 
     def result(self, handle: Any) -> Any:
         """The value of a handle, or the values of a list of handles."""
