@@ -274,3 +274,31 @@ def test_lost_scheduler_stops_the_wait(client, monkeypatch):
                        on_done=lambda c, res: None)
     finally:
         r.cancel([slow])
+
+
+def test_results_do_not_depend_on_the_blas_thread_count(client):
+    """PS2 sums through BLAS: it gave other bits with 2 BLAS threads than with 1."""
+    from threadpoolctl import threadpool_limits
+
+    import sdcdist
+    from sdcdist.data import load_microdata, reference_file
+    X = load_microdata(reference_file("census")).values
+    Y = sdcdist.mask(X, "corrnoise", 0.5, rng=np.random.default_rng(1))
+    got = []
+    for n, cl in ((1, None), (2, None), (2, client)):
+        with threadpool_limits(n):
+            got.append({k: r.value for k, r in
+                        sdcdist.measure(X, Y, ["PS", "PS2"], client=cl).items()})
+    assert got[0] == got[1] == got[2]
+
+
+def test_one_blas_thread_is_reentrant_and_restores():
+    from threadpoolctl import threadpool_info
+
+    from sdcdist.parallel import one_blas_thread
+    before = [i["num_threads"] for i in threadpool_info()]
+    with one_blas_thread():
+        with one_blas_thread():
+            assert all(i["num_threads"] == 1 for i in threadpool_info())
+        assert all(i["num_threads"] == 1 for i in threadpool_info())
+    assert [i["num_threads"] for i in threadpool_info()] == before
