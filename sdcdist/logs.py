@@ -150,7 +150,10 @@ def setup_logging(fmt: str = "text", level: str | int = "INFO",
     helper does).
     """
     check_choice("log format", fmt, LOG_FORMATS)
-    logging.captureWarnings(True)   # warnings.warn(...) -> "py.warnings", formatted below
+    # warnings.warn(...) -> the "py.warnings" logger, formatted below (off and on again:
+    # someone may have replaced warnings.showwarning since an earlier call)
+    logging.captureWarnings(False)
+    logging.captureWarnings(True)
     if import_dask:
         import distributed.config  # noqa: F401  (installs Dask's handlers: replace them now)
     for name, lvl in (("sdcdist", level), ("distributed", "WARNING"),
