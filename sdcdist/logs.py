@@ -150,10 +150,11 @@ def setup_logging(fmt: str = "text", level: str | int = "INFO",
     helper does).
     """
     check_choice("log format", fmt, LOG_FORMATS)
-    # warnings.warn(...) -> the "py.warnings" logger, formatted below (off and on again:
-    # someone may have replaced warnings.showwarning since an earlier call)
+    # JSON: warnings.warn(...) -> the "py.warnings" logger, formatted below (off and on
+    # again: someone may have replaced warnings.showwarning since an earlier call); text:
+    # Python shows them as usual
     logging.captureWarnings(False)
-    logging.captureWarnings(True)
+    logging.captureWarnings(fmt == "json")
     if import_dask:
         import distributed.config  # noqa: F401  (installs Dask's handlers: replace them now)
     for name, lvl in (("sdcdist", level), ("distributed", "WARNING"),

@@ -139,9 +139,9 @@ def ipso(X: np.ndarray, variant: str, *, rng: np.random.Generator,
          roles: Mapping[str, Sequence] | None = None,
          columns: Sequence[str] | None = None) -> np.ndarray:
     """IPSO-A, -B or -C (``variant`` "a", "b", "c"): see the registered methods."""
-    method = f"ipso_{variant}"
     n, m = X.shape
     conf, quasi = check_records(n, m, variant, roles=roles, columns=columns)
+    q = len(quasi)
     A = np.column_stack([np.ones(n), X[:, conf]])
     Y = X[:, quasi]
     B, S = regression_fit(A, Y)
