@@ -344,7 +344,7 @@ def _start_slow_ingest(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
 
 def test_sigterm_during_ingest_leaves_nothing(tmp_path):
     proc, out = _start_slow_ingest(tmp_path)
-    time.sleep(0.3)
+    time.sleep(0.05)                                      # mid-write (about 2 s of chunks)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == -signal.SIGTERM      # still ends as SIGTERM does
     assert not out.exists()

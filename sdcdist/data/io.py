@@ -463,7 +463,27 @@ class _CleanOnSigterm:
         self.installed = False
 
     def _handler(self, signum: int, frame: Any) -> None:
-        raise _Terminated()
+        # Clean up here, in the handler, rather than by unwinding: the signal may land
+        # in code that swallows exceptions (Zarr's I/O waits), and the write would go on.
+        self._clean()
+        self._restore()
+        os.kill(os.getpid(), signal.SIGTERM)     # now to the previous handler (default: end)
+        raise _Terminated()                      # a previous handler that returned: unwind
+
+    def _clean(self) -> None:
+        _remove(self.path)
+        # a write already handed to Zarr's I/O thread may still land: remove it again
+        for _ in range(5):
+            time.sleep(0.05)
+            if not os.path.lexists(self.path):
+                break
+            _remove(self.path)
+
+    def _restore(self) -> None:
+        if self.installed:
+            signal.signal(signal.SIGTERM, self.previous if self.previous is not None
+                          else signal.SIG_DFL)
+            self.installed = False
 
     def __enter__(self) -> "_CleanOnSigterm":
         if threading.current_thread() is threading.main_thread():
@@ -476,20 +496,8 @@ class _CleanOnSigterm:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
-            _remove(self.path)
-        if exc_type is _Terminated:
-            # a write already handed to Zarr's I/O thread may still land: remove it again
-            for _ in range(5):
-                time.sleep(0.05)
-                if not os.path.lexists(self.path):
-                    break
-                _remove(self.path)
-        if self.installed:
-            signal.signal(signal.SIGTERM, self.previous if self.previous is not None
-                          else signal.SIG_DFL)
-            self.installed = False
-            if exc_type is _Terminated:
-                os.kill(os.getpid(), signal.SIGTERM)   # now to the previous handler
+            self._clean() if exc_type is _Terminated else _remove(self.path)
+        self._restore()
 
 
 def _remove(path: str) -> None:
