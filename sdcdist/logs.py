@@ -9,6 +9,7 @@ go in ``extra={"fields": {...}}`` so the JSON lines stay machine-readable::
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import sys
@@ -17,7 +18,8 @@ from typing import Any, TextIO
 
 from .errors import check_choice
 
-__all__ = ["setup_logging", "JsonFormatter", "TextFormatter", "event", "LOG_FORMATS"]
+__all__ = ["setup_logging", "JsonFormatter", "TextFormatter", "JsonLines", "json_stderr",
+           "event", "LOG_FORMATS"]
 
 LOG_FORMATS = ("text", "json")
 _HANDLER_NAME = "sdcdist-cli"
@@ -32,7 +34,9 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "event": record.getMessage(),
+            # the first line only: Dask's "Compute Failed" message goes on with the task's
+            # arguments and exception text, which may hold record values
+            "event": record.getMessage().split("\n", 1)[0].rstrip(),
         }
         out.update(getattr(record, "fields", None) or {})
         if record.exc_info and record.exc_info[0] is not None:
@@ -46,8 +50,92 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         fields = getattr(record, "fields", None) or {}
         tail = "".join(f" {k}={v}" for k, v in fields.items())
+        msg = record.getMessage().split("\n", 1)[0].rstrip()
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
-        return f"{stamp} {record.levelname.lower():7s} {record.name}: {record.getMessage()}{tail}"
+        return f"{stamp} {record.levelname.lower():7s} {record.name}: {msg}{tail}"
+
+
+def _stamp(created: float) -> str:
+    return (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
+            + f".{int((created % 1) * 1000):03d}Z")
+
+
+class JsonLines(io.TextIOBase):
+    """A text stream that passes JSON lines through and wraps every other line in one.
+
+    In JSON-log mode stderr is replaced by this wrapper, so that whatever writes
+    to it (an ``Error:`` line of the command line, a message of a command, a
+    warning, a traceback, a third-party print) comes out as one JSON object
+    per line: ``{"time", "level", "logger": "stderr", "event": <the line>}``.
+    Lines that already are JSON objects (the log handlers' output) go through
+    unchanged; carriage returns (progress bars) end a line too, and empty
+    lines are dropped.
+    """
+
+    def __init__(self, stream: TextIO):
+        super().__init__()
+        self.stream = stream
+        self._buf = ""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False    # no terminal tricks (progress bars, colours) in JSON mode
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def write(self, s: str) -> int:
+        self._buf += s.replace("\r\n", "\n").replace("\r", "\n")
+        if "\n" in self._buf:
+            *lines, self._buf = self._buf.split("\n")
+            for line in lines:
+                self._emit(line)
+            self.stream.flush()
+        return len(s)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close_line(self) -> None:
+        """Emit a pending partial line."""
+        if self._buf:
+            line, self._buf = self._buf, ""
+            try:
+                self._emit(line)
+                self.stream.flush()
+            except (ValueError, OSError):   # the stream is closed already
+                pass
+
+    def _emit(self, line: str) -> None:
+        if not line.strip():
+            return
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                if isinstance(json.loads(line), dict):
+                    self.stream.write(line + "\n")
+                    return
+            except ValueError:
+                pass
+        low = line.lstrip().lower()
+        level = ("error" if low.startswith(("error", "traceback", "exception"))
+                 else "warning" if low.startswith("warning") else "info")
+        self.stream.write(json.dumps({"time": _stamp(time.time()), "level": level,
+                                      "logger": "stderr", "event": line.rstrip()}) + "\n")
+
+
+def json_stderr() -> JsonLines:
+    """Replace ``sys.stderr`` by a :class:`JsonLines` wrapper (once) and return it."""
+    if not isinstance(sys.stderr, JsonLines):
+        import atexit
+        sys.stderr = JsonLines(sys.stderr)
+        atexit.register(sys.stderr.close_line)
+    return sys.stderr
 
 
 def setup_logging(fmt: str = "text", level: str | int = "INFO",
@@ -62,9 +150,15 @@ def setup_logging(fmt: str = "text", level: str | int = "INFO",
     helper does).
     """
     check_choice("log format", fmt, LOG_FORMATS)
+    # JSON: warnings.warn(...) -> the "py.warnings" logger, formatted below (off and on
+    # again: someone may have replaced warnings.showwarning since an earlier call); text:
+    # Python shows them as usual
+    logging.captureWarnings(False)
+    logging.captureWarnings(fmt == "json")
     if import_dask:
         import distributed.config  # noqa: F401  (installs Dask's handlers: replace them now)
-    for name, lvl in (("sdcdist", level), ("distributed", "WARNING")):
+    for name, lvl in (("sdcdist", level), ("distributed", "WARNING"),
+                      ("py.warnings", "WARNING")):
         # one format for every line, but a handler each: a LocalCluster started with
         # silence_logs raises the level of distributed's handlers while it runs, which
         # must not silence sdcdist's own lines
@@ -83,6 +177,20 @@ def setup_logging(fmt: str = "text", level: str | int = "INFO",
             for h in list(obj.handlers):
                 obj.removeHandler(h)
             obj.propagate = True
+
+
+def dask_setup(worker: Any = None) -> None:
+    """Dask preload hook: a worker process logs in the command line's format.
+
+    The cluster helper of the command line starts its LocalCluster with
+    ``preload=["sdcdist.logs"]`` and the format in Dask's config
+    (``sdcdist.log-format``, ``sdcdist.log-level``), which the nanny hands to
+    each worker process.
+    """
+    import dask.config
+    fmt = dask.config.get("sdcdist.log-format", None)
+    if fmt in LOG_FORMATS:
+        setup_logging(fmt, dask.config.get("sdcdist.log-level", "WARNING"))
 
 
 def event(logger: logging.Logger, message: str, level: int = logging.INFO,

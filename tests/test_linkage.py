@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from sdcdist.errors import SdcInputError
 from sdcdist.linkage import distance
 from sdcdist.linkage.distance_drivers import link_top2, nearest_candidates
-from sdcdist.linkage.truth import invert_truth, row_truth, truth_from_ids
+from sdcdist.linkage.truth import (check_truth, invert_truth, row_truth, truth_counts,
+                                   truth_from_ids)
 from sdcdist.parallel import Runner
 
 
@@ -201,6 +202,21 @@ def test_truth_from_ids_and_inverse():
         truth_from_ids(np.array([1, 1]), np.array([1]))
     with pytest.raises(SdcInputError, match="same original record"):
         invert_truth(np.array([0, 0]), 2, 2)
+    assert truth_counts(t) == {"matched": 2, "unmatched": 1}
+
+
+def test_identifiers_without_overlap_are_refused():
+    """No masked identifier in the original file: an error, not a risk of 0 (issue 14)."""
+    with pytest.raises(SdcInputError, match="identifier column 'pid' matches no record: none "
+                                            "of the masked file's 2 records") as e:
+        truth_from_ids(np.array([10, 30, 20]), np.array([40, 50]), column="pid")
+    assert "40" not in str(e.value) and "--id" in str(e.value)
+    with pytest.raises(SdcInputError, match="matches no record"):
+        check_truth(np.array([-1, -1]), 5)
+    with pytest.raises(SdcInputError, match="one row of the original file"):
+        check_truth(np.array([0, 7]), 5)
+    assert check_truth(np.array([-1, 3]), 5) == {"matched": 1, "unmatched": 1}
+    assert truth_from_ids(np.array([1.0]), np.array([], dtype=float)).size == 0
 
 
 @settings(max_examples=40, deadline=None)

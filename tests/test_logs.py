@@ -66,3 +66,104 @@ def test_a_silenced_local_cluster_keeps_sdcdist_lines(restore_logging):
     recs = [json.loads(ln) for ln in buf.getvalue().splitlines()]
     assert [r["event"] for r in recs] == ["cell written"]
 
+
+
+# -- JSON mode: every stderr line is one JSON object (issue 14, item 10) ----------------------
+
+def test_json_lines_wraps_plain_lines_and_passes_json_through():
+    from sdcdist.logs import JsonLines
+    buf = io.StringIO()
+    s = JsonLines(buf)
+    s.write('{"time": "t", "event": "cell written"}\n')
+    s.write("Error: something ")
+    s.write("went wrong\nWarning: careful\n\n")
+    s.write("cells  1/4\rcells  2/4\r")          # a progress bar's carriage returns
+    s.write("Traceback (most recent call last):\n  File x\n")
+    s.close_line()
+    recs = [json.loads(ln) for ln in buf.getvalue().splitlines()]
+    assert recs[0] == {"time": "t", "event": "cell written"}
+    assert recs[1]["event"] == "Error: something went wrong" and recs[1]["level"] == "error"
+    assert recs[2]["level"] == "warning" and recs[2]["logger"] == "stderr"
+    assert [r["event"] for r in recs[3:5]] == ["cells  1/4", "cells  2/4"]
+    assert recs[5]["level"] == "error" and len(recs) == 7
+    assert not s.isatty()
+
+
+def test_warnings_are_logged_in_the_format(restore_logging):
+    import warnings
+    buf = io.StringIO()
+    setup_logging("json", "INFO", stream=buf)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("careful now", UserWarning)
+    finally:
+        logging.captureWarnings(False)
+    recs = [json.loads(ln) for ln in buf.getvalue().splitlines()]
+    assert len(recs) == 1 and recs[0]["logger"] == "py.warnings"
+    assert "careful now" in recs[0]["event"]
+
+
+def test_multiline_messages_keep_their_first_line_only(restore_logging):
+    """Dask's "Compute Failed" message goes on with the task's exception text."""
+    buf = io.StringIO()
+    setup_logging("json", "INFO", stream=buf)
+    logging.getLogger("distributed.worker").error(
+        "Compute Failed\nKey: f-1\nException: \"ValueError('7919.123456')\"")
+    recs = [json.loads(ln) for ln in buf.getvalue().splitlines()]
+    assert recs == [{**recs[0], "event": "Compute Failed"}]
+    assert "7919" not in buf.getvalue()
+
+
+def test_cli_error_lines_are_json(tmp_path):
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    res = CliRunner().invoke(main, ["--log-format", "json", "report",
+                                    str(tmp_path / "missing.zarr"), "--by", "IL1s"])
+    assert res.exit_code == 2
+    lines = res.stderr.splitlines()
+    recs = [json.loads(ln) for ln in lines]
+    assert any(r["level"] == "error" and r["event"].startswith("Error: ") for r in recs)
+
+
+WORKER_SCRIPT = """
+import warnings
+from sdcdist.cli._common import ClusterOptions, cluster, main
+
+@main.command("boom")
+def boom():
+    warnings.warn("a warning")
+    with cluster(ClusterOptions(workers=1)) as c:
+        def f(x):
+            raise ValueError("secret 7919.123456")
+        try:
+            c.submit(f, 1).result()
+        except ValueError:
+            pass
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_local_cluster_workers_log_json_and_no_dashboard_text(tmp_path):
+    """Workers of the LocalCluster are other processes writing to the same stderr: their
+    "Compute Failed" lines are JSON too, without the exception text; the dashboard
+    address is in the "connected" JSON line instead of a plain "Dask dashboard:" line."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = tmp_path / "boom.py"
+    script.write_text(WORKER_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("SDCDIST_LOG_FORMAT", None)
+    p = subprocess.run([sys.executable, str(script), "--log-format", "json", "boom"],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    recs = [json.loads(ln) for ln in p.stderr.splitlines()]  # every line is JSON
+    events = [r["event"] for r in recs]
+    assert "connected" in events and "Compute Failed" in events
+    assert any(r["logger"] == "py.warnings" for r in recs)
+    assert "7919" not in p.stderr and "Dask dashboard" not in p.stderr

@@ -43,11 +43,16 @@ def test_task_passes_keywords_to_the_function(client):
         assert r.call(np.round, r.share(np.array([1.26])), decimals=1).tolist() == [1.3]
 
 
-def test_shared_everywhere_lands_on_every_worker(client):
+def test_a_shared_value_is_recomputable_not_scattered(client):
+    """A shared input lives in a task's spec: losing its worker loses no data (issue 14)."""
     r = Runner(client)
-    h = r.share(np.arange(3.0), everywhere=True)
-    assert len(client.who_has([h])[h.key]) == 2
+    h = r.share(np.arange(3.0))
     assert r.call(np.sum, h) == 3.0
+
+    def spec_kept(dask_scheduler, key=h.key):
+        return dask_scheduler.tasks[key].run_spec is not None  # None for scattered data
+    assert client.run_on_scheduler(spec_kept)
+    assert h.key != r.share(np.arange(3.0)).key   # each share its own task
 
 
 # -- reductions --------------------------------------------------------------------------
@@ -269,3 +274,31 @@ def test_lost_scheduler_stops_the_wait(client, monkeypatch):
                        on_done=lambda c, res: None)
     finally:
         r.cancel([slow])
+
+
+def test_results_do_not_depend_on_the_blas_thread_count(client):
+    """PS2 sums through BLAS: it gave other bits with 2 BLAS threads than with 1."""
+    from threadpoolctl import threadpool_limits
+
+    import sdcdist
+    from sdcdist.data import load_microdata, reference_file
+    X = load_microdata(reference_file("census")).values
+    Y = sdcdist.mask(X, "corrnoise", 0.5, rng=np.random.default_rng(1))
+    got = []
+    for n, cl in ((1, None), (2, None), (2, client)):
+        with threadpool_limits(n):
+            got.append({k: r.value for k, r in
+                        sdcdist.measure(X, Y, ["PS", "PS2"], client=cl).items()})
+    assert got[0] == got[1] == got[2]
+
+
+def test_one_blas_thread_is_reentrant_and_restores():
+    from threadpoolctl import threadpool_info
+
+    from sdcdist.parallel import one_blas_thread
+    before = [i["num_threads"] for i in threadpool_info()]
+    with one_blas_thread():
+        with one_blas_thread():
+            assert all(i["num_threads"] == 1 for i in threadpool_info())
+        assert all(i["num_threads"] == 1 for i in threadpool_info())
+    assert [i["num_threads"] for i in threadpool_info()] == before

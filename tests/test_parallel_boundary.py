@@ -22,6 +22,8 @@ FORBIDDEN = {"submit", "gather", "scatter"}
 MAP_RECEIVERS = ("client", "runner")
 #: matplotlib draws scatter plots: ``ax.scatter(...)`` schedules nothing
 PLOT_RECEIVERS = {"ax", "axes", "plt"}
+#: ``asyncio.gather`` awaits the store's coroutines in this process: no cluster involved
+LOCAL_RECEIVERS = {"asyncio"}
 
 
 def _receiver(node: ast.expr) -> str:
@@ -40,7 +42,7 @@ def boundary_violations(source: str, filename: str = "<string>") -> list[str]:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         name, recv = node.func.attr, _receiver(node.func.value)
-        if name == "scatter" and recv in PLOT_RECEIVERS:
+        if name == "scatter" and recv in PLOT_RECEIVERS or recv in LOCAL_RECEIVERS:
             continue
         if name in FORBIDDEN or (name == "map" and (recv.lower().endswith(MAP_RECEIVERS)
                                                      or recv == "r")):
@@ -96,6 +98,7 @@ def test_the_scan_catches_cluster_calls(source):
     "runner.result([a, b])",
     "df['a'].map(str)",
     "ax.scatter(x, y)",
+    "await asyncio.gather(*coros)",
     "submit = 1",
 ])
 def test_the_scan_lets_the_vocabulary_through(source):

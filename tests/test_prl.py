@@ -221,10 +221,24 @@ def test_external_file_and_identifier(rng, client):
     assert df["match_probability"].between(0, 1).all()
     assert out.pld == pytest.approx(100.0 * df["correct"].sum() / 50)
     assert out.pld >= 80.0 and out.pld <= 90.0        # the 5 strangers cannot be re-identified
+    assert (out.matched, out.unmatched) == (45, 5)
     # measure() with an explicit truth gives the same PLD
     r = measure(A[:, 1:], B[:, 1:], ["PLD"], columns=["x", "y", "c", "z"],
                 keysets=[["x", "y", "c", "z"]], truth=tr, client=client)
     assert r["PLD"].value == pytest.approx(out.pld, abs=100 / 50 * 3)
+    assert r["PLD"].info["matched"] == 45 and r["PLD"].info["unmatched"] == 5
+
+
+def test_identifiers_that_never_match_are_refused(rng):
+    """Disjoint identifiers used to give PLD 0 with no error (issue 14, item 1)."""
+    A, B = _files(rng, 30, 30)
+    ids = np.arange(30.0)
+    a = from_array(np.column_stack([ids, A]), ["id", "x", "y", "c", "z"])
+    b = from_array(np.column_stack([ids + 1000, B]), ["id", "x", "y", "c", "z"])
+    with pytest.raises(SdcInputError, match="identifier column 'id' matches no record") as e:
+        link_files(a, b, ["x", "y"], id_column="id")
+    assert "--id" in str(e.value) and "1000" not in str(e.value)
+    assert link_files(a, b, ["x", "y"]).matched is None      # no identifier: row order
 
 
 def test_bad_inputs(rng):
@@ -298,3 +312,39 @@ def test_pld_in_an_audit_spec(tmp_path):
     v = cube["value"].sel({"method": "noise", "metric": "PLD", "replicate": 0}).values
     assert v[0] > v[1] >= 0                       # p = 0.01 re-identifies more than 0.5
     assert np.all(cube["flag"].sel({"method": "noise", "replicate": 0}).values == 1)  # sparse
+
+
+def test_cli_link_and_risk_report_partial_identifier_overlap(tmp_path, rng):
+    """A partial overlap is printed and stored with the pairs; none is exit 2 (issue 14, 1)."""
+    import json
+
+    import pandas as pd
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    A, B = _files(rng, 40, 30, p=0.01)
+    ids = np.arange(100, 140, dtype=float)
+    idb = ids[:30].copy()
+    idb[:6] += 1000                                        # 6 released records not in A
+    pd.DataFrame(np.column_stack([ids, A]), columns=["id", "x", "y", "c", "z"]) \
+        .to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame(np.column_stack([idb, B]), columns=["id", "x", "y", "c", "z"]) \
+        .to_csv(tmp_path / "b.csv", index=False)
+    out = tmp_path / "pairs.parquet"
+    res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                    "--keys", "x,y,z", "--id", "id", "-o", str(out), "--local"])
+    assert res.exit_code == 0, res.output
+    assert "24 of 30 masked records have one in the original file" in res.output
+    meta = json.loads(pq.read_schema(out).metadata[b"sdcdist"])
+    assert (meta["matched"], meta["unmatched"]) == (24, 6)
+    res = CliRunner().invoke(main, ["risk", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                    "-m", "DLD", "--id", "id", "--local"])
+    assert res.exit_code == 0, res.output
+    assert "24 of 30 masked records have an identifier" in res.output
+    pd.DataFrame(np.column_stack([idb + 5000, B]), columns=["id", "x", "y", "c", "z"]) \
+        .to_csv(tmp_path / "c.csv", index=False)
+    for cmd in (["risk", "-m", "DLD"], ["link", "--keys", "x,y", "-o", str(tmp_path / "q.parquet")]):
+        res = CliRunner().invoke(main, cmd[:1] + [str(tmp_path / "a.csv"), str(tmp_path / "c.csv")]
+                                 + cmd[1:] + ["--id", "id", "--local"])
+        assert res.exit_code == 2 and "matches no record" in res.output, res.output

@@ -185,6 +185,18 @@ def test_gdbrl_different_sizes_uses_truth(rng):
     expect = 100 * np.count_nonzero(truth[r] == c) / 30
     res = measure(X, Y, ["GDBRL"], keysets=[["V1", "V2"]], truth=truth)["GDBRL"]
     assert res.value == expect and 0 < expect < 100
+    assert (res.info["matched"], res.info["unmatched"]) == (24, 6)
+
+
+def test_a_truth_matching_no_record_is_refused(rng):
+    """An all -1 truth made every linkage risk 0 with no error (issue 14, item 1)."""
+    X = rng.standard_normal((20, 2))
+    with pytest.raises(SdcInputError, match="matches no record"):
+        measure(X, X, ["DLD", "IL1s"], truth=np.full(20, -1))
+    with pytest.raises(SdcInputError, match="one row of the original file per masked record"):
+        measure(X, X, ["DLD"], truth=np.zeros(3, dtype=int))
+    res = measure(X, X, ["DLD", "IL1s"], truth=np.arange(20))
+    assert res["DLD"].info["matched"] == 20 and "matched" not in res["IL1s"].info
 
 
 # -- CRL -----------------------------------------------------------------------------
@@ -312,3 +324,20 @@ def test_bad_inputs(rng):
         measure(X, X, ["DLD"], options={"linkage_method": "annoy"})
     with pytest.raises(SdcInputError, match="record by record"):
         measure(X, X[:20], ["ID1"])
+
+
+def test_risk_command_refuses_identifiers_that_never_match(tmp_path, rng):
+    """``risk --id`` on files whose identifiers do not overlap exited 0 with DLD 0."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    X = rng.standard_normal((40, 2))
+    pd.DataFrame(np.c_[np.arange(40) + 500, X], columns=["pid", "A", "B"]).to_csv(
+        tmp_path / "o.csv", index=False)
+    pd.DataFrame(np.c_[np.arange(40) + 9000, X], columns=["pid", "A", "B"]).to_csv(
+        tmp_path / "m.csv", index=False)
+    res = CliRunner().invoke(main, ["risk", str(tmp_path / "o.csv"), str(tmp_path / "m.csv"),
+                                    "--id", "pid", "-m", "DLD", "--local"])
+    assert res.exit_code == 2, res.output
+    assert "matches no record" in res.output and "9000" not in res.output

@@ -49,7 +49,7 @@ from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from .plan import Cell, cell_seed
 from ..parallel import CellExecutor, Runner, cell_mode
-from .run import _method_options, _versions, load_dataset, resolve_keysets, run_cells
+from .run import _method_options, _versions, load_data, run_cells
 from .spec import AuditSpec, load_spec
 
 __all__ = ["calibrate", "CalibrationResult", "calibration_table", "open_calibration"]
@@ -113,7 +113,8 @@ def check_request(spec: AuditSpec, metric: str, mode: str, target: float) -> Non
 def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
               mode: str = "risk", out: str | Path | None = None, client: Any = None,
               tol: float | None = None, max_iter: int = 20, overwrite: bool = False,
-              on_round: Callable[[str, int], None] | None = None) -> CalibrationResult:
+              on_round: Callable[[str, int], None] | None = None,
+              data: list | None = None) -> CalibrationResult:
     """Find each method's parameter giving ``metric == target`` and measure the spec there.
 
     Parameters
@@ -141,6 +142,9 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
     on_round : callable, optional
         Called before each round of probes with its name ("grid", "bisection 1",
         ..., "final") and how many (dataset, method, parameter) probes it runs.
+    data : list, optional
+        The spec's datasets as :func:`sdcdist.audit.run.load_data` returns them
+        (read and checked here if not given).
 
     Returns
     -------
@@ -157,14 +161,10 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
         raise param_error("tol", "calibrate", "a number > 0", tol)
     if out is not None:
         out = str(out)
-        if Path(out).exists():
-            if not overwrite:
-                raise SdcInputError(f"{out!r} exists; choose another --out or pass --overwrite")
-            shutil.rmtree(out)
-    data = []
-    for ds in spec.datasets:
-        md = load_dataset(spec, ds)
-        data.append((md, resolve_keysets(spec, md, ds)))
+        if Path(out).exists() and not overwrite:
+            raise SdcInputError(f"{out!r} exists; choose another --out or pass --overwrite")
+    if data is None:
+        data = load_data(spec)
     probe_metrics = tuple(expand_requirements([metric]))
     final_metrics = tuple(expand_requirements([*spec.metrics, metric]))
     ev = _Evaluator(spec, data, client)
@@ -218,6 +218,8 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
     ds_out = _result_dataset(spec, data, curves, values, final_metrics, metric=metric,
                              target=target, tol=tol, mode=mode, max_iter=max_iter)
     if out is not None:
+        if Path(out).exists():   # with overwrite (checked above): replaced only now
+            shutil.rmtree(out)
         ds_out.to_zarr(out, mode="w-", consolidated=False)
     table = calibration_table(ds_out)
     return CalibrationResult(out, table, ev.probes, time.perf_counter() - t0)

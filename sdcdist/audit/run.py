@@ -32,14 +32,14 @@ from .. import cube as cubemod
 from ..data import Microdata, is_store, load_microdata, reference_file
 from ..data.synth import generate
 from ..errors import SdcInputError
-from ..masking import get_method, method_options
+from ..masking import check_data, get_method, method_options
 from ..metrics import MeasureContext, default_keysets, get_metric
 from ..parallel import TASK_CELL_LIMIT, CellExecutor, Runner, cell_mode
 from ..storage import local_path
 from .plan import Cell, plan_cells
 from .spec import AuditSpec, DatasetSpec, load_spec
 
-__all__ = ["run_audit", "load_dataset", "AuditResult", "mask_cell", "measure_cell", "cell_task",
+__all__ = ["run_audit", "load_dataset", "load_data", "AuditResult", "mask_cell", "measure_cell", "cell_task",
            "cell_spread", "run_cells", "TASK_CELL_LIMIT"]
 
 
@@ -86,6 +86,25 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
     if d.keys:
         md.column_index(d.keys, what="key column")
     return Microdata(md.values, md.columns, roles, md.sha256)
+
+
+def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
+    """Every dataset of the spec, read and checked, with its key sets.
+
+    Besides what :func:`load_dataset` checks, each method's parameters are checked
+    against each dataset (:func:`sdcdist.masking.check_data`: ``k <= n/2``, enough
+    records, no constant column where it matters), so that a run refuses them
+    before it starts a cluster or creates a cube.
+    """
+    data = []
+    for ds in spec.datasets:
+        md = load_dataset(spec, ds)
+        keysets = resolve_keysets(spec, md, ds)
+        for ms in spec.methods:
+            check_data(ms.name, md.values, ms.params,
+                       _method_options(spec, md.columns, md.roles, ms.name))
+        data.append((md, keysets))
+    return data
 
 
 def resolve_keysets(spec: AuditSpec, md: Microdata,
@@ -194,11 +213,18 @@ def _versions() -> dict[str, str]:
 
 
 def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
-                  overwrite: bool) -> None:
-    """Create the cube, or check that an existing one was made by this spec from this data."""
+                  overwrite: bool) -> bool:
+    """Create the cube, or check that an existing one was made by this spec from this data.
+
+    An existing local cube without any finished cell holds nothing to resume (a
+    run that failed before its first cell): it is replaced, whatever spec made it.
+    Returns whether this call created the cube.
+    """
     fingerprints = [{"name": ds.name, "sha256": md.sha256, "shape": list(md.values.shape),
                      "columns": list(md.columns)} for ds, (md, _) in zip(spec.datasets, data)]
     exists = Path(out).exists() if "://" not in out else _remote_exists(out)
+    if exists and not overwrite and "://" not in out and _no_done_cell(out):
+        overwrite = True
     if exists and overwrite:
         if "://" in out:
             raise SdcInputError("--overwrite works on local cubes only; delete the remote "
@@ -220,7 +246,7 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
                 raise SdcInputError(f"the cube {out!r} was made from different data (the "
                                     f"SHA-256 of dataset {f['name']!r} differs); write to "
                                     "another --out, or --overwrite")
-        return
+        return False
     metrics = [get_metric(k) for k in spec.metrics]
     cubemod.create_cube(
         out, methods=[m.name for m in spec.methods],
@@ -233,6 +259,18 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
                "versions": _versions(), "conventions": cubemod.CONVENTIONS,
                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "title": f"sdcdist audit {spec.name!r}"})
+    return True
+
+
+def _no_done_cell(out: str) -> bool:
+    """Whether ``out`` is an sdcdist cube in which no cell is marked done."""
+    try:
+        if "spec_sha256" not in cubemod._group(out, "r").attrs:
+            return False
+        done = cubemod.done_cells(out)
+    except Exception:   # not a cube, or unreadable: open_cube says why below
+        return False
+    return not np.asarray(done).any()
 
 
 def _remote_exists(url: str) -> bool:
@@ -245,7 +283,8 @@ def _remote_exists(url: str) -> bool:
 
 def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = None,
               overwrite: bool = False, progress: bool = False,
-              on_cell: Callable[[Cell], None] | None = None) -> AuditResult:
+              on_cell: Callable[[Cell], None] | None = None,
+              data: list[tuple[Microdata, list]] | None = None) -> AuditResult:
     """Run (or resume) an audit and write its cube.
 
     Parameters
@@ -260,6 +299,12 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
         Show a progress bar on stderr.
     on_cell : callable, optional
         Called with each cell after it is written.
+    data : list, optional
+        The spec's datasets as :func:`load_data` returns them (read again if not
+        given).
+
+    A run that fails before its first cell is written removes the cube it
+    created (a cube that existed before the run is kept).
 
     Returns
     -------
@@ -269,11 +314,21 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
     if not isinstance(spec, AuditSpec):
         spec = load_spec(spec)
     out = local_path(str(out))
-    data = []
-    for ds in spec.datasets:
-        md = load_dataset(spec, ds)
-        data.append((md, resolve_keysets(spec, md, ds)))
-    _prepare_cube(spec, out, data, overwrite)
+    if data is None:
+        data = load_data(spec)
+    created = _prepare_cube(spec, out, data, overwrite)
+    written = [0]
+    try:
+        return _run(spec, out, data, client, progress, on_cell, t0, written)
+    except BaseException:
+        if created and not written[0] and "://" not in out:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
+         on_cell: Callable[[Cell], None] | None, t0: float, written: list[int]
+         ) -> AuditResult:
     cells = plan_cells(spec)
     done = cubemod.done_cells(out)
     if done.ndim != 4:
@@ -287,6 +342,7 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
 
     def write(cell: Cell, res: dict[str, np.ndarray]) -> None:
         cubemod.write_cell(group, cell.m, cell.p, cell.replicate, d=cell.d, **res)
+        written[0] += 1
         bar(1)
         if on_cell is not None:
             on_cell(cell)

@@ -160,9 +160,12 @@ def main(ctx: click.Context, log_format: str, log_level: str | None, debug: bool
     `sdcdist methods` and `sdcdist metrics` list what can go in a spec.
     Exit codes: 0 success, 2 a problem with your input, 1 any other failure.
     """
-    from ..logs import setup_logging
+    from ..logs import json_stderr, setup_logging
     level = (log_level or ("info" if log_format == "json" else "warning")).upper()
     ctx.obj = {"debug": debug, "log_format": log_format, "log_level": level}
+    if log_format == "json":
+        # every stderr line one JSON object: Error: lines, messages, warnings, tracebacks
+        json_stderr()
     # Dask is imported by the commands that use it (see _take_over_dask_logs)
     setup_logging(log_format, level, import_dask="distributed" in sys.modules)
 
@@ -287,12 +290,18 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
     else:
         n = opts.workers or max(1, os.cpu_count() or 1)
         extra = {"security": security, "protocol": "tls://"} if security is not None else {}
-        local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                     dashboard_address=":0", silence_logs=logging.ERROR,
-                                     **extra)
+        import dask.config
+        obj = _ctx_obj()
+        logcfg = {"sdcdist.log-format": obj.get("log_format", "text"),
+                  "sdcdist.log-level": "WARNING"}
+        with dask.config.set(logcfg):   # handed to the workers: they log in this format
+            local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                         dashboard_address=":0", silence_logs=logging.ERROR,
+                                         preload=["sdcdist.logs"], **extra)
         client = Client(local_cluster,
                         **({"security": security} if security is not None else {}))
-    if not quiet:
+    json_logs = _ctx_obj().get("log_format") == "json"
+    if not quiet and not json_logs:   # JSON mode: the "connected" line carries the link
         click.echo(f"Dask dashboard: {client.dashboard_link}", err=True)
     log.info("connected", extra={"fields": {"scheduler": client.scheduler.address,
                                             "dashboard": client.dashboard_link,
@@ -305,6 +314,12 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
             client.close(timeout=10)
         if local_cluster is not None:
             local_cluster.close()
+
+
+def _ctx_obj() -> dict[str, Any]:
+    """The group's settings (log format and level, debug), or {} outside a command."""
+    ctx = click.get_current_context(silent=True)
+    return (ctx.obj if ctx is not None else None) or {}
 
 
 def make_security(tls_ca: str | None, tls_cert: str | None, tls_key: str | None) -> Any:

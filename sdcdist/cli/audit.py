@@ -37,12 +37,16 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
     import time
 
     from ..audit import load_spec, run_audit
+    from ..audit.run import load_data
     from ..logs import event
     from ..storage import check_url
     check_output(out, what="--out", kind="store", exists_ok=True)
     s = load_spec(spec)
     check_url(out, what="--out")
-    show = sys.stderr.isatty() if progress is None else progress
+    data = load_data(s)     # the data and the parameters it bounds, before any cluster
+    json_logs = (click.get_current_context().obj or {}).get("log_format") == "json"
+    # in JSON mode stderr carries JSON lines only: the "cell written" lines are the progress
+    show = (sys.stderr.isatty() if progress is None else progress) and not json_logs
     alog = logging.getLogger("sdcdist.audit")
     event(alog, "audit started", spec=s.name, spec_sha256=s.sha256[:12], cube=out,
           methods=len(s.methods), metrics=len(s.metrics), replicates=s.replicates)
@@ -56,7 +60,7 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
 
     with cluster(where) as client:
         res = run_audit(s, out, client=client, overwrite=overwrite, progress=show,
-                        on_cell=on_cell)
+                        on_cell=on_cell, data=data)
     event(alog, "audit finished", cube=res.cube, computed=res.computed, skipped=res.skipped,
           total=res.total, seconds=round(res.seconds, 2), mode=res.mode)
     click.echo(f"{res.cube}: computed {res.computed} of {res.total} cells "
@@ -94,7 +98,10 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     parameters and the methods ranked by them. A method that never reaches the
     target is reported as unreachable with the range it reaches.
     """
+    from pathlib import Path
+
     from ..audit import load_spec
+    from ..audit.run import load_data
     from ..audit.calibrate import STATUS, calibrate as run_calibrate, check_request
     from ..report import format_table
     if (risk is None) == (utility is None):
@@ -105,6 +112,9 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     s = load_spec(spec)
     mode, metric = ("risk", risk) if risk else ("utility", utility)
     check_request(s, metric, mode, target)
+    if out is not None and not overwrite and Path(out).exists():
+        raise SdcInputError(f"{out!r} exists; choose another --out or pass --overwrite")
+    data = load_data(s)     # the data and the parameters it bounds, before any cluster
 
     def said(stage: str, n: int) -> None:
         what = "parameter(s) measured with every metric" if stage == "final" else "probe(s)"
@@ -112,7 +122,7 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     with cluster(where) as client:
         res = run_calibrate(s, metric=metric, target=target, mode=mode, out=out,
                             client=client, tol=tol, max_iter=max_iter, overwrite=overwrite,
-                            on_round=said)
+                            on_round=said, data=data)
     t = res.table
     tol_used = tol if tol is not None else (0.01 * abs(target) if target else 1e-3)
     click.echo(f"{metric} = {target:g} (tolerance {tol_used:.3g}, mean over up to "

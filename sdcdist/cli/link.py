@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..errors import SdcInputError
@@ -57,7 +59,7 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
 @click.option("-o", "--out", required=True, type=PathOrURL("output"),
               help="Parquet file for the linked pairs.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
-@cluster_options
+@cluster_options(local=True)
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
          compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
          block_on: str | None, out: str, overwrite: bool, where: ClusterOptions) -> None:
@@ -83,7 +85,7 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
                          categorical=split_list(categorical) if categorical else (),
                          method=compare, t=t, top_c=top_c, dense_limit=dense_limit,
                          blocking=blocking, client=client)
-    res.pairs.to_parquet(out, index=False)
+    _write_pairs(res, out)
     info = res.result.info
     click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
                f"{info['pairs_compared']} pairs compared, {info['assignment']} assignment, "
@@ -91,3 +93,22 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
                f"(log-likelihood {info['em_loglik']:.6g}), P(M) {info['p_match']:.3g}")
     if res.pld is not None:
         click.echo(f"PLD {res.pld:.2f}  PLD20 {res.pld20:.2f}")
+    if res.matched is not None:
+        click.echo(f"identifiers: {res.matched} of {res.matched + res.unmatched} masked records "
+                   f"have one in the original file"
+                   + ("; the others count as not re-identified" if res.unmatched else ""))
+
+
+def _write_pairs(res: Any, out: str) -> None:
+    """The pairs as Parquet, with the run's summary (counts only) in the file's metadata
+    under the key ``sdcdist``."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.Table.from_pandas(res.pairs, preserve_index=False)
+    summary = {"pld": res.pld, "pld20": res.pld20, "matched": res.matched,
+               "unmatched": res.unmatched, "assignment": res.result.info.get("assignment")}
+    meta = dict(table.schema.metadata or {})
+    meta[b"sdcdist"] = json.dumps(summary).encode()
+    pq.write_table(table.replace_schema_metadata(meta), out)

@@ -24,21 +24,30 @@ def _datasets(cube: Any, dataset: str | None) -> list[str | None]:
     return [None] if len(names) == 1 or "dataset" not in cube.dims else list(names)
 
 
-def _open(cube: str) -> Any:
+def _open(cube: str, use: str = "") -> Any:
+    """An audit cube; ``use`` names what was asked (for the message on a calibration cube)."""
     from ..cube import open_cube
+    if _is_calibration(cube):
+        raise SdcInputError(
+            f"{cube!r} is a calibration cube (from `sdcdist calibrate --out`), and {use} "
+            "needs an audit cube (from `sdcdist audit`). A calibration cube is read by "
+            "`sdcdist plot --kind curves` only; `sdcdist calibrate --csv/--markdown/--html` "
+            "writes its table")
     return open_cube(cube)
+
+
+def _is_calibration(cube: str) -> bool:
+    import zarr
+    try:
+        return "calibrated_param" in zarr.open_group(cube, mode="r")
+    except Exception:
+        return False
 
 
 def _open_any(cube: str) -> Any:
     """An audit cube or a calibration cube."""
-    import zarr
-
     from ..audit.calibrate import open_calibration
-    try:
-        is_cal = "calibrated_param" in zarr.open_group(cube, mode="r")
-    except Exception:
-        is_cal = False
-    return open_calibration(cube) if is_cal else _open(cube)
+    return open_calibration(cube) if _is_calibration(cube) else _open(cube)
 
 
 @main.command()
@@ -61,7 +70,7 @@ def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset
     share the average rank; cells without a value get no rank.
     """
     from ..report import format_table, ranking_table
-    c = _open(cube)
+    c = _open(cube, "`sdcdist report`")
     names = _datasets(c, dataset)
     files = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, names,
                          overwrite=overwrite)
@@ -102,7 +111,7 @@ def query(cube: str, where_: str | None, sort: str | None, top: int | None,
     from ..cube import check_metrics
     from ..query import query as run_query
     from ..report import format_table
-    c = _open(cube)
+    c = _open(cube, "`sdcdist query`")
     shown = split_list(metric_list) if metric_list else [str(m) for m in c["metric"].values]
     check_metrics(c, shown)
     names = _datasets(c, dataset)
@@ -150,7 +159,7 @@ def plot(cube: str, kind: str, risk: str | None, loss: str | None, metric: str |
                             "--loss IL1s)")
     check_output(out, what="--out", overwrite=overwrite)
     from .. import report as rp
-    c = _open_any(cube) if kind == "curves" else _open(cube)
+    c = _open_any(cube) if kind == "curves" else _open(cube, f"`sdcdist plot --kind {kind}`")
     if kind == "tradeoff":
         rp.plot_tradeoff(c, risk=risk, loss=loss, out=out, dataset=dataset)
     elif kind == "curves":

@@ -77,7 +77,7 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     truth = None
     if id_column is not None:
         from ..linkage import truth_from_ids
-        truth = truth_from_ids(id_a, id_b)
+        truth = truth_from_ids(id_a, id_b, column=id_column)
     if keysets:
         ks = [split_list(k) for k in keysets]
     elif keys:
@@ -88,8 +88,15 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     with cluster(where, quiet=True) as client:
         res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
                       keysets=ks, seed=seed, options=opts, truth=truth, client=client)
+    matched = ""
+    if truth is not None:
+        from ..linkage import truth_counts
+        c = truth_counts(truth)
+        matched = (f" ({c['matched']} of {c['matched'] + c['unmatched']} masked records have "
+                   "an identifier in the original file")
+        matched += "; the others count as not re-identified)" if c["unmatched"] else ")"
     click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
-               f"truth: {'column ' + repr(id_column) if id_column else 'row order'}")
+               f"truth: {'column ' + repr(id_column) if id_column else 'row order'}{matched}")
     for n in names:
         r = res[n]
         extra = " (approximate: sparse candidates)" if r.flag else ""

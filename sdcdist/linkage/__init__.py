@@ -12,8 +12,8 @@ from .assignment import Candidates, assign
 from .distance_drivers import link_top2, nearest_candidates
 from .link import link_files
 from .prl_drivers import probabilistic_linkage
-from .truth import invert_truth, row_truth, truth_from_ids
+from .truth import check_truth, invert_truth, row_truth, truth_counts, truth_from_ids
 
 __all__ = ["distance", "distance_drivers", "link_top2", "nearest_candidates", "truth",
-           "row_truth", "truth_from_ids", "invert_truth", "assignment", "assign", "Candidates",
+           "row_truth", "truth_from_ids", "truth_counts", "check_truth", "invert_truth", "assignment", "assign", "Candidates",
            "prl", "prl_drivers", "probabilistic_linkage", "link", "link_files"]

@@ -18,19 +18,27 @@ from ..errors import SdcInputError, column_error, column_positions
 from ..parallel import Runner
 from .assignment import DEFAULT_DENSE_LIMIT
 from .prl_drivers import PRLResult, probabilistic_linkage
-from .truth import truth_from_ids
+from .truth import truth_counts, truth_from_ids
 
 __all__ = ["LinkResult", "link_files"]
 
 
 @dataclass
 class LinkResult:
-    """Linked pairs (a DataFrame), the PRL result, and PLD / PLD20 when the truth is known."""
+    """Linked pairs (a DataFrame), the PRL result, and PLD / PLD20 when the truth is known.
+
+    With an identifier column, ``matched`` counts the masked records whose
+    identifier occurs in the original file and ``unmatched`` the others (they
+    have no true pair, and count as not linked correctly in PLD); both are
+    None without one.
+    """
 
     pairs: Any
     result: PRLResult
     pld: float | None
     pld20: float | None
+    matched: int | None = None
+    unmatched: int | None = None
 
 
 def link_files(original: Any, masked: Any, keys: Sequence[str], *,
@@ -62,7 +70,14 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     LinkResult
         ``pairs`` has one row per assigned pair: ``row_b``, ``row_a``, ``weight``,
         ``match_probability`` and, with ``id_column``, ``id_b``, ``id_a``, ``correct``
-        and ``true_weight`` (weight of the B record's true pair; NaN if absent).
+        and ``true_weight`` (weight of the B record's true pair; NaN if absent);
+        ``matched`` / ``unmatched`` count the B records whose identifier is / is
+        not in A.
+
+    Raises
+    ------
+    SdcInputError
+        Among others, if no identifier of B occurs in A (``id_column`` given).
     """
     import pandas as pd
 
@@ -86,7 +101,7 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
                                where="the masked file")
         if id_column in keys:
             raise SdcInputError(f"the identifier column {id_column!r} cannot also be a key")
-        truth = truth_from_ids(original.values[:, ia], masked.values[:, ib])
+        truth = truth_from_ids(original.values[:, ia], masked.values[:, ib], column=id_column)
     n_a, n_b = original.values.shape[0], masked.values.shape[0]
     tr = truth if truth is not None else np.full(n_b, -1, dtype=np.int64)
     res = probabilistic_linkage(runner, runner.share(original.values),
@@ -98,10 +113,12 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     df = pd.DataFrame({"row_b": res.rows_b, "row_a": res.cols_a, "weight": res.weights,
                        "match_probability": res.prob})
     pld = pld20 = None
+    counts: dict[str, Any] = {}
     if truth is not None:
+        counts = truth_counts(truth)
         df["id_b"] = masked.values[res.rows_b, ib]
         df["id_a"] = original.values[res.cols_a, ia]
         df["correct"] = truth[res.rows_b] == res.cols_a
         df["true_weight"] = res.true_weight[res.rows_b]
         pld, pld20 = 100.0 * res.correct / n_b, 100.0 * res.correct20 / n_b
-    return LinkResult(df, res, pld, pld20)
+    return LinkResult(df, res, pld, pld20, **counts)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import SdcInputError
 
-__all__ = ["row_truth", "truth_from_ids", "invert_truth"]
+__all__ = ["row_truth", "truth_from_ids", "truth_counts", "check_truth", "invert_truth"]
 
 
 def row_truth(n_query: int, n_cand: int) -> np.ndarray:
@@ -22,29 +22,73 @@ def row_truth(n_query: int, n_cand: int) -> np.ndarray:
     return t
 
 
-def truth_from_ids(id_original: np.ndarray, id_masked: np.ndarray) -> np.ndarray:
+def truth_from_ids(id_original: np.ndarray, id_masked: np.ndarray, *,
+                   column: str | None = None) -> np.ndarray:
     """Truth from an identifier column present in both files.
 
     Returns, for each masked record, the row of the original record with the
-    same identifier (-1 if none).
+    same identifier (-1 if none). How many matched is :func:`truth_counts`
+    of the result; callers report a partial match.
+
+    Parameters
+    ----------
+    id_original, id_masked : array
+        The identifier column of each file.
+    column : str, optional
+        The column's name, for messages.
 
     Raises
     ------
     SdcInputError
-        If an identifier repeats within a file.
+        If an identifier repeats within a file, or if no masked identifier
+        occurs in the original file (every risk figure would be 0).
     """
     a = np.asarray(id_original)
     b = np.asarray(id_masked)
+    name = f"identifier column {column!r}" if column is not None else "identifier column"
     for v, what in ((a, "original"), (b, "masked")):
         uniq = np.unique(v)
         if uniq.size != v.size:
-            raise SdcInputError(f"the identifier column repeats {v.size - uniq.size} value(s) "
+            raise SdcInputError(f"the {name} repeats {v.size - uniq.size} value(s) "
                                 f"in the {what} file; identifiers must be unique per file")
     order = np.argsort(a, kind="stable")
     pos = np.searchsorted(a[order], b)
     pos = np.minimum(pos, max(len(a) - 1, 0))
     hit = (len(a) > 0) & (a[order][pos] == b) if len(a) else np.zeros(len(b), bool)
-    return np.where(hit, order[pos], -1).astype(np.int64)
+    truth = np.where(hit, order[pos], -1).astype(np.int64)
+    check_truth(truth, len(a), what=f"the {name}")
+    return truth
+
+
+def truth_counts(truth: np.ndarray) -> dict[str, int]:
+    """``matched``: masked records whose true record is in the original file; ``unmatched``: the rest."""
+    t = np.asarray(truth)
+    matched = int(np.count_nonzero(t >= 0))
+    return {"matched": matched, "unmatched": int(t.size) - matched}
+
+
+def check_truth(truth: np.ndarray, n_cand: int, *, what: str = "the truth") -> dict[str, int]:
+    """Refuse a truth that matches no masked record; return its :func:`truth_counts`.
+
+    Raises
+    ------
+    SdcInputError
+        If ``truth`` is not one row number in [-1, n_cand) per masked record,
+        or if it has masked records but matches none of them.
+    """
+    t = np.asarray(truth)
+    if t.ndim != 1 or (t.size and (not np.issubdtype(t.dtype, np.integer)
+                                   or t.min() < -1 or t.max() >= n_cand)):
+        raise SdcInputError(f"{what} must give one row of the original file (0..{n_cand - 1}) "
+                            "or -1 per masked record")
+    counts = truth_counts(t)
+    if t.size and n_cand and counts["matched"] == 0:
+        raise SdcInputError(
+            f"{what} matches no record: none of the masked file's {t.size} records has "
+            f"its identifier in the original file, so every risk figure would be 0. Give "
+            "the column that identifies the same people in both files (--id COLUMN), or "
+            "leave --id out to take row order as the truth")
+    return counts
 
 
 def invert_truth(truth: Any, n_q: int, n_c: int) -> np.ndarray:

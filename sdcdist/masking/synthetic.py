@@ -109,12 +109,19 @@ def regression_fit(A: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return B, R.T @ R / A.shape[0]
 
 
-def ipso(X: np.ndarray, variant: str, *, rng: np.random.Generator,
-         roles: Mapping[str, Sequence] | None = None,
-         columns: Sequence[str] | None = None) -> np.ndarray:
-    """IPSO-A, -B or -C (``variant`` "a", "b", "c"): see the registered methods."""
+def check_records(n: int, m: int, variant: str, *,
+                  roles: Mapping[str, Sequence] | None = None,
+                  columns: Sequence[str] | None = None) -> tuple[list[int], list[int]]:
+    """Check that IPSO ``variant`` can fit ``n`` records of ``m`` columns with these roles.
+
+    Returns the positions of the confidential and quasi-identifier columns.
+
+    Raises
+    ------
+    SdcInputError
+        If the roles are wrong, or there are too few records for the regression.
+    """
     method = f"ipso_{variant}"
-    n, m = X.shape
     conf, quasi = resolve_roles(roles, m, method, columns)
     c, q = len(conf), len(quasi)
     need = c + 1 + (q if variant == "c" else 0)
@@ -125,6 +132,16 @@ def ipso(X: np.ndarray, variant: str, *, rng: np.random.Generator,
                 f"the {c + 1} regressors (intercept and {c} confidential column(s))")
         raise SdcInputError(f"{method} needs more records than {what}: at least {need + 1}. "
                             f"Got {n} records.")
+    return conf, quasi
+
+
+def ipso(X: np.ndarray, variant: str, *, rng: np.random.Generator,
+         roles: Mapping[str, Sequence] | None = None,
+         columns: Sequence[str] | None = None) -> np.ndarray:
+    """IPSO-A, -B or -C (``variant`` "a", "b", "c"): see the registered methods."""
+    n, m = X.shape
+    conf, quasi = check_records(n, m, variant, roles=roles, columns=columns)
+    q = len(quasi)
     A = np.column_stack([np.ones(n), X[:, conf]])
     Y = X[:, quasi]
     B, S = regression_fit(A, Y)

@@ -68,6 +68,9 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         Computation options (``chunk_rows``, ``block_memory``, ``block_rows``, ...).
     truth : int array (n_masked,), optional
         Row of each masked record's true record in ``original`` (-1: absent).
+        A truth that matches no record is refused; otherwise the risk
+        metrics' ``info`` carries ``matched`` and ``unmatched``, the counts of
+        masked records with and without a true record.
     masked_columns : list of str, optional
         Column names of ``masked`` when they differ from the original's (an
         intruder's file and a release holding different variables). Linkage
@@ -78,6 +81,11 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
     -------
     dict of str -> MetricResult
         Every requested metric (and those they are computed from).
+
+    Raises
+    ------
+    SdcInputError
+        Among others, if ``truth`` matches no masked record.
     """
     from ..data import Microdata
     for name in metrics:
@@ -126,12 +134,22 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                             f"{', '.join(need)} link on; give the key columns the same names "
                             "in both files (CRL can link without shared columns)")
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    t = runner.share(np.asarray(truth, dtype=np.int64)) if truth is not None else None
+    counts: dict[str, int] = {}
+    t = None
+    if truth is not None:
+        from ..linkage.truth import check_truth
+        if np.shape(truth) != (shape_b[0],):
+            raise SdcInputError(f"the truth must give one row of the original file per masked "
+                                f"record ({shape_b[0]}); got shape {np.shape(truth)}")
+        counts = check_truth(np.asarray(truth), shape_a[0])
+        t = runner.share(np.asarray(truth, dtype=np.int64))
     ctx = MeasureContext(runner, A, B, shape_original=shape_a, shape_masked=shape_b,
                          columns=columns, keysets=keysets or default_keysets(shared),
                          seed=ss, options=options, truth=t, masked_columns=masked_columns)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)
+        if counts and get_metric(name).kind == "risk":
+            out[name].info.update(counts)
     return out
 

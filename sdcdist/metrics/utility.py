@@ -25,7 +25,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 from scipy.special import expit
 
-from ..parallel import add_dicts, map_reduce
+from ..parallel import add_dicts, map_reduce, one_blas_thread
 from ._registry import MeasureContext, MetricResult, register
 from .infoloss import il_sd, record_stats
 from .ranks import RANK_OPTIONS, rank_pass
@@ -97,7 +97,8 @@ def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricRes
     for it in range(MAX_NEWTON):
         if cur["wrong"] == 0:
             return MetricResult(0.25, flag=1, info=_SEPARATED | {"iterations": it})
-        step = np.linalg.lstsq(cur["hess"], cur["grad"], rcond=None)[0]
+        with one_blas_thread():              # the same bits whatever the BLAS pool's size
+            step = np.linalg.lstsq(cur["hess"], cur["grad"], rcond=None)[0]
         for _ in range(40):                      # step halving keeps the likelihood rising
             new = evaluate(beta + step)
             if new["ll"] >= cur["ll"] - 1e-12 * abs(cur["ll"]):

@@ -54,14 +54,13 @@ class CellExecutor:
     ----------
     runner : Runner
     inputs : mapping of key -> array
-        The input files, shared once with a copy on every worker (a killed
-        worker never loses the data the others need, and task cells need
-        them everywhere anyway).
+        The input files, shared once (:meth:`Runner.share`: a killed worker
+        never takes the only copy with it; the scheduler recomputes it).
     """
 
     def __init__(self, runner: Runner, inputs: Mapping[Hashable, Any]):
         self.runner = runner
-        self.inputs = {k: runner.share(v, everywhere=True) for k, v in inputs.items()}
+        self.inputs = {k: runner.share(v) for k, v in inputs.items()}
 
     def run(self, cells: Sequence[C], *, mode: str, input_of: Callable[[C], Hashable],
             whole: Callable[..., Any], whole_args: Callable[[C], tuple],

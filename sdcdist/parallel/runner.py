@@ -15,16 +15,99 @@ the value. With ``client=None`` every task runs immediately in this process
 and its handle is a :class:`Local`; that is the reference path the tests
 compare against, and what a small computation in a notebook uses. A function
 here accepts a :class:`distributed.Client` but never starts a cluster.
+
+Every task runs with the BLAS and OpenMP thread pools of its process at one
+thread (:func:`one_blas_thread`). Multi-threaded BLAS splits sums differently
+for different thread counts, so without this a propensity-score fit (``PS2``)
+gave other bits in a notebook (all cores) than on worker processes (one
+thread each): the same spec on the same data must give the same cube
+whatever runs it. The cluster's parallelism comes from its workers anyway.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Runner", "Local", "lost_scheduler"]
+__all__ = ["Runner", "Local", "lost_scheduler", "one_blas_thread"]
+
+_blas_local = threading.local()
+
+
+def _openblas_local_setters() -> list[Any]:
+    """``openblas_set_num_threads_local`` of every loaded OpenBLAS that has it (0.3.27+).
+
+    OpenBLAS ignores ``openblas_set_num_threads`` (what threadpoolctl calls)
+    from any thread but the main one; the local setter limits the calling
+    thread, which is what a task running in a worker thread needs.
+    """
+    import ctypes
+
+    from threadpoolctl import ThreadpoolController
+    out = []
+    for lc in ThreadpoolController().lib_controllers:
+        if lc.internal_api != "openblas":
+            continue
+        try:
+            f = lc.dynlib.openblas_set_num_threads_local
+        except AttributeError:
+            continue
+        f.restype, f.argtypes = ctypes.c_int, [ctypes.c_int]
+        out.append(f)
+    return out
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS and OpenMP at one thread for the calling thread while it is inside.
+
+    Re-entrant. In the main thread it sets the process-wide limits
+    (threadpoolctl); in any thread it also sets OpenBLAS's per-thread limit
+    and OpenMP's (which is per thread), so tasks running at once in the
+    threads of one worker each compute as a one-thread worker process does.
+    The previous limits are restored on leaving.
+    """
+    depth = getattr(_blas_local, "depth", 0)
+    if depth:
+        _blas_local.depth = depth + 1
+        try:
+            yield
+        finally:
+            _blas_local.depth -= 1
+        return
+    from threadpoolctl import threadpool_limits
+    limiter = threadpool_limits(limits=1)
+    setters = _openblas_local_setters()
+    previous = [f(1) for f in setters]
+    _blas_local.depth = 1
+    try:
+        yield
+    finally:
+        _blas_local.depth = 0
+        for f, p in zip(setters, previous):
+            f(p)
+        limiter.restore_original_limits()
+
+
+class _OneThread:
+    """A task function run under :func:`one_blas_thread` (pickles with its function)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with one_blas_thread():
+            return self.fn(*args, **kwargs)
+
+    def __reduce__(self) -> tuple:
+        return (_OneThread, (self.fn,))
 
 
 @dataclass
@@ -35,6 +118,16 @@ class Local:
 
     def result(self) -> Any:
         return self.value
+
+
+#: test hooks, each called as ``hook(runner, handle)`` right after a value is shared
+#: (e.g. to kill the worker that holds it); empty in normal use
+_SHARE_HOOKS: list[Callable[[Any, Any], None]] = []
+
+
+def _held(value: Any) -> Any:
+    """Task: the shared value itself (held in the task's spec, so it can be recomputed)."""
+    return value
 
 
 def _unwrap(x: Any) -> Any:
@@ -60,9 +153,13 @@ class Runner:
         pure (the same function on the same arguments is computed once).
         """
         if self.client is None:
-            return Local(fn(*[_unwrap(a) for a in args],
-                            **{k: _unwrap(v) for k, v in kwargs.items()}))
-        return self.client.submit(fn, *args, **kwargs)
+            with one_blas_thread():
+                return Local(fn(*[_unwrap(a) for a in args],
+                                **{k: _unwrap(v) for k, v in kwargs.items()}))
+        from dask.base import tokenize
+        from dask.utils import funcname
+        key = f"{funcname(fn)}-{tokenize(fn, kwargs, *args)}"
+        return self.client.submit(_OneThread(fn), *args, key=key, **kwargs)
 
     def fresh_task(self, fn: Callable, /, *args: Any) -> Any:
         """Like :meth:`task`, but never merged with an identical earlier task.
@@ -71,23 +168,40 @@ class Runner:
         cell), so that a rerun computes them again.
         """
         if self.client is None:
-            return Local(fn(*[_unwrap(a) for a in args]))
-        return self.client.submit(fn, *args, pure=False)
+            with one_blas_thread():
+                return Local(fn(*[_unwrap(a) for a in args]))
+        from dask.utils import funcname
+        return self.client.submit(_OneThread(fn), *args, key=f"{funcname(fn)}-{uuid.uuid4().hex}",
+                                  pure=False)
 
-    def share(self, value: Any, *, everywhere: bool = False) -> Any:
+    def share(self, value: Any) -> Any:
         """Place a value on the cluster once, as a handle every task can read.
+
+        The handle survives the loss of any worker: the value is the
+        argument of a task (held in the task's spec by the scheduler), so
+        when the worker holding the result dies — pre-empted, scaled down,
+        restarted by its nanny or gone for good — the scheduler computes it
+        again on another worker instead of failing every task that needs it
+        (which is what happens to data placed by ``Client.scatter``). The
+        price is one serialized copy of each shared value on the scheduler
+        for as long as the handle lives. A worker that needs the value
+        fetches it once from a worker that has it.
 
         Parameters
         ----------
         value : any
             Typically an array many tasks read.
-        everywhere : bool
-            Put a copy on every worker (inputs of many independent tasks, so
-            that a lost worker never takes the only copy with it).
         """
         if self.client is None:
             return Local(value)
-        return self.client.scatter(value, hash=False, broadcast=everywhere)
+        import dask
+        key = f"shared-{type(value).__name__}-{uuid.uuid4().hex}"
+        # the value is deliberately part of the graph: that is what makes it recomputable
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 PiB"}):
+            handle = self.client.submit(_held, value, key=key, pure=False)
+        for hook in list(_SHARE_HOOKS):
+            hook(self, handle)
+        return handle
 
     def result(self, handle: Any) -> Any:
         """The value of a handle, or the values of a list of handles."""

@@ -1,0 +1,55 @@
+"""Checks of a method's parameters against the data, before any masking starts.
+
+A spec's parameters are checked when it is parsed (:meth:`MaskingMethod.check_param`);
+some ranges depend on the data (``k <= n/2`` for microaggregation, enough records
+for IPSO's regression, no constant column for ``jpeg`` and ``distr``).
+:func:`check_data` checks those right after the data is read, so that an audit
+refuses them before it starts a cluster or creates a cube.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ..errors import SdcInputError
+from ._columns import check_not_constant
+from ._registry import get_method
+
+__all__ = ["check_data"]
+
+
+def check_data(method: str, X: np.ndarray, params: Iterable[float],
+               options: dict[str, Any] | None = None) -> None:
+    """Raise :class:`SdcInputError` if ``method`` cannot mask ``X`` with some of ``params``.
+
+    Parameters
+    ----------
+    method : str
+        A registered method name.
+    X : ndarray, shape (n, m)
+        The data the method will mask.
+    params : iterable of float
+        The parameter values (already checked against the method's fixed range).
+    options : dict, optional
+        The method's options as the method receives them (``roles``, ``columns``).
+    """
+    meth = get_method(method)
+    n, m = X.shape
+    if n < 2:
+        raise SdcInputError(f"{meth.name} needs at least 2 records. Got {n}.")
+    opts = options or {}
+    if meth.param == "k" and meth.func.__module__.endswith(".microaggregation"):
+        from .microaggregation import check_k
+        for p in params:
+            check_k(int(p), n, meth.name)
+    elif meth.name == "jpeg":
+        check_not_constant(X, "jpeg", "jpeg maps each column's range [min, max] onto 0..255")
+    elif meth.name == "distr":
+        check_not_constant(X, "distr", "a distribution cannot be fitted to a single value")
+    elif meth.name.startswith("ipso_"):
+        from .synthetic import check_records
+        check_records(n, m, meth.name[-1], roles=opts.get("roles"),
+                      columns=opts.get("columns"))
