@@ -25,6 +25,9 @@ name                      value           why
                                           masks and measures a whole file
 ``MAX_TOP_C``             1000            linkage candidates kept per masked record; the
                                           sparse assignment holds n x top_c weights
+``MAX_CHUNK_ROWS``        2^22            records per chunk (``--chunk-rows``): a chunk is
+                                          read whole into a worker's memory; 2^22 x 13
+                                          columns x 8 bytes is about 440 MB
 ``MAX_QUERY_DEPTH``       100             nesting of parentheses in a ``query --where``
                                           filter
 ``MAX_SPEC_BYTES``        1 MiB           size of a spec file
@@ -43,7 +46,7 @@ from __future__ import annotations
 from .errors import SdcInputError
 
 __all__ = ["LIMITS", "MAX_ROWS", "MAX_COLUMNS", "MAX_MEMORY_BYTES", "MAX_REPLICATES",
-           "MAX_CELLS", "MAX_TOP_C", "MAX_QUERY_DEPTH", "MAX_SPEC_BYTES", "MAX_YAML_DEPTH",
+           "MAX_CELLS", "MAX_TOP_C", "MAX_CHUNK_ROWS", "MAX_QUERY_DEPTH", "MAX_SPEC_BYTES", "MAX_YAML_DEPTH",
            "check_rows"]
 
 MIN_ROWS = 3
@@ -53,6 +56,7 @@ MAX_MEMORY_BYTES = 8 * 2**30
 MAX_REPLICATES = 1000
 MAX_CELLS = 10**6
 MAX_TOP_C = 1000
+MAX_CHUNK_ROWS = 2**22
 MAX_QUERY_DEPTH = 100
 MAX_SPEC_BYTES = 2**20
 MAX_YAML_DEPTH = 50
@@ -60,7 +64,7 @@ MAX_YAML_DEPTH = 50
 #: Every bound by name (for the CLI's option ranges and the docs).
 LIMITS: dict[str, int] = {
     "rows": MAX_ROWS, "columns": MAX_COLUMNS, "memory_bytes": MAX_MEMORY_BYTES,
-    "replicates": MAX_REPLICATES, "cells": MAX_CELLS, "top_c": MAX_TOP_C,
+    "replicates": MAX_REPLICATES, "cells": MAX_CELLS, "top_c": MAX_TOP_C, "chunk_rows": MAX_CHUNK_ROWS,
     "query_depth": MAX_QUERY_DEPTH, "spec_bytes": MAX_SPEC_BYTES, "yaml_depth": MAX_YAML_DEPTH,
 }
 

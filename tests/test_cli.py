@@ -78,7 +78,7 @@ def test_ingest_synth_audit_report_plot(run, tmp_path, rng):
               tmp_path / "t.png")
     assert res.exit_code == 0 and (tmp_path / "t.png").stat().st_size > 10_000
     res = run("plot", tmp_path / "c.zarr", "--risk", "PLD", "--loss", "IL1s", "-o",
-              tmp_path / "t.png")
+              tmp_path / "t2.png")
     assert res.exit_code == 2 and "no metric 'PLD'" in res.output
 
 

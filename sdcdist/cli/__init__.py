@@ -11,6 +11,8 @@ module         commands
 ``audit``      ``audit``, ``calibrate``
 ``results``    ``report``, ``query``, ``plot``
 ``certs``      ``certs``
+``verify``     ``verify``
+``_paths``     path/URL arguments, output checks, redaction, safe file names
 ``_common``    the group, failure handling and exit codes, cluster options and the
                one cluster helper, shared option parsing
 =============  ==========================================================
@@ -21,7 +23,10 @@ starts fast. The CLI is the only place that starts clusters.
 """
 
 from ._common import EXIT_FAILURE, EXIT_USER, main
+from ._paths import StrictCommand
+
+main.command_class = StrictCommand     # a single-value option given twice is refused
 # each module registers its commands on ``main`` when imported
-from . import audit, catalog, certs, data, link, measure, results, risk  # noqa: F401, I001
+from . import audit, catalog, certs, data, link, measure, results, risk, verify  # noqa: F401, I001
 
 __all__ = ["main", "EXIT_FAILURE", "EXIT_USER"]

@@ -24,10 +24,11 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
+from ._paths import PathOrURL, check_output, check_scheduler, redact, unique_slugs
 
 __all__ = ["main", "EXIT_FAILURE", "EXIT_USER", "ClusterOptions", "cluster_options",
            "cluster", "make_security", "split_list", "parse_options",
-           "table_outputs", "write_tables"]
+           "table_outputs", "table_paths", "check_tables", "write_tables"]
 
 
 log = logging.getLogger("sdcdist.cli")
@@ -63,8 +64,12 @@ class SdcGroup(click.Group):
             return super().invoke(ctx)
         except SdcInputError as exc:
             _log_failure(ctx, "user error", exc)
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {redact(str(exc))}", err=True)
             ctx.exit(EXIT_USER)
+        except BrokenPipeError:
+            # the reader went away (`sdcdist risk ... | head`): stop quietly, as Unix tools do
+            _quiet_stdout()
+            ctx.exit(0)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit,
                 KeyboardInterrupt):
             raise
@@ -90,6 +95,13 @@ class SdcGroup(click.Group):
                            "Rerun with 'sdcdist --debug ...' for the traceback and report it "
                            "if it persists.", err=True)
             ctx.exit(EXIT_FAILURE)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that flushing it at exit cannot fail again."""
+    with contextlib.suppress(Exception):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _cancelled_reason(exc: BaseException) -> str:
@@ -208,8 +220,10 @@ def cluster_options(f: Callable | None = None, *, local: bool = False) -> Any:
     def with_cluster(*args: Any, scheduler: str | None = None, workers: int | None = None,
                      tls_ca: str | None = None, tls_cert: str | None = None,
                      tls_key: str | None = None, local: bool = False, **kwargs: Any) -> Any:
-        opts = ClusterOptions(scheduler=scheduler, workers=workers,
-                              security=make_security(tls_ca, tls_cert, tls_key), local=local)
+        security = make_security(tls_ca, tls_cert, tls_key)
+        check_scheduler(scheduler, security)
+        opts = ClusterOptions(scheduler=scheduler, workers=workers, security=security,
+                              local=local)
         return f(*args, where=opts, **kwargs)
 
     g: Any = with_cluster
@@ -347,20 +361,50 @@ def table_outputs(f: Any) -> Any:
     html_out."""
     for opt, what in (("html", "HTML"), ("markdown", "Markdown"), ("csv", "CSV")):
         f = click.option(f"--{opt}", f"{opt}_out", default=None, metavar="FILE",
-                         help=f"Also write the table as {what}.")(f)
+                         type=PathOrURL("output"),
+                         help=f"Also write the table as {what} (missing folders are "
+                              "created; an existing file needs --overwrite).")(f)
     return f
 
 
-def write_tables(table: Any, outputs: dict[str, str | None], title: str,
-                 dataset: str | None, several: bool) -> None:
-    """Write ``table`` to each output path given; with ``several`` datasets the dataset
-    name goes into the file name."""
+def table_paths(outputs: dict[str, str | None],
+                datasets: list[str | None]) -> dict[str | None, dict[str, str]]:
+    """The files each dataset's table goes to: with several datasets, the dataset's name,
+    made safe for a file name (:func:`~sdcdist.cli._paths.slug`), goes into each name."""
+    several = len(datasets) > 1
+    slugs = unique_slugs([str(d) for d in datasets if d is not None]) if several else {}
+    out: dict[str | None, dict[str, str]] = {}
+    for d in datasets:
+        paths = {}
+        for kind, path in outputs.items():
+            if not path:
+                continue
+            if several and d is not None:
+                tag = slugs[str(d)]
+                stem, dot, ext = path.rpartition(".")
+                if dot and os.sep not in ext and "/" not in ext:
+                    path = f"{stem}-{tag}.{ext}"
+                else:
+                    path = f"{path}-{tag}"
+            paths[kind] = path
+        out[d] = paths
+    return out
+
+
+def check_tables(outputs: dict[str, str | None], datasets: list[str | None], *,
+                 overwrite: bool) -> dict[str | None, dict[str, str]]:
+    """:func:`table_paths`, each checked as an output before anything is printed."""
+    opt = {"csv": "--csv", "md": "--markdown", "html": "--html"}
+    planned = table_paths(outputs, datasets)
+    for paths in planned.values():
+        for kind, path in paths.items():
+            check_output(path, what=opt.get(kind, "--" + kind), overwrite=overwrite)
+    return planned
+
+
+def write_tables(table: Any, paths: dict[str, str], title: str) -> None:
+    """Write ``table`` to each of ``paths`` (from :func:`check_tables`)."""
     from ..report import write_table
-    for path in outputs.values():
-        if not path:
-            continue
-        if several and dataset:
-            stem, dot, ext = path.rpartition(".")
-            path = f"{stem}-{dataset}.{ext}" if dot else f"{path}-{dataset}"
+    for path in paths.values():
         write_table(table, path, title=title)
         click.echo(f"table written to {path}", err=True)

@@ -9,15 +9,16 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
-from ._common import (ClusterOptions, cluster, cluster_options, main, table_outputs,
-                      write_tables)
+from ._common import (ClusterOptions, check_tables, cluster, cluster_options, main,
+                      table_outputs, write_tables)
+from ._paths import PathOrURL, check_output
 
 __all__ = ["audit", "calibrate"]
 
 
 @main.command()
 @click.argument("spec", type=click.Path(exists=True, dir_okay=False))
-@click.option("--out", required=True,
+@click.option("--out", required=True, type=PathOrURL("output"),
               help="Zarr cube to write: a path or an fsspec URL (s3://, gs://, file://).")
 @click.option("--overwrite", is_flag=True,
               help="Discard an existing cube instead of resuming it.")
@@ -39,6 +40,7 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
     from ..audit.run import load_data
     from ..logs import event
     from ..storage import check_url
+    check_output(out, what="--out", kind="store", exists_ok=True)
     s = load_spec(spec)
     check_url(out, what="--out")
     data = load_data(s)     # the data and the parameters it bounds, before any cluster
@@ -78,7 +80,8 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
               help="Absolute tolerance on the mean (default 1 %% of |target|).")
 @click.option("--max-iter", type=click.IntRange(1, 200), default=20, show_default=True,
               help="Bisection rounds at most.")
-@click.option("--out", default=None, help="Zarr store for the calibration cube.")
+@click.option("--out", default=None, type=PathOrURL("output"),
+              help="Zarr store for the calibration cube.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out.")
 @table_outputs
 @cluster_options
@@ -103,6 +106,9 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     from ..report import format_table
     if (risk is None) == (utility is None):
         raise SdcInputError("give exactly one of --risk METRIC or --utility METRIC")
+    check_output(out, what="--out", kind="store", overwrite=overwrite)
+    tables = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, [None],
+                          overwrite=overwrite)[None]
     s = load_spec(spec)
     mode, metric = ("risk", risk) if risk else ("utility", utility)
     check_request(s, metric, mode, target)
@@ -125,7 +131,6 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     click.echo(format_table(t, digits=4))
     for st in sorted(set(t["status"]) - {"ok"}):
         click.echo(f"  {st}: {STATUS[st]}")
-    write_tables(t, {"csv": csv_out, "md": markdown_out, "html": html_out},
-                 f"methods at {metric} = {target:g}", None, False)
+    write_tables(t, tables, f"methods at {metric} = {target:g}")
     if out:
         click.echo(f"calibration cube written to {out}", err=True)

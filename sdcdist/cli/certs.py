@@ -5,12 +5,13 @@ from __future__ import annotations
 import click
 
 from ._common import main
+from ._paths import PathOrURL, check_host, check_output
 
 __all__ = ["certs"]
 
 
 @main.command()
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", required=True, type=PathOrURL("output"),
               help="Directory for ca.crt and <role>.crt / <role>.key.")
 @click.option("--host", "hosts", multiple=True, metavar="NAME",
               help="DNS name or IP for the certificates' SubjectAltName (repeatable; "
@@ -31,8 +32,10 @@ def certs(out_dir: str, hosts: tuple[str, ...], days: int, overwrite: bool) -> N
 
     The CA's private key is not kept. For production use your own CA.
     """
+    names = [check_host(h) for h in hosts] or ["localhost", "127.0.0.1"]
+    check_output(out_dir, what="--out", kind="dir")
     from ..certs import make_certs
-    paths = make_certs(out_dir, hosts=hosts or ("localhost", "127.0.0.1"), days=days,
+    paths = make_certs(out_dir, hosts=names, days=days,
                        overwrite=overwrite)
     for name, p in paths.items():
         click.echo(f"{name:16s} {p}")

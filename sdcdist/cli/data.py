@@ -8,21 +8,23 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
+from ..limits import MAX_CHUNK_ROWS, MAX_ROWS
 from ._common import main, split_list
+from ._paths import PathOrURL, check_output
 
 __all__ = ["ingest", "synth", "mask"]
 
 
 @main.command()
-@click.argument("source", type=click.Path(dir_okay=False))
-@click.argument("store")
+@click.argument("source", type=PathOrURL("input", exists=False))
+@click.argument("store", type=PathOrURL("output"))
 @click.option("--columns", default=None, metavar="A,B,...",
               help="Keep only these columns (comma-separated), e.g. to leave out text columns.")
 @click.option("--keys", default=None, metavar="A,B,...",
               help="Columns an intruder may know (key role), in linkage order.")
 @click.option("--confidential", default=None, metavar="A,B,...",
               help="Confidential columns (role used by the IPSO methods).")
-@click.option("--chunk-rows", type=click.IntRange(1), default=65_536, show_default=True,
+@click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=65_536, show_default=True,
               help="Records per Zarr chunk.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
 def ingest(source: str, store: str, columns: str | None, keys: str | None,
@@ -34,6 +36,7 @@ def ingest(source: str, store: str, columns: str | None, keys: str | None,
     column and how to fix it. The source is never modified, an existing store
     is never replaced without --overwrite, and a failed ingest leaves nothing.
     """
+    check_output(store, what="STORE", kind="store", overwrite=overwrite)
     from ..data import ingest as do_ingest, open_microdata
     roles = {}
     if keys:
@@ -48,12 +51,14 @@ def ingest(source: str, store: str, columns: str | None, keys: str | None,
 
 
 @main.command()
-@click.option("--rows", type=click.IntRange(3), required=True, help="Number of records.")
+@click.option("--rows", type=click.IntRange(3, MAX_ROWS), required=True,
+              help="Number of records.")
 @click.option("--columns", type=click.IntRange(1, 13), default=8, show_default=True,
               help="Number of variables (income and tax items, age, hours).")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
-@click.option("--out", required=True, help="Zarr store to write (or .csv / .parquet).")
-@click.option("--chunk-rows", type=click.IntRange(1), default=65_536, show_default=True)
+@click.option("--out", required=True, type=PathOrURL("output"),
+              help="Zarr store to write (or .csv / .parquet).")
+@click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=65_536, show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace an existing output.")
 def synth(rows: int, columns: int, seed: int, out: str, chunk_rows: int,
           overwrite: bool) -> None:
@@ -62,8 +67,14 @@ def synth(rows: int, columns: int, seed: int, out: str, chunk_rows: int,
     Zarr output is written chunk by chunk, so memory stays at about one chunk
     whatever --rows is.
     """
+    from ..limits import check_rows
+    in_memory = out.lower().endswith((".csv", ".parquet", ".pq"))
+    check_rows(rows, columns=columns, what="--rows", in_memory=in_memory,
+               hint="write a Zarr store instead, which is streamed")
+    check_output(out, what="--out", kind="file" if in_memory else "store",
+                 overwrite=overwrite)
     from ..data import synth as s, write_microdata
-    if out.lower().endswith((".csv", ".parquet", ".pq")):
+    if in_memory:
         write_microdata(s.generate(rows, columns=columns, seed=seed), out, overwrite=overwrite)
     else:
         s.write_synthetic(out, rows, columns=columns, seed=seed, chunk_rows=chunk_rows,
@@ -76,14 +87,14 @@ _ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
 
 
 @main.command()
-@click.argument("data")
+@click.argument("data", type=PathOrURL("input", exists=False))
 @click.option("-m", "--method", required=True,
               help="Masking method (see `sdcdist methods`), e.g. micmul.")
 @click.option("-p", "--param", type=float, default=None,
               help="The method's parameter (e.g. k for micmul); omit for methods without one.")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seed of the random generator (same seed, same output).")
-@click.option("-o", "--out", required=True,
+@click.option("-o", "--out", required=True, type=PathOrURL("output"),
               help="Masked file to write: .csv, .parquet, else a Zarr store.")
 @click.option("--keys", default=None, metavar="A,B,...",
               help="IPSO: the quasi-identifier columns (key role) to replace; default: the "
@@ -109,6 +120,8 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
 
     from ..data import Microdata, load_microdata, write_microdata
     from ..masking import get_method, method_options, missing_roles
+    check_output(out, what="--out", overwrite=overwrite,
+                 kind="file" if out.lower().endswith((".csv", ".parquet", ".pq")) else "store")
     meth = get_method(method)
     if param is None:
         if meth.kind != "none":

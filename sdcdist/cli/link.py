@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import os
-
 import click
 
 from ..errors import SdcInputError
+from ..limits import MAX_TOP_C
 from ._common import ClusterOptions, cluster, cluster_options, main, split_list
+from ._paths import PathOrURL, check_output
 
 __all__ = ["link"]
 
@@ -36,8 +36,8 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
 
 
 @main.command()
-@click.argument("original", type=click.Path(exists=True))
-@click.argument("masked", type=click.Path(exists=True))
+@click.argument("original", type=PathOrURL("input"))
+@click.argument("masked", type=PathOrURL("input"))
 @click.option("--keys", required=True, metavar="A,B,...",
               help="Key columns compared (present in both files).")
 @click.option("--method", type=click.Choice(["prl"]), default="prl", show_default=True,
@@ -50,13 +50,14 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
               help="Relative tolerance; several increasing values give multi-level comparisons.")
 @click.option("--categorical", default=None, metavar="A,B,...",
               help="Key columns compared by equality.")
-@click.option("--top-c", type=click.IntRange(1), default=20, show_default=True,
+@click.option("--top-c", type=click.IntRange(1, MAX_TOP_C), default=20, show_default=True,
               help="Candidates kept per masked record for the sparse assignment.")
 @click.option("--dense-limit", type=click.IntRange(1), default=5000, show_default=True,
               help="Largest file solved by the dense exact assignment.")
 @click.option("--block-on", default=None, metavar="COLUMN:HALF_WINDOW",
               help="Sorted-neighbourhood blocking (compares fewer pairs; default all pairs).")
-@click.option("-o", "--out", required=True, help="Parquet file for the linked pairs.")
+@click.option("-o", "--out", required=True, type=PathOrURL("output"),
+              help="Parquet file for the linked pairs.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 @cluster_options(local=True)
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
@@ -75,8 +76,7 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     if not out.lower().endswith((".parquet", ".pq")):
         raise SdcInputError(f"the pairs are written as Parquet; give an output ending in "
                             f".parquet (got {out!r})")
-    if os.path.exists(out) and not overwrite:
-        raise SdcInputError(f"{out!r} exists; use --overwrite to replace it")
+    check_output(out, what="--out", overwrite=overwrite)
     t, blocking = _tolerances(t_text), _blocking(block_on)
     A = load_microdata(original)
     B = load_microdata(masked)

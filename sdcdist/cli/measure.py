@@ -7,6 +7,8 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
+from ..limits import MAX_CHUNK_ROWS
+from ._paths import PathOrURL
 from ._common import ClusterOptions, cluster, cluster_options, main, split_list
 
 __all__ = ["measure_cmd"]
@@ -27,8 +29,8 @@ def _open_input(path: str, what: str) -> tuple[Any, tuple[str, ...]]:
 
 
 @main.command("measure")
-@click.argument("original")
-@click.argument("masked")
+@click.argument("original", type=PathOrURL("input", exists=False))
+@click.argument("masked", type=PathOrURL("input", exists=False))
 @click.option("--metric", "-m", "metric_names", multiple=True, metavar="NAME[,NAME...]",
               help="Metric(s) to compute (repeat or comma-separate). Default: every "
                    "information-loss and utility metric. `sdcdist metrics` lists them.")
@@ -37,7 +39,7 @@ def _open_input(path: str, what: str) -> tuple[Any, tuple[str, ...]]:
                    "the columns of sizes 1..7).")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seed of the random tie-breaking and k-means starts.")
-@click.option("--chunk-rows", type=click.IntRange(1), default=None,
+@click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=None,
               help="Records per reduction chunk (default 65536).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @cluster_options(local=True)
@@ -55,7 +57,11 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     import json
 
     from ..metrics import REGISTRY, get_metric, measure
-    names = [n for arg in metric_names for n in split_list(arg)] or \
+    names = [n for arg in metric_names for n in split_list(arg)]
+    if metric_names and not names:
+        raise SdcInputError("--metric was given without a name; give metric names "
+                            "(comma-separated), or leave --metric out for all of them")
+    names = names or \
         [n for n, m in REGISTRY.items() if m.kind in ("loss", "utility")]
     for n in names:
         get_metric(n)

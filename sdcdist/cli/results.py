@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
-from ._common import main, split_list, table_outputs, write_tables
+from ._common import check_tables, main, split_list, table_outputs, write_tables
+from ._paths import PathOrURL, check_output
 
 __all__ = ["report", "query", "plot"]
 
@@ -50,7 +51,7 @@ def _open_any(cube: str) -> Any:
 
 
 @main.command()
-@click.argument("cube")
+@click.argument("cube", type=PathOrURL("input", exists=False))
 @click.option("--by", required=True, help="Metric to sort by, e.g. Score (rank 1 first).")
 @click.option("--metrics", "metric_list", default=None, metavar="A,B,...",
               help="Metrics to show (default: the parts of the score --by, else all).")
@@ -58,8 +59,10 @@ def _open_any(cube: str) -> Any:
 @click.option("--dataset", default=None,
               help="Dataset of a multi-dataset cube (default: one table per dataset).")
 @table_outputs
+@click.option("--overwrite", is_flag=True, help="Replace existing table files.")
 def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset: str | None,
-           csv_out: str | None, markdown_out: str | None, html_out: str | None) -> None:
+           csv_out: str | None, markdown_out: str | None, html_out: str | None,
+           overwrite: bool) -> None:
     """Print a ranking table like Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra.
 
     Each cell's metrics (mean over replicates) and their ranks across all
@@ -69,6 +72,8 @@ def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset
     from ..report import format_table, ranking_table
     c = _open(cube, "`sdcdist report`")
     names = _datasets(c, dataset)
+    files = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, names,
+                         overwrite=overwrite)
     for d in names:
         table = ranking_table(c, by=by, metrics=split_list(metric_list) if metric_list else None,
                               dataset=d)
@@ -77,13 +82,12 @@ def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset
         if len(names) > 1:
             click.echo(f"\n== dataset {d}")
         click.echo(format_table(table))
-        write_tables(table, {"csv": csv_out, "md": markdown_out, "html": html_out},
-                     f"{Path(cube).name}: cells ranked by {by}" + (f" ({d})" if d else ""),
-                     d, len(names) > 1)
+        write_tables(table, files[d],
+                     f"{Path(cube).name}: cells ranked by {by}" + (f" ({d})" if d else ""))
 
 
 @main.command()
-@click.argument("cube")
+@click.argument("cube", type=PathOrURL("input", exists=False))
 @click.option("--where", "where_", default=None, metavar="FILTER",
               help='Keep cells matching FILTER, e.g. "DLD < 5 and (IL < 20 or ID1 <= 40)": '
                    "comparisons of metric names with numbers joined by and/or.")
@@ -94,9 +98,10 @@ def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset
 @click.option("--dataset", default=None,
               help="Dataset of a multi-dataset cube (default: each in turn).")
 @table_outputs
+@click.option("--overwrite", is_flag=True, help="Replace existing table files.")
 def query(cube: str, where_: str | None, sort: str | None, top: int | None,
           metric_list: str | None, dataset: str | None, csv_out: str | None,
-          markdown_out: str | None, html_out: str | None) -> None:
+          markdown_out: str | None, html_out: str | None, overwrite: bool) -> None:
     """Select cells of a cube by their metrics (means over replicates).
 
     The filter language is deliberately small: METRIC OP NUMBER (OP one of
@@ -110,18 +115,19 @@ def query(cube: str, where_: str | None, sort: str | None, top: int | None,
     shown = split_list(metric_list) if metric_list else [str(m) for m in c["metric"].values]
     check_metrics(c, shown)
     names = _datasets(c, dataset)
+    files = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, names,
+                         overwrite=overwrite)
     for d in names:
         t = run_query(c, where_=where_, sort=sort, top=top, dataset=d)
         t = t[["param_name", *shown]]
         if len(names) > 1:
             click.echo(f"\n== dataset {d}")
         click.echo(format_table(t) if len(t) else "no cell matches")
-        write_tables(t, {"csv": csv_out, "md": markdown_out, "html": html_out},
-                     f"{Path(cube).name}: query", d, len(names) > 1)
+        write_tables(t, files[d], f"{Path(cube).name}: query")
 
 
 @main.command()
-@click.argument("cube")
+@click.argument("cube", type=PathOrURL("input", exists=False))
 @click.option("--kind", type=click.Choice(["tradeoff", "curves", "ranks"]),
               default="tradeoff", show_default=True,
               help="tradeoff: --risk against --loss with the Pareto front; curves: --metric "
@@ -135,10 +141,12 @@ def query(cube: str, where_: str | None, sort: str | None, top: int | None,
 @click.option("--by", default=None, help="ranks: sort cells by this metric.")
 @click.option("--top", type=click.IntRange(1), default=None, help="ranks: best N cells only.")
 @click.option("--dataset", default=None, help="Dataset of a multi-dataset cube.")
-@click.option("-o", "--out", required=True, help="Image to write (.png, .svg or .pdf).")
+@click.option("-o", "--out", required=True, type=PathOrURL("output"),
+              help="Image to write (.png, .svg or .pdf).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing image.")
 def plot(cube: str, kind: str, risk: str | None, loss: str | None, metric: str | None,
          target: float | None, metric_list: str | None, by: str | None, top: int | None,
-         dataset: str | None, out: str) -> None:
+         dataset: str | None, out: str, overwrite: bool) -> None:
     """Plot a cube: risk-loss trade-off, per-method curves, or a heatmap of ranks.
 
     CUBE may also be a calibration cube (from `sdcdist calibrate --out`) for
@@ -149,6 +157,7 @@ def plot(cube: str, kind: str, risk: str | None, loss: str | None, metric: str |
     if kind == "tradeoff" and (risk is None or loss is None):
         raise SdcInputError("--kind tradeoff needs --risk and --loss (e.g. --risk DLD "
                             "--loss IL1s)")
+    check_output(out, what="--out", overwrite=overwrite)
     from .. import report as rp
     c = _open_any(cube) if kind == "curves" else _open(cube, f"`sdcdist plot --kind {kind}`")
     if kind == "tradeoff":

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
+from ._paths import PathOrURL
 from ._common import ClusterOptions, cluster, cluster_options, main, parse_options, split_list
 
 __all__ = ["risk"]
@@ -27,8 +28,8 @@ def _load_with_id(path: str, id_column: str | None, what: str) -> tuple[Any, Any
 
 
 @main.command()
-@click.argument("original", type=click.Path(exists=True))
-@click.argument("masked", type=click.Path(exists=True))
+@click.argument("original", type=PathOrURL("input"))
+@click.argument("masked", type=PathOrURL("input"))
 @click.option("--metric", "-m", "metric_names", multiple=True, metavar="NAME[,NAME...]",
               help="Risk metrics to compute (repeatable; default: every risk metric).")
 @click.option("--keys", default=None, metavar="A,B,...",
@@ -55,7 +56,11 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     (mean over key sets) and the value for each key set.
     """
     from ..metrics import REGISTRY, default_keysets, get_metric, measure
-    names = [n for item in metric_names for n in split_list(item)] or \
+    names = [n for item in metric_names for n in split_list(item)]
+    if metric_names and not names:
+        raise SdcInputError("--metric was given without a name; give metric names "
+                            "(comma-separated), or leave --metric out for all of them")
+    names = names or \
         [n for n, m in REGISTRY.items() if m.kind == "risk"]
     for n in names:
         if get_metric(n).kind != "risk":

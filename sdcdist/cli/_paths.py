@@ -1,0 +1,287 @@
+"""Path, URL and name arguments of the command line, checked before any work.
+
+One rule for every command:
+
+- Every path or URL argument, input and output, goes through :class:`PathOrURL`
+  when the command line is parsed: a URL with credentials in it
+  (``s3://user:secret@...``) is refused, and a URL whose scheme needs an
+  extra library (``s3://`` needs s3fs) says ``pip install 'sdcdist[cloud]'``.
+- Outputs are checked up front (:func:`check_output`), before any data is
+  read or a cluster started: **missing parent folders are created**; a file
+  where a folder is needed, a folder where a file is needed, an unwritable
+  folder, or an existing output without ``--overwrite`` is refused (exit 2).
+- No message ever shows the user-info part of a URL (:func:`redact`).
+- Names that go into file names (datasets of a multi-dataset report) are made
+  safe with :func:`slug`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import SdcInputError
+
+__all__ = ["PathOrURL", "check_output", "redact", "slug", "unique_slugs", "check_host",
+           "StrictCommand"]
+
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]*@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the user-info of every URL in it replaced by ``***``.
+
+    >>> redact("cannot read 's3://user:SECRET@bucket/x.zarr'")
+    "cannot read 's3://***@bucket/x.zarr'"
+    """
+    return _USERINFO.sub(r"\1***@", str(text))
+
+
+def _is_url(value: str) -> bool:
+    return "://" in value
+
+
+def _check_url(value: str, what: str) -> None:
+    from ..storage import check_url
+    check_url(value, what=what)
+
+
+class PathOrURL(click.ParamType):
+    """A path or fsspec URL argument, checked when the command line is parsed.
+
+    Parameters
+    ----------
+    kind : {"input", "output"}
+        An input must exist when it is a local path (``exists=True``); an
+        output is only checked for credentials and libraries here (its folder
+        is checked by the command with :func:`check_output`, which knows
+        ``--overwrite``).
+    exists : bool
+        Inputs: refuse a local path that does not exist.
+    """
+
+    name = "path"
+
+    def __init__(self, kind: str = "input", *, exists: bool = True) -> None:
+        if kind not in ("input", "output"):
+            raise ValueError(kind)
+        self.kind, self.exists = kind, exists
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        value = os.fspath(value) if not isinstance(value, str) else value
+        what = _what(param)
+        if _is_url(value):
+            try:
+                _check_url(value, what)
+            except SdcInputError as exc:
+                self.fail(redact(str(exc)), param, ctx)
+            return value
+        if not value:
+            self.fail(f"{what} is empty; give a file name", param, ctx)
+        if self.kind == "input" and self.exists and not os.path.exists(value):
+            self.fail(f"{what} {value!r} does not exist; check the path", param, ctx)
+        return value
+
+
+def _what(param: Any) -> str:
+    if param is None:
+        return "the path"
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    return (param.human_readable_name or param.name or "path").upper()
+
+
+def check_output(path: str | None, *, what: str, overwrite: bool = False,
+                 kind: str = "file", exists_ok: bool = False) -> None:
+    """Check (and prepare) an output before any work; raise :class:`SdcInputError`.
+
+    Missing parent folders are created. Refused: credentials in a URL, a file
+    where a folder is needed (on the way to the output, or as a ``dir``/
+    ``store`` output), a folder in place of a ``file`` output, a folder that
+    cannot be written to, and an existing output without ``overwrite``
+    (unless ``exists_ok``: an audit cube is resumed).
+
+    Parameters
+    ----------
+    path : str or None
+        The output (None: not asked for, nothing to check).
+    what : str
+        The option naming it, for the messages (``"--out"``).
+    kind : {"file", "dir", "store"}
+        A single file, a folder of files, or a Zarr store (a folder).
+    """
+    if path is None:
+        return
+    path = str(path)
+    if _is_url(path):
+        _check_url(path, what)
+        if not path.startswith("file://"):
+            return           # remote: the store library checks the rest
+        from ..storage import local_path
+        path = local_path(path)
+    if not path:
+        raise SdcInputError(f"{what} is empty; give a file name")
+    p = Path(path)
+    shown = redact(path)
+    if p.exists():
+        if kind == "file" and p.is_dir():
+            raise SdcInputError(f"{what} {shown!r} is a folder; give a file name (e.g. "
+                                f"{os.path.join(shown, 'out' + (p.suffix or '.txt'))!r})")
+        if kind in ("dir", "store") and not p.is_dir():
+            raise SdcInputError(f"{what} {shown!r} is a file; give the name of a folder "
+                                "(or a new name)")
+        if not exists_ok and not overwrite and kind != "dir":
+            raise SdcInputError(f"{what} {shown!r} already exists; pass --overwrite to "
+                                "replace it, or choose another path")
+        target = p if kind in ("dir", "store") else p.parent
+        if not os.access(target if str(target) else ".", os.W_OK | os.X_OK):
+            raise SdcInputError(f"{what}: cannot write in {str(target) or '.'!r} "
+                                "(permission denied); choose another place")
+        return
+    parent = p.parent if str(p.parent) else Path(".")
+    ancestor = parent
+    while not ancestor.exists():
+        if ancestor.is_symlink():          # a dangling link
+            break
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise SdcInputError(f"{what} {shown!r}: {str(ancestor)!r} is a file, not a folder; "
+                            "choose another path")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise SdcInputError(f"{what}: cannot write in {str(ancestor)!r} (permission denied); "
+                            "choose another place")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SdcInputError(f"{what}: cannot create the folder {str(parent)!r} "
+                            f"({type(exc).__name__}); choose another place") from None
+
+
+_SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of ``name``: letters, digits, ``.``, ``_``, ``-`` only.
+
+    Separators and ``..`` cannot survive, so the result never leaves its folder.
+
+    >>> slug("sub/../../x")
+    'sub_x'
+    >>> slug("census")
+    'census'
+    """
+    s = _SLUG_BAD.sub("_", str(name))
+    s = re.sub(r"\.{2,}", "_", s)
+    s = re.sub(r"_+", "_", s).strip("._-")
+    return s or "dataset"
+
+
+def unique_slugs(names: list[str]) -> dict[str, str]:
+    """:func:`slug` of each name, with ``-2``, ``-3``... added where two would collide."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for n in names:
+        s = base = slug(n)
+        i = 2
+        while s.lower() in used:
+            s, i = f"{base}-{i}", i + 1
+        used.add(s.lower())
+        out[n] = s
+    return out
+
+
+_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+
+
+def check_host(host: str) -> str:
+    """A DNS name (optionally ``*.`` wildcard) or IP address for a certificate; else raise."""
+    h = host.strip()
+    try:
+        ipaddress.ip_address(h)
+        return h
+    except ValueError:
+        pass
+    name = h[2:] if h.startswith("*.") else h
+    if name.endswith("."):
+        name = name[:-1]
+    if not name or len(name) > 253 or not all(_LABEL.match(x) for x in name.split(".")):
+        raise SdcInputError(f"--host must be a DNS name (letters, digits, '-', dot-separated) "
+                            f"or an IP address. Got {host!r} instead.")
+    return h
+
+
+class StrictCommand(click.Command):
+    """A command that refuses an option given twice unless it is repeatable.
+
+    Click keeps the last value of a repeated single-value option, so
+    ``--keys A --keys B`` would silently mean ``--keys B``.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        single: dict[str, click.Option] = {}
+        takes_value: set[str] = set()
+        for p in self.get_params(ctx):
+            if not isinstance(p, click.Option):
+                continue
+            names = list(p.opts) + list(p.secondary_opts)
+            for n in names:
+                if not p.is_flag and not p.count:
+                    takes_value.add(n)
+                if not p.multiple and not p.count and p.name not in ("help",):
+                    single[n] = p
+        seen: dict[str, str] = {}
+        i = 0
+        while i < len(args):
+            tok = args[i]
+            if tok == "--":
+                break
+            name = tok.split("=", 1)[0] if tok.startswith("--") else tok
+            if tok.startswith("-") and not tok.startswith("--") and len(tok) > 2 \
+                    and tok[:2] in single:
+                name = tok[:2]           # -mVALUE
+            p = single.get(name)
+            if p is not None:
+                if p.name in seen:
+                    raise click.UsageError(
+                        f"{seen[p.name]} was given more than once; give it once (a "
+                        f"comma-separated list where it takes several names)", ctx)
+                seen[p.name] = max(p.opts, key=len)
+            if name in takes_value and name == tok:
+                i += 1                   # skip the option's value
+            i += 1
+        return super().parse_args(ctx, args)
+
+
+_SCHEDULER = re.compile(r"^(?:(?P<proto>[a-z][a-z0-9+.-]*)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|"
+                        r"[A-Za-z0-9._-]+)(?::(?P<port>[0-9]{1,5}))?/?$")
+_PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+
+
+def check_scheduler(address: str | None, security: Any) -> None:
+    """Refuse a scheduler address that is not one, holds credentials, or asks for
+    ``tls://`` without certificates; before any data is read."""
+    if address is None:
+        return
+    a = address.strip()
+    if "@" in a:
+        raise SdcInputError("--scheduler has credentials in its address; Dask schedulers "
+                            "authenticate with TLS certificates (--tls-ca/--tls-cert/"
+                            "--tls-key), never with a user name or password in the URL")
+    m = _SCHEDULER.match(a)
+    if not m or (m.group("proto") and m.group("proto") not in _PROTOCOLS) or \
+            (m.group("port") and not 0 < int(m.group("port")) < 65536):
+        raise SdcInputError(f"--scheduler must be an address like tcp://HOST:8786 or "
+                            f"tls://HOST:8786 (protocols {', '.join(_PROTOCOLS)}). "
+                            f"Got {redact(address)!r} instead.")
+    if m.group("proto") in ("tls", "wss") and security is None:
+        import dask.config
+        if not dask.config.get("distributed.comm.tls.ca-file", None):
+            raise SdcInputError(f"--scheduler {redact(address)!r} is {m.group('proto')}:// "
+                                "but no certificates were given: pass --tls-ca, --tls-cert "
+                                "and --tls-key (make a test set with 'sdcdist certs'), or "
+                                "set Dask's distributed.comm.tls config")
