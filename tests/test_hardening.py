@@ -402,3 +402,22 @@ def test_ps_separation_sets_the_flag(small):
         assert got[name].value == 0.25 and got[name].flag == 1
         assert got[name].info["separation"] == "complete" and "separates" in got[name].info["why"]
     assert "PS" in CONVENTIONS["flag"]
+
+
+# ---------------------------------------------------------------------------
+# item 12 and 14: a repeated key-set column, the message of a method without parameter
+
+
+def test_a_key_set_naming_a_column_twice_is_refused():
+    from sdcdist import measure
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    with pytest.raises(SdcInputError, match=r"names \['V1'\] more than once"):
+        measure(X, X, ["DLD"], keysets=[["V1", "V2", "V1"]])
+
+
+def test_a_method_without_parameter_says_so():
+    from sdcdist import mask
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    with pytest.raises(SdcInputError) as e:
+        mask(X, "distr", 3, rng=np.random.default_rng(0))
+    assert "distr has no parameter" in str(e.value) and "'none' parameter" not in str(e.value)

@@ -62,5 +62,5 @@ def test_constant_column_rejected(small):
 
 
 def test_param_must_be_zero(small):
-    with pytest.raises(SdcInputError, match=r"The 'none' parameter of distr must be 0"):
+    with pytest.raises(SdcInputError, match=r"distr has no parameter: leave 'params' out"):
         REGISTRY["distr"](small, 3, rng=np.random.default_rng(0))

@@ -272,6 +272,8 @@ def check_scheduler(address: str | None, security: Any) -> None:
         raise SdcInputError("--scheduler has credentials in its address; Dask schedulers "
                             "authenticate with TLS certificates (--tls-ca/--tls-cert/"
                             "--tls-key), never with a user name or password in the URL")
+    if re.fullmatch(r"inproc://[A-Za-z0-9._:-]+(/[0-9]+)*", a):
+        return                                   # an in-process cluster of this interpreter
     m = _SCHEDULER.match(a)
     if not m or (m.group("proto") and m.group("proto") not in _PROTOCOLS) or \
             (m.group("port") and not 0 < int(m.group("port")) < 65536):

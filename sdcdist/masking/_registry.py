@@ -74,7 +74,8 @@ class MaskingMethod:
         if self.kind == "none":
             if value in (None, 0, 0.0):
                 return 0.0
-            raise param_error(self.param, self.name, "0 (the method has no parameter)", value)
+            raise SdcInputError(f"{self.name} has no parameter: leave 'params' out of its "
+                                f"spec entry (or give 0). Got {value!r} instead.")
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise param_error(self.param, self.name, self.allowed_text(), value)
         v = float(value)

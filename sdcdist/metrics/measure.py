@@ -126,6 +126,10 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             if len(ks) == 0:
                 raise SdcInputError("an empty key set was given; every key set needs at least "
                                     "one column")
+            dup = sorted({c for c in ks if list(ks).count(c) > 1})
+            if dup:
+                raise SdcInputError(f"key set {list(ks)} names {dup} more than once; give each "
+                                    "column once per key set")
             for have, what in ((columns, "original"), (masked_columns, "masked")):
                 column_positions(ks, have, what="key set column", where=f"the {what} file")
     elif not shared and any(get_metric(n).keysets for n in metrics):

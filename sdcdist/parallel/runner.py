@@ -37,29 +37,42 @@ from typing import Any
 __all__ = ["Runner", "Local", "lost_scheduler", "one_blas_thread"]
 
 _blas_local = threading.local()
+_blas_cache: dict[str, Any] = {"modules": -1, "controller": None, "setters": []}
+_blas_cache_lock = threading.Lock()
 
 
-def _openblas_local_setters() -> list[Any]:
-    """``openblas_set_num_threads_local`` of every loaded OpenBLAS that has it (0.3.27+).
+def _blas_controls() -> tuple[Any, list[Any]]:
+    """The thread-pool controller of the loaded libraries and OpenBLAS's per-thread setters.
 
+    Looking the libraries up costs about a millisecond (and system calls), too
+    much for every task, so it is done again only when modules were imported
+    since (a new module may have loaded a new BLAS or OpenMP runtime).
+
+    ``openblas_set_num_threads_local`` (OpenBLAS 0.3.27+) is used because
     OpenBLAS ignores ``openblas_set_num_threads`` (what threadpoolctl calls)
     from any thread but the main one; the local setter limits the calling
     thread, which is what a task running in a worker thread needs.
     """
-    import ctypes
+    import sys
+    with _blas_cache_lock:
+        if _blas_cache["modules"] != len(sys.modules):
+            import ctypes
 
-    from threadpoolctl import ThreadpoolController
-    out = []
-    for lc in ThreadpoolController().lib_controllers:
-        if lc.internal_api != "openblas":
-            continue
-        try:
-            f = lc.dynlib.openblas_set_num_threads_local
-        except AttributeError:
-            continue
-        f.restype, f.argtypes = ctypes.c_int, [ctypes.c_int]
-        out.append(f)
-    return out
+            from threadpoolctl import ThreadpoolController
+            controller = ThreadpoolController()
+            setters = []
+            for lc in controller.lib_controllers:
+                if lc.internal_api != "openblas":
+                    continue
+                try:
+                    f = lc.dynlib.openblas_set_num_threads_local
+                except AttributeError:
+                    continue
+                f.restype, f.argtypes = ctypes.c_int, [ctypes.c_int]
+                setters.append(f)
+            _blas_cache.update(modules=len(sys.modules), controller=controller,
+                               setters=setters)
+        return _blas_cache["controller"], _blas_cache["setters"]
 
 
 @contextlib.contextmanager
@@ -80,9 +93,8 @@ def one_blas_thread() -> Iterator[None]:
         finally:
             _blas_local.depth -= 1
         return
-    from threadpoolctl import threadpool_limits
-    limiter = threadpool_limits(limits=1)
-    setters = _openblas_local_setters()
+    controller, setters = _blas_controls()
+    limiter = controller.limit(limits=1)
     previous = [f(1) for f in setters]
     _blas_local.depth = 1
     try:
