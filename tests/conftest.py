@@ -42,3 +42,17 @@ def client():
     yield c
     c.close()
     cluster.close()
+
+
+@pytest.fixture
+def run():
+    """``run(*args)``: the ``sdcdist`` command in this process (click's runner); exceptions
+    other than the command's own exits propagate."""
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+    return invoke

@@ -11,15 +11,6 @@ from click.testing import CliRunner
 from sdcdist.cli import main
 
 
-@pytest.fixture
-def run():
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
-    return invoke
-
-
 def test_help_explains_commands(run):
     out = run("--help").output
     for cmd in ("ingest", "synth", "audit", "report", "plot", "methods", "metrics", "risk",

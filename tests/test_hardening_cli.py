@@ -12,24 +12,13 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from sdcdist.cli import main
 from sdcdist.cli._common import table_paths
 from sdcdist.cli._paths import redact, slug, unique_slugs
 from sdcdist.cube import create_cube, write_cell
 from sdcdist.limits import MAX_ROWS, MAX_TOP_C
 
 SECRET = "SECRETpw42"
-
-
-@pytest.fixture
-def run():
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
-    return invoke
 
 
 @pytest.fixture
