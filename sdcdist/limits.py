@@ -46,7 +46,7 @@ from __future__ import annotations
 from .errors import SdcInputError
 
 __all__ = ["LIMITS", "MAX_ROWS", "MAX_COLUMNS", "MAX_MEMORY_BYTES", "MAX_REPLICATES",
-           "MAX_CELLS", "MAX_TOP_C", "MAX_CHUNK_ROWS", "MAX_QUERY_DEPTH", "MAX_SPEC_BYTES", "MAX_YAML_DEPTH",
+           "MAX_CELLS", "MAX_TOP_C", "MAX_DENSE", "MAX_CHUNK_ROWS", "MAX_QUERY_DEPTH", "MAX_SPEC_BYTES", "MAX_YAML_DEPTH",
            "check_rows"]
 
 MIN_ROWS = 3
@@ -56,6 +56,9 @@ MAX_MEMORY_BYTES = 8 * 2**30
 MAX_REPLICATES = 1000
 MAX_CELLS = 10**6
 MAX_TOP_C = 1000
+#: largest file linked by a dense exact assignment: its n x n float64 weights fill
+#: MAX_MEMORY_BYTES (32768**2 * 8 bytes = 8 GiB)
+MAX_DENSE = 32768
 MAX_CHUNK_ROWS = 2**22
 MAX_QUERY_DEPTH = 100
 MAX_SPEC_BYTES = 2**20
@@ -64,7 +67,7 @@ MAX_YAML_DEPTH = 50
 #: Every bound by name (for the CLI's option ranges and the docs).
 LIMITS: dict[str, int] = {
     "rows": MAX_ROWS, "columns": MAX_COLUMNS, "memory_bytes": MAX_MEMORY_BYTES,
-    "replicates": MAX_REPLICATES, "cells": MAX_CELLS, "top_c": MAX_TOP_C, "chunk_rows": MAX_CHUNK_ROWS,
+    "replicates": MAX_REPLICATES, "cells": MAX_CELLS, "top_c": MAX_TOP_C, "dense": MAX_DENSE, "chunk_rows": MAX_CHUNK_ROWS,
     "query_depth": MAX_QUERY_DEPTH, "spec_bytes": MAX_SPEC_BYTES, "yaml_depth": MAX_YAML_DEPTH,
 }
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SdcInputError, one_of, option_error, unknown_name_error
+from .limits import MAX_DENSE, MAX_TOP_C
 
 __all__ = ["Option", "Check", "OPTIONS", "declare", "defaults", "get_option", "check_option",
            "validate", "validate_method_options", "parse_items", "for_metric", "for_method", "names",
@@ -386,9 +387,9 @@ declare("prl_method", "l", choice("l", "d"),
 declare("prl_t", 0.05, Check("a tolerance > 0, a list of increasing tolerances, or one such "
                              "list per key column", _tolerances),
         "PRL agreement tolerance; a list of increasing ones gives a multi-level comparison")
-declare("prl_top_c", 20, _INT1,
+declare("prl_top_c", 20, integer(1, MAX_TOP_C),
         "PRL candidates per masked record for the sparse assignment")
-declare("prl_dense_limit", 5000, _INT1,
+declare("prl_dense_limit", 5000, integer(1, MAX_DENSE),
         "largest file PRL links with the dense exact assignment")
 declare("prl_blocking", None, optional(Check("[key column name, half window >= 1]", _blocking),
                                        "all pairs"),
@@ -403,9 +404,9 @@ declare("prl_unmatched", "row_floor", choice("row_floor", None),
         "sparse PRL assignment: row_floor (fast) or null (assign as many masked records as "
         "the candidates allow first)")
 # -- distance, rank and correlation linkage, interval disclosure --
-declare("gdbrl_dense_max", 5000, _INT1,
+declare("gdbrl_dense_max", 5000, integer(1, MAX_DENSE),
         "largest file GDBRL links with the dense exact assignment")
-declare("gdbrl_candidates", 20, _INT1,
+declare("gdbrl_candidates", 20, integer(1, MAX_TOP_C),
         "nearest candidates per record of GDBRL's sparse assignment (flagged)")
 declare("crl_external", None, optional(Check("a list of column names", _column_list),
                                        "link on each key set"),

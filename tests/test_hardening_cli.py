@@ -328,3 +328,21 @@ def test_multi_dataset_report_files_stay_in_their_folder(run, tmp_path):
     planned = table_paths({"csv": str(out / "r.csv")}, ["../up", "../up"[::-1]])
     for paths in planned.values():
         assert os.path.dirname(paths["csv"]) == str(out)
+
+
+def test_dense_assignment_sizes_are_bounded(run, tmp_path):
+    """A dense n x n assignment beyond 8 GiB of weights is refused up front (issue 14, 9)."""
+    from sdcdist.audit import parse_spec
+    from sdcdist.errors import SdcInputError
+    from sdcdist.limits import MAX_DENSE
+    for opt in ("prl_dense_limit", "gdbrl_dense_max"):
+        with pytest.raises(SdcInputError, match=rf"The '{opt}' option must be an integer in "
+                                                rf"\[1, {MAX_DENSE}\]"):
+            parse_spec({"dataset": {"synthetic": {"rows": 50}}, "methods": ["distr"],
+                        "metrics": ["DLD"], "options": {opt: 10**9}})
+    a = tmp_path / "a.csv"
+    pd.DataFrame(np.random.default_rng(0).normal(size=(20, 2)), columns=["x", "y"]).to_csv(
+        a, index=False)
+    res = run("link", a, a, "--keys", "x,y", "-o", tmp_path / "p.parquet", "--local",
+              "--dense-limit", 10**9)
+    assert res.exit_code == 2 and "--dense-limit" in res.output

@@ -279,7 +279,7 @@ def test_command_line_items():
                                             r"\[1, 67108864\]. Got 'abc' instead.$"):
         opt.parse_items(["chunk_rows=abc"])
     line = opt.OPTIONS["gdbrl_candidates"].summary()
-    assert line.startswith("gdbrl_candidates (default 20): ") and "an integer >= 1" in line
+    assert line.startswith("gdbrl_candidates (default 20): ") and "an integer in [1, 1000]" in line
 
 
 def test_parse_items_refuses_a_repeated_key_and_yaml_aliases():

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
-from ..limits import MAX_TOP_C
+from ..limits import MAX_DENSE, MAX_TOP_C
 from ._common import ClusterOptions, cluster, cluster_options, main, split_list
 from ._paths import PathOrURL, check_output
 
@@ -52,7 +52,7 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
               help="Key columns compared by equality.")
 @click.option("--top-c", type=click.IntRange(1, MAX_TOP_C), default=20, show_default=True,
               help="Candidates kept per masked record for the sparse assignment.")
-@click.option("--dense-limit", type=click.IntRange(1), default=5000, show_default=True,
+@click.option("--dense-limit", type=click.IntRange(1, MAX_DENSE), default=5000, show_default=True,
               help="Largest file solved by the dense exact assignment.")
 @click.option("--block-on", default=None, metavar="COLUMN:HALF_WINDOW",
               help="Sorted-neighbourhood blocking (compares fewer pairs; default all pairs).")
