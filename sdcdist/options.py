@@ -376,6 +376,10 @@ declare("block_rows", None, optional(Check("a pair [masked rows, original rows] 
 declare("linkage_method", "index", choice("index", "brute"),
         "nearest neighbours by a KD-tree per original block (index) or by distance matrices "
         "(brute); identical results")
+declare("dld", "catalog", choice("catalog", "dmt"),
+        "convention of DLD and DLD2: catalog (standardised keys, masked -> original, ties "
+        "1/t) or dmt (raw keys, original -> masked, a full hit when the true record is among "
+        "the tied nearest; reproduces Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra)")
 declare("bucket_rows", None, optional(_INT1, "max(4 x chunk_rows, 65536)"),
         "keys per bucket of the distributed rank sort")
 declare("sort_memory", 128 * 2**20, _INT1,
