@@ -436,6 +436,10 @@ declare("roles", None, optional(Check("a mapping of role names (confidential, qu
 declare("columns", None, optional(Check("a list of column names", _column_list),
                                   "the dataset's columns"),
         "column names the roles refer to (filled in by the audit)", scope="method")
+declare("leftover", "end", choice("end", "middle"),
+        "micir, micz, micpcp: where the group holding the n mod k left-over records lies in "
+        "the sorted order: the last group (end) or group (n // k - 1) // 2, counting from 0 "
+        "(middle, as Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra)", scope="method")
 declare("info", None, optional(Check("a dict", lambda v: isinstance(v, dict))),
         "a dict the method fills with detail (distr: the family of each column); Python API "
         "only", scope="method", spec=False)
