@@ -57,7 +57,7 @@ from .errors import SdcInputError
 
 __all__ = ["Cube", "open_cube", "create_cube", "write_cell", "done_cells", "cell_table",
            "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
-           "crossing", "metric_ascending", "CONVENTIONS"]
+           "crossing", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS", "conventions"]
 
 #: The decisions of CATALOG.md where the papers are ambiguous, recorded in every cube.
 CONVENTIONS = {
@@ -82,6 +82,22 @@ CONVENTIONS = {
     "seeds": "SeedSequence(spec seed, spawn_key=(crc32(dataset), crc32(method), "
              "crc32(repr(param)), replicate)); metrics spawn (…, 1, crc32(metric))",
 }
+
+#: The conventions of DLD and DLD2 (option ``dld``); a cube records the one it used.
+DLD_CONVENTIONS = {
+    "catalog": "standardised keys (each file with its own moments), Euclidean, each masked "
+               "record linked to its nearest original record(s), t tied candidates count 1/t",
+    "dmt": "raw key values, Euclidean, each original record linked to its nearest masked "
+           "record(s), a full hit when the true record is among the tied nearest "
+           "(reproduces Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra)",
+}
+
+
+def conventions(options: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """:data:`CONVENTIONS` with the DLD convention chosen by ``options`` (``dld``)."""
+    dld = (options or {}).get("dld") or "catalog"
+    return dict(CONVENTIONS, DLD=f"{dld}: {DLD_CONVENTIONS[dld]}")
+
 
 _FILL_METHODS = {"nearest", "pad", "ffill", "backfill", "bfill"}
 

@@ -377,6 +377,10 @@ declare("block_rows", None, optional(Check("a pair [masked rows, original rows] 
 declare("linkage_method", "index", choice("index", "brute"),
         "nearest neighbours by a KD-tree per original block (index) or by distance matrices "
         "(brute); identical results")
+declare("dld", "catalog", choice("catalog", "dmt"),
+        "convention of DLD and DLD2: catalog (standardised keys, masked -> original, ties "
+        "1/t) or dmt (raw keys, original -> masked, a full hit when the true record is among "
+        "the tied nearest; reproduces Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra)")
 declare("bucket_rows", None, optional(_INT1, "max(4 x chunk_rows, 65536)"),
         "keys per bucket of the distributed rank sort")
 declare("sort_memory", 128 * 2**20, _INT1,
@@ -433,6 +437,10 @@ declare("roles", None, optional(Check("a mapping of role names (confidential, qu
 declare("columns", None, optional(Check("a list of column names", _column_list),
                                   "the dataset's columns"),
         "column names the roles refer to (filled in by the audit)", scope="method")
+declare("leftover", "end", choice("end", "middle"),
+        "micir, micz, micpcp: where the group holding the n mod k left-over records lies in "
+        "the sorted order: the last group (end) or group (n // k - 1) // 2, counting from 0 "
+        "(middle, as Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra)", scope="method")
 declare("info", None, optional(Check("a dict", lambda v: isinstance(v, dict))),
         "a dict the method fills with detail (distr: the family of each column); Python API "
         "only", scope="method", spec=False)

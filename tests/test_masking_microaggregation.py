@@ -208,3 +208,74 @@ def test_mdav_matches_literal_reference(seed, n, p, k):
     Zf = np.asfortranarray(Z)                       # Z.T of this is C-contiguous already
     assert mdav_groups(Zf, k).tolist() == _mdav_literal(Z, k)
     assert np.array_equal(Zf, before)
+
+
+# -- the left-over group (option leftover) --------------------------------------------
+
+def _group_sizes_in_order(labels, score):
+    seq = labels[np.argsort(score, kind="stable")]
+    _, first = np.unique(seq, return_index=True)
+    bounds = np.sort(first)
+    return np.diff(np.append(bounds, len(seq))).tolist()
+
+
+@pytest.mark.parametrize("name", ["micir", "micz", "micpcp"])
+def test_leftover_end_is_the_default_and_unchanged(name, rng):
+    X = rng.standard_normal((23, 3))
+    default = REGISTRY[name](X, 5, rng=rng)
+    end, lab = REGISTRY[name](X, 5, rng=rng, leftover="end", return_groups=True)
+    np.testing.assert_array_equal(default, end)
+    # as before the option existed: the 3 left over join the last group in sorted order
+    if name == "micir":
+        assert _group_sizes_in_order(lab[:, 0], X[:, 0]) == [5, 5, 5, 8]
+    assert sorted(np.unique(lab[:, 0], return_counts=True)[1].tolist()) == [5, 5, 5, 8]
+
+
+def test_leftover_middle_hand_example():
+    x = np.arange(11.0)[::-1].copy()           # n = 11, k = 2: q = 5 groups, 1 left over
+    y, lab = REGISTRY["micir"](x[:, None], 2, rng=None, leftover="middle",
+                               return_groups=True)
+    # sorted order 0..10 in q = 5 groups; group (5 - 1) // 2 = 2 (from 0), the third, takes
+    # the left-over record: {0,1} {2,3} {4,5,6} {7,8} {9,10}
+    assert _group_sizes_in_order(lab[:, 0], x) == [2, 2, 3, 2, 2]
+    np.testing.assert_array_equal(y[:, 0], np.array(
+        [9.5, 9.5, 7.5, 7.5, 5.0, 5.0, 5.0, 2.5, 2.5, 0.5, 0.5]))
+    # a divisible n: no left-over, both choices agree
+    X = np.arange(12.0)[:, None]
+    np.testing.assert_array_equal(REGISTRY["micz"](X, 3, rng=None, leftover="middle"),
+                                  REGISTRY["micz"](X, 3, rng=None))
+
+
+@pytest.mark.parametrize("name", ["micir", "micz", "micpcp"])
+def test_leftover_is_a_declared_method_option(name, small):
+    from sdcdist.options import for_method, validate_method_options
+    assert "leftover" in [o.name for o in for_method(name)]
+    assert validate_method_options(REGISTRY[name], {"leftover": "middle"}) == \
+        {"leftover": "middle"}
+    with pytest.raises(SdcInputError, match="The 'leftover' option .*must be one of 'end', "
+                                            "'middle'. Got 'centre' instead."):
+        validate_method_options(REGISTRY[name], {"leftover": "centre"})
+    with pytest.raises(SdcInputError, match="must be one of 'end', 'middle'"):
+        REGISTRY[name](small, 3, rng=None, leftover="centre")
+
+
+def test_census_leftover_middle_reproduces_table2_k7(census):
+    from sdcdist.metrics import measure
+    X = census.values
+    got = [round(measure(X, REGISTRY[m](X, 7, rng=None, leftover="middle"), ["DLD"],
+                         columns=census.columns, options={"dld": "dmt"})["DLD"].value, 2)
+           for m in ("micir", "micz", "micpcp")]
+    assert got == [97.80, 4.27, 3.99]        # the paper: 97.79, 4.27, 4.02
+
+
+def test_leftover_in_a_spec():
+    from sdcdist.audit import parse_spec
+    doc = {"name": "t", "seed": 1, "dataset": {"reference": "census"}, "metrics": ["DLD"],
+           "methods": [{"name": "micz", "params": [7], "options": {"leftover": "middle"}}]}
+    assert parse_spec(doc).methods[0].options == {"leftover": "middle"}
+    doc["methods"][0]["options"] = {"leftover": "start"}
+    with pytest.raises(SdcInputError, match="must be one of 'end', 'middle'. Got 'start'"):
+        parse_spec(doc)
+    doc["methods"] = [{"name": "micmul", "params": [7], "options": {"leftover": "middle"}}]
+    with pytest.raises(SdcInputError, match="leftover"):
+        parse_spec(doc)

@@ -359,7 +359,7 @@ def _result_dataset(spec: AuditSpec, data: list, curves: list[_Curve], values: d
                                         "shape": list(md.values.shape)}
                                        for d, (md, _) in zip(spec.datasets, data)]),
                "versions": json.dumps(_versions()),
-               "conventions": json.dumps(cubemod.CONVENTIONS, sort_keys=True),
+               "conventions": json.dumps(cubemod.conventions(spec.options), sort_keys=True),
                "status_meaning": json.dumps(STATUS),
                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 

@@ -256,7 +256,7 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
         replicates=spec.replicates, datasets=[d.name for d in spec.datasets],
         keysets={d.name: ks for d, (_, ks) in zip(spec.datasets, data)},
         attrs={"spec": spec.raw, "spec_sha256": spec.sha256, "datasets": fingerprints,
-               "versions": _versions(), "conventions": cubemod.CONVENTIONS,
+               "versions": _versions(), "conventions": cubemod.conventions(spec.options),
                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "title": f"sdcdist audit {spec.name!r}"})
     return True

@@ -24,7 +24,7 @@ from scipy.stats import rankdata
 
 from ..errors import SdcInputError
 
-__all__ = ["sq_distances", "block_top2", "merge_top2", "standardize", "top2_link_credit",
+__all__ = ["sq_distances", "hit_total", "raw_columns", "block_top2", "merge_top2", "standardize", "top2_link_credit",
            "credit_counts", "add_counts", "credit_total", "METRICS", "pair_distances",
            "true_distances", "CandidateIndex", "build_index", "index_top2", "index_knn",
            "index_credit_top2", "weighted_top2", "empty_top2", "scale_columns", "pair_abs_sd",
@@ -184,6 +184,17 @@ def credit_total(counts: np.ndarray) -> float:
     t = np.arange(len(counts))
     keep = (counts > 0) & (t > 0)
     return float(np.sum(counts[keep] / t[keep]))
+
+
+def hit_total(counts: np.ndarray) -> int:
+    """Rows with any credit, each counted as a full hit (the tie-as-hit rule).
+
+    A row has a positive tie denominator exactly when its true record is among
+    the candidates tied at the nearest (resp. second-nearest) place, so the
+    number of hits is the sum of the counts at t >= 1: an integer, whatever the
+    blocking.
+    """
+    return int(np.sum(counts[1:]))
 
 
 # -- exact nearest neighbours through a KD-tree ---------------------------------------
@@ -366,6 +377,11 @@ def index_knn(Q: np.ndarray, index: CandidateIndex, c: int,
 
 
 # -- column transforms of the linkage variants --------------------------------------
+
+def raw_columns(X: np.ndarray, cols: tuple[int, ...]) -> np.ndarray:
+    """``X[:, cols]`` as float64, unscaled (the ``dmt`` convention of DLD)."""
+    return np.ascontiguousarray(np.asarray(X[:, list(cols)], dtype=np.float64))
+
 
 def scale_columns(X: np.ndarray, cols: tuple[int, ...], scale: np.ndarray) -> np.ndarray:
     """``X[:, cols] / scale`` (DRL2: raw values over the pair sd of each column)."""

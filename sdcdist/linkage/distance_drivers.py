@@ -134,7 +134,10 @@ def link_top2(runner: Runner, Q: Any, C: Any, n_q: int, n_c: int, width: int, *,
     -------
     dict
         ``first`` and ``second``: expected number of query rows whose true
-        record is their nearest / second-nearest candidate (1/t rule); ``n``;
+        record is their nearest / second-nearest candidate (1/t rule);
+        ``first_hits`` and ``second_hits`` (int): query rows whose true record
+        is among the candidates tied at the nearest / second-nearest place (a
+        full hit each, the tie-as-hit rule); ``n``;
         ``nearest`` (ndarray (n_q,)) when asked.
     """
     _check_method(method)
@@ -153,7 +156,9 @@ def link_top2(runner: Runner, Q: Any, C: Any, n_q: int, n_c: int, width: int, *,
                              Q, C, n_q, n_c, rows_q=rows_q, rows_c=rows_c, finish=_finish,
                              query_args=query_args, finish_args=(truth, metric, keep_nearest))
     res = {"first": distance.credit_total(out["first"]),
-           "second": distance.credit_total(out["second"]), "n": out["n"]}
+           "second": distance.credit_total(out["second"]),
+           "first_hits": distance.hit_total(out["first"]),
+           "second_hits": distance.hit_total(out["second"]), "n": out["n"]}
     if keep_nearest:
         res["nearest"] = out["nearest"]
     return res

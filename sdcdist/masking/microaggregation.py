@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from ..errors import param_error
+from ..options import check_option
 from ._registry import register
 
 __all__ = ["mdav_groups", "micmul", "mic2mul", "mic3mul", "mic4mul", "micir", "micz",
@@ -61,15 +62,26 @@ def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def consecutive_groups(score: np.ndarray, k: int) -> np.ndarray:
+LEFTOVER = ("end", "middle")
+
+
+def consecutive_groups(score: np.ndarray, k: int, leftover: str = "end") -> np.ndarray:
     """Group labels: records sorted by ``score`` (ties by record order), cut into groups of k.
 
-    The n mod k records left over join the last group, so every group has
-    k..2k-1 records.
+    The n mod k records left over join one group, so every group has
+    k..2k-1 records: the last one (``leftover="end"``) or group
+    ``(n // k - 1) // 2`` counted from 0 in the sorted order (``"middle"``).
     """
+    check_option("leftover", leftover)
     n = score.shape[0]
     order = np.argsort(score, kind="stable")
-    g = np.minimum(np.arange(n) // k, n // k - 1)
+    if leftover == "end":
+        g = np.minimum(np.arange(n) // k, n // k - 1)
+    else:
+        q = n // k
+        sizes = np.full(q, k, dtype=np.int64)
+        sizes[(q - 1) // 2] += n - q * k
+        g = np.repeat(np.arange(q, dtype=np.int64), sizes)
     labels = np.empty(n, dtype=np.int64)
     labels[order] = g
     return labels
@@ -358,23 +370,30 @@ mic3mul = _make_block_method(3)
 mic4mul = _make_block_method(4)
 
 
-@register("micir", **_K, reference="[DMT §2]",
+@register("micir", **_K, reference="[DMT §2]", options=("leftover",),
           description="individual ranking: each column sorted alone, consecutive groups of k "
                       "replaced by their means")
 def micir(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
-          return_groups: bool = False):
+          leftover: str = "end", return_groups: bool = False):
     """Individual ranking microaggregation.
 
     Each column alone is sorted (ties by record order) and cut into
     consecutive groups of k; the n mod k values left over join the last
-    group. Values are replaced by their group's mean.
+    group (or the middle one, option ``leftover``). Values are replaced by
+    their group's mean.
 
     Parameters and return as :func:`micmul`; the labels hold one grouping per
-    column.
+    column. Also:
+
+    leftover : {"end", "middle"}
+        Where the group holding the n mod k left-over records lies in the
+        sorted order: the last group (``"end"``, default) or group
+        ``(n // k - 1) // 2`` counted from 0 (``"middle"``; with it Table 2 of
+        [DMT] is reproduced where k does not divide n).
     """
     n, m = X.shape
     k = check_k(k, n, "micir")
-    labels = np.column_stack([consecutive_groups(X[:, j], k) for j in range(m)])
+    labels = np.column_stack([consecutive_groups(X[:, j], k, leftover) for j in range(m)])
     return _finish(X, labels, return_groups)
 
 
@@ -393,40 +412,41 @@ def first_component_scores(Z: np.ndarray) -> np.ndarray:
     return Z @ v
 
 
-def _projected(X: np.ndarray, k: int, method: str, score_of, return_groups: bool):
+def _projected(X: np.ndarray, k: int, method: str, score_of, return_groups: bool,
+               leftover: str = "end"):
     n, m = X.shape
     k = check_k(k, n, method)
-    labels = consecutive_groups(score_of(zscores(X)), k)
+    labels = consecutive_groups(score_of(zscores(X)), k, leftover)
     return _finish(X, np.repeat(labels[:, None], m, axis=1), return_groups)
 
 
-@register("micz", **_K, reference="[DMT §2]",
+@register("micz", **_K, reference="[DMT §2]", options=("leftover",),
           description="records sorted by the sum of their z-scores, consecutive groups of k "
                       "replaced by their means")
 def micz(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
-         return_groups: bool = False):
+         leftover: str = "end", return_groups: bool = False):
     """Microaggregation on the z-score projection.
 
     Records are sorted by the sum of their z-scores (X's means and sds,
     ddof=1; ties by record order) and cut into consecutive groups of k, the
-    n mod k left over joining the last group; all columns are replaced by
-    group means.
+    n mod k left over joining the last group (or the middle one, option
+    ``leftover`` as in :func:`micir`); all columns are replaced by group means.
 
-    Parameters and return as :func:`micmul`.
+    Parameters and return as :func:`micmul`; ``leftover`` as :func:`micir`.
     """
-    return _projected(X, k, "micz", lambda Z: Z.sum(axis=1), return_groups)
+    return _projected(X, k, "micz", lambda Z: Z.sum(axis=1), return_groups, leftover)
 
 
-@register("micpcp", **_K, reference="[DMT §2]",
+@register("micpcp", **_K, reference="[DMT §2]", options=("leftover",),
           description="records sorted by their first principal component score, consecutive "
                       "groups of k replaced by their means")
 def micpcp(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
-           return_groups: bool = False):
+           leftover: str = "end", return_groups: bool = False):
     """Microaggregation on the first principal component projection.
 
     As :func:`micz`, with records sorted by their score on the first
     principal component of the z-scored data (:func:`first_component_scores`).
 
-    Parameters and return as :func:`micmul`.
+    Parameters and return as :func:`micmul`; ``leftover`` as :func:`micir`.
     """
-    return _projected(X, k, "micpcp", first_component_scores, return_groups)
+    return _projected(X, k, "micpcp", first_component_scores, return_groups, leftover)

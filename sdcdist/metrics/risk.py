@@ -23,6 +23,10 @@ Options (``ctx.options``; declared and checked in :mod:`sdcdist.options`)
     (taken from the original file) and the released quasi-identifier columns
     (taken from the masked file). Both or neither; without them CRL links on
     each key set (the same columns in both files).
+``dld``
+    Convention of DLD and DLD2: ``"catalog"`` (default) or ``"dmt"`` (raw key
+    values, original -> masked, a full hit when the true record is among the
+    tied nearest); see :data:`sdcdist.cube.DLD_CONVENTIONS`.
 ``id_p``
     The percentages of ID1/ID2 (1..10).
 ``sdid_k``
@@ -88,7 +92,8 @@ def _check_constant(ctx: MeasureContext, name: str, j_a: int, j_b: int) -> None:
 def _transformed(ctx: MeasureContext, keys: tuple[int, ...], kind: str) -> tuple[Any, Any]:
     """(masked, original) handles of the key columns under transform ``kind``.
 
-    ``z``: each file z-scored with its own moments (DRL1); ``drl2``: raw values
+    ``z``: each file z-scored with its own moments (DRL1); ``raw``: the values
+    themselves (DLD under ``dld: dmt``); ``drl2``: raw values
     over the all-pairs sd of |a - b| per column; ``rank``: within-column ranks
     (the masked file's mapped onto the original's size when they differ).
     Every transform works column by column, so it is computed once for the
@@ -114,8 +119,9 @@ def _take_columns(A: np.ndarray, pos: list[int]) -> np.ndarray:
 def _transformed_columns(ctx: MeasureContext, keys: tuple[int, ...], kind: str
                          ) -> tuple[Any, Any]:
     names, ja, jb = key_positions(ctx, keys)
-    for nm, a, b in zip(names, ja, jb):
-        _check_constant(ctx, nm, a, b)
+    if kind != "raw":
+        for nm, a, b in zip(names, ja, jb):
+            _check_constant(ctx, nm, a, b)
 
     def run() -> tuple[Any, Any]:
         sub = ctx.runner.task
@@ -127,6 +133,9 @@ def _transformed_columns(ctx: MeasureContext, keys: tuple[int, ...], kind: str
                 _pair_sd, ctx.original, ctx.masked, a, b)) for nm, a, b in zip(names, ja, jb)])
             return (sub(distance.scale_columns, ctx.masked, jb, scale),
                     sub(distance.scale_columns, ctx.original, ja, scale))
+        if kind == "raw":
+            return (sub(distance.raw_columns, ctx.masked, jb),
+                    sub(distance.raw_columns, ctx.original, ja))
         if kind == "rank":
             n_ref = ctx.shape_original[0]
             return (sub(distance.rank_columns, ctx.masked, jb, n_ref),
@@ -156,27 +165,39 @@ def _link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str, *,
 
 def _linked_share(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str,
                   which: str = "first", reverse: bool = False) -> float:
-    """100 x expected share of query records linked to their own record (1/t rule)."""
+    """100 x share of query records linked to their own record.
+
+    ``which`` is ``first``/``second`` (expected share under the 1/t rule) or
+    ``first_hits``/``second_hits`` (tie-as-hit: a full hit when the true
+    record is among the tied nearest).
+    """
     r = _link(ctx, keys, kind, metric, reverse=reverse)
     return 100.0 * r[which] / r["n"]
+
+
+def _dld_share(ctx: MeasureContext, keys: tuple[int, ...], which: str) -> float:
+    if ctx.options.get("dld", "catalog") == "dmt":
+        return _linked_share(ctx, keys, "raw", "sqeuclidean", which + "_hits", reverse=True)
+    return _linked_share(ctx, keys, "z", "sqeuclidean", which)
 
 
 # -- distance linkage ----------------------------------------------------------------
 
 @register("DLD", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.1]",
-          options=_LINK_OPTIONS,
+          options=_LINK_OPTIONS + ("dld",),
           description="distance-based linkage: % of masked records whose nearest original "
-                      "record (standardised Euclidean, key columns) is their own")
+                      "record (standardised Euclidean, key columns) is their own; "
+                      "option dld: dmt links original to masked on raw values, ties as hits")
 def dld(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
-    return _linked_share(ctx, keys, "z", "sqeuclidean")
+    return _dld_share(ctx, keys, "first")
 
 
 @register("DLD2", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.1]",
-          options=_LINK_OPTIONS,
+          options=_LINK_OPTIONS + ("dld",),
           description="% of masked records whose second-nearest original record "
-                      "(standardised Euclidean) is their own")
+                      "(standardised Euclidean) is their own; option dld as DLD")
 def dld2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
-    return _linked_share(ctx, keys, "z", "sqeuclidean", "second")
+    return _dld_share(ctx, keys, "second")
 
 
 @register("DRL2", kind="risk", keysets=True, same_shape=False, reference="[DTMS §4.1]",
