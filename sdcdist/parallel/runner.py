@@ -94,7 +94,13 @@ def one_blas_thread() -> Iterator[None]:
             _blas_local.depth -= 1
         return
     controller, setters = _blas_controls()
-    limiter = controller.limit(limits=1)
+    if setters and threading.current_thread() is not threading.main_thread():
+        # a worker thread: OpenBLAS by its per-thread setter only, never the process-wide
+        # one (which other threads' tasks would see change under them)
+        limiter = controller.select(internal_api=["openmp", "mkl", "blis", "flexiblas"]
+                                    ).limit(limits=1)
+    else:
+        limiter = controller.limit(limits=1)
     previous = [f(1) for f in setters]
     _blas_local.depth = 1
     try:
