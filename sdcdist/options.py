@@ -441,6 +441,26 @@ declare("leftover", "end", choice("end", "middle"),
         "micir, micz, micpcp: where the group holding the n mod k left-over records lies in "
         "the sorted order: the last group (end) or group (n // k - 1) // 2, counting from 0 "
         "(middle, as Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra)", scope="method")
+declare("on", None, optional(Check("a list of column names", _column_list),
+                             "the categorical key columns (else every categorical column)"),
+        "pram, pram_inv, recode, suppress: the categorical columns to mask", scope="method")
+declare("mapping", None, optional(Check("a mapping of column name to a mapping of category "
+                                        "label to new label",
+                                        lambda v: isinstance(v, dict) and all(
+                                            isinstance(c, str) and isinstance(m, dict)
+                                            for c, m in v.items())), "bands only"),
+        "recode: new labels per column ({age: {'1': 'child', ...}}); applied before bands",
+        scope="method")
+declare("origin", 0.0, number(), "recode: where the first band starts (bands are "
+        "[origin + i w, origin + (i+1) w))", scope="method")
+declare("categorical", None, optional(Check("a list of column positions", lambda v: isinstance(
+            v, (list, tuple)) and all(_is_int(j) for j in v)), "none"),
+        "positions of the categorical columns (filled in from the data; numeric methods carry "
+        "them through unchanged); Python API only", scope="method", spec=False)
+declare("labels", None, optional(Check("a mapping of column name to its category labels",
+                                       lambda v: isinstance(v, dict)), "the dataset's"),
+        "recode: each categorical column's labels in code order (filled in from the data); "
+        "Python API only", scope="method", spec=False)
 declare("info", None, optional(Check("a dict", lambda v: isinstance(v, dict))),
         "a dict the method fills with detail (distr: the family of each column); Python API "
         "only", scope="method", spec=False)

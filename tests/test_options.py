@@ -198,10 +198,14 @@ class _Recording(dict):
 def test_each_metric_reads_only_the_options_it_declares(rng):
     X = rng.standard_normal((40, 3)) + 5
     Y = X + 0.1 * rng.standard_normal(X.shape)
+    codes = np.floor(np.abs(X))          # categorical metrics read V1, V2 as codes
     for name in METRICS:
-        ctx = MeasureContext(Runner(), X, Y, shape_original=X.shape, shape_masked=Y.shape,
+        cat = METRICS[name].categorical
+        ctx = MeasureContext(Runner(), codes if cat else X, codes if cat else Y,
+                             shape_original=X.shape, shape_masked=Y.shape,
                              columns=["V1", "V2", "V3"], keysets=[("V1", "V2")],
-                             seed=np.random.SeedSequence(3))
+                             seed=np.random.SeedSequence(3),
+                             categorical=("V1", "V2") if cat else ())
         rec = _Recording(ctx.options)
         ctx.options = rec
         ctx.measure(name)

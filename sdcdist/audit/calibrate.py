@@ -270,7 +270,8 @@ class _Evaluator:
         self.executor = CellExecutor(Runner(client),
                                      {d: md.values for d, (md, _) in enumerate(data)})
         self.mopts = {(d, m.name): _method_options(spec, data[d][0].columns,
-                                                   data[d][0].roles, m.name)
+                                                   data[d][0].roles, m.name,
+                                                   categorical=data[d][0].categories)
                       for d in range(len(data)) for m in spec.methods}
         self.cache: dict[tuple, dict[str, list[float]]] = {}
         self.probes = 0

@@ -68,7 +68,9 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
                       seed=d.synthetic["seed"])
     elif d.reference is not None:
         md = load_microdata(reference_file(d.reference),
-                            columns=list(d.columns) if d.columns else None)
+                            columns=list(d.columns) if d.columns else None,
+                            categorical=list(d.categorical) if d.categorical else None,
+                            allow_constant=bool(d.roles.get("weight")))
     else:
         path = d.path or ""
         if "://" not in path and not Path(path).is_absolute():
@@ -76,16 +78,30 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
         if not is_store(path) and not Path(path).exists():
             raise SdcInputError(f"dataset file {d.path!r} does not exist (paths in a spec are "
                                 "relative to the spec file)")
-        md = load_microdata(path, columns=list(d.columns) if d.columns else None)
+        md = load_microdata(path, columns=list(d.columns) if d.columns else None,
+                            categorical=list(d.categorical) if d.categorical else None,
+                            allow_constant=bool(d.roles.get("weight")))
     if d.columns and d.synthetic is not None:
         idx = md.column_index(d.columns)
         md = Microdata(md.values[:, idx], tuple(d.columns), {}, md.sha256)
+    if d.categorical and d.synthetic is not None:
+        raise SdcInputError("a synthetic dataset has numeric columns only; leave "
+                            "'categorical' out of it")
     roles = {**md.roles, **d.roles}
     for r, cols in roles.items():
         md.column_index(cols, what=f"{r} column")
     if d.keys:
         md.column_index(d.keys, what="key column")
-    return Microdata(md.values, md.columns, roles, md.sha256)
+    out = Microdata(md.values, md.columns, roles, md.sha256, md.categories)
+    from ..data.io import check_typed
+    if d.roles.get("weight") and len(md.columns):
+        # the constant check was relaxed for the weight; apply it to the other columns
+        from ..data.validate import ValueChecker
+        ch = ValueChecker(md.columns, f"dataset {d.name!r}")
+        ch.update(md.values)
+        ch.finish(constant_ok=d.roles["weight"])
+    check_typed(out, f"dataset {d.name!r}")
+    return out
 
 
 def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
@@ -102,7 +118,8 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
         keysets = resolve_keysets(spec, md, ds)
         for ms in spec.methods:
             check_data(ms.name, md.values, ms.params,
-                       _method_options(spec, md.columns, md.roles, ms.name))
+                       _method_options(spec, md.columns, md.roles, ms.name,
+                                       categorical=md.categories))
         data.append((md, keysets))
     return data
 
@@ -122,11 +139,13 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
 
 
 def _method_options(spec: AuditSpec, md_columns: tuple[str, ...], roles: dict,
-                    name: str) -> dict[str, Any]:
-    """The spec's options of method ``name``, plus the dataset's roles and column names
-    for a method that takes them (built as ``sdcdist mask`` builds them)."""
+                    name: str, *, categorical: Any = ()) -> dict[str, Any]:
+    """The spec's options of method ``name``, plus the dataset's roles, column names and
+    categorical columns for a method that takes them (built as ``sdcdist mask`` builds
+    them)."""
     return method_options(name, columns=md_columns, roles=roles,
-                          options=next(m.options for m in spec.methods if m.name == name))
+                          options=next(m.options for m in spec.methods if m.name == name),
+                          categorical=categorical)
 
 
 def mask_cell(X: np.ndarray, method: str, param: float, entropy: int,
@@ -351,7 +370,7 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
         need = sorted({c.d for c in todo})
         executor = CellExecutor(Runner(client), {d: data[d][0].values for d in need})
         mopts = {(d, m.name): _method_options(spec, data[d][0].columns, data[d][0].roles,
-                                              m.name)
+                                              m.name, categorical=data[d][0].categories)
                  for d in need for m in spec.methods}
         run_cells(executor, todo, data, mopts, spec.metrics, options, mode=mode,
                   on_done=write)

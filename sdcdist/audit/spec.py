@@ -61,7 +61,7 @@ __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec",
 
 _TOP = {"name", "seed", "dataset", "datasets", "methods", "replicates", "metrics", "keysets", "options",
         "description"}
-_DATASET = {"name", "path", "synthetic", "reference", "columns", "keys", "roles"}
+_DATASET = {"name", "path", "synthetic", "reference", "columns", "keys", "roles", "categorical"}
 _SOURCES = ("path", "synthetic", "reference")
 _METHOD = {"name", "params", "options"}
 
@@ -75,6 +75,7 @@ class DatasetSpec:
     columns: tuple[str, ...] | None = None
     keys: tuple[str, ...] | None = None
     roles: dict[str, list[str]] = field(default_factory=dict)
+    categorical: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,9 @@ def _dataset(d: Any, what: str) -> DatasetSpec:
         reference=reference,
         columns=_str_list(f"{what}.columns", d["columns"]) if "columns" in d else None,
         keys=_str_list(f"{what}.keys", d["keys"]) if "keys" in d else None,
-        roles={str(k): list(_str_list(f"{what}.roles.{k}", v)) for k, v in roles.items()})
+        roles={str(k): list(_str_list(f"{what}.roles.{k}", v)) for k, v in roles.items()},
+        categorical=_str_list(f"{what}.categorical", d["categorical"])
+        if "categorical" in d else None)
 
 
 def _check_cells(datasets: tuple[DatasetSpec, ...], methods: list[MethodSpec],
@@ -288,7 +291,8 @@ def _raw_dataset(d: DatasetSpec) -> dict[str, Any]:
         "name": d.name, "path": d.path, "synthetic": d.synthetic, "reference": d.reference,
         "columns": list(d.columns) if d.columns else None,
         "keys": list(d.keys) if d.keys else None,
-        "roles": d.roles or None}.items() if v is not None}
+        "roles": d.roles or None,
+        "categorical": list(d.categorical) if d.categorical else None}.items() if v is not None}
 
 
 def read_spec_text(path: str | Path) -> str:

@@ -24,15 +24,24 @@ __all__ = ["ingest", "synth", "mask"]
               help="Columns an intruder may know (key role), in linkage order.")
 @click.option("--confidential", default=None, metavar="A,B,...",
               help="Confidential columns (role used by the IPSO methods).")
+@click.option("--categorical", default=None, metavar="A,B,...",
+              help="Integer-coded columns to store as categorical (text columns are "
+                   "categorical anyway).")
+@click.option("--weight", default=None, metavar="COLUMN",
+              help="The sampling-weight column (positive values), used by the frequency "
+                   "risk metrics.")
 @click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=65_536, show_default=True,
               help="Records per Zarr chunk.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
 def ingest(source: str, store: str, columns: str | None, keys: str | None,
-           confidential: str | None, chunk_rows: int, overwrite: bool) -> None:
+           confidential: str | None, categorical: str | None, weight: str | None,
+           chunk_rows: int, overwrite: bool) -> None:
     """Validate a CSV or Parquet file and store it as Zarr.
 
-    Non-numeric columns, missing or infinite values, constant columns, fewer
-    than 3 records and duplicate names are refused with a message saying which
+    Text columns and those named by --categorical are stored as categorical
+    (integer codes plus their labels); the others are numeric. Missing or
+    infinite values, constant columns, fewer than 3 records, duplicate names
+    and a weight that is not positive are refused with a message saying which
     column and how to fix it. The source is never modified, an existing store
     is never replaced without --overwrite, and a failed ingest leaves nothing.
     """
@@ -43,10 +52,15 @@ def ingest(source: str, store: str, columns: str | None, keys: str | None,
         roles["key"] = split_list(keys)
     if confidential:
         roles["confidential"] = split_list(confidential)
+    if weight:
+        roles["weight"] = [weight]
     do_ingest(source, store, chunk_rows=chunk_rows, overwrite=overwrite, roles=roles,
-              columns=split_list(columns) if columns else None)
+              columns=split_list(columns) if columns else None,
+              categorical=split_list(categorical) if categorical else None)
     da = open_microdata(store)
-    click.echo(f"{store}: {da.shape[0]} records x {da.shape[1]} variables "
+    cats = da.attrs.get("categories") or {}
+    typed = f", {len(cats)} categorical ({', '.join(cats)})" if cats else ""
+    click.echo(f"{store}: {da.shape[0]} records x {da.shape[1]} variables{typed} "
                f"(sha256 {da.attrs['sha256'][:12]}...)")
 
 
@@ -143,7 +157,8 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
         raise SdcInputError(f"{meth.name} needs the roles of the columns: pass "
                             f"{' and '.join(_ROLE_FLAGS[r] for r in missing)} (comma-separated "
                             f"column names), or ingest the data with those roles")
-    options: dict[str, Any] = method_options(meth, columns=md.columns, roles=roles)
+    options: dict[str, Any] = method_options(meth, columns=md.columns, roles=roles,
+                                             categorical=md.categories)
     info: dict[str, Any] = {}
     if "info" in meth.options:
         options["info"] = info
@@ -152,7 +167,8 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
                          "seed": seed, "source_sha256": md.sha256}}
     if "family" in info:
         attrs["masking"]["family"] = dict(zip(md.columns, info["family"]))
-    write_microdata(Microdata(masked, md.columns, roles), out, overwrite=overwrite,
+    write_microdata(Microdata(masked, md.columns, roles, None, md.categories), out,
+                    overwrite=overwrite,
                     attrs=attrs)
     shown = "" if meth.kind == "none" else f" {meth.param}={param:g}"
     click.echo(f"{out}: {md.shape[0]} records x {md.shape[1]} variables masked with "

@@ -14,18 +14,24 @@ from ._common import ClusterOptions, cluster, cluster_options, main, split_list
 __all__ = ["measure_cmd"]
 
 
-def _open_input(path: str, what: str) -> tuple[Any, tuple[str, ...]]:
-    """A Zarr store as a lazily read array (tasks read their own rows), else loaded."""
+def _open_input(path: str, what: str, categorical: list[str] | None = None
+                ) -> tuple[Any, tuple[str, ...], list[str], str | None]:
+    """A Zarr store as a lazily read array (tasks read their own rows), else loaded; with
+    its column names, categorical columns and weight column."""
     from pathlib import Path
 
     from ..data import StoredArray, is_store, load_microdata, open_microdata
     if is_store(path):
-        return StoredArray(path), tuple(str(c) for c in open_microdata(path).attrs["columns"])
+        attrs = open_microdata(path).attrs
+        cols = tuple(str(c) for c in attrs["columns"])
+        w = (attrs.get("roles") or {}).get("weight") or [None]
+        return (StoredArray(path), cols, [c for c in cols if c in (attrs.get("categories")
+                                                                   or {})], w[0])
     if not Path(path).exists():
         raise SdcInputError(f"the {what} file {path!r} does not exist; give a CSV, Parquet "
                             f"file or an sdcdist Zarr store")
-    md = load_microdata(path, allow_constant=True)
-    return md.values, md.columns
+    md = load_microdata(path, allow_constant=True, categorical=categorical)
+    return md.values, md.columns, md.categorical, md.weight
 
 
 @main.command("measure")
@@ -42,9 +48,19 @@ def _open_input(path: str, what: str) -> tuple[Any, tuple[str, ...]]:
 @click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=None,
               help="Records per reduction chunk (default 65536).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--categorical", default=None, metavar="A,B,...",
+              help="Integer-coded columns of CSV/Parquet inputs to read as categorical "
+                   "(a Zarr store records its own).")
+@click.option("--keys", default=None, metavar="A,B,...",
+              help="Key columns (the frequency risk metrics count the combinations of the "
+                   "categorical ones); default: all columns.")
+@click.option("--weight", default=None, metavar="COLUMN",
+              help="Sampling-weight column for the frequency risk metrics (default: the "
+                   "store's weight role).")
 @cluster_options(local=True)
 def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                 keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
+                categorical: str | None, keys: str | None, weight: str | None,
                 where: ClusterOptions) -> None:
     """Measure information loss, utility (and risk) of MASKED against ORIGINAL.
 
@@ -65,17 +81,26 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
         [n for n, m in REGISTRY.items() if m.kind in ("loss", "utility")]
     for n in names:
         get_metric(n)
-    A, cols_a = _open_input(original, "original")
-    B, cols_b = _open_input(masked, "masked")
+    cats = split_list(categorical) if categorical else None
+    A, cols_a, cat_a, w_a = _open_input(original, "original", cats)
+    B, cols_b, cat_b, w_b = _open_input(masked, "masked", cats)
     if cols_a != cols_b:
         raise SdcInputError(f"the masked file's columns {list(cols_b)} differ from the original "
                             f"file's {list(cols_a)}; both files need the same columns in the "
                             f"same order")
     options = {"chunk_rows": chunk_rows} if chunk_rows else {}
     keysets = [split_list(k) for k in keyset] or None
+    if keysets is None and keys:
+        from ..metrics import default_keysets
+        keysets = default_keysets(split_list(keys))
+    weight = weight or w_b or w_a
+    if weight is not None and weight not in cols_a:
+        from ..errors import column_error
+        raise column_error([weight], cols_a, what="weight column")
     with cluster(where, quiet=True) as client:
         res = measure(A, B, names, columns=list(cols_a), keysets=keysets, seed=seed,
-                      options=options, client=client)
+                      options=options, client=client,
+                      categorical=list(dict.fromkeys(cat_a + cat_b)), weight=weight)
     if as_json:
         out = {n: {"value": None if r.value != r.value else r.value, "kind": REGISTRY[n].kind,
                    "excluded": r.excluded, "flag": r.flag,

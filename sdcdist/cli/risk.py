@@ -13,18 +13,19 @@ from ._common import ClusterOptions, cluster, cluster_options, main, parse_optio
 __all__ = ["risk"]
 
 
-def _load_with_id(path: str, id_column: str | None, what: str) -> tuple[Any, Any]:
+def _load_with_id(path: str, id_column: str | None, what: str,
+                  categorical: list[str] | None = None) -> tuple[Any, Any]:
     """The file without its identifier column, and that column (None without ``id_column``)."""
-    from ..data import Microdata, load_microdata
-    md = load_microdata(path, allow_constant=True)
+    from ..data import is_store, load_microdata
+    cats = categorical if categorical and not is_store(path) else None
+    md = load_microdata(path, allow_constant=True, categorical=cats)
     if id_column is None:
         return md, None
     from ..errors import column_positions
     j = column_positions([id_column], md.columns, what="identifier column",
                          where=f"the {what} file")[0]
-    keep = [i for i in range(len(md.columns)) if i != j]
-    return (Microdata(md.values[:, keep], tuple(md.columns[i] for i in keep), md.roles,
-                      md.sha256), md.values[:, j])
+    keep = [c for i, c in enumerate(md.columns) if i != j]
+    return md.select(keep), md.values[:, j]
 
 
 @main.command()
@@ -45,10 +46,17 @@ def _load_with_id(path: str, id_column: str | None, what: str) -> tuple[Any, Any
                    "crl_external=[V4,V12] crl_released=[V7,V13] (repeatable).")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seeds the random tie-breaking of CRL.")
+@click.option("--categorical", default=None, metavar="A,B,...",
+              help="Integer-coded columns of CSV/Parquet inputs to read as categorical "
+                   "(a Zarr store records its own).")
+@click.option("--weight", default=None, metavar="COLUMN",
+              help="Sampling-weight column for the frequency risk metrics (default: the "
+                   "store's weight role).")
 @cluster_options(local=True)
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
-         seed: int, where: ClusterOptions) -> None:
+         seed: int, categorical: str | None, weight: str | None,
+         where: ClusterOptions) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
     The two files may differ in size and in which records and columns they
@@ -67,8 +75,14 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
             risky = ", ".join(k for k, m in REGISTRY.items() if m.kind == "risk")
             raise SdcInputError(f"{n!r} is a {get_metric(n).kind} metric; `sdcdist risk` "
                                 f"computes risk metrics: {risky}")
-    a, id_a = _load_with_id(original, id_column, "original")
-    b, id_b = _load_with_id(masked, id_column, "masked")
+    cats = split_list(categorical) if categorical else None
+    a, id_a = _load_with_id(original, id_column, "original", cats)
+    b, id_b = _load_with_id(masked, id_column, "masked", cats)
+    categ = list(dict.fromkeys(a.categorical + b.categorical))
+    weight = weight or b.weight or a.weight
+    if weight is not None:
+        from ..errors import column_positions
+        column_positions([weight], b.columns, what="weight column", where="the masked file")
     if not metric_names and a.shape != b.shape:
         skip = [n for n in names if get_metric(n).same_shape]
         names = [n for n in names if n not in skip]
@@ -87,7 +101,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     opts = parse_options(option_items)
     with cluster(where, quiet=True) as client:
         res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
-                      keysets=ks, seed=seed, options=opts, truth=truth, client=client)
+                      keysets=ks, seed=seed, options=opts, truth=truth, client=client,
+                      categorical=categ, weight=weight)
     matched = ""
     if truth is not None:
         from ..linkage import truth_counts

@@ -49,15 +49,40 @@ class Microdata:
     values : ndarray, shape (n, m), float64
     columns : tuple of str, length m
     roles : dict
-        ``{"key": [...], "confidential": [...]}`` column names, possibly empty.
+        ``{"key": [...], "confidential": [...], "weight": [...]}`` column names,
+        possibly empty.
     sha256 : str or None
         Fingerprint of the source file (or of the values when built in memory).
+    categories : dict
+        ``{column: [label, ...]}`` for the categorical columns: their values are
+        the codes 0..L-1 of these labels (NaN where missing); see
+        :mod:`sdcdist.data.types`. Columns not listed are numeric.
     """
 
     values: np.ndarray
     columns: tuple[str, ...]
     roles: dict[str, list[str]] = field(default_factory=dict)
     sha256: str | None = None
+    categories: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def categorical(self) -> list[str]:
+        """Names of the categorical columns, in column order."""
+        return [c for c in self.columns if c in self.categories]
+
+    @property
+    def weight(self) -> str | None:
+        """The weight column's name, or None."""
+        w = self.roles.get("weight") or []
+        return w[0] if w else None
+
+    def select(self, names: Sequence[str]) -> "Microdata":
+        """These columns only (roles and categories restricted to them)."""
+        idx = self.column_index(names)
+        keep = set(names)
+        return Microdata(self.values[:, idx], tuple(names),
+                         {r: [c for c in cs if c in keep] for r, cs in self.roles.items()},
+                         self.sha256, {c: v for c, v in self.categories.items() if c in keep})
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -77,8 +102,13 @@ def values_fingerprint(values: np.ndarray) -> str:
 
 def from_array(values: np.ndarray, columns: Sequence[str] | None = None, *,
                roles: Mapping[str, Sequence[str]] | None = None,
-               allow_constant: bool = False) -> Microdata:
-    """Validate an in-memory array and wrap it as :class:`Microdata` (a copy)."""
+               allow_constant: bool = False,
+               categories: Mapping[str, Sequence[str]] | None = None) -> Microdata:
+    """Validate an in-memory array and wrap it as :class:`Microdata` (a copy).
+
+    ``categories`` maps categorical columns to their labels; their values must
+    then be the codes 0..L-1.
+    """
     values = np.array(values, dtype=np.float64, copy=True)
     if values.ndim != 2:
         raise SdcInputError(f"microdata must be 2-D (records x variables); got shape "
@@ -88,10 +118,26 @@ def from_array(values: np.ndarray, columns: Sequence[str] | None = None, *,
     columns = tuple(str(c) for c in columns)
     check_values(values, columns, "the array", allow_constant=allow_constant)
     md = Microdata(values, columns, {k: list(v) for k, v in (roles or {}).items()},
-                   values_fingerprint(values))
-    for r, cols in md.roles.items():
-        md.column_index(cols, what=f"{r} column")
+                   values_fingerprint(values),
+                   {str(k): [str(x) for x in v] for k, v in (categories or {}).items()})
+    check_typed(md, "the array")
     return md
+
+
+def check_typed(md: Microdata, source: str = "the data") -> None:
+    """Check roles and categorical codes of in-memory microdata (names only in messages)."""
+    from .types import check_roles, check_weights
+    column_positions(list(md.categories), md.columns, what="categorical column")
+    check_roles(md.columns, md.roles, md.categories, source=source)
+    for c, labels in md.categories.items():
+        x = md.values[:, md.columns.index(c)]
+        ok = np.isnan(x) | ((x >= 0) & (x < len(labels)) & (x == np.floor(x)))
+        if not ok.all():
+            raise SdcInputError(f"categorical column {c!r} has {int((~ok).sum())} values that "
+                                f"are not codes 0..{len(labels) - 1} of its {len(labels)} "
+                                "categories")
+    if md.weight is not None:
+        check_weights(md.values[:, md.columns.index(md.weight)], md.weight)
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -301,9 +347,10 @@ def _select(header: Sequence[str], columns: Sequence[str] | None, name: str) -> 
     return list(columns)
 
 
-def _iter_source(source: Path, columns: Sequence[str] | None,
-                 chunk_rows: int) -> tuple[list[str], Iterator[np.ndarray]]:
-    """The selected column names and an iterator of float64 record blocks."""
+def _source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
+                   ) -> tuple[list[str], Any]:
+    """The selected column names and ``frames(usecols, text)``, a factory of iterators of
+    pandas DataFrames of columns ``usecols`` (columns in ``text`` read as text)."""
     import pandas as pd
 
     kind = _source_kind(source)
@@ -317,15 +364,20 @@ def _iter_source(source: Path, columns: Sequence[str] | None,
         header = _csv_header(source, sep)
         check_column_names(header, repr(source.name))
         names = _select(header, columns, source.name)
+        checked = [False]
 
-        def blocks() -> Iterator[np.ndarray]:
-            _check_field_counts(source, sep, len(header))
+        def frames(usecols: Sequence[str], text: Sequence[str] = ()) -> Iterator[Any]:
+            if not checked[0]:
+                _check_field_counts(source, sep, len(header))
+                checked[0] = True
+            usecols = list(usecols)
             try:
-                reader = pd.read_csv(source, sep=sep, usecols=names, chunksize=chunk_rows,
+                reader = pd.read_csv(source, sep=sep, usecols=usecols, chunksize=chunk_rows,
                                      skipinitialspace=True, low_memory=False,
-                                     float_precision="round_trip")
+                                     float_precision="round_trip",
+                                     dtype={c: str for c in text} or None)
                 for df in reader:
-                    yield _numeric_block(df[names], source.name)
+                    yield df[usecols]
             except (EOFError, OSError, zlib.error) as exc:
                 raise _read_error(source, exc) from None
             except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
@@ -334,7 +386,7 @@ def _iter_source(source: Path, columns: Sequence[str] | None,
                 raise SdcInputError(f"cannot parse {source.name!r} as CSV "
                                     f"({type(exc).__name__}); check the delimiter and "
                                     "quoting") from None
-        return names, blocks()
+        return names, frames
     try:
         import pyarrow.parquet as pq
         pf = pq.ParquetFile(source)
@@ -345,24 +397,69 @@ def _iter_source(source: Path, columns: Sequence[str] | None,
     check_column_names(header, repr(source.name))
     names = _select(header, columns, source.name)
 
-    def pblocks() -> Iterator[np.ndarray]:
-        for batch in pf.iter_batches(batch_size=chunk_rows, columns=names):
-            yield _numeric_block(batch.to_pandas(), source.name)
-    return names, pblocks()
+    def pframes(usecols: Sequence[str], text: Sequence[str] = ()) -> Iterator[Any]:
+        for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(usecols)):
+            yield batch.to_pandas()[list(usecols)]
+    return names, pframes
 
 
-def _numeric_block(df: Any, source_name: str) -> np.ndarray:
+def _is_numeric(series: Any) -> bool:
     import pandas as pd
+    return bool(pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series))
 
+
+def _read_typed(source: Path, columns: Sequence[str] | None, chunk_rows: int,
+                categorical: Sequence[str] | None, start: Any, write: Any
+                ) -> tuple[list[str], dict[str, list[str]]]:
+    """Read ``source`` into float64 blocks, categorical columns as codes.
+
+    ``start()`` is called before the blocks of a pass, ``write(block)`` with each
+    block. A file with no categorical column (none declared, no text column) is
+    read once; otherwise a first pass finds the text columns, a second collects the
+    categories of the categorical columns, a third writes the codes. Returns the
+    column names and ``{column: labels}``.
+    """
+    from .types import LabelCollector
+
+    names, frames = _source_frames(source, columns, chunk_rows)
+    declared = list(dict.fromkeys(categorical or []))
+    column_positions(declared, names, what="categorical column", where=repr(source.name))
+    text: list[str] = []
+    start()
+    for df in frames(names, declared):
+        text += [c for c in names if c not in declared and c not in text
+                 and not _is_numeric(df[c])]
+        if not text and not declared:
+            write(_numeric_block(df, names))
+    cats = [c for c in names if c in declared or c in text]
+    if not cats:
+        return names, {}
+    collector = LabelCollector(cats, repr(source.name))
+    for df in frames(cats, cats):
+        collector.update(df)
+    labels = collector.finish()
+    start()
+    for df in frames(names, cats):
+        write(_typed_block(df, names, labels))
+    return names, labels
+
+
+def _typed_block(df: Any, names: Sequence[str], labels: Mapping[str, Sequence[str]]
+                 ) -> np.ndarray:
+    from .types import encode_column
+    out = np.empty((len(df), len(names)))
+    for j, c in enumerate(names):
+        if c in labels:
+            out[:, j] = encode_column(df[c], labels[c])
+        else:
+            out[:, j] = df[c].to_numpy(dtype=np.float64, na_value=np.nan)
+    return out
+
+
+def _numeric_block(df: Any, names: Sequence[str]) -> np.ndarray:
     if len(df) == 0:
         return np.empty((0, df.shape[1]))
-    bad = [c for c in df.columns
-           if not (pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]))]
-    if bad:
-        raise SdcInputError(
-            f"{source_name!r} has non-numeric columns {bad}; sdcdist works on numeric "
-            "microdata: select the numeric columns with --columns (or recode these)")
-    return df.to_numpy(dtype=np.float64, na_value=np.nan)
+    return df[list(names)].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 # ---------------------------------------------------------------------------
@@ -565,7 +662,7 @@ class _Staging:
 def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
            chunk_rows: int = DEFAULT_CHUNK_ROWS, columns: Sequence[str] | None = None,
            roles: Mapping[str, Sequence[str]] | None = None, overwrite: bool = False,
-           allow_constant: bool = False) -> str:
+           allow_constant: bool = False, categorical: Sequence[str] | None = None) -> str:
     """Read a CSV or Parquet file into a validated Zarr store.
 
     Parameters
@@ -579,9 +676,13 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
     columns : list of str, optional
         Keep only these columns (e.g. to leave out non-numeric ones).
     roles : dict, optional
-        ``{"key": [...], "confidential": [...]}`` column names.
+        ``{"key": [...], "confidential": [...], "weight": [...]}`` column names.
     overwrite : bool
         Replace an existing store (only once the new one is complete).
+    categorical : list of str, optional
+        Numeric (integer-coded) columns to store as categorical. Text columns
+        are categorical anyway. Categorical columns are stored as codes with
+        their labels in the ``categories`` attribute.
 
     Returns
     -------
@@ -591,34 +692,71 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
     Raises
     ------
     SdcInputError
-        Unreadable or empty file, non-numeric columns, missing or infinite
-        values, constant columns, fewer than 3 records, duplicate names, an
+        Unreadable or empty file, missing or infinite values, constant columns,
+        fewer than 3 records, duplicate names, a text column with too many
+        categories, a weight column that is categorical or not positive, an
         existing store without ``overwrite``. Nothing is left behind.
     """
     source = Path(source)
     if chunk_rows < 1:
         raise param_error("chunk_rows", "ingest", "an integer >= 1", chunk_rows)
-    names, blocks = _iter_source(source, columns, chunk_rows)
     roles = {k: list(v) for k, v in (roles or {}).items()}
-    for r, cols in roles.items():
-        column_positions(cols, names, what=f"{r} column")
-    checker = ValueChecker(names, repr(source.name))
     with _Staging(store, overwrite) as tmp:
         group = _open_group(tmp, "w")
-        arr = _new_values_array(group, 0, len(names), chunk_rows)
-        n = 0
-        digest = integrity.ValuesDigest()
-        for block in blocks:
-            checker.update(block)
-            arr.resize((n + block.shape[0], len(names)))
-            arr[n:n + block.shape[0]] = block
-            digest.update(block)
-            n += block.shape[0]
-        checker.finish(allow_constant=allow_constant)
-        group.attrs.update({"columns": names, "roles": roles, "n_records": n,
+        state: dict[str, Any] = {}
+
+        def start() -> None:
+            if "arr" not in state:
+                state["arr"] = _new_values_array(group, 0, len(state["names"]), chunk_rows)
+            state["arr"].resize((0, len(state["names"])))
+            state.update(n=0, digest=integrity.ValuesDigest(),
+                         checker=ValueChecker(state["names"], repr(source.name)))
+
+        def write(block: np.ndarray) -> None:
+            n = state["n"]
+            state["checker"].update(block)
+            state["arr"].resize((n + block.shape[0], len(state["names"])))
+            state["arr"][n:n + block.shape[0]] = block
+            state["digest"].update(block)
+            state["n"] = n + block.shape[0]
+
+        names = _source_names(source, columns, chunk_rows)
+        state["names"] = names
+        _check_source_roles(names, roles, categorical, source.name)
+        names, labels = _read_typed(source, columns, chunk_rows, categorical, start, write)
+        _finish_checks(state["checker"], names, roles, labels, allow_constant)
+        if roles.get("weight"):
+            from .types import check_weights
+            w = names.index(roles["weight"][0])
+            check_weights(np.array([state["checker"].lo[w]]), roles["weight"][0])
+        group.attrs.update({"columns": names, "roles": roles, "n_records": state["n"],
+                            "categories": labels,
                             "source": source.name, "sha256": file_sha256(source)})
-        integrity.seal(group, values_sha256=digest.hexdigest())
+        integrity.seal(group, values_sha256=state["digest"].hexdigest())
     return str(store)
+
+
+def _source_names(source: Path, columns: Sequence[str] | None, chunk_rows: int) -> list[str]:
+    return _source_frames(source, columns, chunk_rows)[0]
+
+
+def _check_source_roles(names: Sequence[str], roles: Mapping[str, Sequence[str]],
+                        categorical: Sequence[str] | None, source_name: str) -> None:
+    """Roles and declared categorical columns against the file's columns (names only)."""
+    from .types import check_roles
+    column_positions(list(categorical or []), names, what="categorical column",
+                     where=repr(source_name))
+    check_roles(names, roles, categorical or (), source=repr(source_name))
+
+
+def _finish_checks(checker: ValueChecker, names: Sequence[str],
+                   roles: Mapping[str, Sequence[str]], labels: Mapping[str, Sequence[str]],
+                   allow_constant: bool) -> None:
+    """Missing, infinite and constant values (a constant weight is allowed), and a
+    weight column that turned out categorical."""
+    from .types import check_roles
+    checker.finish(allow_constant=allow_constant, constant_ok=roles.get("weight") or ())
+    check_roles(names, roles, labels, source=checker.source)
 
 
 def write_microdata(md: Microdata, store: str | os.PathLike, *,
@@ -632,6 +770,10 @@ def write_microdata(md: Microdata, store: str | os.PathLike, *,
         if Path(out).exists() and not overwrite:
             raise SdcInputError(f"{out!r} already exists; pass --overwrite to replace it")
         df = pd.DataFrame(md.values, columns=list(md.columns))
+        for c, labels in md.categories.items():
+            codes = md.values[:, md.columns.index(c)]
+            df[c] = pd.Categorical.from_codes(np.where(np.isnan(codes), -1, codes)
+                                              .astype(np.int64), categories=list(labels))
         final = Path(out).resolve()
         remove_stale_temps(final)
         tmp = str(_temp_name(final))
@@ -652,6 +794,7 @@ def write_microdata(md: Microdata, store: str | os.PathLike, *,
         arr = _new_values_array(group, n, m, chunk_rows)
         arr[:] = md.values
         group.attrs.update({"columns": list(md.columns), "roles": md.roles, "n_records": n,
+                            "categories": md.categories,
                             "sha256": md.sha256 or values_fingerprint(md.values),
                             **dict(attrs or {})})
         digest = integrity.ValuesDigest()
@@ -756,8 +899,13 @@ def _check_fingerprint(group: Any, values: np.ndarray, store: str) -> None:
 
 def load_microdata(source: str | os.PathLike | Microdata, *,
                    columns: Sequence[str] | None = None,
-                   allow_constant: bool = False) -> Microdata:
-    """Load a store, a CSV or a Parquet file fully into memory, validated."""
+                   allow_constant: bool = False,
+                   categorical: Sequence[str] | None = None) -> Microdata:
+    """Load a store, a CSV or a Parquet file fully into memory, validated.
+
+    ``categorical``: numeric columns of a CSV or Parquet file to read as
+    categorical (text columns are categorical anyway); a store records its own.
+    """
     if isinstance(source, Microdata):
         return source
     if is_store(source):
@@ -768,19 +916,30 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
         _check_fingerprint(group, values, str(source))
         check_column_names(list(names), repr(str(source)))
         md = Microdata(values, names, dict(group.attrs.get("roles", {})),
-                       group.attrs.get("sha256"))
+                       group.attrs.get("sha256"), dict(group.attrs.get("categories", {})))
+        if categorical:
+            md.column_index(categorical, what="categorical column")
+            undeclared = [c for c in categorical if c not in md.categories]
+            if undeclared:
+                raise SdcInputError(
+                    f"column(s) {undeclared} of the store {str(source)!r} were stored as "
+                    "numeric; declare categorical columns when ingesting (sdcdist ingest "
+                    "--categorical)")
         if columns is not None:
-            idx = md.column_index(columns)
-            md = Microdata(values[:, idx], tuple(columns),
-                           {r: [c for c in cs if c in columns] for r, cs in md.roles.items()},
-                           md.sha256)
+            md = md.select(columns)
         return md
     path = Path(source)
-    names, blocks = _iter_source(path, columns, DEFAULT_CHUNK_ROWS)
-    checker = ValueChecker(names, repr(path.name))
-    parts = []
-    for b in blocks:
-        checker.update(b)
-        parts.append(b)
-    checker.finish(allow_constant=allow_constant)
-    return Microdata(np.concatenate(parts), tuple(names), {}, file_sha256(path))
+    state: dict[str, Any] = {"names": _source_names(path, columns, DEFAULT_CHUNK_ROWS)}
+    _check_source_roles(state["names"], {}, categorical, path.name)
+
+    def start() -> None:
+        state.update(parts=[], checker=ValueChecker(state["names"], repr(path.name)))
+
+    def write(block: np.ndarray) -> None:
+        state["checker"].update(block)
+        state["parts"].append(block)
+
+    names, labels = _read_typed(path, columns, DEFAULT_CHUNK_ROWS, categorical, start, write)
+    _finish_checks(state["checker"], names, {}, labels, allow_constant)
+    values = np.concatenate(state["parts"]) if state["parts"] else np.empty((0, len(names)))
+    return Microdata(values, tuple(names), {}, file_sha256(path), labels)

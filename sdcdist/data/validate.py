@@ -97,7 +97,7 @@ class ValueChecker:
                                                      initial=-np.inf))
         self.n += block.shape[0]
 
-    def finish(self, *, allow_constant: bool = False) -> None:
+    def finish(self, *, allow_constant: bool = False, constant_ok: Sequence[str] = ()) -> None:
         """Raise :class:`SdcInputError` for the first problem found."""
         if self.n == 0:
             raise SdcInputError(f"{self.source} has no records; sdcdist needs at least "
@@ -117,7 +117,8 @@ class ValueChecker:
             raise SdcInputError(f"{self.source} has {self.n} records; sdcdist needs at least "
                                 f"{MIN_RECORDS}")
         if not allow_constant:
-            const = [name for j, name in enumerate(self.names) if self.lo[j] == self.hi[j]]
+            const = [name for j, name in enumerate(self.names)
+                     if self.lo[j] == self.hi[j] and name not in constant_ok]
             if const:
                 raise SdcInputError(
                     f"column(s) {const} are constant (one value in every record); they carry "

@@ -40,7 +40,20 @@ def check_data(method: str, X: np.ndarray, params: Iterable[float],
     n, m = X.shape
     if n < 2:
         raise SdcInputError(f"{meth.name} needs at least 2 records. Got {n}.")
-    opts = options or {}
+    opts = dict(options or {})
+    cats = opts.pop("categorical", ())
+    if meth.acts_on == "categorical":
+        from .categorical import check_categorical_data
+        check_categorical_data(meth.name, X, params, list(cats), opts)
+        return
+    if cats:
+        from ._registry import narrow_options
+        keep = [j for j in range(m) if j not in set(cats)]
+        X = X[:, keep]
+        opts = narrow_options(opts, keep)
+        n, m = X.shape
+        if m == 0:
+            return
     if meth.param == "k" and meth.func.__module__.endswith(".microaggregation"):
         from .microaggregation import check_k
         for p in params:

@@ -9,7 +9,7 @@ methods a second time.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +49,11 @@ class MaskingMethod:
         Extra keyword options the function accepts (e.g. ``roles``), each declared
         (default, check, description) in :mod:`sdcdist.options`; a spec's
         ``methods[i].options`` may set those not marked API-only.
+    acts_on : {"numeric", "categorical"}
+        The columns the method masks. A numeric method called with
+        ``categorical=`` positions masks the other columns only and returns the
+        categorical ones bit-identical; a categorical method receives the
+        positions and masks (some of) those columns.
     """
 
     name: str
@@ -62,6 +67,7 @@ class MaskingMethod:
     reference: str = ""
     allowed: str = ""
     options: tuple[str, ...] = field(default_factory=tuple)
+    acts_on: str = "numeric"
 
     def check_param(self, value: object) -> float:
         """Return ``value`` as a float if it is valid for this method, else raise.
@@ -94,8 +100,13 @@ class MaskingMethod:
         return f"{what} in [{low}, {high}]"
 
     def __call__(self, X: np.ndarray, param: float = 0.0, *, rng: np.random.Generator,
-                 **options) -> np.ndarray:
-        """Check the parameter, then mask ``X`` (n x p float64). Returns a new array."""
+                 categorical: Sequence[int] = (), **options) -> np.ndarray:
+        """Check the parameter, then mask ``X`` (n x p float64). Returns a new array.
+
+        ``categorical``: 0-based positions of the categorical columns (codes). A
+        numeric method masks the other columns only (its ``roles`` and ``columns``
+        options are narrowed to them) and copies these through unchanged.
+        """
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise SdcInputError(
@@ -103,8 +114,24 @@ class MaskingMethod:
             )
         p = self.check_param(param)
         arg = int(p) if self.kind == "int" else p
-        out = np.asarray(self.func(X, arg, rng=rng, **options), dtype=np.float64)
-        self._check_finite(X, out)
+        cats = sorted({int(j) for j in categorical})
+        if self.acts_on == "categorical":
+            out = np.asarray(self.func(X, arg, rng=rng, categorical=cats, **options),
+                             dtype=np.float64)
+            return out
+        if not cats:
+            out = np.asarray(self.func(X, arg, rng=rng, **options), dtype=np.float64)
+            self._check_finite(X, out)
+            return out
+        num = [j for j in range(X.shape[1]) if j not in set(cats)]
+        out = X.copy()
+        if not num:
+            return out
+        sub = np.ascontiguousarray(X[:, num])
+        res = np.asarray(self.func(sub, arg, rng=rng, **narrow_options(options, num)),
+                         dtype=np.float64)
+        self._check_finite(sub, res)
+        out[:, num] = res
         return out
 
     def _check_finite(self, X: np.ndarray, out: np.ndarray) -> None:
@@ -121,15 +148,31 @@ class MaskingMethod:
             "arithmetic. Rescale those columns (e.g. divide by a power of 10) and try again.")
 
 
+def narrow_options(options: dict, keep: Sequence[int]) -> dict:
+    """A method's ``roles`` (positions) and ``columns`` (names) restricted to the columns
+    at positions ``keep``, renumbered as in ``X[:, keep]``."""
+    opts = dict(options)
+    where = {j: i for i, j in enumerate(keep)}
+    if isinstance(opts.get("roles"), dict):
+        opts["roles"] = {r: [where[j] for j in pos if j in where]
+                         for r, pos in opts["roles"].items()}
+    if isinstance(opts.get("columns"), (list, tuple)):
+        cols = list(opts["columns"])
+        opts["columns"] = [cols[j] for j in keep if j < len(cols)]
+    return opts
+
+
 REGISTRY: dict[str, MaskingMethod] = {}
 
 
 def register(name: str, *, param: str, kind: str, low: float = 0.0, high: float = 0.0,
              random: bool, description: str, reference: str = "", allowed: str = "",
-             options: tuple[str, ...] = ()) -> Callable:
+             options: tuple[str, ...] = (), acts_on: str = "numeric") -> Callable:
     """Decorator: register ``func`` as the masking method ``name``."""
     if kind not in ("float", "int", "none"):
         raise ValueError(f"kind must be float, int or none, not {kind!r}")
+    if acts_on not in ("numeric", "categorical"):
+        raise ValueError(f"acts_on must be numeric or categorical, not {acts_on!r}")
     options = _options.check_declared(options, scope="method", owner=f"method {name!r}")
 
     def deco(func: Callable) -> Callable:
@@ -138,7 +181,7 @@ def register(name: str, *, param: str, kind: str, low: float = 0.0, high: float 
         REGISTRY[name] = MaskingMethod(
             name=name, func=func, param=param if kind != "none" else "none", kind=kind,
             low=low, high=high, random=random, description=description,
-            reference=reference, allowed=allowed, options=tuple(options))
+            reference=reference, allowed=allowed, options=tuple(options), acts_on=acts_on)
         return func
 
     return deco

@@ -27,7 +27,8 @@ def _method(method: str | MaskingMethod) -> MaskingMethod:
 
 def method_options(method: str | MaskingMethod, *, columns: Sequence[str],
                    roles: Mapping[str, Sequence[str]] | None = None,
-                   options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   options: Mapping[str, Any] | None = None,
+                   categorical: Sequence[str] = ()) -> dict[str, Any]:
     """Keyword options for calling ``method`` on a file with these columns and roles.
 
     Parameters
@@ -42,6 +43,10 @@ def method_options(method: str | MaskingMethod, *, columns: Sequence[str],
     options : mapping, optional
         Options given explicitly (e.g. a spec's method options); they win over
         what is filled in here.
+    categorical : sequence of str, or mapping of str to labels
+        Names of the categorical columns (or ``{name: labels}``): passed as
+        ``categorical`` positions (numeric methods carry them through
+        unchanged), and their labels as ``labels`` to a method taking them.
 
     Returns
     -------
@@ -63,6 +68,11 @@ def method_options(method: str | MaskingMethod, *, columns: Sequence[str],
         opts["roles"] = filled
     if "columns" in meth.options and "columns" not in opts:
         opts["columns"] = list(columns)
+    cats = [c for c in categorical if c in set(columns)]
+    if cats or meth.acts_on == "categorical":
+        opts["categorical"] = column_positions(cats, columns, what="categorical column")
+    if "labels" in meth.options and "labels" not in opts and isinstance(categorical, Mapping):
+        opts["labels"] = {c: list(categorical[c]) for c in cats}
     return opts
 
 

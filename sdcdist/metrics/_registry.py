@@ -57,6 +57,11 @@ class Metric:
         For key-set metrics, what they link on when no key sets were named
         (:data:`~sdcdist.metrics.keysets.KEYSET_DEFAULTS`); named key sets are
         always used as given.
+    categorical : bool
+        Reads categorical columns (frequency risk, categorical loss, blocked
+        linkage). A metric without it is numeric-only: losses and utilities are
+        computed on the numeric columns alone, and a categorical column in a
+        key set is refused.
     """
 
     name: str
@@ -71,6 +76,7 @@ class Metric:
     random: bool = False
     options: tuple[str, ...] = ()
     keyset_default: str = "prefixes"
+    categorical: bool = False
 
 
 @dataclass
@@ -100,7 +106,8 @@ DEFAULT_OPTIONS: dict[str, Any] = _options.defaults("metric")
 def register(name: str, *, kind: str, description: str, reference: str = "",
              keysets: bool = False, requires: Sequence[str] = (), ascending: bool = True,
              same_shape: bool = True, random: bool = False,
-             options: Sequence[str] = (), keyset_default: str = "prefixes") -> Callable:
+             options: Sequence[str] = (), keyset_default: str = "prefixes",
+             categorical: bool = False) -> Callable:
     """Decorator: register ``func`` as the metric ``name``.
 
     ``options`` names the options of :mod:`sdcdist.options` the metric reads;
@@ -117,7 +124,7 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
             raise ValueError(f"metric {name!r} registered twice")
         REGISTRY[name] = Metric(name, kind, func, description, reference, keysets,
                                 tuple(requires), ascending, same_shape, random, used,
-                                keyset_default=keyset_default)
+                                keyset_default=keyset_default, categorical=categorical)
         return func
 
     return deco
@@ -164,6 +171,10 @@ class MeasureContext:
     truth : array handle or None
         For each masked record, the row of its true record in the original
         file (-1 if absent). ``None``: row order is the truth.
+    categorical : sequence of str
+        Names of the categorical columns (codes; the same in both files).
+    weight : str or None
+        The sampling-weight column, read by the frequency risk metrics.
     """
 
     def __init__(self, runner: Runner, original: Any, masked: Any, *,
@@ -171,7 +182,8 @@ class MeasureContext:
                  columns: Sequence[str], keysets: Sequence[Sequence[str]] | None = None,
                  seed: np.random.SeedSequence | None = None,
                  options: Mapping[str, Any] | None = None, truth: Any = None,
-                 masked_columns: Sequence[str] | None = None):
+                 masked_columns: Sequence[str] | None = None,
+                 categorical: Sequence[str] = (), weight: str | None = None):
         self.runner = runner
         self.original = original
         self.masked = masked
@@ -189,8 +201,45 @@ class MeasureContext:
         self.seed = seed if seed is not None else np.random.SeedSequence(0)
         self.options = {**DEFAULT_OPTIONS, **_options.validate(options, what="options")}
         self.truth = truth
+        self.categorical = tuple(c for c in categorical
+                                 if c in set(self.columns) | set(self.masked_columns))
+        self.weight = weight
         self._cache: dict[Any, Any] = {}
         self.results: dict[str, MetricResult] = {}
+        self._numeric: MeasureContext | None = None
+
+    def numeric_context(self) -> "MeasureContext":
+        """This context restricted to the numeric columns (without the categorical columns
+        and the weight): where numeric-only losses and utilities are computed."""
+        if self._numeric is None:
+            drop = set(self.categorical) | ({self.weight} if self.weight else set())
+            keep_a = [j for j, c in enumerate(self.columns) if c not in drop]
+            keep_b = [j for j, c in enumerate(self.masked_columns) if c not in drop]
+            if not keep_a or not keep_b:
+                raise SdcInputError("the files have no numeric column besides the weight; "
+                                    "numeric losses and utilities need at least one")
+            from .risk import _take_columns
+            ctx = MeasureContext(
+                self.runner, self.runner.task(_take_columns, self.original, keep_a),
+                self.runner.task(_take_columns, self.masked, keep_b),
+                shape_original=(self.shape_original[0], len(keep_a)),
+                shape_masked=(self.shape_masked[0], len(keep_b)),
+                columns=[self.columns[j] for j in keep_a],
+                keysets=[k for k in self.keysets if not set(k) & drop] or None,
+                seed=self.seed, options=self.options, truth=self.truth,
+                masked_columns=[self.masked_columns[j] for j in keep_b])
+            self._numeric = ctx
+        return self._numeric
+
+    def check_numeric_keys(self, name: str, keys: Sequence[str]) -> None:
+        """Refuse categorical columns among the keys of a numeric-only metric."""
+        bad = [c for c in keys if c in self.categorical]
+        if bad:
+            raise SdcInputError(
+                f"{name} compares numeric values, and its key set holds the categorical "
+                f"column(s) {bad}; leave them out of the key sets of {name} (name key sets "
+                "of numeric columns), or use the frequency risk metrics (uniques, kviol2, "
+                "IR_mean, ...) for categorical keys")
 
     # -- helpers for metric functions ------------------------------------
     def rng(self, name: str) -> np.random.Generator:
@@ -227,6 +276,16 @@ class MeasureContext:
         metric = get_metric(name)
         if metric.same_shape:
             self.require_same_shape(name)
+        if (self.categorical or self.weight) and not metric.categorical \
+                and not metric.keysets and metric.kind in ("loss", "utility"):
+            res = self.numeric_context().measure(name)
+            self.results[name] = res
+            return res
+        if metric.keysets and not metric.categorical:
+            ks = [self.key_columns] if metric.keyset_default == "all" and \
+                not self.keysets_given else self.keysets
+            for k in ks:
+                self.check_numeric_keys(name, k)
         if metric.keysets and metric.keyset_default == "all" and not self.keysets_given:
             # one key set of all key columns; no per-key-set detail (the cube's key set
             # labels are the default prefixes, which this value does not belong to)

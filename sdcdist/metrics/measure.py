@@ -48,7 +48,9 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             client: Any = None, seed: int | np.random.SeedSequence = 0,
             options: Mapping[str, Any] | None = None,
             truth: np.ndarray | None = None,
-            masked_columns: Sequence[str] | None = None) -> dict[str, MetricResult]:
+            masked_columns: Sequence[str] | None = None,
+            categorical: Sequence[str] | None = None,
+            weight: str | None = None) -> dict[str, MetricResult]:
     """Measure information loss and disclosure risk of ``masked`` against ``original``.
 
     Parameters
@@ -76,6 +78,14 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         intruder's file and a release holding different variables). Linkage
         key columns must exist in both files (matched by name); ``CRL`` can
         link files with no shared column. Default: the original's names.
+    categorical : list of str, optional
+        The categorical columns (codes). Default: those of ``original`` when it is
+        a :class:`~sdcdist.data.Microdata`, else none. Numeric-only losses and
+        utilities leave them (and the weight) out; linkage metrics refuse them in
+        a key set; the frequency risk metrics count their combinations.
+    weight : str, optional
+        The sampling-weight column. Default: the ``weight`` role of ``masked``
+        (else of ``original``) when a Microdata.
 
     Returns
     -------
@@ -90,6 +100,13 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
     from ..data import Microdata
     for name in metrics:
         get_metric(name)
+    if categorical is None:
+        categorical = [c for md in (original, masked) if isinstance(md, Microdata)
+                       for c in md.categorical]
+        categorical = list(dict.fromkeys(categorical))
+    if weight is None:
+        weight = next((md.weight for md in (masked, original)
+                       if isinstance(md, Microdata) and md.weight), None)
     if columns is None:
         columns = original.columns if isinstance(original, Microdata) else None
     if masked_columns is None and isinstance(masked, Microdata) and columns is not None \
@@ -149,7 +166,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         t = runner.share(np.asarray(truth, dtype=np.int64))
     ctx = MeasureContext(runner, A, B, shape_original=shape_a, shape_masked=shape_b,
                          columns=columns, keysets=keysets or default_keysets(shared),
-                         seed=ss, options=options, truth=t, masked_columns=masked_columns)
+                         seed=ss, options=options, truth=t, masked_columns=masked_columns,
+                         categorical=categorical, weight=weight)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)

@@ -1,0 +1,158 @@
+"""Column types: numeric or categorical, and the checks of roles that depend on them.
+
+A categorical column is stored as integer codes ``0 .. L-1`` (as float64 in the
+``values`` array, so every kernel keeps one dtype) plus its labels, in code
+order, in the store's ``categories`` attribute (``{column: [label, ...]}``).
+A missing categorical value (a value set to missing by local suppression) is
+NaN. Labels are sorted numerically where they read as numbers, else as text,
+so the codes do not depend on the order of the records or on chunking.
+
+A text column is categorical automatically; a numeric column is categorical
+when declared (``--categorical A,B`` / ``categorical: [A, B]``).
+
+Every check here names columns, counts and positions, never a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import SdcInputError, column_positions
+
+__all__ = ["MAX_LEVELS", "ROLES", "label_order", "encode_column", "LabelCollector",
+           "check_roles", "check_weights", "categorical_positions"]
+
+#: Most distinct values a categorical column may have (more looks like an identifier
+#: or free text, which is no quasi-identifier a frequency table can use).
+MAX_LEVELS = 100_000
+
+#: The roles a column may have.
+ROLES = ("key", "confidential", "weight")
+
+
+def _sort_key(label: str) -> tuple:
+    try:
+        v = float(label)
+    except (TypeError, ValueError):
+        return (1, 0.0, str(label))
+    if v != v:                      # "nan" as a label sorts with the text
+        return (1, 0.0, str(label))
+    return (0, v, str(label))
+
+
+def label_order(labels: Iterable[str]) -> list[str]:
+    """Labels in code order: numbers numerically first, then text.
+
+    >>> label_order(["10", "9", "b", "a"])
+    ['9', '10', 'a', 'b']
+    """
+    return sorted({str(x) for x in labels}, key=_sort_key)
+
+
+def _as_text(values: Any) -> np.ndarray:
+    """An object array of str (None where missing) from a pandas Series or array."""
+    import pandas as pd
+    s = pd.Series(values, copy=False)
+    miss = s.isna().to_numpy()
+    if s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
+        out = s.to_numpy(dtype=object, na_value=None).copy()
+    else:
+        num = s.to_numpy()
+        if np.issubdtype(num.dtype, np.floating):
+            whole = np.isfinite(num) & (num == np.round(num))
+            out = np.array([str(int(v)) if w else str(v) for v, w in zip(num, whole)],
+                           dtype=object)
+        else:
+            out = num.astype(str).astype(object)
+    out[miss] = None
+    return out
+
+
+class LabelCollector:
+    """The distinct labels of categorical columns, fed chunk by chunk."""
+
+    def __init__(self, names: Sequence[str], source: str = "the data"):
+        self.names = list(names)
+        self.source = source
+        self.labels: dict[str, set[str]] = {c: set() for c in self.names}
+
+    def update(self, frame: Any) -> None:
+        import pandas as pd
+        for c in self.names:
+            vals = pd.unique(_as_text(frame[c]))
+            self.labels[c].update(v for v in vals if v is not None)
+            if len(self.labels[c]) > MAX_LEVELS:
+                raise SdcInputError(
+                    f"column {c!r} of {self.source} has more than {MAX_LEVELS} distinct "
+                    "values, too many for a categorical column (an identifier or free "
+                    "text?): leave it out with --columns, or recode it into fewer "
+                    "categories first")
+
+    def finish(self) -> dict[str, list[str]]:
+        return {c: label_order(self.labels[c]) for c in self.names}
+
+
+def encode_column(values: Any, labels: Sequence[str]) -> np.ndarray:
+    """Codes (float64, NaN where missing) of ``values`` under ``labels``.
+
+    Raises
+    ------
+    SdcInputError
+        A value not among the labels (never shown).
+    """
+    import pandas as pd
+    text = _as_text(values)
+    cat = pd.Categorical(text, categories=list(labels))
+    codes = cat.codes.astype(np.float64)
+    bad = (codes < 0) & pd.notna(text)
+    if bad.any():
+        raise SdcInputError(f"{int(bad.sum())} values are not among the column's "
+                            f"{len(labels)} categories")
+    codes[codes < 0] = np.nan
+    return codes
+
+
+def categorical_positions(columns: Sequence[str],
+                          categories: Mapping[str, Sequence[str]] | None) -> list[int]:
+    """0-based positions of the categorical columns among ``columns``."""
+    cats = categories or {}
+    return [j for j, c in enumerate(columns) if c in cats]
+
+
+def check_roles(columns: Sequence[str], roles: Mapping[str, Sequence[str]],
+                categorical: Iterable[str] = (), *, source: str = "the data") -> None:
+    """Refuse unknown roles, unknown columns, and a weight that is not one numeric column.
+
+    Messages name roles and columns only.
+    """
+    cats = set(categorical)
+    for r, cols in roles.items():
+        if r not in ROLES:
+            raise SdcInputError(f"unknown role {r!r} in {source}. Valid roles: "
+                                f"{', '.join(ROLES)}.")
+        column_positions(cols, columns, what=f"{r} column")
+    w = list(roles.get("weight") or [])
+    if len(w) > 1:
+        raise SdcInputError(f"{source} names {len(w)} weight columns ({', '.join(w)}); give "
+                            "one sampling-weight column")
+    if w and w[0] in cats:
+        raise SdcInputError(f"weight column {w[0]!r} is categorical; a sampling weight must "
+                            "be a numeric column of positive values")
+    clash = [c for c in w if c in set(roles.get("key") or [])]
+    if clash:
+        raise SdcInputError(f"column {clash[0]!r} is both a key and the weight; a sampling "
+                            "weight is not a quasi-identifier: give it one role")
+
+
+def check_weights(w: np.ndarray, name: str) -> None:
+    """Raise unless every weight is finite and > 0 (counts only in the message)."""
+    w = np.asarray(w, dtype=np.float64)
+    bad = ~(np.isfinite(w) & (w > 0))
+    if bad.any():
+        raise SdcInputError(
+            f"weight column {name!r} has {int(bad.sum())} values that are zero, negative or "
+            "missing; sampling weights must be positive (a record stands for at least one "
+            "unit): fix or drop those records, or leave the weight role out")

@@ -1,0 +1,272 @@
+"""Frequency risk of the categorical key columns of a released file.
+
+The statistical offices' first look at a release: how many records are alone
+in their key combination, how many break k-anonymity, and the individual risk
+of re-identification (the Benedetti-Franconi estimate that sdcMicro's
+``measure_risk`` reports). All are computed on the masked (released) file.
+
+Map / combine / aggregate over record chunks (:func:`sdcdist.parallel.map_reduce`):
+each chunk returns the table of its distinct key combinations with their record
+counts and weight sums (:func:`combo_table`); tables are merged by key
+(:func:`merge_tables`) in a fixed tree; the client turns the merged table into
+the per-combination frequencies ``f_k`` (records) and ``F_k`` (weights) and the
+metrics. Memory is one chunk plus the table of distinct combinations, so 10
+million records work.
+
+A missing key value (local suppression) matches every category of its key, as
+in sdcMicro's ``freqCalc``: the frequency of a combination with missing values
+counts every record that agrees with it on the keys both have.
+
+Metrics (percentages of the n records, or probabilities):
+
+- ``uniques``: % of records with f_k = 1;
+- ``kviol2``, ``kviol3``, ``kviol5``: % of records with f_k < k;
+- ``IR_mean`` (sdcMicro's global risk), ``IR_max``: mean and largest individual risk;
+- ``ER``: expected re-identifications, the sum of the individual risks.
+
+Individual risk of a record in a combination with sample frequency f = f_k and
+weighted frequency F = F_k (sdcMicro ``indivRisk``, ``method = "approx"``),
+with p = f / F:
+
+- no weight column: r = 1 / f;
+- F <= f (the sample is the population there): r = 1 / f;
+- f = 1: r = p / (1 - p) log(1 / p);
+- f = 2: r = p / (1 - p) - (p / (1 - p))^2 log(1 / p);
+- f > 2: r = p / (f - (1 - p)).
+
+``uniques`` and ``kviol*`` count records of the file (sample frequencies); the
+weight enters through F in the individual risk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import SdcInputError, column_positions
+from ..parallel import map_reduce
+from ._registry import MeasureContext, MetricResult, register
+
+__all__ = ["combo_table", "merge_tables", "combo_frequencies", "individual_risk",
+           "frequency_summary", "frequency_keys", "K_VIOLATIONS"]
+
+#: the k of the kviol metrics
+K_VIOLATIONS = (2, 3, 5)
+
+_MAX_PACK = 2 ** 62
+
+
+def _pack(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Mixed-radix int64 key of each row of non-negative ints (missing = -1 shifted to 0),
+    and the radices; None if the key space exceeds int64."""
+    if rows.shape[1] == 0:
+        return np.zeros(rows.shape[0], dtype=np.int64), np.zeros(0, dtype=np.int64)
+    shifted = rows + 1
+    radix = shifted.max(axis=0) + 1 if rows.shape[0] else np.ones(rows.shape[1], np.int64)
+    total = 1
+    for r in radix:
+        total *= int(r)
+        if total > _MAX_PACK:
+            return None
+    key = np.zeros(rows.shape[0], dtype=np.int64)
+    for j in range(rows.shape[1]):
+        key = key * int(radix[j]) + shifted[:, j]
+    return key, radix
+
+
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows (sorted) and the inverse index."""
+    packed = _pack(rows)
+    if packed is None:
+        u, inv = np.unique(rows, axis=0, return_inverse=True)
+        return u, inv.reshape(-1)
+    key, _ = packed
+    uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return rows[first], inv.reshape(-1)
+
+
+def combo_table(codes: np.ndarray, weights: np.ndarray | None = None) -> dict[str, Any]:
+    """The distinct key combinations of a block and their counts.
+
+    Parameters
+    ----------
+    codes : ndarray, shape (n, q)
+        Key codes (NaN: missing).
+    weights : ndarray, shape (n,), optional
+
+    Returns
+    -------
+    dict
+        ``rows`` (U, q) int64 (-1: missing), ``count`` (U,) int64, ``weight`` (U,)
+        float64 (the counts when unweighted), ``inverse`` (n,) the row of each record.
+    """
+    codes = np.asarray(codes, dtype=np.float64)
+    rows = np.where(np.isnan(codes), -1, codes).astype(np.int64)
+    u, inv = _unique_rows(rows)
+    count = np.bincount(inv, minlength=u.shape[0]).astype(np.int64)
+    w = count.astype(np.float64) if weights is None else \
+        np.bincount(inv, weights=np.asarray(weights, dtype=np.float64), minlength=u.shape[0])
+    return {"rows": u, "count": count, "weight": w, "inverse": inv}
+
+
+def merge_tables(*tables: dict[str, Any]) -> dict[str, Any]:
+    """``combine``: merge combination tables, adding counts and weights (argument order)."""
+    rows = np.concatenate([t["rows"] for t in tables])
+    u, inv = _unique_rows(rows)
+    count = np.bincount(inv, weights=np.concatenate([t["count"] for t in tables]),
+                        minlength=u.shape[0]).astype(np.int64)
+    weight = np.bincount(inv, weights=np.concatenate([t["weight"] for t in tables]),
+                         minlength=u.shape[0])
+    out = {"rows": u, "count": count, "weight": weight,
+           "bad_weights": sum(int(t.get("bad_weights", 0)) for t in tables)}
+    return out
+
+
+def combo_frequencies(table: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``f_k`` and ``F_k`` of each distinct combination, missing values matching all.
+
+    Without missing values these are the table's counts and weights. Otherwise,
+    for each pair of missingness patterns (S of u, T of v), the records of
+    combinations v that agree with u on the keys outside S and T are added.
+    """
+    rows, count, weight = table["rows"], table["count"], table["weight"]
+    miss = rows < 0
+    if not miss.any():
+        return count.astype(np.float64), weight.astype(np.float64)
+    pats, pat_of = np.unique(miss, axis=0, return_inverse=True)
+    pat_of = pat_of.reshape(-1)
+    fk = np.zeros(rows.shape[0])
+    Fk = np.zeros(rows.shape[0])
+    for s in range(pats.shape[0]):
+        us = np.flatnonzero(pat_of == s)
+        for t in range(pats.shape[0]):
+            vs = np.flatnonzero(pat_of == t)
+            cols = np.flatnonzero(~pats[s] & ~pats[t])
+            both = np.concatenate([rows[np.ix_(vs, cols)], rows[np.ix_(us, cols)]])
+            _, inv = _unique_rows(both)
+            iv, iu = inv[:vs.size], inv[vs.size:]
+            m = int(inv.max()) + 1 if inv.size else 0
+            c = np.bincount(iv, weights=count[vs].astype(np.float64), minlength=m)
+            w = np.bincount(iv, weights=weight[vs], minlength=m)
+            fk[us] += c[iu]
+            Fk[us] += w[iu]
+    return fk, Fk
+
+
+def individual_risk(fk: np.ndarray, Fk: np.ndarray | None) -> np.ndarray:
+    """Benedetti-Franconi individual risk (sdcMicro ``indivRisk``, approx); see the module.
+
+    Parameters
+    ----------
+    fk : ndarray
+        Sample frequencies (>= 1).
+    Fk : ndarray or None
+        Weighted frequencies; None: unweighted (r = 1 / f).
+    """
+    fk = np.asarray(fk, dtype=np.float64)
+    if Fk is None:
+        return 1.0 / fk
+    Fk = np.asarray(Fk, dtype=np.float64)
+    r = 1.0 / fk
+    use = Fk > fk
+    f, p = fk[use], fk[use] / Fk[use]
+    q = p / (1.0 - p)
+    ri = np.where(f == 1, q * np.log(1.0 / p),
+                  np.where(f == 2, q - q * q * np.log(1.0 / p), p / (f - (1.0 - p))))
+    r[use] = ri
+    return r
+
+
+def frequency_summary(table: dict[str, Any], weighted: bool) -> dict[str, float]:
+    """Every frequency metric from a merged combination table."""
+    fk, Fk = combo_frequencies(table)
+    count = table["count"].astype(np.float64)
+    n = float(count.sum())
+    r = individual_risk(fk, Fk if weighted else None)
+    out = {"uniques": 100.0 * float(count[fk == 1].sum()) / n}
+    for k in K_VIOLATIONS:
+        out[f"kviol{k}"] = 100.0 * float(count[fk < k].sum()) / n
+    er = float(np.dot(count, r))
+    out.update(ER=er, IR_mean=er / n, IR_max=float(r.max()) if r.size else 0.0)
+    return out
+
+
+def _chunk_table(start: int, stop: int, X: Any, keys: Sequence[int], w: int | None
+                 ) -> dict[str, Any]:
+    block = np.asarray(X[start:stop], dtype=np.float64)
+    weights = None
+    bad = 0
+    if w is not None:
+        weights = block[:, w]
+        ok = np.isfinite(weights) & (weights > 0)
+        bad = int((~ok).sum())
+    t = combo_table(block[:, list(keys)], weights)
+    t.pop("inverse")
+    t["bad_weights"] = bad
+    return t
+
+
+def frequency_keys(ctx: MeasureContext, name: str) -> tuple[str, ...]:
+    """The categorical key columns of the frequency metrics.
+
+    The named key sets' columns (else the dataset's key columns), keeping the
+    categorical ones.
+    """
+    if ctx.keysets_given:
+        cand = list(dict.fromkeys(c for ks in ctx.keysets for c in ks))
+    else:
+        cand = list(ctx.key_columns)
+    keys = tuple(c for c in cand if c in ctx.categorical)
+    if not keys:
+        if not ctx.categorical:
+            raise SdcInputError(
+                f"{name} counts key combinations of categorical columns, and the file has "
+                "none: declare the integer-coded keys categorical (ingest --categorical, or "
+                "'categorical:' in the spec's dataset), or use text columns")
+        raise SdcInputError(
+            f"{name} counts key combinations of categorical key columns, and none of the "
+            f"key columns is categorical; name categorical keys (--keys, or the key role), "
+            f"e.g. among: {', '.join(ctx.categorical)}")
+    return keys
+
+
+def _table(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
+    keys = frequency_keys(ctx, name)
+    pos = column_positions(keys, ctx.masked_columns, what="key column", where="the masked file")
+    w = None
+    if ctx.weight is not None and ctx.weight in ctx.masked_columns:
+        w = ctx.masked_columns.index(ctx.weight)
+
+    def compute() -> dict[str, Any]:
+        t = map_reduce(ctx.runner, _chunk_table, merge_tables, [ctx.masked],
+                       ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
+                       args=(tuple(pos), w))
+        if t["bad_weights"]:
+            raise SdcInputError(
+                f"weight column {ctx.weight!r} has {t['bad_weights']} values that are zero, "
+                "negative or missing; sampling weights must be positive: fix them, or leave "
+                "the weight role out")
+        return frequency_summary(t, w is not None)
+    return ctx.cached(("frequency", keys, w), compute), w is not None, keys
+
+
+def _metric(name: str, description: str) -> None:
+    def func(ctx: MeasureContext) -> MetricResult:
+        summary, weighted, keys = _table(ctx, name)
+        return MetricResult(summary[name], info={"keys": list(keys), "weighted": weighted})
+    register(name, kind="risk", same_shape=False, categorical=True, options=("chunk_rows",),
+             description=description,
+             reference="Benedetti and Franconi (1998); sdcMicro measure_risk")(func)
+
+
+_metric("uniques", "% of records whose categorical key combination is unique in the "
+        "released file")
+for _k in K_VIOLATIONS:
+    _metric(f"kviol{_k}", f"% of records in categorical key classes smaller than {_k} "
+            f"(violating {_k}-anonymity)")
+_metric("IR_mean", "mean individual re-identification risk (Benedetti-Franconi, weighted "
+        "where a weight column exists): sdcMicro's global risk")
+_metric("IR_max", "largest individual re-identification risk (Benedetti-Franconi)")
+_metric("ER", "expected number of re-identifications: the sum of the individual risks")
