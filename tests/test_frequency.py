@@ -1,0 +1,185 @@
+"""Frequency risk of categorical keys: uniques, kviol2/3/5, IR_mean, IR_max, ER."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sdcdist import SdcInputError
+from sdcdist.data import from_array
+from sdcdist.metrics import measure
+from sdcdist.metrics.frequency import (combo_frequencies, combo_table, individual_risk,
+                                       merge_tables)
+
+FREQ = ["uniques", "kviol2", "kviol3", "kviol5", "IR_mean", "IR_max", "ER"]
+
+# keys (a, b) and a weight; classes: (0,0) x2, (0,1) x1, (1,1) x3, (2,0) x4
+TABLE = np.array([
+    [0, 0, 10.0], [0, 0, 30.0],
+    [0, 1, 5.0],
+    [1, 1, 20.0], [1, 1, 20.0], [1, 1, 20.0],
+    [2, 0, 1.0], [2, 0, 1.0], [2, 0, 1.0], [2, 0, 1.0],
+])
+
+
+def _md(weighted: bool):
+    roles = {"key": ["a", "b"], **({"weight": ["w"]} if weighted else {})}
+    return from_array(TABLE, ["a", "b", "w"], roles=roles,
+                      categories={"a": ["x", "y", "z"], "b": ["u", "v"]})
+
+
+def _ir(f: int, F: float) -> float:
+    """The Benedetti-Franconi estimate as sdcMicro's indivRisk (approx) writes it."""
+    if F <= f:
+        return 1.0 / f
+    p = f / F
+    if f == 1:
+        return p / (1 - p) * math.log(1 / p)
+    if f == 2:
+        return p / (1 - p) - (p / (1 - p)) ** 2 * math.log(1 / p)
+    return p / (f - (1 - p))
+
+
+def test_frequency_metrics_unweighted_by_hand():
+    md = _md(False)
+    r = measure(md, md, FREQ)
+    n = 10
+    assert r["uniques"].value == pytest.approx(100 * 1 / n)          # the (0,1) record
+    assert r["kviol2"].value == pytest.approx(100 * 1 / n)
+    assert r["kviol3"].value == pytest.approx(100 * 3 / n)          # + the two (0,0)
+    assert r["kviol5"].value == pytest.approx(100 * 10 / n)         # every class < 5
+    # unweighted individual risk is 1 / f_k: ER = number of classes
+    assert r["ER"].value == pytest.approx(4.0)
+    assert r["IR_mean"].value == pytest.approx(0.4)
+    assert r["IR_max"].value == pytest.approx(1.0)
+    assert r["ER"].info == {"keys": ["a", "b"], "weighted": False}
+
+
+def test_frequency_metrics_weighted_by_hand():
+    md = _md(True)
+    r = measure(md, md, FREQ)
+    # sample counts are the same with a weight
+    assert r["uniques"].value == pytest.approx(10.0)
+    assert r["kviol3"].value == pytest.approx(30.0)
+    # classes: (f, F) = (2, 40), (1, 5), (3, 60), (4, 4): the last has F <= f, risk 1/4
+    p = 2 / 40
+    r00 = p / (1 - p) - (p / (1 - p)) ** 2 * math.log(1 / p)
+    r01 = 0.2 / 0.8 * math.log(5)
+    r11 = 0.05 / (3 - 0.95)
+    er = 2 * r00 + r01 + 3 * r11 + 4 * 0.25
+    assert r["ER"].value == pytest.approx(er, rel=1e-12)
+    assert r["IR_mean"].value == pytest.approx(er / 10, rel=1e-12)
+    assert r["IR_max"].value == pytest.approx(max(r00, r01, r11, 0.25), rel=1e-12)
+    assert r["ER"].info["weighted"] is True
+
+
+def test_individual_risk_against_direct_computation(rng):
+    n = 500
+    codes = np.column_stack([rng.integers(0, 3, n), rng.integers(0, 4, n),
+                             rng.integers(0, 5, n)]).astype(float)
+    w = rng.uniform(0.5, 60, n)
+    md = from_array(np.column_stack([codes, w]), ["a", "b", "c", "w"],
+                    roles={"key": ["a", "b", "c"], "weight": ["w"]},
+                    categories={"a": list("012"), "b": list("0123"), "c": list("01234")})
+    r = measure(md, md, ["ER", "IR_max"], options={"chunk_rows": 37})
+    # direct: for each record, its class by a loop over all records
+    risks = []
+    for i in range(n):
+        same = (codes == codes[i]).all(axis=1)
+        risks.append(_ir(int(same.sum()), float(w[same].sum())))
+    assert r["ER"].value == pytest.approx(sum(risks), rel=1e-10)
+    assert r["IR_max"].value == pytest.approx(max(risks), rel=1e-12)
+    np.testing.assert_allclose(individual_risk(np.array([1.0, 2, 3, 3]),
+                                               np.array([4.0, 9, 3, 7])),
+                               [_ir(1, 4), _ir(2, 9), _ir(3, 3), _ir(3, 7)], rtol=1e-13)
+
+
+def test_chunks_and_cluster_give_the_same_values(rng, client):
+    n = 3000
+    codes = np.column_stack([rng.integers(0, 30, n), rng.integers(0, 7, n)]).astype(float)
+    w = rng.uniform(1, 50, n)
+    md = from_array(np.column_stack([codes, w]), ["a", "b", "w"],
+                    roles={"key": ["a", "b"], "weight": ["w"]},
+                    categories={"a": [str(i) for i in range(30)], "b": list("0123456")})
+    one = measure(md, md, FREQ, options={"chunk_rows": 10**6})
+    many = measure(md, md, FREQ, options={"chunk_rows": 128}, client=client)
+    for k in FREQ:
+        assert many[k].value == pytest.approx(one[k].value, rel=1e-12), k
+
+
+def test_missing_values_match_every_category():
+    # (0, NaN) matches (0, 0) and (0, 1); (0,0) and (0,1) each also match it
+    codes = np.array([[0, 0], [0, 1], [0, np.nan], [1, 1], [1, 1]], dtype=float)
+    t = combo_table(codes)
+    fk, _ = combo_frequencies(t)
+    per_record = fk[t["inverse"]]
+    np.testing.assert_array_equal(per_record, [2, 2, 3, 2, 2])
+    # merged chunk tables give the same
+    t1, t2 = combo_table(codes[:2]), combo_table(codes[2:])
+    t1.pop("inverse"), t2.pop("inverse")
+    fk2, _ = combo_frequencies(merge_tables(t1, t2))
+    assert sorted(fk2) == sorted(fk)
+
+
+def test_frequency_metric_bad_input(rng):
+    X = TABLE.copy()
+    X[3, 2] = 0.0
+    md = from_array(X, ["a", "b", "w"], roles={"key": ["a", "b"]},
+                    categories={"a": ["x", "y", "z"], "b": ["u", "v"]})
+    with pytest.raises(SdcInputError, match=r"weight column 'w' has 1 values that are zero"):
+        measure(md, md, ["ER"], weight="w")
+    with pytest.raises(SdcInputError, match=r"weight column 'w' has 1 values that are zero"):
+        from_array(X, ["a", "b", "w"], roles={"key": ["a", "b"], "weight": ["w"]},
+                   categories={"a": ["x", "y", "z"], "b": ["u", "v"]})
+    X[3, 2] = -2.0
+    with pytest.raises(SdcInputError, match=r"negative"):
+        measure(md, md, ["IR_mean"], weight="w")
+    num = rng.standard_normal((20, 2))
+    with pytest.raises(SdcInputError, match="uniques counts key combinations of categorical "
+                                            "columns, and the file has none"):
+        measure(num, num, ["uniques"])
+
+
+def test_numeric_only_metric_refuses_a_categorical_key():
+    md = _md(True)
+    with pytest.raises(SdcInputError, match=r"DLD compares numeric values, and its key set "
+                                            r"holds the categorical column\(s\) \['a'\]"):
+        measure(md, md, ["DLD"], keysets=[["a", "w"]])
+
+
+def test_losses_leave_categorical_columns_and_the_weight_out(rng):
+    n = 40
+    X = np.column_stack([rng.integers(0, 3, n), rng.standard_normal(n) + 5,
+                         rng.uniform(1, 2, n)])
+    md = from_array(X, ["a", "x", "w"], roles={"weight": ["w"]}, categories={"a": list("pqr")})
+    Y = X.copy()
+    Y[:, 1] += 0.1 * rng.standard_normal(n)
+    mdy = from_array(Y, ["a", "x", "w"], roles={"weight": ["w"]},
+                     categories={"a": list("pqr")})
+    full = measure(md, mdy, ["IL1s"])["IL1s"].value
+    alone = measure(X[:, [1]], Y[:, [1]], ["IL1s"])["IL1s"].value
+    assert full == alone
+
+
+def test_cli_risk_and_measure_report_frequency_metrics(run, tmp_path):
+    import json
+
+    import pandas as pd
+    df = pd.DataFrame({"region": ["n", "s", "n", "e", "s", "n"], "sex": [1, 2, 1, 1, 2, 2],
+                       "income": [1.0, 2.5, 3.0, 4.0, 5.5, 6.0],
+                       "w": [10.0, 10, 20, 5, 5, 8]})
+    src = tmp_path / "h.csv"
+    df.to_csv(src, index=False)
+    store = str(tmp_path / "h.zarr")
+    out = run("ingest", str(src), store, "--categorical", "sex", "--keys", "region,sex",
+              "--weight", "w")
+    assert "2 categorical (region, sex)" in out.output
+    res = run("risk", store, store, "--metric", "uniques,kviol2,ER", "--local")
+    lines = {ln.split()[0]: float(ln.split()[1]) for ln in res.output.splitlines()[1:]}
+    # classes: (n,1) x2, (s,2) x2, (e,1) x1, (n,2) x1
+    assert lines["uniques"] == pytest.approx(100 * 2 / 6, rel=1e-5)
+    res = run("measure", store, store, "--metric", "uniques,kviol3", "--json", "--local")
+    got = json.loads(res.output)
+    assert got["kviol3"]["value"] == pytest.approx(100.0) and got["kviol3"]["kind"] == "risk"
