@@ -183,3 +183,23 @@ def test_cli_risk_and_measure_report_frequency_metrics(run, tmp_path):
     res = run("measure", store, store, "--metric", "uniques,kviol3", "--json", "--local")
     got = json.loads(res.output)
     assert got["kviol3"]["value"] == pytest.approx(100.0) and got["kviol3"]["kind"] == "risk"
+
+
+def test_categorical_losses_by_hand():
+    A = np.array([[0, 0, 1.0], [0, 1, 2.0], [1, 1, 3.0], [1, 1, 4.0]])
+    B = A.copy()
+    B[1, 1] = 0.0            # (0,1) -> (0,0)
+    B[2, 0] = np.nan         # suppressed
+    cats = {"a": ["x", "y"], "b": ["u", "v"]}
+    ma = from_array(A, ["a", "b", "x"], roles={"key": ["a", "b"]}, categories=cats)
+    r = measure(ma, B, ["changed", "hellinger", "tvd"], categorical=["a", "b"])
+    assert r["changed"].value == pytest.approx((1 / 4 + 1 / 4) / 2)
+    assert r["changed"].info["per_column"] == {"a": 0.25, "b": 0.25}
+    # tables: original (0,0) .25 (0,1) .25 (1,1) .5; masked (0,0) .5 (NaN,1) .25 (1,1) .25
+    p = np.array([.25, .25, .5, 0])
+    q = np.array([.5, 0, .25, .25])
+    assert r["tvd"].value == pytest.approx(0.5 * np.abs(p - q).sum())
+    assert r["hellinger"].value == pytest.approx(
+        np.sqrt(0.5 * ((np.sqrt(p) - np.sqrt(q)) ** 2).sum()))
+    same = measure(ma, ma, ["changed", "hellinger", "tvd"])
+    assert [same[k].value for k in ("changed", "hellinger", "tvd")] == [0, 0, 0]

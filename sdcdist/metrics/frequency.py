@@ -270,3 +270,84 @@ _metric("IR_mean", "mean individual re-identification risk (Benedetti-Franconi, 
         "where a weight column exists): sdcMicro's global risk")
 _metric("IR_max", "largest individual re-identification risk (Benedetti-Franconi)")
 _metric("ER", "expected number of re-identifications: the sum of the individual risks")
+
+
+# -- loss on categorical columns ----------------------------------------------------------
+
+def _chunk_changed(start: int, stop: int, A: Any, B: Any, ja: Sequence[int], jb: Sequence[int]
+                   ) -> dict[str, Any]:
+    a = np.asarray(A[start:stop], dtype=np.float64)[:, list(ja)]
+    b = np.asarray(B[start:stop], dtype=np.float64)[:, list(jb)]
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    return {"changed": (~same).sum(axis=0).astype(np.int64), "n": np.int64(a.shape[0])}
+
+
+def _add(*parts: dict[str, Any]) -> dict[str, Any]:
+    out = dict(parts[0])
+    for p in parts[1:]:
+        out = {k: out[k] + p[k] for k in out}
+    return out
+
+
+@register("changed", kind="loss", categorical=True, options=("chunk_rows",),
+          reference="share of perturbed values (e.g. Templ 2017, ch. 7)",
+          description="categorical columns: share of values changed by masking (a "
+                      "suppressed value counts as changed), mean over the columns")
+def changed(ctx: MeasureContext) -> MetricResult:
+    """Mean over the categorical columns of the share of records whose value changed."""
+    cols = [c for c in ctx.categorical if c in ctx.columns and c in ctx.masked_columns]
+    if not cols:
+        raise SdcInputError("changed compares categorical columns, and the files have none; "
+                            "declare integer-coded ones categorical (ingest --categorical, or "
+                            "'categorical:' in the spec's dataset)")
+    ja = column_positions(cols, ctx.columns)
+    jb = column_positions(cols, ctx.masked_columns)
+    t = map_reduce(ctx.runner, _chunk_changed, _add, [ctx.original, ctx.masked],
+                   ctx.shape_original[0], chunk_rows=int(ctx.options["chunk_rows"]),
+                   args=(tuple(ja), tuple(jb)))
+    share = t["changed"] / max(int(t["n"]), 1)
+    return MetricResult(float(share.mean()),
+                        info={"per_column": {c: float(s) for c, s in zip(cols, share)}})
+
+
+def _contingency(ctx: MeasureContext, name: str) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """Proportions of the key combinations in the original and the masked file, aligned."""
+    keys = frequency_keys(ctx, name)
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        ta = map_reduce(ctx.runner, _chunk_table, merge_tables, [ctx.original],
+                        ctx.shape_original[0], chunk_rows=int(ctx.options["chunk_rows"]),
+                        args=(tuple(column_positions(keys, ctx.columns)), None))
+        tb = map_reduce(ctx.runner, _chunk_table, merge_tables, [ctx.masked],
+                        ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
+                        args=(tuple(column_positions(keys, ctx.masked_columns)), None))
+        rows = np.concatenate([ta["rows"], tb["rows"]])
+        _, inv = _unique_rows(rows)
+        m = int(inv.max()) + 1
+        ia, ib = inv[:ta["rows"].shape[0]], inv[ta["rows"].shape[0]:]
+        p = np.bincount(ia, weights=ta["count"].astype(np.float64), minlength=m)
+        q = np.bincount(ib, weights=tb["count"].astype(np.float64), minlength=m)
+        return p / p.sum(), q / q.sum()
+    p, q = ctx.cached(("contingency", keys), compute)
+    return p, q, keys
+
+
+@register("hellinger", kind="loss", categorical=True, same_shape=False, options=("chunk_rows",),
+          reference="Hellinger distance between contingency tables",
+          description="Hellinger distance between the original and masked contingency tables "
+                      "of the categorical keys, sqrt(1/2 sum (sqrt p - sqrt q)^2), in [0, 1]")
+def hellinger(ctx: MeasureContext) -> MetricResult:
+    """Hellinger distance of the key tables (a missing value is a cell of its own)."""
+    p, q, keys = _contingency(ctx, "hellinger")
+    h = float(np.sqrt(0.5 * np.sum((np.sqrt(p) - np.sqrt(q)) ** 2)))
+    return MetricResult(min(h, 1.0), info={"keys": list(keys)})
+
+
+@register("tvd", kind="loss", categorical=True, same_shape=False, options=("chunk_rows",),
+          reference="total variation distance between contingency tables",
+          description="total variation distance between the original and masked contingency "
+                      "tables of the categorical keys, 1/2 sum |p - q|, in [0, 1]")
+def tvd(ctx: MeasureContext) -> MetricResult:
+    """Total variation distance of the key tables (a missing value is a cell of its own)."""
+    p, q, keys = _contingency(ctx, "tvd")
+    return MetricResult(float(0.5 * np.abs(p - q).sum()), info={"keys": list(keys)})
