@@ -193,3 +193,47 @@ def test_method_options_default_to_the_categorical_keys(rng):
     Y = REGISTRY["pram"](md.values, 0.0, rng=rng, **opts)
     assert Y[:, 0].tobytes() == md.values[:, 0].tobytes()        # a: not a key, kept
     assert (Y[:, 1] != md.values[:, 1]).any()
+
+
+# -- pipelines ---------------------------------------------------------------------------
+
+def test_pipeline_applies_its_steps_with_one_generator(rng):
+    from sdcdist.masking import get_method
+    X = np.column_stack([rng.integers(0, 20, 200), rng.standard_normal(200) + 10,
+                         rng.integers(0, 3, 200)]).astype(float)
+    labels = {"age": [str(i) for i in range(20)], "sex": ["1", "2", "3"]}
+    common = {"categorical": [0, 2], "columns": ["age", "inc", "sex"], "labels": labels}
+    pipe = get_method("recode+noise")
+    assert pipe.param == "p" and pipe.random and pipe.steps == ("recode", "noise")
+    got = pipe(X, 0.1, rng=np.random.default_rng(5),
+               recode={"w": 5, "on": ["age"]}, **common)
+    g = np.random.default_rng(5)
+    step = REGISTRY["recode"](X, 5, rng=g, on=["age"], **common)
+    want = REGISTRY["noise"](step, 0.1, rng=g, categorical=[0, 2])
+    assert got.tobytes() == want.tobytes()
+    assert got[:, 2].tobytes() == X[:, 2].tobytes()
+    with pytest.raises(SdcInputError, match=r"step recode of pipeline recode\+noise needs its "
+                                            r"'w' parameter"):
+        pipe(X, 0.1, rng=rng, **common)
+    with pytest.raises(SdcInputError, match="Unknown masking method 'nois'"):
+        get_method("recode+nois")
+
+
+def test_pipeline_in_a_spec_is_checked():
+    from sdcdist.audit.spec import parse_spec
+    doc = {"dataset": {"reference": "household",
+                       "columns": ["urbrur", "sex", "age", "income", "sampling_weight"],
+                       "categorical": ["urbrur", "sex", "age"],
+                       "roles": {"key": ["urbrur", "sex", "age"],
+                                 "weight": ["sampling_weight"]}},
+           "methods": [{"name": "recode+noise", "params": [0.1],
+                        "options": {"recode": {"w": 5, "on": ["age"]}}}],
+           "metrics": ["uniques"]}
+    spec = parse_spec(doc)
+    assert spec.methods[0].options == {"recode": {"w": 5.0, "on": ["age"]}}
+    doc["methods"][0]["options"] = {"recode": {"on": ["age"]}}
+    with pytest.raises(SdcInputError, match="needs its 'w' parameter"):
+        parse_spec(doc)
+    doc["methods"][0]["options"] = {"recode": {"w": 5, "bogus": 1}}
+    with pytest.raises(SdcInputError, match="Unknown recode option 'bogus'"):
+        parse_spec(doc)

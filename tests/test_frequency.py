@@ -144,9 +144,11 @@ def test_frequency_metric_bad_input(rng):
 
 def test_numeric_only_metric_refuses_a_categorical_key():
     md = _md(True)
-    with pytest.raises(SdcInputError, match=r"DLD compares numeric values, and its key set "
+    with pytest.raises(SdcInputError, match=r"GDBRL compares numeric values, and its key set "
                                             r"holds the categorical column\(s\) \['a'\]"):
-        measure(md, md, ["DLD"], keysets=[["a", "w"]])
+        measure(md, md, ["GDBRL"], keysets=[["a", "w"]])
+    with pytest.raises(SdcInputError, match=r"RR compares numeric values"):
+        measure(md, md, ["RR"], keysets=[["w", "b"]])
 
 
 def test_losses_leave_categorical_columns_and_the_weight_out(rng):

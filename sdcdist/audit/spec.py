@@ -190,7 +190,11 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
         if not isinstance(params, list) or not params:
             params = [params]
         checked = tuple(sorted({meth.check_param(p) for p in params}))
-        mopts = optionsmod.validate_method_options(meth, m.get("options"))
+        if meth.steps:
+            from ..masking._registry import check_pipeline_options
+            mopts = check_pipeline_options(meth, m.get("options"))
+        else:
+            mopts = optionsmod.validate_method_options(meth, m.get("options"))
         methods.append(MethodSpec(meth.name, checked, mopts))
 
     metrics = doc["metrics"]

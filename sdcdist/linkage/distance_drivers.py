@@ -113,7 +113,8 @@ def _check_method(method: str) -> None:
 def link_top2(runner: Runner, Q: Any, C: Any, n_q: int, n_c: int, width: int, *,
               metric: str = "sqeuclidean", truth: Any = None,
               block_memory: int = 64 * 2**20, block_rows: tuple[int, int] | None = None,
-              method: str = "index", keep_nearest: bool = False) -> dict[str, Any]:
+              method: str = "index", keep_nearest: bool = False,
+              counts: bool = False) -> dict[str, Any]:
     """Nearest-neighbour linkage of query rows to candidate rows, exact.
 
     Parameters
@@ -129,6 +130,9 @@ def link_top2(runner: Runner, Q: Any, C: Any, n_q: int, n_c: int, width: int, *,
         KD-tree per candidate block or distance matrices; identical results.
     keep_nearest : bool
         Also return each query's nearest distance.
+    counts : bool
+        Also return the integer tie counts (``first_counts``, ``second_counts``),
+        which add up exactly over several calls.
 
     Returns
     -------
@@ -161,6 +165,8 @@ def link_top2(runner: Runner, Q: Any, C: Any, n_q: int, n_c: int, width: int, *,
            "second_hits": distance.hit_total(out["second"]), "n": out["n"]}
     if keep_nearest:
         res["nearest"] = out["nearest"]
+    if counts:
+        res["first_counts"], res["second_counts"] = out["first"], out["second"]
     return res
 
 

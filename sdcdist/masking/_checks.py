@@ -41,6 +41,17 @@ def check_data(method: str, X: np.ndarray, params: Iterable[float],
     if n < 2:
         raise SdcInputError(f"{meth.name} needs at least 2 records. Got {n}.")
     opts = dict(options or {})
+    if meth.steps:
+        for i, step in enumerate(meth.steps):
+            m_i = get_method(step)
+            own = dict(opts.get(step) or {})
+            ps = list(params) if i == len(meth.steps) - 1 else [own.pop(m_i.param, 0.0)]
+            own.pop(m_i.param, None)
+            for key in ("roles", "columns", "labels", "categorical"):
+                if key in opts and (key in m_i.options or key == "categorical"):
+                    own.setdefault(key, opts[key])
+            check_data(step, X, ps, own)
+        return
     cats = opts.pop("categorical", ())
     if meth.acts_on == "categorical":
         from .categorical import check_categorical_data

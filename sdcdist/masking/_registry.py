@@ -68,6 +68,7 @@ class MaskingMethod:
     allowed: str = ""
     options: tuple[str, ...] = field(default_factory=tuple)
     acts_on: str = "numeric"
+    steps: tuple[str, ...] = ()
 
     def check_param(self, value: object) -> float:
         """Return ``value`` as a float if it is valid for this method, else raise.
@@ -188,8 +189,112 @@ def register(name: str, *, param: str, kind: str, low: float = 0.0, high: float 
 
 
 def get_method(name: str) -> MaskingMethod:
-    """Look up a method by canonical name; an unknown name lists the valid ones."""
+    """Look up a method by canonical name; an unknown name lists the valid ones.
+
+    ``"a+b+c"`` names a pipeline of registered methods (:func:`pipeline_method`).
+    """
+    if isinstance(name, str) and "+" in name:
+        return pipeline_method(name)
     try:
         return REGISTRY[name]
     except (KeyError, TypeError):
         raise unknown_name_error("masking method", name, REGISTRY) from None
+
+
+#: the pipelines built so far (a pipeline is a pure function of its name)
+_PIPELINES: dict[str, MaskingMethod] = {}
+
+
+def pipeline_method(name: str) -> MaskingMethod:
+    """The pipeline ``"a+b+..."``: methods applied one after the other with one generator.
+
+    The pipeline's parameter is its last step's (the one an audit sweeps); the
+    other steps take theirs from the options: ``{step: {param_name: value,
+    option: value, ...}}`` (e.g. ``{"recode": {"w": 5, "on": ["age"]}}``). Each
+    step masks the previous step's output; numeric steps carry categorical
+    columns through, categorical steps the numeric ones. Options filled from
+    the data (``roles``, ``columns``, ``labels``, ``categorical``, ``info``) go
+    to every step that takes them.
+
+    Raises
+    ------
+    SdcInputError
+        An unknown step, a step named twice, or fewer than two steps.
+    """
+    if name in _PIPELINES:
+        return _PIPELINES[name]
+    steps = tuple(s.strip() for s in name.split("+"))
+    if len(steps) < 2 or any(not s for s in steps):
+        raise SdcInputError(f"pipeline {name!r} needs at least two method names joined by "
+                            "'+', e.g. recode+noise")
+    if len(set(steps)) != len(steps):
+        raise SdcInputError(f"pipeline {name!r} names a method twice; a step is one method "
+                            "with one parameter")
+    meths = [get_method(s) for s in steps]
+    last = meths[-1]
+    shared = tuple(dict.fromkeys(o for m in meths for o in m.options))
+
+    def run(X: np.ndarray, param: float, *, rng: np.random.Generator,
+            categorical: Sequence[int] = (), **options: object) -> np.ndarray:
+        Y = X
+        for m in meths:
+            own = dict(options.get(m.name) or {})          # type: ignore[call-overload]
+            if m is last:
+                p = param
+            elif m.kind == "none":
+                p = 0.0
+            else:
+                if m.param not in own:
+                    raise SdcInputError(
+                        f"step {m.name} of pipeline {name} needs its {m.param!r} parameter "
+                        f"in the options: {{{m.name}: {{{m.param}: ...}}}} "
+                        f"({m.allowed_text()})")
+                p = own.pop(m.param)
+            own.pop(m.param, None)
+            for key in ("roles", "columns", "labels", "info"):
+                if key in m.options and key in options and key not in own:
+                    own[key] = options[key]
+            Y = m(Y, p, rng=rng, categorical=categorical, **own)
+        return Y
+
+    meth = MaskingMethod(
+        name=name, func=run, param=last.param, kind=last.kind, low=last.low, high=last.high,
+        random=any(m.random for m in meths),
+        description="pipeline: " + ", then ".join(steps) + " (one generator)",
+        reference="; ".join(m.reference for m in meths if m.reference),
+        allowed=last.allowed, options=shared, acts_on="categorical", steps=steps)
+    _PIPELINES[name] = meth
+    return meth
+
+
+def check_pipeline_options(meth: MaskingMethod, options: object) -> dict:
+    """A pipeline's spec options: a mapping of step name to that step's parameter (not for
+    the last step) and options, each checked against the step's declarations."""
+    from .. import options as _opts
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise SdcInputError(f"the options of pipeline {meth.name} must map step names to "
+                            f"their options. Got {options!r} instead.")
+    bad = [k for k in options if k not in meth.steps]
+    if bad:
+        raise unknown_name_error(f"{meth.name} step", bad[0], meth.steps)
+    out = {}
+    for i, step in enumerate(meth.steps):
+        m = get_method(step)
+        own = dict(options.get(step) or {})
+        last = i == len(meth.steps) - 1
+        if m.kind != "none" and not last:
+            if m.param not in own:
+                raise SdcInputError(f"step {step} of pipeline {meth.name} needs its "
+                                    f"{m.param!r} parameter: options: {{{step}: "
+                                    f"{{{m.param}: ...}}}} ({m.allowed_text()})")
+            own[m.param] = m.check_param(own[m.param])
+        elif m.param in own and m.kind != "none":
+            raise SdcInputError(f"the last step {step} of pipeline {meth.name} takes the "
+                                "pipeline's 'params'; leave its parameter out of the options")
+        fixed = {m.param: own.pop(m.param)} if m.param in own else {}
+        checked = _opts.validate_method_options(m, own)
+        if fixed or checked:
+            out[step] = {**fixed, **checked}
+    return out

@@ -99,7 +99,8 @@ def _transformed(ctx: MeasureContext, keys: tuple[int, ...], kind: str) -> tuple
     Every transform works column by column, so it is computed once for the
     union of the key sets' columns, and each key set takes its columns.
     """
-    seen = [k for ks in ctx.keysets for k in ctx.key_index(ks) if k < len(ctx.columns)]
+    seen = [k for ks in ctx.keysets for k in ctx.key_index(ks) if k < len(ctx.columns)
+            and ctx.columns[k] not in ctx.categorical]
     union = tuple(dict.fromkeys(seen))
     if not set(keys) <= set(union):
         union = tuple(keys)
@@ -148,9 +149,53 @@ def _pair_sd(X: Any, Y: Any, a: int, b: int) -> float:
     return distance.pair_abs_sd(X[:, a], Y[:, b])
 
 
+def _zero_width(X: Any, n: int) -> np.ndarray:
+    return np.zeros((n, 0))
+
+
+def _blocked_link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str,
+                  reverse: bool) -> dict[str, Any]:
+    """Linkage within blocks of equal categorical keys, distance on the numeric keys."""
+    from ..linkage.blocked import block_keys, blocked_link_top2, max_codes
+    names, ja, jb = key_positions(ctx, keys)
+    cat = [i for i, nm in enumerate(names) if nm in ctx.categorical]
+    num = tuple(keys[i] for i in range(len(keys)) if i not in cat)
+    ca, cb = tuple(ja[i] for i in cat), tuple(jb[i] for i in cat)
+    n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
+    if num:
+        M, O = _transformed(ctx, num, kind)
+    else:
+        M, O = ctx.runner.task(_zero_width, None, n_m), ctx.runner.task(_zero_width, None, n_o)
+    hi = np.maximum(ctx.runner.call(max_codes, ctx.original, ca),
+                    ctx.runner.call(max_codes, ctx.masked, cb))
+    radix = tuple(int(h) + 2 for h in hi)
+    ko = ctx.runner.task(block_keys, ctx.original, ca, radix)
+    km = ctx.runner.task(block_keys, ctx.masked, cb, radix)
+    opt = _options(ctx)
+    if reverse:
+        truth = ctx.runner.task(invert_truth, ctx.truth, n_m, n_o)
+        return blocked_link_top2(ctx.runner, O, M, ko, km, n_o, n_m, len(num), truth=truth,
+                                 metric=metric, **opt)
+    truth = ctx.truth if ctx.truth is not None else \
+        ctx.runner.share(row_truth(n_m, n_o))
+    return blocked_link_top2(ctx.runner, M, O, km, ko, n_m, n_o, len(num), truth=truth,
+                             metric=metric, **opt)
+
+
 def _link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str, *,
           reverse: bool = False, keep_nearest: bool = False) -> dict[str, Any]:
-    """Nearest-neighbour linkage on ``keys`` (cached): masked -> original, or the reverse."""
+    """Nearest-neighbour linkage on ``keys`` (cached): masked -> original, or the reverse.
+
+    A key set holding categorical columns is linked within blocks of equal
+    categories (:mod:`sdcdist.linkage.blocked`)."""
+    if any(ctx.columns[k] in ctx.categorical for k in keys):
+        if keep_nearest:
+            raise SdcInputError("this metric needs every record's nearest distance, which "
+                                "blocking on categorical keys leaves undefined; name key sets "
+                                "of numeric columns for it")
+        return ctx.cached(("blocked", kind, metric, reverse, keys),
+                          lambda: _blocked_link(ctx, keys, kind, metric, reverse))
+
     def run() -> dict[str, Any]:
         M, O = _transformed(ctx, keys, kind)
         n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
@@ -183,7 +228,8 @@ def _dld_share(ctx: MeasureContext, keys: tuple[int, ...], which: str) -> float:
 
 # -- distance linkage ----------------------------------------------------------------
 
-@register("DLD", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.1]",
+@register("DLD", kind="risk", keysets=True, same_shape=False, categorical=True,
+          reference="[DMT §4.1]",
           options=_LINK_OPTIONS + ("dld",),
           description="distance-based linkage: % of masked records whose nearest original "
                       "record (standardised Euclidean, key columns) is their own; "
@@ -192,7 +238,8 @@ def dld(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
     return _dld_share(ctx, keys, "first")
 
 
-@register("DLD2", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.1]",
+@register("DLD2", kind="risk", keysets=True, same_shape=False, categorical=True,
+          reference="[DMT §4.1]",
           options=_LINK_OPTIONS + ("dld",),
           description="% of masked records whose second-nearest original record "
                       "(standardised Euclidean) is their own; option dld as DLD")
@@ -200,7 +247,8 @@ def dld2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
     return _dld_share(ctx, keys, "second")
 
 
-@register("DRL2", kind="risk", keysets=True, same_shape=False, reference="[DTMS §4.1]",
+@register("DRL2", kind="risk", keysets=True, same_shape=False, categorical=True,
+          reference="[DTMS §4.1]",
           options=_LINK_OPTIONS,
           description="distance-standardising linkage: sum of |a_i - b_i| / sd of |a_i - b_i| "
                       "over all pairs; % of masked records linked to their own")
@@ -208,7 +256,8 @@ def drl2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
     return _linked_share(ctx, keys, "drl2", "cityblock")
 
 
-@register("PDL", kind="risk", keysets=True, same_shape=False, reference="[DRS §2.1]",
+@register("PDL", kind="risk", keysets=True, same_shape=False, categorical=True,
+          reference="[DRS §2.1]",
           options=_LINK_OPTIONS,
           keyset_default="all",
           description="permutation-distance linkage: each original record linked to the masked "
