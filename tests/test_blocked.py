@@ -90,3 +90,23 @@ def test_numeric_keys_unchanged_by_the_categorical_columns(rng):
                 keysets=[["x", "y"]])
     for k in ("DLD", "PDL", "DRL2"):
         assert a[k].value == b[k].value
+
+
+def test_prl_compares_categorical_keys_by_equality(rng):
+    from sdcdist.linkage import prl_drivers
+    X, Y, names, categories = _files(rng, n=80)
+    seen = {}
+    real = prl_drivers.probabilistic_linkage
+
+    def spy(*a, **k):
+        seen["categorical"] = list(k["categorical"])
+        return real(*a, **k)
+    import sdcdist.metrics.prl as prlmod
+    prlmod.probabilistic_linkage, old = spy, prlmod.probabilistic_linkage
+    try:
+        md = from_array(X, names, categories=categories)
+        r = measure(md, Y, ["PLD"], keysets=[["a", "x", "b"]])
+    finally:
+        prlmod.probabilistic_linkage = old
+    assert seen["categorical"] == [True, False, True]
+    assert 0 <= r["PLD"].value <= 100

@@ -39,6 +39,7 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
         return probabilistic_linkage(
             ctx.runner, ctx.original, ctx.masked, ctx.shape_original[0], ctx.shape_masked[0],
             keys, method=o["prl_method"], t=o["prl_t"], truth=ctx.truth,
+            categorical=[ctx.columns[k] in ctx.categorical for k in keys],
             top_c=int(o["prl_top_c"]), dense_limit=int(o["prl_dense_limit"]),
             block_rows=tuple(br) if br else None, blocking=blocking, em_options=o["prl_em"],
             unmatched=o["prl_unmatched"])
@@ -54,7 +55,8 @@ def _share(ctx: MeasureContext, keys: tuple[int, ...], count: str) -> MetricResu
     return MetricResult(100.0 * getattr(r, count) / r.n_b, flag=r.flag, info=info)
 
 
-@register("PLD", kind="risk", keysets=True, same_shape=False, reference="[DMT §4.2, YWC §3.4]",
+@register("PLD", kind="risk", keysets=True, same_shape=False, categorical=True,
+          reference="[DMT §4.2, YWC §3.4]",
           options=PRL_OPTIONS,
           description="probabilistic record linkage: % of masked records paired with their own "
                       "record by the 1-1 assignment maximising Fellegi-Sunter weights (EM)")
@@ -62,7 +64,8 @@ def pld(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
     return _share(ctx, keys, "correct")
 
 
-@register("PLD20", kind="risk", keysets=True, same_shape=False, reference="[YWC §4.2]",
+@register("PLD20", kind="risk", keysets=True, same_shape=False, categorical=True,
+          reference="[YWC §4.2]",
           options=PRL_OPTIONS,
           description="PLD counting correct pairs only down to the weight where the precision "
                       "of the weight-sorted assignment falls to 20%")
