@@ -441,7 +441,7 @@ declare("leftover", "end", choice("end", "middle"),
         "micir, micz, micpcp: where the group holding the n mod k left-over records lies in "
         "the sorted order: the last group (end) or group (n // k - 1) // 2, counting from 0 "
         "(middle, as Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra)", scope="method")
-declare("on", None, optional(Check("a list of column names", _column_list),
+declare("variables", None, optional(Check("a list of column names", _column_list),
                              "the categorical key columns (else every categorical column)"),
         "pram, pram_inv, recode, suppress: the categorical columns to mask", scope="method")
 declare("mapping", None, optional(Check("a mapping of column name to a mapping of category "
@@ -457,6 +457,10 @@ declare("categorical", None, optional(Check("a list of column positions", lambda
             v, (list, tuple)) and all(_is_int(j) for j in v)), "none"),
         "positions of the categorical columns (filled in from the data; numeric methods carry "
         "them through unchanged); Python API only", scope="method", spec=False)
+declare("keep", None, optional(Check("a list of column positions", lambda v: isinstance(
+            v, (list, tuple)) and all(_is_int(j) for j in v)), "none"),
+        "positions of numeric columns no method masks (the sampling weight; filled in from "
+        "the data); Python API only", scope="method", spec=False)
 declare("labels", None, optional(Check("a mapping of column name to its category labels",
                                        lambda v: isinstance(v, dict)), "the dataset's"),
         "recode: each categorical column's labels in code order (filled in from the data); "

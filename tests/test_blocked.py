@@ -110,3 +110,20 @@ def test_prl_compares_categorical_keys_by_equality(rng):
         prlmod.probabilistic_linkage = old
     assert seen["categorical"] == [True, False, True]
     assert 0 <= r["PLD"].value <= 100
+
+
+def test_a_recoded_key_is_linked_at_the_recoded_level(rng):
+    from sdcdist.masking import REGISTRY
+    n = 200
+    age = rng.integers(0, 40, n).astype(float)
+    x = rng.standard_normal(n)
+    X = np.column_stack([age, x])
+    labels = {"age": [str(i) for i in range(40)]}
+    Y = REGISTRY["recode"](X, 10, rng=rng, categorical=[0], columns=["age", "x"], labels=labels)
+    md = from_array(X, ["age", "x"], categories=labels)
+    r = measure(md, Y, ["DLD", "hellinger", "tvd", "changed"], keysets=[["age", "x"]],
+                categorical=["age"])
+    # x unchanged: everyone is linked within the band of its recoded age
+    assert r["DLD"].value == 100.0
+    assert r["hellinger"].value == 0.0 and r["tvd"].value == 0.0
+    assert r["changed"].value == 1.0                  # every code moved to a band

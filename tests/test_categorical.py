@@ -181,7 +181,7 @@ def test_categorical_methods_need_categorical_columns(rng):
         REGISTRY["pram"](X, 0.5, rng=rng)
     with pytest.raises(SdcInputError, match=r"\['x'\] are numeric"):
         REGISTRY["pram"](np.column_stack([X, np.zeros(10)]), 0.5, rng=rng, categorical=[2],
-                         columns=["x", "y", "c"], on=["x"])
+                         columns=["x", "y", "c"], variables=["x"])
 
 
 def test_method_options_default_to_the_categorical_keys(rng):
@@ -206,9 +206,9 @@ def test_pipeline_applies_its_steps_with_one_generator(rng):
     pipe = get_method("recode+noise")
     assert pipe.param == "p" and pipe.random and pipe.steps == ("recode", "noise")
     got = pipe(X, 0.1, rng=np.random.default_rng(5),
-               recode={"w": 5, "on": ["age"]}, **common)
+               recode={"w": 5, "variables": ["age"]}, **common)
     g = np.random.default_rng(5)
-    step = REGISTRY["recode"](X, 5, rng=g, on=["age"], **common)
+    step = REGISTRY["recode"](X, 5, rng=g, variables=["age"], **common)
     want = REGISTRY["noise"](step, 0.1, rng=g, categorical=[0, 2])
     assert got.tobytes() == want.tobytes()
     assert got[:, 2].tobytes() == X[:, 2].tobytes()
@@ -227,11 +227,11 @@ def test_pipeline_in_a_spec_is_checked():
                        "roles": {"key": ["urbrur", "sex", "age"],
                                  "weight": ["sampling_weight"]}},
            "methods": [{"name": "recode+noise", "params": [0.1],
-                        "options": {"recode": {"w": 5, "on": ["age"]}}}],
+                        "options": {"recode": {"w": 5, "variables": ["age"]}}}],
            "metrics": ["uniques"]}
     spec = parse_spec(doc)
-    assert spec.methods[0].options == {"recode": {"w": 5.0, "on": ["age"]}}
-    doc["methods"][0]["options"] = {"recode": {"on": ["age"]}}
+    assert spec.methods[0].options == {"recode": {"w": 5.0, "variables": ["age"]}}
+    doc["methods"][0]["options"] = {"recode": {"variables": ["age"]}}
     with pytest.raises(SdcInputError, match="needs its 'w' parameter"):
         parse_spec(doc)
     doc["methods"][0]["options"] = {"recode": {"w": 5, "bogus": 1}}

@@ -158,10 +158,17 @@ def mask_cell(X: np.ndarray, method: str, param: float, entropy: int,
 def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
                  columns: tuple[str, ...], keysets: list[tuple[str, ...]],
                  metrics: tuple[str, ...], cell: Cell,
-                 options: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Every metric of one cell, as the vectors the cube stores."""
+                 options: dict[str, Any], types: dict[str, Any] | None = None
+                 ) -> dict[str, np.ndarray]:
+    """Every metric of one cell, as the vectors the cube stores.
+
+    ``types``: ``{"categorical": [names], "weight": name or None}`` of the dataset.
+    """
+    types = types or {}
     ctx = MeasureContext(runner, X, Xm, shape_original=shape, shape_masked=shape,
-                         columns=columns, keysets=keysets, seed=cell.seed, options=options)
+                         columns=columns, keysets=keysets, seed=cell.seed, options=options,
+                         categorical=types.get("categorical", ()),
+                         weight=types.get("weight"))
     K, S = len(metrics), max(len(keysets), 1)
     out = {"values": np.full(K, np.nan), "keyset_values": np.full((K, S), np.nan),
            "excluded": np.zeros(K, np.int32), "flags": np.zeros(K, np.int8)}
@@ -177,20 +184,29 @@ def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
 
 def cell_task(X: np.ndarray, columns: tuple[str, ...], keysets: list[tuple[str, ...]],
               metrics: tuple[str, ...], cell: Cell, method_options: dict[str, Any],
-              options: dict[str, Any]) -> dict[str, np.ndarray]:
+              options: dict[str, Any], types: dict[str, Any] | None = None
+              ) -> dict[str, np.ndarray]:
     """Task: a whole cell in one worker (mask, then every metric, in-process)."""
     Xm = mask_cell(X, cell.method, cell.param, cell.entropy, cell.spawn_key, method_options)
-    return measure_cell(Runner(None), X, Xm, X.shape, columns, keysets, metrics, cell, options)
+    return measure_cell(Runner(None), X, Xm, X.shape, columns, keysets, metrics, cell, options,
+                        types)
 
 
 def cell_spread(runner: Runner, X: Any, shape: tuple[int, int], columns: tuple[str, ...],
                 keysets: list[tuple[str, ...]], metrics: tuple[str, ...], cell: Cell,
-                method_options: dict[str, Any], options: dict[str, Any]
-                ) -> dict[str, np.ndarray]:
+                method_options: dict[str, Any], options: dict[str, Any],
+                types: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
     """A cell whose tasks spread over the cluster: the masked file, then each metric's pieces."""
     Xm = runner.task(mask_cell, X, cell.method, cell.param, cell.entropy, cell.spawn_key,
                      method_options)
-    return measure_cell(runner, X, Xm, shape, columns, keysets, metrics, cell, options)
+    return measure_cell(runner, X, Xm, shape, columns, keysets, metrics, cell, options, types)
+
+
+def _types(md: Microdata) -> dict[str, Any] | None:
+    """The dataset's categorical columns and weight, for its metrics (None: all numeric)."""
+    if not md.categories and md.weight is None:
+        return None
+    return {"categorical": md.categorical, "weight": md.weight}
 
 
 def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microdata, list]],
@@ -205,12 +221,14 @@ def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microd
     """
     def whole_args(c: Cell) -> tuple:
         md, keysets = data[c.d]
-        return md.columns, keysets, metrics, c, method_options[c.d, c.method], options
+        extra = (_types(md),) if _types(md) else ()
+        return (md.columns, keysets, metrics, c, method_options[c.d, c.method], options,
+                *extra)
 
     def spread(runner: Runner, X: Any, c: Cell) -> dict[str, np.ndarray]:
         md, keysets = data[c.d]
         return cell_spread(runner, X, md.values.shape, md.columns, keysets, metrics, c,
-                           method_options[c.d, c.method], options)
+                           method_options[c.d, c.method], options, _types(md))
     executor.run(cells, mode=mode, input_of=lambda c: c.d, whole=cell_task,
                  whole_args=whole_args, spread=spread, on_done=on_done)
 

@@ -38,12 +38,18 @@ def max_codes(X: Any, cols: tuple[int, ...]) -> np.ndarray:
     return m.astype(np.int64)
 
 
-def block_keys(X: Any, cols: tuple[int, ...], radix: tuple[int, ...]) -> np.ndarray:
+def block_keys(X: Any, cols: tuple[int, ...], radix: tuple[int, ...],
+               lookups: Any = None) -> np.ndarray:
     """Task: one int64 block key per record from its codes in ``cols`` (-1 if any is missing).
 
-    ``radix[j]`` is larger than every code of column j in both files.
+    ``radix[j]`` is larger than every code of column j in both files; ``lookups``
+    (optional, one per column, None for none) recode the codes first.
     """
-    A = np.asarray(X[:, list(cols)], dtype=np.float64)
+    A = np.array(X[:, list(cols)], dtype=np.float64)
+    if lookups is not None:
+        from ..metrics.frequency import apply_lookup
+        for j, lk in enumerate(lookups):
+            A[:, j] = apply_lookup(A[:, j], lk)
     miss = np.isnan(A).any(axis=1)
     key = np.zeros(A.shape[0], dtype=np.int64)
     for j, r in enumerate(radix):

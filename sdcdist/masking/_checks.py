@@ -47,12 +47,15 @@ def check_data(method: str, X: np.ndarray, params: Iterable[float],
             own = dict(opts.get(step) or {})
             ps = list(params) if i == len(meth.steps) - 1 else [own.pop(m_i.param, 0.0)]
             own.pop(m_i.param, None)
-            for key in ("roles", "columns", "labels", "categorical"):
-                if key in opts and (key in m_i.options or key == "categorical"):
+            for key in ("roles", "columns", "labels", "categorical", "keep"):
+                if key in opts and (key in m_i.options or key in ("categorical", "keep")):
                     own.setdefault(key, opts[key])
             check_data(step, X, ps, own)
         return
     cats = opts.pop("categorical", ())
+    cats = sorted(set(cats) | set(opts.pop("keep", ()))) if meth.acts_on == "numeric" \
+        else cats
+    opts.pop("keep", None)
     if meth.acts_on == "categorical":
         from .categorical import check_categorical_data
         check_categorical_data(meth.name, X, params, list(cats), opts)

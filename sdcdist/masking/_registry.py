@@ -101,11 +101,13 @@ class MaskingMethod:
         return f"{what} in [{low}, {high}]"
 
     def __call__(self, X: np.ndarray, param: float = 0.0, *, rng: np.random.Generator,
-                 categorical: Sequence[int] = (), **options) -> np.ndarray:
+                 categorical: Sequence[int] = (), keep: Sequence[int] = (),
+                 **options) -> np.ndarray:
         """Check the parameter, then mask ``X`` (n x p float64). Returns a new array.
 
-        ``categorical``: 0-based positions of the categorical columns (codes). A
-        numeric method masks the other columns only (its ``roles`` and ``columns``
+        ``categorical``: 0-based positions of the categorical columns (codes);
+        ``keep``: numeric columns never masked (the sampling weight). A numeric
+        method masks the other columns only (its ``roles`` and ``columns``
         options are narrowed to them) and copies these through unchanged.
         """
         X = np.asarray(X, dtype=np.float64)
@@ -117,9 +119,12 @@ class MaskingMethod:
         arg = int(p) if self.kind == "int" else p
         cats = sorted({int(j) for j in categorical})
         if self.acts_on == "categorical":
+            if self.steps:
+                options["keep"] = list(keep)
             out = np.asarray(self.func(X, arg, rng=rng, categorical=cats, **options),
                              dtype=np.float64)
             return out
+        cats = sorted(set(cats) | {int(j) for j in keep})
         if not cats:
             out = np.asarray(self.func(X, arg, rng=rng, **options), dtype=np.float64)
             self._check_finite(X, out)
@@ -210,7 +215,7 @@ def pipeline_method(name: str) -> MaskingMethod:
 
     The pipeline's parameter is its last step's (the one an audit sweeps); the
     other steps take theirs from the options: ``{step: {param_name: value,
-    option: value, ...}}`` (e.g. ``{"recode": {"w": 5, "on": ["age"]}}``). Each
+    option: value, ...}}`` (e.g. ``{"recode": {"w": 5, "variables": ["age"]}}``). Each
     step masks the previous step's output; numeric steps carry categorical
     columns through, categorical steps the numeric ones. Options filled from
     the data (``roles``, ``columns``, ``labels``, ``categorical``, ``info``) go
@@ -235,7 +240,8 @@ def pipeline_method(name: str) -> MaskingMethod:
     shared = tuple(dict.fromkeys(o for m in meths for o in m.options))
 
     def run(X: np.ndarray, param: float, *, rng: np.random.Generator,
-            categorical: Sequence[int] = (), **options: object) -> np.ndarray:
+            categorical: Sequence[int] = (), keep: Sequence[int] = (),
+            **options: object) -> np.ndarray:
         Y = X
         for m in meths:
             own = dict(options.get(m.name) or {})          # type: ignore[call-overload]
@@ -254,7 +260,7 @@ def pipeline_method(name: str) -> MaskingMethod:
             for key in ("roles", "columns", "labels", "info"):
                 if key in m.options and key in options and key not in own:
                     own[key] = options[key]
-            Y = m(Y, p, rng=rng, categorical=categorical, **own)
+            Y = m(Y, p, rng=rng, categorical=categorical, keep=keep, **own)
         return Y
 
     meth = MaskingMethod(

@@ -47,6 +47,7 @@ def method_options(method: str | MaskingMethod, *, columns: Sequence[str],
         Names of the categorical columns (or ``{name: labels}``): passed as
         ``categorical`` positions (numeric methods carry them through
         unchanged), and their labels as ``labels`` to a method taking them.
+        The ``weight`` role's column is passed as ``keep``: never masked.
 
     Returns
     -------
@@ -71,6 +72,9 @@ def method_options(method: str | MaskingMethod, *, columns: Sequence[str],
     cats = [c for c in categorical if c in set(columns)]
     if cats or meth.acts_on == "categorical":
         opts["categorical"] = column_positions(cats, columns, what="categorical column")
+    weight = [c for c in ((roles or {}).get("weight") or []) if c in set(columns)]
+    if weight:
+        opts["keep"] = column_positions(weight, columns, what="weight column")
     if "labels" in meth.options and "labels" not in opts and isinstance(categorical, Mapping):
         opts["labels"] = {c: list(categorical[c]) for c in cats}
     return opts

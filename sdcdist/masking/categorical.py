@@ -2,7 +2,7 @@
 
 These methods receive the whole file ``X`` (n, m) with the categorical columns
 as codes 0..L-1 (NaN: missing) and the positions of those columns
-(``categorical``); they mask the columns named by the ``on`` option (default:
+(``categorical``); they mask the columns named by the ``variables`` option (default:
 the categorical key columns, else every categorical column) and return every
 other column bit-identical.
 
@@ -49,21 +49,21 @@ __all__ = ["pram_matrix", "invariant_matrix", "pram_column", "frequencies_wildca
 # -- which columns ------------------------------------------------------------------
 
 def masked_columns(method: str, X: np.ndarray, categorical: Sequence[int],
-                   on: Sequence[str] | None, columns: Sequence[str] | None,
+                   variables: Sequence[str] | None, columns: Sequence[str] | None,
                    roles: Mapping[str, Sequence[int]] | None) -> list[int]:
     """Positions of the columns ``method`` masks (checked to be categorical)."""
     cats = list(categorical)
-    if on:
+    if variables:
         if not columns:
-            raise SdcInputError(f"{method} got 'on' columns but not the file's column names")
+            raise SdcInputError(f"{method} got 'variables' but not the file's column names")
         from ..errors import column_positions
-        pos = column_positions(on, columns, what="column", where=f"the 'on' option of {method}")
+        pos = column_positions(variables, columns, what="column", where=f"the 'variables' option of {method}")
         numeric = [columns[j] for j in pos if j not in set(cats)]
         if numeric:
             raise SdcInputError(f"{method} masks categorical columns, and {numeric} are "
                                 "numeric; declare them categorical (ingest --categorical, "
                                 "or 'categorical:' in the spec's dataset) or leave them out "
-                                "of 'on'")
+                                "of 'variables'")
         return pos
     keys = [j for j in (roles or {}).get("key", []) if j in set(cats)]
     out = keys or cats
@@ -149,39 +149,39 @@ def pram_column(x: np.ndarray, p: float, *, rng: np.random.Generator,
 
 
 def _pram(X: np.ndarray, p: float, *, rng: np.random.Generator, categorical: Sequence[int],
-          on: Sequence[str] | None = None, columns: Sequence[str] | None = None,
+          variables: Sequence[str] | None = None, columns: Sequence[str] | None = None,
           roles: Mapping[str, Sequence[int]] | None = None, invariant: bool) -> np.ndarray:
     out = X.copy()
-    for j in masked_columns("pram_inv" if invariant else "pram", X, categorical, on, columns,
+    for j in masked_columns("pram_inv" if invariant else "pram", X, categorical, variables, columns,
                             roles):
         out[:, j] = pram_column(X[:, j], p, rng=rng, invariant=invariant)
     return out
 
 
 @register("pram", param="p", kind="float", low=0.0, high=1.0, random=True,
-          acts_on="categorical", options=("on", "columns", "roles"),
+          acts_on="categorical", options=("variables", "columns", "roles"),
           description="PRAM on categorical columns: keep a category with probability p, "
                       "else move it in proportion to the category frequencies",
           reference="Gouweleeuw, Kooiman, Willenborg and de Wolf (1998)")
 def pram(X: np.ndarray, p: float, *, rng: np.random.Generator, categorical: Sequence[int] = (),
-         on: Sequence[str] | None = None, columns: Sequence[str] | None = None,
+         variables: Sequence[str] | None = None, columns: Sequence[str] | None = None,
          roles: Mapping[str, Sequence[int]] | None = None) -> np.ndarray:
     """PRAM. ``X`` (n, m) with categorical codes; returns (n, m)."""
-    return _pram(X, p, rng=rng, categorical=categorical, on=on, columns=columns, roles=roles,
+    return _pram(X, p, rng=rng, categorical=categorical, variables=variables, columns=columns, roles=roles,
                  invariant=False)
 
 
 @register("pram_inv", param="p", kind="float", low=0.0, high=1.0, random=True,
-          acts_on="categorical", options=("on", "columns", "roles"),
+          acts_on="categorical", options=("variables", "columns", "roles"),
           description="invariant PRAM: the PRAM matrix of pram made invariant (R = PQ), so "
                       "the expected category frequencies are the original ones",
           reference="Gouweleeuw, Kooiman, Willenborg and de Wolf (1998)")
 def pram_inv(X: np.ndarray, p: float, *, rng: np.random.Generator,
-             categorical: Sequence[int] = (), on: Sequence[str] | None = None,
+             categorical: Sequence[int] = (), variables: Sequence[str] | None = None,
              columns: Sequence[str] | None = None,
              roles: Mapping[str, Sequence[int]] | None = None) -> np.ndarray:
     """Invariant PRAM. ``X`` (n, m) with categorical codes; returns (n, m)."""
-    return _pram(X, p, rng=rng, categorical=categorical, on=on, columns=columns, roles=roles,
+    return _pram(X, p, rng=rng, categorical=categorical, variables=variables, columns=columns, roles=roles,
                  invariant=True)
 
 
@@ -241,13 +241,13 @@ def recode_labels(labels: Sequence[str], w: float, *, mapping: Mapping[str, str]
 
 @register("recode", param="w", kind="float", low=0.0, high=1e12, random=False,
           acts_on="categorical",
-          options=("on", "columns", "roles", "mapping", "origin", "labels", "info"),
+          options=("variables", "columns", "roles", "mapping", "origin", "labels", "info"),
           allowed="a band width >= 0 (0: the mapping only)",
           description="global recoding of categorical columns: a mapping of categories, "
                       "then numeric categories into bands of width w",
           reference="Willenborg and de Waal (2001)")
 def recode(X: np.ndarray, w: float, *, rng: np.random.Generator,
-           categorical: Sequence[int] = (), on: Sequence[str] | None = None,
+           categorical: Sequence[int] = (), variables: Sequence[str] | None = None,
            columns: Sequence[str] | None = None,
            roles: Mapping[str, Sequence[int]] | None = None,
            mapping: Mapping[str, Mapping[str, str]] | None = None, origin: float = 0.0,
@@ -258,7 +258,7 @@ def recode(X: np.ndarray, w: float, *, rng: np.random.Generator,
     out = X.copy()
     cols = list(columns) if columns else [f"V{j + 1}" for j in range(X.shape[1])]
     mapping = dict(mapping or {})
-    targets = masked_columns("recode", X, categorical, on, columns, roles)
+    targets = masked_columns("recode", X, categorical, variables, columns, roles)
     if mapping:
         from ..errors import column_positions
         pos = column_positions(list(mapping), cols, what="column",
@@ -266,7 +266,7 @@ def recode(X: np.ndarray, w: float, *, rng: np.random.Generator,
         bad = [cols[j] for j in pos if j not in set(targets)]
         if bad:
             raise SdcInputError(f"the recode mapping names {bad}, which recode does not mask "
-                                "(list them in 'on', and declare them categorical)")
+                                "(list them in 'variables', and declare them categorical)")
     if w == 0 and not mapping:
         raise SdcInputError("recode with w = 0 needs a 'mapping' (else nothing changes); "
                             "give a band width w > 0 or a mapping")
@@ -355,19 +355,19 @@ def _check_k(k: int, n: int) -> None:
 
 
 @register("suppress", param="k", kind="int", low=2, high=1e9, random=False,
-          acts_on="categorical", options=("on", "columns", "roles", "info"),
+          acts_on="categorical", options=("variables", "columns", "roles", "info"),
           allowed="an integer in [2, n]",
           description="local suppression of categorical key values until every key "
                       "combination is shared by >= k records (greedy, missing matches all)",
           reference="Templ, Kowarik and Meindl (2015), sdcMicro's localSuppression")
 def suppress(X: np.ndarray, k: int, *, rng: np.random.Generator,
-             categorical: Sequence[int] = (), on: Sequence[str] | None = None,
+             categorical: Sequence[int] = (), variables: Sequence[str] | None = None,
              columns: Sequence[str] | None = None,
              roles: Mapping[str, Sequence[int]] | None = None,
              info: dict | None = None) -> np.ndarray:
     """Local suppression. ``X`` (n, m); returns (n, m) with suppressed codes NaN."""
     _check_k(int(k), X.shape[0])
-    pos = masked_columns("suppress", X, categorical, on, columns, roles)
+    pos = masked_columns("suppress", X, categorical, variables, columns, roles)
     out = X.copy()
     sub, total, unsafe = suppress_greedy(X[:, pos], int(k))
     out[:, pos] = sub
@@ -379,7 +379,7 @@ def suppress(X: np.ndarray, k: int, *, rng: np.random.Generator,
 def check_categorical_data(method: str, X: np.ndarray, params: Iterable[float],
                            categorical: Sequence[int], options: Mapping[str, Any]) -> None:
     """Data-dependent checks of a categorical method (before an audit starts)."""
-    masked_columns(method, X, categorical, options.get("on"), options.get("columns"),
+    masked_columns(method, X, categorical, options.get("variables"), options.get("columns"),
                    options.get("roles"))
     if method == "suppress":
         for p in params:

@@ -193,9 +193,13 @@ def frequency_summary(table: dict[str, Any], weighted: bool) -> dict[str, float]
     return out
 
 
-def _chunk_table(start: int, stop: int, X: Any, keys: Sequence[int], w: int | None
-                 ) -> dict[str, Any]:
+def _chunk_table(start: int, stop: int, X: Any, keys: Sequence[int], w: int | None,
+                 lookups: Sequence[np.ndarray | None] | None = None) -> dict[str, Any]:
     block = np.asarray(X[start:stop], dtype=np.float64)
+    if lookups is not None:
+        block = block.copy()
+        for j, lk in zip(keys, lookups):
+            block[:, j] = apply_lookup(block[:, j], lk)
     weights = None
     bad = 0
     if w is not None:
@@ -272,6 +276,66 @@ _metric("IR_max", "largest individual re-identification risk (Benedetti-Franconi
 _metric("ER", "expected number of re-identifications: the sum of the individual risks")
 
 
+# -- global recodings: how the masked categories cover the original ones ---------------------
+
+def apply_lookup(codes: np.ndarray, lookup: np.ndarray | None) -> np.ndarray:
+    """Original codes mapped through a recoding lookup (NaN where it has no image)."""
+    if lookup is None:
+        return codes
+    out = np.full(codes.shape, np.nan)
+    ok = ~np.isnan(codes) & (codes >= 0) & (codes < lookup.size)
+    out[ok] = lookup[codes[ok].astype(np.int64)]
+    return out
+
+
+def _chunk_pairs(start: int, stop: int, A: Any, B: Any, ja: Sequence[int], jb: Sequence[int]
+                 ) -> dict[str, Any]:
+    a = np.asarray(A[start:stop], dtype=np.float64)[:, list(ja)]
+    b = np.asarray(B[start:stop], dtype=np.float64)[:, list(jb)]
+    pairs = []
+    for j in range(a.shape[1]):
+        ok = ~np.isnan(a[:, j]) & ~np.isnan(b[:, j])
+        pairs.append(np.unique(np.column_stack([a[ok, j], b[ok, j]]).astype(np.int64), axis=0)
+                     if ok.any() else np.zeros((0, 2), np.int64))
+    return {"pairs": pairs}
+
+
+def _merge_pairs(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"pairs": [np.unique(np.concatenate(ps), axis=0)
+                      for ps in zip(*[p["pairs"] for p in parts])]}
+
+
+def recodings(ctx: MeasureContext, names: Sequence[str]) -> list[np.ndarray | None]:
+    """For each categorical column, the lookup original code -> masked code when the masked
+    column is a global recoding of the original (every original category went to one
+    masked category, and some changed), else None.
+
+    A published recoding is known to the intruder and the analyst alike, so the original is
+    recoded the same way before linking on it or comparing tables. Only for files whose
+    records correspond row by row (same shape, no truth given).
+    """
+    if ctx.truth is not None or ctx.shape_original[0] != ctx.shape_masked[0]:
+        return [None] * len(names)
+
+    def compute() -> list[np.ndarray | None]:
+        ja = column_positions(names, ctx.columns)
+        jb = column_positions(names, ctx.masked_columns)
+        t = map_reduce(ctx.runner, _chunk_pairs, _merge_pairs, [ctx.original, ctx.masked],
+                       ctx.shape_original[0], chunk_rows=int(ctx.options["chunk_rows"]),
+                       args=(tuple(ja), tuple(jb)))
+        out: list[np.ndarray | None] = []
+        for pr in t["pairs"]:
+            a, b = pr[:, 0], pr[:, 1]
+            if a.size == 0 or np.unique(a).size != a.size or np.array_equal(a, b):
+                out.append(None)
+                continue
+            lk = np.full(int(a.max()) + 1, np.nan)
+            lk[a] = b
+            out.append(lk)
+        return out
+    return ctx.cached(("recodings", tuple(names)), compute)
+
+
 # -- loss on categorical columns ----------------------------------------------------------
 
 def _chunk_changed(start: int, stop: int, A: Any, B: Any, ja: Sequence[int], jb: Sequence[int]
@@ -315,9 +379,11 @@ def _contingency(ctx: MeasureContext, name: str) -> tuple[np.ndarray, np.ndarray
     keys = frequency_keys(ctx, name)
 
     def compute() -> tuple[np.ndarray, np.ndarray]:
+        lookups = recodings(ctx, keys)
         ta = map_reduce(ctx.runner, _chunk_table, merge_tables, [ctx.original],
                         ctx.shape_original[0], chunk_rows=int(ctx.options["chunk_rows"]),
-                        args=(tuple(column_positions(keys, ctx.columns)), None))
+                        args=(tuple(column_positions(keys, ctx.columns)), None,
+                              lookups if any(lk is not None for lk in lookups) else None))
         tb = map_reduce(ctx.runner, _chunk_table, merge_tables, [ctx.masked],
                         ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
                         args=(tuple(column_positions(keys, ctx.masked_columns)), None))
@@ -335,7 +401,8 @@ def _contingency(ctx: MeasureContext, name: str) -> tuple[np.ndarray, np.ndarray
 @register("hellinger", kind="loss", categorical=True, same_shape=False, options=("chunk_rows",),
           reference="Hellinger distance between contingency tables",
           description="Hellinger distance between the original and masked contingency tables "
-                      "of the categorical keys, sqrt(1/2 sum (sqrt p - sqrt q)^2), in [0, 1]")
+                      "of the categorical keys, sqrt(1/2 sum (sqrt p - sqrt q)^2), in [0, 1] "
+                      "(a globally recoded key compared at the recoded level)")
 def hellinger(ctx: MeasureContext) -> MetricResult:
     """Hellinger distance of the key tables (a missing value is a cell of its own)."""
     p, q, keys = _contingency(ctx, "hellinger")

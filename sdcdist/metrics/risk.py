@@ -166,10 +166,16 @@ def _blocked_link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric:
         M, O = _transformed(ctx, num, kind)
     else:
         M, O = ctx.runner.task(_zero_width, None, n_m), ctx.runner.task(_zero_width, None, n_o)
+    from .frequency import recodings
+    lookups = recodings(ctx, [names[i] for i in cat])
+    lookups = lookups if any(lk is not None for lk in lookups) else None
     hi = np.maximum(ctx.runner.call(max_codes, ctx.original, ca),
                     ctx.runner.call(max_codes, ctx.masked, cb))
+    if lookups is not None:
+        hi = np.maximum(hi, [int(np.nanmax(lk)) if lk is not None and np.isfinite(lk).any()
+                             else -1 for lk in lookups])
     radix = tuple(int(h) + 2 for h in hi)
-    ko = ctx.runner.task(block_keys, ctx.original, ca, radix)
+    ko = ctx.runner.task(block_keys, ctx.original, ca, radix, lookups)
     km = ctx.runner.task(block_keys, ctx.masked, cb, radix)
     opt = _options(ctx)
     if reverse:
