@@ -116,9 +116,16 @@ _ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
 @click.option("--confidential", default=None, metavar="A,B,...",
               help="IPSO: the confidential columns (regressors); default: the dataset's "
                    "confidential role.")
+@click.option("--option", "option_items", multiple=True, metavar="KEY=VALUE",
+              help="A method option, e.g. variables=[age] or mapping={sex: {'1': m}}; for "
+                   "a pipeline a step's options, e.g. recode={w: 5, variables: [age]} "
+                   "(repeatable).")
+@click.option("--categorical", default=None, metavar="A,B,...",
+              help="Integer-coded columns of a CSV/Parquet input to read as categorical.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output.")
 def mask(data: str, method: str, param: float | None, seed: int, out: str, keys: str | None,
-         confidential: str | None, overwrite: bool) -> None:
+         confidential: str | None, option_items: tuple[str, ...], categorical: str | None,
+         overwrite: bool) -> None:
     """Mask DATA (a Zarr store, CSV or Parquet file) with one method and write the result.
 
     \b
@@ -144,7 +151,24 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
         param = 0.0
     elif meth.kind == "int" and float(param).is_integer():
         param = int(param)
-    md = load_microdata(data)
+    from ..data import is_store
+    md = load_microdata(data, categorical=split_list(categorical)
+                        if categorical and not is_store(data) else None)
+    given: dict[str, Any] = {}
+    if option_items:
+        from ..yamlsafe import parse_option_value
+        for item in option_items:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise SdcInputError(f"--option takes KEY=VALUE (e.g. variables=[age]). Got "
+                                    f"{item!r} instead.")
+            given[key.strip()] = parse_option_value(key.strip(), value)
+        if meth.steps:
+            from ..masking._registry import check_pipeline_options
+            given = check_pipeline_options(meth, given)
+        else:
+            from ..options import validate_method_options
+            given = validate_method_options(meth, given)
     roles = {r: list(c) for r, c in md.roles.items()}
     if keys:
         roles["key"] = split_list(keys)
@@ -158,7 +182,7 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
                             f"{' and '.join(_ROLE_FLAGS[r] for r in missing)} (comma-separated "
                             f"column names), or ingest the data with those roles")
     options: dict[str, Any] = method_options(meth, columns=md.columns, roles=roles,
-                                             categorical=md.categories)
+                                             categorical=md.categories, options=given)
     info: dict[str, Any] = {}
     if "info" in meth.options:
         options["info"] = info
@@ -167,7 +191,8 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
                          "seed": seed, "source_sha256": md.sha256}}
     if "family" in info:
         attrs["masking"]["family"] = dict(zip(md.columns, info["family"]))
-    write_microdata(Microdata(masked, md.columns, roles, None, md.categories), out,
+    categories = {**md.categories, **info.get("categories", {})}
+    write_microdata(Microdata(masked, md.columns, roles, None, categories), out,
                     overwrite=overwrite,
                     attrs=attrs)
     shown = "" if meth.kind == "none" else f" {meth.param}={param:g}"
@@ -176,3 +201,6 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
     if "family" in info:
         click.echo("fitted families: " + ", ".join(
             f"{c}={f}" for c, f in zip(md.columns, info["family"])))
+    if "suppressed" in info:
+        click.echo(f"suppressed {info['suppressed']} key values (bound: {info['bound']}, "
+                   f"{info['unsafe']} records below k before suppression)")

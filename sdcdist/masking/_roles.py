@@ -91,7 +91,10 @@ def missing_roles(method: str | MaskingMethod,
     []
     """
     meth = _method(method)
-    if "roles" not in meth.options:
+    if meth.steps:
+        need = {r for step in meth.steps for r in missing_roles(step, roles)}
+        return [r for r, _ in _NEEDED if r in need]
+    if "roles" not in meth.options or meth.acts_on == "categorical":
         return []
     roles = roles or {}
     return [need for need, names in _NEEDED if not any(roles.get(n) for n in names)]
