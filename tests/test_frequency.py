@@ -205,3 +205,13 @@ def test_categorical_losses_by_hand():
         np.sqrt(0.5 * ((np.sqrt(p) - np.sqrt(q)) ** 2).sum()))
     same = measure(ma, ma, ["changed", "hellinger", "tvd"])
     assert [same[k].value for k in ("changed", "hellinger", "tvd")] == [0, 0, 0]
+
+
+def test_audit_refuses_categorical_metrics_on_numeric_data():
+    from sdcdist.audit import load_data, parse_spec
+    spec = parse_spec({"dataset": {"reference": "census"},
+                       "methods": [{"name": "noise", "params": [0.1]}],
+                       "metrics": ["IL1s", "ER", "tvd"]})
+    with pytest.raises(SdcInputError, match=r"ER, tvd measure categorical columns, and "
+                                            r"dataset 'census' has none"):
+        load_data(spec)

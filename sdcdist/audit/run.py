@@ -116,6 +116,13 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
     for ds in spec.datasets:
         md = load_dataset(spec, ds)
         keysets = resolve_keysets(spec, md, ds)
+        need = [k for k in spec.metrics
+                if get_metric(k).categorical and not get_metric(k).keysets]
+        if need and not md.categories:
+            raise SdcInputError(
+                f"{', '.join(need)} measure categorical columns, and dataset {ds.name!r} "
+                "has none: name its integer-coded categorical columns in the dataset's "
+                "'categorical:' (text columns are categorical anyway)")
         for ms in spec.methods:
             check_data(ms.name, md.values, ms.params,
                        _method_options(spec, md.columns, md.roles, ms.name,

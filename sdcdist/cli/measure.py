@@ -77,13 +77,15 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     if metric_names and not names:
         raise SdcInputError("--metric was given without a name; give metric names "
                             "(comma-separated), or leave --metric out for all of them")
-    names = names or \
-        [n for n, m in REGISTRY.items() if m.kind in ("loss", "utility")]
     for n in names:
         get_metric(n)
     cats = split_list(categorical) if categorical else None
     A, cols_a, cat_a, w_a = _open_input(original, "original", cats)
     B, cols_b, cat_b, w_b = _open_input(masked, "masked", cats)
+    # default: every loss and utility metric (those of categorical columns when there are any)
+    names = names or \
+        [n for n, m in REGISTRY.items() if m.kind in ("loss", "utility")
+         and not (m.categorical and not (cat_a or cat_b))]
     if cols_a != cols_b:
         raise SdcInputError(f"the masked file's columns {list(cols_b)} differ from the original "
                             f"file's {list(cols_a)}; both files need the same columns in the "

@@ -79,6 +79,10 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     a, id_a = _load_with_id(original, id_column, "original", cats)
     b, id_b = _load_with_id(masked, id_column, "masked", cats)
     categ = list(dict.fromkeys(a.categorical + b.categorical))
+    if not metric_names and not categ:
+        # the frequency metrics count categorical keys: none here
+        names = [n for n in names if not (get_metric(n).categorical
+                                          and not get_metric(n).keysets)]
     weight = weight or b.weight or a.weight
     if weight is not None:
         from ..errors import column_positions

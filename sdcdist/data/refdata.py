@@ -8,8 +8,9 @@ provenance in the README.md there):
 - ``household``: a household survey extract, 4580 x 15 columns, all numeric
   (the categorical quasi-identifiers are integer codes). Its
   ``sampling_weight`` column is constant, so select the columns to audit
-  (``dataset: {reference: household, columns: [...]}``); sdcdist reads the
-  codes as numbers.
+  (``dataset: {reference: household, columns: [...]}``) or give it the
+  ``weight`` role; sdcdist reads the codes as numbers unless the dataset names
+  them in ``categorical:`` (``examples/household.yaml``).
 
 When ``$SDCDIST_REFDATA`` is set, the files are read from that folder instead
 (the same file names).
