@@ -208,7 +208,8 @@ def test_categorical_losses_by_hand():
 
 
 def test_audit_refuses_categorical_metrics_on_numeric_data():
-    from sdcdist.audit import load_data, parse_spec
+    from sdcdist.audit import parse_spec
+    from sdcdist.audit.run import load_data
     spec = parse_spec({"dataset": {"reference": "census"},
                        "methods": [{"name": "noise", "params": [0.1]}],
                        "metrics": ["IL1s", "ER", "tvd"]})
