@@ -77,14 +77,25 @@ def _pack(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows (sorted) and the inverse index."""
+    """Distinct rows (sorted) and the inverse index.
+
+    Rows are packed into one int64 key and factorised by hashing (linear time;
+    only the distinct keys are sorted), so the order never depends on the input's.
+    """
     packed = _pack(rows)
     if packed is None:
         u, inv = np.unique(rows, axis=0, return_inverse=True)
         return u, inv.reshape(-1)
-    key, _ = packed
-    uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    return rows[first], inv.reshape(-1)
+    import pandas as pd
+    key, radix = packed
+    inv, uk = pd.factorize(key, sort=True)
+    uk = np.asarray(uk, dtype=np.int64)
+    out = np.empty((uk.size, rows.shape[1]), dtype=np.int64)
+    rest = uk.copy()
+    for j in range(rows.shape[1] - 1, -1, -1):
+        rest, digit = np.divmod(rest, int(radix[j]))
+        out[:, j] = digit - 1
+    return out, np.asarray(inv, dtype=np.int64)
 
 
 def combo_table(codes: np.ndarray, weights: np.ndarray | None = None) -> dict[str, Any]:
