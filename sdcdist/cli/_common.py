@@ -408,3 +408,19 @@ def write_tables(table: Any, paths: dict[str, str], title: str) -> None:
     for path in paths.values():
         write_table(table, path, title=title)
         click.echo(f"table written to {path}", err=True)
+
+
+def check_same_types(cat_a: list[str], cat_b: list[str], cols_b: Any, original: str,
+                     masked: str) -> None:
+    """Refuse a column that is categorical in one file and numeric in the other (names only)."""
+    from pathlib import Path
+    shared = set(cols_b)
+    only_a = [c for c in cat_a if c in shared and c not in cat_b]
+    only_b = [c for c in cat_b if c not in cat_a]
+    for cols, a, b in ((only_a, original, masked), (only_b, masked, original)):
+        if cols:
+            raise SdcInputError(
+                f"column(s) {cols} are categorical (text, or declared) in "
+                f"{Path(a).name!r} but numeric in {Path(b).name!r}; a column has one type in "
+                "both files: fix the text values, or declare the column categorical for both "
+                "(--categorical)")

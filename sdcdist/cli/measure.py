@@ -86,6 +86,8 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     names = names or \
         [n for n, m in REGISTRY.items() if m.kind in ("loss", "utility")
          and not (m.categorical and not (cat_a or cat_b))]
+    from ._common import check_same_types
+    check_same_types(cat_a, cat_b, cols_b, original, masked)
     if cols_a != cols_b:
         raise SdcInputError(f"the masked file's columns {list(cols_b)} differ from the original "
                             f"file's {list(cols_a)}; both files need the same columns in the "

@@ -78,6 +78,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     cats = split_list(categorical) if categorical else None
     a, id_a = _load_with_id(original, id_column, "original", cats)
     b, id_b = _load_with_id(masked, id_column, "masked", cats)
+    from ._common import check_same_types
+    check_same_types(a.categorical, b.categorical, b.columns, original, masked)
     categ = list(dict.fromkeys(a.categorical + b.categorical))
     if not metric_names and not categ:
         # the frequency metrics count categorical keys: none here

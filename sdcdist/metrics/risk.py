@@ -64,6 +64,8 @@ def key_positions(ctx: MeasureContext, keys: tuple[int, ...]
 
 
 _LINK_OPTIONS = ("block_memory", "block_rows", "linkage_method")
+#: blocked linkage also reads chunk_rows (the pass that finds global recodings)
+_BLOCKED = _LINK_OPTIONS + ("chunk_rows",)
 
 
 def _options(ctx: MeasureContext) -> dict[str, Any]:
@@ -236,7 +238,7 @@ def _dld_share(ctx: MeasureContext, keys: tuple[int, ...], which: str) -> float:
 
 @register("DLD", kind="risk", keysets=True, same_shape=False, categorical=True,
           reference="[DMT §4.1]",
-          options=_LINK_OPTIONS + ("dld",),
+          options=_BLOCKED + ("dld",),
           description="distance-based linkage: % of masked records whose nearest original "
                       "record (standardised Euclidean, key columns) is their own; "
                       "option dld: dmt links original to masked on raw values, ties as hits")
@@ -246,7 +248,7 @@ def dld(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 @register("DLD2", kind="risk", keysets=True, same_shape=False, categorical=True,
           reference="[DMT §4.1]",
-          options=_LINK_OPTIONS + ("dld",),
+          options=_BLOCKED + ("dld",),
           description="% of masked records whose second-nearest original record "
                       "(standardised Euclidean) is their own; option dld as DLD")
 def dld2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
@@ -255,7 +257,7 @@ def dld2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 @register("DRL2", kind="risk", keysets=True, same_shape=False, categorical=True,
           reference="[DTMS §4.1]",
-          options=_LINK_OPTIONS,
+          options=_BLOCKED,
           description="distance-standardising linkage: sum of |a_i - b_i| / sd of |a_i - b_i| "
                       "over all pairs; % of masked records linked to their own")
 def drl2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
@@ -264,7 +266,7 @@ def drl2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 @register("PDL", kind="risk", keysets=True, same_shape=False, categorical=True,
           reference="[DRS §2.1]",
-          options=_LINK_OPTIONS,
+          options=_BLOCKED,
           keyset_default="all",
           description="permutation-distance linkage: each original record linked to the masked "
                       "record(s) at minimal max rank difference over all key columns (one key "
