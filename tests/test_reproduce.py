@@ -1,0 +1,73 @@
+"""examples/reproduce.py: the transcribed paper values and its paper-vs-sdcdist comparison."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def reproduce():
+    spec = importlib.util.spec_from_file_location("reproduce", ROOT / "examples" / "reproduce.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_table2_transcription_is_consistent(reproduce):
+    """109 rows, ranks 1..109 in Score order, each Score the paper's weighted sum."""
+    rows = reproduce.paper_rows("dmt")
+    assert len(rows) == 109
+    assert [r["rank"] for r in rows] == list(range(1, 110))
+    assert all(a["Score"] <= b["Score"] for a, b in zip(rows, rows[1:]))
+    for r in rows:
+        s = 0.5 * r["IL"] + 0.125 * r["DLD"] + 0.125 * r["PLD"] + 0.25 * r["ID1"]
+        assert abs(s - r["Score"]) < 0.011, r["label"]
+    for col in ("IL", "DLD", "PLD", "ID1"):
+        assert sorted(r[f"{col}_rank"] for r in rows) == list(range(1, 110)), col
+
+
+def test_ywc_transcription_is_consistent(reproduce):
+    """Table 3's l-metric scores are 100 (s + reid) / 2 with Table 1's s0, s1, s2 and Table
+    2's rates. As printed, the paper's Table 3 row add01 uses the rate of Table 2's row add05,
+    and its rnkswp15 Sscore reads 30.67 for 20.67."""
+    rows = {r["label"]: r for r in reproduce.paper_rows("ywc")}
+    assert len(rows) == 14
+    checked = 0
+    for lab, r in rows.items():
+        if math.isnan(r["s0"]):
+            continue
+        reid = rows["add05"]["reid_l"] if lab == "add01" else r["reid_l"]
+        for score, s in (("Ascore", "s0"), ("Dscore", "s1"), ("Sscore", "s2")):
+            want = r[f"{score}_l"] - (10 if (lab, score) == ("rnkswp15", "Sscore") else 0)
+            assert abs(100 * (r[s] + reid) / 2 - want) < 0.06, (lab, score)
+            checked += 1
+    assert checked == 13 * 3
+
+
+def test_quick_run_compares_and_agrees(reproduce, client, tmp_path, capsys):
+    """The deterministic microaggregations give the paper's DLD to two decimals."""
+    res = reproduce.main(["--paper", "dmt", "--cells", "micir:3,micz:5",
+                          "--out", str(tmp_path)], client=client)
+    rows = {r["label"]: r for r in res["dmt"]["rows"]}
+    assert set(rows) == {"MicIR03", "MicZ05"}
+    assert round(rows["MicIR03"]["sdcdist DLD"], 2) == 97.39
+    assert round(rows["MicZ05"]["sdcdist DLD"], 2) == 4.03
+    assert round(rows["MicZ05"]["sdcdist IL"], 2) == 104.06
+    agr = res["dmt"]["agreement"]
+    assert agr["DLD"]["rows"] == 2 and agr["DLD"]["within10"] == 1.0
+    assert agr["ID1"]["within10"] == 1.0
+    out = capsys.readouterr().out
+    assert "MicIR03" in out and "97.39 / 97.39" in out and "within 10 %" in out
+
+
+def test_cells_and_bad_method(reproduce):
+    assert reproduce.parse_cells("micir:3, micz:5,distr") == \
+        {"micir": [3.0], "micz": [5.0], "distr": []}
+    with pytest.raises(SystemExit, match="no method"):
+        reproduce.restricted_spec("dmt", {"nosuch": [1]})
