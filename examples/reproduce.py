@@ -54,8 +54,24 @@ PAPERS = {
 }
 
 
-def paper_rows(paper: str) -> list[dict[str, Any]]:
-    """The transcribed values of ``paper``: one dict per row (numbers as float, '' as NaN)."""
+#: Evident misprints of the papers, corrected by :func:`paper_rows` (``raw=False``):
+#: (paper, label, column) -> (value to use, why). YWC's Table 3 scores are
+#: ``100 (s + reid) / 2`` with the s of Table 1 and the rates of Table 2 in every
+#: other cell.
+CORRECTIONS = {
+    ("ywc", "rnkswp15", "Sscore_l"): (20.67, "printed 30.67; 100 (0.069 + 0.3444) / 2 = 20.67"),
+    ("ywc", "rnkswp05", "Sscore_d"): (45.66, "printed 46.66; 100 (0.027 + 0.8861) / 2 = 45.66"),
+}
+#: YWC Table 2 has a row add05 and no add01, Tables 1 and 3 the reverse; Table 3's six add01
+#: scores are Table 1's add01 s0, s1, s2 with Table 2's add05 rates, so those rates are add01's.
+MOVED = {("ywc", "add05"): "add01"}
+
+
+def paper_rows(paper: str, *, raw: bool = False) -> list[dict[str, Any]]:
+    """The transcribed values of ``paper``: one dict per row (numbers as float, '' as NaN).
+
+    ``raw=False`` applies :data:`CORRECTIONS` and :data:`MOVED` (the rates of YWC's
+    Table 2 row add05 go to row add01, and row add05 is dropped)."""
     path = HERE / "paper_values" / PAPERS[paper]["values"]
     out = []
     with path.open(newline="") as fh:
@@ -66,7 +82,18 @@ def paper_rows(paper: str) -> list[dict[str, Any]]:
                 if k not in row:
                     row[k] = float(v) if v != "" else math.nan
             out.append(row)
-    return out
+    if raw:
+        return out
+    by_label = {r["label"]: r for r in out}
+    for (p, src), dst in MOVED.items():
+        if p == paper and src in by_label:
+            moved = by_label.pop(src)
+            for k in ("reid_d", "reid_l"):
+                by_label[dst][k] = moved[k]
+    for (p, label, col), (value, _) in CORRECTIONS.items():
+        if p == paper:
+            by_label[label][col] = value
+    return [r for r in out if r["label"] in by_label]
 
 
 def parse_cells(text: str) -> dict[str, list[float]]:

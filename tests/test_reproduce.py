@@ -33,21 +33,24 @@ def test_table2_transcription_is_consistent(reproduce):
 
 
 def test_ywc_transcription_is_consistent(reproduce):
-    """Table 3's l-metric scores are 100 (s + reid) / 2 with Table 1's s0, s1, s2 and Table
-    2's rates. As printed, the paper's Table 3 row add01 uses the rate of Table 2's row add05,
-    and its rnkswp15 Sscore reads 30.67 for 20.67."""
+    """Table 3's scores are 100 (s + reid) / 2 with Table 1's s0, s1, s2 and Table 2's
+    rates, once the misprints are corrected and Table 2's add05 rates are add01's; the
+    d-metric scores of the scaled mixtures are a little off in the paper (up to 0.15)."""
+    raw = {r["label"]: r for r in reproduce.paper_rows("ywc", raw=True)}
+    assert len(raw) == 14 and math.isnan(raw["add01"]["reid_l"])
+    assert raw["rnkswp15"]["Sscore_l"] == 30.67
     rows = {r["label"]: r for r in reproduce.paper_rows("ywc")}
-    assert len(rows) == 14
+    assert len(rows) == 13 and "add05" not in rows
+    assert rows["add01"]["reid_l"] == raw["add05"]["reid_l"] == 0.75
     checked = 0
     for lab, r in rows.items():
-        if math.isnan(r["s0"]):
-            continue
-        reid = rows["add05"]["reid_l"] if lab == "add01" else r["reid_l"]
-        for score, s in (("Ascore", "s0"), ("Dscore", "s1"), ("Sscore", "s2")):
-            want = r[f"{score}_l"] - (10 if (lab, score) == ("rnkswp15", "Sscore") else 0)
-            assert abs(100 * (r[s] + reid) / 2 - want) < 0.06, (lab, score)
-            checked += 1
-    assert checked == 13 * 3
+        for m in ("d", "l"):
+            for score, s in (("Ascore", "s0"), ("Dscore", "s1"), ("Sscore", "s2")):
+                tol = 0.16 if m == "d" and lab.startswith("scal") else 0.06
+                assert abs(100 * (r[s] + r[f"reid_{m}"]) / 2 - r[f"{score}_{m}"]) < tol, \
+                    (lab, score, m)
+                checked += 1
+    assert checked == 13 * 6
 
 
 def test_quick_run_compares_and_agrees(reproduce, client, tmp_path, capsys):
