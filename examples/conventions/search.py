@@ -58,6 +58,10 @@ def stage_grid(paper: str, stage: str) -> list[Convention]:
     if stage == "fine":
         return [C(method="l", t=t) for t in (0.25, 0.3, 0.35, 0.4)] + \
             [C(method="d", t=t, refit=20) for t in (0.25, 0.3, 0.35, 0.4)]
+    if stage == "max":
+        return [C(method="d", t=t, base="max", refit=r, u_fixed=uf) for t in (0.2, 0.25, 0.3)
+                for r in (0, 20) for uf in (False, True)] + \
+            [C(method="l", t=t, base="max", refit=r) for t in (0.25, 0.3) for r in (0, 20)]
     # DMT links 7 key sets per cell: its later stages keep sdcdist's t and plain EM
     ts, oracle = ((0.1, 0.2, 0.3), (False, True)) if paper == "ywc" else ((0.05,), (False,))
     if stage == "base":
@@ -184,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("paper", choices=("ywc", "dmt"))
     ap.add_argument("--stage", default="baseline",
-                    choices=("baseline", "tolerance", "em", "refit", "fine", "base", "assign"))
+                    choices=("baseline", "tolerance", "em", "refit", "fine", "max", "base", "assign"))
     ap.add_argument("--cells", help="DMT cells, e.g. micir:3,rankswap:10,distr")
     ap.add_argument("--csv", help="write every value here")
     args = ap.parse_args(argv)
