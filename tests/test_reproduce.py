@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,25 @@ def test_cells_and_bad_method(reproduce):
         {"micir": [3.0], "micz": [5.0], "distr": []}
     with pytest.raises(SystemExit, match="no method"):
         reproduce.restricted_spec("dmt", {"nosuch": [1]})
+
+
+def test_convention_lab_equals_sdcdist_prl_at_its_defaults():
+    """examples/conventions/prl_lab.py, whose search the README reports, links as sdcdist's
+    PRL does when every convention is sdcdist's (same EM, weights, 1-1 assignment)."""
+    import numpy as np
+    spec = importlib.util.spec_from_file_location(
+        "prl_lab", ROOT / "examples" / "conventions" / "prl_lab.py")
+    lab = importlib.util.module_from_spec(spec)
+    sys.modules["prl_lab"] = lab          # its dataclass looks its module up
+    try:
+        spec.loader.exec_module(lab)
+    finally:
+        del sys.modules["prl_lab"]
+    rng = np.random.default_rng(7)
+    X = rng.lognormal(8, 1.5, size=(150, 4)) * (rng.random((150, 4)) > 0.2)
+    for sd in (0.05, 0.3):
+        Xm = X + rng.normal(0, sd, X.shape) * X.std(axis=0)
+        for method in ("l", "d"):
+            want = lab.sdcdist_pld(X, Xm, [0, 1, 2, 3], method=method, t=0.1)
+            got = lab.link(X, Xm, [0, 1, 2, 3], lab.Convention(method=method, t=0.1))
+            assert got == want, (sd, method)
