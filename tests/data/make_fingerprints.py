@@ -1,0 +1,119 @@
+"""Regenerate the example fingerprints of ``tests/test_examples.py`` after a deliberate change.
+
+    python tests/data/make_fingerprints.py demo ywc_domingo     # full runs of these specs
+    python tests/data/make_fingerprints.py --subset             # the dmt_table2 subset only
+    python tests/data/make_fingerprints.py --subset dmt_table2  # both (dmt_table2 takes minutes)
+    python tests/data/make_fingerprints.py --all                # every spec of examples/ and
+                                                                # the subset
+
+Each named spec of ``examples/`` is audited on an in-process cluster like the
+test's ``client`` fixture (two workers of one thread), and its per-metric
+fingerprints (:func:`sdcdist.testing.cube_fingerprints`) replace its entry in
+``example_fingerprints.json``. Metrics whose flags changed on purpose
+(``example_values_fingerprints.json``: ``PS``, ``PS2``) get their values-only
+hash updated there and keep their old entry in ``example_fingerprints.json``,
+which the test does not compare; ``RR`` and ``PDL`` are left out as the test
+leaves them out. ``--subset`` reruns the ``dmt_table2`` subset (the parameters
+listed in ``dmt_table2_subset_fingerprints.json``) and rewrites its
+fingerprints. Only the files of the runs asked for are rewritten; review the
+diff (``git diff tests/data``) and say in the commit which metrics changed and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+FULL_FILE = DATA / "example_fingerprints.json"
+VALUES_FILE = DATA / "example_values_fingerprints.json"
+SUBSET_FILE = DATA / "dmt_table2_subset_fingerprints.json"
+CHANGED_ON_PURPOSE = {"RR", "PDL"}   # as tests/test_examples.py
+
+
+def _dump(path: Path, obj: dict) -> None:
+    if json.loads(path.read_text()) != obj:   # the files' own layout, rewritten on change only
+        compact = path == VALUES_FILE
+        path.write_text(json.dumps(obj) if compact else json.dumps(obj, indent=1) + "\n")
+
+
+def subset_spec(subset: dict):
+    """The parsed ``dmt_table2`` spec restricted to the subset's parameters."""
+    import yaml
+
+    from sdcdist.audit import parse_spec
+    path = ROOT / "examples" / f"{subset['spec']}.yaml"
+    doc = yaml.safe_load(path.read_text())
+    for m in doc["methods"]:
+        if "params" in m:
+            m["params"] = subset["params"][m["name"]]
+    return parse_spec(doc, base_dir=path.parent)
+
+
+def fingerprints(spec, out: Path, client, values_only: set[str]) -> tuple[dict, dict]:
+    """(full fingerprints, values-only fingerprints of ``values_only``) of ``spec``'s cube."""
+    from sdcdist.audit import run_audit
+    from sdcdist.testing import cube_fingerprints
+    res = run_audit(spec, out, client=client)
+    if res.computed != res.total:
+        raise SystemExit(f"{out.name}: {res.total - res.computed} cells were not computed")
+    full = cube_fingerprints(out)
+    values = cube_fingerprints(out, variables=("value", "keyset_value", "excluded"))
+    return full, {m: values[m] for m in values_only if m in values}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("names", nargs="*", help="spec names of examples/ (file stems)")
+    ap.add_argument("--subset", action="store_true", help="the dmt_table2 subset")
+    ap.add_argument("--all", action="store_true", help="every spec and the subset")
+    args = ap.parse_args(argv)
+    known = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+    names = known if args.all else args.names
+    unknown = [n for n in names if n not in known]
+    if unknown or not (names or args.subset or args.all):
+        ap.error(f"give spec names among {known} and/or --subset (unknown: {unknown})")
+
+    sys.path.insert(0, str(ROOT))
+    from distributed import Client, LocalCluster
+
+    from sdcdist.audit import load_spec
+    full_fp = json.loads(FULL_FILE.read_text())
+    values_fp = json.loads(VALUES_FILE.read_text())
+    subset = json.loads(SUBSET_FILE.read_text())
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as client, \
+            tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            spec = load_spec(ROOT / "examples" / f"{name}.yaml")
+            got, vals = fingerprints(spec, Path(tmp) / f"{name}.zarr", client, set(values_fp))
+            keep = set(spec.metrics) - CHANGED_ON_PURPOSE
+            old = full_fp.get(name, {})
+            entry = {m: (old[m] if m in vals and m in old else h)
+                     for m, h in got.items() if m in keep}
+            changed = sorted(m for m in entry if old.get(m) != entry[m])
+            changed += sorted(m for m in vals if values_fp.get(m) != vals[m])
+            full_fp[name] = entry
+            values_fp.update(vals)
+            print(f"{name}: {len(entry)} metrics, changed: {changed or 'none'}")
+        if args.subset or args.all:
+            got, _ = fingerprints(subset_spec(subset), Path(tmp) / "subset.zarr", client, set())
+            keep = set(full_fp[subset["spec"]])
+            entry = {m: h for m, h in got.items() if m in keep}
+            changed = sorted(m for m in entry if subset["fingerprints"].get(m) != entry[m])
+            subset["fingerprints"] = entry
+            print(f"{subset['spec']} subset: {len(entry)} metrics, changed: {changed or 'none'}")
+    if names:
+        _dump(FULL_FILE, full_fp)
+        _dump(VALUES_FILE, values_fp)
+    if args.subset or args.all:
+        _dump(SUBSET_FILE, subset)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
