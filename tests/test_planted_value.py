@@ -33,7 +33,8 @@ SPELLINGS = re.compile(rb"7[,._ ]?919[,._ ]?1(?:2|\b|e)", re.IGNORECASE)
 
 #: the commands this test runs; a new command must be added here (and run below)
 COVERED = {"ingest", "synth", "mask", "methods", "metrics", "measure", "risk", "link",
-           "audit", "calibrate", "report", "query", "plot", "certs", "verify"}
+           "audit", "calibrate", "report", "query", "plot", "certs", "verify",
+           "serve"}   # serve: its responses and log are searched by tests/test_service.py
 
 
 def _data(rng: np.random.Generator) -> np.ndarray:
