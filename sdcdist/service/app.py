@@ -208,14 +208,44 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
             raise HTTPException(404, f"no audit {audit_id!r}")
         return a
 
-    def open_audit_cube(audit_id: str, who: str) -> Any:
-        from ..cube import open_cube
-        own_audit(audit_id, who)
+    cubes: dict[str, tuple[tuple, Any]] = {}        # audit -> (state key, loaded cube)
+    cube_locks: dict[str, threading.Lock] = {}
+    cubes_lock = threading.Lock()
+
+    def loaded_cube(audit_id: str, who: str, *, squeeze: bool = True) -> Any:
+        """The audit's cube in memory, opened (and integrity-checked) once per state of
+        the audit: a finished audit's cube is read from disk once, a running one's again
+        after each new cell. The 16 most recently used cubes are kept."""
+        from ..cube import _as_cube, open_cube
+        a = own_audit(audit_id, who)
         path = store.cube_path(audit_id)
         if not path.exists():
             raise HTTPException(409, "the audit has not written its cube yet; wait until it "
                                      "runs (GET /v1/audits/{id} shows its status)")
-        return open_cube(str(path))
+        key = (a["status"], a["cells_done"], a["runs"])
+        with cubes_lock:
+            lock = cube_locks.setdefault(audit_id, threading.Lock())
+        with lock:
+            hit = cubes.get(audit_id)
+            if hit is None or hit[0] != key:
+                import xarray as xr
+                open_cube(str(path), squeeze=False)      # its checks: integrity, metadata
+                # read whole arrays at once: much faster than Dask's chunk-by-chunk tasks
+                cube = _as_cube(xr.open_zarr(str(path), consolidated=False,
+                                             chunks=None).load())
+                with cubes_lock:
+                    cubes.pop(audit_id, None)
+                    cubes[audit_id] = (key, cube)
+                    while len(cubes) > 16:
+                        cubes.pop(next(iter(cubes)))
+            else:
+                cube = hit[1]
+        if squeeze and cube.sizes["dataset"] == 1:
+            return _as_cube(cube.isel(dataset=0))
+        return cube
+
+    def open_audit_cube(audit_id: str, who: str) -> Any:
+        return loaded_cube(audit_id, who)
 
     # -- the page and health ------------------------------------------------------------
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -459,12 +489,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         return {"audit": audit_id, "status": a["status"], "records": out}
 
     def _open_unsqueezed(audit_id: str, who: str) -> Any:
-        from ..cube import open_cube
-        own_audit(audit_id, who)
-        path = store.cube_path(audit_id)
-        if not path.exists():
-            raise HTTPException(409, "the audit has not written its cube yet")
-        return open_cube(str(path), squeeze=False)
+        return loaded_cube(audit_id, who, squeeze=False)
 
     @app.get("/v1/audits/{audit_id}/query", tags=["results"])
     def query(audit_id: str, where: str | None = None, sort: str | None = None,
