@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -42,15 +43,16 @@ class Server:
     """``sdcdist serve`` in its own process group; ``kill()`` is a SIGKILL of the group
     (the service and its local cluster's worker processes, as a killed pod)."""
 
-    def __init__(self, root: Path, log: Path, *args: str):
-        self.root, self.log, self.args = root, log, args
+    def __init__(self, root: Path, log: Path, *args: str, verify: Any = True):
+        self.root, self.log, self.args, self.verify = root, log, args, verify
+        self.scheme = "https" if "--certfile" in args else "http"
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{self.scheme}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 180) -> "Server":
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{self.scheme}://127.0.0.1:{self.port}"
         f = self.log.open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sdcdist.cli", "--log-level", "info", "serve",
@@ -64,7 +66,8 @@ class Server:
                 raise RuntimeError(f"the service exited ({self.proc.returncode}):\n"
                                    + self.log.read_text(errors="replace")[-3000:])
             try:
-                if httpx.get(self.url + "/v1/health", timeout=2).status_code == 200:
+                if httpx.get(self.url + "/v1/health", timeout=2,
+                             verify=self.verify).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass

@@ -83,10 +83,14 @@ def _demo_spec(dataset: dict) -> dict:
     return doc
 
 
-def _state(svc: Server, who: str) -> tuple[list, list, list]:
+def _state(svc: Server, who: str) -> tuple[list, list, list, list]:
+    """What a refused request must not change: the principal's datasets and audits, and
+    the dataset and audit folders of the root."""
     http = svc.http[who]
-    return (http.get("/v1/datasets").json(), http.get("/v1/audits").json(),
-            sorted(p.name for p in (svc.root / "datasets").iterdir()))
+    return ([d["id"] for d in http.get("/v1/datasets").json()],
+            [a["id"] for a in http.get("/v1/audits").json()],
+            sorted(p.name for p in (svc.root / "datasets").iterdir()),
+            sorted(p.name for p in (svc.root / "audits").iterdir()))
 
 
 # ---------------------------------------------------------------------------

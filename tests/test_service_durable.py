@@ -72,3 +72,23 @@ def test_sigkill_and_restart_resumes_without_recomputing(tmp_path, client):
         assert np.array_equal(got[var].values, want[var].values, equal_nan=True), var
     log = server.log.read_text()
     assert "resuming audits" in log
+
+
+def test_https_with_certfile_and_keyfile(tmp_path, run):
+    """--certfile/--keyfile: the service speaks https only, verified against the CA."""
+    import ssl
+    assert run("certs", "--out", tmp_path / "tls").exit_code == 0
+    tls = tmp_path / "tls"
+    ca = ssl.create_default_context(cafile=str(tls / "ca.crt"))
+    server = Server(tmp_path / "root", tmp_path / "service.log", "--certfile",
+                    str(tls / "scheduler.crt"), "--keyfile", str(tls / "scheduler.key"),
+                    verify=ca).start()
+    try:
+        assert server.url.startswith("https://")
+        with httpx.Client(base_url=server.url, verify=ca) as c:
+            assert c.get("/v1/health").json()["status"] == "ok"
+            assert c.get("/v1/methods").status_code == 200
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(f"http://127.0.0.1:{server.port}/v1/health", timeout=5)
+    finally:
+        server.stop()
