@@ -256,6 +256,14 @@ def test_bad_uploads_are_refused_and_leave_nothing(svc, tmp_path):
     assert len(big) > 2**20
     r = alice.post("/v1/datasets", files={"file": ("big.csv", big)})
     assert r.status_code == 413, r.text
+    # the same without a Content-Length (chunked): refused while it is read
+    head = (b'--xyz\r\nContent-Disposition: form-data; name="file"; filename="big.csv"\r\n'
+            b"Content-Type: text/csv\r\n\r\n")
+    body = head + big + b"\r\n--xyz--\r\n"
+    r = alice.post("/v1/datasets", content=(body[i:i + 65536]
+                                            for i in range(0, len(body), 65536)),
+                   headers={"Content-Type": "multipart/form-data; boundary=xyz"})
+    assert r.status_code == 413 and "larger" in r.json()["detail"], r.text
     assert _state(svc, "alice") == before
     assert not list((svc.root / "tmp").iterdir())
 
@@ -311,6 +319,9 @@ def test_bad_specs_are_refused_and_store_nothing(svc, tmp_path):
                    headers={"Content-Type": "application/yaml"})
     assert r.status_code == 422 and r.json()["detail"]
     r = alice.post("/v1/audits", content="name: x\n" + "# pad\n" * 200_000,
+                   headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 413
+    r = alice.post("/v1/audits", content=(b"# pad\n" * 10_000 for _ in range(40)),
                    headers={"Content-Type": "application/yaml"})
     assert r.status_code == 413
     assert _state(svc, "alice") == before

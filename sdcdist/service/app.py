@@ -66,11 +66,6 @@ class ServiceConfig:
     max_audits: int = 8
 
 
-class _TooLarge(Exception):
-    def __init__(self, limit: int, what: str):
-        self.limit, self.what = limit, what
-
-
 class BodyLimit:
     """ASGI middleware: a request body above the route's limit is refused with 413,
     from its Content-Length when it has one, else while it is read."""
@@ -96,19 +91,29 @@ class BodyLimit:
             await _too_large(send, limit, what)
             return
         seen = 0
+        answered = False
 
         async def counted() -> Any:
-            nonlocal seen
+            # past the limit: answer 413 here, and tell the app the client went away
+            nonlocal seen, answered
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > limit:
-                    raise _TooLarge(limit, what)
+                    if not answered:
+                        answered = True
+                        await _too_large(send, limit, what)
+                    return {"type": "http.disconnect"}
             return msg
+
+        async def guarded(msg: Any) -> None:
+            if not answered:             # the app's own answer after a 413 is dropped
+                await send(msg)
         try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await _too_large(send, limit, what)
+            await self.app(scope, counted, guarded)
+        except Exception:
+            if not answered:
+                raise
 
 
 async def _too_large(send: Any, limit: int, what: str) -> None:
