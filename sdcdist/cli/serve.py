@@ -96,6 +96,8 @@ def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: 
     from pathlib import Path
 
     from ..service.auth import Tokens
+    if Path(root).exists() and not Path(root).is_dir():
+        raise SdcInputError(f"--root {root!r} is a file; give a folder (created if missing)")
     principals = Tokens.load(tokens) if tokens else None
     if principals is None and not _is_loopback(host):
         raise SdcInputError(f"--host {host} without --tokens would let anyone who reaches "
