@@ -51,7 +51,12 @@ def test_sigkill_and_restart_resumes_without_recomputing(tmp_path, client):
         server.kill()
         http.close()
 
+        # what a kill during an upload leaves: a file being received, a store without a row
+        (server.root / "tmp" / "ds_dead").mkdir()
+        (server.root / "datasets" / "ds_dead.zarr").mkdir()
         server.start()                                   # same root, a new process
+        assert not list((server.root / "tmp").iterdir())
+        assert not (server.root / "datasets" / "ds_dead.zarr").exists()
         http = httpx.Client(base_url=server.url, timeout=60)
         a = wait_done(http, long_id)
         assert a["status"] == "done" and a["cells_done"] == 40 and a["runs"] == 2, a

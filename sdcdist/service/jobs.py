@@ -48,6 +48,9 @@ class JobRunner:
 
     # -- control -------------------------------------------------------------
     def start(self) -> None:
+        removed = self.store.clean()
+        if removed:
+            event(log, "removed half-made uploads", entries=removed)
         n = self.store.requeue_running()
         if n:
             event(log, "resuming audits", audits=n)

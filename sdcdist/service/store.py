@@ -68,6 +68,22 @@ class Store:
         with self._conn() as c:
             c.executescript(_SCHEMA)
 
+    def clean(self) -> int:
+        """At start-up: remove what a killed process left half-made: uploads being
+        received (``tmp/``) and dataset stores without a row (killed between the ingest
+        and the commit). Returns how many entries were removed."""
+        import shutil
+        n = 0
+        for p in (self.root / "tmp").iterdir():
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+            n += 1
+        known = {r["id"] for r in self._all("SELECT id FROM datasets")}
+        for p in (self.root / "datasets").iterdir():
+            if p.name.removesuffix(".zarr") not in known:
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                n += 1
+        return n
+
     # -- connections -------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
         c = getattr(self._local, "conn", None)
