@@ -384,6 +384,37 @@ def test_30_concurrent_submissions_from_3_principals(svc):
         assert [r["value"] for r in recs] == [float(v) for v in want], (who, i)
 
 
+def test_python_client(svc, tmp_path):
+    """sdcdist.connect: upload, submit (the spec's dataset replaced by the upload), wait,
+    query, cube; the service's refusals as Python exceptions."""
+    import sdcdist
+    from sdcdist.errors import SdcInputError
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: client\nseed: 4\ndataset: {name: people, reference: census}\n"
+                    "methods: [{name: micmul, params: [3, 4]}]\nmetrics: [IL1s, DLD]\n")
+    with sdcdist.connect(svc.url, token=svc.tokens["carol"]) as c:
+        ds = c.upload(_planted_csv(tmp_path / "people.csv"), keys=["WAGES", "BUSINC"])
+        assert ds["roles"] == {"key": ["WAGES", "BUSINC"]}
+        audit = c.submit(spec, dataset=ds)
+        final = audit.wait(progress=False, timeout=240)
+        assert final["status"] == "done" and final["cells_done"] == 2
+        t = audit.query("DLD >= 0", sort="IL1s")
+        assert list(t.index.get_level_values("method")) == ["micmul", "micmul"]
+        cube = audit.cube(cache=tmp_path / "cache")
+        local = open_cube(str(svc.root / "audits" / audit.id / "cube.zarr"))
+        assert np.array_equal(cube["value"].values, local["value"].values, equal_nan=True)
+        assert cube.attrs["spec_sha256"] == local.attrs["spec_sha256"]
+        assert "IL1s" in audit.report(by="IL1s", format="md")
+        with pytest.raises(SdcInputError, match="nosie"):
+            c.submit({"name": "x", "dataset": {"id": ds["id"]},
+                      "methods": [{"name": "nosie", "params": [1]}], "metrics": ["IL1s"]})
+    with sdcdist.connect(svc.url, token=svc.tokens["bob"]) as other:
+        with pytest.raises(LookupError):
+            other.audit(audit.id).status()
+    with sdcdist.connect(svc.url, token="wrong") as bad, pytest.raises(PermissionError):
+        bad.datasets()
+
+
 def test_no_response_or_log_line_holds_a_planted_value(svc):
     """Runs last: every body this module received, and the service's log."""
     assert BODIES, "no response was recorded"

@@ -178,10 +178,13 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        from ..cli._common import _where
+        # the type and where it was raised, as the command line says it: a message
+        # or a traceback's locals could hold data
         event(log, "unexpected failure", logging.ERROR, kind=type(exc).__name__,
-              path=request.url.path)
-        return JSONResponse({"detail": f"unexpected failure ({type(exc).__name__}); "
-                                       "the service log has the details"}, status_code=500)
+              where=_where(exc), path=request.url.path)
+        return JSONResponse({"detail": f"unexpected failure ({type(exc).__name__}); the "
+                                       "service log says where"}, status_code=500)
 
     # -- who is asking --------------------------------------------------------------
     def principal(request: Request) -> str:
