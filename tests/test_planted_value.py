@@ -130,6 +130,7 @@ def test_no_output_carries_a_planted_value(tmp_path):
         ("plot", ["plot", "cube.zarr", "--kind", "ranks", "-o", "r.svg"]),
         ("plot", ["plot", "cal.zarr", "--kind", "curves", "--metric", "DLD", "-o", "c.png"]),
         ("certs", ["certs", "--out", "certs"]),
+        ("serve", ["serve", "--hash-token", "planted"]),   # the service: test_service.py
     ]
     if "verify" in cmds:
         ok += [("verify", ["verify", "store.zarr"]), ("verify", ["verify", "cube.zarr"])]
@@ -142,6 +143,7 @@ def test_no_output_carries_a_planted_value(tmp_path):
         ("risk", ["risk", "orig.csv", "masked.csv", "--keys", "INCOME,NOPE", "--local"], ""),
         ("audit", ["audit", "bad_spec.yaml", "--out", "bad.zarr", "--workers", "1"], ""),
         ("report", ["report", "bad_row.csv", "--by", "IL1s"], "bad_row.csv"),
+        ("serve", ["serve", "--root", "bad_row.csv"], "bad_row.csv"),
     ]
     ran = set()
     for name, args in ok:
