@@ -190,8 +190,8 @@ async function showResults(a, box) {
         tr.insertCell().textContent = (typeof v === "number") ? (Number.isInteger(v) ? v : v.toFixed(3)) : (v === null ? "" : v);
       }
     }
-    const cap = document.createElement("div");
-    cap.innerHTML = "<small>cells ranked by " + by + " (rank 1 is best)</small>";
+    const cap = document.createElement("small");
+    cap.textContent = "cells ranked by " + by + " (rank 1 is best)";
     res.appendChild(cap); res.appendChild(table);
     const img = document.createElement("img");
     img.className = "plot"; img.id = "plot-" + a.id; img.alt = "trade-off plot";
