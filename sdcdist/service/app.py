@@ -31,6 +31,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import (FileResponse, HTMLResponse, JSONResponse, PlainTextResponse,
                                Response, StreamingResponse)
 from starlette.background import BackgroundTask
+from starlette.requests import ClientDisconnect
 
 from ..errors import SdcInputError
 from ..logs import event
@@ -176,6 +177,11 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         return JSONResponse({"detail": "; ".join(parts) or "invalid request"},
                             status_code=422)
 
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, exc: ClientDisconnect) -> Response:
+        # the client went away (or its body passed the limit, answered 413 already)
+        return Response(status_code=400)
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         from ..cli._common import _where
@@ -186,9 +192,24 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         return JSONResponse({"detail": f"unexpected failure ({type(exc).__name__}); the "
                                        "service log says where"}, status_code=500)
 
+    @app.middleware("http")
+    async def _access_log(request: Request, call_next: Any) -> Response:
+        # method, path (never the query string), status, principal, duration; reads at
+        # debug level (pages poll), changes at info
+        t0 = time.perf_counter()
+        response = await call_next(request)
+        level = logging.DEBUG if request.method in ("GET", "HEAD") else logging.INFO
+        if log.isEnabledFor(level):
+            event(log, "request", level, method=request.method, path=request.url.path,
+                  status=response.status_code,
+                  principal=getattr(request.state, "principal", None),
+                  ms=round(1000 * (time.perf_counter() - t0), 1))
+        return response
+
     # -- who is asking --------------------------------------------------------------
     def principal(request: Request) -> str:
         if config.tokens is None:
+            request.state.principal = "local"
             return "local"
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
@@ -200,6 +221,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         if who is None:
             raise HTTPException(401, "the token is not valid for this service",
                                 headers={"WWW-Authenticate": "Bearer"})
+        request.state.principal = who
         return who
 
     Who = Depends(principal)
