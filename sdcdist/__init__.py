@@ -11,6 +11,7 @@ The public facade. Modules each do one thing:
 - :mod:`sdcdist.cube`      the result cube and its query helpers (best, pareto, at_risk, ranks)
 - :mod:`sdcdist.query`     the small filter language of ``sdcdist query --where``
 - :mod:`sdcdist.report`    ranking tables and plots
+- :mod:`sdcdist.client`    ``connect(url)``: audits on an ``sdcdist serve`` service
 
 The names below are imported on first use (PEP 562), so ``import sdcdist``
 (and the command line's ``sdcdist --help``) does not load numpy, numba,
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = ["SdcInputError", "Microdata", "from_array", "ingest", "load_microdata",
            "open_microdata", "write_microdata", "MASKING_METHODS", "METRICS", "measure",
-           "mask", "__version__"]
+           "mask", "connect", "__version__"]
 
 #: public name -> (module, attribute), imported on first access
 _LAZY = {
@@ -42,6 +43,7 @@ _LAZY = {
     "MASKING_METHODS": (".masking", "REGISTRY"),
     "METRICS": (".metrics", "REGISTRY"),
     "measure": (".metrics", "measure"),
+    "connect": (".client", "connect"),
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
@@ -49,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
                        write_microdata)
     from .masking import REGISTRY as MASKING_METHODS
     from .metrics import REGISTRY as METRICS, measure
+    from .client import connect
 
 
 def __getattr__(name: str) -> Any:

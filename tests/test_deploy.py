@@ -26,7 +26,7 @@ import zarr
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
-PROFILES = ("overlays/small", "overlays/large", "cluster")
+PROFILES = ("overlays/small", "overlays/large", "cluster", "service")
 BUILD_TOOLS = re.compile(r"\b(build-essential|gcc|g\+\+|make|clang|[\w.+-]+-dev)\b")
 
 
@@ -301,6 +301,56 @@ def test_long_lived_cluster_has_the_jobs_pods():
     assert [e["name"] for e in env] == ["DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES"]
     assert "distributed.http.scheduler.api" in yaml.safe_load(env[0]["value"])
     assert got == want
+
+
+def test_service_talks_to_the_cluster_and_keeps_its_state(tmp_path):
+    """deploy/service: `sdcdist serve` on a PVC, with the tokens Secret, admitted to the
+    long-lived cluster's scheduler; its arguments are the command's own options."""
+    from sdcdist.cli import main
+    from sdcdist.service.auth import Tokens
+    docs = kustomize("service")
+    (dep,) = by_kind(docs, "Deployment")
+    assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate"
+    pod = dep["spec"]["template"]
+    assert pod["metadata"]["labels"]["sdcdist.org/audit-client"] == "true"
+    ps = pod["spec"]
+    assert ps["automountServiceAccountToken"] is False and ps["securityContext"]["runAsNonRoot"]
+    (c,) = ps["containers"]
+    args = c["args"]
+    assert args[:4] == ["sdcdist", "--log-format", "json", "serve"]
+    serve = main.commands["serve"]
+    known = {o for p in serve.params for o in getattr(p, "opts", [])}
+    assert {a for a in args[4:] if a.startswith("--")} <= known
+    env = {e["name"]: e for e in c["env"]}
+    assert env["DASK_SCHEDULER_ADDRESS"]["value"] == "tls://sdcdist-scheduler:8786"
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    vols = {v["name"]: v for v in ps["volumes"]}
+    assert args[args.index("--root") + 1] == mounts["state"]
+    (pvc,) = by_kind(docs, "PersistentVolumeClaim")
+    assert vols["state"]["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
+    assert args[args.index("--tokens") + 1].startswith(mounts["tokens"] + "/")
+    secret = next(d for d in by_kind(docs, "Secret")
+                  if d["metadata"]["name"] == vols["tokens"]["secret"]["secretName"])
+    f = tmp_path / "tokens.txt"
+    f.write_text(secret["stringData"]["tokens.txt"])
+    assert Tokens.load(f).principals                      # a valid tokens file
+    assert {i["key"] for i in vols["tls"]["secret"]["items"]} == \
+        {"ca.crt", "client.crt", "client.key"}
+    assert c["readinessProbe"]["httpGet"]["path"] == "/v1/health"
+    port = c["ports"][0]["containerPort"]
+    assert str(port) == args[args.index("--port") + 1]
+    (svc,) = [s for s in by_kind(docs, "Service") if s["metadata"]["name"] == "sdcdist-service"]
+    assert svc["spec"]["selector"] == {"app.kubernetes.io/name": "sdcdist-service"}
+    pol = next(p for p in by_kind(docs, "NetworkPolicy")
+               if p["metadata"]["name"] == "sdcdist-service")
+    assert pol["spec"]["podSelector"]["matchLabels"] == svc["spec"]["selector"]
+    assert [p["port"] for r in pol["spec"]["ingress"] for p in r["ports"]] == [port]
+    # the scheduler's policy admits the service pod (its audit-client label)
+    sched = next(p for p in by_kind(docs, "NetworkPolicy")
+                 if p["metadata"]["name"] == "sdcdist-scheduler")
+    peers = [f.get("podSelector", {}).get("matchLabels", {})
+             for r in sched["spec"]["ingress"] for f in r["from"]]
+    assert {"sdcdist.org/audit-client": "true"} in peers
 
 
 # ---------------------------------------------------------------------------

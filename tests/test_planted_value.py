@@ -33,7 +33,8 @@ SPELLINGS = re.compile(rb"7[,._ ]?919[,._ ]?1(?:2|\b|e)", re.IGNORECASE)
 
 #: the commands this test runs; a new command must be added here (and run below)
 COVERED = {"ingest", "synth", "mask", "methods", "metrics", "measure", "risk", "link",
-           "audit", "calibrate", "report", "query", "plot", "certs", "verify"}
+           "audit", "calibrate", "report", "query", "plot", "certs", "verify",
+           "serve"}   # serve: its responses and log are searched by tests/test_service.py
 
 
 def _data(rng: np.random.Generator) -> np.ndarray:
@@ -129,6 +130,7 @@ def test_no_output_carries_a_planted_value(tmp_path):
         ("plot", ["plot", "cube.zarr", "--kind", "ranks", "-o", "r.svg"]),
         ("plot", ["plot", "cal.zarr", "--kind", "curves", "--metric", "DLD", "-o", "c.png"]),
         ("certs", ["certs", "--out", "certs"]),
+        ("serve", ["serve", "--hash-token", "planted"]),   # the service: test_service.py
     ]
     if "verify" in cmds:
         ok += [("verify", ["verify", "store.zarr"]), ("verify", ["verify", "cube.zarr"])]
@@ -141,6 +143,7 @@ def test_no_output_carries_a_planted_value(tmp_path):
         ("risk", ["risk", "orig.csv", "masked.csv", "--keys", "INCOME,NOPE", "--local"], ""),
         ("audit", ["audit", "bad_spec.yaml", "--out", "bad.zarr", "--workers", "1"], ""),
         ("report", ["report", "bad_row.csv", "--by", "IL1s"], "bad_row.csv"),
+        ("serve", ["serve", "--root", "bad_row.csv"], "bad_row.csv"),
     ]
     ran = set()
     for name, args in ok:

@@ -12,6 +12,7 @@ module         commands
 ``results``    ``report``, ``query``, ``plot``
 ``certs``      ``certs``
 ``verify``     ``verify``
+``serve``      ``serve`` (the audit service; FastAPI and uvicorn load in its body)
 ``_paths``     path/URL arguments, output checks, redaction, safe file names
 ``_common``    the group, failure handling and exit codes, cluster options and the
                one cluster helper, shared option parsing
@@ -27,6 +28,6 @@ from ._paths import StrictCommand
 
 main.command_class = StrictCommand     # a single-value option given twice is refused
 # each module registers its commands on ``main`` when imported
-from . import audit, catalog, certs, data, link, measure, results, risk, verify  # noqa: F401, I001
+from . import audit, catalog, certs, data, link, measure, results, risk, serve, verify  # noqa: F401, I001
 
 __all__ = ["main", "EXIT_FAILURE", "EXIT_USER"]

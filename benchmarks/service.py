@@ -1,0 +1,260 @@
+"""The audit service against the command line, its request latency under load, its memory.
+
+Run as ``python benchmarks/service.py [--workers 2] [--clients 20] [--seconds 10]
+[--no-table2-cli] [--quick]``.
+
+Prints, in one run:
+
+1. The demo audit (``examples/demo.yaml``) with ``sdcdist audit`` and through the
+   service (upload the demo's data, submit, wait), each on its own local cluster of
+   ``--workers`` processes: the command's audit time (what it reports, cluster start and
+   imports excluded) against the service's submit-to-done time (after one tiny warm-up
+   audit), and their ratio.
+2. The 109-parameterisation Table-2 audit (``examples/dmt_table2.yaml``, Census) the same
+   two ways (a few minutes each; ``--no-table2-cli`` skips the command-line run), which
+   also builds the cube of the next step.
+3. ``/query`` and ``/cube`` on that cube under ``--clients`` concurrent clients for
+   ``--seconds`` each: requests per second, p50 and p99 latency.
+4. The service's memory: resident set of the service process when idle (started, nothing
+   submitted) and its peak (VmHWM), and the peak of the whole process tree (with the
+   local cluster's workers), sampled every 0.2 s.
+
+Everything runs on 127.0.0.1. ``--quick`` keeps 2 parameters per Table-2 method and 2
+seconds per load test (a smoke test). The machine is shared: timings are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process in bytes."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    get = lambda k: int(re.search(rf"^{k}:\s+(\d+) kB", text, re.M).group(1)) * 1024  # noqa
+    return get("VmRSS"), get("VmHWM")
+
+
+def tree_rss(pgid: int) -> int:
+    """Resident memory of every process of a process group, in bytes."""
+    total = 0
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(d.name)) == pgid:
+                total += rss(int(d.name))[0]
+        except (OSError, AttributeError):
+            pass
+    return total
+
+
+class Service:
+    def __init__(self, root: Path, workers: int):
+        import httpx
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = (root.parent / "service.log").open("ab")
+        self.proc = subprocess.Popen(
+            [PY, "-m", "sdcdist.cli", "serve", "--root", str(root), "--port", str(self.port),
+             "--workers", str(workers), "--max-upload", "1024"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env(), start_new_session=True,
+            stdin=subprocess.DEVNULL)
+        t0 = time.monotonic()
+        while True:
+            try:
+                if httpx.get(self.url + "/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() - t0 > 300:
+                raise RuntimeError("the service did not start; see service.log")
+            time.sleep(0.2)
+        self.http = httpx.Client(base_url=self.url, timeout=600)
+        self.peak_tree = 0
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+
+    def start_sampling(self) -> None:
+        self._sampler.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak_tree = max(self.peak_tree, tree_rss(self.proc.pid))
+            time.sleep(0.2)
+
+    def wait(self, audit_id: str) -> dict:
+        while True:
+            a = self.http.get(f"/v1/audits/{audit_id}").json()
+            if a["status"] not in ("queued", "running"):
+                if a["status"] != "done":
+                    raise RuntimeError(f"audit {audit_id}: {a['status']} {a['error']}")
+                return a
+            time.sleep(0.1)
+
+    def submit(self, doc: dict) -> tuple[str, float]:
+        t0 = time.perf_counter()
+        r = self.http.post("/v1/audits", json=doc)
+        r.raise_for_status()
+        audit_id = r.json()["id"]
+        self.wait(audit_id)
+        return audit_id, time.perf_counter() - t0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.http.close()
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.log.close()
+
+
+def cli_audit(spec: Path, out: Path, workers: int) -> tuple[float, float]:
+    """(audit seconds as the command reports them, wall seconds of the command)."""
+    t0 = time.perf_counter()
+    r = subprocess.run([PY, "-m", "sdcdist.cli", "audit", str(spec), "--out", str(out),
+                        "--workers", str(workers), "--no-progress", "--overwrite"],
+                       capture_output=True, text=True, env=env())
+    wall = time.perf_counter() - t0
+    if r.returncode:
+        raise RuntimeError(r.stderr)
+    m = re.search(r"in ([0-9.]+) s", r.stdout)
+    return float(m.group(1)), wall
+
+
+async def load(url: str, paths: list[str], clients: int, seconds: float) -> dict:
+    import httpx
+    lat: list[float] = []
+    errors = 0
+    stop = time.perf_counter() + seconds
+
+    async def one(i: int) -> None:
+        nonlocal errors
+        async with httpx.AsyncClient(base_url=url, timeout=60) as c:
+            k = i
+            while time.perf_counter() < stop:
+                t0 = time.perf_counter()
+                r = await c.get(paths[k % len(paths)])
+                lat.append(time.perf_counter() - t0)
+                errors += r.status_code != 200
+                k += 1
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(clients)))
+    wall = time.perf_counter() - t0
+    a = np.array(lat) * 1000
+    return {"n": len(lat), "rate": len(lat) / wall, "p50": float(np.percentile(a, 50)),
+            "p99": float(np.percentile(a, 99)), "errors": errors}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--clients", type=int, default=20)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--no-table2-cli", action="store_true")
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    seconds = 2.0 if a.quick else a.seconds
+    from sdcdist.data import write_microdata
+    from sdcdist.data.synth import generate
+    with tempfile.TemporaryDirectory(prefix="sdcdist-bench-service-") as tmp:
+        tmp = Path(tmp)
+        # -- 1. the demo -----------------------------------------------------------------
+        demo = yaml.safe_load((ROOT / "examples" / "demo.yaml").read_text())
+        t2 = yaml.safe_load((ROOT / "examples" / "dmt_table2.yaml").read_text())
+        if a.quick:
+            for m in t2["methods"]:
+                if "params" in m:
+                    m["params"] = m["params"][:2]
+        t2_spec = tmp / "table2.yaml"
+        t2_spec.write_text(yaml.safe_dump(t2))
+        cli_demo, cli_demo_wall = cli_audit(ROOT / "examples" / "demo.yaml", tmp / "demo.zarr",
+                                            a.workers)
+        svc = Service(tmp / "root", a.workers)
+        time.sleep(2.0)
+        idle, _ = rss(svc.proc.pid)
+        idle_tree = tree_rss(svc.proc.pid)
+        svc.start_sampling()
+        try:
+            syn = demo["dataset"]["synthetic"]
+            csv = tmp / "incomes.csv"
+            write_microdata(generate(syn["rows"], columns=syn["columns"], seed=syn["seed"]),
+                            csv)
+            with csv.open("rb") as f:
+                ds = svc.http.post("/v1/datasets", files={"file": ("incomes.csv", f)}).json()
+            doc = dict(demo, dataset={"id": ds["id"], "name": demo["dataset"]["name"]})
+            # a running service is warm: its first audit pays the imports, as a command's
+            # start does (which the command's audit time leaves out); pay them untimed
+            svc.submit({"name": "warm-up", "dataset": {"synthetic": {"rows": 100,
+                                                                      "columns": 3}},
+                        "methods": [{"name": "noise", "params": [0.1]}],
+                        "metrics": ["IL1s"]})
+            _, svc_demo = svc.submit(doc)
+            print(f"demo audit (16 cells, {a.workers} workers): sdcdist audit {cli_demo:.1f} s "
+                  f"(command {cli_demo_wall:.1f} s with cluster start), service submit-to-done "
+                  f"{svc_demo:.1f} s: ratio service/command {svc_demo / cli_demo:.2f}")
+            # -- 2. Table 2 ----------------------------------------------------------------
+            t2_id, svc_t2 = svc.submit(t2)
+            cells = svc.http.get(f"/v1/audits/{t2_id}").json()["cells_total"]
+            line = f"Table-2 audit ({cells} cells): service submit-to-done {svc_t2:.1f} s"
+            if not a.no_table2_cli:
+                cli_t2, _ = cli_audit(t2_spec, tmp / "t2.zarr", a.workers)
+                line += (f", sdcdist audit {cli_t2:.1f} s: ratio service/command "
+                         f"{svc_t2 / cli_t2:.2f}")
+            print(line)
+            # -- 3. latency under load --------------------------------------------------
+            queries = [f"/v1/audits/{t2_id}/query?where=DLD%20%3C%2010%20and%20IL%20%3C%2050"
+                       f"&sort=Score&top=10", f"/v1/audits/{t2_id}/query?sort=Score2&top=20",
+                       f"/v1/audits/{t2_id}/query?where=ID1%20%3E%2020"]
+            cubes = [f"/v1/audits/{t2_id}/cube?metric=Score",
+                     f"/v1/audits/{t2_id}/cube?method=rankswap&metric=DLD&metric=IL",
+                     f"/v1/audits/{t2_id}/cube"]
+            t0 = time.perf_counter()          # the first request opens and checks the cube
+            svc.http.get(queries[0]).raise_for_status()
+            print(f"first /query on the finished cube (opens it and checks every chunk): "
+                  f"{time.perf_counter() - t0:.2f} s")
+            for name, paths in (("/query", queries), ("/cube", cubes)):
+                r = asyncio.run(load(svc.url, paths, a.clients, seconds))
+                print(f"{name:7s} {a.clients} clients x {seconds:g} s: {r['rate']:.0f} "
+                      f"requests/s, p50 {r['p50']:.0f} ms, p99 {r['p99']:.0f} ms "
+                      f"({r['n']} requests, {r['errors']} errors)")
+            _, peak = rss(svc.proc.pid)
+            print(f"service memory: idle {idle / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB "
+                  f"(service process); with the local cluster's workers: idle "
+                  f"{idle_tree / 2**20:.0f} MiB, peak {svc.peak_tree / 2**20:.0f} MiB")
+        finally:
+            svc.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Service command: ``serve`` runs the audit service (HTTP API and web page)."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+
+import click
+
+from ..errors import SdcInputError
+from ._common import ClusterOptions, cluster, cluster_options, main
+
+__all__ = ["serve"]
+
+_LOOPBACK = ("localhost",)
+
+
+def _is_loopback(host: str) -> bool:
+    if host in _LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _hash_token(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """--hash-token NAME: print a tokens-file line for a fresh token (or one read from
+    standard input when it is not a terminal) and exit."""
+    if value is None or ctx.resilient_parsing:
+        return
+    from ..service.auth import _NAME, hash_token, new_token
+    if not _NAME.match(value):
+        raise click.BadParameter("a principal name is letters, digits and ._@- (at most "
+                                 "64 characters)", ctx, param)
+    given = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.readline().strip()
+    token = given or new_token()
+    method = "scrypt" if given else "sha256"    # chosen tokens get the slow hash
+    if not given:
+        click.echo(f"token for {value} (give it to them; only its hash is stored):\n{token}",
+                   err=True)
+    click.echo(f"{value} {hash_token(token, method=method)}")
+    ctx.exit(0)
+
+
+@main.command()
+@click.option("--root", type=click.Path(file_okay=False), default=None,
+              help="Folder of the service's state (SQLite), datasets and cubes; created if "
+                   "missing. Required.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (without --tokens: loopback only).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--tokens", type=click.Path(exists=True, dir_okay=False), default=None,
+              envvar="SDCDIST_TOKENS",
+              help="File of hashed bearer tokens, one 'PRINCIPAL sha256:HEX' line each "
+                   "(make lines with --hash-token). Without it every request is accepted "
+                   "and the service listens on loopback only.")
+@click.option("--certfile", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="TLS certificate (PEM): serve https.")
+@click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="TLS private key (PEM) of --certfile.")
+@click.option("--max-upload", type=click.IntRange(1, 1 << 20), default=256,
+              show_default=True, metavar="MIB", help="Largest dataset upload, in MiB (413 "
+                                                     "above).")
+@click.option("--max-audits", type=click.IntRange(1, 10_000), default=8, show_default=True,
+              help="Audits one principal may have queued or running at once (429 above).")
+@click.option("--max-running", type=click.IntRange(1, 256), default=4, show_default=True,
+              help="Audits run at once on the cluster (the others wait in the queue).")
+@click.option("--hash-token", metavar="NAME", expose_value=False, is_eager=True,
+              callback=_hash_token,
+              help="Print a tokens-file line for principal NAME and exit: a fresh random "
+                   "token is printed on stderr; a token piped on stdin is hashed instead.")
+@cluster_options
+def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: str | None,
+          keyfile: str | None, max_upload: int, max_audits: int, max_running: int,
+          where: ClusterOptions) -> None:
+    """Run the audit service: an HTTP API (/v1, OpenAPI at /openapi.json, docs at /docs)
+    and a web page (/) in front of one Dask cluster.
+
+    \b
+    Examples:
+      sdcdist serve --root /srv/sdcdist                      # this machine only
+      sdcdist serve --hash-token alice >> tokens.txt
+      sdcdist serve --root /srv/sdcdist --tokens tokens.txt --host 0.0.0.0 \\
+          --certfile cert.pem --keyfile key.pem --scheduler tls://dask:8786
+
+    State lives in SQLite under --root; a restarted service resumes the audits
+    that were running from their cubes. Audits run on a local cluster started
+    here, or on --scheduler.
+    """
+    if root is None:
+        raise SdcInputError("serve needs --root DIR, the folder of its state, datasets and "
+                            "cubes")
+    if (certfile is None) != (keyfile is None):
+        raise SdcInputError("TLS needs both --certfile and --keyfile")
+    from pathlib import Path
+
+    from ..service.auth import Tokens
+    if Path(root).exists() and not Path(root).is_dir():
+        raise SdcInputError(f"--root {root!r} is a file; give a folder (created if missing)")
+    principals = Tokens.load(tokens) if tokens else None
+    if principals is None and not _is_loopback(host):
+        raise SdcInputError(f"--host {host} without --tokens would let anyone who reaches "
+                            "this machine use the service; give --tokens FILE (make lines "
+                            "with 'sdcdist serve --hash-token NAME') or listen on 127.0.0.1")
+    import uvicorn
+
+    from ..limits import MAX_SPEC_BYTES
+    from ..service.app import ServiceConfig, create_app
+    from ..service.jobs import JobRunner
+    from ..service.store import Store
+    store = Store(root)
+    config = ServiceConfig(root=Path(root).resolve(), tokens=principals,
+                           max_upload=max_upload * 2**20, max_spec=MAX_SPEC_BYTES,
+                           max_audits=max_audits)
+    scheme = "https" if certfile else "http"
+    if principals is None:
+        click.echo("no --tokens: every request is accepted, so the service listens on "
+                   f"{host} (this machine) only", err=True)
+    else:
+        click.echo(f"{len(principals.principals)} principal(s) from {Path(tokens).name}",
+                   err=True)
+    with cluster(where) as client:
+        runner = JobRunner(store, client, max_running=max_running)
+        app = create_app(config, runner, store)
+        from ..service.app import BodyLimit
+        asgi = BodyLimit(app, [("POST", "/v1/datasets", config.max_upload, "upload"),
+                               ("POST", "/v1/audits", config.max_spec, "spec")])
+        runner.start()
+        server = uvicorn.Server(uvicorn.Config(
+            asgi, host=host, port=port, ssl_certfile=certfile, ssl_keyfile=keyfile,
+            log_config=None, access_log=True, timeout_graceful_shutdown=5))
+        click.echo(f"sdcdist service on {scheme}://{host}:{port}/ (API docs at /docs, "
+                   f"state in {config.root})", err=True)
+        try:
+            server.run()
+        finally:
+            runner.shutdown()

@@ -1,0 +1,711 @@
+"""The HTTP API of ``sdcdist serve`` (FastAPI): datasets, audits, cubes, the web page.
+
+Every route under ``/v1`` needs ``Authorization: Bearer TOKEN`` when the
+service has a tokens file; each dataset and audit belongs to the principal of
+the token that created it, and another principal gets 404 for it. The same
+functions as the command line do the work: uploads are validated by
+:func:`sdcdist.data.ingest`, specs by :func:`sdcdist.audit.parse_spec` and
+:func:`sdcdist.audit.run.load_data`, queries by :mod:`sdcdist.query`, tables
+and plots by :mod:`sdcdist.report`. A user mistake is a 422 with the same
+one-line message as the command line. No response or log line holds a record
+value: schemas, counts, hashes and metric values only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import shutil
+import threading
+import time
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import (FileResponse, HTMLResponse, JSONResponse, PlainTextResponse,
+                               Response, StreamingResponse)
+from starlette.background import BackgroundTask
+from starlette.requests import ClientDisconnect
+
+from ..errors import SdcInputError
+from ..logs import event
+from .auth import Tokens
+from .jobs import JobRunner
+from .store import ACTIVE, Store, audit_out, new_id
+
+__all__ = ["create_app", "ServiceConfig"]
+
+log = logging.getLogger("sdcdist.service")
+
+#: files an upload may be (the formats `sdcdist ingest` reads)
+UPLOAD_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".txt", ".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """What ``sdcdist serve`` was given.
+
+    Attributes
+    ----------
+    root : folder of the state (SQLite), the datasets and the cubes
+    tokens : the tokens file's principals, or None (no authentication, loopback only)
+    max_upload : largest upload in bytes (413 above)
+    max_spec : largest spec in bytes (413 above)
+    max_audits : audits a principal may have queued or running at once (429 above)
+    """
+
+    root: Path
+    tokens: Tokens | None = None
+    max_upload: int = 256 * 2**20
+    max_spec: int = 2**20
+    max_audits: int = 8
+
+
+class BodyLimit:
+    """ASGI middleware: a request body above the route's limit is refused with 413,
+    from its Content-Length when it has one, else while it is read."""
+
+    def __init__(self, app: Any, limits: list[tuple[str, str, int, str]]):
+        self.app = app
+        self.limits = limits       # (method, path prefix, bytes, what)
+
+    def _limit(self, scope: Mapping[str, Any]) -> tuple[int, str] | None:
+        for method, prefix, n, what in self.limits:
+            if scope.get("method") == method and scope.get("path", "").rstrip("/") == prefix:
+                return n, what
+        return None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        lim = self._limit(scope) if scope["type"] == "http" else None
+        if lim is None:
+            await self.app(scope, receive, send)
+            return
+        limit, what = lim
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await _too_large(send, limit, what)
+            return
+        seen = 0
+        answered = False
+
+        async def counted() -> Any:
+            # past the limit: answer 413 here, and tell the app the client went away
+            nonlocal seen, answered
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > limit:
+                    if not answered:
+                        answered = True
+                        await _too_large(send, limit, what)
+                    return {"type": "http.disconnect"}
+            return msg
+
+        async def guarded(msg: Any) -> None:
+            if not answered:             # the app's own answer after a 413 is dropped
+                await send(msg)
+        try:
+            await self.app(scope, counted, guarded)
+        except Exception:
+            if not answered:
+                raise
+
+
+async def _too_large(send: Any, limit: int, what: str) -> None:
+    body = json.dumps({"detail": f"the {what} is larger than this service accepts "
+                                 f"({_size(limit)}); make it smaller or ask the operator "
+                                 "to raise the limit"}).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n} bytes"
+
+
+def _clean(v: Any) -> Any:
+    """JSON-safe: NaN and infinities become null."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _records(df: Any) -> list[dict[str, Any]]:
+    """A pandas table (index method, param) as JSON records."""
+    t = df.reset_index()
+    return [{k: _clean(v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+            for row in t.to_dict(orient="records")]
+
+
+def create_app(config: ServiceConfig, runner: JobRunner | None = None,
+               store: Store | None = None) -> FastAPI:
+    """The ASGI application. ``runner`` runs the audits (None: submissions only queue)."""
+    store = store or Store(config.root)
+    app = FastAPI(
+        title="sdcdist audit service",
+        version=_version(),
+        description="Submit, follow and query audits of statistical disclosure control "
+                    "methods. Authenticate with `Authorization: Bearer TOKEN`.",
+    )
+    app.state.store = store
+    app.state.runner = runner
+    app.state.config = config
+    plot_lock = threading.Lock()        # matplotlib's pyplot is not thread-safe
+
+    # -- errors --------------------------------------------------------------------
+    @app.exception_handler(SdcInputError)
+    async def _input_error(request: Request, exc: SdcInputError) -> JSONResponse:
+        from ..cli._paths import redact
+        return JSONResponse({"detail": redact(str(exc))}, status_code=422)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # one line naming the parameter; never the value that was sent
+        parts = []
+        for e in exc.errors():
+            loc = ".".join(str(x) for x in e.get("loc", ()) if x not in ("query", "body"))
+            parts.append(f"{loc or 'the request'}: {e.get('msg', 'invalid')}")
+        return JSONResponse({"detail": "; ".join(parts) or "invalid request"},
+                            status_code=422)
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, exc: ClientDisconnect) -> Response:
+        # the client went away (or its body passed the limit, answered 413 already)
+        return Response(status_code=400)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        from ..cli._common import _where
+        # the type and where it was raised, as the command line says it: a message
+        # or a traceback's locals could hold data
+        event(log, "unexpected failure", logging.ERROR, kind=type(exc).__name__,
+              where=_where(exc), path=request.url.path)
+        return JSONResponse({"detail": f"unexpected failure ({type(exc).__name__}); the "
+                                       "service log says where"}, status_code=500)
+
+    @app.middleware("http")
+    async def _access_log(request: Request, call_next: Any) -> Response:
+        # method, path (never the query string), status, principal, duration; reads at
+        # debug level (pages poll), changes at info
+        t0 = time.perf_counter()
+        response = await call_next(request)
+        level = logging.DEBUG if request.method in ("GET", "HEAD") else logging.INFO
+        if log.isEnabledFor(level):
+            event(log, "request", level, method=request.method, path=request.url.path,
+                  status=response.status_code,
+                  principal=getattr(request.state, "principal", None),
+                  ms=round(1000 * (time.perf_counter() - t0), 1))
+        return response
+
+    # -- who is asking --------------------------------------------------------------
+    def principal(request: Request) -> str:
+        if config.tokens is None:
+            request.state.principal = "local"
+            return "local"
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise HTTPException(401, "this service needs a token: send the header "
+                                     "'Authorization: Bearer TOKEN'",
+                                headers={"WWW-Authenticate": "Bearer"})
+        who = config.tokens.principal(token.strip())
+        if who is None:
+            raise HTTPException(401, "the token is not valid for this service",
+                                headers={"WWW-Authenticate": "Bearer"})
+        request.state.principal = who
+        return who
+
+    Who = Depends(principal)
+
+    def own_dataset(dataset_id: str, who: str) -> dict[str, Any]:
+        d = store.dataset(dataset_id, who)
+        if d is None:
+            raise HTTPException(404, f"no dataset {dataset_id!r}")
+        return d
+
+    def own_audit(audit_id: str, who: str) -> dict[str, Any]:
+        a = store.audit(audit_id, who)
+        if a is None:
+            raise HTTPException(404, f"no audit {audit_id!r}")
+        return a
+
+    cubes: dict[str, tuple[tuple, Any]] = {}        # audit -> (state key, loaded cube)
+    cube_locks: dict[str, threading.Lock] = {}
+    cubes_lock = threading.Lock()
+
+    def loaded_cube(audit_id: str, who: str, *, squeeze: bool = True) -> Any:
+        """The audit's cube in memory, opened (and integrity-checked) once per state of
+        the audit: a finished audit's cube is read from disk once, a running one's again
+        after each new cell. The 16 most recently used cubes are kept."""
+        from ..cube import _as_cube, open_cube
+        a = own_audit(audit_id, who)
+        path = store.cube_path(audit_id)
+        if not path.exists():
+            raise HTTPException(409, "the audit has not written its cube yet; wait until it "
+                                     "runs (GET /v1/audits/{id} shows its status)")
+        key = (a["status"], a["cells_done"], a["runs"])
+        with cubes_lock:
+            lock = cube_locks.setdefault(audit_id, threading.Lock())
+        with lock:
+            hit = cubes.get(audit_id)
+            if hit is None or hit[0] != key:
+                import xarray as xr
+                open_cube(str(path), squeeze=False)      # its checks: integrity, metadata
+                # read whole arrays at once: much faster than Dask's chunk-by-chunk tasks
+                cube = _as_cube(xr.open_zarr(str(path), consolidated=False,
+                                             chunks=None).load())
+                with cubes_lock:
+                    cubes.pop(audit_id, None)
+                    cubes[audit_id] = (key, cube)
+                    while len(cubes) > 16:
+                        cubes.pop(next(iter(cubes)))
+            else:
+                cube = hit[1]
+        if squeeze and cube.sizes["dataset"] == 1:
+            return _as_cube(cube.isel(dataset=0))
+        return cube
+
+    def open_audit_cube(audit_id: str, who: str) -> Any:
+        return loaded_cube(audit_id, who)
+
+    # -- the page and health ------------------------------------------------------------
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        from .web import PAGE
+        return HTMLResponse(PAGE)
+
+    @app.get("/v1/health", tags=["service"])
+    def health() -> dict[str, Any]:
+        """Liveness: no authentication, no data."""
+        return {"status": "ok", "version": _version(),
+                "auth": "bearer" if config.tokens is not None else "none"}
+
+    # -- catalogue ---------------------------------------------------------------------
+    @app.get("/v1/methods", tags=["catalogue"])
+    def methods(who: str = Who) -> list[dict[str, Any]]:
+        """The masking methods a spec may name (the registry of `sdcdist methods`)."""
+        from ..masking import REGISTRY
+        from ..options import for_method
+        return [{"name": n, "param": m.param, "kind": m.kind,
+                 "range": None if m.kind == "none" else m.allowed_text(),
+                 "random": bool(m.random), "description": m.description,
+                 "options": [o.name for o in for_method(n) if o.spec]}
+                for n, m in REGISTRY.items()]
+
+    @app.get("/v1/metrics", tags=["catalogue"])
+    def metrics(who: str = Who) -> list[dict[str, Any]]:
+        """The metrics a spec may name (the registry of `sdcdist metrics`)."""
+        from ..metrics import REGISTRY
+        return [{"name": n, "kind": m.kind, "per_keyset": bool(m.keysets),
+                 "ascending": bool(m.ascending), "requires": list(m.requires or ()),
+                 "description": m.description, "reference": m.reference}
+                for n, m in REGISTRY.items()]
+
+    # -- datasets ------------------------------------------------------------------------
+    @app.post("/v1/datasets", status_code=201, tags=["datasets"])
+    def upload(file: UploadFile = File(..., description="CSV (.csv, .csv.gz, .tsv) or "
+                                                          "Parquet file"),
+               name: str | None = Form(None, description="Dataset name (default: the "
+                                                        "file name without extension)"),
+               keys: str | None = Form(None, description="Key columns, comma-separated"),
+               confidential: str | None = Form(None, description="Confidential columns, "
+                                                                 "comma-separated"),
+               columns: str | None = Form(None, description="Keep only these columns"),
+               who: str = Who) -> dict[str, Any]:
+        """Upload a dataset, validated exactly as `sdcdist ingest` validates a file."""
+        from ..cli._common import split_list
+        from ..cli._paths import slug
+        from ..data import ingest, open_microdata
+        filename = Path(file.filename or "upload.csv").name
+        low = filename.lower()
+        if not low.endswith(UPLOAD_SUFFIXES):
+            raise SdcInputError(f"cannot tell the format of {filename!r}; upload CSV (.csv, "
+                                ".csv.gz, .tsv) or Parquet (.parquet) files")
+        ext = next(s for s in sorted(UPLOAD_SUFFIXES, key=len, reverse=True) if low.endswith(s))
+        stem = slug(filename[:-len(ext)]) or "data"
+        dataset_id = new_id("ds")
+        tmp = store.root / "tmp" / dataset_id
+        tmp.mkdir(parents=True)
+        final = store.dataset_path(dataset_id)
+        try:
+            src = tmp / (stem + ext)
+            with src.open("wb") as f:
+                shutil.copyfileobj(file.file, f, 2**20)
+            roles = {}
+            if keys:
+                roles["key"] = split_list(keys)
+            if confidential:
+                roles["confidential"] = split_list(confidential)
+            ingest(src, final, roles=roles, columns=split_list(columns) if columns else None)
+            attrs = dict(open_microdata(final).attrs)
+            ds_name = (name or stem).strip() or stem
+            store.add_dataset(dataset_id, who, name=ds_name, filename=filename,
+                              rows=int(attrs["n_records"]), columns=list(attrs["columns"]),
+                              roles=dict(attrs.get("roles") or {}),
+                              sha256=str(attrs["sha256"]))
+        except BaseException:
+            shutil.rmtree(final, ignore_errors=True)
+            raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        event(log, "dataset uploaded", dataset=dataset_id, principal=who,
+              rows=int(attrs["n_records"]), columns=len(attrs["columns"]))
+        d = store.dataset(dataset_id, who)
+        return {"id": dataset_id, "rows": d["rows"], "columns": d["columns"],
+                "sha256": d["sha256"], "name": d["name"], "roles": d["roles"]}
+
+    @app.get("/v1/datasets", tags=["datasets"])
+    def list_datasets(who: str = Who) -> list[dict[str, Any]]:
+        """Your datasets: names, schemas and roles (never values)."""
+        return store.datasets(who)
+
+    @app.get("/v1/datasets/{dataset_id}", tags=["datasets"])
+    def get_dataset(dataset_id: str, who: str = Who) -> dict[str, Any]:
+        """One dataset's schema and roles (never values)."""
+        return own_dataset(dataset_id, who)
+
+    @app.delete("/v1/datasets/{dataset_id}", tags=["datasets"])
+    def delete_dataset(dataset_id: str, who: str = Who) -> dict[str, Any]:
+        """Delete a dataset (refused while an audit of yours that uses it is active)."""
+        own_dataset(dataset_id, who)
+        ref = f"datasets/{dataset_id}.zarr"
+        if any(ref in a["spec"] for a in store.audits(who) if a["status"] in ACTIVE):
+            raise HTTPException(409, f"dataset {dataset_id!r} is used by an audit that is "
+                                     "queued or running; cancel it or wait for it first")
+        store.delete_dataset(dataset_id, who)
+        shutil.rmtree(store.dataset_path(dataset_id), ignore_errors=True)
+        event(log, "dataset deleted", dataset=dataset_id, principal=who)
+        return {"id": dataset_id, "deleted": True}
+
+    # -- audits -----------------------------------------------------------------------------
+    @app.post("/v1/audits", status_code=202, tags=["audits"],
+              openapi_extra={"requestBody": {"required": True, "content": {
+                  "application/yaml": {"schema": {"type": "string"}},
+                  "application/json": {"schema": {"type": "object"}}}}})
+    async def submit(request: Request, who: str = Who) -> dict[str, Any]:
+        """Submit an audit spec (YAML or JSON) naming its data by `dataset: {id: ...}`
+        (an uploaded dataset), `reference`, `synthetic`, or a `path` inside the root."""
+        body = await request.body()
+        return await asyncio.to_thread(_submit, body,
+                                       request.headers.get("content-type", ""), who)
+
+    def _submit(body: bytes, ctype: str, who: str) -> dict[str, Any]:
+        from ..audit import parse_spec, plan_cells
+        from ..audit.run import load_data
+        doc = _parse_body(body, ctype)
+        resolved = _resolve(doc, who, store)
+        spec = parse_spec(resolved, base_dir=store.root)
+        load_data(spec)          # columns, roles and parameters against the data
+        audit_id = new_id("au")
+        if not store.add_audit(audit_id, who, name=spec.name, spec=spec.raw,
+                               cells_total=len(plan_cells(spec)), limit=config.max_audits):
+            raise HTTPException(429, f"you have {config.max_audits} audits queued or "
+                                     "running, the most this service allows at once; wait "
+                                     "for one to finish or cancel one")
+        event(log, "audit accepted", audit=audit_id, principal=who,
+              cells=len(plan_cells(spec)))
+        if runner is not None:
+            runner.notify()
+        return {"id": audit_id, "status": "queued"}
+
+    @app.get("/v1/audits", tags=["audits"])
+    def list_audits(who: str = Who) -> list[dict[str, Any]]:
+        """Your audits, oldest first."""
+        return [audit_out(a) for a in store.audits(who)]
+
+    @app.get("/v1/audits/{audit_id}", tags=["audits"])
+    def get_audit(audit_id: str, who: str = Who) -> dict[str, Any]:
+        """Status (queued, running, done, failed, cancelled), cells done of total, times,
+        error."""
+        return audit_out(own_audit(audit_id, who))
+
+    @app.delete("/v1/audits/{audit_id}", tags=["audits"])
+    def cancel(audit_id: str, who: str = Who) -> dict[str, Any]:
+        """Cancel a queued or running audit (the cells already written stay in its cube)."""
+        a = own_audit(audit_id, who)
+        if a["status"] in ACTIVE:
+            store.finish(audit_id, "cancelled")
+            if runner is not None:
+                runner.cancel(audit_id)
+            event(log, "audit cancelled", audit=audit_id, principal=who)
+        return audit_out(own_audit(audit_id, who))
+
+    @app.get("/v1/audits/{audit_id}/events", tags=["audits"])
+    async def events(audit_id: str, request: Request, who: str = Who) -> StreamingResponse:
+        """Server-sent events: `cell` for each finished cell, then one `status` when the
+        audit ends. `Last-Event-ID` resumes after an event already seen."""
+        own_audit(audit_id, who)
+        try:
+            after = int(request.headers.get("last-event-id", "0"))
+        except ValueError:
+            after = 0
+
+        async def stream() -> Any:
+            last = after
+            while True:
+                a = await asyncio.to_thread(store.audit, audit_id)
+                rows = await asyncio.to_thread(store.cells, audit_id, last)
+                for c in rows:
+                    last = c["seq"]
+                    data = {"dataset": c["dataset"], "method": c["method"],
+                            "param": c["param"], "replicate": c["replicate"],
+                            "run": c["run"]}
+                    yield f"id: {last}\nevent: cell\ndata: {json.dumps(data)}\n\n"
+                if a is None or a["status"] not in ACTIVE:
+                    out = audit_out(a) if a else {"status": "deleted"}
+                    yield f"event: status\ndata: {json.dumps(out)}\n\n"
+                    return
+                if await request.is_disconnected():
+                    return
+                yield ": keep-alive\n\n" if not rows else ""
+                await asyncio.sleep(0.3)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+    @app.get("/v1/audits/{audit_id}/cube", tags=["results"])
+    def cube_records(audit_id: str, method: list[str] | None = Query(None),
+                     param: list[float] | None = Query(None),
+                     metric: list[str] | None = Query(None),
+                     dataset: list[str] | None = Query(None),
+                     who: str = Who) -> dict[str, Any]:
+        """The finished cells as labelled records {dataset, method, param, replicate,
+        metric, value}; filters may repeat (`?metric=DLD&metric=IL1s`) or list
+        comma-separated names."""
+        import numpy as np
+
+        from ..errors import check_choice
+        c = _open_unsqueezed(audit_id, who)
+        names = {k: [str(x) for x in np.atleast_1d(c[k].values)]
+                 for k in ("dataset", "method", "metric")}
+        params = [float(p) for p in c["param"].values]
+
+        def pick(kind: str, asked: list[str] | None) -> list[int]:
+            if not asked:
+                return list(range(len(names[kind])))
+            flat = [x.strip() for a in asked for x in a.split(",") if x.strip()]
+            return [names[kind].index(check_choice(kind, x, names[kind])) for x in flat]
+        di, mi, ki = pick("dataset", dataset), pick("method", method), pick("metric", metric)
+        if param:
+            bad = [p for p in param if p not in params]
+            if bad:
+                raise SdcInputError(f"the cube has no param value {bad[0]:g}. Values in this "
+                                    f"cube: {', '.join(f'{p:g}' for p in params)}.")
+            pi = [params.index(p) for p in param]
+        else:
+            pi = list(range(len(params)))
+        value = np.asarray(c["value"].values)      # (dataset, method, param, metric, rep)
+        done = np.asarray(c["done"].values)        # (dataset, method, param, rep)
+        out = []
+        for d in di:
+            for m in mi:
+                for p in pi:
+                    for r in np.flatnonzero(done[d, m, p]):
+                        for k in ki:
+                            out.append({"dataset": names["dataset"][d],
+                                        "method": names["method"][m], "param": params[p],
+                                        "replicate": int(r), "metric": names["metric"][k],
+                                        "value": _clean(float(value[d, m, p, k, r]))})
+        a = store.audit(audit_id)
+        return {"audit": audit_id, "status": a["status"], "records": out}
+
+    def _open_unsqueezed(audit_id: str, who: str) -> Any:
+        return loaded_cube(audit_id, who, squeeze=False)
+
+    @app.get("/v1/audits/{audit_id}/query", tags=["results"])
+    def query(audit_id: str, where: str | None = None, sort: str | None = None,
+              top: int | None = Query(None, ge=1), metrics: str | None = None,
+              dataset: str | None = None, who: str = Who) -> dict[str, Any]:
+        """Cells (replicate means) matching a filter, as `sdcdist query`: `where` compares
+        metric names with numbers joined by and/or (`DLD < 5 and IL1s < 20`)."""
+        from ..cli._common import split_list
+        from ..cube import check_metrics
+        from ..query import query as run_query
+        c = open_audit_cube(audit_id, who)
+        t = run_query(c, where_=where, sort=sort, top=top, dataset=dataset)
+        if metrics:
+            shown = split_list(metrics)
+            check_metrics(c, shown)
+            t = t[["param_name", "replicates", *shown]]
+        return {"audit": audit_id, "rows": _records(t) if len(t) else []}
+
+    @app.get("/v1/audits/{audit_id}/report", tags=["results"])
+    def report(audit_id: str, by: str = "Score", format: str = "csv",
+               metrics: str | None = None, top: int | None = Query(None, ge=1),
+               dataset: str | None = None, who: str = Who) -> Response:
+        """The ranking table of `sdcdist report`, as csv, md, html or json."""
+        from ..cli._common import split_list
+        from ..errors import check_choice
+        from ..report import html_table, markdown_table, ranking_table
+        check_choice("format", format, ["csv", "md", "html", "json"])
+        c = open_audit_cube(audit_id, who)
+        t = ranking_table(c, by=by, metrics=split_list(metrics) if metrics else None,
+                          dataset=dataset)
+        if top:
+            t = t.head(top)
+        if format == "csv":
+            return PlainTextResponse(t.to_csv(), media_type="text/csv")
+        if format == "md":
+            return PlainTextResponse(markdown_table(t), media_type="text/markdown")
+        if format == "html":
+            a = store.audit(audit_id)
+            return HTMLResponse(html_table(t, title=f"{a['name']}: cells ranked by {by}"))
+        return JSONResponse({"audit": audit_id, "by": by, "rows": _records(t)})
+
+    @app.get("/v1/audits/{audit_id}/plot", tags=["results"],
+             response_class=Response, responses={200: {"content": {"image/png": {}}}})
+    def plot(audit_id: str, kind: str = "tradeoff", risk: str | None = None,
+             loss: str | None = None, metric: str | None = None,
+             target: float | None = None, metrics: str | None = None,
+             by: str | None = None, top: int | None = Query(None, ge=1),
+             dataset: str | None = None, who: str = Who) -> Response:
+        """A PNG plot as `sdcdist plot`: tradeoff (risk against loss, default: the cube's
+        first risk and first loss metric), curves (a metric against each parameter) or
+        ranks (heatmap)."""
+        from .. import report as rp
+        from ..cli._common import split_list
+        from ..errors import check_choice
+        check_choice("kind", kind, ["tradeoff", "curves", "ranks"])
+        c = open_audit_cube(audit_id, who)
+        kinds = dict(zip([str(m) for m in c["metric"].values],
+                         [str(k) for k in c["metric_kind"].values]))
+        tmp = store.root / "tmp" / f"{new_id('plot')}.png"
+        try:
+            with plot_lock:
+                if kind == "tradeoff":
+                    risk = risk or _first(kinds, "risk")
+                    loss = loss or _first(kinds, "loss") or _first(kinds, "utility")
+                    if risk is None or loss is None:
+                        raise SdcInputError("kind=tradeoff needs risk=METRIC and loss=METRIC "
+                                            "(the cube has no default pair)")
+                    rp.plot_tradeoff(c, risk=risk, loss=loss, out=str(tmp), dataset=dataset)
+                elif kind == "curves":
+                    if metric is None:
+                        raise SdcInputError("kind=curves needs metric=NAME (e.g. metric=DLD)")
+                    rp.plot_risk_curves(c, metric=metric, out=str(tmp), target=target,
+                                        dataset=dataset)
+                else:
+                    rp.plot_rank_heatmap(c, out=str(tmp), metrics=split_list(metrics)
+                                         if metrics else None, by=by, top=top,
+                                         dataset=dataset)
+            data = tmp.read_bytes()
+        finally:
+            tmp.unlink(missing_ok=True)
+        return Response(data, media_type="image/png")
+
+    @app.get("/v1/audits/{audit_id}/cube.zarr.zip", tags=["results"],
+             response_class=FileResponse)
+    def cube_zip(audit_id: str, who: str = Who) -> FileResponse:
+        """The cube itself, a zipped Zarr store (open it with `sdcdist.connect(...).cube()`,
+        or unzip it and use `sdcdist.cube.open_cube`)."""
+        own_audit(audit_id, who)
+        path = store.cube_path(audit_id)
+        if not path.exists():
+            raise HTTPException(409, "the audit has not written its cube yet")
+        tmp = store.root / "tmp" / f"{new_id('zip')}.zip"
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as z:
+            for f in sorted(path.rglob("*")):
+                if f.is_file():
+                    z.write(f, f.relative_to(path).as_posix())
+        return FileResponse(tmp, media_type="application/zip",
+                            filename=f"{audit_id}.zarr.zip",
+                            background=BackgroundTask(tmp.unlink, missing_ok=True))
+
+    return app
+
+
+def _first(kinds: dict[str, str], kind: str) -> str | None:
+    return next((m for m, k in kinds.items() if k == kind), None)
+
+
+def _version() -> str:
+    from .. import __version__
+    return __version__
+
+
+def _parse_body(body: bytes, ctype: str) -> Any:
+    """A spec from a request body: JSON by its content type, else YAML (as a spec file)."""
+    from ..yamlsafe import load_yaml
+    if not body.strip():
+        raise SdcInputError("the request has no spec; send the YAML or JSON of an audit spec "
+                            "(see examples/demo.yaml)")
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise SdcInputError("the spec is not UTF-8 text; send it as UTF-8") from None
+    if "json" in ctype.lower():
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SdcInputError(f"the spec is not valid JSON (line {exc.lineno}, column "
+                                f"{exc.colno}: {exc.msg})") from None
+    return load_yaml(text, what="the spec")
+
+
+#: top-level entries of the root that a spec's `path` may not reach (they are reached
+#: through `dataset: {id: ...}` only, which checks who owns them)
+_PRIVATE = ("datasets", "audits", "tmp", "state.sqlite")
+
+
+def _resolve(doc: Any, who: str, store: Store) -> Any:
+    """The spec with each `dataset: {id: ...}` replaced by its stored path, and each
+    `path` checked to stay inside the root."""
+    if not isinstance(doc, Mapping):
+        return doc                       # parse_spec says what is wrong
+    out = dict(doc)
+    if isinstance(doc.get("dataset"), Mapping):
+        out["dataset"] = _resolve_dataset(doc["dataset"], "'dataset'", who, store)
+    if isinstance(doc.get("datasets"), list):
+        out["datasets"] = [_resolve_dataset(d, f"datasets[{i}]", who, store)
+                           if isinstance(d, Mapping) else d
+                           for i, d in enumerate(doc["datasets"])]
+    return out
+
+
+def _resolve_dataset(d: Mapping[str, Any], what: str, who: str, store: Store) -> dict:
+    d = dict(d)
+    if "id" in d:
+        if any(k in d for k in ("path", "synthetic", "reference")):
+            raise SdcInputError(f"{what} has 'id' and another source; name the data by one "
+                                "of 'id' (an uploaded dataset), 'reference' or 'synthetic'")
+        dataset_id = str(d.pop("id"))
+        row = store.dataset(dataset_id, who)
+        if row is None:
+            raise SdcInputError(f"{what} names dataset id {dataset_id!r}, which is not one "
+                                "of your uploads; GET /v1/datasets lists them")
+        d["path"] = f"datasets/{dataset_id}.zarr"
+        d.setdefault("name", row["name"])
+        return d
+    if "path" in d:
+        _check_path(str(d["path"]), what, store.root)
+    return d
+
+
+def _check_path(path: str, what: str, root: Path) -> None:
+    from ..storage import check_url, is_url, local_path
+    if is_url(path):
+        check_url(path, what=f"{what}.path")
+        if not path.startswith("file://"):
+            return                       # object storage: the store library checks access
+        path = local_path(path)
+    p = Path(path)
+    full = (p if p.is_absolute() else root / p).resolve()
+    try:
+        rel = full.relative_to(root)
+    except ValueError:
+        raise SdcInputError(f"{what}.path is outside the service's root folder; upload the "
+                            "file (POST /v1/datasets) and name it by 'dataset: {id: ...}'"
+                            ) from None
+    if rel.parts and rel.parts[0] in _PRIVATE or rel.parts and \
+            rel.parts[0].startswith("state.sqlite"):
+        raise SdcInputError(f"{what}.path points into the service's own files; name an "
+                            "uploaded dataset by 'dataset: {id: ...}'")

@@ -1,0 +1,181 @@
+"""Running audits for the service: a queue in the store, worker threads, one Dask client.
+
+Each accepted audit is a row of the store (status ``queued``). A dispatcher
+thread starts up to ``max_running`` of them at once, each in its own thread
+calling :func:`sdcdist.audit.run_audit` on the service's one Dask client, so
+audits of several principals share the cluster. Every cell the runner writes
+is recorded in the store (``cells``) and counted in ``cells_done``.
+
+A restarted service puts the audits its previous process left ``running``
+back in the queue; the runner then resumes each from its cube, computing only
+the cells not yet marked done there. A cancelled audit stops at its next
+finished cell (its cube keeps the cells written so far).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any
+
+from ..errors import SdcInputError
+from ..logs import event
+from .store import Store
+
+__all__ = ["JobRunner"]
+
+log = logging.getLogger("sdcdist.service")
+
+
+class _Stop(Exception):
+    """Raised in a running audit's cell callback to stop it (cancel or shutdown)."""
+
+
+class JobRunner:
+    """Runs the store's queued audits on ``client``, ``max_running`` at a time."""
+
+    def __init__(self, store: Store, client: Any, *, max_running: int = 4):
+        self.store = store
+        self.client = client
+        self.max_running = max_running
+        self._running: dict[str, threading.Thread] = {}
+        self._cancel: set[str] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- control -------------------------------------------------------------
+    def start(self) -> None:
+        removed = self.store.clean()
+        if removed:
+            event(log, "removed half-made uploads", entries=removed)
+        n = self.store.requeue_running()
+        if n:
+            event(log, "resuming audits", audits=n)
+        self._thread = threading.Thread(target=self._dispatch, daemon=True,
+                                        name="sdcdist-dispatch")
+        self._thread.start()
+
+    def notify(self) -> None:
+        """A new audit was queued."""
+        self._wake.set()
+
+    def cancel(self, audit_id: str) -> None:
+        with self._lock:
+            self._cancel.add(audit_id)
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop dispatching; running audits stop at their next cell and stay ``running``
+        in the store, so the next start resumes them."""
+        self._stop.set()
+        self._wake.set()
+        with self._lock:
+            threads = list(self._running.values())
+        for t in threads:
+            t.join(timeout / max(1, len(threads)))
+
+    @property
+    def running(self) -> list[str]:
+        with self._lock:
+            return list(self._running)
+
+    # -- the dispatcher --------------------------------------------------------
+    def _dispatch(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._start_some()
+            except Exception as exc:   # noqa: BLE001 - keep dispatching
+                event(log, "dispatch failed", logging.ERROR, kind=type(exc).__name__)
+            self._wake.wait(0.5)
+            self._wake.clear()
+
+    def _start_some(self) -> None:
+        with self._lock:
+            free = self.max_running - len(self._running)
+            busy = set(self._running)
+        if free <= 0:
+            return
+        for a in self.store.queued():
+            if free <= 0 or self._stop.is_set():
+                break
+            if a["id"] in busy:
+                continue
+            t = threading.Thread(target=self._run, args=(a["id"],), daemon=True,
+                                 name=f"sdcdist-audit-{a['id']}")
+            with self._lock:
+                self._running[a["id"]] = t
+            t.start()
+            free -= 1
+
+    # -- one audit ---------------------------------------------------------------
+    def _run(self, audit_id: str) -> None:
+        try:
+            self._run_audit(audit_id)
+        finally:
+            with self._lock:
+                self._running.pop(audit_id, None)
+                self._cancel.discard(audit_id)
+            self._wake.set()
+
+    def _run_audit(self, audit_id: str) -> None:
+        from .. import cube as cubemod
+        from ..audit import parse_spec, run_audit
+        from ..audit.run import load_data
+        store = self.store
+        a = store.audit(audit_id)
+        if a is None or a["status"] != "queued":
+            return
+        out = str(store.cube_path(audit_id))
+        try:
+            spec = parse_spec(json.loads(a["spec"]), base_dir=store.root)
+            data = load_data(spec)
+        except SdcInputError as exc:
+            store.finish(audit_id, "failed", _message(exc))
+            return
+        done = 0
+        if store.cube_path(audit_id).exists():
+            try:
+                done = int(cubemod.done_cells(out).sum())
+            except Exception:           # noqa: BLE001 - an unreadable cube: the runner says
+                done = 0
+        store.audit_dir(audit_id).mkdir(parents=True, exist_ok=True)
+        run = store.start_run(audit_id, cells_done=done)
+        event(log, "audit started", audit=audit_id, run=run, cells_total=a["cells_total"],
+              resumed_from=done)
+
+        def on_cell(cell: Any) -> None:
+            store.add_cell(audit_id, run, dataset=cell.dataset, method=cell.method,
+                           param=cell.param, replicate=cell.replicate)
+            if self._stop.is_set() or audit_id in self._cancel:
+                raise _Stop()
+
+        try:
+            res = run_audit(spec, out, client=self.client, on_cell=on_cell, data=data)
+        except _Stop:
+            event(log, "audit stopped", audit=audit_id,
+                  reason="shutdown" if self._stop.is_set() else "cancelled")
+            return
+        except SdcInputError as exc:
+            store.finish(audit_id, "failed", _message(exc))
+            event(log, "audit failed", logging.WARNING, audit=audit_id, kind="input")
+            return
+        except BaseException as exc:   # noqa: BLE001 - the audit fails, the service lives
+            if self._stop.is_set():
+                return                  # the cluster went away at shutdown: resumed later
+            if audit_id in self._cancel:
+                return
+            store.finish(audit_id, "failed", f"unexpected failure ({type(exc).__name__}); "
+                         "the cells already written are kept in its cube")
+            event(log, "audit failed", logging.ERROR, audit=audit_id,
+                  kind=type(exc).__name__)
+            return
+        store.finish(audit_id, "done")
+        event(log, "audit finished", audit=audit_id, computed=res.computed,
+              skipped=res.skipped, total=res.total, seconds=round(res.seconds, 2))
+
+
+def _message(exc: BaseException) -> str:
+    from ..cli._paths import redact
+    return redact(str(exc))

@@ -1,0 +1,247 @@
+"""The service's state: datasets, audits and finished cells in SQLite (WAL) under ``--root``.
+
+Layout of the root folder::
+
+    state.sqlite            this store (write-ahead log, synchronous=FULL)
+    datasets/<id>.zarr      uploaded datasets, ingested as `sdcdist ingest` does
+    audits/<id>/cube.zarr   audit cubes, written cell by cell by the audit runner
+    tmp/                    uploads being received and validated; removed when done
+
+An audit row is committed before its submission is answered (202), so an
+accepted audit survives a kill. Each written cell is a row of ``cells`` with
+the run that computed it: a cell computed twice would show as two rows.
+Nothing here holds record values: schemas, counts, hashes and metric values
+of finished cells only.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Store", "ACTIVE", "FINAL"]
+
+#: audit states; ``queued`` and ``running`` count against a principal's limit
+ACTIVE = ("queued", "running")
+FINAL = ("done", "failed", "cancelled")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS datasets (
+    id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, filename TEXT NOT NULL,
+    rows INTEGER NOT NULL, columns TEXT NOT NULL, roles TEXT NOT NULL,
+    sha256 TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS audits (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL, owner TEXT NOT NULL,
+    name TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL,
+    cells_done INTEGER NOT NULL DEFAULT 0, cells_total INTEGER NOT NULL,
+    created REAL NOT NULL, started REAL, finished REAL, error TEXT,
+    runs INTEGER NOT NULL DEFAULT 0, resumed_from INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS cells (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, audit TEXT NOT NULL, run INTEGER NOT NULL,
+    dataset TEXT NOT NULL, method TEXT NOT NULL, param REAL NOT NULL,
+    replicate INTEGER NOT NULL, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS cells_audit ON cells(audit, seq);
+CREATE INDEX IF NOT EXISTS audits_owner ON audits(owner, status);
+"""
+
+
+def new_id(prefix: str) -> str:
+    """A random identifier, e.g. ``au_3f9c0e1a2b4d5c6e``."""
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+class Store:
+    """Thread-safe access to the state database (one connection per thread)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).resolve()
+        for sub in ("datasets", "audits", "tmp"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.path = self.root / "state.sqlite"
+        self._local = threading.local()
+        self._write = threading.Lock()
+        with self._conn() as c:
+            c.executescript(_SCHEMA)
+
+    def clean(self) -> int:
+        """At start-up: remove what a killed process left half-made: uploads being
+        received (``tmp/``) and dataset stores without a row (killed between the ingest
+        and the commit). Returns how many entries were removed."""
+        import shutil
+        n = 0
+        for p in (self.root / "tmp").iterdir():
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+            n += 1
+        known = {r["id"] for r in self._all("SELECT id FROM datasets")}
+        for p in (self.root / "datasets").iterdir():
+            if p.name.removesuffix(".zarr") not in known:
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                n += 1
+        return n
+
+    # -- connections -------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            c = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+                                check_same_thread=False)
+            c.row_factory = sqlite3.Row
+            c.execute("PRAGMA journal_mode=WAL")
+            c.execute("PRAGMA synchronous=FULL")
+            c.execute("PRAGMA busy_timeout=30000")
+            self._local.conn = c
+        return c
+
+    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+        with self._write:
+            c = self._conn()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                cur = c.execute(sql, args)
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            return cur
+
+    def _one(self, sql: str, args: tuple = ()) -> dict[str, Any] | None:
+        row = self._conn().execute(sql, args).fetchone()
+        return dict(row) if row is not None else None
+
+    def _all(self, sql: str, args: tuple = ()) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._conn().execute(sql, args).fetchall()]
+
+    # -- paths -------------------------------------------------------------
+    def dataset_path(self, dataset_id: str) -> Path:
+        return self.root / "datasets" / f"{dataset_id}.zarr"
+
+    def audit_dir(self, audit_id: str) -> Path:
+        return self.root / "audits" / audit_id
+
+    def cube_path(self, audit_id: str) -> Path:
+        return self.audit_dir(audit_id) / "cube.zarr"
+
+    # -- datasets ----------------------------------------------------------
+    def add_dataset(self, dataset_id: str, owner: str, *, name: str, filename: str, rows: int,
+                    columns: list[str], roles: dict[str, list[str]], sha256: str) -> None:
+        self._exec("INSERT INTO datasets VALUES (?,?,?,?,?,?,?,?,?)",
+                   (dataset_id, owner, name, filename, rows, json.dumps(columns),
+                    json.dumps(roles), sha256, time.time()))
+
+    def dataset(self, dataset_id: str, owner: str) -> dict[str, Any] | None:
+        d = self._one("SELECT * FROM datasets WHERE id=? AND owner=?", (dataset_id, owner))
+        return _dataset_out(d) if d else None
+
+    def datasets(self, owner: str) -> list[dict[str, Any]]:
+        return [_dataset_out(d) for d in
+                self._all("SELECT * FROM datasets WHERE owner=? ORDER BY created", (owner,))]
+
+    def delete_dataset(self, dataset_id: str, owner: str) -> bool:
+        return self._exec("DELETE FROM datasets WHERE id=? AND owner=?",
+                          (dataset_id, owner)).rowcount > 0
+
+    # -- audits ------------------------------------------------------------
+    def add_audit(self, audit_id: str, owner: str, *, name: str, spec: dict[str, Any],
+                  cells_total: int, limit: int | None = None) -> bool:
+        """Insert a queued audit; with ``limit``, only if ``owner`` has fewer active ones.
+
+        Returns whether it was inserted (the check and the insert are one transaction).
+        """
+        with self._write:
+            c = self._conn()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                if limit is not None:
+                    n = c.execute("SELECT COUNT(*) FROM audits WHERE owner=? AND status IN "
+                                  "(?,?)", (owner, *ACTIVE)).fetchone()[0]
+                    if n >= limit:
+                        c.execute("ROLLBACK")
+                        return False
+                c.execute("INSERT INTO audits (id, owner, name, spec, status, cells_total, "
+                          "created) VALUES (?,?,?,?,?,?,?)",
+                          (audit_id, owner, name, json.dumps(spec), "queued", cells_total,
+                           time.time()))
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+        return True
+
+    def audit(self, audit_id: str, owner: str | None = None) -> dict[str, Any] | None:
+        if owner is None:
+            return self._one("SELECT * FROM audits WHERE id=?", (audit_id,))
+        return self._one("SELECT * FROM audits WHERE id=? AND owner=?", (audit_id, owner))
+
+    def audits(self, owner: str) -> list[dict[str, Any]]:
+        return self._all("SELECT * FROM audits WHERE owner=? ORDER BY seq", (owner,))
+
+    def queued(self) -> list[dict[str, Any]]:
+        return self._all("SELECT * FROM audits WHERE status='queued' ORDER BY seq")
+
+    def requeue_running(self) -> int:
+        """At start-up: audits a previous process left running go back to the queue."""
+        return self._exec("UPDATE audits SET status='queued' WHERE status='running'").rowcount
+
+    def start_run(self, audit_id: str, *, cells_done: int) -> int:
+        """Mark an audit running; returns the number of this run (1 for the first)."""
+        self._exec("UPDATE audits SET status='running', started=COALESCE(started, ?), "
+                   "runs=runs+1, cells_done=?, resumed_from=? WHERE id=? AND status='queued'",
+                   (time.time(), cells_done, cells_done, audit_id))
+        a = self.audit(audit_id)
+        return int(a["runs"]) if a else 0
+
+    def add_cell(self, audit_id: str, run: int, *, dataset: str, method: str, param: float,
+                 replicate: int) -> None:
+        with self._write:
+            c = self._conn()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.execute("INSERT INTO cells (audit, run, dataset, method, param, replicate, at)"
+                          " VALUES (?,?,?,?,?,?,?)",
+                          (audit_id, run, dataset, method, float(param), int(replicate),
+                           time.time()))
+                c.execute("UPDATE audits SET cells_done=cells_done+1 WHERE id=?", (audit_id,))
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+
+    def cells(self, audit_id: str, after: int = 0) -> list[dict[str, Any]]:
+        return self._all("SELECT * FROM cells WHERE audit=? AND seq>? ORDER BY seq",
+                         (audit_id, after))
+
+    def finish(self, audit_id: str, status: str, error: str | None = None) -> bool:
+        """Set a final status unless the audit already has one (a cancel wins)."""
+        return self._exec("UPDATE audits SET status=?, finished=?, error=? WHERE id=? AND "
+                          "status IN (?,?)",
+                          (status, time.time(), error, audit_id, *ACTIVE)).rowcount > 0
+
+    def active_count(self) -> int:
+        return self._one("SELECT COUNT(*) AS n FROM audits WHERE status IN (?,?)",
+                         ACTIVE)["n"]
+
+
+def _dataset_out(d: dict[str, Any]) -> dict[str, Any]:
+    return {"id": d["id"], "name": d["name"], "filename": d["filename"], "rows": d["rows"],
+            "columns": json.loads(d["columns"]), "roles": json.loads(d["roles"]),
+            "sha256": d["sha256"], "created": _iso(d["created"])}
+
+
+def _iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def audit_out(a: dict[str, Any]) -> dict[str, Any]:
+    """The public view of an audit row."""
+    return {"id": a["id"], "name": a["name"], "status": a["status"],
+            "cells_done": a["cells_done"], "cells_total": a["cells_total"],
+            "created": _iso(a["created"]), "started": _iso(a["started"]),
+            "finished": _iso(a["finished"]), "error": a["error"], "runs": a["runs"],
+            "resumed_from": a["resumed_from"]}
