@@ -54,15 +54,53 @@ def test_blocked_pattern_counts_equal_brute_force(rng, client, method, t):
         for rows in [(5, 7), (16, 43), (57, 43), (100, 100)] + \
                 ([(1, 1)] if runner.client is None else []):
             got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=rows)
-            np.testing.assert_array_equal(got, expect)
+            np.testing.assert_array_equal(prl.dense_counts(got, cmp.n_patterns), expect)
+            assert np.all(np.diff(got[0]) > 0) and np.all(got[1] > 0)
             assert n == 57 * 43
         # sorted neighbourhood with a window covering everything = all pairs
         got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=(8, 8),
                                         blocking=(0, 57))
-        np.testing.assert_array_equal(got, expect)
+        np.testing.assert_array_equal(prl.dense_counts(got, cmp.n_patterns), expect)
         got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=(8, 8),
                                         blocking=(0, 3))
-        assert n <= 43 * 6 and got.sum() == n
+        assert n <= 43 * 6 and got[1].sum() == n
+
+
+def test_sparse_pattern_counts_many_levels(rng, monkeypatch):
+    """13 columns x 4 levels (4^13 = 6.7e7 patterns): sparse counts equal brute-force codes;
+    the hash-table kernel equals the dense-histogram kernel where both fit."""
+    A = np.round(np.exp(rng.normal(size=(70, 13))), 1)
+    A[rng.random(A.shape) < 0.3] = 0.0                    # zeros and repeated values
+    B = A[:50] + 0.3 * rng.normal(size=(50, 13)) * A[:50].std(axis=0)
+    levels = (0.05, 0.2, 0.5)
+    cmp = prl.comparison(13, method="d", t=levels)
+    assert cmp.n_patterns == 4 ** 13
+    a = prl.prepare_side(A, tuple(range(13)), cmp, side="a")
+    b = prl.prepare_side(B, tuple(range(13)), cmp, side="b")
+    lv = _brute_levels(A, B, "d", [levels] * 13, [False] * 13)
+    code = (lv * cmp.radix).sum(axis=2).ravel()
+    expect = prl.sparse_counts(code)
+    got = prl.pattern_counts(a, b, cmp)
+    np.testing.assert_array_equal(got[0], expect[0])
+    np.testing.assert_array_equal(got[1], expect[1])
+    parts = [prl.pattern_counts({k: v[s:s + 9] for k, v in a.items()}, b, cmp)
+             for s in range(0, 70, 9)]
+    merged = prl.merge_counts(*parts)
+    np.testing.assert_array_equal(merged[0], expect[0])
+    np.testing.assert_array_equal(merged[1], expect[1])
+    small = prl.comparison(5, method="d", t=levels)          # 4^5: dense histogram
+    a5 = prl.prepare_side(A, tuple(range(5)), small, side="a")
+    b5 = prl.prepare_side(B, tuple(range(5)), small, side="b")
+    dense = prl.pattern_counts(a5, b5, small)
+    monkeypatch.setattr(prl, "DENSE_PATTERN_SPACE", 1)       # force the hash table
+    hashed = prl.pattern_counts(a5, b5, small)
+    np.testing.assert_array_equal(dense[0], hashed[0])
+    np.testing.assert_array_equal(dense[1], hashed[1])
+    np.testing.assert_array_equal(prl.dense_counts(dense, small.n_patterns),
+                                  np.bincount((lv[:, :, :5] * small.radix).sum(axis=2).ravel(),
+                                              minlength=small.n_patterns))
+    fit = prl.em(got, cmp, p_start=1 / 70, p_max=1 / 70)    # EM on the sparse counts
+    assert len(fit.m) == 13 and all(x.size == 4 for x in fit.m)
 
 
 def test_hand_computed_comparison():
@@ -74,7 +112,8 @@ def test_hand_computed_comparison():
     b = prl.prepare_side(B, (0,), cmp, side="b")
     # diagonal: |0.9| <= 1 agree; |0.011| <= 0.01 no; |0.6| <= 0.5 no
     lo, hi, idx = np.arange(3), np.arange(3) + 1, np.arange(3)
-    assert list(prl.pattern_counts(a, b, cmp, lo=lo, hi=hi, aidx=idx)) == [1, 2]
+    codes, counts = prl.pattern_counts(a, b, cmp, lo=lo, hi=hi, aidx=idx)
+    assert list(codes) == [0, 1] and list(counts) == [1, 2]
     # weights: w = max(w_agr - (w_agr - w_dis) d / tol, w_dis)
     fit = prl.EMResult([np.array([0.9, 0.1])], [np.array([0.1, 0.9])], 0.01, 0.0, 1, True)
     wp = prl.weight_params(fit, cmp)

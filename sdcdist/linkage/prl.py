@@ -16,8 +16,10 @@ level of a pair is the number of tolerances it misses: 0 = agrees within
 Patterns
 --------
 The comparison vector of a pair is coded ``sum_k level_k * radix_k``
-(mixed radix, ``radix_0 = 1``); a block returns ``bincount`` of the codes, so
-counts add up across blocks exactly (integers).
+(mixed radix, ``radix_0 = 1``). Pattern counts are sparse: the codes that
+occur, increasing, with their pair counts (:func:`sparse_counts`); blocks merge
+exactly (integers, :func:`merge_counts`). The pattern space ``prod(n_levels)``
+is never materialised, so 13 columns x several levels work.
 
 Weights
 -------
@@ -40,10 +42,17 @@ import numpy as np
 from ..errors import SdcInputError, one_of, param_error
 
 __all__ = ["Comparison", "comparison", "transform", "prepare_side", "pattern_counts",
-           "pattern_levels", "EMResult", "em", "WeightParams", "weight_params",
+           "pattern_levels", "sparse_counts", "merge_counts", "dense_counts",
+           "EMResult", "em", "WeightParams", "weight_params",
            "topc_block", "merge_topc", "pair_weights", "dense_weights", "match_probability",
            "pld_counts", "precision_cutoff"]
 
+
+#: Most tolerances per column (levels = tolerances + 1).
+MAX_LEVELS = 15
+
+#: Largest mixed-radix pattern code (int64 with headroom).
+MAX_PATTERN_CODE = 1 << 62
 
 # --------------------------------------------------------------------------
 # comparison specification
@@ -81,7 +90,11 @@ class Comparison:
 
     @property
     def n_patterns(self) -> int:
-        return int(np.prod(self.n_levels))
+        """Size of the pattern space ``prod(n_levels)`` (a Python int: never overflows)."""
+        out = 1
+        for x in self.n_levels.tolist():
+            out *= int(x)
+        return out
 
     @property
     def step(self) -> np.ndarray:
@@ -137,10 +150,16 @@ def comparison(n_keys: int, *, method: str = "l", t: float | Any = 0.05,
         if any(b <= a for a, b in zip(lev, lev[1:])):
             raise param_error("t", "prl", "a list of increasing tolerances", list(lev))
     levels = tuple(() if c else lev for lev, c in zip(per, cat))
+    for lev in levels:
+        if len(lev) > MAX_LEVELS:
+            raise param_error("t", "prl", f"at most {MAX_LEVELS} tolerances per column",
+                              f"{len(lev)} tolerances")
     cmp = Comparison(method, levels, cat)
-    if cmp.n_patterns > 2**20:
-        raise SdcInputError(f"{cmp.n_patterns} comparison patterns are too many for EM; "
-                            "use fewer key columns or fewer levels")
+    if cmp.n_patterns > MAX_PATTERN_CODE:
+        raise SdcInputError(f"{n_keys} key columns with these levels make {cmp.n_patterns:.3g} "
+                            f"comparison patterns, more than the {MAX_PATTERN_CODE:.3g} a "
+                            "pattern code can hold; use fewer tolerances per column or fewer "
+                            "key columns per key set")
     return cmp
 
 
@@ -213,8 +232,12 @@ def _codes_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, radix, code):
     return n
 
 
+#: Largest pattern space counted with a dense histogram inside a block (then
+#: compressed); above it a block counts into an open-addressing hash table.
+DENSE_PATTERN_SPACE = 1 << 16
+
 @numba.njit(cache=True, nogil=True)
-def _counts_kernel(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns):
+def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns):
     # four interleaved histograms: runs of the same pattern do not serialise the increments
     counts = np.zeros((4, n_patterns), dtype=np.int64)
     code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
@@ -223,6 +246,115 @@ def _counts_kernel(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_pattern
         for q in range(n):
             counts[q & 3, code[q]] += 1
     return counts.sum(axis=0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot(key, mask):
+    # Fibonacci hashing of a non-negative code
+    return ((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def _hash_add(keys, vals, key, inc, mask):
+    h = _slot(np.uint64(key), mask)
+    while True:
+        k = keys[h]
+        if k == key:
+            vals[h] += inc
+            return 0
+        if k < 0:
+            keys[h] = key
+            vals[h] = inc
+            return 1
+        h = (h + np.uint64(1)) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def _counts_hash(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix):
+    # open addressing with linear probing; grows at load 1/2. A B row's codes
+    # are first run-length merged (neighbouring A rows often share a pattern).
+    size = 1 << 12
+    keys = np.full(size, -1, dtype=np.int64)
+    vals = np.zeros(size, dtype=np.int64)
+    used = 0
+    code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
+    for j in range(bv.shape[0]):
+        n = _codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, code)
+        q = 0
+        while q < n:
+            x = code[q]
+            r = q + 1
+            while r < n and code[r] == x:
+                r += 1
+            used += _hash_add(keys, vals, x, r - q, np.uint64(size - 1))
+            if 2 * used > size:
+                size *= 2
+                k2 = np.full(size, -1, dtype=np.int64)
+                v2 = np.zeros(size, dtype=np.int64)
+                for s in range(keys.size):
+                    if keys[s] >= 0:
+                        _hash_add(k2, v2, keys[s], vals[s], np.uint64(size - 1))
+                keys, vals = k2, v2
+            q = r
+    ok = keys >= 0
+    ck, cv = keys[ok], vals[ok]
+    o = np.argsort(ck)
+    return ck[o], cv[o]
+
+
+def sparse_counts(codes: np.ndarray, counts: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Sparse pattern counts from per-pair pattern codes (or from weighted codes).
+
+    This is the one representation of pattern counts used everywhere: only the
+    patterns that occur, as two int64 arrays sorted by code, never a dense
+    vector over all ``prod(n_levels)`` patterns (13 columns x 5 levels would be
+    1.2e9 entries).
+
+    Parameters
+    ----------
+    codes : int array, shape (n,)
+        Mixed-radix pattern code of each pair (``sum_k level_k * radix_k``,
+        :attr:`Comparison.radix`), in any order, repeats allowed.
+    counts : int array, shape (n,), optional
+        Multiplicity of each entry of ``codes`` (default 1 each), e.g. to merge
+        several sparse counts: ``sparse_counts(concat(codes), concat(counts))``.
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (p,)
+        The distinct codes that occur (with a non-zero count), increasing.
+    counts : ndarray of int64, shape (p,)
+        Number of pairs with each code (> 0). The result depends only on the
+        multiset of codes, so counts merge exactly in any order.
+    """
+    codes = np.asarray(codes, dtype=np.int64).ravel()
+    if counts is None:
+        u, c = np.unique(codes, return_counts=True)
+        return u.astype(np.int64), c.astype(np.int64)
+    counts = np.asarray(counts, dtype=np.int64).ravel()
+    if counts.shape != codes.shape:
+        raise ValueError("codes and counts must have the same length")
+    u, inv = np.unique(codes, return_inverse=True)
+    c = np.zeros(u.size, dtype=np.int64)
+    np.add.at(c, inv.ravel(), counts)
+    keep = c != 0
+    return u[keep].astype(np.int64), c[keep]
+
+
+def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sum of several sparse pattern counts (:func:`sparse_counts` form); exact, order-free."""
+    if len(parts) == 1:
+        return parts[0]
+    return sparse_counts(np.concatenate([p[0] for p in parts]),
+                         np.concatenate([p[1] for p in parts]))
+
+
+def dense_counts(sparse: tuple[np.ndarray, np.ndarray], n_patterns: int) -> np.ndarray:
+    """The dense vector of counts over all ``n_patterns`` codes (small pattern spaces only)."""
+    out = np.zeros(int(n_patterns), dtype=np.int64)
+    out[np.asarray(sparse[0], dtype=np.int64)] = sparse[1]
+    return out
 
 
 def _transposed(a: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -235,8 +367,9 @@ def _all(n_b: int, n_a: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None = None,
-                   hi: np.ndarray | None = None, aidx: np.ndarray | None = None) -> np.ndarray:
-    """Counts of the comparison patterns over pairs of a block.
+                   hi: np.ndarray | None = None, aidx: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Sparse counts of the comparison patterns over pairs of a block.
 
     Parameters
     ----------
@@ -248,19 +381,30 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
 
     Returns
     -------
-    ndarray of int64, shape (n_patterns,)
+    codes, counts : ndarrays of int64, shape (p,)
+        The patterns that occur (increasing codes) and their pair counts, as
+        :func:`sparse_counts`; :func:`merge_counts` adds blocks up.
     """
     identity = lo is None
     if identity:
         lo, hi, aidx = _all(b["v"].shape[0], a["v"].shape[0])
     avT, tolT = _transposed(a)
-    return _counts_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix,
+    if cmp.n_patterns <= DENSE_PATTERN_SPACE:
+        d = _counts_dense(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix,
                           cmp.n_patterns)
+        nz = np.flatnonzero(d)
+        return nz.astype(np.int64), d[nz]
+    return _counts_hash(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix)
 
 
-def pattern_levels(cmp: Comparison) -> np.ndarray:
-    """Level of each column in each pattern code: int array (n_patterns, K)."""
-    codes = np.arange(cmp.n_patterns)
+def pattern_levels(cmp: Comparison, codes: np.ndarray | None = None) -> np.ndarray:
+    """Level of each column in each pattern code: int array (n_codes, K).
+
+    ``codes`` default: every code ``0 .. n_patterns - 1`` (small pattern spaces only).
+    """
+    if codes is None:
+        codes = np.arange(cmp.n_patterns)
+    codes = np.asarray(codes, dtype=np.int64)
     return (codes[:, None] // cmp.radix[None, :]) % cmp.n_levels[None, :]
 
 
@@ -297,7 +441,19 @@ def _guard(x: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
     return y / y.sum(), hit
 
 
-def em(counts: np.ndarray, cmp: Comparison, *, p_start: float, p_max: float | None = None,
+def _as_sparse(counts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, counts) of the occurring patterns from sparse or dense counts."""
+    if isinstance(counts, tuple):
+        codes, c = (np.asarray(x, dtype=np.int64) for x in counts)
+    else:
+        dense = np.asarray(counts)
+        codes = np.flatnonzero(dense).astype(np.int64)
+        c = dense[codes].astype(np.int64)
+    keep = c > 0
+    return codes[keep], c[keep]
+
+
+def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = None,
        m_start: float = 0.9, max_iter: int = 1000, tol: float = 1e-9,
        eps: float = 1e-9) -> EMResult:
     """Fit P(M), m and u by EM on the pattern counts.
@@ -321,15 +477,14 @@ def em(counts: np.ndarray, cmp: Comparison, *, p_start: float, p_max: float | No
     correlated among non-matches can pull the "match" class onto that
     correlation instead of onto the matches.
     """
-    counts = np.asarray(counts, dtype=np.float64)
-    N = counts.sum()
+    codes, c = _as_sparse(counts)
+    c = c.astype(np.float64)
+    N = c.sum()
     if N <= 0:
         raise SdcInputError("no record pairs to fit the linkage model on")
-    lev = pattern_levels(cmp)
+    lev = pattern_levels(cmp, codes)
     nl = cmp.n_levels
     K = len(nl)
-    nz = counts > 0
-    c, lev = counts[nz], lev[nz]
     m, u = [], []
     for k in range(K):
         mk = np.full(nl[k], (1 - m_start) / max(nl[k] - 1, 1))
