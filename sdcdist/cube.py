@@ -76,7 +76,13 @@ CONVENTIONS = {
     "RR": "(1/n) sum log(1 + d), not (1/n) log sum d",
     "PRL": "l method on g(v) = sign(v) log(1 + |v|); t = 0.05; P(M) starts at "
            "min(nA, nB)/(nA nB)",
-    "flag": "1 = an approximation or restriction (sparse assignment, blocking); for PS/PS2 "
+    "PRL_EM": "Winkler's constrained EM: P(M) <= min(nA, nB)/(nA nB), m >= u per column "
+              "(cumulatively over a multi-level column's tolerances; a violating column takes "
+              "its pooled frequencies, weight 0); stops when the largest change of any "
+              "parameter is below 1e-10 (not on the log-likelihood), at most 20000 "
+              "iterations, flag 1 if the limit is reached",
+    "flag": "1 = an approximation or restriction (sparse assignment, blocking, a PRL EM that "
+            "hit its iteration limit); for PS/PS2 "
             "1 = the fit did not converge, or separated the files completely (U = 0.25 is "
             "then the supremum, the masking is fully distinguishable)",
     "seeds": "SeedSequence(spec seed, spawn_key=(crc32(dataset), crc32(method), "

@@ -403,7 +403,9 @@ declare("prl_block_rows", None, optional(Check("a pair [A rows, B rows] of integ
         "rows per PRL pair block")
 declare("prl_em", None, optional(Check("a mapping with some of max_iter, tol, eps, m_start, "
                                        "p_max (numbers)", _em), "the defaults"),
-        "PRL EM settings")
+        "PRL EM settings: max_iter (20000; reaching it flags the cell), tol (1e-10, largest "
+        "parameter change), eps, m_start, p_max (default min(nA, nB)/(nA nB); 1 turns the cap "
+        "off)")
 declare("prl_unmatched", "row_floor", choice("row_floor", None),
         "sparse PRL assignment: row_floor (fast) or null (assign as many masked records as "
         "the candidates allow first)")

@@ -387,3 +387,92 @@ def test_cli_link_and_risk_report_partial_identifier_overlap(tmp_path, rng):
         res = CliRunner().invoke(main, cmd[:1] + [str(tmp_path / "a.csv"), str(tmp_path / "c.csv")]
                                  + cmd[1:] + ["--id", "id", "--local"])
         assert res.exit_code == 2 and "matches no record" in res.output, res.output
+
+
+def _numpy_em(codes, counts, nl, radix, p_start, p_max, m_start=0.9, eps=1e-9, tol=1e-10,
+              max_iter=20000):
+    """Winkler's constrained EM written independently, vectorised numpy (CATALOG.md):
+    P(M) <= p_max; per column, cumulative agreement m >= u at every tolerance, else the
+    column takes the pooled frequencies; probabilities clipped to [eps, 1 - eps] and
+    renormalised; stop when no parameter moves by tol or more."""
+    c = counts.astype(float)
+    N = c.sum()
+    K = len(nl)
+    lev = (codes[:, None] // radix[None, :]) % nl[None, :]
+    onehot = [np.eye(nl[k])[lev[:, k]] for k in range(K)]          # (P, L_k)
+
+    def clip(x):
+        y = np.clip(x, eps, 1 - eps)
+        return y / y.sum()
+
+    m = [np.r_[m_start, np.full(nl[k] - 1, (1 - m_start) / (nl[k] - 1))] for k in range(K)]
+    u = [clip(c @ onehot[k] / N) for k in range(K)]
+    p = min(p_start, p_max)
+    for it in range(1, max_iter + 1):
+        a = np.log(p) + sum(onehot[k] @ np.log(m[k]) for k in range(K))
+        b = np.log1p(-p) + sum(onehot[k] @ np.log(u[k]) for k in range(K))
+        g = 1 / (1 + np.exp(b - a))
+        cm, cu = c * g, c * (1 - g)
+        new_p = min(max(cm.sum() / N, 1 / N), p_max)
+        new_m, new_u = [], []
+        for k in range(K):
+            bm, bu = cm @ onehot[k], cu @ onehot[k]
+            fm, fu = bm / cm.sum(), bu / cu.sum()
+            if np.any(np.cumsum(fm)[:-1] < np.cumsum(fu)[:-1]):
+                fm = fu = (bm + bu) / N
+            new_m.append(clip(fm))
+            new_u.append(clip(fu))
+        change = max([abs(new_p - p)] + [np.abs(x - y).max() for x, y in zip(new_m, m)]
+                     + [np.abs(x - y).max() for x, y in zip(new_u, u)])
+        p, m, u = new_p, new_m, new_u
+        if change < tol:
+            return m, u, p, it, True
+    return m, u, p, max_iter, False
+
+
+@pytest.mark.parametrize("levels", [0.05, (0.02, 0.1, 0.4)])
+def test_constrained_em_equals_independent_numpy(census, levels):
+    """Census with additive noise (variance 0.1 var, seed 1): m, u and P(M) to 1e-8."""
+    X = census.values[:, :7].astype(float)
+    Y = MASKING["noise"](X, np.sqrt(0.1), rng=np.random.default_rng(1))
+    cmp = prl.comparison(7, method="l", t=levels)
+    a = prl.prepare_side(X, tuple(range(7)), cmp, side="a")
+    b = prl.prepare_side(Y, tuple(range(7)), cmp, side="b")
+    codes, counts = prl.pattern_counts(a, b, cmp)
+    n = X.shape[0]
+    cap = n / (n * n)
+    fit = prl.em((codes, counts), cmp, p_start=cap, p_max=cap)
+    m, u, p, it, ok = _numpy_em(codes, counts, cmp.n_levels, cmp.radix, cap, cap)
+    assert fit.converged and ok and abs(fit.iterations - it) <= 1
+    assert fit.iterations > 5
+    assert abs(fit.p - p) < 1e-8 and fit.p <= cap
+    for k in range(7):
+        np.testing.assert_allclose(fit.m[k], m[k], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(fit.u[k], u[k], rtol=0, atol=1e-8)
+        assert np.all(np.cumsum(fit.m[k])[:-1] >= np.cumsum(fit.u[k])[:-1] - 1e-12)
+    assert np.all(np.diff(fit.history) >= -1e-9 * abs(fit.history[-1]))
+
+
+def test_capped_em_is_flagged(census, tmp_path):
+    X = census.values[:300, :5].astype(float)
+    Y = MASKING["noise"](X, np.sqrt(0.1), rng=np.random.default_rng(1))
+    ok = probabilistic_linkage(Runner(), X, Y, 300, 300, tuple(range(5)))
+    assert ok.fit.converged and ok.flag == 0 and ok.info["em_converged"]
+    capped = probabilistic_linkage(Runner(), X, Y, 300, 300, tuple(range(5)),
+                                   em_options={"max_iter": 3})
+    assert not capped.fit.converged and capped.fit.iterations == 3 and capped.flag == 1
+    cols = [f"V{i}" for i in range(5)]
+    r = measure(X, Y, ["PLD"], columns=cols, keysets=[cols],
+                options={"prl_em": {"max_iter": 3}})
+    assert r["PLD"].flag == 1 and r["PLD"].info["per_keyset_info"][0]["em_converged"] is False
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    pd.DataFrame(X, columns=cols).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame(Y, columns=cols).to_csv(tmp_path / "b.csv", index=False)
+    res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                    "--keys", ",".join(cols), "--em-max-iter", "3",
+                                    "-o", str(tmp_path / "p.parquet"), "--local"])
+    assert res.exit_code == 0, res.output
+    assert "EM did not converge within 3 iterations" in res.output

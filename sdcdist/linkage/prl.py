@@ -418,9 +418,11 @@ class EMResult:
 
     ``m[k]``, ``u[k]``: level probabilities of column k among matches /
     non-matches (level 0 = agreement); ``p``: P(M); ``loglik`` of the pattern
-    counts at the estimate; ``iterations``; ``converged``; ``clipped``: how
-    many times a probability hit the guard bounds; ``constrained``: how many
-    times the constraint ``m_agree >= u_agree`` was applied.
+    counts at the estimate; ``iterations``; ``converged`` (False: the
+    iteration limit was reached before the parameters settled); ``clipped``:
+    how many times a probability hit the guard bounds; ``constrained``: how
+    many times the constraint ``m >= u`` pooled a column; ``history``: the
+    log-likelihood at the start of each iteration.
     """
 
     m: list[np.ndarray]
@@ -453,84 +455,194 @@ def _as_sparse(counts: Any) -> tuple[np.ndarray, np.ndarray]:
     return codes[keep], c[keep]
 
 
-def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = None,
-       m_start: float = 0.9, max_iter: int = 1000, tol: float = 1e-9,
-       eps: float = 1e-9) -> EMResult:
-    """Fit P(M), m and u by EM on the pattern counts.
+#: EM stops when no parameter (P(M), any m or u) moved by more than this.
+EM_TOL = 1e-10
 
-    Start: ``P(M) = p_start`` (CATALOG: ``min(n_a, n_b) / (n_a n_b)``), m puts
-    ``m_start`` on level 0 and spreads the rest evenly; u is the observed level
-    frequency of each column over all pairs (nearly all pairs are non-matches).
-    Stops when the log-likelihood gains less than ``tol`` (relative) or after
-    ``max_iter`` iterations. Probabilities are kept in ``[eps, 1 - eps]`` and
-    P(M) in ``[1/N, 1 - 1/N]`` (N pairs) so weights stay finite. ``p_max``
-    bounds P(M) from above: a 1-1 linkage has at most ``min(n_a, n_b)``
-    matches, so the driver passes ``min(n_a, n_b) / N``. Without the bound,
-    on all pairs of real-looking files EM happily calls the large class of
-    pairs agreeing on zeros and correlated keys "matches" (P(M) ~ 0.4). The
-    bounded M-step for P(M) is exact (the expected log-likelihood is concave
-    in P(M)), so the log-likelihood still never decreases. As in
-    Winkler's constrained EM, agreement may not be less likely among matches
-    than among non-matches: when an M-step gives ``m_agree < u_agree`` for a
-    column, its m and u are both set to the column's pooled level frequencies
-    (weight 0: the column carries no evidence). Without it, keys that are
-    correlated among non-matches can pull the "match" class onto that
-    correlation instead of onto the matches.
+#: EM iteration limit; a fit that reaches it is flagged (``converged`` False).
+EM_MAX_ITER = 20000
+
+
+@numba.njit(cache=True, nogil=True)
+def _em_kernel(lev, c, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, history):
+    # Winkler's constrained EM on sparse pattern counts; m, u (K, L) are updated
+    # in place (padding beyond a column's levels stays 1: log 0, never read).
+    P, K = lev.shape
+    N = 0.0
+    for q in range(P):
+        N += c[q]
+    L = m.shape[1]
+    bm = np.zeros((K, L))
+    bu = np.zeros((K, L))
+    logm = np.zeros((K, L))
+    logu = np.zeros((K, L))
+    clipped = 0
+    constrained = 0
+    converged = False
+    it = 0
+    while it < max_iter:
+        it += 1
+        for k in range(K):
+            for l in range(nl[k]):
+                logm[k, l] = np.log(m[k, l])
+                logu[k, l] = np.log(u[k, l])
+        bm[:, :] = 0.0
+        bu[:, :] = 0.0
+        lp = np.log(p)
+        lq = np.log1p(-p)
+        ll = 0.0
+        sm = 0.0
+        su = 0.0
+        for q in range(P):
+            x = lp
+            y = lq
+            for k in range(K):
+                x += logm[k, lev[q, k]]
+                y += logu[k, lev[q, k]]
+            top = x if x > y else y
+            lmix = top + np.log(np.exp(x - top) + np.exp(y - top))
+            ll += c[q] * lmix
+            g = np.exp(x - lmix)
+            cm = c[q] * g
+            cu = c[q] * (1.0 - g)
+            sm += cm
+            su += cu
+            for k in range(K):
+                bm[k, lev[q, k]] += cm
+                bu[k, lev[q, k]] += cu
+        history[it - 1] = ll
+        # M-step: P(M) bounded above (at most min(nA, nB) matches)
+        pn = sm / N
+        pn = p_lo if pn < p_lo else (p_hi if pn > p_hi else pn)
+        change = abs(pn - p)
+        p = pn
+        smx = sm if sm > 1e-300 else 1e-300
+        sux = su if su > 1e-300 else 1e-300
+        for k in range(K):
+            nk = nl[k]
+            # m >= u: agreement within each tolerance at least as likely among
+            # matches (cumulatively over the levels); otherwise the column
+            # carries no evidence and both take the pooled frequencies
+            pooled = False
+            am = 0.0
+            au = 0.0
+            for l in range(nk - 1):
+                am += bm[k, l]
+                au += bu[k, l]
+                if am / smx < au / sux:
+                    pooled = True
+            if pooled:
+                constrained += 1
+            for side in range(2):
+                tot = 0.0
+                for l in range(nk):
+                    if pooled:
+                        v = (bm[k, l] + bu[k, l]) / N
+                    elif side == 0:
+                        v = bm[k, l] / smx
+                    else:
+                        v = bu[k, l] / sux
+                    if v < eps or v > 1.0 - eps:
+                        clipped += 1
+                        v = eps if v < eps else 1.0 - eps
+                    logm[k, l] = v          # scratch
+                    tot += v
+                for l in range(nk):
+                    v = logm[k, l] / tot
+                    if side == 0:
+                        d = abs(v - m[k, l])
+                        m[k, l] = v
+                    else:
+                        d = abs(v - u[k, l])
+                        u[k, l] = v
+                    if d > change:
+                        change = d
+        if change < tol:
+            converged = True
+            break
+    return p, it, converged, clipped, constrained
+
+
+def _loglik(lev: np.ndarray, c: np.ndarray, m: list, u: list, p: float) -> float:
+    K = len(m)
+    lm = np.log(p) + sum(np.log(m[k])[lev[:, k]] for k in range(K))
+    lu = np.log1p(-p) + sum(np.log(u[k])[lev[:, k]] for k in range(K))
+    return float(np.dot(c, np.logaddexp(lm, lu)))
+
+
+def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = None,
+       m_start: float = 0.9, max_iter: int = EM_MAX_ITER, tol: float = EM_TOL,
+       eps: float = 1e-9) -> EMResult:
+    """Fit P(M), m and u by Winkler's constrained EM on the pattern counts.
+
+    Parameters
+    ----------
+    counts : (codes, counts) or ndarray (n_patterns,)
+        Sparse pattern counts (:func:`sparse_counts`) or a dense vector.
+    p_start : float
+        Start of P(M) (CATALOG: ``min(n_a, n_b) / (n_a n_b)``).
+    p_max : float, optional
+        Upper bound of P(M); the driver passes ``min(n_a, n_b) / N`` (a 1-1
+        linkage has at most ``min(n_a, n_b)`` matches). ``None`` or a value
+        >= 1 turns the bound off (P(M) <= 1 - 1/N only).
+    m_start : float
+        Start of m on level 0 (the rest spread evenly over the other levels).
+    max_iter : int
+        Iteration limit; a fit that reaches it has ``converged`` False (the
+        cell is flagged).
+    tol : float
+        Stop when the largest absolute change of any parameter (P(M), every
+        m and u level probability) in one iteration is below ``tol``. Not the
+        log-likelihood: it flattens long before the parameters settle.
+    eps : float
+        Level probabilities are kept in ``[eps, 1 - eps]`` (renormalised) so
+        weights stay finite; P(M) in ``[1/N, p_max]``.
+
+    Notes
+    -----
+    Start: m as above, u the observed level frequencies of each column over
+    all pairs (nearly all pairs are non-matches). Constraints (Winkler's
+    constrained EM, CATALOG.md): ``P(M) <= p_max``, and ``m >= u`` for every
+    column: agreement within each of its tolerances (cumulatively over the
+    levels: ``sum_{l' <= l} m_l' >= sum_{l' <= l} u_l'`` for every ``l < L``)
+    is at least as likely among matches as among non-matches. When an M-step
+    violates it for a column, its m and u are both set to the column's pooled
+    level frequencies (the column gets weight 0: it carries no evidence);
+    for a binary column this is the exact constrained maximum. Without the
+    constraints, on all pairs of real-looking files EM calls the large class
+    of pairs agreeing on zeros and correlated keys "matches" (P(M) ~ 0.4).
+    The bounded M-step for P(M) is exact (the expected log-likelihood is
+    concave in P(M)), so the log-likelihood never decreases.
     """
     codes, c = _as_sparse(counts)
     c = c.astype(np.float64)
     N = c.sum()
     if N <= 0:
         raise SdcInputError("no record pairs to fit the linkage model on")
-    lev = pattern_levels(cmp, codes)
+    if int(max_iter) < 1:
+        raise param_error("max_iter", "prl_em", "an integer >= 1", max_iter)
+    lev = np.ascontiguousarray(pattern_levels(cmp, codes))
     nl = cmp.n_levels
     K = len(nl)
-    m, u = [], []
+    L = int(nl.max())
+    M = np.ones((K, L))
+    U = np.ones((K, L))
     for k in range(K):
         mk = np.full(nl[k], (1 - m_start) / max(nl[k] - 1, 1))
         mk[0] = m_start
-        m.append(mk)
+        M[k, :nl[k]] = mk
         uk = np.bincount(lev[:, k], weights=c, minlength=nl[k]) / N
-        u.append(_guard(uk, eps)[0])
+        U[k, :nl[k]] = _guard(uk, eps)[0]
     hi = 1 - 1 / N if p_max is None else float(np.clip(p_max, 1 / N, 1 - 1 / N))
     p = float(np.clip(p_start, 1 / N, hi))
-    history: list[float] = []
-    clipped = constrained = 0
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):
-        lm = np.log(p) + sum(np.log(m[k])[lev[:, k]] for k in range(K))
-        lu = np.log1p(-p) + sum(np.log(u[k])[lev[:, k]] for k in range(K))
-        top = np.maximum(lm, lu)
-        lmix = top + np.log(np.exp(lm - top) + np.exp(lu - top))
-        ll = float(np.dot(c, lmix))
-        history.append(ll)
-        g = np.exp(lm - lmix)
-        cm, cu = c * g, c * (1 - g)
-        sm, su = cm.sum(), cu.sum()
-        p = float(np.clip(sm / N, 1 / N, hi))
-        for k in range(K):
-            bm = np.bincount(lev[:, k], weights=cm, minlength=nl[k])
-            bu = np.bincount(lev[:, k], weights=cu, minlength=nl[k])
-            if bm[0] / max(sm, 1e-300) < bu[0] / max(su, 1e-300):
-                # constraint m_agree >= u_agree (agreement is evidence for a match):
-                # a column where the latent class says otherwise carries no evidence
-                bm = bu = bm + bu
-                sk = sm + su
-                constrained += 1
-            else:
-                sk = None
-            mk, h1 = _guard(bm / max(sk or sm, 1e-300), eps)
-            uk, h2 = _guard(bu / max(sk or su, 1e-300), eps)
-            m[k], u[k] = mk, uk
-            clipped += h1 + h2
-        if len(history) > 1 and abs(history[-1] - history[-2]) <= tol * abs(history[-1]):
-            converged = True
-            break
-    lm = np.log(p) + sum(np.log(m[k])[lev[:, k]] for k in range(K))
-    lu = np.log1p(-p) + sum(np.log(u[k])[lev[:, k]] for k in range(K))
-    ll = float(np.dot(c, np.logaddexp(lm, lu)))
-    return EMResult(m, u, p, ll, it, converged, clipped, constrained, history)
+    history = np.zeros(int(max_iter))
+    p, it, converged, clipped, constrained = _em_kernel(
+        lev, c, nl.astype(np.int64), M, U, p, 1 / N, hi, float(eps), int(max_iter), float(tol),
+        history)
+    m = [M[k, :nl[k]].copy() for k in range(K)]
+    u = [U[k, :nl[k]].copy() for k in range(K)]
+    ll = _loglik(lev, c, m, u, p)
+    return EMResult(m, u, float(p), ll, int(it), bool(converged), int(clipped),
+                    int(constrained), history[:it].tolist())
 
 
 # --------------------------------------------------------------------------

@@ -13,6 +13,7 @@ above (:mod:`sdcdist.linkage.assignment`).
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,8 @@ from .assignment import DEFAULT_DENSE_LIMIT, Candidates, assign
 from .truth import row_truth
 
 __all__ = ["PRLResult", "probabilistic_linkage", "blocked_pattern_counts", "DEFAULT_PRL_ROWS"]
+
+log = logging.getLogger(__name__)
 
 #: Rows of A and of B per block (the kernels hold no pair matrix, so blocks
 #: are sized for scheduling, not memory).
@@ -188,7 +191,9 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         Sorted-neighbourhood blocking: (position of the key in ``cols_a``,
         half window). Only those pairs are compared; the result is flagged.
     em_options : dict, optional
-        Passed to :func:`prl.em` (``max_iter``, ``tol``, ``eps``, ``m_start``).
+        Passed to :func:`prl.em` (``max_iter``, ``tol``, ``eps``, ``m_start``,
+        ``p_max``: a value >= 1 turns the P(M) cap off). A fit that reaches
+        ``max_iter`` sets the flag (``info["em_converged"]`` False).
     unmatched : "row_floor" or None
         Sparse assignment only (see :func:`~sdcdist.linkage.assignment.assign`):
         "row_floor" lets a B record stay unassigned at a value just below its
@@ -239,6 +244,9 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     t0 = time.perf_counter()
     p_start = min(n_a, n_b) / float(n_pairs)
     fit = prl.em(counts, cmp, p_start=p_start, **{"p_max": p_start, **(em_options or {})})
+    if not fit.converged:
+        log.warning("PRL: EM did not converge within %d iterations (the result is flagged)",
+                    fit.iterations)
     wp = prl.weight_params(fit, cmp)
     timings["em"] = time.perf_counter() - t0
 
@@ -274,7 +282,7 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                                             & (tr >= 0)))
         timings["assignment"] = time.perf_counter() - t0
     pc = prl.pld_counts(r, c, w, tr)
-    flag = int(ainfo["flag"] or blocking is not None)
+    flag = int(ainfo["flag"] or blocking is not None or not fit.converged)
     info = {"assignment": ainfo["method"] + ("" if ainfo["method"] == "dense" else
                                              f" (unmatched={unmatched})"), "blocking": (f"sorted neighbourhood on key "
                                                         f"{blocking[0]}, half window "

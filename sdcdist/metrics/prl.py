@@ -12,11 +12,13 @@ assignment was used, the pairs compared, EM iterations and log-likelihood.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import SdcInputError
 from ..linkage.prl_drivers import PRLResult, probabilistic_linkage
 from ._registry import MeasureContext, MetricResult, register
 
-__all__ = ["prl_linkage"]
+__all__ = ["prl_linkage", "em_note"]
 
 PRL_OPTIONS = ("prl_method", "prl_t", "prl_top_c", "prl_dense_limit", "prl_blocking",
                "prl_block_rows", "prl_em", "prl_unmatched")
@@ -45,11 +47,24 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
     return ctx.cached(("prl", keys), run)
 
 
+def em_note(name: str, result: Any) -> str | None:
+    """A line saying that the EM of a PLD/PLD20 result hit its iteration limit, or None."""
+    infos = result.info.get("per_keyset_info") or [result.info]
+    bad = [(i, x["em_iterations"]) for i, x in enumerate(infos)
+           if isinstance(x, dict) and x.get("em_converged") is False]
+    if not bad:
+        return None
+    where = "" if "per_keyset_info" not in result.info else \
+        " on key set(s) " + ", ".join(str(i + 1) for i, _ in bad)
+    return (f"{name}: EM did not converge within {bad[0][1]} iterations{where}; the value is "
+            "flagged (raise prl_em max_iter)")
+
+
 def _share(ctx: MeasureContext, keys: tuple[int, ...], count: str) -> MetricResult:
     """100 x (correct pairs counted by ``count``) / n_B, with the linkage detail."""
     r = prl_linkage(ctx, keys)
     info = {k: r.info[k] for k in ("assignment", "blocking", "pairs_compared", "em_iterations",
-                                   "em_loglik", "em_converged", "unassigned_b",
+                                   "em_loglik", "em_converged", "p_match", "unassigned_b",
                                    "true_in_candidates")}
     return MetricResult(100.0 * getattr(r, count) / r.n_b, flag=r.flag, info=info)
 
