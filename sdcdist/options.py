@@ -134,7 +134,8 @@ def _tolerances(v: Any) -> bool:
     """A tolerance > 0, an increasing list of them, or one such list per key column."""
     def levels(x: Any) -> bool:
         x = list(x) if _is_list(x) else [x]
-        return bool(x) and all(_is_number(t) and t > 0 for t in x) and \
+        return bool(x) and all(_is_number(t) and t > 0 for t in x[1:]) and \
+            _is_number(x[0]) and (x[0] > 0 or (x[0] == 0 and len(x) > 1)) and \
             all(b > a for a, b in zip(x, x[1:]))
     if _is_list(v) and v and any(_is_list(x) for x in v):
         return all(levels(x) for x in v)
@@ -386,9 +387,11 @@ declare("bucket_rows", None, optional(_INT1, "max(4 x chunk_rows, 65536)"),
 declare("sort_memory", 128 * 2**20, _INT1,
         "bytes of sort data in flight (columns are sorted in groups)")
 # -- probabilistic record linkage (PLD, PLD20) --
-declare("prl_method", "l", choice("l", "d"),
-        "PRL comparison on g(v) = sign(v) log(1+|v|) (l) or on the raw values (d)")
-declare("prl_t", 0.05, Check("a tolerance > 0, a list of increasing tolerances, or one such "
+declare("prl_method", "s", choice("s", "l", "d"),
+        "PRL comparison: absolute differences in sd of the original column (s, default), "
+        "relative differences on g(v) = sign(v) log(1+|v|) (l) or on the raw values (d); the "
+        "papers use l with prl_t 0.05")
+declare("prl_t", [0, 0.1, 0.25, 0.5, 1.0], Check("a tolerance > 0, a list of increasing tolerances, or one such "
                              "list per key column", _tolerances),
         "PRL agreement tolerance; a list of increasing ones gives a multi-level comparison")
 declare("prl_top_c", 20, integer(1, MAX_TOP_C),

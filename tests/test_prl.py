@@ -405,8 +405,13 @@ def _numpy_em(codes, counts, nl, radix, p_start, p_max, m_start=0.9, eps=1e-9, t
         y = np.clip(x, eps, 1 - eps)
         return y / y.sum()
 
-    m = [np.r_[m_start, np.full(nl[k] - 1, (1 - m_start) / (nl[k] - 1))] for k in range(K)]
-    u = [clip(c @ onehot[k] / N) for k in range(K)]
+    freq = [c @ onehot[k] / N for k in range(K)]
+    u = [clip(f) for f in freq]
+    m = []
+    for k in range(K):                   # m_start on the closest level that occurs
+        mk = np.full(nl[k], (1 - m_start) / (nl[k] - 1))
+        mk[np.argmax(freq[k] > 0)] = m_start
+        m.append(mk)
     p = min(p_start, p_max)
     for it in range(1, max_iter + 1):
         a = np.log(p) + sum(onehot[k] @ np.log(m[k]) for k in range(K))
@@ -430,12 +435,13 @@ def _numpy_em(codes, counts, nl, radix, p_start, p_max, m_start=0.9, eps=1e-9, t
     return m, u, p, max_iter, False
 
 
-@pytest.mark.parametrize("levels", [0.05, (0.02, 0.1, 0.4)])
-def test_constrained_em_equals_independent_numpy(census, levels):
+@pytest.mark.parametrize("method,levels", [("l", 0.05), ("l", (0.02, 0.1, 0.4)),
+                                           ("s", (0.0, 0.1, 0.25, 0.5, 1.0))])
+def test_constrained_em_equals_independent_numpy(census, method, levels):
     """Census with additive noise (variance 0.1 var, seed 1): m, u and P(M) to 1e-8."""
     X = census.values[:, :7].astype(float)
     Y = MASKING["noise"](X, np.sqrt(0.1), rng=np.random.default_rng(1))
-    cmp = prl.comparison(7, method="l", t=levels)
+    cmp = prl.comparison(7, method=method, t=levels)
     a = prl.prepare_side(X, tuple(range(7)), cmp, side="a")
     b = prl.prepare_side(Y, tuple(range(7)), cmp, side="b")
     codes, counts = prl.pattern_counts(a, b, cmp)
@@ -476,3 +482,23 @@ def test_capped_em_is_flagged(census, tmp_path):
                                     "-o", str(tmp_path / "p.parquet"), "--local"])
     assert res.exit_code == 0, res.output
     assert "EM did not converge within 3 iterations" in res.output
+
+
+def test_bad_comparisons_are_clear_input_errors():
+    with pytest.raises(SdcInputError, match="'method' parameter of prl must be one of 'd', 'l', 's'"):
+        prl.comparison(3, method="jaro")
+    with pytest.raises(SdcInputError, match="increasing tolerances"):
+        prl.comparison(3, method="s", t=(0.1, 0.5, 0.25))
+    with pytest.raises(SdcInputError, match="increasing tolerances"):
+        prl.comparison(3, method="s", t=(0.1, 0.1))
+    with pytest.raises(SdcInputError, match="at most 15 tolerances"):
+        prl.comparison(3, method="s", t=tuple(0.1 * np.arange(1, 18)))
+    with pytest.raises(SdcInputError, match="comparison patterns"):
+        prl.comparison(40, method="s", t=tuple(0.1 * np.arange(1, 10)))   # 10^40 patterns
+    with pytest.raises(SdcInputError, match="only the first may be 0"):
+        prl.comparison(2, method="s", t=0.0)
+    from sdcdist.metrics import measure
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    for opts in ({"prl_method": "jaro"}, {"prl_t": [0.5, 0.1]}):
+        with pytest.raises(SdcInputError, match="prl_"):
+            measure(X, X, ["PLD"], options=opts)

@@ -44,10 +44,13 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
               help="Linkage method: prl = probabilistic record linkage (Fellegi-Sunter, EM).")
 @click.option("--id", "id_column", default=None, metavar="COLUMN",
               help="Identifier column in both files: gives the truth, adds 'correct' and PLD.")
-@click.option("--compare", type=click.Choice(["l", "d"]), default="l", show_default=True,
-              help="Numeric comparison on log-like g(v) (l) or on raw values (d).")
-@click.option("--t", "t_text", default="0.05", show_default=True, metavar="T[,T2,...]",
-              help="Relative tolerance; several increasing values give multi-level comparisons.")
+@click.option("--compare", type=click.Choice(["s", "l", "d"]), default="s", show_default=True,
+              help="Numeric comparison: absolute difference in sd of the original column (s), "
+                   "relative difference on log-like g(v) (l) or on raw values (d; the papers: "
+                   "--compare l --t 0.05).")
+@click.option("--t", "t_text", default="0,0.1,0.25,0.5,1", show_default=True,
+              metavar="T[,T2,...]",
+              help="Tolerance(s); several increasing values give multi-level comparisons.")
 @click.option("--categorical", default=None, metavar="A,B,...",
               help="Key columns compared by equality.")
 @click.option("--top-c", type=click.IntRange(1, MAX_TOP_C), default=20, show_default=True,

@@ -43,7 +43,7 @@ class LinkResult:
 
 def link_files(original: Any, masked: Any, keys: Sequence[str], *,
                id_column: str | None = None, categorical: Sequence[str] = (),
-               method: str = "l", t: Any = 0.05, top_c: int = 20,
+               method: str = "s", t: Any = (0.0, 0.1, 0.25, 0.5, 1.0), top_c: int = 20,
                dense_limit: int = DEFAULT_DENSE_LIMIT,
                blocking: tuple[str, int] | None = None,
                block_rows: tuple[int, int] | None = None, em_options: dict | None = None,

@@ -7,7 +7,10 @@ holds; :mod:`sdcdist.linkage.prl_drivers` tiles the pair space and reduces.
 Comparison (CATALOG.md, "Probabilistic record linkage")
 -------------------------------------------------------
 Numeric key column, method ``d``: a pair agrees iff ``|a - b| <= t * max(|a|, 0.1)``
-(``a`` the value in A); method ``l``: the same on ``g(v) = sign(v) log(1 + |v|)``.
+(``a`` the value in A); method ``l``: the same on ``g(v) = sign(v) log(1 + |v|)``;
+method ``s`` (the default, with levels 0.1, 0.25, 0.5, 1): ``|a - b| <= t * sd``,
+``sd`` the column's sd in A (ddof=1), like comparison levels on absolute
+differences in other linkers.
 Categorical columns agree iff equal. With several tolerances ``t_1 < t_2 <
 ...`` per column (multi-level comparison, like Splink's comparison levels) the
 level of a pair is the number of tolerances it misses: 0 = agrees within
@@ -64,8 +67,9 @@ class Comparison:
 
     Attributes
     ----------
-    method : {"d", "l"}
-        Numeric comparison on raw values (d) or on ``g(v)`` (l).
+    method : {"s", "l", "d"}
+        Numeric comparison: absolute difference in sd of A's column (s),
+        relative difference on raw values (d) or on ``g(v)`` (l).
     levels : tuple of tuple of float
         Increasing tolerances of each key column (one for a binary
         agree/disagree comparison); ``()`` for a categorical column.
@@ -114,13 +118,19 @@ class Comparison:
         return out
 
 
-def comparison(n_keys: int, *, method: str = "l", t: float | Any = 0.05,
+#: The default comparison (chosen by benchmarks/prl.py): method and tolerances.
+DEFAULT_METHOD = "s"
+DEFAULT_T = (0.0, 0.1, 0.25, 0.5, 1.0)
+
+
+def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DEFAULT_T,
                categorical: Any = None) -> Comparison:
     """Build and check a :class:`Comparison` for ``n_keys`` key columns.
 
     Parameters
     ----------
-    method : {"d", "l"}
+    method : {"s", "l", "d"}
+        Unknown names raise :class:`SdcInputError` listing the valid ones.
     t : float, sequence of float, or per-column sequence of sequences
         One tolerance for every numeric column (binary comparison), an
         increasing list of tolerances (the same levels for every column), or
@@ -131,8 +141,8 @@ def comparison(n_keys: int, *, method: str = "l", t: float | Any = 0.05,
     if n_keys < 1:
         raise SdcInputError("probabilistic record linkage needs at least one key column; "
                             "got none. Give key columns (e.g. --keys V1,V2)")
-    if method not in ("d", "l"):
-        raise param_error("method", "prl", one_of(("d", "l")), method)
+    if method not in ("d", "l", "s"):
+        raise param_error("method", "prl", one_of(("d", "l", "s")), method)
     cat = tuple(bool(c) for c in (categorical if categorical is not None else [False] * n_keys))
     if len(cat) != n_keys:
         raise SdcInputError(f"categorical flags for {len(cat)} columns but {n_keys} key columns")
@@ -145,8 +155,10 @@ def comparison(n_keys: int, *, method: str = "l", t: float | Any = 0.05,
         if len(per) != n_keys:
             raise SdcInputError(f"tolerances for {len(per)} columns but {n_keys} key columns")
     for lev in per:
-        if len(lev) == 0 or not all(np.isfinite(x) and x > 0 for x in lev):
-            raise param_error("t", "prl", "a tolerance > 0 (finite)", list(lev))
+        if len(lev) == 0 or not all(np.isfinite(x) and x > 0 for x in lev[1:]) or \
+                not (np.isfinite(lev[0]) and (lev[0] > 0 or (lev[0] == 0 and len(lev) > 1))):
+            raise param_error("t", "prl", "a tolerance > 0 (finite), or increasing ones of which "
+                              "only the first may be 0 (exact agreement)", list(lev))
         if any(b <= a for a, b in zip(lev, lev[1:])):
             raise param_error("t", "prl", "a list of increasing tolerances", list(lev))
     levels = tuple(() if c else lev for lev, c in zip(per, cat))
@@ -189,7 +201,14 @@ def prepare_side(X: Any, cols: tuple[int, ...], cmp: Comparison, *, side: str,
             v[:, k] = transform(raw[:, k], cmp.method)
     out = {"v": np.ascontiguousarray(v)}
     if side == "a":
-        base = np.maximum(np.abs(v), 0.1)
+        if cmp.method == "s":
+            # absolute differences in units of A's column sd (ddof=1), like comparison
+            # levels on standardised differences; the whole file gives the sd
+            sd = np.nanstd(raw, axis=0, ddof=1) if raw.shape[0] > 1 else np.ones(raw.shape[1])
+            sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+            base = np.broadcast_to(sd, v.shape)
+        else:
+            base = np.maximum(np.abs(v), 0.1)
         T = cmp.flat_tolerances
         tol = base[:, :, None] * T[None, :, :]
         tol[:, np.asarray(cmp.categorical, dtype=bool), 0] = 0.0   # equality
@@ -463,7 +482,7 @@ EM_MAX_ITER = 20000
 
 
 @numba.njit(cache=True, nogil=True)
-def _em_kernel(lev, c, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, history):
+def _em_kernel(lev, c, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, history, fix_u):
     # Winkler's constrained EM on sparse pattern counts; m, u (K, L) are updated
     # in place (padding beyond a column's levels stays 1: log 0, never read).
     P, K = lev.shape
@@ -532,10 +551,12 @@ def _em_kernel(lev, c, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, history):
                     pooled = True
             if pooled:
                 constrained += 1
-            for side in range(2):
+            for side in range(1 if fix_u else 2):
                 tot = 0.0
                 for l in range(nk):
-                    if pooled:
+                    if pooled and fix_u:
+                        v = u[k, l]
+                    elif pooled:
                         v = (bm[k, l] + bu[k, l]) / N
                     elif side == 0:
                         v = bm[k, l] / smx
@@ -571,7 +592,7 @@ def _loglik(lev: np.ndarray, c: np.ndarray, m: list, u: list, p: float) -> float
 
 def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = None,
        m_start: float = 0.9, max_iter: int = EM_MAX_ITER, tol: float = EM_TOL,
-       eps: float = 1e-9) -> EMResult:
+       eps: float = 1e-9, fix_u: bool = False) -> EMResult:
     """Fit P(M), m and u by Winkler's constrained EM on the pattern counts.
 
     Parameters
@@ -585,7 +606,8 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
         linkage has at most ``min(n_a, n_b)`` matches). ``None`` or a value
         >= 1 turns the bound off (P(M) <= 1 - 1/N only).
     m_start : float
-        Start of m on level 0 (the rest spread evenly over the other levels).
+        Start of m on the closest level that occurs (level 0 unless it is empty,
+        e.g. an exact-agreement level on noisy data); the rest spread evenly.
     max_iter : int
         Iteration limit; a fit that reaches it has ``converged`` False (the
         cell is flagged).
@@ -627,17 +649,19 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     M = np.ones((K, L))
     U = np.ones((K, L))
     for k in range(K):
-        mk = np.full(nl[k], (1 - m_start) / max(nl[k] - 1, 1))
-        mk[0] = m_start
-        M[k, :nl[k]] = mk
         uk = np.bincount(lev[:, k], weights=c, minlength=nl[k]) / N
         U[k, :nl[k]] = _guard(uk, eps)[0]
+        # m_start on the closest level that occurs (an exact-agreement level may be empty)
+        first = int(np.flatnonzero(uk > 0)[0]) if np.any(uk > 0) else 0
+        mk = np.full(nl[k], (1 - m_start) / max(nl[k] - 1, 1))
+        mk[first] = m_start
+        M[k, :nl[k]] = mk
     hi = 1 - 1 / N if p_max is None else float(np.clip(p_max, 1 / N, 1 - 1 / N))
     p = float(np.clip(p_start, 1 / N, hi))
     history = np.zeros(int(max_iter))
     p, it, converged, clipped, constrained = _em_kernel(
         lev, c, nl.astype(np.int64), M, U, p, 1 / N, hi, float(eps), int(max_iter), float(tol),
-        history)
+        history, bool(fix_u))
     m = [M[k, :nl[k]].copy() for k in range(K)]
     u = [U[k, :nl[k]].copy() for k in range(K)]
     ll = _loglik(lev, c, m, u, p)

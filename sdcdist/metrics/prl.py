@@ -1,8 +1,9 @@
 """Probabilistic record linkage risk: PLD and PLD20 (CATALOG.md, "Probabilistic record linkage").
 
 Options (``ctx.options``; declared in :mod:`sdcdist.options`): ``prl_method``
-("l"), ``prl_t`` (0.05; a list of increasing tolerances gives a multi-level
-comparison), ``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
+("s": absolute differences in sd of the original column), ``prl_t``
+([0.1, 0.25, 0.5, 1]: a multi-level comparison; the papers' binary comparison is
+``prl_method: l``, ``prl_t: 0.05``), ``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
 (``None`` or ``[key column name, half window]`` for sorted-neighbourhood
 blocking), ``prl_block_rows``, ``prl_em`` (dict of EM settings),
 ``prl_unmatched`` (sparse assignment mode). Sparse
