@@ -642,7 +642,8 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
         raise SdcInputError("no record pairs to fit the linkage model on")
     if int(max_iter) < 1:
         raise param_error("max_iter", "prl_em", "an integer >= 1", max_iter)
-    lev = np.ascontiguousarray(pattern_levels(cmp, codes))
+    lev = pattern_levels(cmp, codes)
+    lev8 = np.ascontiguousarray(lev, dtype=np.int8)     # levels <= MAX_LEVELS: cache-friendly
     nl = cmp.n_levels
     K = len(nl)
     L = int(nl.max())
@@ -660,7 +661,7 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     p = float(np.clip(p_start, 1 / N, hi))
     history = np.zeros(int(max_iter))
     p, it, converged, clipped, constrained = _em_kernel(
-        lev, c, nl.astype(np.int64), M, U, p, 1 / N, hi, float(eps), int(max_iter), float(tol),
+        lev8, c, nl.astype(np.int64), M, U, p, 1 / N, hi, float(eps), int(max_iter), float(tol),
         history, bool(fix_u))
     m = [M[k, :nl[k]].copy() for k in range(K)]
     u = [U[k, :nl[k]].copy() for k in range(K)]
