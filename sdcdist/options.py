@@ -391,9 +391,11 @@ declare("prl_method", "s", choice("s", "l", "d"),
         "PRL comparison: absolute differences in sd of the original column (s, default), "
         "relative differences on g(v) = sign(v) log(1+|v|) (l) or on the raw values (d); the "
         "papers use l with prl_t 0.05")
-declare("prl_t", [0, 0.1, 0.25, 0.5, 1.0], Check("a tolerance > 0, a list of increasing tolerances, or one such "
-                             "list per key column", _tolerances),
-        "PRL agreement tolerance; a list of increasing ones gives a multi-level comparison")
+declare("prl_t", [0, 0.1, 0.25, 0.5, 1.0],
+        Check("a tolerance > 0, a list of increasing tolerances (only the first may be 0: "
+              "exact agreement), or one such list per key column", _tolerances),
+        "PRL tolerances (in sd of the column for prl_method s); a list of increasing ones "
+        "gives a multi-level comparison")
 declare("prl_top_c", 20, integer(1, MAX_TOP_C),
         "PRL candidates per masked record for the sparse assignment")
 declare("prl_dense_limit", 5000, integer(1, MAX_DENSE),
