@@ -618,6 +618,9 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     eps : float
         Level probabilities are kept in ``[eps, 1 - eps]`` (renormalised) so
         weights stay finite; P(M) in ``[1/N, p_max]``.
+    fix_u : bool
+        Keep u at the observed level frequencies over all pairs and fit only m
+        and P(M) (as linkers that estimate u from random pairs do); off by default.
 
     Notes
     -----
