@@ -74,9 +74,18 @@ CONVENTIONS = {
     "mixnoise": "X' = X + sqrt(d) Y (not d Y), so Cov(X') = (1+d) Sigma",
     "mixnoise_scaled": "sign of the mean term as in the appendix of Yancey-Winkler-Creecy",
     "RR": "(1/n) sum log(1 + d), not (1/n) log sum d",
-    "PRL": "l method on g(v) = sign(v) log(1 + |v|); t = 0.05; P(M) starts at "
-           "min(nA, nB)/(nA nB)",
-    "flag": "1 = an approximation or restriction (sparse assignment, blocking); for PS/PS2 "
+    "PRL": "default comparison s: per key column the level of |a - b| against 0.1, 0.25, "
+           "0.5, 1 sd of the original column (5 levels, step weights ln(m_l/u_l); chosen by "
+           "benchmarks/prl.py against Splink and recordlinkage); the papers' binary l method "
+           "on g(v) = sign(v) log(1 + |v|) with t = 0.05 and d/l downweighting is "
+           "prl_method: l, prl_t: 0.05; P(M) starts at min(nA, nB)/(nA nB)",
+    "PRL_EM": "Winkler's constrained EM: P(M) <= min(nA, nB)/(nA nB), m >= u per column "
+              "(cumulatively over a multi-level column's tolerances; a violating column takes "
+              "its pooled frequencies, weight 0); stops when the largest change of any "
+              "parameter is below 1e-10 (not on the log-likelihood), at most 20000 "
+              "iterations, flag 1 if the limit is reached",
+    "flag": "1 = an approximation or restriction (sparse assignment, blocking, a PRL EM that "
+            "hit its iteration limit); for PS/PS2 "
             "1 = the fit did not converge, or separated the files completely (U = 0.25 is "
             "then the supremum, the masking is fully distinguishable)",
     "seeds": "SeedSequence(spec seed, spawn_key=(crc32(dataset), crc32(method), "

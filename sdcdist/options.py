@@ -134,7 +134,8 @@ def _tolerances(v: Any) -> bool:
     """A tolerance > 0, an increasing list of them, or one such list per key column."""
     def levels(x: Any) -> bool:
         x = list(x) if _is_list(x) else [x]
-        return bool(x) and all(_is_number(t) and t > 0 for t in x) and \
+        return bool(x) and all(_is_number(t) and t > 0 for t in x[1:]) and \
+            _is_number(x[0]) and (x[0] > 0 or (x[0] == 0 and len(x) > 1)) and \
             all(b > a for a, b in zip(x, x[1:]))
     if _is_list(v) and v and any(_is_list(x) for x in v):
         return all(levels(x) for x in v)
@@ -386,11 +387,15 @@ declare("bucket_rows", None, optional(_INT1, "max(4 x chunk_rows, 65536)"),
 declare("sort_memory", 128 * 2**20, _INT1,
         "bytes of sort data in flight (columns are sorted in groups)")
 # -- probabilistic record linkage (PLD, PLD20) --
-declare("prl_method", "l", choice("l", "d"),
-        "PRL comparison on g(v) = sign(v) log(1+|v|) (l) or on the raw values (d)")
-declare("prl_t", 0.05, Check("a tolerance > 0, a list of increasing tolerances, or one such "
-                             "list per key column", _tolerances),
-        "PRL agreement tolerance; a list of increasing ones gives a multi-level comparison")
+declare("prl_method", "s", choice("s", "l", "d"),
+        "PRL comparison: absolute differences in sd of the original column (s, default), "
+        "relative differences on g(v) = sign(v) log(1+|v|) (l) or on the raw values (d); the "
+        "papers use l with prl_t 0.05")
+declare("prl_t", [0, 0.1, 0.25, 0.5, 1.0],
+        Check("a tolerance > 0, a list of increasing tolerances (only the first may be 0: "
+              "exact agreement), or one such list per key column", _tolerances),
+        "PRL tolerances (in sd of the column for prl_method s); a list of increasing ones "
+        "gives a multi-level comparison")
 declare("prl_top_c", 20, integer(1, MAX_TOP_C),
         "PRL candidates per masked record for the sparse assignment")
 declare("prl_dense_limit", 5000, integer(1, MAX_DENSE),
@@ -403,7 +408,9 @@ declare("prl_block_rows", None, optional(Check("a pair [A rows, B rows] of integ
         "rows per PRL pair block")
 declare("prl_em", None, optional(Check("a mapping with some of max_iter, tol, eps, m_start, "
                                        "p_max (numbers)", _em), "the defaults"),
-        "PRL EM settings")
+        "PRL EM settings: max_iter (20000; reaching it flags the cell), tol (1e-10, largest "
+        "parameter change), eps, m_start, p_max (default min(nA, nB)/(nA nB); 1 turns the cap "
+        "off)")
 declare("prl_unmatched", "row_floor", choice("row_floor", None),
         "sparse PRL assignment: row_floor (fast) or null (assign as many masked records as "
         "the candidates allow first)")

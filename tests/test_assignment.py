@@ -141,3 +141,25 @@ def test_bad_inputs():
         assign(np.zeros((2, 2)), unmatched="greedy")
     with pytest.raises(SdcInputError, match="out of range"):
         Candidates(np.array([0]), np.array([4]), np.array([1.0]), (2, 2))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("n", [40, 300])
+def test_exact_dense_on_tie_heavy_integer_weights(seed, n):
+    """Integer weights from a few values, many equal rows and a majority floor value:
+    the total equals the dense optimum (scipy), with the optimality proved by duality."""
+    from scipy.optimize import linear_sum_assignment
+
+    from sdcdist.linkage.assignment import exact_dense
+    rng = np.random.default_rng(seed)
+    W = np.where(rng.random((n, n)) < 0.6, -5, rng.integers(-5, 4, size=(n, n))).astype(float)
+    W[n // 4: n // 2] = W[0]                    # a quarter of the rows equal
+    W[n // 2: n // 2 + n // 8] = W[1]
+    W[:, 3 * n // 4:] = W[:, [0]]               # equal columns too
+    r0, c0 = linear_sum_assignment(W, maximize=True)
+    r, c, info = exact_dense(W, first_c=2)
+    assert info["exact_rounds"] >= 1                    # proved, not the fallback
+    assert sorted(c) == list(range(n)) and list(r) == list(range(n))
+    assert W[r, c].sum() == W[r0, c0].sum()
+    r3, c3, _ = exact_dense(-(-W))
+    assert W[r3, c3].sum() == W[r0, c0].sum()

@@ -245,7 +245,7 @@ def test_docs_list_every_option():
     table = options_table()
     for name, o in opt.OPTIONS.items():
         assert f"| `{name}` | `{opt.default_text(o)}` |" in table
-    assert "| `prl_t` | `0.05` |" in table and "PLD, PLD20" in table
+    assert "| `prl_t` | `[0, 0.1, 0.25, 0.5, 1.0]` |" in table and "PLD, PLD20" in table
 
 
 def test_id_column_is_refused_with_the_reason():

@@ -302,3 +302,36 @@ def test_one_blas_thread_is_reentrant_and_restores():
             assert all(i["num_threads"] == 1 for i in threadpool_info())
         assert all(i["num_threads"] == 1 for i in threadpool_info())
     assert [i["num_threads"] for i in threadpool_info()] == before
+
+
+def test_map_concurrent_runs_pieces_at_once(client):
+    """Key sets of a cell are driven together: two pieces meet at a barrier (they would
+    time out one after the other), results come back in item order."""
+    import threading
+
+    from sdcdist.parallel import Runner
+    from sdcdist.parallel.cells import cell_mode
+    barrier = threading.Barrier(2, timeout=20)
+
+    def piece(x):
+        barrier.wait()
+        return x * 10
+    assert Runner(client).map_concurrent(piece, [1, 2]) == [10, 20]
+    assert Runner(None).map_concurrent(lambda x: x + 1, [1, 2, 3]) == [2, 3, 4]
+    # few cells on several workers: each cell's own tasks are spread
+    assert cell_mode({}, 1000, cells=1, workers=2) == "distributed"
+    assert cell_mode({}, 1000, cells=40, workers=2) == "task"
+    assert cell_mode({"cell_mode": "task"}, 1000, cells=1, workers=2) == "task"
+
+
+def test_keysets_in_parallel_give_the_same_values(census, client):
+    from sdcdist.metrics import measure
+    X = census.values[:300, :6]
+    rng = np.random.default_rng(1)
+    Y = X + 0.3 * X.std(axis=0) * rng.normal(size=X.shape)
+    cols = census.columns[:6]
+    ks = [cols[:2], cols[:4], cols]
+    here = measure(X, Y, ["PLD", "DLD"], columns=cols, keysets=ks)
+    there = measure(X, Y, ["PLD", "DLD"], columns=cols, keysets=ks, client=client)
+    for m in ("PLD", "DLD"):
+        assert here[m].per_keyset == there[m].per_keyset

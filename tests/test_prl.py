@@ -54,15 +54,53 @@ def test_blocked_pattern_counts_equal_brute_force(rng, client, method, t):
         for rows in [(5, 7), (16, 43), (57, 43), (100, 100)] + \
                 ([(1, 1)] if runner.client is None else []):
             got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=rows)
-            np.testing.assert_array_equal(got, expect)
+            np.testing.assert_array_equal(prl.dense_counts(got, cmp.n_patterns), expect)
+            assert np.all(np.diff(got[0]) > 0) and np.all(got[1] > 0)
             assert n == 57 * 43
         # sorted neighbourhood with a window covering everything = all pairs
         got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=(8, 8),
                                         blocking=(0, 57))
-        np.testing.assert_array_equal(got, expect)
+        np.testing.assert_array_equal(prl.dense_counts(got, cmp.n_patterns), expect)
         got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=(8, 8),
                                         blocking=(0, 3))
-        assert n <= 43 * 6 and got.sum() == n
+        assert n <= 43 * 6 and got[1].sum() == n
+
+
+def test_sparse_pattern_counts_many_levels(rng, monkeypatch):
+    """13 columns x 4 levels (4^13 = 6.7e7 patterns): sparse counts equal brute-force codes;
+    the hash-table kernel equals the dense-histogram kernel where both fit."""
+    A = np.round(np.exp(rng.normal(size=(70, 13))), 1)
+    A[rng.random(A.shape) < 0.3] = 0.0                    # zeros and repeated values
+    B = A[:50] + 0.3 * rng.normal(size=(50, 13)) * A[:50].std(axis=0)
+    levels = (0.05, 0.2, 0.5)
+    cmp = prl.comparison(13, method="d", t=levels)
+    assert cmp.n_patterns == 4 ** 13
+    a = prl.prepare_side(A, tuple(range(13)), cmp, side="a")
+    b = prl.prepare_side(B, tuple(range(13)), cmp, side="b")
+    lv = _brute_levels(A, B, "d", [levels] * 13, [False] * 13)
+    code = (lv * cmp.radix).sum(axis=2).ravel()
+    expect = prl.sparse_counts(code)
+    got = prl.pattern_counts(a, b, cmp)
+    np.testing.assert_array_equal(got[0], expect[0])
+    np.testing.assert_array_equal(got[1], expect[1])
+    parts = [prl.pattern_counts({k: v[s:s + 9] for k, v in a.items()}, b, cmp)
+             for s in range(0, 70, 9)]
+    merged = prl.merge_counts(*parts)
+    np.testing.assert_array_equal(merged[0], expect[0])
+    np.testing.assert_array_equal(merged[1], expect[1])
+    small = prl.comparison(5, method="d", t=levels)          # 4^5: dense histogram
+    a5 = prl.prepare_side(A, tuple(range(5)), small, side="a")
+    b5 = prl.prepare_side(B, tuple(range(5)), small, side="b")
+    dense = prl.pattern_counts(a5, b5, small)
+    monkeypatch.setattr(prl, "DENSE_PATTERN_SPACE", 1)       # force the hash table
+    hashed = prl.pattern_counts(a5, b5, small)
+    np.testing.assert_array_equal(dense[0], hashed[0])
+    np.testing.assert_array_equal(dense[1], hashed[1])
+    np.testing.assert_array_equal(prl.dense_counts(dense, small.n_patterns),
+                                  np.bincount((lv[:, :, :5] * small.radix).sum(axis=2).ravel(),
+                                              minlength=small.n_patterns))
+    fit = prl.em(got, cmp, p_start=1 / 70, p_max=1 / 70)    # EM on the sparse counts
+    assert len(fit.m) == 13 and all(x.size == 4 for x in fit.m)
 
 
 def test_hand_computed_comparison():
@@ -74,7 +112,8 @@ def test_hand_computed_comparison():
     b = prl.prepare_side(B, (0,), cmp, side="b")
     # diagonal: |0.9| <= 1 agree; |0.011| <= 0.01 no; |0.6| <= 0.5 no
     lo, hi, idx = np.arange(3), np.arange(3) + 1, np.arange(3)
-    assert list(prl.pattern_counts(a, b, cmp, lo=lo, hi=hi, aidx=idx)) == [1, 2]
+    codes, counts = prl.pattern_counts(a, b, cmp, lo=lo, hi=hi, aidx=idx)
+    assert list(codes) == [0, 1] and list(counts) == [1, 2]
     # weights: w = max(w_agr - (w_agr - w_dis) d / tol, w_dis)
     fit = prl.EMResult([np.array([0.9, 0.1])], [np.array([0.1, 0.9])], 0.01, 0.0, 1, True)
     wp = prl.weight_params(fit, cmp)
@@ -348,3 +387,118 @@ def test_cli_link_and_risk_report_partial_identifier_overlap(tmp_path, rng):
         res = CliRunner().invoke(main, cmd[:1] + [str(tmp_path / "a.csv"), str(tmp_path / "c.csv")]
                                  + cmd[1:] + ["--id", "id", "--local"])
         assert res.exit_code == 2 and "matches no record" in res.output, res.output
+
+
+def _numpy_em(codes, counts, nl, radix, p_start, p_max, m_start=0.9, eps=1e-9, tol=1e-10,
+              max_iter=20000):
+    """Winkler's constrained EM written independently, vectorised numpy (CATALOG.md):
+    P(M) <= p_max; per column, cumulative agreement m >= u at every tolerance, else the
+    column takes the pooled frequencies; probabilities clipped to [eps, 1 - eps] and
+    renormalised; stop when no parameter moves by tol or more."""
+    c = counts.astype(float)
+    N = c.sum()
+    K = len(nl)
+    lev = (codes[:, None] // radix[None, :]) % nl[None, :]
+    onehot = [np.eye(nl[k])[lev[:, k]] for k in range(K)]          # (P, L_k)
+
+    def clip(x):
+        y = np.clip(x, eps, 1 - eps)
+        return y / y.sum()
+
+    freq = [c @ onehot[k] / N for k in range(K)]
+    u = [clip(f) for f in freq]
+    m = []
+    for k in range(K):                   # m_start on the closest level that occurs
+        mk = np.full(nl[k], (1 - m_start) / (nl[k] - 1))
+        mk[np.argmax(freq[k] > 0)] = m_start
+        m.append(mk)
+    p = min(p_start, p_max)
+    for it in range(1, max_iter + 1):
+        a = np.log(p) + sum(onehot[k] @ np.log(m[k]) for k in range(K))
+        b = np.log1p(-p) + sum(onehot[k] @ np.log(u[k]) for k in range(K))
+        g = 1 / (1 + np.exp(b - a))
+        cm, cu = c * g, c * (1 - g)
+        new_p = min(max(cm.sum() / N, 1 / N), p_max)
+        new_m, new_u = [], []
+        for k in range(K):
+            bm, bu = cm @ onehot[k], cu @ onehot[k]
+            fm, fu = bm / cm.sum(), bu / cu.sum()
+            if np.any(np.cumsum(fm)[:-1] < np.cumsum(fu)[:-1]):
+                fm = fu = (bm + bu) / N
+            new_m.append(clip(fm))
+            new_u.append(clip(fu))
+        change = max([abs(new_p - p)] + [np.abs(x - y).max() for x, y in zip(new_m, m)]
+                     + [np.abs(x - y).max() for x, y in zip(new_u, u)])
+        p, m, u = new_p, new_m, new_u
+        if change < tol:
+            return m, u, p, it, True
+    return m, u, p, max_iter, False
+
+
+@pytest.mark.parametrize("method,levels", [("l", 0.05), ("l", (0.02, 0.1, 0.4)),
+                                           ("s", (0.0, 0.1, 0.25, 0.5, 1.0))])
+def test_constrained_em_equals_independent_numpy(census, method, levels):
+    """Census with additive noise (variance 0.1 var, seed 1): m, u and P(M) to 1e-8."""
+    X = census.values[:, :7].astype(float)
+    Y = MASKING["noise"](X, np.sqrt(0.1), rng=np.random.default_rng(1))
+    cmp = prl.comparison(7, method=method, t=levels)
+    a = prl.prepare_side(X, tuple(range(7)), cmp, side="a")
+    b = prl.prepare_side(Y, tuple(range(7)), cmp, side="b")
+    codes, counts = prl.pattern_counts(a, b, cmp)
+    n = X.shape[0]
+    cap = n / (n * n)
+    fit = prl.em((codes, counts), cmp, p_start=cap, p_max=cap)
+    m, u, p, it, ok = _numpy_em(codes, counts, cmp.n_levels, cmp.radix, cap, cap)
+    assert fit.converged and ok and abs(fit.iterations - it) <= 1
+    assert fit.iterations > 5
+    assert abs(fit.p - p) < 1e-8 and fit.p <= cap
+    for k in range(7):
+        np.testing.assert_allclose(fit.m[k], m[k], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(fit.u[k], u[k], rtol=0, atol=1e-8)
+        assert np.all(np.cumsum(fit.m[k])[:-1] >= np.cumsum(fit.u[k])[:-1] - 1e-12)
+    assert np.all(np.diff(fit.history) >= -1e-9 * abs(fit.history[-1]))
+
+
+def test_capped_em_is_flagged(census, tmp_path):
+    X = census.values[:300, :5].astype(float)
+    Y = MASKING["noise"](X, np.sqrt(0.1), rng=np.random.default_rng(1))
+    ok = probabilistic_linkage(Runner(), X, Y, 300, 300, tuple(range(5)))
+    assert ok.fit.converged and ok.flag == 0 and ok.info["em_converged"]
+    capped = probabilistic_linkage(Runner(), X, Y, 300, 300, tuple(range(5)),
+                                   em_options={"max_iter": 3})
+    assert not capped.fit.converged and capped.fit.iterations == 3 and capped.flag == 1
+    cols = [f"V{i}" for i in range(5)]
+    r = measure(X, Y, ["PLD"], columns=cols, keysets=[cols],
+                options={"prl_em": {"max_iter": 3}})
+    assert r["PLD"].flag == 1 and r["PLD"].info["per_keyset_info"][0]["em_converged"] is False
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    pd.DataFrame(X, columns=cols).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame(Y, columns=cols).to_csv(tmp_path / "b.csv", index=False)
+    res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                    "--keys", ",".join(cols), "--em-max-iter", "3",
+                                    "-o", str(tmp_path / "p.parquet"), "--local"])
+    assert res.exit_code == 0, res.output
+    assert "EM did not converge within 3 iterations" in res.output
+
+
+def test_bad_comparisons_are_clear_input_errors():
+    with pytest.raises(SdcInputError, match="'method' parameter of prl must be one of 'd', 'l', 's'"):
+        prl.comparison(3, method="jaro")
+    with pytest.raises(SdcInputError, match="increasing tolerances"):
+        prl.comparison(3, method="s", t=(0.1, 0.5, 0.25))
+    with pytest.raises(SdcInputError, match="increasing tolerances"):
+        prl.comparison(3, method="s", t=(0.1, 0.1))
+    with pytest.raises(SdcInputError, match="at most 15 tolerances"):
+        prl.comparison(3, method="s", t=tuple(0.1 * np.arange(1, 18)))
+    with pytest.raises(SdcInputError, match="comparison patterns"):
+        prl.comparison(40, method="s", t=tuple(0.1 * np.arange(1, 10)))   # 10^40 patterns
+    with pytest.raises(SdcInputError, match="only the first may be 0"):
+        prl.comparison(2, method="s", t=0.0)
+    from sdcdist.metrics import measure
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    for opts in ({"prl_method": "jaro"}, {"prl_t": [0.5, 0.1]}):
+        with pytest.raises(SdcInputError, match="prl_"):
+            measure(X, X, ["PLD"], options=opts)

@@ -380,7 +380,8 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
                             "resumed; write to another --out, or pass --overwrite")
     todo = [c for c in cells if not done[c.d, c.m, c.p, c.replicate]]
     options = dict(spec.options)
-    mode = cell_mode(options, max(md.values.shape[0] for md, _ in data))
+    mode = cell_mode(options, max(md.values.shape[0] for md, _ in data), cells=len(todo),
+                     workers=Runner(client).n_workers)
     group = cubemod._group(out)
     bar = _bar(len(todo), progress)
 

@@ -44,10 +44,13 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
               help="Linkage method: prl = probabilistic record linkage (Fellegi-Sunter, EM).")
 @click.option("--id", "id_column", default=None, metavar="COLUMN",
               help="Identifier column in both files: gives the truth, adds 'correct' and PLD.")
-@click.option("--compare", type=click.Choice(["l", "d"]), default="l", show_default=True,
-              help="Numeric comparison on log-like g(v) (l) or on raw values (d).")
-@click.option("--t", "t_text", default="0.05", show_default=True, metavar="T[,T2,...]",
-              help="Relative tolerance; several increasing values give multi-level comparisons.")
+@click.option("--compare", type=click.Choice(["s", "l", "d"]), default="s", show_default=True,
+              help="Numeric comparison: absolute difference in sd of the original column (s), "
+                   "relative difference on log-like g(v) (l) or on raw values (d; the papers: "
+                   "--compare l --t 0.05).")
+@click.option("--t", "t_text", default="0,0.1,0.25,0.5,1", show_default=True,
+              metavar="T[,T2,...]",
+              help="Tolerance(s); several increasing values give multi-level comparisons.")
 @click.option("--categorical", default=None, metavar="A,B,...",
               help="Key columns compared by equality.")
 @click.option("--top-c", type=click.IntRange(1, MAX_TOP_C), default=20, show_default=True,
@@ -56,13 +59,16 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
               help="Largest file solved by the dense exact assignment.")
 @click.option("--block-on", default=None, metavar="COLUMN:HALF_WINDOW",
               help="Sorted-neighbourhood blocking (compares fewer pairs; default all pairs).")
+@click.option("--em-max-iter", type=click.IntRange(1, 10**7), default=None,
+              help="EM iteration limit (default 20000); a fit that reaches it is reported.")
 @click.option("-o", "--out", required=True, type=PathOrURL("output"),
               help="Parquet file for the linked pairs.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 @cluster_options(local=True)
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
          compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
-         block_on: str | None, out: str, overwrite: bool, where: ClusterOptions) -> None:
+         block_on: str | None, em_max_iter: int | None, out: str, overwrite: bool,
+         where: ClusterOptions) -> None:
     """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
 
     Both files are CSV, Parquet or Zarr stores and may differ in size (e.g. an
@@ -84,13 +90,18 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         res = link_files(A, B, split_list(keys), id_column=id_column,
                          categorical=split_list(categorical) if categorical else (),
                          method=compare, t=t, top_c=top_c, dense_limit=dense_limit,
-                         blocking=blocking, client=client)
+                         blocking=blocking,
+                         em_options={"max_iter": em_max_iter} if em_max_iter else None,
+                         client=client)
     _write_pairs(res, out)
     info = res.result.info
     click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
                f"{info['pairs_compared']} pairs compared, {info['assignment']} assignment, "
                f"blocking {info['blocking']}, EM {info['em_iterations']} iterations "
                f"(log-likelihood {info['em_loglik']:.6g}), P(M) {info['p_match']:.3g}")
+    if not info["em_converged"]:
+        click.echo(f"warning: EM did not converge within {info['em_iterations']} iterations "
+                   "(parameters still moving by 1e-10 or more); raise --em-max-iter")
     if res.pld is not None:
         click.echo(f"PLD {res.pld:.2f}  PLD20 {res.pld20:.2f}")
     if res.matched is not None:

@@ -115,3 +115,8 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     click.echo(f"{'metric':10s} {'kind':8s} {'value':>14s} {'excluded':>9s} {'flag':>5s}")
     for n, r in res.items():
         click.echo(f"{n:10s} {REGISTRY[n].kind:8s} {r.value:14.6g} {r.excluded:9d} {r.flag:5d}")
+    from ..metrics.prl import em_note
+    for n, r in res.items():
+        note = em_note(n, r)
+        if note:
+            click.echo(note)

@@ -7,7 +7,10 @@ holds; :mod:`sdcdist.linkage.prl_drivers` tiles the pair space and reduces.
 Comparison (CATALOG.md, "Probabilistic record linkage")
 -------------------------------------------------------
 Numeric key column, method ``d``: a pair agrees iff ``|a - b| <= t * max(|a|, 0.1)``
-(``a`` the value in A); method ``l``: the same on ``g(v) = sign(v) log(1 + |v|)``.
+(``a`` the value in A); method ``l``: the same on ``g(v) = sign(v) log(1 + |v|)``;
+method ``s`` (the default, with levels 0.1, 0.25, 0.5, 1): ``|a - b| <= t * sd``,
+``sd`` the column's sd in A (ddof=1), like comparison levels on absolute
+differences in other linkers.
 Categorical columns agree iff equal. With several tolerances ``t_1 < t_2 <
 ...`` per column (multi-level comparison, like Splink's comparison levels) the
 level of a pair is the number of tolerances it misses: 0 = agrees within
@@ -16,8 +19,10 @@ level of a pair is the number of tolerances it misses: 0 = agrees within
 Patterns
 --------
 The comparison vector of a pair is coded ``sum_k level_k * radix_k``
-(mixed radix, ``radix_0 = 1``); a block returns ``bincount`` of the codes, so
-counts add up across blocks exactly (integers).
+(mixed radix, ``radix_0 = 1``). Pattern counts are sparse: the codes that
+occur, increasing, with their pair counts (:func:`sparse_counts`); blocks merge
+exactly (integers, :func:`merge_counts`). The pattern space ``prod(n_levels)``
+is never materialised, so 13 columns x several levels work.
 
 Weights
 -------
@@ -40,10 +45,17 @@ import numpy as np
 from ..errors import SdcInputError, one_of, param_error
 
 __all__ = ["Comparison", "comparison", "transform", "prepare_side", "pattern_counts",
-           "pattern_levels", "EMResult", "em", "WeightParams", "weight_params",
+           "pattern_levels", "sparse_counts", "merge_counts", "dense_counts",
+           "EMResult", "em", "WeightParams", "weight_params",
            "topc_block", "merge_topc", "pair_weights", "dense_weights", "match_probability",
            "pld_counts", "precision_cutoff"]
 
+
+#: Most tolerances per column (levels = tolerances + 1).
+MAX_LEVELS = 15
+
+#: Largest mixed-radix pattern code (int64 with headroom).
+MAX_PATTERN_CODE = 1 << 62
 
 # --------------------------------------------------------------------------
 # comparison specification
@@ -55,8 +67,9 @@ class Comparison:
 
     Attributes
     ----------
-    method : {"d", "l"}
-        Numeric comparison on raw values (d) or on ``g(v)`` (l).
+    method : {"s", "l", "d"}
+        Numeric comparison: absolute difference in sd of A's column (s),
+        relative difference on raw values (d) or on ``g(v)`` (l).
     levels : tuple of tuple of float
         Increasing tolerances of each key column (one for a binary
         agree/disagree comparison); ``()`` for a categorical column.
@@ -81,7 +94,11 @@ class Comparison:
 
     @property
     def n_patterns(self) -> int:
-        return int(np.prod(self.n_levels))
+        """Size of the pattern space ``prod(n_levels)`` (a Python int: never overflows)."""
+        out = 1
+        for x in self.n_levels.tolist():
+            out *= int(x)
+        return out
 
     @property
     def step(self) -> np.ndarray:
@@ -101,13 +118,19 @@ class Comparison:
         return out
 
 
-def comparison(n_keys: int, *, method: str = "l", t: float | Any = 0.05,
+#: The default comparison (chosen by benchmarks/prl.py): method and tolerances.
+DEFAULT_METHOD = "s"
+DEFAULT_T = (0.0, 0.1, 0.25, 0.5, 1.0)
+
+
+def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DEFAULT_T,
                categorical: Any = None) -> Comparison:
     """Build and check a :class:`Comparison` for ``n_keys`` key columns.
 
     Parameters
     ----------
-    method : {"d", "l"}
+    method : {"s", "l", "d"}
+        Unknown names raise :class:`SdcInputError` listing the valid ones.
     t : float, sequence of float, or per-column sequence of sequences
         One tolerance for every numeric column (binary comparison), an
         increasing list of tolerances (the same levels for every column), or
@@ -118,8 +141,8 @@ def comparison(n_keys: int, *, method: str = "l", t: float | Any = 0.05,
     if n_keys < 1:
         raise SdcInputError("probabilistic record linkage needs at least one key column; "
                             "got none. Give key columns (e.g. --keys V1,V2)")
-    if method not in ("d", "l"):
-        raise param_error("method", "prl", one_of(("d", "l")), method)
+    if method not in ("d", "l", "s"):
+        raise param_error("method", "prl", one_of(("d", "l", "s")), method)
     cat = tuple(bool(c) for c in (categorical if categorical is not None else [False] * n_keys))
     if len(cat) != n_keys:
         raise SdcInputError(f"categorical flags for {len(cat)} columns but {n_keys} key columns")
@@ -132,15 +155,23 @@ def comparison(n_keys: int, *, method: str = "l", t: float | Any = 0.05,
         if len(per) != n_keys:
             raise SdcInputError(f"tolerances for {len(per)} columns but {n_keys} key columns")
     for lev in per:
-        if len(lev) == 0 or not all(np.isfinite(x) and x > 0 for x in lev):
-            raise param_error("t", "prl", "a tolerance > 0 (finite)", list(lev))
+        if len(lev) == 0 or not all(np.isfinite(x) and x > 0 for x in lev[1:]) or \
+                not (np.isfinite(lev[0]) and (lev[0] > 0 or (lev[0] == 0 and len(lev) > 1))):
+            raise param_error("t", "prl", "a tolerance > 0 (finite), or increasing ones of which "
+                              "only the first may be 0 (exact agreement)", list(lev))
         if any(b <= a for a, b in zip(lev, lev[1:])):
             raise param_error("t", "prl", "a list of increasing tolerances", list(lev))
     levels = tuple(() if c else lev for lev, c in zip(per, cat))
+    for lev in levels:
+        if len(lev) > MAX_LEVELS:
+            raise param_error("t", "prl", f"at most {MAX_LEVELS} tolerances per column",
+                              f"{len(lev)} tolerances")
     cmp = Comparison(method, levels, cat)
-    if cmp.n_patterns > 2**20:
-        raise SdcInputError(f"{cmp.n_patterns} comparison patterns are too many for EM; "
-                            "use fewer key columns or fewer levels")
+    if cmp.n_patterns > MAX_PATTERN_CODE:
+        raise SdcInputError(f"{n_keys} key columns with these levels make {cmp.n_patterns:.3g} "
+                            f"comparison patterns, more than the {MAX_PATTERN_CODE:.3g} a "
+                            "pattern code can hold; use fewer tolerances per column or fewer "
+                            "key columns per key set")
     return cmp
 
 
@@ -170,7 +201,14 @@ def prepare_side(X: Any, cols: tuple[int, ...], cmp: Comparison, *, side: str,
             v[:, k] = transform(raw[:, k], cmp.method)
     out = {"v": np.ascontiguousarray(v)}
     if side == "a":
-        base = np.maximum(np.abs(v), 0.1)
+        if cmp.method == "s":
+            # absolute differences in units of A's column sd (ddof=1), like comparison
+            # levels on standardised differences; the whole file gives the sd
+            sd = np.nanstd(raw, axis=0, ddof=1) if raw.shape[0] > 1 else np.ones(raw.shape[1])
+            sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+            base = np.broadcast_to(sd, v.shape)
+        else:
+            base = np.maximum(np.abs(v), 0.1)
         T = cmp.flat_tolerances
         tol = base[:, :, None] * T[None, :, :]
         tol[:, np.asarray(cmp.categorical, dtype=bool), 0] = 0.0   # equality
@@ -213,8 +251,12 @@ def _codes_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, radix, code):
     return n
 
 
+#: Largest pattern space counted with a dense histogram inside a block (then
+#: compressed); above it a block counts into an open-addressing hash table.
+DENSE_PATTERN_SPACE = 1 << 16
+
 @numba.njit(cache=True, nogil=True)
-def _counts_kernel(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns):
+def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns):
     # four interleaved histograms: runs of the same pattern do not serialise the increments
     counts = np.zeros((4, n_patterns), dtype=np.int64)
     code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
@@ -223,6 +265,115 @@ def _counts_kernel(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_pattern
         for q in range(n):
             counts[q & 3, code[q]] += 1
     return counts.sum(axis=0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot(key, mask):
+    # Fibonacci hashing of a non-negative code
+    return ((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def _hash_add(keys, vals, key, inc, mask):
+    h = _slot(np.uint64(key), mask)
+    while True:
+        k = keys[h]
+        if k == key:
+            vals[h] += inc
+            return 0
+        if k < 0:
+            keys[h] = key
+            vals[h] = inc
+            return 1
+        h = (h + np.uint64(1)) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def _counts_hash(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix):
+    # open addressing with linear probing; grows at load 1/2. A B row's codes
+    # are first run-length merged (neighbouring A rows often share a pattern).
+    size = 1 << 12
+    keys = np.full(size, -1, dtype=np.int64)
+    vals = np.zeros(size, dtype=np.int64)
+    used = 0
+    code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
+    for j in range(bv.shape[0]):
+        n = _codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, code)
+        q = 0
+        while q < n:
+            x = code[q]
+            r = q + 1
+            while r < n and code[r] == x:
+                r += 1
+            used += _hash_add(keys, vals, x, r - q, np.uint64(size - 1))
+            if 2 * used > size:
+                size *= 2
+                k2 = np.full(size, -1, dtype=np.int64)
+                v2 = np.zeros(size, dtype=np.int64)
+                for s in range(keys.size):
+                    if keys[s] >= 0:
+                        _hash_add(k2, v2, keys[s], vals[s], np.uint64(size - 1))
+                keys, vals = k2, v2
+            q = r
+    ok = keys >= 0
+    ck, cv = keys[ok], vals[ok]
+    o = np.argsort(ck)
+    return ck[o], cv[o]
+
+
+def sparse_counts(codes: np.ndarray, counts: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Sparse pattern counts from per-pair pattern codes (or from weighted codes).
+
+    This is the one representation of pattern counts used everywhere: only the
+    patterns that occur, as two int64 arrays sorted by code, never a dense
+    vector over all ``prod(n_levels)`` patterns (13 columns x 5 levels would be
+    1.2e9 entries).
+
+    Parameters
+    ----------
+    codes : int array, shape (n,)
+        Mixed-radix pattern code of each pair (``sum_k level_k * radix_k``,
+        :attr:`Comparison.radix`), in any order, repeats allowed.
+    counts : int array, shape (n,), optional
+        Multiplicity of each entry of ``codes`` (default 1 each), e.g. to merge
+        several sparse counts: ``sparse_counts(concat(codes), concat(counts))``.
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (p,)
+        The distinct codes that occur (with a non-zero count), increasing.
+    counts : ndarray of int64, shape (p,)
+        Number of pairs with each code (> 0). The result depends only on the
+        multiset of codes, so counts merge exactly in any order.
+    """
+    codes = np.asarray(codes, dtype=np.int64).ravel()
+    if counts is None:
+        u, c = np.unique(codes, return_counts=True)
+        return u.astype(np.int64), c.astype(np.int64)
+    counts = np.asarray(counts, dtype=np.int64).ravel()
+    if counts.shape != codes.shape:
+        raise ValueError("codes and counts must have the same length")
+    u, inv = np.unique(codes, return_inverse=True)
+    c = np.zeros(u.size, dtype=np.int64)
+    np.add.at(c, inv.ravel(), counts)
+    keep = c != 0
+    return u[keep].astype(np.int64), c[keep]
+
+
+def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sum of several sparse pattern counts (:func:`sparse_counts` form); exact, order-free."""
+    if len(parts) == 1:
+        return parts[0]
+    return sparse_counts(np.concatenate([p[0] for p in parts]),
+                         np.concatenate([p[1] for p in parts]))
+
+
+def dense_counts(sparse: tuple[np.ndarray, np.ndarray], n_patterns: int) -> np.ndarray:
+    """The dense vector of counts over all ``n_patterns`` codes (small pattern spaces only)."""
+    out = np.zeros(int(n_patterns), dtype=np.int64)
+    out[np.asarray(sparse[0], dtype=np.int64)] = sparse[1]
+    return out
 
 
 def _transposed(a: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -235,8 +386,9 @@ def _all(n_b: int, n_a: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None = None,
-                   hi: np.ndarray | None = None, aidx: np.ndarray | None = None) -> np.ndarray:
-    """Counts of the comparison patterns over pairs of a block.
+                   hi: np.ndarray | None = None, aidx: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Sparse counts of the comparison patterns over pairs of a block.
 
     Parameters
     ----------
@@ -248,19 +400,30 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
 
     Returns
     -------
-    ndarray of int64, shape (n_patterns,)
+    codes, counts : ndarrays of int64, shape (p,)
+        The patterns that occur (increasing codes) and their pair counts, as
+        :func:`sparse_counts`; :func:`merge_counts` adds blocks up.
     """
     identity = lo is None
     if identity:
         lo, hi, aidx = _all(b["v"].shape[0], a["v"].shape[0])
     avT, tolT = _transposed(a)
-    return _counts_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix,
+    if cmp.n_patterns <= DENSE_PATTERN_SPACE:
+        d = _counts_dense(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix,
                           cmp.n_patterns)
+        nz = np.flatnonzero(d)
+        return nz.astype(np.int64), d[nz]
+    return _counts_hash(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix)
 
 
-def pattern_levels(cmp: Comparison) -> np.ndarray:
-    """Level of each column in each pattern code: int array (n_patterns, K)."""
-    codes = np.arange(cmp.n_patterns)
+def pattern_levels(cmp: Comparison, codes: np.ndarray | None = None) -> np.ndarray:
+    """Level of each column in each pattern code: int array (n_codes, K).
+
+    ``codes`` default: every code ``0 .. n_patterns - 1`` (small pattern spaces only).
+    """
+    if codes is None:
+        codes = np.arange(cmp.n_patterns)
+    codes = np.asarray(codes, dtype=np.int64)
     return (codes[:, None] // cmp.radix[None, :]) % cmp.n_levels[None, :]
 
 
@@ -274,9 +437,11 @@ class EMResult:
 
     ``m[k]``, ``u[k]``: level probabilities of column k among matches /
     non-matches (level 0 = agreement); ``p``: P(M); ``loglik`` of the pattern
-    counts at the estimate; ``iterations``; ``converged``; ``clipped``: how
-    many times a probability hit the guard bounds; ``constrained``: how many
-    times the constraint ``m_agree >= u_agree`` was applied.
+    counts at the estimate; ``iterations``; ``converged`` (False: the
+    iteration limit was reached before the parameters settled); ``clipped``:
+    how many times a probability hit the guard bounds; ``constrained``: how
+    many times the constraint ``m >= u`` pooled a column; ``history``: the
+    log-likelihood at the start of each iteration.
     """
 
     m: list[np.ndarray]
@@ -297,85 +462,215 @@ def _guard(x: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
     return y / y.sum(), hit
 
 
-def em(counts: np.ndarray, cmp: Comparison, *, p_start: float, p_max: float | None = None,
-       m_start: float = 0.9, max_iter: int = 1000, tol: float = 1e-9,
-       eps: float = 1e-9) -> EMResult:
-    """Fit P(M), m and u by EM on the pattern counts.
+def _as_sparse(counts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, counts) of the occurring patterns from sparse or dense counts."""
+    if isinstance(counts, tuple):
+        codes, c = (np.asarray(x, dtype=np.int64) for x in counts)
+    else:
+        dense = np.asarray(counts)
+        codes = np.flatnonzero(dense).astype(np.int64)
+        c = dense[codes].astype(np.int64)
+    keep = c > 0
+    return codes[keep], c[keep]
 
-    Start: ``P(M) = p_start`` (CATALOG: ``min(n_a, n_b) / (n_a n_b)``), m puts
-    ``m_start`` on level 0 and spreads the rest evenly; u is the observed level
-    frequency of each column over all pairs (nearly all pairs are non-matches).
-    Stops when the log-likelihood gains less than ``tol`` (relative) or after
-    ``max_iter`` iterations. Probabilities are kept in ``[eps, 1 - eps]`` and
-    P(M) in ``[1/N, 1 - 1/N]`` (N pairs) so weights stay finite. ``p_max``
-    bounds P(M) from above: a 1-1 linkage has at most ``min(n_a, n_b)``
-    matches, so the driver passes ``min(n_a, n_b) / N``. Without the bound,
-    on all pairs of real-looking files EM happily calls the large class of
-    pairs agreeing on zeros and correlated keys "matches" (P(M) ~ 0.4). The
-    bounded M-step for P(M) is exact (the expected log-likelihood is concave
-    in P(M)), so the log-likelihood still never decreases. As in
-    Winkler's constrained EM, agreement may not be less likely among matches
-    than among non-matches: when an M-step gives ``m_agree < u_agree`` for a
-    column, its m and u are both set to the column's pooled level frequencies
-    (weight 0: the column carries no evidence). Without it, keys that are
-    correlated among non-matches can pull the "match" class onto that
-    correlation instead of onto the matches.
-    """
-    counts = np.asarray(counts, dtype=np.float64)
-    N = counts.sum()
-    if N <= 0:
-        raise SdcInputError("no record pairs to fit the linkage model on")
-    lev = pattern_levels(cmp)
-    nl = cmp.n_levels
-    K = len(nl)
-    nz = counts > 0
-    c, lev = counts[nz], lev[nz]
-    m, u = [], []
-    for k in range(K):
-        mk = np.full(nl[k], (1 - m_start) / max(nl[k] - 1, 1))
-        mk[0] = m_start
-        m.append(mk)
-        uk = np.bincount(lev[:, k], weights=c, minlength=nl[k]) / N
-        u.append(_guard(uk, eps)[0])
-    hi = 1 - 1 / N if p_max is None else float(np.clip(p_max, 1 / N, 1 - 1 / N))
-    p = float(np.clip(p_start, 1 / N, hi))
-    history: list[float] = []
-    clipped = constrained = 0
+
+#: EM stops when no parameter (P(M), any m or u) moved by more than this.
+EM_TOL = 1e-10
+
+#: EM iteration limit; a fit that reaches it is flagged (``converged`` False).
+EM_MAX_ITER = 20000
+
+
+@numba.njit(cache=True, nogil=True)
+def _em_kernel(lev, c, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, history, fix_u):
+    # Winkler's constrained EM on sparse pattern counts; m, u (K, L) are updated
+    # in place (padding beyond a column's levels stays 1: log 0, never read).
+    P, K = lev.shape
+    N = 0.0
+    for q in range(P):
+        N += c[q]
+    L = m.shape[1]
+    bm = np.zeros((K, L))
+    bu = np.zeros((K, L))
+    logm = np.zeros((K, L))
+    logu = np.zeros((K, L))
+    clipped = 0
+    constrained = 0
     converged = False
     it = 0
-    for it in range(1, max_iter + 1):
-        lm = np.log(p) + sum(np.log(m[k])[lev[:, k]] for k in range(K))
-        lu = np.log1p(-p) + sum(np.log(u[k])[lev[:, k]] for k in range(K))
-        top = np.maximum(lm, lu)
-        lmix = top + np.log(np.exp(lm - top) + np.exp(lu - top))
-        ll = float(np.dot(c, lmix))
-        history.append(ll)
-        g = np.exp(lm - lmix)
-        cm, cu = c * g, c * (1 - g)
-        sm, su = cm.sum(), cu.sum()
-        p = float(np.clip(sm / N, 1 / N, hi))
+    while it < max_iter:
+        it += 1
         for k in range(K):
-            bm = np.bincount(lev[:, k], weights=cm, minlength=nl[k])
-            bu = np.bincount(lev[:, k], weights=cu, minlength=nl[k])
-            if bm[0] / max(sm, 1e-300) < bu[0] / max(su, 1e-300):
-                # constraint m_agree >= u_agree (agreement is evidence for a match):
-                # a column where the latent class says otherwise carries no evidence
-                bm = bu = bm + bu
-                sk = sm + su
+            for l in range(nl[k]):
+                logm[k, l] = np.log(m[k, l])
+                logu[k, l] = np.log(u[k, l])
+        bm[:, :] = 0.0
+        bu[:, :] = 0.0
+        lp = np.log(p)
+        lq = np.log1p(-p)
+        ll = 0.0
+        sm = 0.0
+        su = 0.0
+        for q in range(P):
+            x = lp
+            y = lq
+            for k in range(K):
+                x += logm[k, lev[q, k]]
+                y += logu[k, lev[q, k]]
+            top = x if x > y else y
+            lmix = top + np.log(np.exp(x - top) + np.exp(y - top))
+            ll += c[q] * lmix
+            g = np.exp(x - lmix)
+            cm = c[q] * g
+            cu = c[q] * (1.0 - g)
+            sm += cm
+            su += cu
+            for k in range(K):
+                bm[k, lev[q, k]] += cm
+                bu[k, lev[q, k]] += cu
+        history[it - 1] = ll
+        # M-step: P(M) bounded above (at most min(nA, nB) matches)
+        pn = sm / N
+        pn = p_lo if pn < p_lo else (p_hi if pn > p_hi else pn)
+        change = abs(pn - p)
+        p = pn
+        smx = sm if sm > 1e-300 else 1e-300
+        sux = su if su > 1e-300 else 1e-300
+        for k in range(K):
+            nk = nl[k]
+            # m >= u: agreement within each tolerance at least as likely among
+            # matches (cumulatively over the levels); otherwise the column
+            # carries no evidence and both take the pooled frequencies
+            pooled = False
+            am = 0.0
+            au = 0.0
+            for l in range(nk - 1):
+                am += bm[k, l]
+                au += bu[k, l]
+                if am / smx < au / sux:
+                    pooled = True
+            if pooled:
                 constrained += 1
-            else:
-                sk = None
-            mk, h1 = _guard(bm / max(sk or sm, 1e-300), eps)
-            uk, h2 = _guard(bu / max(sk or su, 1e-300), eps)
-            m[k], u[k] = mk, uk
-            clipped += h1 + h2
-        if len(history) > 1 and abs(history[-1] - history[-2]) <= tol * abs(history[-1]):
+            for side in range(1 if fix_u else 2):
+                tot = 0.0
+                for l in range(nk):
+                    if pooled and fix_u:
+                        v = u[k, l]
+                    elif pooled:
+                        v = (bm[k, l] + bu[k, l]) / N
+                    elif side == 0:
+                        v = bm[k, l] / smx
+                    else:
+                        v = bu[k, l] / sux
+                    if v < eps or v > 1.0 - eps:
+                        clipped += 1
+                        v = eps if v < eps else 1.0 - eps
+                    logm[k, l] = v          # scratch
+                    tot += v
+                for l in range(nk):
+                    v = logm[k, l] / tot
+                    if side == 0:
+                        d = abs(v - m[k, l])
+                        m[k, l] = v
+                    else:
+                        d = abs(v - u[k, l])
+                        u[k, l] = v
+                    if d > change:
+                        change = d
+        if change < tol:
             converged = True
             break
+    return p, it, converged, clipped, constrained
+
+
+def _loglik(lev: np.ndarray, c: np.ndarray, m: list, u: list, p: float) -> float:
+    K = len(m)
     lm = np.log(p) + sum(np.log(m[k])[lev[:, k]] for k in range(K))
     lu = np.log1p(-p) + sum(np.log(u[k])[lev[:, k]] for k in range(K))
-    ll = float(np.dot(c, np.logaddexp(lm, lu)))
-    return EMResult(m, u, p, ll, it, converged, clipped, constrained, history)
+    return float(np.dot(c, np.logaddexp(lm, lu)))
+
+
+def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = None,
+       m_start: float = 0.9, max_iter: int = EM_MAX_ITER, tol: float = EM_TOL,
+       eps: float = 1e-9, fix_u: bool = False) -> EMResult:
+    """Fit P(M), m and u by Winkler's constrained EM on the pattern counts.
+
+    Parameters
+    ----------
+    counts : (codes, counts) or ndarray (n_patterns,)
+        Sparse pattern counts (:func:`sparse_counts`) or a dense vector.
+    p_start : float
+        Start of P(M) (CATALOG: ``min(n_a, n_b) / (n_a n_b)``).
+    p_max : float, optional
+        Upper bound of P(M); the driver passes ``min(n_a, n_b) / N`` (a 1-1
+        linkage has at most ``min(n_a, n_b)`` matches). ``None`` or a value
+        >= 1 turns the bound off (P(M) <= 1 - 1/N only).
+    m_start : float
+        Start of m on the closest level that occurs (level 0 unless it is empty,
+        e.g. an exact-agreement level on noisy data); the rest spread evenly.
+    max_iter : int
+        Iteration limit; a fit that reaches it has ``converged`` False (the
+        cell is flagged).
+    tol : float
+        Stop when the largest absolute change of any parameter (P(M), every
+        m and u level probability) in one iteration is below ``tol``. Not the
+        log-likelihood: it flattens long before the parameters settle.
+    eps : float
+        Level probabilities are kept in ``[eps, 1 - eps]`` (renormalised) so
+        weights stay finite; P(M) in ``[1/N, p_max]``.
+    fix_u : bool
+        Keep u at the observed level frequencies over all pairs and fit only m
+        and P(M) (as linkers that estimate u from random pairs do); off by default.
+
+    Notes
+    -----
+    Start: m as above, u the observed level frequencies of each column over
+    all pairs (nearly all pairs are non-matches). Constraints (Winkler's
+    constrained EM, CATALOG.md): ``P(M) <= p_max``, and ``m >= u`` for every
+    column: agreement within each of its tolerances (cumulatively over the
+    levels: ``sum_{l' <= l} m_l' >= sum_{l' <= l} u_l'`` for every ``l < L``)
+    is at least as likely among matches as among non-matches. When an M-step
+    violates it for a column, its m and u are both set to the column's pooled
+    level frequencies (the column gets weight 0: it carries no evidence);
+    for a binary column this is the exact constrained maximum. Without the
+    constraints, on all pairs of real-looking files EM calls the large class
+    of pairs agreeing on zeros and correlated keys "matches" (P(M) ~ 0.4).
+    The bounded M-step for P(M) is exact (the expected log-likelihood is
+    concave in P(M)), so the log-likelihood never decreases.
+    """
+    codes, c = _as_sparse(counts)
+    c = c.astype(np.float64)
+    N = c.sum()
+    if N <= 0:
+        raise SdcInputError("no record pairs to fit the linkage model on")
+    if int(max_iter) < 1:
+        raise param_error("max_iter", "prl_em", "an integer >= 1", max_iter)
+    lev = pattern_levels(cmp, codes)
+    lev8 = np.ascontiguousarray(lev, dtype=np.int8)     # levels <= MAX_LEVELS: cache-friendly
+    nl = cmp.n_levels
+    K = len(nl)
+    L = int(nl.max())
+    M = np.ones((K, L))
+    U = np.ones((K, L))
+    for k in range(K):
+        uk = np.bincount(lev[:, k], weights=c, minlength=nl[k]) / N
+        U[k, :nl[k]] = _guard(uk, eps)[0]
+        # m_start on the closest level that occurs (an exact-agreement level may be empty)
+        first = int(np.flatnonzero(uk > 0)[0]) if np.any(uk > 0) else 0
+        mk = np.full(nl[k], (1 - m_start) / max(nl[k] - 1, 1))
+        mk[first] = m_start
+        M[k, :nl[k]] = mk
+    hi = 1 - 1 / N if p_max is None else float(np.clip(p_max, 1 / N, 1 - 1 / N))
+    p = float(np.clip(p_start, 1 / N, hi))
+    history = np.zeros(int(max_iter))
+    p, it, converged, clipped, constrained = _em_kernel(
+        lev8, c, nl.astype(np.int64), M, U, p, 1 / N, hi, float(eps), int(max_iter), float(tol),
+        history, bool(fix_u))
+    m = [M[k, :nl[k]].copy() for k in range(K)]
+    u = [U[k, :nl[k]].copy() for k in range(K)]
+    ll = _loglik(lev, c, m, u, p)
+    return EMResult(m, u, float(p), ll, int(it), bool(converged), int(clipped),
+                    int(constrained), history[:it].tolist())
 
 
 # --------------------------------------------------------------------------

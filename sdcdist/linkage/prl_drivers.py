@@ -13,6 +13,7 @@ above (:mod:`sdcdist.linkage.assignment`).
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,12 +21,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import SdcInputError, param_error
-from ..parallel import Runner, add_dicts, chunk_bounds, pairwise_reduce, tree_reduce
+from ..parallel import Runner, chunk_bounds, pairwise_reduce, tree_reduce
 from . import prl
 from .assignment import DEFAULT_DENSE_LIMIT, Candidates, assign
 from .truth import row_truth
 
 __all__ = ["PRLResult", "probabilistic_linkage", "blocked_pattern_counts", "DEFAULT_PRL_ROWS"]
+
+log = logging.getLogger(__name__)
 
 #: Rows of A and of B per block (the kernels hold no pair matrix, so blocks
 #: are sized for scheduling, not memory).
@@ -79,15 +82,21 @@ def _prepare(X: Any, cols: tuple[int, ...], cmp: prl.Comparison, side: str) -> d
 
 def _count_block(a0: int, a1: int, b0: int, b1: int, A: dict, B: dict,
                  cmp: prl.Comparison) -> dict:
-    return {"counts": prl.pattern_counts(_slice(A, a0, a1), _slice(B, b0, b1), cmp)}
+    codes, counts = prl.pattern_counts(_slice(A, a0, a1), _slice(B, b0, b1), cmp)
+    return {"codes": codes, "counts": counts, "pairs": np.int64((a1 - a0) * (b1 - b0))}
 
 
 def _count_window(b0: int, b1: int, A: dict, B: dict, cmp: prl.Comparison,
                   blocking: tuple[int, int]) -> dict:
     b = _slice(B, b0, b1)
     lo, hi, order = _window(A, b, *blocking)
-    return {"counts": prl.pattern_counts(A, b, cmp, lo=lo, hi=hi, aidx=order),
-            "pairs": np.int64((hi - lo).sum())}
+    codes, counts = prl.pattern_counts(A, b, cmp, lo=lo, hi=hi, aidx=order)
+    return {"codes": codes, "counts": counts, "pairs": np.int64((hi - lo).sum())}
+
+
+def _merge_counts(*parts: dict) -> dict:
+    codes, counts = prl.merge_counts(*[(p["codes"], p["counts"]) for p in parts])
+    return {"codes": codes, "counts": counts, "pairs": sum(p["pairs"] for p in parts)}
 
 
 def _topc_block(b0: int, b1: int, a0: int, a1: int, B: dict, A: dict, cmp: prl.Comparison,
@@ -129,27 +138,30 @@ def _dense_assign(A: dict, B: dict, cmp: prl.Comparison, wp: prl.WeightParams,
 
 def blocked_pattern_counts(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                            cmp: prl.Comparison, *, rows: tuple[int, int],
-                           blocking: tuple[int, int] | None = None) -> tuple[np.ndarray, int]:
+                           blocking: tuple[int, int] | None = None
+                           ) -> tuple[tuple[np.ndarray, np.ndarray], int]:
     """Pass 1: pattern counts over all pairs (or a blocking rule's pairs).
 
     ``A``, ``B`` are handles of :func:`prl.prepare_side` dicts. Returns the
-    counts (int64, shape (n_patterns,)) and the number of pairs compared.
+    sparse counts ``(codes, counts)`` (:func:`prl.sparse_counts`: int64, the
+    occurring patterns in increasing code order) and the number of pairs compared.
     """
     if blocking is None:
         parts = [runner.task(_count_block, a0, a1, b0, b1, A, B, cmp)
                  for a0, a1 in chunk_bounds(n_a, rows[0])
                  for b0, b1 in chunk_bounds(n_b, rows[1])]
-        counts = runner.result(tree_reduce(runner, add_dicts, parts))["counts"]
-        return np.asarray(counts, dtype=np.int64), int(n_a) * int(n_b)
-    parts = [runner.task(_count_window, b0, b1, A, B, cmp, blocking)
-             for b0, b1 in chunk_bounds(n_b, rows[1])]
-    out = runner.result(tree_reduce(runner, add_dicts, parts))
-    return np.asarray(out["counts"], dtype=np.int64), int(out["pairs"])
+    else:
+        parts = [runner.task(_count_window, b0, b1, A, B, cmp, blocking)
+                 for b0, b1 in chunk_bounds(n_b, rows[1])]
+    out = runner.result(tree_reduce(runner, _merge_counts, parts))
+    return (np.asarray(out["codes"], dtype=np.int64),
+            np.asarray(out["counts"], dtype=np.int64)), int(out["pairs"])
 
 
 def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                           cols_a: tuple[int, ...], cols_b: tuple[int, ...] | None = None, *,
-                          method: str = "l", t: Any = 0.05, categorical: Any = None,
+                          method: str = prl.DEFAULT_METHOD, t: Any = prl.DEFAULT_T,
+                          categorical: Any = None,
                           truth: Any = None, top_c: int = 20,
                           dense_limit: int = DEFAULT_DENSE_LIMIT,
                           block_rows: tuple[int, int] | None = None,
@@ -180,7 +192,9 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         Sorted-neighbourhood blocking: (position of the key in ``cols_a``,
         half window). Only those pairs are compared; the result is flagged.
     em_options : dict, optional
-        Passed to :func:`prl.em` (``max_iter``, ``tol``, ``eps``, ``m_start``).
+        Passed to :func:`prl.em` (``max_iter``, ``tol``, ``eps``, ``m_start``,
+        ``p_max``: a value >= 1 turns the P(M) cap off). A fit that reaches
+        ``max_iter`` sets the flag (``info["em_converged"]`` False).
     unmatched : "row_floor" or None
         Sparse assignment only (see :func:`~sdcdist.linkage.assignment.assign`):
         "row_floor" lets a B record stay unassigned at a value just below its
@@ -231,6 +245,9 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     t0 = time.perf_counter()
     p_start = min(n_a, n_b) / float(n_pairs)
     fit = prl.em(counts, cmp, p_start=p_start, **{"p_max": p_start, **(em_options or {})})
+    if not fit.converged:
+        log.warning("PRL: EM did not converge within %d iterations (the result is flagged)",
+                    fit.iterations)
     wp = prl.weight_params(fit, cmp)
     timings["em"] = time.perf_counter() - t0
 
@@ -266,7 +283,7 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                                             & (tr >= 0)))
         timings["assignment"] = time.perf_counter() - t0
     pc = prl.pld_counts(r, c, w, tr)
-    flag = int(ainfo["flag"] or blocking is not None)
+    flag = int(ainfo["flag"] or blocking is not None or not fit.converged)
     info = {"assignment": ainfo["method"] + ("" if ainfo["method"] == "dense" else
                                              f" (unmatched={unmatched})"), "blocking": (f"sorted neighbourhood on key "
                                                         f"{blocking[0]}, half window "

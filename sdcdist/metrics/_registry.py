@@ -297,7 +297,10 @@ class MeasureContext:
         elif metric.keysets:
             if not self.keysets:
                 raise SdcInputError(f"{name} needs at least one key set; got none")
-            parts = [_as_result(metric.func(self, self.key_index(k))) for k in self.keysets]
+            # key sets are independent: their tasks go to the cluster together
+            idx = [self.key_index(k) for k in self.keysets]
+            parts = self.runner.map_concurrent(lambda keys: _as_result(metric.func(self, keys)),
+                                               idx)
             res = MetricResult(float(np.mean([r.value for r in parts])),
                                tuple(float(r.value) for r in parts),
                                sum(r.excluded for r in parts), max(r.flag for r in parts),

@@ -1,8 +1,9 @@
 """Probabilistic record linkage risk: PLD and PLD20 (CATALOG.md, "Probabilistic record linkage").
 
 Options (``ctx.options``; declared in :mod:`sdcdist.options`): ``prl_method``
-("l"), ``prl_t`` (0.05; a list of increasing tolerances gives a multi-level
-comparison), ``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
+("s": absolute differences in sd of the original column), ``prl_t``
+([0.1, 0.25, 0.5, 1]: a multi-level comparison; the papers' binary comparison is
+``prl_method: l``, ``prl_t: 0.05``), ``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
 (``None`` or ``[key column name, half window]`` for sorted-neighbourhood
 blocking), ``prl_block_rows``, ``prl_em`` (dict of EM settings),
 ``prl_unmatched`` (sparse assignment mode). Sparse
@@ -12,11 +13,13 @@ assignment was used, the pairs compared, EM iterations and log-likelihood.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import SdcInputError
 from ..linkage.prl_drivers import PRLResult, probabilistic_linkage
 from ._registry import MeasureContext, MetricResult, register
 
-__all__ = ["prl_linkage"]
+__all__ = ["prl_linkage", "em_note"]
 
 PRL_OPTIONS = ("prl_method", "prl_t", "prl_top_c", "prl_dense_limit", "prl_blocking",
                "prl_block_rows", "prl_em", "prl_unmatched")
@@ -46,11 +49,24 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
     return ctx.cached(("prl", keys), run)
 
 
+def em_note(name: str, result: Any) -> str | None:
+    """A line saying that the EM of a PLD/PLD20 result hit its iteration limit, or None."""
+    infos = result.info.get("per_keyset_info") or [result.info]
+    bad = [(i, x["em_iterations"]) for i, x in enumerate(infos)
+           if isinstance(x, dict) and x.get("em_converged") is False]
+    if not bad:
+        return None
+    where = "" if "per_keyset_info" not in result.info else \
+        " on key set(s) " + ", ".join(str(i + 1) for i, _ in bad)
+    return (f"{name}: EM did not converge within {bad[0][1]} iterations{where}; the value is "
+            "flagged (raise prl_em max_iter)")
+
+
 def _share(ctx: MeasureContext, keys: tuple[int, ...], count: str) -> MetricResult:
     """100 x (correct pairs counted by ``count``) / n_B, with the linkage detail."""
     r = prl_linkage(ctx, keys)
     info = {k: r.info[k] for k in ("assignment", "blocking", "pairs_compared", "em_iterations",
-                                   "em_loglik", "em_converged", "unassigned_b",
+                                   "em_loglik", "em_converged", "p_match", "unassigned_b",
                                    "true_in_candidates")}
     return MetricResult(100.0 * getattr(r, count) / r.n_b, flag=r.flag, info=info)
 

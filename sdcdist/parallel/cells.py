@@ -38,12 +38,20 @@ TASK_CELL_LIMIT = OPTIONS["task_cell_limit"].default   # declared in sdcdist.opt
 C = TypeVar("C")
 
 
-def cell_mode(options: Mapping[str, Any], n: int) -> str:
-    """``task`` or ``distributed``: the ``cell_mode`` option, ``auto`` resolved for ``n`` rows."""
+def cell_mode(options: Mapping[str, Any], n: int, *, cells: int | None = None,
+              workers: int = 1) -> str:
+    """``task`` or ``distributed``: the ``cell_mode`` option, ``auto`` resolved for ``n`` rows.
+
+    ``auto`` is ``task`` up to ``task_cell_limit`` rows, unless there are fewer
+    ``cells`` than twice the ``workers``: then whole-cell tasks would leave
+    workers idle, and ``distributed`` spreads each cell's own tasks (its key
+    sets at once) over them. Both modes give the same cube bit for bit.
+    """
     mode = options.get("cell_mode", "auto")
     if mode == "auto":
         limit = int(options.get("task_cell_limit", TASK_CELL_LIMIT))
-        return "task" if n <= limit else "distributed"
+        few = cells is not None and workers > 1 and cells < 2 * workers
+        return "task" if n <= limit and not few else "distributed"
     return mode
 
 

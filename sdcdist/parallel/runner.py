@@ -235,6 +235,25 @@ class Runner:
         """``fn(*args, **kwargs)`` run as one task, its value returned: ``result(task(...))``."""
         return self.result(self.task(fn, *args, **kwargs))
 
+    def map_concurrent(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        """``[fn(x) for x in items]``, with the calls driven at once from a few threads.
+
+        For independent pieces of work that each submit their own tasks through
+        this runner (e.g. the key sets of a metric): their tasks reach the cluster
+        together, so every worker has work. Results come back in ``items``
+        order and do not depend on the threads (each call is deterministic on
+        its own). Without a client, or for one item, the calls run one after
+        the other here. The first exception (in item order) is raised.
+        """
+        items = list(items)
+        if self.client is None or len(items) < 2:
+            return [fn(x) for x in items]
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=min(len(items), max(2, 2 * self.n_workers)),
+                                thread_name_prefix="sdcdist-pieces") as pool:
+            futures = [pool.submit(fn, x) for x in items]
+            return [f.result() for f in futures]
+
     def as_completed(self, handles: Iterable[Any], *, poll: float = 0.05) -> Iterator[Any]:
         """The handles, each as soon as its task has finished (in list order without a client).
 
