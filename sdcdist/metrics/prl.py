@@ -5,7 +5,8 @@ Options (``ctx.options``; declared in :mod:`sdcdist.options`): ``prl_method``
 comparison), ``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
 (``None`` or ``[key column name, half window]`` for sorted-neighbourhood
 blocking), ``prl_block_rows``, ``prl_em`` (dict of EM settings),
-``prl_unmatched`` (sparse assignment mode). Sparse
+``prl_unmatched`` (sparse assignment mode), ``prl_counting`` (all pairs or the
+exact counting path for the pattern counts). Sparse
 assignment or blocking set ``MetricResult.flag`` = 1; ``info`` says which
 assignment was used, the pairs compared, EM iterations and log-likelihood.
 """
@@ -19,7 +20,7 @@ from ._registry import MeasureContext, MetricResult, register
 __all__ = ["prl_linkage"]
 
 PRL_OPTIONS = ("prl_method", "prl_t", "prl_top_c", "prl_dense_limit", "prl_blocking",
-               "prl_block_rows", "prl_em", "prl_unmatched")
+               "prl_block_rows", "prl_em", "prl_unmatched", "prl_counting")
 
 
 def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
@@ -41,7 +42,7 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
             keys, method=o["prl_method"], t=o["prl_t"], truth=ctx.truth,
             top_c=int(o["prl_top_c"]), dense_limit=int(o["prl_dense_limit"]),
             block_rows=tuple(br) if br else None, blocking=blocking, em_options=o["prl_em"],
-            unmatched=o["prl_unmatched"])
+            unmatched=o["prl_unmatched"], counting=o["prl_counting"])
     return ctx.cached(("prl", keys), run)
 
 
