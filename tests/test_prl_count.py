@@ -178,3 +178,69 @@ def test_refusals():
     with pytest.raises(SdcInputError, match="prl_counting"):
         validate({"prl_counting": "fast"})
     assert validate({"prl_counting": "count"})["prl_counting"] == "count"
+
+
+def _weights_for(a, b, cmp, seed=0):
+    counts = prl.pattern_counts(a, b, cmp)
+    n = min(a["v"].shape[0], b["v"].shape[0])
+    N = a["v"].shape[0] * b["v"].shape[0]
+    fit = prl.em(counts, cmp, p_start=n / N, p_max=n / N)
+    return prl.weight_params(fit, cmp)
+
+
+@pytest.mark.parametrize("K,method,t,cat,c", [
+    (6, "l", 0.05, None, 20),
+    (4, "d", (0.02, 0.1), None, 5),
+    (3, "l", (0.05, 0.2), [False, True, False], 20),
+    (2, "l", 0.05, None, 50),
+])
+def test_topc_search_equals_all_pairs(K, method, t, cat, c):
+    A, B = _tie_heavy(2000, K, seed=10 + K)
+    if cat is not None:
+        A[:, 1] = np.floor(np.abs(A[:, 1])) % 4
+        B[:, 1] = np.floor(np.abs(B[:, 1])) % 4
+    cmp = prl.comparison(K, method=method, t=t, categorical=cat)
+    a, b = _sides(A, B[:700], cmp)
+    wp = _weights_for(a, b, cmp)
+    ref = prl.topc_block(a, b, cmp, wp, c)
+    for leaf in (1, 7, 32, 4000):
+        tree = prl_count.build_tree(a, leaf_size=leaf)
+        got = prl_count.topc_search(tree, b, cmp, wp, c)
+        np.testing.assert_array_equal(got["idx"], ref["idx"])
+        np.testing.assert_array_equal(got["w"], ref["w"])
+    assert got["visited"] <= 2000 * 700
+
+
+def test_topc_with_fewer_records_than_c():
+    A, B = _tie_heavy(30, 3, seed=1)
+    cmp = prl.comparison(3)
+    a, b = _sides(A, B, cmp)
+    wp = _weights_for(a, b, cmp)
+    ref = prl.topc_block(a, b, cmp, wp, 40)
+    got = prl_count.topc_search(prl_count.build_tree(a, leaf_size=4), b, cmp, wp, 40)
+    np.testing.assert_array_equal(got["idx"], ref["idx"])
+    np.testing.assert_array_equal(got["w"], ref["w"])
+
+
+@pytest.mark.parametrize("use_client", [False, True])
+def test_counted_topc_equals_pairwise(client, use_client):
+    from sdcdist.linkage import prl_drivers as pd
+    from sdcdist.parallel import pairwise_reduce
+    A, B = _tie_heavy(2500, 5, seed=6)
+    runner = Runner(client if use_client else None)
+    cmp = prl.comparison(5)
+    cols = tuple(range(5))
+    a, b = _sides(A, B, cmp)
+    wp = _weights_for(a, b, cmp)
+    Ap = runner.task(prl.prepare_side, A, cols, cmp, side="a")
+    Bp = runner.task(prl.prepare_side, B, cols, cmp, side="b")
+    truth = runner.share(np.r_[np.arange(2400), np.full(100, -1)].astype(np.int64))
+    ref = pairwise_reduce(runner, pd._topc_block, prl.merge_topc, pd._topc_finish, pd._concat,
+                          Bp, Ap, 2500, 2500, rows_a=1000, rows_b=1000,
+                          args=(cmp, wp, 20, truth))
+    for rows in (2500, 600):
+        got, visited = prl_count_drivers.counted_topc(runner, Ap, Bp, 2500, cmp, wp, 20, truth,
+                                                      rows=rows)
+        for k in ("idx", "w", "wtrue"):
+            np.testing.assert_array_equal(got[k], ref[k])
+        assert 0 < visited < 2500 * 2500

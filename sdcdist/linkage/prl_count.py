@@ -51,13 +51,16 @@ wavelet matrices of about ``2 n_b log2(n_b) / 8`` bytes each.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 
+from . import prl
 from .prl import Comparison
 
 __all__ = ["build_index", "rank_ranges", "count_block", "enumerated_share", "index_bytes",
-           "sample_rows"]
+           "sample_rows", "build_tree", "topc_search", "LEAF_SIZE"]
 
 
 # --------------------------------------------------------------------------
@@ -445,3 +448,253 @@ def sample_rows(n: int, size: int) -> np.ndarray:
     """Evenly spaced rows ``0, s, 2s, ...`` (at most ``size``): a deterministic sample."""
     step = max(1, -(-n // max(1, size)))
     return np.arange(0, n, step, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------
+# top-c candidates: best-first search over a KD-tree of A bounded by the weight
+# --------------------------------------------------------------------------
+
+#: A records per leaf of the candidate tree.
+LEAF_SIZE = 32
+
+
+def build_tree(a: dict, *, leaf_size: int = LEAF_SIZE) -> dict[str, np.ndarray]:
+    """KD-tree of A's compared values for :func:`topc_search`.
+
+    Nodes split at the median of their widest column (NaN sorts last); every
+    node keeps the bounding box of its finite values (empty: ``lo > hi``).
+
+    Returns
+    -------
+    dict
+        ``perm`` (n_a,) A rows in leaf order; ``vT`` (K, n_a), ``tolT``
+        (K, L, n_a): A's values and tolerances in that order; ``start``, ``stop``, ``left``, ``right``
+        (n_nodes,) int64 (children -1 at leaves); ``lo``, ``hi`` (n_nodes, K).
+    """
+    v = np.asarray(a["v"], dtype=np.float64)
+    n, K = v.shape
+    key = np.where(np.isnan(v), np.inf, v)
+    perm = np.arange(n, dtype=np.int64)
+    start, stop, left, right, dim, cut = [], [], [], [], [], []
+    stack = [(0, n, -1, 0)]
+    while stack:
+        s, e, parent, side = stack.pop()
+        node = len(start)
+        start.append(s)
+        stop.append(e)
+        left.append(-1)
+        right.append(-1)
+        dim.append(0)
+        cut.append(0.0)
+        if parent >= 0:
+            (left if side == 0 else right)[parent] = node
+        if e - s <= leaf_size:
+            continue
+        seg = key[perm[s:e]]
+        fin = np.where(np.isfinite(seg), seg, np.nan)
+        with np.errstate(invalid="ignore"):
+            spread = np.nanmax(np.where(np.isnan(fin), -np.inf, fin), axis=0) - \
+                np.nanmin(np.where(np.isnan(fin), np.inf, fin), axis=0)
+        spread = np.where(np.isnan(spread), -1.0, spread)
+        k = int(np.argmax(spread))
+        mid = (e - s) // 2
+        part = np.argpartition(seg[:, k], mid, kind="introselect")
+        perm[s:e] = perm[s:e][part]
+        dim[node] = k
+        cut[node] = float(seg[part[mid], k])
+        stack.append((s + mid, e, node, 1))
+        stack.append((s, s + mid, node, 0))
+    start_a = np.asarray(start, dtype=np.int64)
+    stop_a = np.asarray(stop, dtype=np.int64)
+    vp = np.ascontiguousarray(v[perm])
+    lo, hi = _boxes(vp, start_a, stop_a)
+    return {"perm": perm, "vT": np.ascontiguousarray(vp.T),
+            "tolT": np.ascontiguousarray(a["tol"][perm].transpose(1, 2, 0)),
+            "start": start_a, "stop": stop_a, "left": np.asarray(left, dtype=np.int64),
+            "right": np.asarray(right, dtype=np.int64), "lo": lo, "hi": hi,
+            "dim": np.asarray(dim, dtype=np.int64), "cut": np.asarray(cut)}
+
+
+@numba.njit(cache=True, nogil=True)
+def _leaf_of(bv, left, right, dim, cut):
+    # the leaf each B row falls into (NaN goes right, as NaN sorts last in the build)
+    out = np.empty(bv.shape[0], dtype=np.int64)
+    for j in range(bv.shape[0]):
+        q = 0
+        while left[q] >= 0:
+            x = bv[j, dim[q]]
+            q = left[q] if x < cut[q] else right[q]
+        out[j] = q
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _boxes(vp, start, stop):
+    nn = start.size
+    K = vp.shape[1]
+    lo = np.full((nn, K), np.inf)
+    hi = np.full((nn, K), -np.inf)
+    for q in range(nn):
+        for p in range(start[q], stop[q]):
+            for k in range(K):
+                x = vp[p, k]
+                if x < lo[q, k]:
+                    lo[q, k] = x
+                if x > hi[q, k]:
+                    hi[q, k] = x
+    return lo, hi
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _node_bound(lo, hi, q, bj, T, nlev, wa, wd, wl, step):
+    # an upper bound of the pair weight of B row bj with every A row of node q:
+    # per column the distance to the box (a lower bound of every computed |a - b|, by
+    # monotone rounding) and the largest tolerance in the box (computed as prepare_side does)
+    tot = 0.0
+    for k in range(bj.size):
+        x = bj[k]
+        last = nlev[k] - 1
+        if x != x or lo[q, k] > hi[q, k]:
+            tot += wl[k, last] if step[k] else wd[k]
+            continue
+        if x < lo[q, k]:
+            d = lo[q, k] - x
+        elif x > hi[q, k]:
+            d = x - hi[q, k]
+        else:
+            d = 0.0
+        base = max(max(abs(lo[q, k]), abs(hi[q, k])), 0.1)
+        if step[k]:
+            lev = 0
+            for l in range(last):
+                if d > base * T[k, l]:
+                    lev += 1
+            best = wl[k, lev]
+            for l in range(lev + 1, last + 1):
+                best = max(best, wl[k, l])
+            tot += best
+        else:
+            dd = wa[k] - wd[k]
+            if dd < 0:
+                return np.inf
+            y = wa[k] - dd * d / (base * T[k, 0])
+            tot += y if y > wd[k] else wd[k]
+    return tot
+
+
+@numba.njit(cache=True, nogil=True)
+def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, bv, T, nlev, wa, wd, wl,
+                   step, order, c, slack):
+    nb = bv.shape[0]
+    nn = start.size
+    idx = np.full((nb, c), -1, dtype=np.int64)
+    wt = np.full((nb, c), -np.inf)
+    hb = np.empty(nn)            # heap of (bound, node), max-heap on bound
+    hn = np.empty(nn, dtype=np.int64)
+    none = np.zeros(1, dtype=np.int64)
+    width = 1
+    for q in range(nn):
+        width = max(width, stop[q] - start[q])
+    buf = np.empty(width)
+    visited = 0
+    for j in range(nb):
+        bj = bv[j]
+        filled = 0
+        size = 1
+        hb[0] = _node_bound(lo, hi, 0, bj, T, nlev, wa, wd, wl, step) + slack
+        hn[0] = 0
+        while size > 0:
+            bound = hb[0]
+            q = hn[0]
+            if filled == c and bound < wt[j, c - 1]:
+                break
+            # pop
+            size -= 1
+            if size > 0:
+                hb[0] = hb[size]
+                hn[0] = hn[size]
+                p = 0
+                while True:
+                    ch = 2 * p + 1
+                    if ch >= size:
+                        break
+                    if ch + 1 < size and hb[ch + 1] > hb[ch]:
+                        ch += 1
+                    if hb[ch] <= hb[p]:
+                        break
+                    hb[p], hb[ch] = hb[ch], hb[p]
+                    hn[p], hn[ch] = hn[ch], hn[p]
+                    p = ch
+            if left[q] < 0:
+                s0 = start[q]
+                m = prl._weights_row(tvT, ttolT, bj, s0, stop[q], none, True, nlev, wa, wd,
+                                     wl, step, order, buf)
+                visited += m
+                for p in range(m):
+                    x = buf[p]
+                    g = perm[s0 + p]
+                    if filled == c:
+                        if x < wt[j, c - 1] or (x == wt[j, c - 1] and g > idx[j, c - 1]):
+                            continue
+                        s = c - 1
+                    else:
+                        s = filled
+                        filled += 1
+                    while s > 0 and (wt[j, s - 1] < x or (wt[j, s - 1] == x and idx[j, s - 1] > g)):
+                        wt[j, s] = wt[j, s - 1]
+                        idx[j, s] = idx[j, s - 1]
+                        s -= 1
+                    wt[j, s] = x
+                    idx[j, s] = g
+                continue
+            for ch in (left[q], right[q]):
+                b = _node_bound(lo, hi, ch, bj, T, nlev, wa, wd, wl, step) + slack
+                if filled == c and b < wt[j, c - 1]:
+                    continue
+                p = size
+                size += 1
+                hb[p] = b
+                hn[p] = ch
+                while p > 0:
+                    par = (p - 1) >> 1
+                    if hb[par] >= hb[p]:
+                        break
+                    hb[p], hb[par] = hb[par], hb[p]
+                    hn[p], hn[par] = hn[par], hn[p]
+                    p = par
+    return idx, wt, visited
+
+
+def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int) -> dict:
+    """Each B row's ``c`` best A rows by weight, as :func:`prl.topc_block` over all of A.
+
+    Best-first branch and bound over :func:`build_tree`: a node is opened only
+    while an upper bound of its weights (per column the weight at the box's
+    nearest value and widest tolerance, plus a margin far above rounding) is
+    not below the current c-th weight, so the result (weights, and ties
+    broken by the lower A row) is exactly the all-pairs one.
+
+    Returns
+    -------
+    dict
+        ``idx`` (n_b, c) int64 A rows (-1 = none), ``w`` (n_b, c) weights,
+        ``visited``: pairs whose weight was computed.
+    """
+    T = cmp.flat_tolerances.copy()
+    T[np.asarray(cmp.categorical, dtype=bool), 0] = 0.0
+    mags = np.abs(np.concatenate([wp.w_agr, wp.w_dis, wp.w_level.ravel()]))
+    slack = 1e-9 * (1.0 + float(mags.sum()))
+    bv = np.ascontiguousarray(b["v"])
+    # B rows in the order of the leaves they fall into: consecutive searches share A leaves
+    walk = np.argsort(_leaf_of(bv, tree["left"], tree["right"], tree["dim"], tree["cut"]),
+                      kind="stable")
+    idx, w, visited = _search_kernel(tree["vT"], tree["tolT"], tree["perm"], tree["start"],
+                                     tree["stop"], tree["left"], tree["right"], tree["lo"],
+                                     tree["hi"], np.ascontiguousarray(bv[walk]), T,
+                                     cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level, wp.step,
+                                     wp.order, int(c), slack)
+    out_idx = np.empty_like(idx)
+    out_w = np.empty_like(w)
+    out_idx[walk] = idx
+    out_w[walk] = w
+    return {"idx": out_idx, "w": out_w, "visited": int(visited)}

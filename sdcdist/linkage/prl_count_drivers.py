@@ -7,6 +7,10 @@ integer counts, so the result never depends on the tiling and equals the
 all-pairs counts of :func:`~sdcdist.linkage.prl_drivers.blocked_pattern_counts`
 bit for bit.
 
+The top-c candidates of every B record come from a best-first search of a
+KD-tree of A bounded by the weight (:func:`counted_topc`), equal to the
+all-pairs candidates.
+
 Choice of path (option ``prl_counting``): ``pairs`` enumerates all pairs
 (the reference); ``count`` takes the counting path, or refuses when it would
 be slower (more than :data:`MAX_SHARE` of the pairs enumerated on a sample of
@@ -26,7 +30,7 @@ from ..parallel import Runner, add_dicts, chunk_bounds, tree_reduce
 from . import prl, prl_count
 
 __all__ = ["COUNTING_MODES", "AUTO_MIN_PAIRS", "MAX_SHARE", "MAX_INDEX_BYTES",
-           "DEFAULT_COUNT_ROWS", "choose_counting", "counted_pattern_counts"]
+           "DEFAULT_COUNT_ROWS", "choose_counting", "counted_pattern_counts", "counted_topc"]
 
 COUNTING_MODES = ("auto", "pairs", "count")
 
@@ -130,3 +134,45 @@ def counted_pattern_counts(runner: Runner, A: Any, index: Any, n_a: int, n_b: in
     out = runner.result(tree_reduce(runner, add_dicts, parts))
     return (np.asarray(out["counts"], dtype=np.int64), int(n_a) * int(n_b),
             int(out["enumerated"]))
+
+
+# ---- top-c candidates ------------------------------------------------------------
+
+def _tree(A: dict) -> dict:
+    return prl_count.build_tree(A)
+
+
+def _search(b0: int, b1: int, B: dict, tree: dict, A: dict, cmp: prl.Comparison,
+            wp: prl.WeightParams, c: int, truth: np.ndarray) -> dict:
+    b = _slice(B, b0, b1)
+    out = prl_count.topc_search(tree, b, cmp, wp, c)
+    t = np.asarray(truth[b0:b1], dtype=np.int64)
+    known = np.flatnonzero(t >= 0)
+    wtrue = np.full(b1 - b0, np.nan)
+    wtrue[known] = prl.pair_weights(A, b, t[known], known, cmp, wp)
+    return {"idx": out["idx"], "w": out["w"], "wtrue": wtrue,
+            "visited": np.array([out["visited"]], dtype=np.int64)}
+
+
+def _concat(*parts: dict) -> dict:
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def counted_topc(runner: Runner, A: Any, B: Any, n_b: int, cmp: prl.Comparison,
+                 wp: prl.WeightParams, c: int, truth: Any, *,
+                 rows: int = DEFAULT_COUNT_ROWS) -> tuple[dict, int]:
+    """Each B record's ``c`` best A records without all pairs (branch and bound).
+
+    The same candidates, weights and tie order as the all-pairs pass 2 of
+    :func:`~sdcdist.linkage.prl_drivers.probabilistic_linkage`: one task
+    builds a KD-tree of A (:func:`prl_count.build_tree`), every block of B rows
+    searches it (:func:`prl_count.topc_search`) and adds the weight of each
+    record's true pair. Returns ``{"idx", "w", "wtrue"}`` (rows of B in order)
+    and the number of pairs whose weight was computed.
+    """
+    tree = runner.task(_tree, A)
+    parts = [runner.task(_search, b0, b1, B, tree, A, cmp, wp, int(c), truth)
+             for b0, b1 in chunk_bounds(int(n_b), int(rows))]
+    out = runner.result(tree_reduce(runner, _concat, parts))
+    visited = int(out.pop("visited").sum())
+    return out, visited

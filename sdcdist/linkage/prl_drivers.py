@@ -23,7 +23,7 @@ from ..errors import SdcInputError, param_error
 from ..parallel import Runner, add_dicts, chunk_bounds, pairwise_reduce, tree_reduce
 from . import prl
 from .assignment import DEFAULT_DENSE_LIMIT, Candidates, assign
-from .prl_count_drivers import choose_counting, counted_pattern_counts
+from .prl_count_drivers import choose_counting, counted_pattern_counts, counted_topc
 from .truth import row_truth
 
 __all__ = ["PRLResult", "probabilistic_linkage", "blocked_pattern_counts", "DEFAULT_PRL_ROWS"]
@@ -257,7 +257,11 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         timings["candidates"] = 0.0
         timings["assignment"] = time.perf_counter() - t0
     else:
-        if blocking is None:
+        if blocking is None and path == "count":
+            # top-c by branch and bound: the same candidates as all pairs (prl_count_drivers)
+            cand, cinfo["pairs_weighed"] = counted_topc(runner, Ap, Bp, n_b, cmp, wp,
+                                                        int(top_c), truth, rows=rows[1])
+        elif blocking is None:
             cand = pairwise_reduce(runner, _topc_block, prl.merge_topc, _topc_finish, _concat,
                                    Bp, Ap, n_b, n_a, rows_a=rows[1], rows_b=rows[0],
                                    args=(cmp, wp, int(top_c), truth))
