@@ -455,7 +455,7 @@ def sample_rows(n: int, size: int) -> np.ndarray:
 # --------------------------------------------------------------------------
 
 #: A records per leaf of the candidate tree.
-LEAF_SIZE = 32
+LEAF_SIZE = 128
 
 
 def build_tree(a: dict, *, leaf_size: int = LEAF_SIZE) -> dict[str, np.ndarray]:
