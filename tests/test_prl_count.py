@@ -244,3 +244,22 @@ def test_counted_topc_equals_pairwise(client, use_client):
         for k in ("idx", "w", "wtrue"):
             np.testing.assert_array_equal(got[k], ref[k])
         assert 0 < visited < 2500 * 2500
+
+
+def test_cli_link_counting(tmp_path, run, client):
+    import pandas as pd
+    A, B = _tie_heavy(600, 3, seed=8, nan=False)
+    cols = ["x", "y", "z"]
+    pd.DataFrame(A, columns=cols).assign(id=np.arange(600)).to_csv(tmp_path / "a.csv",
+                                                                    index=False)
+    pd.DataFrame(B, columns=cols).assign(id=np.arange(600)).to_csv(tmp_path / "b.csv",
+                                                                    index=False)
+    outs = {}
+    for c in ("pairs", "count"):
+        r = run("link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--keys", "x,y,z",
+                "--id", "id", "--dense-limit", "50", "--counting", c,
+                "-o", str(tmp_path / f"{c}.parquet"), "--scheduler", client.scheduler.address)
+        assert r.exit_code == 0, r.output
+        assert ("counting path:" in r.output) == (c == "count")
+        outs[c] = pd.read_parquet(tmp_path / f"{c}.parquet")
+    pd.testing.assert_frame_equal(outs["pairs"], outs["count"])

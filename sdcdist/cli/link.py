@@ -56,13 +56,18 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
               help="Largest file solved by the dense exact assignment.")
 @click.option("--block-on", default=None, metavar="COLUMN:HALF_WINDOW",
               help="Sorted-neighbourhood blocking (compares fewer pairs; default all pairs).")
+@click.option("--counting", type=click.Choice(["auto", "pairs", "count"]), default="auto",
+              show_default=True,
+              help="Pattern counts and candidates by comparing all pairs, or exactly without "
+                   "enumerating them (count; same result); auto counts on large files.")
 @click.option("-o", "--out", required=True, type=PathOrURL("output"),
               help="Parquet file for the linked pairs.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 @cluster_options(local=True)
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
          compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
-         block_on: str | None, out: str, overwrite: bool, where: ClusterOptions) -> None:
+         block_on: str | None, counting: str, out: str, overwrite: bool,
+         where: ClusterOptions) -> None:
     """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
 
     Both files are CSV, Parquet or Zarr stores and may differ in size (e.g. an
@@ -84,13 +89,16 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         res = link_files(A, B, split_list(keys), id_column=id_column,
                          categorical=split_list(categorical) if categorical else (),
                          method=compare, t=t, top_c=top_c, dense_limit=dense_limit,
-                         blocking=blocking, client=client)
+                         blocking=blocking, counting=counting, client=client)
     _write_pairs(res, out)
     info = res.result.info
     click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
                f"{info['pairs_compared']} pairs compared, {info['assignment']} assignment, "
                f"blocking {info['blocking']}, EM {info['em_iterations']} iterations "
                f"(log-likelihood {info['em_loglik']:.6g}), P(M) {info['p_match']:.3g}")
+    if "pairs_enumerated" in info:
+        click.echo(f"counting path: {info['pairs_enumerated']} pairs enumerated for the "
+                   f"pattern counts, {info.get('pairs_weighed', 0)} weighed for the candidates")
     if res.pld is not None:
         click.echo(f"PLD {res.pld:.2f}  PLD20 {res.pld20:.2f}")
     if res.matched is not None:

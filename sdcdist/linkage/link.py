@@ -46,7 +46,8 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
                method: str = "l", t: Any = 0.05, top_c: int = 20,
                dense_limit: int = DEFAULT_DENSE_LIMIT,
                blocking: tuple[str, int] | None = None,
-               block_rows: tuple[int, int] | None = None, client: Any = None) -> LinkResult:
+               block_rows: tuple[int, int] | None = None, counting: str = "auto",
+               client: Any = None) -> LinkResult:
     """Probabilistic record linkage of ``masked`` (B) to ``original`` (A) on named keys.
 
     Parameters
@@ -59,7 +60,7 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
         Identifier present in both files; gives the truth (PLD, ``correct``).
     categorical : list of str
         Keys compared by equality.
-    method, t, top_c, dense_limit, block_rows
+    method, t, top_c, dense_limit, block_rows, counting
         See :func:`~sdcdist.linkage.prl_drivers.probabilistic_linkage`.
     blocking : (str, int), optional
         Sorted-neighbourhood blocking on a key column with this half window.
@@ -109,7 +110,8 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
                                 method=method, t=t,
                                 categorical=[k in categorical for k in keys],
                                 truth=runner.share(tr), top_c=top_c, dense_limit=dense_limit,
-                                block_rows=block_rows, blocking=blocking)
+                                block_rows=block_rows, blocking=blocking,
+                                counting=counting)
     df = pd.DataFrame({"row_b": res.rows_b, "row_a": res.cols_a, "weight": res.weights,
                        "match_probability": res.prob})
     pld = pld20 = None
