@@ -18,8 +18,9 @@ On a LocalCluster of ``--workers`` processes (1 thread each) it prints, per size
 - peak resident memory of every process, and a 10,000,000-record estimate
   from the measured scaling.
 
-Times are wall-clock on a shared machine: read them as rough (the load
-average is printed). A multi-level comparison (t = 0.02, 0.05, 0.2) is timed on
+The end-to-end run reports wall and CPU time; the pieces report CPU time
+of the tasks divided by the workers, i.e. the wall time on otherwise idle
+cores (the machine this ran on was shared: the load average is printed). A multi-level comparison (t = 0.02, 0.05, 0.2) is timed on
 one sampled block per size.
 
     python benchmarks/prl_scale.py [--sizes 200000,1000000] [--workers 2] [--full 200000]
@@ -58,10 +59,15 @@ def _blocks(n: int, rows: int, count: int) -> list[tuple[int, int]]:
 
 
 def _built_in(fn, *args) -> float:
-    """Seconds ``fn(*args)`` takes on a worker (the result stays there)."""
-    t0 = time.perf_counter()
+    """CPU seconds ``fn(*args)`` takes on a worker (the result stays there)."""
+    t0 = time.thread_time()
     fn(*args)
-    return time.perf_counter() - t0
+    return time.thread_time() - t0
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _sub(side: dict, s: int, e: int) -> dict:
@@ -72,30 +78,30 @@ def _sub(side: dict, s: int, e: int) -> dict:
 
 def _count_sample(A: dict, index: dict, cmp, s: int, e: int):
     from sdcdist.linkage import prl_count
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     c, enum = prl_count.count_block(_sub(A, s, e), index, cmp)
-    return c, enum, time.perf_counter() - t0
+    return c, enum, time.thread_time() - t0
 
 
 def _pairs_count_sample(A: dict, B: dict, cmp, s: int, e: int):
     from sdcdist.linkage import prl
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     c = prl.pattern_counts(_sub(A, s, e), B, cmp)
-    return c, time.perf_counter() - t0
+    return c, time.thread_time() - t0
 
 
 def _topc_sample(tree: dict, B: dict, cmp, wp, c: int, s: int, e: int):
     from sdcdist.linkage import prl_count
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     out = prl_count.topc_search(tree, _sub(B, s, e), cmp, wp, c)
-    return out, time.perf_counter() - t0
+    return out, time.thread_time() - t0
 
 
 def _pairs_topc_sample(A: dict, B: dict, cmp, wp, c: int, s: int, e: int):
     from sdcdist.linkage import prl
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     out = prl.topc_block(A, _sub(B, s, e), cmp, wp, c)
-    return out, time.perf_counter() - t0
+    return out, time.thread_time() - t0
 
 
 def _warm() -> None:
@@ -143,12 +149,14 @@ def bench(n: int, workers: int, full: bool, sample_rows: int, samples: int) -> d
         Bp = runner.task(prl.prepare_side, Bh, cols, cmp, side="b")
         runner.result(Ap), runner.result(Bp)
         if full:
+            cpu0 = sum(client.run(_cpu_s).values()) + _cpu_s()
             t0 = time.perf_counter()
             res = probabilistic_linkage(runner, Ah, Bh, n, n, cols, t=T, counting="count")
             out["wall_count"] = time.perf_counter() - t0
+            out["cpu_count"] = sum(client.run(_cpu_s).values()) + _cpu_s() - cpu0
             out["pld"] = 100.0 * res.correct / n
             out["pld20"] = 100.0 * res.correct20 / n
-            out["info"] = {k: res.info[k] for k in ("counting", "pairs_enumerated",
+            out["info"] = {k: res.info.get(k) for k in ("counting", "pairs_enumerated",
                                                     "pairs_weighed", "timings",
                                                     "assignment", "em_iterations")}
             wp = prl.weight_params(res.fit, cmp)
@@ -216,11 +224,14 @@ def main() -> None:
     for n in (int(x) for x in args.sizes.split(",")):
         r = bench(n, args.workers, n <= args.full, args.sample_rows, args.samples)
         rows.append(r)
+        print(flush=True)
         print(f"\n== {n:,} records x {KEYS} keys, l method, t = {T} ({r['load_start']})")
         if "wall_count" in r:
-            print(f"counting path end to end: {r['wall_count']:.0f} s, PLD {r['pld']:.2f} %, "
+            print(f"counting path end to end: {r['wall_count']:.0f} s wall, "
+                  f"{r['cpu_count']:.0f} CPU s (client + workers), PLD {r['pld']:.2f} %, "
                   f"PLD20 {r['pld20']:.2f} %; {r['info']}")
-        print(f"counting path pieces on {args.workers} workers (sampled "
+        print(f"counting path pieces, CPU s / {args.workers} workers = wall on idle cores "
+              f"(sampled "
               f"{args.samples} x {args.sample_rows} rows, extrapolated): index "
               f"{r['t_index']:.1f} s, counts {r['t_counts']:.0f} s (enumerates "
               f"{100 * r['share_enumerated']:.1f} % of pairs), KD-tree {r['t_tree']:.1f} s, "
@@ -234,7 +245,7 @@ def main() -> None:
               f"{r['ml_equal']}")
         print(f"peak RSS: worker {r['rss_workers']:.0f} MiB, scheduler "
               f"{r['rss_scheduler']:.0f} MiB, client {r['rss_client']:.0f} MiB (B index "
-              f"{r['index_mib']:.0f} MiB); {r['load_end']}")
+              f"{r['index_mib']:.0f} MiB); {r['load_end']}", flush=True)
     big = rows[-1]
     n1 = big["n"]
     f = 10_000_000 / n1
@@ -251,7 +262,7 @@ def main() -> None:
     print(f"\n10,000,000 records on {args.workers} workers, estimated from {n1:,}: counting "
           f"path {est / 3600:.0f} h (counts x{f**2:.0f}, top-20 x{f**(2 - gamma):.0f} with "
           f"the weighed share falling as n^-{gamma:.2f}), all pairs {pairs / 3600:.0f} h; "
-          "before assignment")
+          "before assignment", flush=True)
 
 
 if __name__ == "__main__":
