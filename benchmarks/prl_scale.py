@@ -115,7 +115,8 @@ def _warm() -> None:
         prl_count.count_block(a, prl_count.build_index(b, cmp), cmp)
         counts = prl.pattern_counts(a, b, cmp)
         wp = prl.weight_params(prl.em(counts, cmp, p_start=1 / 300, p_max=1 / 300), cmp)
-        prl_count.topc_search(prl_count.build_tree(a), b, cmp, wp, 20)
+        prl_count.topc_search(prl_count.build_tree(a, scale=prl_count.split_scale(wp, cmp)),
+                              b, cmp, wp, 20)
         prl.topc_block(a, b, cmp, wp, 20)
 
 
@@ -162,9 +163,7 @@ def bench(n: int, workers: int, full: bool, sample_rows: int, samples: int) -> d
             wp = prl.weight_params(res.fit, cmp)
         # the counting path's pieces, timed one by one
         out["t_index"] = runner.call(_built_in, _index, Bp, cmp)
-        out["t_tree"] = runner.call(_built_in, _tree, Ap)
         ixh = runner.task(_index, Bp, cmp)
-        treeh = runner.task(_tree, Ap)
         blocks = _blocks(n, sample_rows, samples)
         cparts = runner.result([runner.task(_count_sample, Ap, ixh, cmp, s, e)
                                 for s, e in blocks])
@@ -181,6 +180,9 @@ def bench(n: int, workers: int, full: bool, sample_rows: int, samples: int) -> d
             p0 = sampled / (sampled * float(n))
             fit = prl.em(counts, cmp, p_start=p0, p_max=p0)
             wp = prl.weight_params(fit, cmp)
+        sscale = prl_count.split_scale(wp, cmp)
+        out["t_tree"] = runner.call(_built_in, _tree, Ap, sscale)
+        treeh = runner.task(_tree, Ap, sscale)
         tparts = runner.result([runner.task(_topc_sample, treeh, Bp, cmp, wp, 20, s, e)
                                 for s, e in blocks])
         qparts = runner.result([runner.task(_pairs_topc_sample, Ap, Bp, cmp, wp, 20, s, e)

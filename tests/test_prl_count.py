@@ -203,8 +203,9 @@ def test_topc_search_equals_all_pairs(K, method, t, cat, c):
     a, b = _sides(A, B[:700], cmp)
     wp = _weights_for(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, c)
-    for leaf in (1, 7, 32, 4000):
-        tree = prl_count.build_tree(a, leaf_size=leaf)
+    scale = prl_count.split_scale(wp, cmp)
+    for leaf, sc in ((1, None), (7, scale), (32, None), (128, scale), (4000, None)):
+        tree = prl_count.build_tree(a, leaf_size=leaf, scale=sc)
         got = prl_count.topc_search(tree, b, cmp, wp, c)
         np.testing.assert_array_equal(got["idx"], ref["idx"])
         np.testing.assert_array_equal(got["w"], ref["w"])

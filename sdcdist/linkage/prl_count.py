@@ -60,7 +60,7 @@ from . import prl
 from .prl import Comparison
 
 __all__ = ["build_index", "rank_ranges", "count_block", "enumerated_share", "index_bytes",
-           "sample_rows", "build_tree", "topc_search", "LEAF_SIZE"]
+           "sample_rows", "build_tree", "split_scale", "topc_search", "LEAF_SIZE"]
 
 
 # --------------------------------------------------------------------------
@@ -458,11 +458,15 @@ def sample_rows(n: int, size: int) -> np.ndarray:
 LEAF_SIZE = 128
 
 
-def build_tree(a: dict, *, leaf_size: int = LEAF_SIZE) -> dict[str, np.ndarray]:
+def build_tree(a: dict, *, leaf_size: int = LEAF_SIZE,
+               scale: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """KD-tree of A's compared values for :func:`topc_search`.
 
-    Nodes split at the median of their widest column (NaN sorts last); every
-    node keeps the bounding box of its finite values (empty: ``lo > hi``).
+    Nodes split at the median of their widest column (NaN sorts last): widest
+    by spread, or with ``scale`` (K,) by ``spread * scale / max(median |v|,
+    0.1)``, the spread in tolerances times a weight factor
+    (:func:`split_scale`). Every node keeps the bounding box of its finite
+    values (empty: ``lo > hi``).
 
     Returns
     -------
@@ -496,6 +500,10 @@ def build_tree(a: dict, *, leaf_size: int = LEAF_SIZE) -> dict[str, np.ndarray]:
             spread = np.nanmax(np.where(np.isnan(fin), -np.inf, fin), axis=0) - \
                 np.nanmin(np.where(np.isnan(fin), np.inf, fin), axis=0)
         spread = np.where(np.isnan(spread), -1.0, spread)
+        if scale is not None:
+            # spread in tolerances at the node's median magnitude, times the weight range
+            med = np.nanmedian(np.abs(fin), axis=0) if np.isfinite(fin).any() else 0.0
+            spread = spread * scale / np.maximum(np.nan_to_num(med, nan=0.0), 0.1)
         k = int(np.argmax(spread))
         mid = (e - s) // 2
         part = np.argpartition(seg[:, k], mid, kind="introselect")
@@ -526,6 +534,25 @@ def _leaf_of(bv, left, right, dim, cut):
             q = left[q] if x < cut[q] else right[q]
         out[j] = q
     return out
+
+
+def split_scale(wp: Any, cmp: Comparison) -> np.ndarray:
+    """How much each column's weight can vary, to the 4th power: :func:`build_tree`'s
+    ``scale`` for a candidate search with these weights.
+
+    The search's bound is loose in the columns whose weights vary most, so the
+    tree splits those more often. The power was chosen on synthetic files (8
+    keys: 4x fewer pairs weighed than splitting by spread alone); it changes
+    the speed, never the candidates.
+    """
+    rng = np.empty(len(cmp.levels))
+    for k, L in enumerate(cmp.n_levels):
+        if wp.step[k]:
+            w = wp.w_level[k, :L]
+            rng[k] = w.max() - w.min()
+        else:
+            rng[k] = abs(wp.w_agr[k] - wp.w_dis[k])
+    return np.nan_to_num(rng, nan=1.0, posinf=1e300) ** 4 + 1e-300
 
 
 @numba.njit(cache=True, nogil=True)

@@ -138,8 +138,8 @@ def counted_pattern_counts(runner: Runner, A: Any, index: Any, n_a: int, n_b: in
 
 # ---- top-c candidates ------------------------------------------------------------
 
-def _tree(A: dict) -> dict:
-    return prl_count.build_tree(A)
+def _tree(A: dict, scale: np.ndarray | None = None) -> dict:
+    return prl_count.build_tree(A, scale=scale)
 
 
 def _search(b0: int, b1: int, B: dict, tree: dict, A: dict, cmp: prl.Comparison,
@@ -170,7 +170,7 @@ def counted_topc(runner: Runner, A: Any, B: Any, n_b: int, cmp: prl.Comparison,
     record's true pair. Returns ``{"idx", "w", "wtrue"}`` (rows of B in order)
     and the number of pairs whose weight was computed.
     """
-    tree = runner.task(_tree, A)
+    tree = runner.task(_tree, A, prl_count.split_scale(wp, cmp))
     parts = [runner.task(_search, b0, b1, B, tree, A, cmp, wp, int(c), truth)
              for b0, b1 in chunk_bounds(int(n_b), int(rows))]
     out = runner.result(tree_reduce(runner, _concat, parts))
