@@ -264,3 +264,23 @@ def test_cli_link_counting(tmp_path, run, client):
         assert ("counting path:" in r.output) == (c == "count")
         outs[c] = pd.read_parquet(tmp_path / f"{c}.parquet")
     pd.testing.assert_frame_equal(outs["pairs"], outs["count"])
+
+
+def test_multi_level_refused_where_slower():
+    runner = Runner()
+    A, B = _tie_heavy(400, 4, seed=3)
+    A[:, :3] = 1.0
+    B[:, :2] = 1.0                                   # 2 columns agree on every pair,
+    B[:, 2] = np.where(np.arange(400) < 240, 1.0, 1000.0)   # a third on 60% of them
+    for t, expect in ((0.05, "count"), ((0.05, 0.1), "pairs")):
+        cmp = prl.comparison(4, t=t)
+        Ap = runner.task(prl.prepare_side, A, tuple(range(4)), cmp, side="a")
+        Bp = runner.task(prl.prepare_side, B, tuple(range(4)), cmp, side="b")
+        old = prl_count_drivers.AUTO_MIN_PAIRS
+        try:
+            prl_count_drivers.AUTO_MIN_PAIRS = 1
+            path, _, info = prl_count_drivers.choose_counting(runner, Ap, Bp, 400, 400, cmp)
+        finally:
+            prl_count_drivers.AUTO_MIN_PAIRS = old
+        assert 0.4 < info["enumerated_share_estimate"] < 0.75
+        assert path == expect

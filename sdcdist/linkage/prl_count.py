@@ -283,6 +283,35 @@ def _walk_binary(pk, xa, xb, off0, wid0, before, h1, h2, counts, sub):
 
 
 @numba.njit(cache=True, nogil=True)
+def _walk_levels(pk, xa, xb, off, wid, top, radix, before, h1, h2, counts, sub):
+    # any levels: the level of column m is the number of its intervals missed
+    K = pk.shape[1]
+    n = 0
+    for x in range(xa, xb):
+        code = 0
+        agree = 0
+        l1 = 0
+        l2 = 0
+        for m in range(K):
+            rm = np.int64(pk[x, m])
+            lev = 0
+            for l in range(top[m]):
+                lev += np.int64(np.uint64(rm - off[m, l]) >= wid[m, l])
+            code += lev * radix[m]
+            agree |= np.int64(lev < top[m]) << m
+            if m == h1:
+                l1 = lev
+            elif m == h2:
+                l2 = lev
+        if agree & before:
+            continue
+        counts[code] += 1
+        n += 1
+        sub[l1, l2] += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
 def _count_kernel(lo, hi, perm, pair, bits, cum, zeros, nbits, n_b, nlev, radix, n_patterns):
     n, K = lo.shape[0], lo.shape[1]
     counts = np.zeros(n_patterns, dtype=np.int64)
@@ -351,23 +380,8 @@ def _count_kernel(lo, hi, perm, pair, bits, cum, zeros, nbits, n_b, nlev, radix,
                 enumerated += _walk_binary(perm[k], lo[i, k, lk], hi[i, k, lk], off0, wid0,
                                            before, h1, h2, counts, sub)
                 continue
-            for x in range(lo[i, k, lk], hi[i, k, lk]):
-                code = 0
-                agree = 0
-                for m in range(K):
-                    rm = perm[k, x, m]
-                    lev = 0
-                    for l in range(top[m]):
-                        lev += np.uint64(rm - off[m, l]) >= wid[m, l]
-                    code += lev * radix[m]
-                    agree |= (lev < top[m]) << m
-                if agree & before:
-                    continue
-                counts[code] += 1
-                enumerated += 1
-                l1 = (code // r1) % n1
-                l2 = (code // r2) % n2 if h2 >= 0 else 0
-                sub[l1, l2] += 1
+            enumerated += _walk_levels(perm[k], lo[i, k, lk], hi[i, k, lk], off, wid, top,
+                                       radix, before, h1, h2, counts, sub)
         # the rest (last level on every L column): box counts on H, Moebius over levels
         for c1 in range(n1):
             for c2 in range(n2):

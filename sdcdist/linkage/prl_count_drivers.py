@@ -14,7 +14,7 @@ all-pairs candidates.
 Choice of path (option ``prl_counting``): ``pairs`` enumerates all pairs
 (the reference); ``count`` takes the counting path, or refuses when it would
 be slower (more than :data:`MAX_SHARE` of the pairs enumerated on a sample of
-A) or its index would not fit :data:`MAX_INDEX_BYTES`; ``auto`` counts when
+A, :data:`MAX_SHARE_LEVELS` with multi-level comparisons) or its index would not fit :data:`MAX_INDEX_BYTES`; ``auto`` counts when
 there are at least :data:`AUTO_MIN_PAIRS` pairs and neither limit is hit, and
 enumerates all pairs otherwise.
 """
@@ -29,7 +29,7 @@ from ..errors import SdcInputError, one_of, param_error
 from ..parallel import Runner, add_dicts, chunk_bounds, tree_reduce
 from . import prl, prl_count
 
-__all__ = ["COUNTING_MODES", "AUTO_MIN_PAIRS", "MAX_SHARE", "MAX_INDEX_BYTES",
+__all__ = ["COUNTING_MODES", "AUTO_MIN_PAIRS", "MAX_SHARE", "MAX_SHARE_LEVELS", "MAX_INDEX_BYTES",
            "DEFAULT_COUNT_ROWS", "choose_counting", "counted_pattern_counts", "counted_topc"]
 
 COUNTING_MODES = ("auto", "pairs", "count")
@@ -37,9 +37,14 @@ COUNTING_MODES = ("auto", "pairs", "count")
 #: Fewest pairs for which ``auto`` takes the counting path (about 65,000 x 65,000).
 AUTO_MIN_PAIRS = 2**32
 
-#: Largest share of the pairs the counting path may enumerate one by one; above it
-#: an enumerated pair (which also pays the skip test) costs as much as all pairs.
+#: Largest share of the pairs the counting path may enumerate one by one (binary
+#: comparisons: an enumerated pair costs ~0.7 of an all-pairs comparison, measured at
+#: 200,000 records; a margin for the sampling).
 MAX_SHARE = 0.75
+
+#: The same with several levels per column (an enumerated pair costs ~1.6 of an
+#: all-pairs comparison there: break-even near 0.6).
+MAX_SHARE_LEVELS = 0.4
 
 #: Largest index of B (bytes) the counting path builds (it is held by every worker).
 MAX_INDEX_BYTES = 3 * 2**30
@@ -110,10 +115,11 @@ def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     rows = prl_count.sample_rows(int(n_a), SAMPLE_ROWS)
     share = float(runner.call(_share, A, index, cmp, rows))
     info = {"enumerated_share_estimate": share}
-    if share > MAX_SHARE:
+    limit = MAX_SHARE if bool(np.all(cmp.n_levels == 2)) else MAX_SHARE_LEVELS
+    if share > limit:
         if mode == "count":
             raise SdcInputError(f"the counting path would compare {100 * share:.0f}% of the "
-                                f"record pairs one by one (more than {100 * MAX_SHARE:.0f}%), "
+                                f"record pairs one by one (more than {100 * limit:.0f}%), "
                                 "slower than all pairs: the key columns agree too often at "
                                 "these tolerances; use prl_counting=pairs or auto")
         return "pairs", None, {**info, "counting": "pairs (counting would be slower)"}
