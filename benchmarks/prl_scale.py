@@ -18,10 +18,10 @@ On a LocalCluster of ``--workers`` processes (1 thread each) it prints, per size
 - peak resident memory of every process, and a 10,000,000-record estimate
   from the measured scaling.
 
-The end-to-end run reports wall and CPU time; the pieces report CPU time
-of the tasks divided by the workers, i.e. the wall time on otherwise idle
-cores (the machine this ran on was shared: the load average is printed). A multi-level comparison (t = 0.02, 0.05, 0.2) is timed on
-one sampled block per size.
+The end-to-end run reports wall and CPU time; the pieces report CPU time of the tasks
+divided by the workers, i.e. the wall time on otherwise idle cores (the machine this ran
+on was shared: the load average is printed). A multi-level comparison (t = 0.02, 0.05,
+0.2) is timed on one sampled block per size.
 
     python benchmarks/prl_scale.py [--sizes 200000,1000000] [--workers 2] [--full 200000]
 """

@@ -486,7 +486,8 @@ def build_tree(a: dict, *, leaf_size: int = LEAF_SIZE,
     -------
     dict
         ``perm`` (n_a,) A rows in leaf order; ``vT`` (K, n_a), ``tolT``
-        (K, L, n_a): A's values and tolerances in that order; ``start``, ``stop``, ``left``, ``right``
+        (K, L, n_a): A's values and tolerances in that order; ``start``,
+        ``stop``, ``left``, ``right``
         (n_nodes,) int64 (children -1 at leaves); ``lo``, ``hi`` (n_nodes, K).
     """
     v = np.asarray(a["v"], dtype=np.float64)

@@ -11,12 +11,12 @@ The top-c candidates of every B record come from a best-first search of a
 KD-tree of A bounded by the weight (:func:`counted_topc`), equal to the
 all-pairs candidates.
 
-Choice of path (option ``prl_counting``): ``pairs`` enumerates all pairs
-(the reference); ``count`` takes the counting path, or refuses when it would
-be slower (more than :data:`MAX_SHARE` of the pairs enumerated on a sample of
-A, :data:`MAX_SHARE_LEVELS` with multi-level comparisons) or its index would not fit :data:`MAX_INDEX_BYTES`; ``auto`` counts when
-there are at least :data:`AUTO_MIN_PAIRS` pairs and neither limit is hit, and
-enumerates all pairs otherwise.
+Choice of path (option ``prl_counting``): ``pairs`` enumerates all pairs (the
+reference); ``count`` takes the counting path, or refuses when it would be slower (more
+than :data:`MAX_SHARE` of the pairs enumerated on a sample of A,
+:data:`MAX_SHARE_LEVELS` with multi-level comparisons) or its index would not fit
+:data:`MAX_INDEX_BYTES`; ``auto`` counts when there are at least :data:`AUTO_MIN_PAIRS`
+pairs and neither limit is hit, and enumerates all pairs otherwise.
 """
 
 from __future__ import annotations
