@@ -57,7 +57,8 @@ from .errors import SdcInputError
 
 __all__ = ["Cube", "open_cube", "create_cube", "write_cell", "done_cells", "cell_table",
            "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
-           "crossing", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS", "conventions"]
+           "crossing", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS", "PRL_COUNTING",
+           "conventions"]
 
 #: The decisions of CATALOG.md where the papers are ambiguous, recorded in every cube.
 CONVENTIONS = {
@@ -102,10 +103,23 @@ DLD_CONVENTIONS = {
 }
 
 
+#: How PRL obtains its pattern counts (option ``prl_counting``); the counts are the same.
+PRL_COUNTING = {
+    "auto": "count exactly without enumerating the pairs from 2**32 pairs on, unless that "
+            "would be slower; all pairs below",
+    "pairs": "every pair compared",
+    "count": "counted exactly without enumerating the pairs (sorted ranks, wavelet box "
+             "counts, inclusion-exclusion); identical to all pairs",
+}
+
+
 def conventions(options: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """:data:`CONVENTIONS` with the DLD convention chosen by ``options`` (``dld``)."""
+    """:data:`CONVENTIONS` with the DLD convention chosen by ``options`` (``dld``) and
+    the PRL counting path (``prl_counting``)."""
     dld = (options or {}).get("dld") or "catalog"
-    return dict(CONVENTIONS, DLD=f"{dld}: {DLD_CONVENTIONS[dld]}")
+    pc = (options or {}).get("prl_counting") or "auto"
+    return dict(CONVENTIONS, DLD=f"{dld}: {DLD_CONVENTIONS[dld]}",
+                PRL_counting=f"{pc}: {PRL_COUNTING[pc]}")
 
 
 _FILL_METHODS = {"nearest", "pad", "ffill", "backfill", "bfill"}

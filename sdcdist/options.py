@@ -414,6 +414,9 @@ declare("prl_em", None, optional(Check("a mapping with some of max_iter, tol, ep
 declare("prl_unmatched", "row_floor", choice("row_floor", None),
         "sparse PRL assignment: row_floor (fast) or null (assign as many masked records as "
         "the candidates allow first)")
+declare("prl_counting", "auto", choice("auto", "pairs", "count"),
+        "PRL pattern counts by comparing all pairs (pairs), exactly without enumerating them "
+        "(count; identical counts, refused where slower), or count on large files (auto)")
 # -- distance, rank and correlation linkage, interval disclosure --
 declare("gdbrl_dense_max", 5000, integer(1, MAX_DENSE),
         "largest file GDBRL links with the dense exact assignment")

@@ -61,13 +61,18 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
               help="Sorted-neighbourhood blocking (compares fewer pairs; default all pairs).")
 @click.option("--em-max-iter", type=click.IntRange(1, 10**7), default=None,
               help="EM iteration limit (default 20000); a fit that reaches it is reported.")
+@click.option("--counting", type=click.Choice(["auto", "pairs", "count"]), default="auto",
+              show_default=True,
+              help="Pattern counts and candidates by comparing all pairs, or exactly without "
+                   "enumerating them (count; same result); auto counts on large files.")
 @click.option("-o", "--out", required=True, type=PathOrURL("output"),
               help="Parquet file for the linked pairs.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 @cluster_options(local=True)
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
          compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
-         block_on: str | None, em_max_iter: int | None, out: str, overwrite: bool,
+         block_on: str | None, em_max_iter: int | None, counting: str, out: str,
+         overwrite: bool,
          where: ClusterOptions) -> None:
     """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
 
@@ -92,7 +97,7 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
                          method=compare, t=t, top_c=top_c, dense_limit=dense_limit,
                          blocking=blocking,
                          em_options={"max_iter": em_max_iter} if em_max_iter else None,
-                         client=client)
+                         counting=counting, client=client)
     _write_pairs(res, out)
     info = res.result.info
     click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
@@ -102,6 +107,9 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     if not info["em_converged"]:
         click.echo(f"warning: EM did not converge within {info['em_iterations']} iterations "
                    "(parameters still moving by 1e-10 or more); raise --em-max-iter")
+    if "pairs_enumerated" in info:
+        click.echo(f"counting path: {info['pairs_enumerated']} pairs enumerated for the "
+                   f"pattern counts, {info.get('pairs_weighed', 0)} weighed for the candidates")
     if res.pld is not None:
         click.echo(f"PLD {res.pld:.2f}  PLD20 {res.pld20:.2f}")
     if res.matched is not None:

@@ -24,6 +24,7 @@ from ..errors import SdcInputError, param_error
 from ..parallel import Runner, chunk_bounds, pairwise_reduce, tree_reduce
 from . import prl
 from .assignment import DEFAULT_DENSE_LIMIT, Candidates, assign
+from .prl_count_drivers import choose_counting, counted_pattern_counts, counted_topc
 from .truth import row_truth
 
 __all__ = ["PRLResult", "probabilistic_linkage", "blocked_pattern_counts", "DEFAULT_PRL_ROWS"]
@@ -167,7 +168,8 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                           block_rows: tuple[int, int] | None = None,
                           blocking: tuple[int, int] | None = None,
                           em_options: dict | None = None,
-                          unmatched: Any = "row_floor") -> PRLResult:
+                          unmatched: Any = "row_floor",
+                          counting: str = "auto") -> PRLResult:
     """Link every B record to at most one A record by Fellegi-Sunter weights.
 
     Parameters
@@ -201,6 +203,10 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         worst candidate (fast); ``None`` assigns as many B records as the
         candidate graph allows first (exact analogue of the dense assignment,
         but much slower on large files).
+    counting : {"auto", "pairs", "count"}
+        How the pattern counts are obtained: by comparing all pairs, or exactly
+        without enumerating them (:mod:`sdcdist.linkage.prl_count_drivers`;
+        the counts are identical); ``auto`` counts on large files.
 
     Returns
     -------
@@ -238,8 +244,17 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     t0 = time.perf_counter()
     Ap = runner.task(_prepare, A, tuple(cols_a), cmp, "a")
     Bp = runner.task(_prepare, B, tuple(cols_b), cmp, "b")
-    counts, n_pairs = blocked_pattern_counts(runner, Ap, Bp, n_a, n_b, cmp, rows=rows,
-                                             blocking=blocking)
+    # -- pattern counts: all pairs, or the counting path (identical counts; prl_count_drivers)
+    path, Bix, cinfo = choose_counting(runner, Ap, Bp, n_a, n_b, cmp, mode=counting,
+                                       blocking=blocking)
+    if path == "count":
+        dense, n_pairs, cinfo["pairs_enumerated"] = counted_pattern_counts(
+            runner, Ap, Bix, n_a, n_b, cmp, rows=rows[0])
+        nz = np.flatnonzero(dense)
+        counts = (nz.astype(np.int64), dense[nz])   # the sparse form of prl.sparse_counts
+    else:
+        counts, n_pairs = blocked_pattern_counts(runner, Ap, Bp, n_a, n_b, cmp, rows=rows,
+                                                 blocking=blocking)
     timings["patterns"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -261,7 +276,11 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         timings["candidates"] = 0.0
         timings["assignment"] = time.perf_counter() - t0
     else:
-        if blocking is None:
+        if blocking is None and path == "count":
+            # top-c by branch and bound: the same candidates as all pairs (prl_count_drivers)
+            cand, cinfo["pairs_weighed"] = counted_topc(runner, Ap, Bp, n_b, cmp, wp,
+                                                        int(top_c), truth, rows=rows[1])
+        elif blocking is None:
             cand = pairwise_reduce(runner, _topc_block, prl.merge_topc, _topc_finish, _concat,
                                    Bp, Ap, n_b, n_a, rows_a=rows[1], rows_b=rows[0],
                                    args=(cmp, wp, int(top_c), truth))
@@ -292,7 +311,7 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
             "em_loglik": fit.loglik, "em_converged": fit.converged, "em_clipped": fit.clipped,
             "p_match": fit.p, "n_candidates": ainfo["n_candidates"],
             "true_in_candidates": true_in_cand, "unassigned_b": ainfo["n_unassigned_rows"],
-            "timings": timings,
+            "timings": timings, **cinfo,
             "true_weight_mean": float(np.nanmean(wtrue)) if np.any(~np.isnan(wtrue)) else None}
     return PRLResult(r, c, w, prl.match_probability(w, wp), counts, fit, pc["correct"],
                      pc["correct20"], n_b, flag, info, wtrue)

@@ -6,7 +6,8 @@ Options (``ctx.options``; declared in :mod:`sdcdist.options`): ``prl_method``
 ``prl_method: l``, ``prl_t: 0.05``), ``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
 (``None`` or ``[key column name, half window]`` for sorted-neighbourhood
 blocking), ``prl_block_rows``, ``prl_em`` (dict of EM settings),
-``prl_unmatched`` (sparse assignment mode). Sparse
+``prl_unmatched`` (sparse assignment mode), ``prl_counting`` (all pairs or the
+exact counting path for the pattern counts). Sparse
 assignment or blocking set ``MetricResult.flag`` = 1; ``info`` says which
 assignment was used, the pairs compared, EM iterations and log-likelihood.
 """
@@ -22,7 +23,7 @@ from ._registry import MeasureContext, MetricResult, register
 __all__ = ["prl_linkage", "em_note"]
 
 PRL_OPTIONS = ("prl_method", "prl_t", "prl_top_c", "prl_dense_limit", "prl_blocking",
-               "prl_block_rows", "prl_em", "prl_unmatched")
+               "prl_block_rows", "prl_em", "prl_unmatched", "prl_counting")
 
 
 def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
@@ -45,7 +46,7 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
             categorical=[ctx.columns[k] in ctx.categorical for k in keys],
             top_c=int(o["prl_top_c"]), dense_limit=int(o["prl_dense_limit"]),
             block_rows=tuple(br) if br else None, blocking=blocking, em_options=o["prl_em"],
-            unmatched=o["prl_unmatched"])
+            unmatched=o["prl_unmatched"], counting=o["prl_counting"])
     return ctx.cached(("prl", keys), run)
 
 

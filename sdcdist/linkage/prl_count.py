@@ -1,0 +1,742 @@
+"""Exact PRL pattern counts without comparing every pair (the counting path).
+
+The all-pairs path (:func:`sdcdist.linkage.prl.pattern_counts`) compares each
+of the ``n_a n_b`` pairs. This module gives the same integer counts, bit for
+bit, while comparing only a fraction of them.
+
+Rank space
+----------
+For a fixed A value ``a`` with tolerance ``tol``, the set of B values ``b``
+with ``fl(|a - b|) <= tol`` (the comparison the kernels evaluate) is a
+contiguous run of B's sorted values: on either side of ``a`` the rounded
+difference is monotone in ``b``. So each column ``k`` of B is sorted once
+(stable, NaN last) and every A record ``i`` gets, per column and tolerance
+level ``l``, a half-open interval ``[lo, hi)`` of sorted positions, found by
+binary search on the very predicate the kernels use (never on ``a +- tol``,
+which rounds differently). A pair agrees on ``(k, l)`` iff the rank of its B
+value in column ``k`` lies in that interval; the intervals of one column are
+nested over the levels. NaN (A or B) is never inside an interval: the pair
+sits at the last level, as in the all-pairs kernels. Categorical columns are
+the same with tolerance 0 (equal codes are a run of the sort).
+
+Counting
+--------
+For each A record ``i`` let ``H`` be its two columns with the widest
+loosest-level intervals (``h`` = 1 column when there is one key) and ``L`` the
+rest. Pairs split into
+
+- pairs agreeing (at any level) on some column of ``L``: enumerated. Column
+  ``k`` of ``L`` contributes the B records of its loosest interval that agree
+  on no earlier column of ``L``; their full patterns are computed from the
+  ranks (a copy of B's rank table in column ``k``'s sort order makes the walk
+  sequential);
+- pairs at the last level on every column of ``L``: their levels on ``H``
+  follow by inclusion-exclusion (Moebius inversion over the cumulative levels
+  ``level <= c``) from box counts ``#{j: rank_h1(j) in I1, rank_h2(j) in I2}``,
+  minus the enumerated pairs with the same ``H`` levels. The box counts come
+  from a wavelet matrix over the sequence ``rank_l(j)`` in column ``k``'s sort
+  order, one per column pair ``k < l``: ``O(log n_b)`` each.
+
+Cost (per A record): ``K L`` binary searches, ``(L_h1) (L_h2)`` box counts
+(``L_k`` tolerances of column ``k``), and one pass over the loosest intervals
+of the ``K - 2`` narrower columns, each visited B record costing ``sum_k L_k``
+comparisons. The enumerated pairs are therefore ``sum_i (sum_k |I_ik| - the
+two widest)`` against ``n_a n_b`` for all pairs: the path pays off when the
+columns are selective (skewed data, narrow tolerances), not when several
+columns agree on a large share of all pairs; :func:`enumerated_share`
+estimates the share on a sample before anything runs. Index memory: B's
+ranks in every column's order, ``4 K^2 n_b`` bytes, plus ``K (K - 1) / 2``
+wavelet matrices of about ``2 n_b log2(n_b) / 8`` bytes each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from . import prl
+from .prl import Comparison
+
+__all__ = ["build_index", "rank_ranges", "count_block", "enumerated_share", "index_bytes",
+           "sample_rows", "build_tree", "split_scale", "topc_search", "LEAF_SIZE"]
+
+
+# --------------------------------------------------------------------------
+# wavelet matrix: count the j in [x0, x1) with y0 <= seq[j] < y1 in O(log n)
+# --------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@numba.njit(cache=True, nogil=True)
+def _wm_build(seq, nbits, bits, cum, zeros):
+    # bits (nbits, nw) uint64, cum (nbits, nw + 1) int64, zeros (nbits,) int64: filled in place
+    n = seq.size
+    nw = bits.shape[1]
+    cur = seq.astype(np.int64)
+    nxt = np.empty_like(cur)
+    for lv in range(nbits):
+        sh = nbits - 1 - lv
+        z = 0
+        for i in range(n):
+            if (cur[i] >> sh) & 1:
+                bits[lv, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            else:
+                z += 1
+        zeros[lv] = z
+        c = 0
+        for w in range(nw):
+            cum[lv, w] = c
+            c += _popcount(bits[lv, w])
+        cum[lv, nw] = c
+        p0 = 0
+        p1 = z
+        for i in range(n):
+            if (cur[i] >> sh) & 1:
+                nxt[p1] = cur[i]
+                p1 += 1
+            else:
+                nxt[p0] = cur[i]
+                p0 += 1
+        cur, nxt = nxt, cur
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rank0(bits, cum, lv, i):
+    w = i >> 6
+    r = i & 63
+    ones = cum[lv, w]
+    if r:
+        ones += _popcount(bits[lv, w] & ((np.uint64(1) << np.uint64(r)) - np.uint64(1)))
+    return i - ones
+
+
+@numba.njit(cache=True, nogil=True)
+def _wm_less(bits, cum, zeros, nbits, x0, x1, y):
+    # number of positions p in [x0, x1) with seq[p] < y (0 <= y < 2**nbits)
+    res = 0
+    for lv in range(nbits):
+        if x0 >= x1:
+            break
+        r0 = _rank0(bits, cum, lv, x0)
+        r1 = _rank0(bits, cum, lv, x1)
+        if (y >> (nbits - 1 - lv)) & 1:
+            res += r1 - r0
+            x0 = zeros[lv] + (x0 - r0)
+            x1 = zeros[lv] + (x1 - r1)
+        else:
+            x0 = r0
+            x1 = r1
+    return res
+
+
+# --------------------------------------------------------------------------
+# index of B and intervals of A
+# --------------------------------------------------------------------------
+
+def index_bytes(n_b: int, K: int) -> int:
+    """Approximate bytes of :func:`build_index` for ``n_b`` records and ``K`` keys."""
+    nbits = max(1, int(n_b).bit_length())
+    nw = (n_b >> 6) + 1
+    return (4 * K * K * n_b + 12 * K * n_b
+            + K * (K - 1) // 2 * nbits * (16 * nw + 8))
+
+
+def build_index(b: dict, cmp: Comparison) -> dict[str, np.ndarray]:
+    """Sort B's key columns and index the ranks (see the module docstring).
+
+    Parameters
+    ----------
+    b : dict
+        :func:`~sdcdist.linkage.prl.prepare_side` output of B (``v`` (n_b, K)).
+    cmp : Comparison
+
+    Returns
+    -------
+    dict
+        ``sorted`` (K, n_b) float64 sorted values (NaN last); ``nf`` (K,) finite
+        values per column; ``perm`` (K, n_b, K) int32: row ``x`` of ``perm[k]``
+        holds the ranks, in every column, of the B record at position ``x`` of
+        column ``k``'s order; ``pair`` (K, K) int64 wavelet number of column pair
+        ``k < l`` (-1 otherwise) and the wavelet arrays ``wm_bits``, ``wm_cum``,
+        ``wm_zeros``, ``nbits``.
+    """
+    v = np.asarray(b["v"], dtype=np.float64)
+    n_b, K = v.shape
+    order = np.empty((K, n_b), dtype=np.int64)
+    ranks = np.empty((n_b, K), dtype=np.int32)
+    srt = np.empty((K, n_b))
+    nf = np.empty(K, dtype=np.int64)
+    pos = np.arange(n_b, dtype=np.int32)
+    for k in range(K):
+        o = np.argsort(v[:, k], kind="stable")
+        order[k] = o
+        srt[k] = v[o, k]
+        ranks[o, k] = pos
+        nf[k] = int(np.count_nonzero(~np.isnan(v[:, k])))
+    perm = np.empty((K, n_b, K), dtype=np.int32)
+    for k in range(K):
+        perm[k] = ranks[order[k]]
+    nbits = max(1, int(n_b).bit_length())
+    nw = (n_b >> 6) + 1
+    npairs = K * (K - 1) // 2
+    pair = np.full((K, K), -1, dtype=np.int64)
+    bits = np.zeros((max(npairs, 1), nbits, nw), dtype=np.uint64)
+    cum = np.zeros((max(npairs, 1), nbits, nw + 1), dtype=np.int64)
+    zeros = np.zeros((max(npairs, 1), nbits), dtype=np.int64)
+    g = 0
+    for k in range(K):
+        for l in range(k + 1, K):
+            pair[k, l] = g
+            _wm_build(np.ascontiguousarray(perm[k][:, l]), nbits, bits[g], cum[g], zeros[g])
+            g += 1
+    return {"sorted": srt, "nf": nf, "perm": perm, "pair": pair, "wm_bits": bits,
+            "wm_cum": cum, "wm_zeros": zeros, "nbits": np.int64(nbits)}
+
+
+@numba.njit(cache=True, nogil=True)
+def _ranges_kernel(av, atol, srt, nf, nlev):
+    # lo, hi (n, K, Lmax): sorted positions of B values agreeing with A row i on (k, l)
+    n, K = av.shape
+    L = max(1, atol.shape[2])
+    lo = np.zeros((n, K, L), dtype=np.int64)
+    hi = np.zeros((n, K, L), dtype=np.int64)
+    for i in range(n):
+        for k in range(K):
+            a = av[i, k]
+            m = nf[k]
+            for l in range(nlev[k] - 1):
+                t = atol[i, k, l]
+                # first position with (s >= a or |a - s| <= t): false ... true
+                x0, x1 = 0, m
+                while x0 < x1:
+                    mid = (x0 + x1) >> 1
+                    s = srt[k, mid]
+                    if s >= a or abs(a - s) <= t:
+                        x1 = mid
+                    else:
+                        x0 = mid + 1
+                lo[i, k, l] = x0
+                # first position with (s > a and not |a - s| <= t): false ... true
+                y0, y1 = x0, m
+                while y0 < y1:
+                    mid = (y0 + y1) >> 1
+                    s = srt[k, mid]
+                    if s > a and not (abs(a - s) <= t):
+                        y1 = mid
+                    else:
+                        y0 = mid + 1
+                hi[i, k, l] = y0
+                if y0 <= x0 or a != a:
+                    lo[i, k, l] = m
+                    hi[i, k, l] = m
+    return lo, hi
+
+
+def rank_ranges(a: dict, index: dict, cmp: Comparison) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals of sorted B positions agreeing with each A record, per column and level.
+
+    Returns
+    -------
+    lo, hi : int64 arrays, shape (n_a, K, Lmax)
+        Level ``l`` of column ``k`` of A row ``i`` agrees with the B records at
+        sorted positions ``lo[i, k, l] <= x < hi[i, k, l]`` of column ``k``.
+    """
+    return _ranges_kernel(np.ascontiguousarray(a["v"]), np.ascontiguousarray(a["tol"]),
+                          index["sorted"], index["nf"], cmp.n_levels)
+
+
+# --------------------------------------------------------------------------
+# counts
+# --------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _widest(lo, hi, i, k, nlev):
+    l = nlev[k] - 2
+    return hi[i, k, l] - lo[i, k, l]
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_binary(pk, xa, xb, off0, wid0, before, h1, h2, counts, sub):
+    # binary comparisons: pattern bit m = 1 when B row x of column k's order misses column m;
+    # rows agreeing on a column in ``before`` were counted by an earlier column
+    K = pk.shape[1]
+    sh2 = h2 if h2 >= 0 else h1
+    m2 = 1 if h2 >= 0 else 0
+    n = 0
+    for x in range(xa, xb):
+        code = 0
+        for m in range(K):
+            code |= np.int64(np.uint64(np.int64(pk[x, m]) - off0[m]) >= wid0[m]) << m
+        keep = np.int64(((~code) & before) == 0)
+        counts[code] += keep
+        sub[(code >> h1) & 1, ((code >> sh2) & 1) * m2] += keep
+        n += keep
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_levels(pk, xa, xb, off, wid, top, radix, before, h1, h2, counts, sub):
+    # any levels: the level of column m is the number of its intervals missed
+    K = pk.shape[1]
+    n = 0
+    for x in range(xa, xb):
+        code = 0
+        agree = 0
+        l1 = 0
+        l2 = 0
+        for m in range(K):
+            rm = np.int64(pk[x, m])
+            lev = 0
+            for l in range(top[m]):
+                lev += np.int64(np.uint64(rm - off[m, l]) >= wid[m, l])
+            code += lev * radix[m]
+            agree |= np.int64(lev < top[m]) << m
+            if m == h1:
+                l1 = lev
+            elif m == h2:
+                l2 = lev
+        if agree & before:
+            continue
+        counts[code] += 1
+        n += 1
+        sub[l1, l2] += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_kernel(lo, hi, perm, pair, bits, cum, zeros, nbits, n_b, nlev, radix, n_patterns):
+    n, K = lo.shape[0], lo.shape[1]
+    counts = np.zeros(n_patterns, dtype=np.int64)
+    full_last = 0
+    for k in range(K):
+        full_last += (nlev[k] - 1) * radix[k]
+    Lmax = 1
+    for k in range(K):
+        Lmax = max(Lmax, nlev[k])
+    isH = np.zeros(K, dtype=np.bool_)
+    Lcols = np.empty(K, dtype=np.int64)
+    sub = np.zeros((Lmax, Lmax), dtype=np.int64)
+    C = np.zeros((Lmax + 1, Lmax + 1), dtype=np.int64)
+    off = np.zeros((K, Lmax), dtype=np.int64)
+    wid = np.zeros((K, Lmax), dtype=np.uint64)
+    top = np.zeros(K, dtype=np.int64)
+    off0 = np.zeros(K, dtype=np.int64)
+    wid0 = np.zeros(K, dtype=np.uint64)
+    enumerated = 0
+    binary = True
+    for k in range(K):
+        binary = binary and nlev[k] == 2 and radix[k] == (1 << k)
+    for i in range(n):
+        # H: the two widest loosest intervals (ties: lower column)
+        h1 = -1
+        h2 = -1
+        for k in range(K):
+            w = _widest(lo, hi, i, k, nlev)
+            if h1 < 0 or w > _widest(lo, hi, i, h1, nlev):
+                h2 = h1
+                h1 = k
+            elif h2 < 0 or w > _widest(lo, hi, i, h2, nlev):
+                h2 = k
+        if h2 >= 0 and h2 < h1:
+            h1, h2 = h2, h1
+        nL = 0
+        for k in range(K):
+            isH[k] = k == h1 or k == h2
+            if not isH[k]:
+                Lcols[nL] = k
+                nL += 1
+        n1 = nlev[h1]
+        n2 = nlev[h2] if h2 >= 0 else 1
+        r1 = radix[h1]
+        r2 = radix[h2] if h2 >= 0 else 0
+        base = full_last - (n1 - 1) * r1 - ((n2 - 1) * r2 if h2 >= 0 else 0)
+        sub[:n1, :n2] = 0
+        # this record's intervals as (offset, width): a rank r is inside iff
+        # uint(r - offset) < uint(width)
+        lmask = 0
+        for m in range(K):
+            top[m] = nlev[m] - 1
+            for l in range(nlev[m] - 1):
+                off[m, l] = lo[i, m, l]
+                wid[m, l] = np.uint64(hi[i, m, l] - lo[i, m, l])
+            if not isH[m]:
+                lmask |= 1 << m
+            off0[m] = off[m, 0]
+            wid0[m] = wid[m, 0]
+        # pairs agreeing on a column of L: enumerate, the first agreeing L column counts them
+        for q in range(nL):
+            k = Lcols[q]
+            lk = nlev[k] - 2
+            before = lmask & ((1 << k) - 1)
+            if binary:
+                enumerated += _walk_binary(perm[k], lo[i, k, lk], hi[i, k, lk], off0, wid0,
+                                           before, h1, h2, counts, sub)
+                continue
+            enumerated += _walk_levels(perm[k], lo[i, k, lk], hi[i, k, lk], off, wid, top,
+                                       radix, before, h1, h2, counts, sub)
+        # the rest (last level on every L column): box counts on H, Moebius over levels
+        for c1 in range(n1):
+            for c2 in range(n2):
+                if c1 == n1 - 1 and c2 == n2 - 1:
+                    C[c1 + 1, c2 + 1] = n_b
+                elif c2 == n2 - 1:
+                    C[c1 + 1, c2 + 1] = hi[i, h1, c1] - lo[i, h1, c1]
+                elif c1 == n1 - 1:
+                    C[c1 + 1, c2 + 1] = hi[i, h2, c2] - lo[i, h2, c2]
+                else:
+                    g = pair[h1, h2]
+                    x0 = lo[i, h1, c1]
+                    x1 = hi[i, h1, c1]
+                    C[c1 + 1, c2 + 1] = (
+                        _wm_less(bits[g], cum[g], zeros[g], nbits, x0, x1, hi[i, h2, c2])
+                        - _wm_less(bits[g], cum[g], zeros[g], nbits, x0, x1, lo[i, h2, c2]))
+        for c1 in range(n1):
+            for c2 in range(n2):
+                cell = C[c1 + 1, c2 + 1] - C[c1, c2 + 1] - C[c1 + 1, c2] + C[c1, c2]
+                counts[base + c1 * r1 + c2 * r2] += cell - sub[c1, c2]
+    return counts, enumerated
+
+
+def count_block(a: dict, index: dict, cmp: Comparison) -> tuple[np.ndarray, int]:
+    """Pattern counts of some A rows against all of B, equal to the all-pairs counts.
+
+    Parameters
+    ----------
+    a : dict
+        :func:`~sdcdist.linkage.prl.prepare_side` output of some A rows.
+    index : dict
+        :func:`build_index` of B.
+    cmp : Comparison
+
+    Returns
+    -------
+    counts : ndarray of int64, shape (n_patterns,)
+    enumerated : int
+        Pairs whose pattern was computed one by one.
+    """
+    lo, hi = rank_ranges(a, index, cmp)
+    n_b = int(index["perm"].shape[1])
+    counts, enum = _count_kernel(lo, hi, index["perm"], index["pair"], index["wm_bits"],
+                                 index["wm_cum"], index["wm_zeros"], int(index["nbits"]), n_b,
+                                 cmp.n_levels, cmp.radix, cmp.n_patterns)
+    return counts, int(enum)
+
+
+@numba.njit(cache=True, nogil=True)
+def _enum_share(lo, hi, nlev):
+    n, K = lo.shape[0], lo.shape[1]
+    tot = 0
+    for i in range(n):
+        s = 0
+        w1 = 0
+        w2 = 0
+        for k in range(K):
+            w = hi[i, k, nlev[k] - 2] - lo[i, k, nlev[k] - 2]
+            s += w
+            if w > w1:
+                w2 = w1
+                w1 = w
+            elif w > w2:
+                w2 = w
+        tot += s - w1 - (w2 if K > 1 else 0)
+    return tot
+
+
+def enumerated_share(a: dict, index: dict, cmp: Comparison) -> float:
+    """Share of the pairs of ``a`` x B that :func:`count_block` enumerates (at most ~1)."""
+    lo, hi = rank_ranges(a, index, cmp)
+    n_b = int(index["perm"].shape[1])
+    n = lo.shape[0]
+    return float(_enum_share(lo, hi, cmp.n_levels)) / max(1.0, float(n) * n_b)
+
+
+def sample_rows(n: int, size: int) -> np.ndarray:
+    """Evenly spaced rows ``0, s, 2s, ...`` (at most ``size``): a deterministic sample."""
+    step = max(1, -(-n // max(1, size)))
+    return np.arange(0, n, step, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------
+# top-c candidates: best-first search over a KD-tree of A bounded by the weight
+# --------------------------------------------------------------------------
+
+#: A records per leaf of the candidate tree.
+LEAF_SIZE = 128
+
+
+def build_tree(a: dict, *, leaf_size: int = LEAF_SIZE,
+               scale: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """KD-tree of A's compared values for :func:`topc_search`.
+
+    Nodes split at the median of their widest column (NaN sorts last): widest
+    by spread, or with ``scale`` (K,) by ``spread * scale / max(median |v|,
+    0.1)``, the spread in tolerances times a weight factor
+    (:func:`split_scale`). Every node keeps the bounding box of its finite
+    values (empty: ``lo > hi``).
+
+    Returns
+    -------
+    dict
+        ``perm`` (n_a,) A rows in leaf order; ``vT`` (K, n_a), ``tolT``
+        (K, L, n_a): A's values and tolerances in that order; ``start``,
+        ``stop``, ``left``, ``right``
+        (n_nodes,) int64 (children -1 at leaves); ``lo``, ``hi`` (n_nodes, K).
+    """
+    v = np.asarray(a["v"], dtype=np.float64)
+    n, K = v.shape
+    key = np.where(np.isnan(v), np.inf, v)
+    perm = np.arange(n, dtype=np.int64)
+    start, stop, left, right, dim, cut = [], [], [], [], [], []
+    stack = [(0, n, -1, 0)]
+    while stack:
+        s, e, parent, side = stack.pop()
+        node = len(start)
+        start.append(s)
+        stop.append(e)
+        left.append(-1)
+        right.append(-1)
+        dim.append(0)
+        cut.append(0.0)
+        if parent >= 0:
+            (left if side == 0 else right)[parent] = node
+        if e - s <= leaf_size:
+            continue
+        seg = key[perm[s:e]]
+        fin = np.where(np.isfinite(seg), seg, np.nan)
+        with np.errstate(invalid="ignore"):
+            spread = np.nanmax(np.where(np.isnan(fin), -np.inf, fin), axis=0) - \
+                np.nanmin(np.where(np.isnan(fin), np.inf, fin), axis=0)
+        spread = np.where(np.isnan(spread), -1.0, spread)
+        if scale is not None:
+            # spread in tolerances at the node's median magnitude, times the weight range
+            med = np.nanmedian(np.abs(fin), axis=0) if np.isfinite(fin).any() else 0.0
+            spread = spread * scale / np.maximum(np.nan_to_num(med, nan=0.0), 0.1)
+        k = int(np.argmax(spread))
+        mid = (e - s) // 2
+        part = np.argpartition(seg[:, k], mid, kind="introselect")
+        perm[s:e] = perm[s:e][part]
+        dim[node] = k
+        cut[node] = float(seg[part[mid], k])
+        stack.append((s + mid, e, node, 1))
+        stack.append((s, s + mid, node, 0))
+    start_a = np.asarray(start, dtype=np.int64)
+    stop_a = np.asarray(stop, dtype=np.int64)
+    vp = np.ascontiguousarray(v[perm])
+    lo, hi = _boxes(vp, start_a, stop_a)
+    return {"perm": perm, "vT": np.ascontiguousarray(vp.T),
+            "tolT": np.ascontiguousarray(a["tol"][perm].transpose(1, 2, 0)),
+            "start": start_a, "stop": stop_a, "left": np.asarray(left, dtype=np.int64),
+            "right": np.asarray(right, dtype=np.int64), "lo": lo, "hi": hi,
+            "dim": np.asarray(dim, dtype=np.int64), "cut": np.asarray(cut)}
+
+
+@numba.njit(cache=True, nogil=True)
+def _leaf_of(bv, left, right, dim, cut):
+    # the leaf each B row falls into (NaN goes right, as NaN sorts last in the build)
+    out = np.empty(bv.shape[0], dtype=np.int64)
+    for j in range(bv.shape[0]):
+        q = 0
+        while left[q] >= 0:
+            x = bv[j, dim[q]]
+            q = left[q] if x < cut[q] else right[q]
+        out[j] = q
+    return out
+
+
+def split_scale(wp: Any, cmp: Comparison) -> np.ndarray:
+    """How much each column's weight can vary, to the 4th power: :func:`build_tree`'s
+    ``scale`` for a candidate search with these weights.
+
+    The search's bound is loose in the columns whose weights vary most, so the
+    tree splits those more often. The power was chosen on synthetic files (8
+    keys: 4x fewer pairs weighed than splitting by spread alone); it changes
+    the speed, never the candidates.
+    """
+    rng = np.empty(len(cmp.levels))
+    for k, L in enumerate(cmp.n_levels):
+        if wp.step[k]:
+            w = wp.w_level[k, :L]
+            rng[k] = w.max() - w.min()
+        else:
+            rng[k] = abs(wp.w_agr[k] - wp.w_dis[k])
+    return np.nan_to_num(rng, nan=1.0, posinf=1e300) ** 4 + 1e-300
+
+
+@numba.njit(cache=True, nogil=True)
+def _boxes(vp, start, stop):
+    nn = start.size
+    K = vp.shape[1]
+    lo = np.full((nn, K), np.inf)
+    hi = np.full((nn, K), -np.inf)
+    for q in range(nn):
+        for p in range(start[q], stop[q]):
+            for k in range(K):
+                x = vp[p, k]
+                if x < lo[q, k]:
+                    lo[q, k] = x
+                if x > hi[q, k]:
+                    hi[q, k] = x
+    return lo, hi
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _node_bound(lo, hi, q, bj, T, nlev, wa, wd, wl, step):
+    # an upper bound of the pair weight of B row bj with every A row of node q:
+    # per column the distance to the box (a lower bound of every computed |a - b|, by
+    # monotone rounding) and the largest tolerance in the box (computed as prepare_side does)
+    tot = 0.0
+    for k in range(bj.size):
+        x = bj[k]
+        last = nlev[k] - 1
+        if x != x or lo[q, k] > hi[q, k]:
+            tot += wl[k, last] if step[k] else wd[k]
+            continue
+        if x < lo[q, k]:
+            d = lo[q, k] - x
+        elif x > hi[q, k]:
+            d = x - hi[q, k]
+        else:
+            d = 0.0
+        base = max(max(abs(lo[q, k]), abs(hi[q, k])), 0.1)
+        if step[k]:
+            lev = 0
+            for l in range(last):
+                if d > base * T[k, l]:
+                    lev += 1
+            best = wl[k, lev]
+            for l in range(lev + 1, last + 1):
+                best = max(best, wl[k, l])
+            tot += best
+        else:
+            dd = wa[k] - wd[k]
+            if dd < 0:
+                return np.inf
+            y = wa[k] - dd * d / (base * T[k, 0])
+            tot += y if y > wd[k] else wd[k]
+    return tot
+
+
+@numba.njit(cache=True, nogil=True)
+def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, bv, T, nlev, wa, wd, wl,
+                   step, order, c, slack):
+    nb = bv.shape[0]
+    nn = start.size
+    idx = np.full((nb, c), -1, dtype=np.int64)
+    wt = np.full((nb, c), -np.inf)
+    hb = np.empty(nn)            # heap of (bound, node), max-heap on bound
+    hn = np.empty(nn, dtype=np.int64)
+    none = np.zeros(1, dtype=np.int64)
+    width = 1
+    for q in range(nn):
+        width = max(width, stop[q] - start[q])
+    buf = np.empty(width)
+    visited = 0
+    for j in range(nb):
+        bj = bv[j]
+        filled = 0
+        size = 1
+        hb[0] = _node_bound(lo, hi, 0, bj, T, nlev, wa, wd, wl, step) + slack
+        hn[0] = 0
+        while size > 0:
+            bound = hb[0]
+            q = hn[0]
+            if filled == c and bound < wt[j, c - 1]:
+                break
+            # pop
+            size -= 1
+            if size > 0:
+                hb[0] = hb[size]
+                hn[0] = hn[size]
+                p = 0
+                while True:
+                    ch = 2 * p + 1
+                    if ch >= size:
+                        break
+                    if ch + 1 < size and hb[ch + 1] > hb[ch]:
+                        ch += 1
+                    if hb[ch] <= hb[p]:
+                        break
+                    hb[p], hb[ch] = hb[ch], hb[p]
+                    hn[p], hn[ch] = hn[ch], hn[p]
+                    p = ch
+            if left[q] < 0:
+                s0 = start[q]
+                m = prl._weights_row(tvT, ttolT, bj, s0, stop[q], none, True, nlev, wa, wd,
+                                     wl, step, order, buf)
+                visited += m
+                for p in range(m):
+                    x = buf[p]
+                    g = perm[s0 + p]
+                    if filled == c:
+                        if x < wt[j, c - 1] or (x == wt[j, c - 1] and g > idx[j, c - 1]):
+                            continue
+                        s = c - 1
+                    else:
+                        s = filled
+                        filled += 1
+                    while s > 0 and (wt[j, s - 1] < x or (wt[j, s - 1] == x and idx[j, s - 1] > g)):
+                        wt[j, s] = wt[j, s - 1]
+                        idx[j, s] = idx[j, s - 1]
+                        s -= 1
+                    wt[j, s] = x
+                    idx[j, s] = g
+                continue
+            for ch in (left[q], right[q]):
+                b = _node_bound(lo, hi, ch, bj, T, nlev, wa, wd, wl, step) + slack
+                if filled == c and b < wt[j, c - 1]:
+                    continue
+                p = size
+                size += 1
+                hb[p] = b
+                hn[p] = ch
+                while p > 0:
+                    par = (p - 1) >> 1
+                    if hb[par] >= hb[p]:
+                        break
+                    hb[p], hb[par] = hb[par], hb[p]
+                    hn[p], hn[par] = hn[par], hn[p]
+                    p = par
+    return idx, wt, visited
+
+
+def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int) -> dict:
+    """Each B row's ``c`` best A rows by weight, as :func:`prl.topc_block` over all of A.
+
+    Best-first branch and bound over :func:`build_tree`: a node is opened only
+    while an upper bound of its weights (per column the weight at the box's
+    nearest value and widest tolerance, plus a margin far above rounding) is
+    not below the current c-th weight, so the result (weights, and ties
+    broken by the lower A row) is exactly the all-pairs one.
+
+    Returns
+    -------
+    dict
+        ``idx`` (n_b, c) int64 A rows (-1 = none), ``w`` (n_b, c) weights,
+        ``visited``: pairs whose weight was computed.
+    """
+    T = cmp.flat_tolerances.copy()
+    T[np.asarray(cmp.categorical, dtype=bool), 0] = 0.0
+    mags = np.abs(np.concatenate([wp.w_agr, wp.w_dis, wp.w_level.ravel()]))
+    slack = 1e-9 * (1.0 + float(mags.sum()))
+    bv = np.ascontiguousarray(b["v"])
+    # B rows in the order of the leaves they fall into: consecutive searches share A leaves
+    walk = np.argsort(_leaf_of(bv, tree["left"], tree["right"], tree["dim"], tree["cut"]),
+                      kind="stable")
+    idx, w, visited = _search_kernel(tree["vT"], tree["tolT"], tree["perm"], tree["start"],
+                                     tree["stop"], tree["left"], tree["right"], tree["lo"],
+                                     tree["hi"], np.ascontiguousarray(bv[walk]), T,
+                                     cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level, wp.step,
+                                     wp.order, int(c), slack)
+    out_idx = np.empty_like(idx)
+    out_w = np.empty_like(w)
+    out_idx[walk] = idx
+    out_w[walk] = w
+    return {"idx": out_idx, "w": out_w, "visited": int(visited)}

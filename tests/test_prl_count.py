@@ -1,0 +1,293 @@
+"""PRL counting path: exact pattern counts without all pairs, bit for bit against all pairs."""
+
+import numpy as np
+import pytest
+
+from sdcdist.data import synth
+from sdcdist.errors import SdcInputError
+from sdcdist.linkage import prl, prl_count, prl_count_drivers
+from sdcdist.linkage.prl_drivers import blocked_pattern_counts, probabilistic_linkage
+from sdcdist.masking import REGISTRY as MASKING
+from sdcdist.options import validate
+from sdcdist.parallel import Runner
+
+
+def _tie_heavy(n, K, seed, *, nan=True):
+    """Skewed synthetic keys with many zeros, microaggregated A (repeated values),
+    noise-masked B with some values copied from A, rounded values and NaN."""
+    rng = np.random.default_rng(seed)
+    X = synth.generate(n, columns=K, seed=seed).values
+    A = MASKING["micmul"](X, 3, rng=rng)
+    B = MASKING["noise"](X, 0.1, rng=rng)
+    B[::4] = A[::4]                                   # exact agreement, zero differences
+    B[1::9, 0] = np.round(B[1::9, 0], -2)
+    A[::13, K - 1] = 0.0
+    B[::17, 0] = 0.0
+    if nan:
+        A[::29, 0] = np.nan
+        B[::31, K - 1] = np.nan
+    return A, B
+
+
+def _sides(A, B, cmp):
+    cols = tuple(range(A.shape[1]))
+    return (prl.prepare_side(A, cols, cmp, side="a"), prl.prepare_side(B, cols, cmp, side="b"))
+
+
+def _counted(a, b, cmp, rows):
+    ix = prl_count.build_index(b, cmp)
+    n = a["v"].shape[0]
+    total = np.zeros(cmp.n_patterns, dtype=np.int64)
+    enum = 0
+    for s in range(0, n, rows):
+        c, e = prl_count.count_block({k: v[s:s + rows] for k, v in a.items()}, ix, cmp)
+        total += c
+        enum += e
+    return total, enum
+
+
+@pytest.mark.parametrize("K,method,t,cat", [
+    (8, "l", 0.05, None),
+    (5, "d", 0.1, None),
+    (4, "l", (0.02, 0.05, 0.2), None),
+    (3, "l", [(0.05, 0.06), (0.01, 0.1), (0.03, 0.2)], None),
+    (3, "l", (0.02, 0.1), [False, True, False]),
+    (4, "l", 0.05, [False, True, False, False]),
+    (2, "d", (0.05, 0.3), None),
+    (1, "l", (0.05, 0.1), None),
+])
+def test_counts_equal_all_pairs_bit_for_bit(K, method, t, cat):
+    A, B = _tie_heavy(2000, K, seed=K)
+    if cat is not None:
+        A[:, 1] = np.floor(np.abs(A[:, 1])) % 5
+        B[:, 1] = np.floor(np.abs(B[:, 1])) % 5
+    cmp = prl.comparison(K, method=method, t=t, categorical=cat)
+    a, b = _sides(A, B[:1500], cmp)
+    ref = _dense(prl.pattern_counts(a, b, cmp), cmp)
+    for rows in (2000, 333, 1):
+        got, enum = _counted(a, b, cmp, rows) if rows > 1 else \
+            _counted({k: v[:40] for k, v in a.items()}, b, cmp, 1)
+        if rows == 1:
+            ref1 = _dense(prl.pattern_counts({k: v[:40] for k, v in a.items()}, b, cmp), cmp)
+            np.testing.assert_array_equal(got, ref1)
+        else:
+            np.testing.assert_array_equal(got, ref)
+            assert got.sum() == 2000 * 1500
+            assert enum < 2000 * 1500
+
+
+def test_intervals_follow_the_kernel_comparison():
+    """Rank intervals hold exactly the B values the kernel calls agreeing, NaN never."""
+    rng = np.random.default_rng(5)
+    A = np.r_[rng.normal(size=300), 0.0, -0.0, 1e-300, np.nan, 5.0, 5.0]
+    B = np.r_[A[:200] + 1e-17, np.nextafter(5.0, 6.0), 5.0, np.nan, 0.0, -0.0,
+              rng.normal(size=100)]
+    cmp = prl.comparison(1, method="d", t=(1e-16, 0.05, 0.5))
+    a, b = _sides(A[:, None], B[:, None], cmp)
+    ix = prl_count.build_index(b, cmp)
+    lo, hi = prl_count.rank_ranges(a, ix, cmp)
+    srt = ix["sorted"][0]
+    for i in range(A.size):
+        for l in range(3):
+            inside = np.zeros(B.size, dtype=bool)
+            inside[lo[i, 0, l]:hi[i, 0, l]] = True
+            expect = np.abs(a["v"][i, 0] - srt) <= a["tol"][i, 0, l]
+            np.testing.assert_array_equal(inside, expect)
+
+
+def test_wavelet_box_counts():
+    rng = np.random.default_rng(3)
+    seq = rng.permutation(1000).astype(np.int32)
+    nbits = 10
+    nw = (1000 >> 6) + 1
+    bits = np.zeros((nbits, nw), np.uint64)
+    cum = np.zeros((nbits, nw + 1), np.int64)
+    zeros = np.zeros(nbits, np.int64)
+    prl_count._wm_build(seq, nbits, bits, cum, zeros)
+    for _ in range(300):
+        x0, x1 = np.sort(rng.integers(0, 1001, 2))
+        y = int(rng.integers(0, 1001))
+        assert prl_count._wm_less(bits, cum, zeros, nbits, x0, x1, y) == \
+            np.count_nonzero(seq[x0:x1] < y)
+
+
+@pytest.mark.slow
+def test_counts_20000_records_tie_heavy():
+    A, B = _tie_heavy(20_000, 6, seed=11)
+    cmp = prl.comparison(6, method="l", t=0.05)
+    a, b = _sides(A, B, cmp)
+    np.testing.assert_array_equal(_counted(a, b, cmp, 8192)[0],
+                                  _dense(prl.pattern_counts(a, b, cmp), cmp))
+
+
+@pytest.mark.parametrize("use_client", [False, True])
+def test_driver_count_equals_pairs(client, use_client):
+    A, B = _tie_heavy(3000, 5, seed=2)
+    runner = Runner(client if use_client else None)
+    cmp = prl.comparison(5, method="l", t=0.05)
+    cols = tuple(range(5))
+    Ap = runner.task(prl.prepare_side, A, cols, cmp, side="a")
+    Bp = runner.task(prl.prepare_side, B, cols, cmp, side="b")
+    ref = _dense(blocked_pattern_counts(runner, Ap, Bp, 3000, 3000, cmp, rows=(8192, 8192))[0],
+                 cmp)
+    path, ix, info = prl_count_drivers.choose_counting(runner, Ap, Bp, 3000, 3000, cmp,
+                                                       mode="count")
+    assert path == "count" and 0 < info["enumerated_share_estimate"] < 1
+    for rows in (3000, 700, 128):
+        got, n, enum = prl_count_drivers.counted_pattern_counts(runner, Ap, ix, 3000, 3000,
+                                                                cmp, rows=rows)
+        np.testing.assert_array_equal(got, ref)
+        assert n == 3000 * 3000 and 0 < enum < n
+
+
+def test_linkage_same_pld_both_paths(client):
+    A, B = _tie_heavy(2500, 4, seed=4, nan=False)
+    runner = Runner(client)
+    Ah, Bh = runner.share(A), runner.share(B)
+    res = {c: probabilistic_linkage(runner, Ah, Bh, 2500, 2500, (0, 1, 2, 3), counting=c,
+                                    dense_limit=100)
+           for c in ("pairs", "count", "auto")}
+    np.testing.assert_array_equal(res["pairs"].counts, res["count"].counts)
+    for c in ("count", "auto"):
+        assert res[c].correct == res["pairs"].correct
+        np.testing.assert_array_equal(res[c].cols_a, res["pairs"].cols_a)
+        np.testing.assert_array_equal(res[c].weights, res["pairs"].weights)
+    assert res["count"].info["counting"] == "count"
+    assert res["auto"].info["counting"] == "pairs (small)"
+    assert res["pairs"].info["counting"] == "pairs"
+
+
+def test_refusals():
+    runner = Runner()
+    n = 400
+    A = np.ones((n, 8))                                # every pair agrees on every column
+    cmp = prl.comparison(8)
+    Ap = runner.task(prl.prepare_side, A, tuple(range(8)), cmp, side="a")
+    with pytest.raises(SdcInputError, match="slower than all pairs"):
+        prl_count_drivers.choose_counting(runner, Ap, Ap, n, n, cmp, mode="count")
+    with pytest.raises(SdcInputError, match="blocking"):
+        prl_count_drivers.choose_counting(runner, Ap, Ap, n, n, cmp, mode="count",
+                                          blocking=(0, 5))
+    with pytest.raises(SdcInputError, match="prl_counting"):
+        prl_count_drivers.choose_counting(runner, Ap, Ap, n, n, cmp, mode="fast")
+    old = prl_count_drivers.AUTO_MIN_PAIRS
+    try:
+        prl_count_drivers.AUTO_MIN_PAIRS = 1
+        path, _, info = prl_count_drivers.choose_counting(runner, Ap, Ap, n, n, cmp)
+        assert path == "pairs" and info["counting"] == "pairs (counting would be slower)"
+    finally:
+        prl_count_drivers.AUTO_MIN_PAIRS = old
+    with pytest.raises(SdcInputError, match="prl_counting"):
+        validate({"prl_counting": "fast"})
+    assert validate({"prl_counting": "count"})["prl_counting"] == "count"
+
+
+def _dense(sparse, cmp):
+    """The all-pairs path's sparse counts as the counting path's dense vector."""
+    return prl.dense_counts(sparse, cmp.n_patterns)
+
+
+def _weights_for(a, b, cmp, seed=0):
+    counts = prl.pattern_counts(a, b, cmp)
+    n = min(a["v"].shape[0], b["v"].shape[0])
+    N = a["v"].shape[0] * b["v"].shape[0]
+    fit = prl.em(counts, cmp, p_start=n / N, p_max=n / N)
+    return prl.weight_params(fit, cmp)
+
+
+@pytest.mark.parametrize("K,method,t,cat,c", [
+    (6, "l", 0.05, None, 20),
+    (4, "d", (0.02, 0.1), None, 5),
+    (3, "l", (0.05, 0.2), [False, True, False], 20),
+    (2, "l", 0.05, None, 50),
+])
+def test_topc_search_equals_all_pairs(K, method, t, cat, c):
+    A, B = _tie_heavy(2000, K, seed=10 + K)
+    if cat is not None:
+        A[:, 1] = np.floor(np.abs(A[:, 1])) % 4
+        B[:, 1] = np.floor(np.abs(B[:, 1])) % 4
+    cmp = prl.comparison(K, method=method, t=t, categorical=cat)
+    a, b = _sides(A, B[:700], cmp)
+    wp = _weights_for(a, b, cmp)
+    ref = prl.topc_block(a, b, cmp, wp, c)
+    scale = prl_count.split_scale(wp, cmp)
+    for leaf, sc in ((1, None), (7, scale), (32, None), (128, scale), (4000, None)):
+        tree = prl_count.build_tree(a, leaf_size=leaf, scale=sc)
+        got = prl_count.topc_search(tree, b, cmp, wp, c)
+        np.testing.assert_array_equal(got["idx"], ref["idx"])
+        np.testing.assert_array_equal(got["w"], ref["w"])
+    assert got["visited"] <= 2000 * 700
+
+
+def test_topc_with_fewer_records_than_c():
+    A, B = _tie_heavy(30, 3, seed=1)
+    cmp = prl.comparison(3)
+    a, b = _sides(A, B, cmp)
+    wp = _weights_for(a, b, cmp)
+    ref = prl.topc_block(a, b, cmp, wp, 40)
+    got = prl_count.topc_search(prl_count.build_tree(a, leaf_size=4), b, cmp, wp, 40)
+    np.testing.assert_array_equal(got["idx"], ref["idx"])
+    np.testing.assert_array_equal(got["w"], ref["w"])
+
+
+@pytest.mark.parametrize("use_client", [False, True])
+def test_counted_topc_equals_pairwise(client, use_client):
+    from sdcdist.linkage import prl_drivers as pd
+    from sdcdist.parallel import pairwise_reduce
+    A, B = _tie_heavy(2500, 5, seed=6)
+    runner = Runner(client if use_client else None)
+    cmp = prl.comparison(5)
+    cols = tuple(range(5))
+    a, b = _sides(A, B, cmp)
+    wp = _weights_for(a, b, cmp)
+    Ap = runner.task(prl.prepare_side, A, cols, cmp, side="a")
+    Bp = runner.task(prl.prepare_side, B, cols, cmp, side="b")
+    truth = runner.share(np.r_[np.arange(2400), np.full(100, -1)].astype(np.int64))
+    ref = pairwise_reduce(runner, pd._topc_block, prl.merge_topc, pd._topc_finish, pd._concat,
+                          Bp, Ap, 2500, 2500, rows_a=1000, rows_b=1000,
+                          args=(cmp, wp, 20, truth))
+    for rows in (2500, 600):
+        got, visited = prl_count_drivers.counted_topc(runner, Ap, Bp, 2500, cmp, wp, 20, truth,
+                                                      rows=rows)
+        for k in ("idx", "w", "wtrue"):
+            np.testing.assert_array_equal(got[k], ref[k])
+        assert 0 < visited < 2500 * 2500
+
+
+def test_cli_link_counting(tmp_path, run, client):
+    import pandas as pd
+    A, B = _tie_heavy(600, 3, seed=8, nan=False)
+    cols = ["x", "y", "z"]
+    pd.DataFrame(A, columns=cols).assign(id=np.arange(600)).to_csv(tmp_path / "a.csv",
+                                                                    index=False)
+    pd.DataFrame(B, columns=cols).assign(id=np.arange(600)).to_csv(tmp_path / "b.csv",
+                                                                    index=False)
+    outs = {}
+    for c in ("pairs", "count"):
+        r = run("link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--keys", "x,y,z",
+                "--id", "id", "--dense-limit", "50", "--counting", c,
+                "-o", str(tmp_path / f"{c}.parquet"), "--scheduler", client.scheduler.address)
+        assert r.exit_code == 0, r.output
+        assert ("counting path:" in r.output) == (c == "count")
+        outs[c] = pd.read_parquet(tmp_path / f"{c}.parquet")
+    pd.testing.assert_frame_equal(outs["pairs"], outs["count"])
+
+
+def test_multi_level_refused_where_slower():
+    runner = Runner()
+    A, B = _tie_heavy(400, 4, seed=3)
+    A[:, :3] = 1.0
+    B[:, :2] = 1.0                                   # 2 columns agree on every pair,
+    B[:, 2] = np.where(np.arange(400) < 240, 1.0, 1000.0)   # a third on 60% of them
+    for t, expect in ((0.05, "count"), ((0.05, 0.1), "pairs")):
+        cmp = prl.comparison(4, t=t)
+        Ap = runner.task(prl.prepare_side, A, tuple(range(4)), cmp, side="a")
+        Bp = runner.task(prl.prepare_side, B, tuple(range(4)), cmp, side="b")
+        old = prl_count_drivers.AUTO_MIN_PAIRS
+        try:
+            prl_count_drivers.AUTO_MIN_PAIRS = 1
+            path, _, info = prl_count_drivers.choose_counting(runner, Ap, Bp, 400, 400, cmp)
+        finally:
+            prl_count_drivers.AUTO_MIN_PAIRS = old
+        assert 0.4 < info["enumerated_share_estimate"] < 0.75
+        assert path == expect
