@@ -145,6 +145,7 @@ def test_linkage_same_pld_both_paths(client):
     runner = Runner(client)
     Ah, Bh = runner.share(A), runner.share(B)
     res = {c: probabilistic_linkage(runner, Ah, Bh, 2500, 2500, (0, 1, 2, 3), counting=c,
+                                    method="l", t=0.05,
                                     dense_limit=100)
            for c in ("pairs", "count", "auto")}
     np.testing.assert_array_equal(res["pairs"].counts, res["count"].counts)
@@ -161,7 +162,7 @@ def test_refusals():
     runner = Runner()
     n = 400
     A = np.ones((n, 8))                                # every pair agrees on every column
-    cmp = prl.comparison(8)
+    cmp = prl.comparison(8, method="l", t=0.05)
     Ap = runner.task(prl.prepare_side, A, tuple(range(8)), cmp, side="a")
     with pytest.raises(SdcInputError, match="slower than all pairs"):
         prl_count_drivers.choose_counting(runner, Ap, Ap, n, n, cmp, mode="count")
@@ -221,7 +222,7 @@ def test_topc_search_equals_all_pairs(K, method, t, cat, c):
 
 def test_topc_with_fewer_records_than_c():
     A, B = _tie_heavy(30, 3, seed=1)
-    cmp = prl.comparison(3)
+    cmp = prl.comparison(3, method="l", t=0.05)
     a, b = _sides(A, B, cmp)
     wp = _weights_for(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, 40)
@@ -236,7 +237,7 @@ def test_counted_topc_equals_pairwise(client, use_client):
     from sdcdist.parallel import pairwise_reduce
     A, B = _tie_heavy(2500, 5, seed=6)
     runner = Runner(client if use_client else None)
-    cmp = prl.comparison(5)
+    cmp = prl.comparison(5, method="l", t=0.05)
     cols = tuple(range(5))
     a, b = _sides(A, B, cmp)
     wp = _weights_for(a, b, cmp)
@@ -265,7 +266,7 @@ def test_cli_link_counting(tmp_path, run, client):
     outs = {}
     for c in ("pairs", "count"):
         r = run("link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--keys", "x,y,z",
-                "--id", "id", "--dense-limit", "50", "--counting", c,
+                "--id", "id", "--dense-limit", "50", "--counting", c, "--compare", "l", "--t", "0.05",
                 "-o", str(tmp_path / f"{c}.parquet"), "--scheduler", client.scheduler.address)
         assert r.exit_code == 0, r.output
         assert ("counting path:" in r.output) == (c == "count")
@@ -280,7 +281,7 @@ def test_multi_level_refused_where_slower():
     B[:, :2] = 1.0                                   # 2 columns agree on every pair,
     B[:, 2] = np.where(np.arange(400) < 240, 1.0, 1000.0)   # a third on 60% of them
     for t, expect in ((0.05, "count"), ((0.05, 0.1), "pairs")):
-        cmp = prl.comparison(4, t=t)
+        cmp = prl.comparison(4, method="l", t=t)
         Ap = runner.task(prl.prepare_side, A, tuple(range(4)), cmp, side="a")
         Bp = runner.task(prl.prepare_side, B, tuple(range(4)), cmp, side="b")
         old = prl_count_drivers.AUTO_MIN_PAIRS

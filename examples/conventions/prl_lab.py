@@ -64,8 +64,9 @@ class Convention:
     refit: int = 0             # rounds of m re-estimated from the 1-1 linked pairs
     assign: str = "one2one"    # one2one | best_b | best_a
     count: str = "all"         # all | w>0 | p>0.5
-    max_iter: int = 1000
-    tol: float = 1e-9
+    max_iter: int = 20000
+    tol: float = 1e-10          # stop when no parameter moves by tol or more (sdcdist's rule)
+    stop: str = "param"         # param | loglik (relative change of the log-likelihood)
 
     def but(self, **kw) -> "Convention":
         return replace(self, **kw)
@@ -125,6 +126,7 @@ def _em(agree: list[np.ndarray], c: Convention) -> tuple[np.ndarray, np.ndarray,
     hi = p0 if c.p_max else 1 - 1 / N
     p = p0
     last = None
+    prev = np.r_[m, u, p]
     for _ in range(c.max_iter):
         lm = np.log(p) + np.where(G, np.log(m), np.log1p(-m)).sum(1)
         lu = np.log1p(-p) + np.where(G, np.log(u), np.log1p(-u)).sum(1)
@@ -144,9 +146,13 @@ def _em(agree: list[np.ndarray], c: Convention) -> tuple[np.ndarray, np.ndarray,
         m = np.clip(am, 1e-9, 1 - 1e-9)
         if not c.u_fixed:
             u = np.clip(au, 1e-9, 1 - 1e-9)
-        if last is not None and abs(ll - last) <= c.tol * abs(ll):
+        now = np.r_[m, u, p]
+        if c.stop == "param":
+            if np.max(np.abs(now - prev)) < c.tol:
+                break
+        elif last is not None and abs(ll - last) <= c.tol * abs(ll):
             break
-        last = ll
+        prev, last = now, ll
     return m, u, p
 
 
