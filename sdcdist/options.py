@@ -149,8 +149,8 @@ def _column_list(v: Any) -> bool:
 
 
 def _blocking(v: Any) -> bool:
-    return _is_list(v) and len(v) == 2 and isinstance(v[0], str) and _is_int(v[1]) \
-        and v[1] >= 1
+    return (isinstance(v, str) and bool(v)) or (
+        _is_list(v) and len(v) == 2 and isinstance(v[0], str) and _is_int(v[1]) and v[1] >= 1)
 
 
 _EM_KEYS = {"max_iter": integer(1), "tol": number(low=0), "eps": number(above=0),
@@ -400,9 +400,12 @@ declare("prl_top_c", 20, integer(1, MAX_TOP_C),
         "PRL candidates per masked record for the sparse assignment")
 declare("prl_dense_limit", 5000, integer(1, MAX_DENSE),
         "largest file PRL links with the dense exact assignment")
-declare("prl_blocking", None, optional(Check("[key column name, half window >= 1]", _blocking),
-                                       "all pairs"),
-        "PRL sorted-neighbourhood blocking on a key column (the result is then flagged)")
+declare("prl_blocking", None,
+        optional(Check("a key column name (exact blocks) or [key column name, half window >= 1]",
+                       _blocking), "all pairs"),
+        "PRL blocking on a key column: its name alone compares only records with equal values "
+        "(e.g. the same category); [name, half window] is sorted-neighbourhood blocking "
+        "(the result is then flagged)")
 declare("prl_block_rows", None, optional(Check("a pair [A rows, B rows] of integers >= 1",
                                                _int_pair), "8192 each"),
         "rows per PRL pair block")

@@ -502,3 +502,58 @@ def test_bad_comparisons_are_clear_input_errors():
     for opts in ({"prl_method": "jaro"}, {"prl_t": [0.5, 0.1]}):
         with pytest.raises(SdcInputError, match="prl_"):
             measure(X, X, ["PLD"], options=opts)
+
+
+def test_exact_blocks_on_a_categorical_key_equal_brute_force(rng, client):
+    """Half window 0: only pairs with the same category are compared; a masked record whose
+    category is missing (suppressed) or absent from the original file meets none."""
+    A, B = _files(rng)
+    A[:, 2] = rng.integers(0, 4, A.shape[0])
+    B[:, 2] = rng.integers(0, 5, B.shape[0])          # category 4 never occurs in A
+    B[::7, 2] = np.nan                                   # suppressed
+    cat = [False, False, True, False]
+    cmp = prl.comparison(4, method="l", t=0.05, categorical=cat)
+    lv = _brute_levels(A, B, "l", [np.atleast_1d(0.05)] * 4, cat)
+    code = (lv * cmp.radix).sum(axis=2)                  # (n_b, n_a)
+    same = B[:, 2][:, None] == A[:, 2][None, :]          # NaN equals nothing
+    expect = np.bincount(code[same], minlength=cmp.n_patterns)
+    cols = (0, 1, 2, 3)
+    for runner in (Runner(), Runner(client)):
+        Ap = runner.task(prl.prepare_side, A, cols, cmp, side="a")
+        Bp = runner.task(prl.prepare_side, B, cols, cmp, side="b")
+        for rows in [(8, 8), (57, 43)]:
+            got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=rows,
+                                            blocking=(2, 0))
+            np.testing.assert_array_equal(prl.dense_counts(got, cmp.n_patterns), expect)
+            assert n == same.sum()
+    res = probabilistic_linkage(Runner(client), A, B, 57, 43, cols, method="l", t=0.05,
+                                categorical=cat, blocking=(2, 0), dense_limit=5)
+    assert "exact blocks on key 2" in res.info["blocking"] and res.flag == 1
+    assert np.all(A[res.cols_a, 2] == B[res.rows_b, 2])  # every link within its block
+    unlinkable = np.isnan(B[:, 2]) | (B[:, 2] == 4)
+    assert not np.isin(np.flatnonzero(unlinkable), res.rows_b).any()
+
+
+def test_exact_blocks_from_spec_option_and_cli(tmp_path, rng, client, run):
+    from sdcdist.options import validate
+    assert validate({"prl_blocking": "region"})["prl_blocking"] == "region"
+    with pytest.raises(SdcInputError, match="prl_blocking"):
+        validate({"prl_blocking": ["region", 0]})
+    n = 120
+    X = np.column_stack([rng.normal(size=(n, 2)), rng.integers(0, 3, n)])
+    Y = X + np.c_[rng.normal(0, 0.05, (n, 2)), np.zeros(n)]
+    cols = ["x", "y", "region"]
+    pd = pytest.importorskip("pandas")
+    pd.DataFrame(X, columns=cols).assign(id=np.arange(n)).to_csv(tmp_path / "a.csv",
+                                                                 index=False)
+    pd.DataFrame(Y, columns=cols).assign(id=np.arange(n)).to_csv(tmp_path / "b.csv",
+                                                                 index=False)
+    base = ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--keys", "x,y,region",
+            "--categorical", "region", "--id", "id", "--scheduler", client.scheduler.address]
+    r = run(*base, "--block-on", "region", "-o", str(tmp_path / "p.parquet"))
+    assert r.exit_code == 0, r.output
+    assert "exact blocks on key 2" in r.output
+    links = pd.read_parquet(tmp_path / "p.parquet")
+    assert (X[links["row_a"], 2] == Y[links["row_b"], 2]).all()
+    r = run(*base, "--block-on", "region:0", "-o", str(tmp_path / "q.parquet"))
+    assert r.exit_code == 2 and "--block-on must be COLUMN" in r.output

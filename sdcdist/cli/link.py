@@ -28,10 +28,12 @@ def _tolerances(text: str) -> float | list[float]:
 def _blocking(text: str | None) -> tuple[str, int] | None:
     if not text:
         return None
-    col, _, width = text.rpartition(":")
+    col, sep, width = text.rpartition(":")
+    if not sep:
+        return text, 0                   # exact blocks on the column's values
     if not col or not width.isdigit() or int(width) < 1:
-        raise SdcInputError(f"--block-on must be COLUMN:HALF_WINDOW (e.g. AGI:50). "
-                            f"Got {text!r} instead.")
+        raise SdcInputError(f"--block-on must be COLUMN (exact blocks) or COLUMN:HALF_WINDOW "
+                            f"(e.g. region, or AGI:50). Got {text!r} instead.")
     return col, int(width)
 
 
@@ -57,8 +59,10 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
               help="Candidates kept per masked record for the sparse assignment.")
 @click.option("--dense-limit", type=click.IntRange(1, MAX_DENSE), default=5000, show_default=True,
               help="Largest file solved by the dense exact assignment.")
-@click.option("--block-on", default=None, metavar="COLUMN:HALF_WINDOW",
-              help="Sorted-neighbourhood blocking (compares fewer pairs; default all pairs).")
+@click.option("--block-on", default=None, metavar="COLUMN[:HALF_WINDOW]",
+              help="Compare only records with equal COLUMN values (exact blocks, e.g. on a "
+                   "categorical key), or with COLUMN:HALF_WINDOW the sorted neighbourhood; "
+                   "default all pairs.")
 @click.option("--em-max-iter", type=click.IntRange(1, 10**7), default=None,
               help="EM iteration limit (default 20000); a fit that reaches it is reported.")
 @click.option("--counting", type=click.Choice(["auto", "pairs", "count"]), default="auto",

@@ -64,7 +64,8 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     method, t, top_c, dense_limit, block_rows, em_options, counting
         See :func:`~sdcdist.linkage.prl_drivers.probabilistic_linkage`.
     blocking : (str, int), optional
-        Sorted-neighbourhood blocking on a key column with this half window.
+        Blocking on a key column: half window 0 compares only records with equal
+        values (exact blocks); >= 1 is sorted-neighbourhood blocking.
     client : distributed.Client, optional
 
     Returns

@@ -67,9 +67,21 @@ def _slice(side: dict, s: int, e: int) -> dict:
 
 
 def _window(a: dict, b: dict, key: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted neighbourhood: each B row meets the ``2 width`` A rows nearest in sort order."""
+    """The A rows each B row meets, as a range ``order[lo:hi]`` of A sorted on the key.
+
+    ``width >= 1``: sorted neighbourhood, the ``2 width`` A rows nearest in sort
+    order. ``width == 0``: exact blocks, the A rows whose key equals the B row's
+    (a categorical key's code); a B row whose key is missing (NaN, e.g. suppressed)
+    meets none.
+    """
     order = np.argsort(a["v"][:, key], kind="stable").astype(np.int64)
-    pos = np.searchsorted(a["v"][order, key], b["v"][:, key])
+    sorted_a, bk = a["v"][order, key], b["v"][:, key]
+    if width == 0:
+        lo = np.searchsorted(sorted_a, bk, side="left").astype(np.int64)
+        hi = np.searchsorted(sorted_a, bk, side="right").astype(np.int64)
+        hi[np.isnan(bk)] = lo[np.isnan(bk)]
+        return lo, hi, order
+    pos = np.searchsorted(sorted_a, bk)
     lo = np.clip(pos - width, 0, order.size).astype(np.int64)
     hi = np.clip(pos + width, 0, order.size).astype(np.int64)
     return lo, hi, order
@@ -191,8 +203,11 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     block_rows : (int, int), optional
         Rows of A and of B per block (default :data:`DEFAULT_PRL_ROWS`).
     blocking : (int, int), optional
-        Sorted-neighbourhood blocking: (position of the key in ``cols_a``,
-        half window). Only those pairs are compared; the result is flagged.
+        (position of the key in ``cols_a``, half window): sorted-neighbourhood
+        blocking, or with half window 0 exact blocks (pairs whose key values are
+        equal, e.g. the same category; a B record whose key is missing meets no
+        A record and stays unlinked). Only those pairs are compared, the EM is
+        fitted on their patterns, and the result is flagged.
     em_options : dict, optional
         Passed to :func:`prl.em` (``max_iter``, ``tol``, ``eps``, ``m_start``,
         ``p_max``: a value >= 1 turns the P(M) cap off). A fit that reaches
@@ -227,9 +242,9 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     cmp = prl.comparison(len(cols_a), method=method, t=t, categorical=categorical)
     if blocking is not None:
         key, width = int(blocking[0]), int(blocking[1])
-        if not (0 <= key < len(cols_a)) or width < 1:
+        if not (0 <= key < len(cols_a)) or width < 0:
             raise param_error("blocking", "prl", f"(key position in 0..{len(cols_a) - 1}, "
-                              "half window >= 1)", blocking)
+                              "half window >= 1, or 0 for exact blocks)", blocking)
         blocking = (key, width)
     rows = tuple(block_rows) if block_rows else (DEFAULT_PRL_ROWS, DEFAULT_PRL_ROWS)
     if truth is None:
@@ -303,10 +318,15 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         timings["assignment"] = time.perf_counter() - t0
     pc = prl.pld_counts(r, c, w, tr)
     flag = int(ainfo["flag"] or blocking is not None or not fit.converged)
+    if blocking is None:
+        blocking_info = "none"
+    elif blocking[1] == 0:
+        blocking_info = f"exact blocks on key {blocking[0]}"
+    else:
+        blocking_info = f"sorted neighbourhood on key {blocking[0]}, half window {blocking[1]}"
     info = {"assignment": ainfo["method"] + ("" if ainfo["method"] == "dense" else
-                                             f" (unmatched={unmatched})"), "blocking": (f"sorted neighbourhood on key "
-                                                        f"{blocking[0]}, half window "
-                                                        f"{blocking[1]}" if blocking else "none"),
+                                             f" (unmatched={unmatched})"),
+            "blocking": blocking_info,
             "pairs_compared": n_pairs, "em_iterations": fit.iterations,
             "em_loglik": fit.loglik, "em_converged": fit.converged, "em_clipped": fit.clipped,
             "p_match": fit.p, "n_candidates": ainfo["n_candidates"],

@@ -4,7 +4,8 @@ Options (``ctx.options``; declared in :mod:`sdcdist.options`): ``prl_method``
 ("s": absolute differences in sd of the original column), ``prl_t``
 ([0.1, 0.25, 0.5, 1]: a multi-level comparison; the papers' binary comparison is
 ``prl_method: l``, ``prl_t: 0.05``), ``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
-(``None`` or ``[key column name, half window]`` for sorted-neighbourhood
+(``None``; a key column name for exact blocks on its values, e.g. a
+categorical key; or ``[key column name, half window]`` for sorted-neighbourhood
 blocking), ``prl_block_rows``, ``prl_em`` (dict of EM settings),
 ``prl_unmatched`` (sparse assignment mode), ``prl_counting`` (all pairs or the
 exact counting path for the pattern counts). Sparse
@@ -32,7 +33,7 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
         o = ctx.options
         blocking = o["prl_blocking"]
         if blocking is not None:
-            name, width = blocking
+            name, width = (blocking, 0) if isinstance(blocking, str) else blocking
             names = [ctx.columns[k] for k in keys]
             if name not in names:
                 raise SdcInputError(f"the blocking column {name!r} is not in the key set "
