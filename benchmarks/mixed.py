@@ -20,25 +20,12 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
-import time
 
 import numpy as np
+from linkage import cluster, timed   # benchmarks/linkage.py: the same cluster and timer
 
 FREQ = ["uniques", "kviol2", "kviol3", "kviol5", "IR_mean", "IR_max", "ER"]
 LEVELS = (100, 40, 12, 5, 2)
-
-
-def cluster(workers: int):
-    from distributed import Client, LocalCluster
-    c = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                     dashboard_address=":0", memory_limit=None)
-    return c, Client(c)
-
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
 
 
 def categorical_file(n: int, seed: int = 0) -> np.ndarray:
