@@ -776,6 +776,29 @@ def _weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, 
     return n
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _keep_top(wt, idx, filled, x, g):
+    """Offer candidate ``g`` with weight ``x`` to one B row's top list ``wt``/``idx``
+    (length c, ``filled`` entries kept sorted by weight desc, then A row asc); returns
+    the new fill."""
+    c = wt.shape[0]
+    if filled == c:
+        if x < wt[c - 1] or (x == wt[c - 1] and g > idx[c - 1]):
+            return filled
+        p = c - 1
+    else:
+        p = filled
+        filled += 1
+    # the list is sorted: insertion from the tail
+    while p > 0 and (wt[p - 1] < x or (wt[p - 1] == x and idx[p - 1] > g)):
+        wt[p] = wt[p - 1]
+        idx[p] = idx[p - 1]
+        p -= 1
+    wt[p] = x
+    idx[p] = g
+    return filled
+
+
 @numba.njit(cache=True, nogil=True)
 def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, step, order,
                  c):
@@ -788,23 +811,8 @@ def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl,
                          step, order, w)
         filled = 0
         for q in range(n):
-            x = w[q]
             i = lo[j] + q if identity else aidx[lo[j] + q]
-            g = aglob[i]
-            if filled == c:
-                if x < wt[j, c - 1] or (x == wt[j, c - 1] and g > idx[j, c - 1]):
-                    continue
-                p = c - 1
-            else:
-                p = filled
-                filled += 1
-            # keep (weight desc, A row asc); the list is sorted, insertion from the tail
-            while p > 0 and (wt[j, p - 1] < x or (wt[j, p - 1] == x and idx[j, p - 1] > g)):
-                wt[j, p] = wt[j, p - 1]
-                idx[j, p] = idx[j, p - 1]
-                p -= 1
-            wt[j, p] = x
-            idx[j, p] = g
+            filled = _keep_top(wt[j], idx[j], filled, w[q], aglob[i])
     return idx, wt
 
 

@@ -673,21 +673,7 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, bv, T, nl
                                      wl, step, order, buf)
                 visited += m
                 for p in range(m):
-                    x = buf[p]
-                    g = perm[s0 + p]
-                    if filled == c:
-                        if x < wt[j, c - 1] or (x == wt[j, c - 1] and g > idx[j, c - 1]):
-                            continue
-                        s = c - 1
-                    else:
-                        s = filled
-                        filled += 1
-                    while s > 0 and (wt[j, s - 1] < x or (wt[j, s - 1] == x and idx[j, s - 1] > g)):
-                        wt[j, s] = wt[j, s - 1]
-                        idx[j, s] = idx[j, s - 1]
-                        s -= 1
-                    wt[j, s] = x
-                    idx[j, s] = g
+                    filled = prl._keep_top(wt[j], idx[j], filled, buf[p], perm[s0 + p])
                 continue
             for ch in (left[q], right[q]):
                 b = _node_bound(lo, hi, ch, bj, T, nlev, wa, wd, wl, step) + slack
