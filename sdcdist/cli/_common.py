@@ -356,6 +356,16 @@ def parse_options(items: tuple[str, ...]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 # table outputs (report, query, calibrate)
 
+def typed_input_options(f: Any) -> Any:
+    """``--categorical`` and ``--weight``: how CSV/Parquet inputs are typed (measure, risk)."""
+    f = click.option("--weight", default=None, metavar="COLUMN",
+                     help="Sampling-weight column for the frequency risk metrics (default: "
+                          "the store's weight role).")(f)
+    return click.option("--categorical", default=None, metavar="A,B,...",
+                        help="Integer-coded columns of CSV/Parquet inputs to read as "
+                             "categorical (a Zarr store records its own).")(f)
+
+
 def table_outputs(f: Any) -> Any:
     """Decorator: --csv, --markdown and --html FILE, received as csv_out, markdown_out,
     html_out."""

@@ -9,7 +9,8 @@ import click
 from ..errors import SdcInputError
 from ..limits import MAX_CHUNK_ROWS
 from ._paths import PathOrURL
-from ._common import ClusterOptions, cluster, cluster_options, main, split_list
+from ._common import (ClusterOptions, cluster, cluster_options, main, split_list,
+                      typed_input_options)
 
 __all__ = ["measure_cmd"]
 
@@ -48,15 +49,10 @@ def _open_input(path: str, what: str, categorical: list[str] | None = None
 @click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=None,
               help="Records per reduction chunk (default 65536).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option("--categorical", default=None, metavar="A,B,...",
-              help="Integer-coded columns of CSV/Parquet inputs to read as categorical "
-                   "(a Zarr store records its own).")
+@typed_input_options
 @click.option("--keys", default=None, metavar="A,B,...",
               help="Key columns (the frequency risk metrics count the combinations of the "
                    "categorical ones); default: all columns.")
-@click.option("--weight", default=None, metavar="COLUMN",
-              help="Sampling-weight column for the frequency risk metrics (default: the "
-                   "store's weight role).")
 @cluster_options(local=True)
 def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                 keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,

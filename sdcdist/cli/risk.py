@@ -8,7 +8,8 @@ import click
 
 from ..errors import SdcInputError
 from ._paths import PathOrURL
-from ._common import ClusterOptions, cluster, cluster_options, main, parse_options, split_list
+from ._common import (ClusterOptions, cluster, cluster_options, main, parse_options,
+                      split_list, typed_input_options)
 
 __all__ = ["risk"]
 
@@ -46,12 +47,7 @@ def _load_with_id(path: str, id_column: str | None, what: str,
                    "crl_external=[V4,V12] crl_released=[V7,V13] (repeatable).")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seeds the random tie-breaking of CRL.")
-@click.option("--categorical", default=None, metavar="A,B,...",
-              help="Integer-coded columns of CSV/Parquet inputs to read as categorical "
-                   "(a Zarr store records its own).")
-@click.option("--weight", default=None, metavar="COLUMN",
-              help="Sampling-weight column for the frequency risk metrics (default: the "
-                   "store's weight role).")
+@typed_input_options
 @cluster_options(local=True)
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
