@@ -163,3 +163,36 @@ def test_exact_dense_on_tie_heavy_integer_weights(seed, n):
     assert W[r, c].sum() == W[r0, c0].sum()
     r3, c3, _ = exact_dense(-(-W))
     assert W[r3, c3].sum() == W[r0, c0].sum()
+
+
+@pytest.mark.parametrize("kw", [{}, {"method": "l", "t": 0.05}])
+def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
+    """Regression: PRL weights of Census against micmul k = 3 (identical rows in triplets)
+    made the sparse matching of the exact solver run for minutes. It must return the
+    dense optimum, proved by duality (not the scipy fallback)."""
+    from scipy.optimize import linear_sum_assignment
+
+    from sdcdist.linkage import prl_drivers
+    from sdcdist.linkage.assignment import exact_dense
+    from sdcdist.masking import REGISTRY
+    from sdcdist.parallel import Runner
+    X = np.asarray(census.values, dtype=np.float64)
+    Y = REGISTRY["micmul"](X, 3, rng=np.random.default_rng(1))
+    got = {}
+
+    real = prl_drivers.assign
+
+    def grab(W, **kw):
+        got["W"] = np.array(W)
+        return real(W, **kw)
+
+    monkeypatch.setattr(prl_drivers, "assign", grab)
+    prl_drivers.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
+                                      tuple(range(X.shape[1])), **kw)
+    W = got["W"]
+    assert np.unique(W, axis=0).shape[0] < W.shape[0]        # tied rows: the hard case
+    r0, c0 = linear_sum_assignment(W, maximize=True)
+    r, c, info = exact_dense(W)
+    assert info["exact_rounds"] >= 1
+    assert sorted(c) == list(range(W.shape[0]))
+    np.testing.assert_allclose(W[r, c].sum(), W[r0, c0].sum(), rtol=1e-12)
