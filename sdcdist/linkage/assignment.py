@@ -200,6 +200,27 @@ def _column_potentials(indptr, rows, wcol, match, wm, n_c, tol):
     return v, True
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _offer(best, bcol, got, x, c):
+    """Offer column ``c`` of value ``x`` to a row's list of the largest values (``best``,
+    ``bcol``: capacity ``best.size``, ``got`` kept, sorted desc); returns the new count."""
+    per_row = best.shape[0]
+    if got < per_row:
+        p = got
+        got += 1
+    elif x > best[per_row - 1]:
+        p = per_row - 1
+    else:
+        return got
+    while p > 0 and best[p - 1] < x:
+        best[p] = best[p - 1]
+        bcol[p] = bcol[p - 1]
+        p -= 1
+    best[p] = x
+    bcol[p] = c
+    return got
+
+
 @numba.njit(cache=True, nogil=True)
 def _violations(X, u, v, tol, per_row):
     # per row, the (up to) per_row columns with the largest X[r, c] - u[r] - v[c] > tol
@@ -217,19 +238,7 @@ def _violations(X, u, v, tol, per_row):
             x = X[r, c] - ur - v[c]
             if x > tol:
                 total += 1
-                if got < per_row:
-                    p = got
-                    got += 1
-                elif x > best[per_row - 1]:
-                    p = per_row - 1
-                else:
-                    continue
-                while p > 0 and best[p - 1] < x:
-                    best[p] = best[p - 1]
-                    bcol[p] = bcol[p - 1]
-                    p -= 1
-                best[p] = x
-                bcol[p] = c
+                got = _offer(best, bcol, got, x, c)
         for q in range(got):
             out_r[k] = r
             out_c[k] = bcol[q]
@@ -305,19 +314,7 @@ def _near_tight(X, price, slack, per_row):
         for c in range(n_c):
             x = X[r, c] - price[c]
             if x >= top - slack:
-                if got < per_row:
-                    p = got
-                    got += 1
-                elif x > best[per_row - 1]:
-                    p = per_row - 1
-                else:
-                    continue
-                while p > 0 and best[p - 1] < x:
-                    best[p] = best[p - 1]
-                    bcol[p] = bcol[p - 1]
-                    p -= 1
-                best[p] = x
-                bcol[p] = c
+                got = _offer(best, bcol, got, x, c)
         for q in range(got):
             out_r[k] = r
             out_c[k] = bcol[q]
