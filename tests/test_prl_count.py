@@ -292,3 +292,23 @@ def test_multi_level_refused_where_slower():
             prl_count_drivers.AUTO_MIN_PAIRS = old
         assert 0.4 < info["enumerated_share_estimate"] < 0.75
         assert path == expect
+
+
+def test_pattern_space_too_large_to_count_densely():
+    """13 columns x 6 levels (the default comparison) is 6^13 patterns: the counting path,
+    which adds into a dense vector over all of them, is refused (count) or skipped (auto)
+    before any index is built."""
+    runner = Runner()
+    A = np.arange(13 * 50, dtype=float).reshape(50, 13)
+    cmp = prl.comparison(13)
+    assert cmp.n_patterns > prl_count_drivers.MAX_DENSE_PATTERNS
+    Ap = runner.task(prl.prepare_side, A, tuple(range(13)), cmp, side="a")
+    with pytest.raises(SdcInputError, match="comparison patterns"):
+        prl_count_drivers.choose_counting(runner, Ap, Ap, 50, 50, cmp, mode="count")
+    old = prl_count_drivers.AUTO_MIN_PAIRS
+    try:
+        prl_count_drivers.AUTO_MIN_PAIRS = 1
+        path, ix, info = prl_count_drivers.choose_counting(runner, Ap, Ap, 50, 50, cmp)
+    finally:
+        prl_count_drivers.AUTO_MIN_PAIRS = old
+    assert path == "pairs" and ix is None and "too many patterns" in info["counting"]

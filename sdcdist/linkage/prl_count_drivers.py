@@ -48,6 +48,8 @@ MAX_SHARE_LEVELS = 0.4
 
 #: Largest index of B (bytes) the counting path builds (it is held by every worker).
 MAX_INDEX_BYTES = 3 * 2**30
+#: largest pattern space the counting path counts in (a dense int64 vector per block)
+MAX_DENSE_PATTERNS = 2**22
 
 #: A rows per counting task.
 DEFAULT_COUNT_ROWS = 8192
@@ -103,6 +105,14 @@ def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     K = len(cmp.levels)
     if mode == "auto" and int(n_a) * int(n_b) < AUTO_MIN_PAIRS:
         return "pairs", None, {"counting": "pairs (small)"}
+    if cmp.n_patterns > MAX_DENSE_PATTERNS:
+        # the counting kernel adds into a dense vector over all patterns, per block
+        if mode == "count":
+            raise SdcInputError(f"the counting path keeps a count for each of the "
+                                f"{cmp.n_patterns} comparison patterns (limit "
+                                f"{MAX_DENSE_PATTERNS}); use fewer key columns or levels, "
+                                "or prl_counting=pairs")
+        return "pairs", None, {"counting": "pairs (too many patterns to count densely)"}
     need = prl_count.index_bytes(int(n_b), K)
     if need > MAX_INDEX_BYTES:
         if mode == "count":
