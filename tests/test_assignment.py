@@ -8,7 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdcdist.errors import SdcInputError
-from sdcdist.linkage.assignment import Candidates, assign, top_candidates
+from sdcdist.linkage import assignment
+from sdcdist.linkage.assignment import (Candidates, assign, exact_dense, solve_sparse,
+                                         top_candidates)
 
 
 def _planted(rng, n_r, n_c, strength=3.0):
@@ -196,3 +198,114 @@ def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
     assert info["exact_rounds"] >= 1
     assert sorted(c) == list(range(W.shape[0]))
     np.testing.assert_allclose(W[r, c].sum(), W[r0, c0].sum(), rtol=1e-12)
+    # the sparse path on the same weights' top-20 graph (where LAPJVsp did not return):
+    # the optimum of the graph, with rows left out only when no full assignment exists
+    top = top_candidates(W, 20)
+    ok = np.zeros(W.shape, bool)
+    ok[top.rows, top.cols] = True
+    k, total = _brute_sparse(W, ok, True)
+    r, c, info = assign(top)
+    assert info["method"] == "sparse" and r.size == k
+    np.testing.assert_allclose(W[r, c].sum(), total, rtol=1e-12)
+    r, c, _ = assign(top, unmatched="row_floor")
+    assert np.unique(c).size == c.size and ok[r, c].all()
+
+
+def _tie_heavy(rng, n_r, n_c, groups=True):
+    """Integer weights from a few values with a majority floor value, and (groups) rows
+    repeated in triplets as after micro-aggregation, plus a block of equal columns."""
+    W = np.where(rng.random((n_r, n_c)) < 0.6, -5, rng.integers(-5, 4, size=(n_r, n_c)))
+    W = W.astype(float)
+    if groups:
+        W = W[np.repeat(np.arange(n_r), 3)[:n_r]]
+        W[:, 3 * n_c // 4:] = W[:, [0]]
+    return W
+
+
+@pytest.mark.parametrize("shape", [(200, 200), (150, 260), (260, 150), (301, 300)])
+@pytest.mark.parametrize("maximize", [True, False])
+def test_default_dense_path_is_exact_on_tie_heavy_rectangles(shape, maximize, monkeypatch):
+    """assign's dense path (exact_dense above EXACT_MIN) gives scipy's optimal total on
+    tie-heavy integer weights, square and rectangular, maximising and minimising."""
+    from scipy.optimize import linear_sum_assignment
+    monkeypatch.setattr(assignment, "EXACT_MIN", 2)
+    W = _tie_heavy(np.random.default_rng(sum(shape)), *shape)
+    r0, c0 = linear_sum_assignment(W, maximize=maximize)
+    r, c, info = assign(W, maximize=maximize)
+    assert info["method"] == "dense" and r.size == min(shape) == np.unique(c).size
+    assert np.unique(r).size == r.size
+    assert W[r, c].sum() == W[r0, c0].sum()
+
+
+@pytest.mark.parametrize("maximize", [True, False])
+def test_dense_unmatched_value_is_exact(maximize, monkeypatch):
+    """A numeric ``unmatched`` on the exact dense path: same total as the clipped-gain
+    formulation solved by scipy (EXACT_MIN off)."""
+    rng = np.random.default_rng(3)
+    W = _tie_heavy(rng, 180, 140)
+    u = rng.integers(-3, 3, size=180).astype(float)
+    monkeypatch.setattr(assignment, "EXACT_MIN", None)
+    r0, c0, _ = assign(W, maximize=maximize, unmatched=u)
+    monkeypatch.setattr(assignment, "EXACT_MIN", 2)
+    r, c, _ = assign(W, maximize=maximize, unmatched=u)
+
+    def value(r, c):
+        return W[r, c].sum() + u[np.setdiff1d(np.arange(180), r)].sum()
+    assert value(r, c) == value(r0, c0)
+    assert np.all(W[r, c] > u[r]) if maximize else np.all(W[r, c] < u[r])
+
+
+def _brute_sparse(W, ok, maximize):
+    """(cardinality, total) of the best matching using only entries ``ok``: scipy with a
+    penalty per missing entry large enough to maximise the cardinality first."""
+    from scipy.optimize import linear_sum_assignment
+    s = 1.0 if maximize else -1.0
+    big = 1e6
+    M = np.where(ok, s * W + big, 0.0)
+    r, c = linear_sum_assignment(M, maximize=True)
+    keep = ok[r, c]
+    return int(keep.sum()), float(W[r[keep], c[keep]].sum())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 7), st.integers(0, 10**6),
+       st.floats(0.2, 1.0), st.booleans())
+def test_sparse_solver_property(n_r, n_c, seed, density, maximize):
+    """Small integer matrices: on complete graphs the sparse solver's total equals
+    scipy's; on sparse graphs it equals the best matching of maximal cardinality with the
+    missing entries infeasible. Its duals certify the result on every edge."""
+    rng = np.random.default_rng(seed)
+    W = rng.integers(-3, 4, size=(n_r, n_c)).astype(float)
+    for ok in (np.ones(W.shape, bool), rng.random(W.shape) < density):
+        er, ec = np.nonzero(ok)
+        cand = Candidates(er, ec, W[er, ec], W.shape)
+        r, c, u, v = solve_sparse(cand, maximize=maximize)
+        assert np.unique(r).size == r.size and np.unique(c).size == c.size
+        assert ok[r, c].all()
+        k, total = _brute_sparse(W, ok, maximize)
+        assert r.size == k and W[r, c].sum() == pytest.approx(total, abs=1e-9)
+        s = 1.0 if maximize else -1.0
+        slack = s * (u[er] + v[ec] - W[er, ec])
+        assigned = np.zeros(n_r, bool)
+        assigned[r] = True
+        # feasible on the edges of assigned rows, tight on the pairs, free columns at 0
+        assert np.all(slack[assigned[er]] >= -1e-9)
+        np.testing.assert_allclose(u[r] + v[c], W[r, c], atol=1e-9)
+        free = np.setdiff1d(np.arange(n_c), c)
+        np.testing.assert_allclose(v[free], 0.0, atol=1e-12)
+        assert np.all(s * v >= -1e-9)
+
+
+def test_sparse_tie_heavy_groups_return_and_are_optimal():
+    """The case that made LAPJVsp run without returning: identical rows in triplets and
+    integer weights, a contested top-c graph. Returns, with the optimum of the graph."""
+    rng = np.random.default_rng(11)
+    W = _tie_heavy(rng, 900, 900)
+    ok = np.zeros(W.shape, bool)
+    top = top_candidates(W, 6)
+    ok[top.rows, top.cols] = True
+    for unmatched in (None, "row_floor"):
+        r, c, info = assign(top, unmatched=unmatched)
+        assert info["method"] == "sparse" and np.unique(c).size == c.size
+        if unmatched is None:
+            assert (r.size, W[r, c].sum()) == _brute_sparse(W, ok, True)

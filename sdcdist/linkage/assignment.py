@@ -45,15 +45,14 @@ from typing import Any
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
-from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 
 from ..errors import SdcInputError, param_error
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Candidates", "assign", "top_candidates", "exact_dense", "DEFAULT_DENSE_LIMIT"]
+__all__ = ["Candidates", "assign", "top_candidates", "exact_dense", "solve_sparse",
+           "DEFAULT_DENSE_LIMIT"]
 
 #: Largest ``max(n_rows, n_cols)`` solved densely by default (a 5000 x 5000
 #: float64 matrix is 200 MB; the solver is O(n^3) in the worst case).
@@ -132,78 +131,31 @@ def top_candidates(W: np.ndarray, c: int, *, maximize: bool = True) -> Candidate
     return Candidates.from_topc(order, np.take_along_axis(W, order, axis=1), W.shape[1])
 
 
-#: Smallest square matrix solved by :func:`exact_dense`; ``None``: never by default.
-#: The stall on micro-aggregated weights (Census against micmul k = 3, rows in identical
-#: triplets) was LAPJVsp (min_weight_full_bipartite_matching) on the near-tight graph,
-#: which did not return; the restricted solve now uses the dense solver with the
-#: non-edges infeasible, and returns the proved optimum in 0.1-0.3 s on Census. It stays
-#: off because it is not faster than linear_sum_assignment on the benchmark matrices
-#: (benchmarks/assignment.py: Census 0.05 s vs 0.2 s; 5,000 tax-like records against
-#: noise 7-9 s vs 10-12 s), and tied optima may pair records differently (PLD counts
-#: could change while the total weight does not). Profile at 5,000: about 70 % in the
-#: restricted solve (the dense solver scans every column per step, graph or not) and
-#: 20 % in the auction; a real win needs a sparse shortest-augmenting-path solve (Dijkstra
-#: over the graph's edges, warm-started from the auction's prices) that stays bounded on
-#: identical rows.
-EXACT_MIN: int | None = None
+#: Smallest ``max(n_rows, n_cols)`` the dense path solves with :func:`exact_dense`
+#: (sparse shortest augmenting paths on each row's and column's best entries, proved
+#: optimal for the whole matrix by LP duality) instead of
+#: :func:`scipy.optimize.linear_sum_assignment`. ``None``: never. Both return the
+#: exact optimum; on PRL weight matrices, where most weights are equal, exact_dense
+#: is many times faster (benchmarks/assignment.py). Tied optima may pair records
+#: differently from scipy's.
+EXACT_MIN: int | None = 64
 
-#: Candidates per row of the first sparse try of the exact dense solver.
-EXACT_FIRST_C = 8
+#: Candidates per row (and per column) of the first graph of :func:`exact_dense`.
+EXACT_FIRST_C = 4
 
-#: Rounds of adding violated edges before the exact dense solver gives up on the proof.
-EXACT_ROUNDS = 12
+#: Violated entries added per row and round of :func:`exact_dense`.
+EXACT_ADD = 8
 
-#: Final epsilon of the auction (times the weight range / n) and its scaling factor.
-EXACT_EPS = 1e-4
-EXACT_FACTOR = 8.0
-
-
-@numba.njit(cache=True, nogil=True)
-def _column_potentials(indptr, rows, wcol, match, wm, n_c, tol):
-    # Column prices v of a square assignment from an optimal perfect matching on a graph:
-    # shortest distances (queue-based Bellman-Ford) from a source with a 0-length arc
-    # to every column, over arcs c -> match[r] of length wm[r] - X[r, c] for each graph
-    # edge (r, c), c != match[r]. Then u_r = wm[r] - v[match[r]] and u_r + v_c >= X[r, c]
-    # on the graph, with equality on the matching. The matching is optimal, so there is
-    # no negative cycle; a relaxation budget guards against rounding. Returns (v, ok).
-    v = np.zeros(n_c)
-    queue = np.empty(n_c + 1, dtype=np.int64)
-    inq = np.ones(n_c, dtype=np.bool_)
-    for c in range(n_c):
-        queue[c] = c
-    head = 0
-    tail = n_c
-    size = n_c
-    budget = 64 * (rows.size + n_c) + 1000000
-    while size > 0:
-        c = queue[head]
-        head = (head + 1) % (n_c + 1)
-        size -= 1
-        inq[c] = False
-        dc = v[c]
-        for e in range(indptr[c], indptr[c + 1]):
-            r = rows[e]
-            j = match[r]
-            if j == c:
-                continue
-            nd = dc + (wm[r] - wcol[e])
-            if nd < v[j] - tol:
-                v[j] = nd
-                budget -= 1
-                if budget < 0:
-                    return v, False
-                if not inq[j]:
-                    inq[j] = True
-                    queue[tail] = j
-                    tail = (tail + 1) % (n_c + 1)
-                    size += 1
-    return v, True
+#: Rounds of adding violated entries before :func:`exact_dense` hands the matrix to
+#: :func:`scipy.optimize.linear_sum_assignment` (not reached in practice).
+EXACT_ROUNDS = 50
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _offer(best, bcol, got, x, c):
     """Offer column ``c`` of value ``x`` to a row's list of the largest values (``best``,
-    ``bcol``: capacity ``best.size``, ``got`` kept, sorted desc); returns the new count."""
+    ``bcol``: capacity ``best.size``, ``got`` kept, sorted desc, earlier offers first
+    among equal values); returns the new count."""
     per_row = best.shape[0]
     if got < per_row:
         p = got
@@ -221,10 +173,263 @@ def _offer(best, bcol, got, x, c):
     return got
 
 
+# ---- sparse shortest augmenting paths -------------------------------------------------
+
 @numba.njit(cache=True, nogil=True)
-def _violations(X, u, v, tol, per_row):
-    # per row, the (up to) per_row columns with the largest X[r, c] - u[r] - v[c] > tol
-    n_r, n_c = X.shape
+def _ssp(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row, rows):
+    """Successive shortest augmenting paths (Dijkstra on reduced costs) on a CSR graph.
+
+    Minimises the total cost. Row ``i``'s edges are ``cols[indptr[i]:indptr[i + 1]]``
+    with costs ``cost``; when ``dummy.size > 0`` row ``i`` also has a private column
+    ``n_c + i`` of cost ``dummy[i]`` (leaving the row unassigned). The duals ``u``
+    (rows) and ``v`` (columns, n_c [+ n_r]) must be feasible (``cost - u - v >= 0``
+    on every edge), tight on every matched edge, and 0 on free columns; they and the
+    matching (``row4col``, ``col4row``, -1 = free) are updated in place and keep these
+    properties. Each free row of ``rows`` (in that order) gets a shortest augmenting
+    path; at equal distance a free column comes first, then the lowest column index,
+    so ties end the search early and the result is deterministic. Every search
+    scans each column at most once, so the work is bounded by O(edges log edges) per
+    row whatever the ties. A row without an augmenting path stays free; returns the
+    number of such rows.
+    """
+    n_r = indptr.size - 1
+    nd = dummy.size > 0
+    NC = v.size
+    spc = np.full(NC, np.inf)
+    scanned = np.zeros(NC, dtype=np.bool_)
+    path = np.full(NC, -1, dtype=np.int64)
+    touched = np.empty(NC, dtype=np.int64)
+    sr = np.empty(n_r, dtype=np.int64)
+    cap = cols.size + n_r + 1
+    hd = np.empty(cap)                      # binary heap of (distance, key), lazy deletion
+    hk = np.empty(cap, dtype=np.int64)      # key: column, + NC when the column is matched
+    failed = 0
+    for f in rows:
+        if col4row[f] >= 0:
+            continue
+        nt = 0
+        nsr = 0
+        hn = 0
+        min_val = 0.0
+        i = f
+        sink = -1
+        while True:
+            sr[nsr] = i
+            nsr += 1
+            ui = u[i]
+            end = indptr[i + 1]
+            for e in range(indptr[i], end + (1 if nd else 0)):
+                if e < end:
+                    j = cols[e]
+                    c = cost[e]
+                else:
+                    j = n_c + i
+                    c = dummy[i]
+                if scanned[j]:
+                    continue
+                r = min_val + c - ui - v[j]
+                if r < spc[j]:
+                    if spc[j] == np.inf:
+                        touched[nt] = j
+                        nt += 1
+                    spc[j] = r
+                    path[j] = i
+                    key = j if row4col[j] < 0 else NC + j
+                    p = hn
+                    hn += 1
+                    while p > 0:
+                        q = (p - 1) >> 1
+                        if hd[q] < r or (hd[q] == r and hk[q] < key):
+                            break
+                        hd[p] = hd[q]
+                        hk[p] = hk[q]
+                        p = q
+                    hd[p] = r
+                    hk[p] = key
+            j = -1
+            while hn > 0:
+                d0 = hd[0]
+                k0 = hk[0]
+                hn -= 1
+                ld = hd[hn]
+                lk = hk[hn]
+                p = 0
+                while True:
+                    q = 2 * p + 1
+                    if q >= hn:
+                        break
+                    if q + 1 < hn and (hd[q + 1] < hd[q] or
+                                       (hd[q + 1] == hd[q] and hk[q + 1] < hk[q])):
+                        q += 1
+                    if hd[q] < ld or (hd[q] == ld and hk[q] < lk):
+                        hd[p] = hd[q]
+                        hk[p] = hk[q]
+                        p = q
+                    else:
+                        break
+                hd[p] = ld
+                hk[p] = lk
+                jj = k0 if k0 < NC else k0 - NC
+                if scanned[jj] or d0 > spc[jj]:
+                    continue                # a stale heap entry
+                j = jj
+                break
+            if j < 0:
+                break                       # no free column reachable
+            min_val = spc[j]
+            scanned[j] = True
+            if row4col[j] < 0:
+                sink = j
+                break
+            i = row4col[j]
+        if sink >= 0:
+            # dual update (tight on the tree's path, feasible elsewhere), then augment
+            u[f] += min_val
+            for k in range(1, nsr):
+                i = sr[k]
+                u[i] += min_val - spc[col4row[i]]
+            for k in range(nt):
+                j = touched[k]
+                if scanned[j]:
+                    v[j] -= min_val - spc[j]
+            j = sink
+            while True:
+                i = path[j]
+                row4col[j] = i
+                t = col4row[i]
+                col4row[i] = j
+                j = t
+                if i == f:
+                    break
+        else:
+            failed += 1
+        for k in range(nt):
+            j = touched[k]
+            spc[j] = np.inf
+            scanned[j] = False
+    return failed
+
+
+@numba.njit(cache=True, nogil=True)
+def _init_duals(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row):
+    # Cold start: v = 0, u_i = the row's smallest cost (its dummy included), and each row
+    # in turn takes its lowest-index free column at that cost.
+    n_r = indptr.size - 1
+    nd = dummy.size > 0
+    for i in range(n_r):
+        m = dummy[i] if nd else np.inf
+        for e in range(indptr[i], indptr[i + 1]):
+            if cost[e] < m:
+                m = cost[e]
+        if m == np.inf:
+            u[i] = 0.0
+            continue
+        u[i] = m
+        for e in range(indptr[i], indptr[i + 1]):
+            j = cols[e]
+            if cost[e] == m and row4col[j] < 0:
+                row4col[j] = i
+                col4row[i] = j
+                break
+        if col4row[i] < 0 and nd and dummy[i] == m:
+            row4col[n_c + i] = i
+            col4row[i] = n_c + i
+
+
+@numba.njit(cache=True, nogil=True)
+def _reopen_rows(indptr, cols, cost, rows, u, v, row4col, col4row):
+    # Warm start after edges were added to ``rows``: each becomes free with u_i = its
+    # smallest reduced cost, so every edge is feasible again (square problems only: the
+    # freed column keeps its price).
+    for i in rows:
+        j = col4row[i]
+        if j >= 0:
+            row4col[j] = -1
+            col4row[i] = -1
+        m = np.inf
+        for e in range(indptr[i], indptr[i + 1]):
+            x = cost[e] - v[cols[e]]
+            if x < m:
+                m = x
+        u[i] = m
+
+
+def _csr(er: np.ndarray, ec: np.ndarray, n_r: int, n_c: int
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct edges sorted by (row, col), their row pointer, and the sort order."""
+    key = er * np.int64(max(n_c, 1)) + ec
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.ones(key.size, dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    order = order[first]
+    r = er[order]
+    indptr = np.searchsorted(r, np.arange(n_r + 1)).astype(np.int64)
+    return indptr, np.ascontiguousarray(ec[order], dtype=np.int64), order
+
+
+def _solve_min(indptr: np.ndarray, cols: np.ndarray, cost: np.ndarray, n_c: int,
+               dummy: np.ndarray | None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Minimum-cost assignment on a CSR graph, cold start: (col4row, u, v, n_failed)."""
+    n_r = indptr.size - 1
+    dummy = np.zeros(0) if dummy is None else np.ascontiguousarray(dummy, dtype=np.float64)
+    NC = n_c + (n_r if dummy.size else 0)
+    u, v = np.zeros(n_r), np.zeros(NC)
+    row4col, col4row = np.full(NC, -1, np.int64), np.full(n_r, -1, np.int64)
+    cost = np.ascontiguousarray(cost, dtype=np.float64)
+    _init_duals(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row)
+    failed = _ssp(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row,
+                  np.arange(n_r, dtype=np.int64))
+    return col4row, u, v, int(failed)
+
+
+# ---- exact dense via the sparse solver and a dual certificate -------------------------
+
+@numba.njit(cache=True, nogil=True)
+def _dense_candidates(W, s, c, diag):
+    # Each row's c smallest costs s * W[i, j] and each column's c smallest (ties: lowest
+    # index), plus (diag) the entries (i, i) so that a full assignment exists.
+    n_r, n_c = W.shape
+    cr = min(c, n_c)
+    cc = min(c, n_r)
+    out_r = np.empty(n_r * cr + n_c * cc + n_r, dtype=np.int64)
+    out_c = np.empty(out_r.size, dtype=np.int64)
+    best = np.empty(cr)
+    bcol = np.empty(cr, dtype=np.int64)
+    cbest = np.empty((n_c, cc))
+    crow = np.empty((n_c, cc), dtype=np.int64)
+    cgot = np.zeros(n_c, dtype=np.int64)
+    k = 0
+    for i in range(n_r):
+        got = 0
+        for j in range(n_c):
+            x = -s * W[i, j]
+            got = _offer(best, bcol, got, x, j)
+            g = cgot[j]
+            if g < cc or x > cbest[j, cc - 1]:
+                cgot[j] = _offer(cbest[j], crow[j], g, x, i)
+        for q in range(got):
+            out_r[k] = i
+            out_c[k] = bcol[q]
+            k += 1
+        if diag and i < n_c:
+            out_r[k] = i
+            out_c[k] = i
+            k += 1
+    for j in range(n_c):
+        for q in range(cgot[j]):
+            out_r[k] = crow[j, q]
+            out_c[k] = j
+            k += 1
+    return out_r[:k], out_c[:k]
+
+
+@numba.njit(cache=True, nogil=True)
+def _violations(W, s, u, v, tol, per_row):
+    # Dual certificate of a minimum-cost assignment of the costs s * W: entries with
+    # u[r] + v[c] - s * W[r, c] > tol violate it. Per row, the per_row most violated.
+    n_r, n_c = W.shape
     out_r = np.empty(n_r * per_row, dtype=np.int64)
     out_c = np.empty(n_r * per_row, dtype=np.int64)
     best = np.empty(per_row)
@@ -235,7 +440,7 @@ def _violations(X, u, v, tol, per_row):
         got = 0
         ur = u[r]
         for c in range(n_c):
-            x = X[r, c] - ur - v[c]
+            x = ur + v[c] - s * W[r, c]
             if x > tol:
                 total += 1
                 got = _offer(best, bcol, got, x, c)
@@ -246,208 +451,168 @@ def _violations(X, u, v, tol, per_row):
     return out_r[:k], out_c[:k], total
 
 
-@numba.njit(cache=True, nogil=True)
-def _auction(X, eps0, eps_min, factor):
-    # Forward auction with epsilon-scaling (Bertsekas) on a square dense matrix,
-    # maximising. Returns column prices (near-optimal duals) and the assignment.
-    n = X.shape[0]
-    price = np.zeros(n)
-    owner = np.full(n, -1, dtype=np.int64)
-    match = np.full(n, -1, dtype=np.int64)
-    queue = np.empty(n, dtype=np.int64)
-    eps = eps0
-    while True:
-        owner[:] = -1
-        match[:] = -1
-        for r in range(n):
-            queue[r] = r
-        head = 0
-        size = n
-        while size > 0:
-            r = queue[head]
-            head = (head + 1) % n
-            size -= 1
-            b1 = -np.inf
-            b2 = -np.inf
-            j1 = 0
-            for c in range(n):
-                x = X[r, c] - price[c]
-                if x > b1:
-                    b2 = b1
-                    b1 = x
-                    j1 = c
-                elif x > b2:
-                    b2 = x
-            if b2 == -np.inf:
-                b2 = b1
-            price[j1] += b1 - b2 + eps
-            old = owner[j1]
-            owner[j1] = r
-            match[r] = j1
-            if old >= 0:
-                match[old] = -1
-                queue[(head + size) % n] = old
-                size += 1
-        if eps <= eps_min:
-            break
-        eps = max(eps / factor, eps_min)
-    return price, match
-
-
-@numba.njit(cache=True, nogil=True)
-def _near_tight(X, price, slack, per_row):
-    # per row, the columns whose value X[r, c] - price[c] is within ``slack`` of the row's
-    # best (at most per_row of them, the best first)
-    n_r, n_c = X.shape
-    out_r = np.empty(n_r * per_row, dtype=np.int64)
-    out_c = np.empty(n_r * per_row, dtype=np.int64)
-    best = np.empty(per_row)
-    bcol = np.empty(per_row, dtype=np.int64)
-    k = 0
-    for r in range(n_r):
-        top = -np.inf
-        for c in range(n_c):
-            x = X[r, c] - price[c]
-            if x > top:
-                top = x
-        got = 0
-        for c in range(n_c):
-            x = X[r, c] - price[c]
-            if x >= top - slack:
-                got = _offer(best, bcol, got, x, c)
-        for q in range(got):
-            out_r[k] = r
-            out_c[k] = bcol[q]
-            k += 1
-    return out_r[:k], out_c[:k]
-
-
-def exact_dense(X: np.ndarray, *, first_c: int = EXACT_FIRST_C
+def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int = EXACT_FIRST_C,
+                unmatched: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Maximum-weight perfect assignment of a square matrix ``X``: the dense optimum,
-    found on a sparse graph and proved optimal by LP duality.
+    """Optimal assignment of a dense matrix, solved on a sparse graph and proved optimal
+    for the whole matrix by LP duality.
 
-    1. Near-optimal column prices from an auction with epsilon-scaling
-       (Bertsekas; final epsilon :data:`EXACT_EPS` x range / n).
-    2. Graph G: each row's ``first_c`` best columns, the entries within a few
-       epsilon of tight at those prices, and the auction's assignment (so a
-       perfect matching exists on G).
-    3. An optimal perfect matching M on G (exact; the dense solver with the
-       entries outside G infeasible).
-    4. Dual prices from M: ``v_c`` = shortest alternating-path distances (no
-       negative cycle, as M is optimal on G), ``u_r = X[r, M(r)] - v[M(r)]``;
-       ``u_r + v_c >= X[r, c]`` on G, with equality on M.
-    5. If ``u_r + v_c >= X[r, c]`` holds for EVERY entry of ``X`` (up to 1e-9
-       relative rounding), (u, v) is a feasible dual of the dense assignment LP
-       with the value of M, so M is a dense optimum. Otherwise the most violated
-       entries of each row join G and steps 3-5 repeat (column generation);
-       after :data:`EXACT_ROUNDS` rounds, or for a non-square matrix, the full
-       matrix goes to :func:`scipy.optimize.linear_sum_assignment`.
+    In cost form (``C = -X`` when maximising, else ``X``):
 
-    On PRL weight matrices, where many weights are equal (a third of the pairs
-    of a skewed file disagree on every key: one value), the dense
-    shortest-augmenting-path solver spends most of its time on ties; this
-    needs a few scans of the matrix and small sparse solves.
+    1. Graph G: each row's and each column's ``first_c`` best entries, and (without
+       ``unmatched``) the entries ``(i, i)``, so that a full assignment exists on G.
+    2. An optimal assignment M on G with its duals ``(u, v)`` by sparse shortest
+       augmenting paths: ``C[i, j] >= u_i + v_j`` on G, with equality on M and
+       ``v_j = 0`` (``v_j <= 0`` generally) for the columns left free.
+    3. If ``C[i, j] >= u_i + v_j`` (up to 1e-11 of the largest ``|X|``) holds for EVERY
+       entry, (u, v) is a feasible dual of the dense LP with M's value, so M is a dense
+       optimum. Otherwise each row's :data:`EXACT_ADD` most violated entries join G and
+       steps 2-3 repeat (warm-started on square matrices without ``unmatched``: only the
+       rows given new entries are re-solved). After :data:`EXACT_ROUNDS` rounds the
+       matrix would go to :func:`scipy.optimize.linear_sum_assignment`.
+
+    PRL weight matrices hold huge numbers of equal weights (sums of a few per-column
+    level weights); scipy's dense shortest-augmenting-path solver scans every column at
+    every step among those ties, the sparse search stops at the first free column at the
+    shortest distance.
+
+    Parameters
+    ----------
+    X : ndarray (n_rows, n_cols), finite
+    maximize : bool
+    first_c : int
+        Candidates per row and per column of the first graph.
+    unmatched : ndarray (n_rows,), optional
+        Value of leaving each row unassigned (a private dummy column); ``None``: as many
+        rows as possible are assigned (requires ``n_rows <= n_cols``).
 
     Returns
     -------
-    rows, cols : int arrays, the assignment (every row, sorted by row)
+    rows, cols : int arrays
+        The assignment, sorted by row (with ``unmatched``: only the rows assigned to a
+        real column).
     info : dict
-        ``exact_rounds`` (0 = the dense solver ran) and ``exact_edges`` of G.
+        ``exact_rounds`` (solves of G; 0 = scipy ran), ``exact_edges`` (edges of the last G).
     """
-    n_r, n_c = X.shape
     X = np.ascontiguousarray(X, dtype=np.float64)
-    if n_r == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), {"exact_rounds": 0,
-                                                              "exact_edges": 0}
-    c = min(max(1, int(first_c)), n_c)
-    top = np.argpartition(-X, c - 1, axis=1)[:, :c] if c < n_c else \
-        np.broadcast_to(np.arange(n_c), (n_r, n_c))
-    er = np.repeat(np.arange(n_r, dtype=np.int64), c)
-    ec = np.asarray(top, dtype=np.int64).ravel()
-    lo, hi = float(X.min()), float(X.max())
-    tol = 1e-9 * (1.0 + max(abs(lo), abs(hi)))
-    if n_r != n_c:
-        r, cc = linear_sum_assignment(X, maximize=True)
-        return r.astype(np.int64), cc.astype(np.int64), {"exact_rounds": 0,
-                                                         "exact_edges": int(X.size)}
-    # near-optimal duals from an auction with epsilon-scaling; G = every entry within a
-    # few epsilon of tight, plus the auction's assignment (so a perfect matching exists)
-    span = hi - lo
-    eps_min = max(span, 1e-12) * EXACT_EPS / n_r
-    price, amatch = _auction(X, max(span, 1e-12) / 4, eps_min, EXACT_FACTOR)
-    gr, gc = _near_tight(X, price, 8 * n_r * eps_min, 64)
-    er, ec = _unique_edges(np.concatenate([er, gr, np.arange(n_r, dtype=np.int64)]),
-                           np.concatenate([ec, gc, amatch]), n_c)
+    n_r, n_c = X.shape
+    s = -1.0 if maximize else 1.0
+    empty = np.zeros(0, np.int64)
+    if n_r == 0 or n_c == 0:
+        return empty, empty, {"exact_rounds": 0, "exact_edges": 0}
+    if unmatched is None and n_r > n_c:
+        raise ValueError("exact_dense without unmatched needs n_rows <= n_cols")
+    dummy = None if unmatched is None else s * np.broadcast_to(
+        np.asarray(unmatched, dtype=np.float64), (n_r,)).astype(np.float64)
+    scale = float(np.abs(X).max())
+    tol = 1e-11 * (1.0 + scale)
+    er, ec = _dense_candidates(X, s, max(1, int(first_c)), unmatched is None)
+    warm = unmatched is None and n_r == n_c
+    state = None
     for rnd in range(1, EXACT_ROUNDS + 1):
-        w = X[er, ec]
-        r, m = _restricted_solve(er, ec, w, n_r, n_c)
-        match = np.empty(n_r, dtype=np.int64)
-        match[r] = m
-        wm = X[np.arange(n_r), match]
-        order = np.argsort(ec, kind="stable")
-        indptr = np.searchsorted(ec[order], np.arange(n_c + 1)).astype(np.int64)
-        v, ok = _column_potentials(indptr, er[order], w[order], match, wm, n_c, tol * 1e-3)
-        if not ok:
-            break
-        u = wm - v[match]
-        vr, vc, total = _violations(X, u, v, tol, 8)
+        indptr, cols, order = _csr(er, ec, n_r, n_c)
+        er, ec = er[order], cols
+        cost = s * X[er, ec]
+        if state is None:
+            col4row, u, v, failed = _solve_min(indptr, cols, cost, n_c, dummy)
+        else:
+            u, v, row4col, col4row, reopen = state
+            _reopen_rows(indptr, cols, cost, reopen, u, v, row4col, col4row)
+            failed = _ssp(indptr, cols, cost, n_c, np.zeros(0), u, v, row4col, col4row,
+                          reopen)
+        if failed:
+            break                           # cannot happen: G holds a full assignment
+        vr, vc, total = _violations(X, s, u, v[:n_c], tol, EXACT_ADD)
         log.debug("exact assignment round %d: %d edges, %d violated", rnd, er.size, total)
-        if total == 0:
-            return np.arange(n_r, dtype=np.int64), match, {"exact_rounds": rnd,
-                                                           "exact_edges": int(er.size)}
-        er, ec = _unique_edges(np.concatenate([er, vr]), np.concatenate([ec, vc]), n_c)
-    r, cc = linear_sum_assignment(X, maximize=True)
-    return r.astype(np.int64), cc.astype(np.int64), {"exact_rounds": 0,
-                                                     "exact_edges": int(X.size)}
-
-
-def _restricted_solve(er: np.ndarray, ec: np.ndarray, w: np.ndarray, n_r: int, n_c: int
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    # Maximum-weight perfect matching on the graph G (edges er, ec with weights w): the
-    # dense shortest-augmenting-path solver on a matrix whose non-edges are infeasible.
-    # Not LAPJVsp (min_weight_full_bipartite_matching): on micro-aggregated PRL weights
-    # (rows in identical triplets, so whole groups of equal alternating paths) it was seen
-    # to run for minutes on a 1080 x 1080 graph of 10^4 edges without returning, and it
-    # cannot be interrupted. Here the work per augmentation is bounded by O(n_c) per
-    # scanned row, and rows reached by ties stay few because the graph holds only the
-    # near-tight entries.
-    M = np.full((n_r, n_c), np.inf)
-    M[er, ec] = -w
-    return linear_sum_assignment(M)
-
-
-def _unique_edges(er: np.ndarray, ec: np.ndarray, n_c: int) -> tuple[np.ndarray, np.ndarray]:
-    key = np.unique(er * n_c + ec)
-    return key // n_c, key % n_c
+        key = er * n_c + ec
+        new = ~np.isin(vr * n_c + vc, key)
+        if total == 0 or not new.any():
+            # proved (violations, if any, only on G's edges: rounding)
+            rows = np.flatnonzero((col4row >= 0) & (col4row < n_c))
+            return rows.astype(np.int64), col4row[rows], {"exact_rounds": rnd,
+                                                          "exact_edges": int(er.size)}
+        vr, vc = vr[new], vc[new]
+        if warm:
+            row4col = np.full(n_c, -1, np.int64)
+            m = col4row >= 0
+            row4col[col4row[m]] = np.flatnonzero(m)
+            state = (u, v, row4col, col4row, np.unique(vr))
+        er, ec = np.concatenate([er, vr]), np.concatenate([ec, vc])
+    log.warning("exact assignment: no proof after %d rounds; dense solver used", EXACT_ROUNDS)
+    if unmatched is None:
+        r, c = linear_sum_assignment(X, maximize=maximize)
+        return r.astype(np.int64), c.astype(np.int64), {"exact_rounds": 0,
+                                                        "exact_edges": int(X.size)}
+    gain = dummy[:, None] - s * X
+    r, c = linear_sum_assignment(np.maximum(gain, 0.0), maximize=True)
+    keep = gain[r, c] > 0
+    return r[keep].astype(np.int64), c[keep].astype(np.int64), {"exact_rounds": 0,
+                                                                "exact_edges": int(X.size)}
 
 
 def _dense(W: np.ndarray, maximize: bool, unmatched: Any
            ) -> tuple[np.ndarray, np.ndarray]:
+    exact = EXACT_MIN is not None and max(W.shape) >= EXACT_MIN
     if unmatched is None or isinstance(unmatched, str):
-        if EXACT_MIN is not None and W.shape[0] == W.shape[1] and W.shape[0] >= EXACT_MIN:
-            r, c, _ = exact_dense(W if maximize else -W)
+        if not exact:
+            return linear_sum_assignment(W, maximize=maximize)
+        if W.shape[0] > W.shape[1]:
+            c, r, _ = exact_dense(W.T, maximize=maximize)
             return r, c
-        return linear_sum_assignment(W, maximize=maximize)
+        r, c, _ = exact_dense(W, maximize=maximize)
+        return r, c
+    u = np.broadcast_to(np.asarray(unmatched, dtype=np.float64), (W.shape[0],))
+    if exact:
+        r, c, _ = exact_dense(W, maximize=maximize, unmatched=u)
+        keep = (W[r, c] > u[r]) if maximize else (W[r, c] < u[r])
+        return r[keep], c[keep]
     # Gain of a pair over leaving its row unassigned; pairs with no gain are
     # equivalent to "unassigned", so clip them to 0 and drop them afterwards.
-    u = np.asarray(unmatched, dtype=np.float64).reshape(-1, 1) if np.ndim(unmatched) else \
-        unmatched
-    gain = (W - u) if maximize else (u - W)
+    gain = (W - u[:, None]) if maximize else (u[:, None] - W)
     r, c = linear_sum_assignment(np.maximum(gain, 0.0), maximize=True)
     keep = gain[r, c] > 0
     return r[keep], c[keep]
 
 
-def _sparse(cand: Candidates, maximize: bool, unmatched: Any
-            ) -> tuple[np.ndarray, np.ndarray]:
+def solve_sparse(cand: Candidates, *, maximize: bool = True, unmatched: Any = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Optimal assignment on a candidate graph by sparse shortest augmenting paths.
+
+    Dijkstra on reduced costs from each free row in turn (Jonker-Volgenant style
+    successive shortest paths, dual potentials kept); at equal distance a free column
+    ends the search, then the lowest column index wins. It terminates on any graph,
+    ties included: each search scans a column at most once.
+
+    Parameters
+    ----------
+    cand : Candidates
+    maximize : bool
+    unmatched : None, float, array (n_rows,) or "row_floor"
+        As :func:`assign`: every row has a private dummy partner whose value is a
+        penalty exceeding any weight change (``None``: as many rows as possible are
+        assigned), ``unmatched`` itself, or a hair beyond the row's worst candidate.
+
+    Returns
+    -------
+    rows, cols : int arrays, shape (k,)
+        Assigned pairs sorted by row (pairs no better than the row's ``unmatched``
+        value are dropped).
+    u, v : float arrays, shapes (n_rows,), (n_cols,)
+        Optimal duals: ``w[i, j] <= u[i] + v[j]`` on every edge (``>=`` when
+        minimising), with equality on the assigned pairs; ``v[j] = 0`` for free
+        columns and ``v >= 0`` (``<= 0`` when minimising); a row left unassigned has
+        ``u[i]`` equal to its dummy's value (``None``: the penalty), i.e. no edge of
+        it is worth more than leaving it out.
+    """
+    cand = cand.dedup(maximize)
     n_r, n_c = cand.shape
-    if cand.rows.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     w = cand.weights
-    # Costs to minimise, all >= 1 (LAPJVsp needs non-zero weights).
-    base = (w.max() - w) if maximize else (w - w.min())
-    cost = base + 1.0
+    if w.size == 0:
+        e = np.zeros(0, np.int64)
+        return e, e, np.zeros(n_r), np.zeros(n_c)
+    # costs to minimise, all >= 1 (so that the dummy penalties below dominate)
+    off = (float(w.max()) + 1.0) if maximize else (float(w.min()) - 1.0)
+    cost = (off - w) if maximize else (w - off)
     if unmatched is None:
         # Leaving a row out must cost more than any change of real edges:
         # n_r * (range + 1) bounds the cost of all real edges of a matching.
@@ -458,20 +623,27 @@ def _sparse(cand: Candidates, maximize: bool, unmatched: Any
         np.maximum.at(worst, cand.rows, cost)
         dummy = worst + 1e-9 * (1.0 + float(cost.max()))
     else:
-        u = np.broadcast_to(np.asarray(unmatched, dtype=np.float64), (n_r,))
-        dummy = ((w.max() - u) if maximize else (u - w.min())) + 1.0
+        uu = np.broadcast_to(np.asarray(unmatched, dtype=np.float64), (n_r,))
+        dummy = (off - uu) if maximize else (uu - off)
         dummy = np.maximum(dummy, 0.5)  # an unmatched value beyond every weight
-    rows = np.concatenate([cand.rows, np.arange(n_r)])
-    cols = np.concatenate([cand.cols, n_c + np.arange(n_r)])
-    data = np.concatenate([cost, dummy])
-    G = sp.csr_array((data, (rows, cols)), shape=(n_r, n_c + n_r))
-    r, c = min_weight_full_bipartite_matching(G)
-    real = c < n_c
-    r, c = r[real], c[real]
+    indptr, cols, order = _csr(cand.rows, cand.cols, n_r, n_c)
+    cost = cost[order]
+    col4row, um, vm, _ = _solve_min(indptr, cols, cost, n_c, dummy)
+    r = np.flatnonzero((col4row >= 0) & (col4row < n_c))
+    c = col4row[r]
     if unmatched is not None and not isinstance(unmatched, str):
-        keep = cost[_edge_pos(cand, r, c)] < dummy[r]
+        keep = cost[_edge_pos(Candidates(cand.rows[order], cols, cost, cand.shape), r, c)] \
+            < dummy[r]
         r, c = r[keep], c[keep]
-    return r.astype(np.int64), c.astype(np.int64)
+    vm = vm[:n_c]
+    u, v = ((off - um), -vm) if maximize else ((um + off), vm)
+    return r.astype(np.int64), c.astype(np.int64), u, v
+
+
+def _sparse(cand: Candidates, maximize: bool, unmatched: Any
+            ) -> tuple[np.ndarray, np.ndarray]:
+    r, c, _, _ = solve_sparse(cand, maximize=maximize, unmatched=unmatched)
+    return r, c
 
 
 def _edge_pos(cand: Candidates, r: np.ndarray, c: np.ndarray) -> np.ndarray:
