@@ -143,6 +143,9 @@ EXACT_MIN: int | None = 64
 #: Candidates per row (and per column) of the first graph of :func:`exact_dense`.
 EXACT_FIRST_C = 4
 
+#: Bids of the augmenting row reduction per free row before the shortest paths (0: none).
+ARR_BIDS = 2
+
 #: Violated entries added per row and round of :func:`exact_dense`.
 EXACT_ADD = 8
 
@@ -337,6 +340,86 @@ def _init_duals(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row):
 
 
 @numba.njit(cache=True, nogil=True)
+def _arr(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row, rows, max_bids):
+    """Augmenting row reduction (Jonker-Volgenant), at most ``max_bids`` bids.
+
+    Each free row of ``rows`` (then each row it displaces, first in first out) takes the
+    column of its smallest reduced cost ``cost - v`` and lowers that column's ``v`` by
+    the gap to its second smallest, so it stays its best; at a tie a free column is
+    preferred. Every assigned row keeps a column of its smallest reduced cost, with
+    ``u`` that cost, so the duals stay feasible and tight; ties can make rows displace
+    each other forever, hence the cap. Rows left free get ``u`` = their smallest reduced
+    cost, ready for :func:`_ssp`.
+    """
+    n_r = indptr.size - 1
+    nd = dummy.size > 0
+    queue = np.empty(n_r + 1, dtype=np.int64)
+    head = 0
+    size = 0
+    for i in rows:
+        if col4row[i] < 0:
+            queue[(head + size) % (n_r + 1)] = i
+            size += 1
+    bids = 0
+    while size > 0 and bids < max_bids:
+        i = queue[head]
+        head = (head + 1) % (n_r + 1)
+        size -= 1
+        u1 = np.inf
+        u2 = np.inf
+        j1 = -1
+        j2 = -1
+        c1 = 0.0
+        c2 = 0.0
+        end = indptr[i + 1]
+        for e in range(indptr[i], end + (1 if nd else 0)):
+            if e < end:
+                j = cols[e]
+                c = cost[e]
+            else:
+                j = n_c + i
+                c = dummy[i]
+            x = c - v[j]
+            if x < u1:
+                u2 = u1
+                j2 = j1
+                c2 = c1
+                u1 = x
+                j1 = j
+                c1 = c
+            elif x < u2:
+                u2 = x
+                j2 = j
+                c2 = c
+        if j1 < 0:
+            u[i] = 0.0
+            continue
+        bids += 1
+        i0 = row4col[j1]
+        if u1 < u2 and j2 >= 0:
+            v[j1] -= u2 - u1
+        elif i0 >= 0 and j2 >= 0 and row4col[j2] < 0:
+            j1 = j2                          # a tie: take the free column
+            i0 = -1
+            c1 = c2
+        row4col[j1] = i
+        col4row[i] = j1
+        u[i] = c1 - v[j1]
+        if i0 >= 0:
+            col4row[i0] = -1
+            queue[(head + size) % (n_r + 1)] = i0
+            size += 1
+    for k in range(size):
+        i = queue[(head + k) % (n_r + 1)]
+        m = dummy[i] - v[n_c + i] if nd else np.inf
+        for e in range(indptr[i], indptr[i + 1]):
+            x = cost[e] - v[cols[e]]
+            if x < m:
+                m = x
+        u[i] = m if m < np.inf else 0.0
+
+
+@numba.njit(cache=True, nogil=True)
 def _reopen_rows(indptr, cols, cost, rows, u, v, row4col, col4row):
     # Warm start after edges were added to ``rows``: each becomes free with u_i = its
     # smallest reduced cost, so every edge is feasible again (square problems only: the
@@ -378,9 +461,12 @@ def _solve_min(indptr: np.ndarray, cols: np.ndarray, cost: np.ndarray, n_c: int,
     u, v = np.zeros(n_r), np.zeros(NC)
     row4col, col4row = np.full(NC, -1, np.int64), np.full(n_r, -1, np.int64)
     cost = np.ascontiguousarray(cost, dtype=np.float64)
-    _init_duals(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row)
-    failed = _ssp(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row,
-                  np.arange(n_r, dtype=np.int64))
+    rows = np.arange(n_r, dtype=np.int64)
+    if ARR_BIDS:
+        _arr(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row, rows, ARR_BIDS * n_r)
+    else:
+        _init_duals(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row)
+    failed = _ssp(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row, rows)
     return col4row, u, v, int(failed)
 
 
@@ -426,9 +512,10 @@ def _dense_candidates(W, s, c, diag):
 
 
 @numba.njit(cache=True, nogil=True)
-def _violations(W, s, u, v, tol, per_row):
-    # Dual certificate of a minimum-cost assignment of the costs s * W: entries with
-    # u[r] + v[c] - s * W[r, c] > tol violate it. Per row, the per_row most violated.
+def _violations(W, s, u, v, tol, per_row, check, in_g):
+    # Dual certificate of a minimum-cost assignment of the costs s * W: an entry outside
+    # G (in_g) with u[r] + v[c] - s * W[r, c] > tol violates it. For the rows with
+    # check[r], the per_row most violated entries; and the number of violated entries.
     n_r, n_c = W.shape
     out_r = np.empty(n_r * per_row, dtype=np.int64)
     out_c = np.empty(n_r * per_row, dtype=np.int64)
@@ -437,11 +524,13 @@ def _violations(W, s, u, v, tol, per_row):
     k = 0
     total = 0
     for r in range(n_r):
+        if not check[r]:
+            continue
         got = 0
         ur = u[r]
         for c in range(n_c):
             x = ur + v[c] - s * W[r, c]
-            if x > tol:
+            if x > tol and not in_g[r, c]:
                 total += 1
                 got = _offer(best, bcol, got, x, c)
         for q in range(got):
@@ -504,39 +593,54 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int = EXACT_FI
         raise ValueError("exact_dense without unmatched needs n_rows <= n_cols")
     dummy = None if unmatched is None else s * np.broadcast_to(
         np.asarray(unmatched, dtype=np.float64), (n_r,)).astype(np.float64)
-    scale = float(np.abs(X).max())
+    scale = max(abs(float(X.max())), abs(float(X.min())))
     tol = 1e-11 * (1.0 + scale)
     er, ec = _dense_candidates(X, s, max(1, int(first_c)), unmatched is None)
+    in_g = np.zeros(X.shape, dtype=np.bool_)
+    in_g[er, ec] = True
+    # Warm start (square, no dummies): only the rows given new entries are re-solved.
+    # There v only decreases, so a row verified at u_checked stays verified while
+    # u <= u_checked: only rows whose u rose are scanned again.
     warm = unmatched is None and n_r == n_c
     state = None
+    u_checked = np.full(n_r, -np.inf)
+    dz = np.zeros(0) if dummy is None else dummy
     for rnd in range(1, EXACT_ROUNDS + 1):
         indptr, cols, order = _csr(er, ec, n_r, n_c)
         er, ec = er[order], cols
         cost = s * X[er, ec]
         if state is None:
             col4row, u, v, failed = _solve_min(indptr, cols, cost, n_c, dummy)
+            check = np.ones(n_r, dtype=np.bool_)
         else:
             u, v, row4col, col4row, reopen = state
             _reopen_rows(indptr, cols, cost, reopen, u, v, row4col, col4row)
-            failed = _ssp(indptr, cols, cost, n_c, np.zeros(0), u, v, row4col, col4row,
-                          reopen)
+            if ARR_BIDS:
+                _arr(indptr, cols, cost, n_c, dz, u, v, row4col, col4row, reopen,
+                     ARR_BIDS * reopen.size)
+            # all rows: the row reduction may have displaced rows outside ``reopen``
+            failed = _ssp(indptr, cols, cost, n_c, dz, u, v, row4col, col4row,
+                          np.arange(n_r, dtype=np.int64))
+            check = u > u_checked
         if failed:
             break                           # cannot happen: G holds a full assignment
-        vr, vc, total = _violations(X, s, u, v[:n_c], tol, EXACT_ADD)
-        log.debug("exact assignment round %d: %d edges, %d violated", rnd, er.size, total)
-        key = er * n_c + ec
-        new = ~np.isin(vr * n_c + vc, key)
-        if total == 0 or not new.any():
-            # proved (violations, if any, only on G's edges: rounding)
+        vr, vc, total = _violations(X, s, u, v[:n_c], tol, EXACT_ADD, check, in_g)
+        log.debug("exact assignment round %d: %d edges, %d rows checked, %d violated",
+                  rnd, er.size, int(check.sum()), total)
+        if total == 0:
+            # (u, v) is feasible for every entry: proved optimal
             rows = np.flatnonzero((col4row >= 0) & (col4row < n_c))
             return rows.astype(np.int64), col4row[rows], {"exact_rounds": rnd,
                                                           "exact_edges": int(er.size)}
-        vr, vc = vr[new], vc[new]
+        in_g[vr, vc] = True
         if warm:
+            u_checked = np.where(check, u, u_checked)
+            reopen = np.unique(vr)
+            u_checked[reopen] = -np.inf
             row4col = np.full(n_c, -1, np.int64)
             m = col4row >= 0
             row4col[col4row[m]] = np.flatnonzero(m)
-            state = (u, v, row4col, col4row, np.unique(vr))
+            state = (u, v, row4col, col4row, reopen)
         er, ec = np.concatenate([er, vr]), np.concatenate([ec, vc])
     log.warning("exact assignment: no proof after %d rounds; dense solver used", EXACT_ROUNDS)
     if unmatched is None:
