@@ -1,24 +1,41 @@
-"""Benchmark: exact 1-1 assignment of PRL weight matrices, scipy against exact_dense.
+"""Benchmark: exact 1-1 assignment, before and after the sparse shortest-path solver.
 
-PRL weights are sums of per-column level weights, so a weight matrix holds huge
-numbers of equal entries (and, after micro-aggregation, groups of identical
-rows). For each matrix this prints the time of
-:func:`scipy.optimize.linear_sum_assignment` and of
-:func:`sdcdist.linkage.assignment.exact_dense`, and both total weights (equal to
-rounding: both are the exact optimum; tied optima may pair differently).
+Dense (the PRL path up to ``dense_limit``): for each weight matrix the time of
+:func:`scipy.optimize.linear_sum_assignment` (the former default), of the former
+opt-in auction solver (``--old-module``, see below) and of
+:func:`sdcdist.linkage.assignment.exact_dense` (sparse shortest augmenting paths on
+each row's and column's best entries, proved optimal for the whole matrix by LP
+duality; now the default), with the total weights, which must agree to 1e-9
+relative (tied optima may pair records differently). Matrices: the dense PRL weights
+(default comparison, and the papers' binary ``l`` at t = 0.05) of Census (1080 x 13)
+against micmul k = 3 and against additive noise (variance 0.1 var, seed 1), and of a
+synthetic 5,000 x 10 tax-like file (zeros, values rounded to 2 significant digits)
+against noise.
 
-Matrices: the dense PRL weights (default comparison, and the papers' binary
-``l`` at t = 0.05) of Census (1080 x 13) against micmul k = 3 and against
-additive noise (variance 0.1 var, seed 1), and of a synthetic 5,000 x 10
-tax-like file (zeros, values rounded to 2 significant digits) against noise.
+Sparse (the PRL path above ``dense_limit``): a top-20 candidate graph with PRL-like
+weights (sums of 8 per-key agreement weights, so at most 256 distinct values and
+ties everywhere; the true partner a candidate of 90 % of the rows) at 100,000 and
+1,000,000 rows: the former solver, LAPJVsp
+(:func:`scipy.sparse.csgraph.min_weight_full_bipartite_matching` with one dummy
+column per row, run in a child process that is killed after ``--timeout`` seconds,
+since it cannot be interrupted), against :func:`sdcdist.linkage.assignment.assign`,
+for ``unmatched="row_floor"`` (the PRL default) and ``None``.
 
-    python benchmarks/assignment.py [--synth 5000]   (--synth 0 skips the large file)
+    python benchmarks/assignment.py [--synth 5000] [--sparse 100000,1000000]
+                                    [--timeout 300] [--old-module OLD.py]
+
+``--old-module``: a copy of the former ``sdcdist/linkage/assignment.py`` (e.g.
+``git show 3f100a8:sdcdist/linkage/assignment.py > /tmp/old_assignment.py``), to time
+its ``exact_dense`` too.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,10 +69,85 @@ def weights(X: np.ndarray, Y: np.ndarray, **kw) -> np.ndarray:
     return saved["W"]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--synth", type=int, default=5000, help="records of the synthetic file")
-    a = ap.parse_args()
+def prl_like_graph(n: int, c: int = 20, keys: int = 8, seed: int = 0
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row top-c candidates ``(idx, w)``, shape (n, c), with PRL-like weights.
+
+    A pair's weight is the sum over ``keys`` keys of an agreement weight (1 to 3) or a
+    disagreement weight (-0.5 to -2), so there are at most 2^keys distinct weights.
+    Candidates are columns within 300 of the row (mod n), so rows compete for them;
+    row i's true partner, column i, is a candidate of 90 % of the rows and agrees on
+    each key with probability 0.8 (other pairs 0.25).
+    """
+    rng = np.random.default_rng(seed)
+    agree = np.linspace(1.0, 3.0, keys)
+    disagree = -np.linspace(0.5, 2.0, keys)
+    idx = (np.arange(n)[:, None] + rng.integers(-300, 301, size=(n, c))) % n
+    p = np.full((n, c), 0.25)
+    has = rng.random(n) < 0.9
+    idx[has, 0] = np.flatnonzero(has)
+    p[has, 0] = 0.8
+    w = np.zeros((n, c))
+    for k in range(keys):
+        w += np.where(rng.random((n, c)) < p, agree[k], disagree[k])
+    order = np.argsort(-w, axis=1, kind="stable")
+    return np.take_along_axis(idx, order, 1), np.take_along_axis(w, order, 1)
+
+
+def _lapjvsp_child(path: str, unmatched: str) -> None:
+    """Child process: the former sparse solve (LAPJVsp with dummy columns); prints time
+    and total weight."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+    from sdcdist.linkage.assignment import Candidates
+    z = np.load(path)
+    cand = Candidates.from_topc(z["idx"], z["w"], int(z["n"])).dedup(True)
+    n_r, n_c = cand.shape
+    t0 = time.perf_counter()
+    w = cand.weights
+    cost = (w.max() - w) + 1.0
+    if unmatched == "none":
+        dummy = np.full(n_r, float(n_r) * (float(cost.max()) + 1.0) + 1.0)
+    else:
+        worst = np.full(n_r, 1.0)
+        np.maximum.at(worst, cand.rows, cost)
+        dummy = worst + 1e-9 * (1.0 + float(cost.max()))
+    G = sp.csr_array((np.concatenate([cost, dummy]),
+                      (np.concatenate([cand.rows, np.arange(n_r)]),
+                       np.concatenate([cand.cols, n_c + np.arange(n_r)]))),
+                     shape=(n_r, n_c + n_r))
+    r, c = min_weight_full_bipartite_matching(G)
+    real = c < n_c
+    t = time.perf_counter() - t0
+    print(f"{t} {cand.lookup(r[real], c[real]).sum()} {int(real.sum())}")
+
+
+def lapjvsp_timed(idx: np.ndarray, w: np.ndarray, n: int, unmatched: str | None,
+                  timeout: float) -> tuple[float | None, float | None]:
+    """(seconds, total weight) of the former sparse solve, or (None, None) on timeout."""
+    with tempfile.TemporaryDirectory() as d:
+        path = str(Path(d) / "g.npz")
+        np.savez(path, idx=idx, w=w, n=n)
+        try:
+            out = subprocess.run([sys.executable, __file__, "--lapjvsp", path,
+                                  "none" if unmatched is None else unmatched],
+                                 capture_output=True, text=True, timeout=timeout, check=True)
+        except subprocess.TimeoutExpired:
+            return None, None
+    t, total, _ = out.stdout.split()
+    return float(t), float(total)
+
+
+def _load_old(path: str):
+    spec = importlib.util.spec_from_file_location("sdcdist.linkage._assignment_before", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def dense_part(a: argparse.Namespace) -> None:
     from scipy.optimize import linear_sum_assignment
 
     from sdcdist.data import load_microdata, reference_file
@@ -63,10 +155,12 @@ def main() -> None:
     from sdcdist.masking import REGISTRY
     sys.path.insert(0, str(HERE))
     from prl import utility_like
+    old = _load_old(a.old_module) if a.old_module else None
 
     census = load_microdata(reference_file("census")).values.astype(np.float64)
     noise = REGISTRY["noise"]
-    cases = [("census micmul k=3", census, REGISTRY["micmul"](census, 3, rng=np.random.default_rng(1))),
+    cases = [("census micmul k=3", census,
+              REGISTRY["micmul"](census, 3, rng=np.random.default_rng(1))),
              ("census noise 0.1", census, noise(census, np.sqrt(0.1),
                                                 rng=np.random.default_rng(1)))]
     if a.synth:
@@ -77,21 +171,72 @@ def main() -> None:
                       noise(X, np.sqrt(0.1), rng=np.random.default_rng(1)),
                       {"em_options": {"max_iter": 30}}))
     exact_dense(np.eye(3))  # compile outside the timings
-    print(f"{'matrix':<26} {'comparison':<10} {'distinct w':>10} {'scipy s':>8} "
-          f"{'exact s':>8} {'rounds':>6} {'total (scipy)':>16} {'total (exact)':>16}")
+    if old is not None:
+        old.exact_dense(np.eye(3))
+    print(f"{'dense matrix':<24} {'cmp':<7} {'distinct w':>10} {'scipy s':>8} "
+          f"{'old ex s':>8} {'new s':>7} {'scipy/new':>9} {'rounds':>6} {'edges':>7} "
+          f"{'total (scipy)':>15} {'total (new)':>15}")
     for name, X, Y, *extra in cases:
         for lab, kw in [("default", {}), ("l 0.05", {"method": "l", "t": 0.05})]:
             W = weights(X, Y, **kw, **(extra[0] if extra else {}))
             t0 = time.perf_counter()
             r0, c0 = linear_sum_assignment(W, maximize=True)
             ts = time.perf_counter() - t0
+            to = float("nan")
+            if old is not None:
+                t0 = time.perf_counter()
+                r2, c2, _ = old.exact_dense(W)
+                to = time.perf_counter() - t0
+                assert abs(W[r2, c2].sum() - W[r0, c0].sum()) <= 1e-9 * abs(W[r0, c0].sum())
             t0 = time.perf_counter()
             r1, c1, info = exact_dense(W)
             te = time.perf_counter() - t0
             s0, s1 = W[r0, c0].sum(), W[r1, c1].sum()
             assert abs(s0 - s1) <= 1e-9 * max(1.0, abs(s0)), (name, lab, s0, s1)
-            print(f"{name:<26} {lab:<10} {np.unique(W).size:>10} {ts:>8.2f} {te:>8.2f} "
-                  f"{info['exact_rounds']:>6} {s0:>16.6f} {s1:>16.6f}", flush=True)
+            print(f"{name:<24} {lab:<7} {np.unique(W).size:>10} {ts:>8.2f} {to:>8.2f} "
+                  f"{te:>7.3f} {ts / te:>9.1f} {info['exact_rounds']:>6} "
+                  f"{info['exact_edges']:>7} {s0:>15.6f} {s1:>15.6f}", flush=True)
+
+
+def sparse_part(a: argparse.Namespace) -> None:
+    from sdcdist.linkage.assignment import Candidates, assign
+    assign(Candidates.from_topc(np.array([[0, 1], [1, 0]]), np.ones((2, 2)), 2))
+    print(f"\n{'sparse top-20 graph':<24} {'unmatched':<10} {'LAPJVsp s':>10} {'new s':>7} "
+          f"{'old/new':>8} {'assigned':>9} {'total (LAPJVsp)':>16} {'total (new)':>16}")
+    for n in a.sparse:
+        idx, w = prl_like_graph(n)
+        g = Candidates.from_topc(idx, w, n)
+        for um in ("row_floor", None):
+            t_old, tot_old = lapjvsp_timed(idx, w, n, um, a.timeout)
+            t0 = time.perf_counter()
+            r, c, info = assign(g, unmatched=um)
+            t = time.perf_counter() - t0
+            tot = g.lookup(r, c).sum()
+            if tot_old is not None:
+                assert abs(tot - tot_old) <= 1e-9 * abs(tot_old), (n, um, tot, tot_old)
+            old_s = f"{t_old:>10.2f}" if t_old is not None else f"{'>' + str(a.timeout):>10}"
+            ratio = f"{t_old / t:>8.1f}" if t_old is not None else f"{'>' + format(a.timeout / t, '.0f'):>8}"
+            tot_s = f"{tot_old:>16.2f}" if tot_old is not None else f"{'-':>16}"
+            print(f"{n:<24} {str(um):<10} {old_s} {t:>7.2f} {ratio} {r.size:>9} {tot_s} "
+                  f"{tot:>16.2f}", flush=True)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--lapjvsp":
+        _lapjvsp_child(sys.argv[2], sys.argv[3])
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--synth", type=int, default=5000, help="records of the synthetic file")
+    ap.add_argument("--sparse", type=lambda s: [int(x) for x in s.split(",") if x],
+                    default=[100_000, 1_000_000], help="rows of the sparse graphs")
+    ap.add_argument("--timeout", type=float, default=300.0,
+                    help="seconds before the former sparse solver is given up")
+    ap.add_argument("--old-module", default=None,
+                    help="the former assignment.py, to time its exact_dense")
+    a = ap.parse_args()
+    dense_part(a)
+    if a.sparse:
+        sparse_part(a)
 
 
 if __name__ == "__main__":
