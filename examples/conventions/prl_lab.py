@@ -23,7 +23,8 @@ this folder can try many of them quickly:
   constraint: link 1-1 with the current weights, take m = the agreement rates among
   the linked pairs (u = all pairs), recompute the weights; stops when the links stop
   changing (no truth is used);
-- ``assign``: exact 1-1 assignment maximising the total weight (``one2one``), each
+- ``assign``: exact 1-1 assignment maximising the total weight (``one2one``: sdcdist's
+  own solver, so that tied optima pair records as sdcdist does), each
   masked record's best original (``best_b``), each original's best masked (``best_a``);
 - ``count``: all pairs of the linkage (``all``), or only the "declared matches": pairs
   whose weight is positive (``w>0``) or whose match probability exceeds 1/2 (``p>0.5``).
@@ -41,12 +42,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 __all__ = ["Convention", "masked_files", "link", "sdcdist_pld", "census"]
+
+
+def one2one(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The exact 1-1 assignment maximising the total weight, as sdcdist links densely."""
+    from sdcdist.linkage.assignment import assign
+    r, a, _ = assign(W, maximize=True, dense_limit=max(W.shape))
+    return r, a
 
 
 @dataclass(frozen=True)
@@ -205,7 +212,7 @@ def refit(D, T, agree, W, c: Convention) -> np.ndarray:
     u = np.clip([a.mean() for a in agree], 1e-9, 1 - 1e-9)
     prev = None
     for _ in range(c.refit):
-        r, a = linear_sum_assignment(W, maximize=True)
+        r, a = one2one(W)
         if prev is not None and np.array_equal(a, prev):
             break
         prev = a
@@ -218,7 +225,7 @@ def score(W: np.ndarray, lpo: float, c: Convention) -> float:
     """Share of masked records whose linked original is their own (row j <-> row j)."""
     n_b, n_a = W.shape
     if c.assign == "one2one":
-        r, a = linear_sum_assignment(W, maximize=True)
+        r, a = one2one(W)
     elif c.assign == "best_b":
         r = np.arange(n_b)
         a = np.argmax(W, axis=1)
