@@ -309,3 +309,35 @@ def test_sparse_tie_heavy_groups_return_and_are_optimal():
         assert info["method"] == "sparse" and np.unique(c).size == c.size
         if unmatched is None:
             assert (r.size, W[r, c].sum()) == _brute_sparse(W, ok, True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 7), st.integers(0, 10**6), st.booleans(),
+       st.sampled_from([None, 0.0, "rows"]), st.integers(1, 3))
+def test_exact_dense_property(n_r, n_c, seed, maximize, unmatched, first_c):
+    """exact_dense (through assign, any shape) against scipy: same total value, with a
+    graph of 1-3 entries per row and column to start from, so the rounds of adding
+    violated entries are exercised."""
+    from scipy.optimize import linear_sum_assignment
+    rng = np.random.default_rng(seed)
+    W = rng.integers(-3, 4, size=(n_r, n_c)).astype(float)
+    u = rng.integers(-3, 4, size=n_r).astype(float) if unmatched == "rows" else unmatched
+    old = (assignment.EXACT_MIN, assignment.EXACT_FIRST_C)
+    try:
+        assignment.EXACT_MIN, assignment.EXACT_FIRST_C = 1, first_c
+        r, c, _ = assign(W, maximize=maximize, unmatched=u)
+    finally:
+        assignment.EXACT_MIN, assignment.EXACT_FIRST_C = old
+    assert np.unique(r).size == r.size and np.unique(c).size == c.size
+    if u is None:
+        r0, c0 = linear_sum_assignment(W, maximize=maximize)
+        assert r.size == min(n_r, n_c) and W[r, c].sum() == W[r0, c0].sum()
+    else:
+        uu = np.broadcast_to(np.asarray(u, dtype=float), (n_r,))
+        gain = (W - uu[:, None]) if maximize else (uu[:, None] - W)
+        r0, c0 = linear_sum_assignment(np.maximum(gain, 0.0), maximize=True)
+        left = np.ones(n_r, bool)
+        left[r] = False
+        s = 1.0 if maximize else -1.0
+        assert s * (W[r, c].sum() + uu[left].sum()) == pytest.approx(
+            s * uu.sum() + np.maximum(gain, 0.0)[r0, c0].sum(), abs=1e-9)

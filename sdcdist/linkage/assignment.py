@@ -152,7 +152,7 @@ def top_candidates(W: np.ndarray, c: int, *, maximize: bool = True) -> Candidate
 EXACT_MIN: int | None = 64
 
 #: Candidates per row (and per column) of the first graph of :func:`exact_dense`.
-EXACT_FIRST_C = 4
+EXACT_FIRST_C = 8
 
 #: Bids of the augmenting row reduction per free row before the shortest paths (0: none).
 ARR_BIDS = 2
@@ -559,7 +559,7 @@ def _violations(W, s, u, v, tol, per_row, check, in_g):
     return out_r[:k], out_c[:k], total
 
 
-def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int = EXACT_FIRST_C,
+def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = None,
                 unmatched: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Optimal assignment of a dense matrix, solved on a sparse graph and proved optimal
@@ -588,8 +588,9 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int = EXACT_FI
     ----------
     X : ndarray (n_rows, n_cols), finite
     maximize : bool
-    first_c : int
-        Candidates per row and per column of the first graph.
+    first_c : int, optional
+        Candidates per row and per column of the first graph (default
+        :data:`EXACT_FIRST_C`).
     unmatched : ndarray (n_rows,), optional
         Value of leaving each row unassigned (a private dummy column); ``None``: as many
         rows as possible are assigned (requires ``n_rows <= n_cols``).
@@ -614,6 +615,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int = EXACT_FI
         np.asarray(unmatched, dtype=np.float64), (n_r,)).astype(np.float64)
     scale = max(abs(float(X.max())), abs(float(X.min())))
     tol = 1e-11 * (1.0 + scale)
+    first_c = EXACT_FIRST_C if first_c is None else first_c
     er, ec = _dense_candidates(X, s, max(1, int(first_c)), unmatched is None)
     in_g = np.zeros(X.shape, dtype=np.bool_)
     in_g[er, ec] = True
