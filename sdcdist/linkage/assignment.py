@@ -725,9 +725,9 @@ def solve_sparse(cand: Candidates, *, maximize: bool = True, unmatched: Any = No
     u, v : float arrays, shapes (n_rows,), (n_cols,)
         Optimal duals: ``w[i, j] <= u[i] + v[j]`` on every edge (``>=`` when
         minimising), with equality on the assigned pairs; ``v[j] = 0`` for free
-        columns and ``v >= 0`` (``<= 0`` when minimising); a row left unassigned has
-        ``u[i]`` equal to its dummy's value (``None``: the penalty), i.e. no edge of
-        it is worth more than leaving it out.
+        columns and ``v >= 0`` (``<= 0`` when minimising). Each row's dummy partner
+        has a dual too (not returned): for a row left unassigned, ``u[i]`` plus that
+        dual equals the value of leaving it out (``None``: the penalty).
     """
     cand = cand.dedup(maximize)
     n_r, n_c = cand.shape
