@@ -341,3 +341,29 @@ def test_exact_dense_property(n_r, n_c, seed, maximize, unmatched, first_c):
         s = 1.0 if maximize else -1.0
         assert s * (W[r, c].sum() + uu[left].sum()) == pytest.approx(
             s * uu.sum() + np.maximum(gain, 0.0)[r0, c0].sum(), abs=1e-9)
+
+
+@pytest.mark.parametrize("unmatched", ["row_floor", "values"])
+def test_sparse_dummy_semantics_against_scipy(unmatched):
+    """row_floor and per-row values on a contested, tie-heavy candidate graph: the same
+    objective as scipy on the dense problem with one private dummy column per row and
+    the missing edges infeasible."""
+    from scipy.optimize import linear_sum_assignment
+    rng = np.random.default_rng(4)
+    W = _tie_heavy(rng, 120, 100)
+    top = top_candidates(W, 3)
+    n_r, n_c = W.shape
+    if unmatched == "row_floor":
+        worst = np.full(n_r, np.inf)
+        np.minimum.at(worst, top.rows, top.weights)
+        u = worst - 1e-9 * (1.0 + float(top.weights.max() - top.weights.min() + 1.0))
+    else:
+        u = rng.integers(-5, 2, size=n_r).astype(float)
+    M = np.full((n_r, n_c + n_r), -1e9)
+    M[top.rows, top.cols] = top.weights
+    M[np.arange(n_r), n_c + np.arange(n_r)] = u
+    r0, c0 = linear_sum_assignment(M, maximize=True)
+    r, c, _ = assign(top, unmatched="row_floor" if unmatched == "row_floor" else u)
+    left = np.ones(n_r, bool)
+    left[r] = False
+    assert W[r, c].sum() + u[left].sum() == pytest.approx(M[r0, c0].sum(), rel=1e-12)
