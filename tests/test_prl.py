@@ -447,16 +447,19 @@ def test_constrained_em_equals_independent_numpy(census, method, levels):
     codes, counts = prl.pattern_counts(a, b, cmp)
     n = X.shape[0]
     cap = n / (n * n)
-    fit = prl.em((codes, counts), cmp, p_start=cap, p_max=cap)
+    fit = prl.em((codes, counts), cmp, p_start=cap, p_max=cap)           # SQUAREM
+    plain = prl.em((codes, counts), cmp, p_start=cap, p_max=cap, accelerate=False)
     m, u, p, it, ok = _numpy_em(codes, counts, cmp.n_levels, cmp.radix, cap, cap)
-    assert fit.converged and ok and abs(fit.iterations - it) <= 1
-    assert fit.iterations > 5
-    assert abs(fit.p - p) < 1e-8 and fit.p <= cap
-    for k in range(7):
-        np.testing.assert_allclose(fit.m[k], m[k], rtol=0, atol=1e-8)
-        np.testing.assert_allclose(fit.u[k], u[k], rtol=0, atol=1e-8)
-        assert np.all(np.cumsum(fit.m[k])[:-1] >= np.cumsum(fit.u[k])[:-1] - 1e-12)
-    assert np.all(np.diff(fit.history) >= -1e-9 * abs(fit.history[-1]))
+    assert fit.converged and plain.converged and ok and abs(plain.iterations - it) <= 1
+    assert plain.iterations > 5 and fit.iterations <= plain.iterations
+    for f in (fit, plain):
+        assert abs(f.p - p) < 1e-8 and f.p <= cap
+        for k in range(7):
+            np.testing.assert_allclose(f.m[k], m[k], rtol=0, atol=1e-8)
+            np.testing.assert_allclose(f.u[k], u[k], rtol=0, atol=1e-8)
+            assert np.all(np.cumsum(f.m[k])[:-1] >= np.cumsum(f.u[k])[:-1] - 1e-12)
+    assert np.all(np.diff(plain.history) >= -1e-9 * abs(plain.history[-1]))
+    assert fit.loglik >= max(fit.history) - 1e-9 * abs(fit.loglik)
 
 
 def test_capped_em_is_flagged(census, tmp_path):
