@@ -520,7 +520,7 @@ def test_em_log_likelihood_matches_direct_evaluation():
     m = np.tile([1 - 2e-200, 1e-200, 1e-200], (K, 1))
     u = np.tile([1e-200, 0.5, 0.5 - 1e-200], (K, 1))
     T = np.stack([np.bincount(lev3[:, k], weights=c3, minlength=3) for k in range(K)])
-    idx, clev = prl._group_tables(lev3.astype(np.int8), cmp3.n_levels)
+    idx, clev = prl._group_tables(codes3, cmp3.n_levels, cmp3.radix)
     J = clev.shape[0]
     bm = np.zeros((K, 3))
     sm, ll = prl._estep(idx, c3, clev, cmp3.n_levels, m, u, 0.01, T, c3.sum(), bm,

@@ -486,15 +486,25 @@ EM_MAX_ITER = 20000
 EM_GROUP_SPACE = 8192
 
 
-def _group_tables(lev: np.ndarray, nl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _group_tables(codes: np.ndarray, nl: np.ndarray,
+                  radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Split the key columns into consecutive groups whose level combinations number at
     most :data:`EM_GROUP_SPACE` and index each pattern's combination in every group.
 
-    Returns ``idx`` (P, G) int32 (row of the combination table per pattern and group)
-    and ``clev`` (J, K) int8: the levels of table row j on the columns of its group, -1
-    on the others. Only combinations that occur get a row (increasing per group).
+    Parameters
+    ----------
+    codes : ndarray of int64, shape (P,)
+        Mixed-radix pattern codes (radix ``radix``, levels ``nl`` per column).
+
+    Returns
+    -------
+    idx : ndarray of int32, shape (P, G)
+        Row of the combination table of each pattern in each group.
+    clev : ndarray of int8, shape (J, K)
+        Levels of table row j on the columns of its group, -1 on the others. Only
+        combinations that occur get a row (increasing within a group).
     """
-    P, K = lev.shape
+    P, K = codes.shape[0], len(nl)
     groups: list[list[int]] = [[]]
     space = 1
     for k in range(K):
@@ -507,11 +517,10 @@ def _group_tables(lev: np.ndarray, nl: np.ndarray) -> tuple[np.ndarray, np.ndarr
     rows = []
     off = 0
     for g, cols in enumerate(groups):
-        gc = np.zeros(P, dtype=np.int64)
         r = 1
         for k in cols:
-            gc += lev[:, k].astype(np.int64) * r
             r *= int(nl[k])
+        gc = (codes // radix[cols[0]]) % r          # the group's digits, local radix
         present = np.zeros(r, dtype=bool)
         present[gc] = True
         occ = np.flatnonzero(present)
@@ -884,12 +893,16 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     nl = cmp.n_levels
     K = len(nl)
     L = int(nl.max())
-    # levels <= MAX_LEVELS: int8, cache-friendly; built column by column (no (P, K) int64)
-    lev8 = np.empty((codes.shape[0], K), dtype=np.int8)
-    T = np.zeros((K, L))        # T[k, l]: pairs at level l of column k (fixed)
-    for k in range(K):
-        lev8[:, k] = (codes // cmp.radix[k]) % nl[k]
-        T[k, :nl[k]] = np.bincount(lev8[:, k], weights=c, minlength=nl[k])
+    # one table row per occurring level combination of a column group (int8 levels)
+    idx, clev = _group_tables(codes, nl, cmp.radix)
+    J = clev.shape[0]
+    T = np.zeros((K, L))        # T[k, l]: pairs at level l of column k (fixed; exact integers)
+    for g in range(idx.shape[1]):
+        cj = np.bincount(idx[:, g], weights=c, minlength=J)    # pairs per table row
+        cols = np.flatnonzero(clev[idx[0, g]] >= 0)              # the group's columns
+        rows = np.flatnonzero(clev[:, cols[0]] >= 0)              # and its table rows
+        for k in cols:
+            T[k, :nl[k]] = np.bincount(clev[rows, k], weights=cj[rows], minlength=nl[k])
     M = np.ones((K, L))
     U = np.ones((K, L))
     for k in range(K):
@@ -904,12 +917,9 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     p = float(np.clip(p_start, 1 / N, hi))
     history = np.zeros(int(max_iter))
     nl64 = nl.astype(np.int64)
-    idx, clev = _group_tables(lev8, nl)
-    del lev8
     p, it, converged, clipped, constrained = _em_kernel(
         idx, c, clev, T, nl64, M, U, p, 1 / N, hi, float(eps), int(max_iter), float(tol),
         history, bool(fix_u), bool(accelerate))
-    J = clev.shape[0]
     ll = _estep(idx, c, clev, nl64, M, U, p, T, N, np.zeros((K, L)), np.zeros((K, L)),
                 np.zeros(J), np.zeros(J), np.zeros(J))[1]
     m = [M[k, :nl[k]].copy() for k in range(K)]
