@@ -462,7 +462,7 @@ def test_constrained_em_equals_independent_numpy(census, method, levels):
     assert fit.loglik >= max(fit.history) - 1e-9 * abs(fit.loglik)
 
 
-def _latent_counts(seed, K=9, n=3000):
+def _latent_counts(seed, K=7, n=1000):
     """Sparse pattern counts of n x n pairs from a known 5-level model on K columns."""
     rng = np.random.default_rng(seed)
     cmp = prl.comparison(K, t=(0.1, 0.25, 0.5, 1.0), method="s")
