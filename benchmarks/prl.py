@@ -83,7 +83,8 @@ def run_sdcdist(client, X: np.ndarray, Y: np.ndarray, **kw) -> dict:
     wall = time.perf_counter() - t0
     i = res.info
     return {"correct": res.correct, "n": n, "wall": wall, "pairs": i["pairs_compared"],
-            "note": f"{i['assignment']} assignment; EM {i['em_iterations']} it"
+            "note": f"{i['assignment']} assignment; EM {i['em_iterations']} it, "
+                    f"P(M) {i['p_match']:.6g}"
                     f"{'' if i['em_converged'] else ' (NOT converged)'}; timings "
                     + ", ".join(f"{k} {v:.1f}" for k, v in i["timings"].items())}
 

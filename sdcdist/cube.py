@@ -82,9 +82,10 @@ CONVENTIONS = {
            "prl_method: l, prl_t: 0.05; P(M) starts at min(nA, nB)/(nA nB)",
     "PRL_EM": "Winkler's constrained EM: P(M) <= min(nA, nB)/(nA nB), m >= u per column "
               "(cumulatively over a multi-level column's tolerances; a violating column takes "
-              "its pooled frequencies, weight 0); stops when the largest change of any "
-              "parameter is below 1e-10 (not on the log-likelihood), at most 20000 "
-              "iterations, flag 1 if the limit is reached",
+              "its pooled frequencies, weight 0); SQUAREM-accelerated (Varadhan-Roland "
+              "SqS3, extrapolations that lower the log-likelihood replaced by the plain EM "
+              "step); stops when a plain EM step changes no parameter by 1e-10 or more (not "
+              "on the log-likelihood), at most 20000 EM steps, flag 1 if the limit is reached",
     "flag": "1 = an approximation or restriction (sparse assignment, blocking, a PRL EM that "
             "hit its iteration limit); for PS/PS2 "
             "1 = the fit did not converge, or separated the files completely (U = 0.25 is "

@@ -154,7 +154,8 @@ def _blocking(v: Any) -> bool:
 
 
 _EM_KEYS = {"max_iter": integer(1), "tol": number(low=0), "eps": number(above=0),
-            "m_start": number(above=0), "p_max": number(above=0)}
+            "m_start": number(above=0), "p_max": number(above=0),
+            "accelerate": Check("true or false", lambda v: isinstance(v, bool))}
 
 
 def _em(v: Any) -> bool:
@@ -410,10 +411,11 @@ declare("prl_block_rows", None, optional(Check("a pair [A rows, B rows] of integ
                                                _int_pair), "8192 each"),
         "rows per PRL pair block")
 declare("prl_em", None, optional(Check("a mapping with some of max_iter, tol, eps, m_start, "
-                                       "p_max (numbers)", _em), "the defaults"),
-        "PRL EM settings: max_iter (20000; reaching it flags the cell), tol (1e-10, largest "
-        "parameter change), eps, m_start, p_max (default min(nA, nB)/(nA nB); 1 turns the cap "
-        "off)")
+                                       "p_max (numbers), accelerate (true/false)", _em),
+                                 "the defaults"),
+        "PRL EM settings: max_iter (20000 E-steps; reaching it flags the cell), tol (1e-10, "
+        "largest parameter change of a plain EM step), eps, m_start, p_max (default "
+        "min(nA, nB)/(nA nB); 1 turns the cap off), accelerate (true: SQUAREM; false: plain EM)")
 declare("prl_unmatched", "row_floor", choice("row_floor", None),
         "sparse PRL assignment: row_floor (fast) or null (assign as many masked records as "
         "the candidates allow first)")

@@ -447,16 +447,92 @@ def test_constrained_em_equals_independent_numpy(census, method, levels):
     codes, counts = prl.pattern_counts(a, b, cmp)
     n = X.shape[0]
     cap = n / (n * n)
-    fit = prl.em((codes, counts), cmp, p_start=cap, p_max=cap)
+    fit = prl.em((codes, counts), cmp, p_start=cap, p_max=cap)           # SQUAREM
+    plain = prl.em((codes, counts), cmp, p_start=cap, p_max=cap, accelerate=False)
     m, u, p, it, ok = _numpy_em(codes, counts, cmp.n_levels, cmp.radix, cap, cap)
-    assert fit.converged and ok and abs(fit.iterations - it) <= 1
-    assert fit.iterations > 5
-    assert abs(fit.p - p) < 1e-8 and fit.p <= cap
-    for k in range(7):
-        np.testing.assert_allclose(fit.m[k], m[k], rtol=0, atol=1e-8)
-        np.testing.assert_allclose(fit.u[k], u[k], rtol=0, atol=1e-8)
-        assert np.all(np.cumsum(fit.m[k])[:-1] >= np.cumsum(fit.u[k])[:-1] - 1e-12)
-    assert np.all(np.diff(fit.history) >= -1e-9 * abs(fit.history[-1]))
+    assert fit.converged and plain.converged and ok and abs(plain.iterations - it) <= 1
+    assert plain.iterations > 5 and fit.iterations <= plain.iterations
+    for f in (fit, plain):
+        assert abs(f.p - p) < 1e-8 and f.p <= cap
+        for k in range(7):
+            np.testing.assert_allclose(f.m[k], m[k], rtol=0, atol=1e-8)
+            np.testing.assert_allclose(f.u[k], u[k], rtol=0, atol=1e-8)
+            assert np.all(np.cumsum(f.m[k])[:-1] >= np.cumsum(f.u[k])[:-1] - 1e-12)
+    assert np.all(np.diff(plain.history) >= -1e-9 * abs(plain.history[-1]))
+    assert fit.loglik >= max(fit.history) - 1e-9 * abs(fit.loglik)
+
+
+def _latent_counts(seed, K=7, n=1000):
+    """Sparse pattern counts of n x n pairs from a known 5-level model on K columns."""
+    rng = np.random.default_rng(seed)
+    cmp = prl.comparison(K, t=(0.1, 0.25, 0.5, 1.0), method="s")
+    m = rng.dirichlet([8, 3, 2, 1, 1], K)
+    u = rng.dirichlet([1, 2, 3, 5, 20], K)
+    n_m = n                                         # one match per record
+    lev_m = np.stack([rng.choice(5, n_m, p=m[k]) for k in range(K)], axis=1)
+    lev_u = np.stack([rng.choice(5, n * n - n_m, p=u[k]) for k in range(K)], axis=1)
+    codes = np.concatenate([lev_m, lev_u]) @ cmp.radix
+    uniq, counts = np.unique(codes, return_counts=True)
+    return cmp, (uniq, counts), 1.0 / n
+
+
+@pytest.mark.parametrize("fix_u", [False, True])
+def test_squarem_reaches_the_plain_em_fixed_point(fix_u):
+    """SQUAREM stops on the same rule (a plain EM step moves nothing by 1e-10) at the same
+    fixed point as plain EM, with fewer EM-map evaluations, and is deterministic."""
+    cmp, counts, cap = _latent_counts(5)
+    kw = dict(p_start=cap, p_max=cap, fix_u=fix_u)
+    fast = prl.em(counts, cmp, **kw)
+    plain = prl.em(counts, cmp, accelerate=False, **kw)
+    assert fast.converged and plain.converged
+    assert fast.iterations < plain.iterations and len(fast.history) == fast.iterations
+    assert abs(fast.p - plain.p) < 1e-8
+    for k in range(len(fast.m)):
+        np.testing.assert_allclose(fast.m[k], plain.m[k], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(fast.u[k], plain.u[k], rtol=0, atol=1e-8)
+    assert fast.loglik >= plain.loglik - 1e-10 * abs(plain.loglik)
+    # at the same budget of EM-map evaluations the accelerated fit is at least as likely
+    budget = prl.em(counts, cmp, accelerate=False, max_iter=fast.iterations, **kw)
+    assert not budget.converged and fast.loglik >= budget.loglik
+    # bit-identical across calls
+    again = prl.em(counts, cmp, **kw)
+    assert again.p == fast.p and again.history == fast.history
+    for k in range(len(fast.m)):
+        np.testing.assert_array_equal(again.m[k], fast.m[k])
+        np.testing.assert_array_equal(again.u[k], fast.u[k])
+
+
+def test_em_log_likelihood_matches_direct_evaluation():
+    """The E-step's log-likelihood (products of odds, softplus) equals the mixture
+    likelihood summed directly, also where odds leave the double range."""
+    cmp, (codes, counts), cap = _latent_counts(7, K=6, n=400)
+    fit = prl.em((codes, counts), cmp, p_start=cap, p_max=cap, max_iter=7)
+    lev = prl.pattern_levels(cmp, codes)
+    lm = np.log(fit.p) + sum(np.log(fit.m[k])[lev[:, k]] for k in range(6))
+    lu = np.log1p(-fit.p) + sum(np.log(fit.u[k])[lev[:, k]] for k in range(6))
+    assert fit.loglik == pytest.approx(float(np.dot(counts, np.logaddexp(lm, lu))), rel=1e-12)
+    # odds beyond the double range (m/u = 1e200 per column): the E-step goes through logs
+    K = 3
+    cmp3 = prl.comparison(K, t=(0.1, 0.5))
+    codes3 = np.arange(cmp3.n_patterns)
+    c3 = np.arange(1, codes3.size + 1, dtype=float)
+    lev3 = prl.pattern_levels(cmp3, codes3)
+    m = np.tile([1 - 2e-200, 1e-200, 1e-200], (K, 1))
+    u = np.tile([1e-200, 0.5, 0.5 - 1e-200], (K, 1))
+    T = np.stack([np.bincount(lev3[:, k], weights=c3, minlength=3) for k in range(K)])
+    idx, clev = prl._group_tables(codes3, cmp3.n_levels, cmp3.radix)
+    J = clev.shape[0]
+    bm = np.zeros((K, 3))
+    sm, ll = prl._estep(idx, c3, clev, cmp3.n_levels, m, u, 0.01, T, c3.sum(), bm,
+                        np.zeros((K, 3)), np.zeros(J), np.zeros(J), np.zeros(J))
+    lm = np.log(0.01) + sum(np.log(m[k])[lev3[:, k]] for k in range(K))
+    lu = np.log(0.99) + sum(np.log(u[k])[lev3[:, k]] for k in range(K))
+    g = 1 / (1 + np.exp(lu - lm))
+    assert ll == pytest.approx(float(np.dot(c3, np.logaddexp(lm, lu))), rel=1e-12)
+    assert sm == pytest.approx(float(np.dot(c3, g)), rel=1e-12)
+    for k in range(K):
+        np.testing.assert_allclose(bm[k], np.bincount(lev3[:, k], weights=c3 * g, minlength=3),
+                                   rtol=1e-12)
 
 
 def test_capped_em_is_flagged(census, tmp_path):
