@@ -86,6 +86,9 @@ CONVENTIONS = {
               "SqS3, extrapolations that lower the log-likelihood replaced by the plain EM "
               "step); stops when a plain EM step changes no parameter by 1e-10 or more (not "
               "on the log-likelihood), at most 20000 EM steps, flag 1 if the limit is reached",
+    "PRL_TIES": "ties between candidates and between optimal 1-1 assignments are broken by a "
+                "64-bit hash of each record's key values (content_order), never by record "
+                "position: PLD does not depend on how either file is sorted",
     "flag": "1 = an approximation or restriction (sparse assignment, blocking, a PRL EM that "
             "hit its iteration limit); for PS/PS2 "
             "1 = the fit did not converge, or separated the files completely (U = 0.25 is "

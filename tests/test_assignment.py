@@ -174,7 +174,7 @@ def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
     dense optimum, proved by duality (not the scipy fallback)."""
     from scipy.optimize import linear_sum_assignment
 
-    from sdcdist.linkage import prl_drivers
+    from sdcdist.linkage import assignment, prl_drivers
     from sdcdist.linkage.assignment import exact_dense
     from sdcdist.masking import REGISTRY
     from sdcdist.parallel import Runner
@@ -182,13 +182,13 @@ def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
     Y = REGISTRY["micmul"](X, 3, rng=np.random.default_rng(1))
     got = {}
 
-    real = prl_drivers.assign
+    real = assignment.assign
 
     def grab(W, **kw):
         got["W"] = np.array(W)
         return real(W, **kw)
 
-    monkeypatch.setattr(prl_drivers, "assign", grab)
+    monkeypatch.setattr(assignment, "assign", grab)
     prl_drivers.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
                                       tuple(range(X.shape[1])), **kw)
     W = got["W"]

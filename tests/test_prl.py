@@ -235,7 +235,10 @@ def test_pld_falls_with_noise_and_tracks_dld(census):
         pld.append(r["PLD"].value)
         dld.append(r["DLD"].value)
     noise = pld[:5]
-    assert all(a > b for a, b in zip(noise, noise[1:])), noise
+    # falls with the noise; between the two smallest amounts it may stand still (ties
+    # between equally likely links are broken by value: a point or so either way)
+    assert all(a > b - 1.0 for a, b in zip(noise, noise[1:])), noise
+    assert noise[1] > noise[2] > noise[3] > noise[4], noise
     corr = np.corrcoef(dld, pld)[0, 1]
     assert corr > 0.9, (corr, pld, dld)
 
@@ -633,3 +636,27 @@ def test_exact_blocks_from_spec_option_and_cli(tmp_path, rng, client, run):
     assert (X[links["row_a"], 2] == Y[links["row_b"], 2]).all()
     r = run(*base, "--block-on", "region:0", "-o", str(tmp_path / "q.parquet"))
     assert r.exit_code == 2 and "--block-on must be COLUMN" in r.output
+
+
+@pytest.mark.parametrize("dense_limit", [5000, 10])
+def test_pld_does_not_depend_on_record_order(census, dense_limit):
+    """Tied optimal assignments are broken by the records' values, not their positions.
+
+    On one key column nearly every weight ties; a solver that breaks ties by
+    position pairs B row i with A row i whenever it can, which "re-identifies"
+    most records of files kept in the same order and almost none of shuffled ones.
+    """
+    from sdcdist.parallel import Runner
+    X = np.round(np.random.default_rng(4).normal(size=(240, 1)), 6)     # distinct values
+    Y = MASKING["noise"](X, 0.01, rng=np.random.default_rng(5))
+    runner = Runner(None)
+    base = probabilistic_linkage(runner, X, Y, 240, 240, (0,), dense_limit=dense_limit,
+                                 truth=np.arange(240))
+    for seed in (1, 2):
+        pb = np.random.default_rng(seed).permutation(240)
+        pa = np.random.default_rng(seed + 10).permutation(240)
+        truth = np.argsort(pa)[pb]                       # B row i is A row truth[i]
+        got = probabilistic_linkage(runner, X[pa], Y[pb], 240, 240, (0,),
+                                    dense_limit=dense_limit, truth=truth)
+        assert got.correct == base.correct
+        assert np.isclose(got.weights.sum(), base.weights.sum())

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import SdcInputError, param_error
 from ..parallel import Runner, chunk_bounds, pairwise_reduce, tree_reduce
 from . import prl
-from .assignment import DEFAULT_DENSE_LIMIT, Candidates, assign
+from .assignment import DEFAULT_DENSE_LIMIT, Candidates, assign_by_content, content_order
 from .prl_count_drivers import choose_counting, counted_pattern_counts, counted_topc
 from .truth import row_truth
 
@@ -138,10 +138,21 @@ def _concat(*parts: dict) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
+def _content_order(side: dict) -> np.ndarray:
+    return content_order(side["v"])
+
+
+def _take(side: dict, order: np.ndarray) -> dict:
+    return {k: (v[order] if isinstance(v, np.ndarray) and v.ndim >= 1
+                and v.shape[0] == order.size else v) for k, v in side.items()}
+
+
 def _dense_assign(A: dict, B: dict, cmp: prl.Comparison, wp: prl.WeightParams,
                   dense_limit: int, truth: np.ndarray) -> dict:
     W = prl.dense_weights(A, B, cmp, wp)
-    r, c, info = assign(W, maximize=True, dense_limit=dense_limit)
+    # ties between optimal assignments broken by the records' values, not their order
+    r, c, info = assign_by_content(W, content_order(B["v"]), content_order(A["v"]),
+                                   maximize=True, dense_limit=dense_limit)
     t = np.asarray(truth, dtype=np.int64)
     wtrue = np.where(t >= 0, W[np.arange(t.size), np.maximum(t, 0)], np.nan)
     return {"rows": r, "cols": c, "w": W[r, c], "info": info, "wtrue": wtrue}
@@ -259,6 +270,15 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     t0 = time.perf_counter()
     Ap = runner.task(_prepare, A, tuple(cols_a), cmp, "a")
     Bp = runner.task(_prepare, B, tuple(cols_b), cmp, "b")
+    # A in the order of its values: where candidates or assignments tie, the pick never
+    # depends on how the files are sorted (files kept in the same order would otherwise
+    # pair B row i with A row i on every tie)
+    order_a = np.asarray(runner.call(_content_order, Ap), dtype=np.int64)
+    Ap = runner.task(_take, Ap, order_a)
+    inv_a = np.empty_like(order_a)
+    inv_a[order_a] = np.arange(order_a.size)
+    tr0 = np.asarray(runner.result(truth), dtype=np.int64)
+    truth = runner.share(np.where(tr0 >= 0, inv_a[np.maximum(tr0, 0)], tr0))
     # -- pattern counts: all pairs, or the counting path (identical counts; prl_count_drivers)
     path, Bix, cinfo = choose_counting(runner, Ap, Bp, n_a, n_b, cmp, mode=counting,
                                        blocking=blocking)
@@ -309,14 +329,18 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         timings["candidates"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         graph = Candidates.from_topc(cand["idx"], cand["w"], n_a)
-        r, c, ainfo = assign(graph, maximize=True, dense_limit=dense_limit,
-                             unmatched=unmatched)
+        # ties between optimal assignments broken by the records' values, not their order
+        order_b, order_ap = runner.result([runner.task(_content_order, Bp),
+                                          runner.task(_content_order, Ap)])
+        r, c, ainfo = assign_by_content(graph, order_b, order_ap, maximize=True,
+                                        dense_limit=dense_limit, unmatched=unmatched)
         w = graph.lookup(r, c)
         wtrue = cand["wtrue"]
         true_in_cand = int(np.count_nonzero((cand["idx"] == tr[:, None]).any(axis=1)
                                             & (tr >= 0)))
         timings["assignment"] = time.perf_counter() - t0
     pc = prl.pld_counts(r, c, w, tr)
+    c = order_a[c]                                   # back to A's own row numbers
     flag = int(ainfo["flag"] or blocking is not None or not fit.converged)
     if blocking is None:
         blocking_info = "none"
