@@ -696,8 +696,7 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, rel, T, order, out):
                 # tolerance t max(|a|, 0.1): beyond the nearest end e of the box, |a - x| /
                 # max(|a|, 0.1) >= min(1, d / max(|e|, 0.1)) (the distance grows at least
                 # as fast as |a|); also >= d over the box's largest tolerance
-                r = min(d / max(abs(e), 0.1), 1.0)
-                y = wa[k] - dd * max(r / T[k, 0], d / (base * T[k, 0]))
+                y = wa[k] - dd * d / (base * T[k, 0])
             else:
                 y = wa[k] - dd * d / tmx[q, k, 0]
             out[pos] = y if y > wd[k] else wd[k]
@@ -871,7 +870,7 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
 
 
 #: B rows searched together (the most per group) by :func:`topc_search`.
-GROUP_ROWS = 16
+GROUP_ROWS = 1
 
 
 def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int, *,
