@@ -37,6 +37,13 @@ rest. Pairs split into
   from a wavelet matrix over the sequence ``rank_l(j)`` in column ``k``'s sort
   order, one per column pair ``k < l``: ``O(log n_b)`` each.
 
+The enumeration runs column by column over a block of A rows taken in the
+order of their interval in that column (consecutive intervals overlap, so B's
+ranks are read from cache), and with binary comparisons on at most
+:data:`HIST_KEYS` columns each interval walk counts into four interleaved
+histograms of the ``2^K`` patterns (a run of equal patterns does not serialise
+the increments). Integer counts: the result does not depend on the order.
+
 Cost (per A record): ``K L`` binary searches, ``(L_h1) (L_h2)`` box counts
 (``L_k`` tolerances of column ``k``), and one pass over the loosest intervals
 of the ``K - 2`` narrower columns, each visited B record costing ``sum_k L_k``
