@@ -152,7 +152,8 @@ def bench(n: int, workers: int, full: bool, sample_rows: int, samples: int) -> d
         if full:
             cpu0 = sum(client.run(_cpu_s).values()) + _cpu_s()
             t0 = time.perf_counter()
-            res = probabilistic_linkage(runner, Ah, Bh, n, n, cols, t=T, counting="count")
+            res = probabilistic_linkage(runner, Ah, Bh, n, n, cols, method="l", t=T,
+                                        counting="count")
             out["wall_count"] = time.perf_counter() - t0
             out["cpu_count"] = sum(client.run(_cpu_s).values()) + _cpu_s() - cpu0
             out["pld"] = 100.0 * res.correct / n
@@ -161,6 +162,11 @@ def bench(n: int, workers: int, full: bool, sample_rows: int, samples: int) -> d
                                                     "pairs_weighed", "timings",
                                                     "assignment", "em_iterations")}
             wp = prl.weight_params(res.fit, cmp)
+            out["rss_workers_full"] = max(client.run(_maxrss_mib).values())
+            # printed at once: the pieces below take a while on a busy machine
+            print(f"{n:,} records end to end: {out['wall_count']:.0f} s wall, "
+                  f"{out['cpu_count']:.0f} CPU s, PLD {out['pld']:.2f} %, peak RSS worker "
+                  f"{out['rss_workers_full']:.0f} MiB ({_load()}); {out['info']}", flush=True)
         # the counting path's pieces, timed one by one
         out["t_index"] = runner.call(_built_in, _index, Bp, cmp)
         ixh = runner.task(_index, Bp, cmp)

@@ -201,8 +201,12 @@ def _weights_for(a, b, cmp, seed=0):
     (4, "d", (0.02, 0.1), None, 5),
     (3, "l", (0.05, 0.2), [False, True, False], 20),
     (2, "l", 0.05, None, 50),
+    (4, "s", 0.05, None, 20),
+    (3, "s", (0.05, 0.3), None, 10),
 ])
 def test_topc_search_equals_all_pairs(K, method, t, cat, c):
+    """Method s (tolerances in sd, not in |a|) included: its bound uses each node's own
+    largest tolerance."""
     A, B = _tie_heavy(2000, K, seed=10 + K)
     if cat is not None:
         A[:, 1] = np.floor(np.abs(A[:, 1])) % 4
@@ -212,9 +216,10 @@ def test_topc_search_equals_all_pairs(K, method, t, cat, c):
     wp = _weights_for(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, c)
     scale = prl_count.split_scale(wp, cmp)
-    for leaf, sc in ((1, None), (7, scale), (32, None), (128, scale), (4000, None)):
+    for leaf, sc, group in ((1, None, 1), (7, scale, 3), (32, None, 1), (128, scale, 16),
+                            (4000, None, 1)):
         tree = prl_count.build_tree(a, leaf_size=leaf, scale=sc)
-        got = prl_count.topc_search(tree, b, cmp, wp, c)
+        got = prl_count.topc_search(tree, b, cmp, wp, c, group=group)
         np.testing.assert_array_equal(got["idx"], ref["idx"])
         np.testing.assert_array_equal(got["w"], ref["w"])
     assert got["visited"] <= 2000 * 700
