@@ -264,6 +264,14 @@ def _offer(best, bcol, got, x, c):
 
 # ---- sparse shortest augmenting paths -------------------------------------------------
 
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _edge(e, end, cols, cost, n_c, i, dummy):
+    # edge e of row i's CSR run, or (past its end) row i's own dummy column
+    if e < end:
+        return cols[e], cost[e]
+    return n_c + i, dummy[i]
+
 @numba.njit(cache=True, nogil=True)
 def _ssp(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row, rows):
     """Successive shortest augmenting paths (Dijkstra on reduced costs) on a CSR graph.
@@ -311,12 +319,7 @@ def _ssp(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row, rows):
             ui = u[i]
             end = indptr[i + 1]
             for e in range(indptr[i], end + (1 if nd else 0)):
-                if e < end:
-                    j = cols[e]
-                    c = cost[e]
-                else:
-                    j = n_c + i
-                    c = dummy[i]
+                j, c = _edge(e, end, cols, cost, n_c, i, dummy)
                 if scanned[j]:
                     continue
                 r = min_val + c - ui - v[j]
@@ -467,12 +470,7 @@ def _arr(indptr, cols, cost, n_c, dummy, u, v, row4col, col4row, rows, max_bids)
         c2 = 0.0
         end = indptr[i + 1]
         for e in range(indptr[i], end + (1 if nd else 0)):
-            if e < end:
-                j = cols[e]
-                c = cost[e]
-            else:
-                j = n_c + i
-                c = dummy[i]
+            j, c = _edge(e, end, cols, cost, n_c, i, dummy)
             x = c - v[j]
             if x < u1:
                 u2 = u1
