@@ -49,11 +49,31 @@ sys.path.insert(0, str(ROOT))
 __all__ = ["Convention", "masked_files", "link", "sdcdist_pld", "census"]
 
 
-def one2one(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The exact 1-1 assignment maximising the total weight, as sdcdist links densely."""
-    from sdcdist.linkage.assignment import assign
-    r, a, _ = assign(W, maximize=True, dense_limit=max(W.shape))
+def one2one(W: np.ndarray, order: tuple[np.ndarray, np.ndarray] | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The exact 1-1 assignment maximising the total weight, as sdcdist links densely.
+
+    ``order``: :func:`content_orders` of the two files; ties between optimal
+    assignments are then broken by the records' values, as sdcdist's PRL does.
+    """
+    from sdcdist.linkage.assignment import assign, assign_by_content
+    if order is None:
+        r, a, _ = assign(W, maximize=True, dense_limit=max(W.shape))
+    else:
+        r, a, _ = assign_by_content(W, order[0], order[1], maximize=True,
+                                    dense_limit=max(W.shape))
     return r, a
+
+
+def content_orders(X: np.ndarray, Xm: np.ndarray, keys: list[int], method: str
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(masked, original) records in the value order sdcdist's PRL breaks ties by."""
+    from sdcdist.linkage import prl
+    from sdcdist.linkage.assignment import content_order
+    cmp = prl.comparison(len(keys), method=method, t=0.05)
+    a = prl.prepare_side(X, tuple(keys), cmp, side="a")["v"]
+    b = prl.prepare_side(Xm, tuple(keys), cmp, side="b")["v"]
+    return content_order(b), content_order(a)
 
 
 @dataclass(frozen=True)
@@ -193,8 +213,8 @@ def pair_weights(D, T, agree, m, u, c: Convention) -> np.ndarray:
     return W
 
 
-def weights(X: np.ndarray, Xm: np.ndarray, keys: list[int], c: Convention
-            ) -> tuple[np.ndarray, float]:
+def weights(X: np.ndarray, Xm: np.ndarray, keys: list[int], c: Convention,
+            order: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, float]:
     """Pair weights, shape (n_b, n_a) (rows = masked records), and the log prior odds."""
     D, T, agree = compare(X, Xm, keys, c)
     m, u, p = _em(agree, c)
@@ -203,16 +223,16 @@ def weights(X: np.ndarray, Xm: np.ndarray, keys: list[int], c: Convention
         u = np.clip([a.mean() for a in agree], 1e-9, 1 - 1e-9)
     W = pair_weights(D, T, agree, m, u, c)
     if c.refit:
-        W = refit(D, T, agree, W, c)
+        W = refit(D, T, agree, W, c, order)
     return W, float(np.log(p) - np.log1p(-p))
 
 
-def refit(D, T, agree, W, c: Convention) -> np.ndarray:
+def refit(D, T, agree, W, c: Convention, order=None) -> np.ndarray:
     """``c.refit`` rounds of m from the 1-1 linked pairs (see the module docstring)."""
     u = np.clip([a.mean() for a in agree], 1e-9, 1 - 1e-9)
     prev = None
     for _ in range(c.refit):
-        r, a = one2one(W)
+        r, a = one2one(W, order)
         if prev is not None and np.array_equal(a, prev):
             break
         prev = a
@@ -221,11 +241,12 @@ def refit(D, T, agree, W, c: Convention) -> np.ndarray:
     return W
 
 
-def score(W: np.ndarray, lpo: float, c: Convention) -> float:
+def score(W: np.ndarray, lpo: float, c: Convention,
+          order: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """Share of masked records whose linked original is their own (row j <-> row j)."""
     n_b, n_a = W.shape
     if c.assign == "one2one":
-        r, a = one2one(W)
+        r, a = one2one(W, order)
     elif c.assign == "best_b":
         r = np.arange(n_b)
         a = np.argmax(W, axis=1)
@@ -246,8 +267,9 @@ def score(W: np.ndarray, lpo: float, c: Convention) -> float:
 def link(X: np.ndarray, Xm: np.ndarray, keys: list[int], c: Convention) -> float:
     """Share of masked records correctly re-identified (0..1) under convention ``c``;
     the true original of masked row j is row j."""
-    W, lpo = weights(X, Xm, keys, c)
-    return score(W, lpo, c)
+    order = content_orders(X, Xm, keys, c.method)
+    W, lpo = weights(X, Xm, keys, c, order)
+    return score(W, lpo, c, order)
 
 
 def sdcdist_pld(X: np.ndarray, Xm: np.ndarray, keys: list[int], **options) -> float:

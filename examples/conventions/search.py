@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from prl_lab import (ROOT, Convention, _em, compare, masked_files, pair_weights,  # noqa: E402
-                     refit, score)
+from prl_lab import (ROOT, Convention, _em, compare, content_orders,  # noqa: E402
+                     masked_files, pair_weights, refit, score)
 
 C = Convention
 
@@ -135,6 +135,7 @@ def run(paper: str, grid: list[Convention], cells: str | None, out_csv: str | No
             per: dict[int, list[float]] = {i: [] for i in idx}
             for keys in keysets:
                 D, T, ag = compare(X, Xm, keys, grid[idx[0]])
+                order = content_orders(X, Xm, keys, method)
                 fits: dict[tuple, tuple] = {}
                 for i in idx:
                     c = grid[i]
@@ -148,8 +149,8 @@ def run(paper: str, grid: list[Convention], cells: str | None, out_csv: str | No
                     m, u, lpo = fits[ek]
                     W = pair_weights(D, T, ag, m, u, c)
                     if c.refit:
-                        W = refit(D, T, ag, W, c)
-                    per[i].append(100 * score(W, lpo, c))
+                        W = refit(D, T, ag, W, c, order)
+                    per[i].append(100 * score(W, lpo, c, order))
             for i in idx:
                 got[i][tkey] = float(np.mean(per[i]))
         print(f"  {meth} {p:g}: done ({time.time() - t0:.0f} s)", file=sys.stderr)
