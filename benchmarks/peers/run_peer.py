@@ -66,8 +66,11 @@ def splink(A: np.ndarray, B: np.ndarray, max_pairs: float) -> dict:
                                retain_matching_columns=False)
     linker = Linker([sa, sb], settings)
     linker.training.estimate_u_using_random_sampling(max_pairs=min(max_pairs, 1e7), seed=1)
-    linker.training.estimate_parameters_using_expectation_maximisation(
-        "1=1" if all_pairs else rules[0], fix_probability_two_random_records_match=True)
+    # blocked: one EM session per blocking rule of two disjoint column pairs, as the docs
+    # recommend, so every comparison is estimated in a session that does not block on it
+    for rule in (["1=1"] if all_pairs else rules[:2]):
+        linker.training.estimate_parameters_using_expectation_maximisation(
+            rule, fix_probability_two_random_records_match=True)
     pred = linker.inference.predict().as_pandas_dataframe()
     left_is_a = pred["source_dataset_l"] == "a"
     a_id = np.where(left_is_a, pred["unique_id_l"], pred["unique_id_r"])
