@@ -97,42 +97,41 @@ def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         raise param_error("prl_counting", "prl", one_of(COUNTING_MODES), mode)
     if mode == "pairs":
         return "pairs", None, {"counting": "pairs"}
-    if blocking is not None:
+    def pairs(why: str, refusal: str, info: dict | None = None) -> tuple[str, Any, dict]:
+        # prl_counting=count insists on the counting path: refuse; auto falls back to pairs
         if mode == "count":
-            raise SdcInputError("prl_counting=count counts all pairs and cannot follow a "
-                                "blocking rule; drop prl_blocking or use prl_counting=pairs")
-        return "pairs", None, {"counting": "pairs (blocking)"}
+            raise SdcInputError(refusal)
+        return "pairs", None, {**(info or {}), "counting": f"pairs ({why})"}
+
+    if blocking is not None:
+        return pairs("blocking", "prl_counting=count counts all pairs and cannot follow a "
+                                 "blocking rule; drop prl_blocking or use prl_counting=pairs")
     K = len(cmp.levels)
     if mode == "auto" and int(n_a) * int(n_b) < AUTO_MIN_PAIRS:
         return "pairs", None, {"counting": "pairs (small)"}
     if cmp.n_patterns > MAX_DENSE_PATTERNS:
         # the counting kernel adds into a dense vector over all patterns, per block
-        if mode == "count":
-            raise SdcInputError(f"the counting path keeps a count for each of the "
-                                f"{cmp.n_patterns} comparison patterns (limit "
-                                f"{MAX_DENSE_PATTERNS}); use fewer key columns or levels, "
-                                "or prl_counting=pairs")
-        return "pairs", None, {"counting": "pairs (too many patterns to count densely)"}
+        return pairs("too many patterns to count densely",
+                     f"the counting path keeps a count for each of the {cmp.n_patterns} "
+                     f"comparison patterns (limit {MAX_DENSE_PATTERNS}); use fewer key "
+                     "columns or levels, or prl_counting=pairs")
     need = prl_count.index_bytes(int(n_b), K)
     if need > MAX_INDEX_BYTES:
-        if mode == "count":
-            raise SdcInputError(f"the counting index of the masked file would take "
-                                f"{need / 2**30:.1f} GiB (limit "
-                                f"{MAX_INDEX_BYTES / 2**30:.0f} GiB) with {K} key columns; "
-                                "use fewer key columns or prl_counting=pairs")
-        return "pairs", None, {"counting": "pairs (index too large)"}
+        return pairs("index too large",
+                     f"the counting index of the masked file would take {need / 2**30:.1f} "
+                     f"GiB (limit {MAX_INDEX_BYTES / 2**30:.0f} GiB) with {K} key columns; "
+                     "use fewer key columns or prl_counting=pairs")
     index = runner.task(_index, B, cmp)
     rows = prl_count.sample_rows(int(n_a), SAMPLE_ROWS)
     share = float(runner.call(_share, A, index, cmp, rows))
     info = {"enumerated_share_estimate": share}
     limit = MAX_SHARE if bool(np.all(cmp.n_levels == 2)) else MAX_SHARE_LEVELS
     if share > limit:
-        if mode == "count":
-            raise SdcInputError(f"the counting path would compare {100 * share:.0f}% of the "
-                                f"record pairs one by one (more than {100 * limit:.0f}%), "
-                                "slower than all pairs: the key columns agree too often at "
-                                "these tolerances; use prl_counting=pairs or auto")
-        return "pairs", None, {**info, "counting": "pairs (counting would be slower)"}
+        return pairs("counting would be slower",
+                     f"the counting path would compare {100 * share:.0f}% of the record "
+                     f"pairs one by one (more than {100 * limit:.0f}%), slower than all "
+                     "pairs: the key columns agree too often at these tolerances; use "
+                     "prl_counting=pairs or auto", info)
     return "count", index, {**info, "counting": "count"}
 
 
