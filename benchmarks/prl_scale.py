@@ -86,8 +86,11 @@ def _count_sample(A: dict, index: dict, cmp, s: int, e: int):
 def _pairs_count_sample(A: dict, B: dict, cmp, s: int, e: int):
     from sdcdist.linkage import prl
     t0 = time.thread_time()
-    c = prl.pattern_counts(_sub(A, s, e), B, cmp)
-    return c, time.thread_time() - t0
+    codes, counts = prl.pattern_counts(_sub(A, s, e), B, cmp)
+    t = time.thread_time() - t0
+    dense = np.zeros(cmp.n_patterns, dtype=np.int64)   # as the counting path returns them
+    dense[codes] = counts
+    return dense, t
 
 
 def _topc_sample(tree: dict, B: dict, cmp, wp, c: int, s: int, e: int):
