@@ -239,6 +239,23 @@ EXACT_ADD = 8
 #: :func:`scipy.optimize.linear_sum_assignment` (not reached in practice).
 EXACT_ROUNDS = 50
 
+#: Smallest ``max(n_rows, n_cols)`` from which :func:`exact_dense` starts from the
+#: prices of a dense auction (:func:`_dense_auction`) instead of each row's and
+#: column's best raw entries (``None``: never). Below it the plain start is as fast.
+AUCTION_MIN: int | None = 2000
+
+#: Columns each row keeps between full scans of its row in the auction (its best values
+#: at the last scan); they also form the first graph of the exact solve.
+AUCTION_LIST = 32
+
+#: epsilon-scaling of the auction: first epsilon ``range / (AUCTION_RATIO *
+#: AUCTION_FIRST)``, divided by AUCTION_RATIO per phase down to ``range * AUCTION_EPS``
+#: (range: largest minus smallest weight). The auction only finds prices; exactness
+#: comes from the shortest augmenting paths and the dual certificate that follow.
+AUCTION_RATIO = 16.0
+AUCTION_FIRST = 16.0
+AUCTION_EPS = 1e-4
+
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _offer(best, bcol, got, x, c):
@@ -632,8 +649,155 @@ def _violations(W, s, u, v, tol, per_row, check, in_g):
     return out_r[:k], out_c[:k], total
 
 
+# ---- auction prices for the exact dense solve ---------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def _auction_scan(W, s, mid, i, p, lc):
+    # Row i's values -s * W[i, j] - p[j]: the lc.shape[1] largest into lc[i] (ties: lowest
+    # column); returns the largest value left out (-inf if none), an upper bound on every
+    # column outside the list for as long as prices only rise.
+    k = lc.shape[1]
+    n_c = W.shape[1]
+    best = np.empty(k + 1)
+    bcol = np.empty(k + 1, dtype=np.int64)
+    got = 0
+    for j in range(n_c):
+        got = _offer(best, bcol, got, -s * (W[i, j] - mid) - p[j], j)
+    for q in range(k):
+        lc[i, q] = bcol[q] if q < got else -1
+    return best[k] if got > k else -np.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_auction(W, s, mid, p, eps_list, k, um, max_bids):
+    """Forward auction (Gauss-Seidel, epsilon-scaling) on the values ``-s * (W - mid)``.
+
+    Each row bids for the column of its largest value ``-s * W[i, j] - p[j]``, raising
+    its price by the margin over the second largest plus epsilon; the row it displaces
+    bids next (first in, first out). Between full scans a row looks only at its list of
+    ``k`` columns (its best at the last scan) and the bound on all others (prices only
+    rise, so the bound stays valid; a bid with the bound as second value is a valid,
+    smaller bid). ``um`` (``n_r`` values, or empty): a private option per row of value
+    ``um[i]`` minus its own price (leaving the row unassigned). Prices ``p`` (n_cols,)
+    are updated in place and kept across phases.
+
+    After ``max_bids`` bids it stops where it is (a safeguard; the result only seeds the
+    exact solve). Returns the final phase's assignment (column per row; -1: none or its
+    private option), the lists (n_rows, k), the number of bids and of full row scans.
+    """
+    n_r, n_c = W.shape
+    nd = um.size > 0
+    lc = np.full((n_r, k), -1, dtype=np.int64)
+    bound = np.full(n_r, np.inf)
+    pd = np.zeros(n_r)
+    owner = np.full(n_c, -1, dtype=np.int64)
+    col = np.full(n_r, -1, dtype=np.int64)
+    queue = np.empty(n_r, dtype=np.int64)
+    bids = 0
+    scans = 0
+    for eps in eps_list:
+        owner[:] = -1
+        col[:] = -1
+        for i in range(n_r):
+            queue[i] = i
+        head = 0
+        size = n_r
+        while size > 0 and bids < max_bids:
+            i = queue[head]
+            head = (head + 1) % n_r
+            size -= 1
+            v1 = -np.inf
+            v2 = -np.inf
+            j1 = -1
+            for attempt in range(2):
+                v1 = -np.inf
+                v2 = -np.inf
+                j1 = -1
+                for q in range(k):
+                    j = lc[i, q]
+                    if j < 0:
+                        break
+                    x = -s * (W[i, j] - mid) - p[j]
+                    if x > v1:
+                        v2 = v1
+                        v1 = x
+                        j1 = j
+                    elif x > v2:
+                        v2 = x
+                if j1 >= 0 and v1 >= bound[i]:
+                    break
+                bound[i] = _auction_scan(W, s, mid, i, p, lc)
+                scans += 1
+            if bound[i] > v2:
+                v2 = bound[i]
+            if nd:
+                x = um[i] - pd[i]
+                if x > v1:
+                    v2 = max(v1, v2)
+                    v1 = x
+                    j1 = -1
+                elif x > v2:
+                    v2 = x
+            bids += 1
+            inc = (v1 - v2 + eps) if v2 > -np.inf else eps
+            if j1 < 0:
+                pd[i] += inc
+                col[i] = -1
+                continue
+            p[j1] += inc
+            o = owner[j1]
+            owner[j1] = i
+            col[i] = j1
+            if o >= 0:
+                col[o] = -1
+                queue[(head + size) % n_r] = o
+                size += 1
+    return col, lc, bids, scans
+
+
+def _auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float,
+                   hi: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """Prices (cost-form column duals ``v = -p``) and a first graph (each row's list and
+    its auction partner) from :func:`_dense_auction`; ``lo``, ``hi``: the extremes of X."""
+    span = hi - lo
+    p = np.zeros(X.shape[1])
+    if span > 0:
+        eps, e = [], span / (AUCTION_RATIO * AUCTION_FIRST)
+        while e > span * AUCTION_EPS:
+            eps.append(e)
+            e /= AUCTION_RATIO
+        eps.append(span * AUCTION_EPS)
+    else:
+        eps = [1.0]
+    k = int(min(max(n_lst, 2), X.shape[1]))
+    col, lc, bids, scans = _dense_auction(X, s, 0.5 * (lo + hi), p,
+                                          np.asarray(eps, dtype=np.float64), k, um,
+                                          100 * X.shape[0] * len(eps))
+    rows = np.broadcast_to(np.arange(X.shape[0])[:, None], lc.shape)
+    ok = lc >= 0
+    m = col >= 0
+    er = np.concatenate([rows[ok], np.flatnonzero(m)]).astype(np.int64)
+    ec = np.concatenate([lc[ok], col[m]]).astype(np.int64)
+    return er, ec, -p, {"auction_bids": int(bids), "auction_scans": int(scans),
+                        "auction_phases": len(eps)}
+
+
+@numba.njit(cache=True, nogil=True)
+def _minmax(X):
+    lo = np.inf
+    hi = -np.inf
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            x = X[i, j]
+            if x < lo:
+                lo = x
+            if x > hi:
+                hi = x
+    return lo, hi
+
+
 def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = None,
-                unmatched: np.ndarray | None = None
+                unmatched: np.ndarray | None = None, auction: bool | None = None
                 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Optimal assignment of a dense matrix, solved on a sparse graph and proved optimal
     for the whole matrix by LP duality.
@@ -686,10 +850,23 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         raise ValueError("exact_dense without unmatched needs n_rows <= n_cols")
     dummy = None if unmatched is None else s * np.broadcast_to(
         np.asarray(unmatched, dtype=np.float64), (n_r,)).astype(np.float64)
-    scale = max(abs(float(X.max())), abs(float(X.min())))
+    lo, hi = _minmax(X)
+    scale = max(abs(lo), abs(hi))
     tol = 1e-11 * (1.0 + scale)
     first_c = EXACT_FIRST_C if first_c is None else first_c
-    er, ec = _dense_candidates(X, s, max(1, int(first_c)), unmatched is None)
+    if auction is None:
+        auction = AUCTION_MIN is not None and max(n_r, n_c) >= AUCTION_MIN
+    v0 = None
+    info: dict[str, Any] = {}
+    if auction:
+        um = np.zeros(0) if dummy is None else -dummy
+        er, ec, v0, info = _auction_start(X, s, um, AUCTION_LIST, lo, hi)
+        if unmatched is None:
+            # the entries (i, i) too: a full assignment on G even if the auction was cut
+            d = np.arange(n_r, dtype=np.int64)
+            er, ec = np.concatenate([er, d]), np.concatenate([ec, d])
+    else:
+        er, ec = _dense_candidates(X, s, max(1, int(first_c)), unmatched is None)
     in_g = np.zeros(X.shape, dtype=np.bool_)
     in_g[er, ec] = True
     # Warm start (square, no dummies): only the rows given new entries are re-solved.
@@ -703,7 +880,19 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         indptr, cols, order = _csr(er, ec, n_r, n_c)
         er, ec = er[order], cols
         cost = s * X[er, ec]
-        if state is None:
+        if state is None and warm and v0 is not None:
+            # the auction's prices as column duals; every row free, its u the smallest
+            # reduced cost on G (feasible on G), then row reduction and shortest paths
+            u, v = np.zeros(n_r), v0
+            row4col, col4row = np.full(n_c, -1, np.int64), np.full(n_r, -1, np.int64)
+            every = np.arange(n_r, dtype=np.int64)
+            _reopen_rows(indptr, cols, cost, every, u, v, row4col, col4row)
+            if ARR_BIDS:
+                _arr(indptr, cols, cost, n_c, dz, u, v, row4col, col4row, every,
+                     ARR_BIDS * n_r)
+            failed = _ssp(indptr, cols, cost, n_c, dz, u, v, row4col, col4row, every)
+            check = np.ones(n_r, dtype=np.bool_)
+        elif state is None:
             col4row, u, v, failed = _solve_min(indptr, cols, cost, n_c, dummy)
             check = np.ones(n_r, dtype=np.bool_)
         else:
@@ -725,7 +914,8 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
             # (u, v) is feasible for every entry: proved optimal
             rows = np.flatnonzero((col4row >= 0) & (col4row < n_c))
             return rows.astype(np.int64), col4row[rows], {"exact_rounds": rnd,
-                                                          "exact_edges": int(er.size)}
+                                                          "exact_edges": int(er.size),
+                                                          **info}
         in_g[vr, vc] = True
         if warm:
             u_checked = np.where(check, u, u_checked)
