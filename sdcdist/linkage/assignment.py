@@ -256,6 +256,10 @@ AUCTION_RATIO = 16.0
 AUCTION_FIRST = 16.0
 AUCTION_EPS = 1e-4
 
+#: Bids per row and phase after which the auction stops where it is (a safeguard, not
+#: reached on PRL weights: about 30 bids per row in all).
+AUCTION_MAX_BIDS = 100
+
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _offer(best, bcol, got, x, c):
@@ -652,10 +656,11 @@ def _violations(W, s, u, v, tol, per_row, check, in_g):
 # ---- auction prices for the exact dense solve ---------------------------------------
 
 @numba.njit(cache=True, nogil=True)
-def _auction_scan(W, s, mid, i, p, lc):
-    # Row i's values -s * W[i, j] - p[j]: the lc.shape[1] largest into lc[i] (ties: lowest
-    # column); returns the largest value left out (-inf if none), an upper bound on every
-    # column outside the list for as long as prices only rise.
+def _auction_scan(W, s, mid, i, p, lc, lw):
+    # Row i's values -s * (W[i, j] - mid) - p[j]: the lc.shape[1] largest into lc[i] (ties:
+    # lowest column) with their weights -s * (W[i, j] - mid) into lw[i]; returns the largest
+    # value left out (-inf if none), an upper bound on every column outside the list for as
+    # long as prices only rise.
     k = lc.shape[1]
     n_c = W.shape[1]
     best = np.empty(k + 1)
@@ -664,7 +669,12 @@ def _auction_scan(W, s, mid, i, p, lc):
     for j in range(n_c):
         got = _offer(best, bcol, got, -s * (W[i, j] - mid) - p[j], j)
     for q in range(k):
-        lc[i, q] = bcol[q] if q < got else -1
+        if q < got:
+            j = bcol[q]
+            lc[i, q] = j
+            lw[i, q] = -s * (W[i, j] - mid)
+        else:
+            lc[i, q] = -1
     return best[k] if got > k else -np.inf
 
 
@@ -688,6 +698,7 @@ def _dense_auction(W, s, mid, p, eps_list, k, um, max_bids):
     n_r, n_c = W.shape
     nd = um.size > 0
     lc = np.full((n_r, k), -1, dtype=np.int64)
+    lw = np.zeros((n_r, k))                 # their weights, so that bids stay off W
     bound = np.full(n_r, np.inf)
     pd = np.zeros(n_r)
     owner = np.full(n_c, -1, dtype=np.int64)
@@ -717,7 +728,7 @@ def _dense_auction(W, s, mid, p, eps_list, k, um, max_bids):
                     j = lc[i, q]
                     if j < 0:
                         break
-                    x = -s * (W[i, j] - mid) - p[j]
+                    x = lw[i, q] - p[j]
                     if x > v1:
                         v2 = v1
                         v1 = x
@@ -726,7 +737,7 @@ def _dense_auction(W, s, mid, p, eps_list, k, um, max_bids):
                         v2 = x
                 if j1 >= 0 and v1 >= bound[i]:
                     break
-                bound[i] = _auction_scan(W, s, mid, i, p, lc)
+                bound[i] = _auction_scan(W, s, mid, i, p, lc, lw)
                 scans += 1
             if bound[i] > v2:
                 v2 = bound[i]
@@ -772,7 +783,7 @@ def _auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: floa
     k = int(min(max(n_lst, 2), X.shape[1]))
     col, lc, bids, scans = _dense_auction(X, s, 0.5 * (lo + hi), p,
                                           np.asarray(eps, dtype=np.float64), k, um,
-                                          100 * X.shape[0] * len(eps))
+                                          AUCTION_MAX_BIDS * X.shape[0] * len(eps))
     rows = np.broadcast_to(np.arange(X.shape[0])[:, None], lc.shape)
     ok = lc >= 0
     m = col >= 0
