@@ -661,17 +661,34 @@ def _violations(W, s, u, v, tol, per_row, check, in_g):
 
 @numba.njit(cache=True, nogil=True)
 def _auction_scan(W, s, mid, i, p, lc, lw):
-    # Row i's values -s * (W[i, j] - mid) - p[j]: the lc.shape[1] largest into lc[i] (ties:
-    # lowest column) with their weights -s * (W[i, j] - mid) into lw[i]; returns the largest
-    # value left out (-inf if none), an upper bound on every column outside the list for as
-    # long as prices only rise.
+    # Row i's values -s * (W[i, j] - mid) - p[j]: the lc.shape[1] largest into lc[i] with
+    # their weights -s * (W[i, j] - mid) into lw[i]; returns the largest value left out
+    # (-inf if none), an upper bound on every column outside the list for as long as
+    # prices only rise. The previous list (at current prices) seeds the selection, so
+    # that few entries pass the threshold; among equal values the earlier offer stays.
     k = lc.shape[1]
     n_c = W.shape[1]
     best = np.empty(k + 1)
     bcol = np.empty(k + 1, dtype=np.int64)
     got = 0
+    n_old = 0
+    for q in range(k):
+        j = lc[i, q]
+        if j < 0:
+            break
+        n_old += 1
+        got = _offer(best, bcol, got, lw[i, q] - p[j], j)
+    old = lc[i, :n_old].copy()
     for j in range(n_c):
-        got = _offer(best, bcol, got, -s * (W[i, j] - mid) - p[j], j)
+        x = -s * (W[i, j] - mid) - p[j]
+        if got <= k or x > best[k]:
+            seen = False
+            for q in range(n_old):
+                if old[q] == j:
+                    seen = True
+                    break
+            if not seen:
+                got = _offer(best, bcol, got, x, j)
     for q in range(k):
         if q < got:
             j = bcol[q]
