@@ -245,8 +245,10 @@ EXACT_ROUNDS = 50
 
 #: Smallest ``max(n_rows, n_cols)`` from which :func:`exact_dense` starts from the
 #: prices of a dense auction (:func:`_dense_auction`) instead of each row's and
-#: column's best raw entries (``None``: never). Below it the plain start is as fast.
-AUCTION_MIN: int | None = 2000
+#: column's best raw entries (``None``: never). At Census sizes (about 1,000 records)
+#: both starts take 10-30 ms; from 1,500 on the auction start is 1.5-10 times faster
+#: on PRL weights (benchmarks/assignment.py).
+AUCTION_MIN: int | None = 1500
 
 #: Columns each row keeps between full scans of its row in the auction (its best values
 #: at the last scan); they also form the first graph of the exact solve.
