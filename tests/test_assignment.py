@@ -488,7 +488,7 @@ def test_auction_cut_short_still_exact(unmatched, monkeypatch):
     solve still starts from a feasible graph and the certificate rounds reach scipy's
     optimum."""
     from scipy.optimize import linear_sum_assignment
-    monkeypatch.setattr(assignment, "AUCTION_MAX_BIDS", 0)
+    monkeypatch.setattr(assignment, "AUCTION_MAX_SCANS", 0)
     rng = np.random.default_rng(9)
     W = _tie_heavy(rng, 120, 150)
     u = rng.integers(-4, 2, size=120).astype(float) if unmatched else None
@@ -502,3 +502,16 @@ def test_auction_cut_short_still_exact(unmatched, monkeypatch):
         r0, c0 = linear_sum_assignment(gain, maximize=True)
         left = np.setdiff1d(np.arange(120), r)
         assert W[r, c].sum() + u[left].sum() == pytest.approx(u.sum() + gain[r0, c0].sum())
+
+
+@pytest.mark.parametrize("shape", [(300, 300), (200, 300)])
+def test_auction_start_on_additive_weights(shape):
+    """W[i, j] = a[i] + b[j]: every row ranks the columns alike and every full assignment
+    is optimal (the auction's hard case, started from column-maximum prices)."""
+    from scipy.optimize import linear_sum_assignment
+    rng = np.random.default_rng(3)
+    W = np.add.outer(rng.integers(0, 50, shape[0]), rng.integers(0, 50, shape[1])) * 1.0
+    r0, c0 = linear_sum_assignment(W, maximize=True)
+    r, c, info = exact_dense(W, auction=True)
+    assert r.size == shape[0] and np.unique(c).size == c.size
+    assert W[r, c].sum() == W[r0, c0].sum()

@@ -262,9 +262,11 @@ AUCTION_RATIO = 16.0
 AUCTION_FIRST = 16.0
 AUCTION_EPS = 1e-4
 
-#: Bids per row and phase after which the auction stops where it is (a safeguard, not
-#: reached on PRL weights: about 30 bids per row in all).
-AUCTION_MAX_BIDS = 100
+#: Full row scans per row (all phases together) after which the auction stops where it
+#: is and the exact solve takes over from its prices (a safeguard: PRL weights need 3-7;
+#: tie-heavy integer matrices with thousands of equal rows and columns about 120, and
+#: cut shorter, their certificate rounds would not converge).
+AUCTION_MAX_SCANS = 200
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -702,7 +704,7 @@ def _auction_scan(W, s, mid, i, p, lc, lw):
 
 
 @numba.njit(cache=True, nogil=True)
-def _dense_auction(W, s, mid, p, eps_list, k, um, max_bids):
+def _dense_auction(W, s, mid, p, eps_list, k, um, max_scans):
     """Forward auction (Gauss-Seidel, epsilon-scaling) on the values ``-s * (W - mid)``.
 
     Each row bids for the column of its largest value ``-s * W[i, j] - p[j]``, raising
@@ -714,8 +716,8 @@ def _dense_auction(W, s, mid, p, eps_list, k, um, max_bids):
     ``um[i]`` minus its own price (leaving the row unassigned). Prices ``p`` (n_cols,)
     are updated in place and kept across phases.
 
-    After ``max_bids`` bids it stops where it is (a safeguard; the result only seeds the
-    exact solve). Returns the final phase's assignment (column per row; -1: none or its
+    After ``max_scans`` full scans it stops where it is (the result only seeds the exact
+    solve). Returns the final phase's assignment (column per row; -1: none or its
     private option), the lists (n_rows, k), the number of bids and of full row scans.
     """
     n_r, n_c = W.shape
@@ -730,13 +732,15 @@ def _dense_auction(W, s, mid, p, eps_list, k, um, max_bids):
     bids = 0
     scans = 0
     for eps in eps_list:
+        if scans >= max_scans:
+            break
         owner[:] = -1
         col[:] = -1
         for i in range(n_r):
             queue[i] = i
         head = 0
         size = n_r
-        while size > 0 and bids < max_bids:
+        while size > 0 and scans < max_scans:
             i = queue[head]
             head = (head + 1) % n_r
             size -= 1
@@ -794,7 +798,9 @@ def _auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: floa
     """Prices (cost-form column duals ``v = -p``) and a first graph (each row's list and
     its auction partner) from :func:`_dense_auction`; ``lo``, ``hi``: the extremes of X."""
     span = hi - lo
-    p = np.zeros(X.shape[1])
+    # start each column's price at its largest value: a column every row ranks high
+    # (W[i, j] = a[i] + b[j] in the extreme) then costs no bidding war
+    p = _colmax(X, s, 0.5 * (lo + hi))
     if span > 0:
         eps, e = [], span / (AUCTION_RATIO * AUCTION_FIRST)
         while e > span * AUCTION_EPS:
@@ -806,7 +812,7 @@ def _auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: floa
     k = int(min(max(n_lst, 2), X.shape[1]))
     col, lc, bids, scans = _dense_auction(X, s, 0.5 * (lo + hi), p,
                                           np.asarray(eps, dtype=np.float64), k, um,
-                                          AUCTION_MAX_BIDS * X.shape[0] * len(eps))
+                                          AUCTION_MAX_SCANS * X.shape[0])
     rows = np.broadcast_to(np.arange(X.shape[0])[:, None], lc.shape)
     ok = lc >= 0
     m = col >= 0
@@ -814,6 +820,18 @@ def _auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: floa
     ec = np.concatenate([lc[ok], col[m]]).astype(np.int64)
     return er, ec, -p, {"auction_bids": int(bids), "auction_scans": int(scans),
                         "auction_phases": len(eps)}
+
+
+@numba.njit(cache=True, nogil=True)
+def _colmax(X, s, mid):
+    # each column's largest value -s * (X[i, j] - mid)
+    m = np.full(X.shape[1], -np.inf)
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            x = -s * (X[i, j] - mid)
+            if x > m[j]:
+                m[j] = x
+    return m
 
 
 @numba.njit(cache=True, nogil=True)
