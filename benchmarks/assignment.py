@@ -15,7 +15,9 @@ first line says what that first, cold call cost in this process. Matrices: the d
 PRL weights (default comparison, and the papers' binary ``l`` at t = 0.05) of Census
 (1080 x 13) against micmul k = 3 and against additive noise (variance 0.1 var, seed
 1), and of a synthetic 5,000 x 10 tax-like file (zeros, values rounded to 2
-significant digits) against noise.
+significant digits) against noise; and a 3,000 x 3,000 tie-heavy integer matrix
+(``--ties``: values -5..3, 60 % at the floor, rows repeated in triplets, a quarter
+of the columns equal).
 
 Sparse (the PRL path above ``dense_limit``): a top-20 candidate graph with PRL-like
 weights (sums of 8 per-key agreement weights, so at most 256 distinct values and
@@ -222,48 +224,67 @@ def dense_part(a: argparse.Namespace) -> None:
     # compile (or load the compiled kernels) outside the timings: both starts of the
     # new solver, the old one
     _, tw, tc = _timed(lambda: (new.exact_dense(np.eye(3), auction=False),
-                                new.exact_dense(np.eye(3), auction=True)))
+                                new.exact_dense(np.eye(3), auction=True),
+                                new.assign_by_content(np.eye(3), np.arange(3), np.arange(3))))
     print(f"first (cold) call of the new exact_dense in this process: {tw:.2f} s wall, "
           f"{tc:.2f} s CPU (numba compilation, or loading its cache)")
     if old is not None:
         old.exact_dense(np.eye(3))
+        old.assign_by_content(np.eye(3), np.arange(3), np.arange(3))
     hdr = (f"{'dense matrix':<24} {'cmp':<7} {'distinct w':>10} {'scipy s':>8} "
            f"{'before s':>8} {'cpu':>6} {'after s':>7} {'cpu':>6} {'before/after':>12} "
            f"{'scipy/after':>11} {'rounds':>6} {'edges':>7} {'total (scipy)':>15} "
            f"{'total (after)':>15}")
     print(hdr)
     driver = []
-    for name, X, Y, *extra in cases:
-        for lab, kw in [("default", {}), ("l 0.05", {"method": "l", "t": 0.05})]:
+    mats = [(name, lab, kw, X, Y, extra) for name, X, Y, *extra in cases
+            for lab, kw in [("default", {}), ("l 0.05", {"method": "l", "t": 0.05})]]
+    if a.ties:
+        mats.append((f"integer ties {a.ties}", "-", None, None, None, None))
+    for name, lab, kw, X, Y, extra in mats:
+        if kw is None:
+            W = tie_heavy(a.ties)
+            ro = co = np.arange(a.ties)
+        else:
             W, ro, co = weights(X, Y, **kw, **(extra[0] if extra else {}))
-            P = np.ascontiguousarray(W[np.ix_(ro, co)])    # as the solver sees it
-            (r0, c0), ts, _ = _timed(linear_sum_assignment, P, maximize=True)
-            s0 = P[r0, c0].sum()
-            to = tco = float("nan")
-            if old is not None:
-                (r2, c2, _), to, tco = _timed(old.exact_dense, P)
-                assert abs(P[r2, c2].sum() - s0) <= 1e-9 * max(1.0, abs(s0))
-            (r1, c1, info), te, tce = _timed(new.exact_dense, P)
-            s1 = P[r1, c1].sum()
-            assert abs(s0 - s1) <= 1e-9 * max(1.0, abs(s0)), (name, lab, s0, s1)
-            print(f"{name:<24} {lab:<7} {np.unique(W).size:>10} {ts:>8.2f} {to:>8.3f} "
-                  f"{tco:>6.3f} {te:>7.3f} {tce:>6.3f} {to / te:>12.1f} {ts / te:>11.1f} "
-                  f"{info['exact_rounds']:>6} {info['exact_edges']:>7} {s0:>15.6f} "
-                  f"{s1:>15.6f}", flush=True)
-            del P
-            # what PRL runs: assign_by_content on the matrix in the linkage's order
-            kw2 = {"maximize": True, "dense_limit": max(W.shape)}
-            tb = tbc = float("nan")
-            if old is not None:
-                _, tb, tbc = _timed(old.assign_by_content, W, ro, co, **kw2)
-            (r3, c3, _), ta, tac = _timed(new.assign_by_content, W, ro, co, **kw2)
-            assert abs(W[r3, c3].sum() - s0) <= 1e-9 * max(1.0, abs(s0))
-            driver.append((name, lab, tb, tbc, ta, tac))
+        P = np.ascontiguousarray(W[np.ix_(ro, co)])    # as the solver sees it
+        (r0, c0), ts, _ = _timed(linear_sum_assignment, P, maximize=True)
+        s0 = P[r0, c0].sum()
+        to = tco = float("nan")
+        if old is not None:
+            (r2, c2, _), to, tco = _timed(old.exact_dense, P)
+            assert abs(P[r2, c2].sum() - s0) <= 1e-9 * max(1.0, abs(s0))
+        (r1, c1, info), te, tce = _timed(new.exact_dense, P)
+        s1 = P[r1, c1].sum()
+        assert abs(s0 - s1) <= 1e-9 * max(1.0, abs(s0)), (name, lab, s0, s1)
+        print(f"{name:<24} {lab:<7} {np.unique(W).size:>10} {ts:>8.2f} {to:>8.3f} "
+              f"{tco:>6.3f} {te:>7.3f} {tce:>6.3f} {to / te:>12.1f} {ts / te:>11.1f} "
+              f"{info['exact_rounds']:>6} {info['exact_edges']:>7} {s0:>15.6f} "
+              f"{s1:>15.6f}", flush=True)
+        del P
+        # what PRL runs: assign_by_content on the matrix in the linkage's order
+        kw2 = {"maximize": True, "dense_limit": max(W.shape)}
+        tb = tbc = float("nan")
+        if old is not None:
+            _, tb, tbc = _timed(old.assign_by_content, W, ro, co, **kw2)
+        (r3, c3, _), ta, tac = _timed(new.assign_by_content, W, ro, co, **kw2)
+        assert abs(W[r3, c3].sum() - s0) <= 1e-9 * max(1.0, abs(s0))
+        driver.append((name, lab, tb, tbc, ta, tac))
     print(f"\n{'assign_by_content (PRL)':<24} {'cmp':<7} {'before s':>8} {'cpu':>6} "
           f"{'after s':>7} {'cpu':>6} {'before/after':>12} {'cpu ratio':>9}")
     for name, lab, tb, tbc, ta, tac in driver:
         print(f"{name:<24} {lab:<7} {tb:>8.3f} {tbc:>6.3f} {ta:>7.3f} {tac:>6.3f} "
               f"{tb / ta:>12.1f} {tbc / tac:>9.1f}", flush=True)
+
+
+def tie_heavy(n: int, seed: int = 0) -> np.ndarray:
+    """Integer weights -5..3, 60 % at the floor -5, rows repeated in triplets (as after
+    micro-aggregation) and the last quarter of the columns equal to the first."""
+    rng = np.random.default_rng(seed)
+    W = np.where(rng.random((n, n)) < 0.6, -5, rng.integers(-5, 4, size=(n, n)))
+    W = W.astype(np.float64)[np.repeat(np.arange(n), 3)[:n]]
+    W[:, 3 * n // 4:] = W[:, [0]]
+    return np.ascontiguousarray(W)
 
 
 def sparse_part(a: argparse.Namespace) -> None:
@@ -299,6 +320,8 @@ def main() -> None:
                     default=[100_000, 1_000_000], help="rows of the sparse graphs")
     ap.add_argument("--timeout", type=float, default=300.0,
                     help="seconds before the former sparse solver is given up")
+    ap.add_argument("--ties", type=int, default=3000,
+                    help="size of the tie-heavy integer matrix (0: none)")
     ap.add_argument("--before", default="main",
                     help="git revision of the former assignment.py ('' to skip)")
     ap.add_argument("--old-module", default=None,
