@@ -1,16 +1,23 @@
-"""Benchmark: exact 1-1 assignment, before and after the sparse shortest-path solver.
+"""Benchmark: exact 1-1 assignment, before and after.
 
-Dense (the PRL path up to ``dense_limit``): for each weight matrix the time of
-:func:`scipy.optimize.linear_sum_assignment` (the former default), of the former
-opt-in auction solver (``--old-module``, see below) and of
-:func:`sdcdist.linkage.assignment.exact_dense` (sparse shortest augmenting paths on
-each row's and column's best entries, proved optimal for the whole matrix by LP
-duality; now the default), with the total weights, which must agree to 1e-9
-relative (tied optima may pair records differently). Matrices: the dense PRL weights
-(default comparison, and the papers' binary ``l`` at t = 0.05) of Census (1080 x 13)
-against micmul k = 3 and against additive noise (variance 0.1 var, seed 1), and of a
-synthetic 5,000 x 10 tax-like file (zeros, values rounded to 2 significant digits)
-against noise.
+Dense (the PRL path up to ``dense_limit``): for each weight matrix, as the linkage
+hands it over (B records x A records, both in the content order of their values),
+the time of :func:`scipy.optimize.linear_sum_assignment`, of ``exact_dense`` of a
+former ``assignment.py`` (``--before``, by default the one on git branch ``main``)
+and of :func:`sdcdist.linkage.assignment.exact_dense` (sparse shortest augmenting
+paths proved optimal for the whole matrix by LP duality; from ``AUCTION_MIN`` rows
+on started from the prices of a dense epsilon-scaling auction), wall and CPU
+seconds, with the total weights, which must agree to 1e-9 relative (tied optima may
+pair records differently). A second table times what PRL calls,
+``assign_by_content`` (content-order permutation of the matrix included), before and
+after. Compilation is excluded (every kernel runs once on a small matrix first); the
+first line says what that first, cold call cost in this process. Matrices: the dense
+PRL weights (default comparison, and the papers' binary ``l`` at t = 0.05) of Census
+(1080 x 13) against micmul k = 3 and against additive noise (variance 0.1 var, seed
+1), and of a synthetic 5,000 x 10 tax-like file (zeros, values rounded to 2
+significant digits) against noise; and a 3,000 x 3,000 tie-heavy integer matrix
+(``--ties``: values -5..3, 60 % at the floor, rows repeated in triplets, a quarter
+of the columns equal).
 
 Sparse (the PRL path above ``dense_limit``): a top-20 candidate graph with PRL-like
 weights (sums of 8 per-key agreement weights, so at most 256 distinct values and
@@ -23,11 +30,10 @@ for ``unmatched="row_floor"`` (the PRL default) and ``None``, with the objective
 each maximises (:func:`objective`; equal to 1e-9 relative).
 
     python benchmarks/assignment.py [--synth 5000] [--sparse 100000,1000000]
-                                    [--timeout 300] [--old-module OLD.py]
+                                    [--timeout 300] [--before main | --old-module OLD.py]
 
-``--old-module``: a copy of the former ``sdcdist/linkage/assignment.py`` (e.g.
-``git show 3f100a8:sdcdist/linkage/assignment.py > /tmp/old_assignment.py``), to time
-its ``exact_dense`` too.
+``--before REV``: the git revision whose ``sdcdist/linkage/assignment.py`` is timed as
+"before" ("" to skip); ``--old-module``: a file with such a former module instead.
 """
 
 from __future__ import annotations
@@ -45,8 +51,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 
-def weights(X: np.ndarray, Y: np.ndarray, **kw) -> np.ndarray:
-    """The dense PRL weight matrix (masked rows x original columns) the linkage assigns."""
+def weights(X: np.ndarray, Y: np.ndarray, **kw
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The dense PRL weight matrix (masked rows x original columns) the linkage assigns,
+    with the content orders of its rows and columns that PRL passes along."""
     from sdcdist.linkage import prl_drivers
     from sdcdist.parallel import Runner
     saved = {}
@@ -54,11 +62,12 @@ def weights(X: np.ndarray, Y: np.ndarray, **kw) -> np.ndarray:
     class _Got(Exception):
         pass
 
-    def grab(W, **_):
+    def grab(W, row_order, col_order, **_):
         saved["W"] = np.array(W, dtype=np.float64)
+        saved["ro"], saved["co"] = np.asarray(row_order), np.asarray(col_order)
         raise _Got
 
-    orig, prl_drivers.assign = prl_drivers.assign, grab
+    orig, prl_drivers.assign_by_content = prl_drivers.assign_by_content, grab
     try:
         prl_drivers.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
                                           tuple(range(X.shape[1])),
@@ -66,8 +75,8 @@ def weights(X: np.ndarray, Y: np.ndarray, **kw) -> np.ndarray:
     except _Got:
         pass
     finally:
-        prl_drivers.assign = orig
-    return saved["W"]
+        prl_drivers.assign_by_content = orig
+    return saved["W"], saved["ro"], saved["co"]
 
 
 def prl_like_graph(n: int, c: int = 20, keys: int = 8, seed: int = 0
@@ -166,15 +175,38 @@ def _load_old(path: str):
     return mod
 
 
+def _before_module(a: argparse.Namespace):
+    """The former assignment module (``--old-module`` file, or ``--before`` revision)."""
+    if a.old_module:
+        return _load_old(a.old_module)
+    if not a.before:
+        return None
+    src = subprocess.run(["git", "show", f"{a.before}:sdcdist/linkage/assignment.py"],
+                         cwd=HERE.parent, capture_output=True, text=True)
+    if src.returncode != 0:
+        print(f"(no 'before' module: git show {a.before} failed)")
+        return None
+    d = Path(tempfile.mkdtemp(prefix="assign_before_"))
+    (d / "assignment_before.py").write_text(src.stdout)
+    return _load_old(str(d / "assignment_before.py"))
+
+
+def _timed(f, *args, **kw):
+    """(result, wall seconds, CPU seconds of this process)."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = f(*args, **kw)
+    return out, time.perf_counter() - w0, time.process_time() - c0
+
+
 def dense_part(a: argparse.Namespace) -> None:
     from scipy.optimize import linear_sum_assignment
 
     from sdcdist.data import load_microdata, reference_file
-    from sdcdist.linkage.assignment import exact_dense
+    from sdcdist.linkage import assignment as new
     from sdcdist.masking import REGISTRY
     sys.path.insert(0, str(HERE))
     from prl import utility_like
-    old = _load_old(a.old_module) if a.old_module else None
+    old = _before_module(a)
 
     census = load_microdata(reference_file("census")).values.astype(np.float64)
     noise = REGISTRY["noise"]
@@ -189,32 +221,70 @@ def dense_part(a: argparse.Namespace) -> None:
         cases.append((f"synth {a.synth} noise 0.1", X,
                       noise(X, np.sqrt(0.1), rng=np.random.default_rng(1)),
                       {"em_options": {"max_iter": 30}}))
-    exact_dense(np.eye(3))  # compile outside the timings
+    # compile (or load the compiled kernels) outside the timings: both starts of the
+    # new solver, the old one
+    _, tw, tc = _timed(lambda: (new.exact_dense(np.eye(3), auction=False),
+                                new.exact_dense(np.eye(3), auction=True),
+                                new.assign_by_content(np.eye(3), np.arange(3), np.arange(3))))
+    print(f"first (cold) call of the new exact_dense in this process: {tw:.2f} s wall, "
+          f"{tc:.2f} s CPU (numba compilation, or loading its cache)")
     if old is not None:
         old.exact_dense(np.eye(3))
-    print(f"{'dense matrix':<24} {'cmp':<7} {'distinct w':>10} {'scipy s':>8} "
-          f"{'old ex s':>8} {'new s':>7} {'scipy/new':>9} {'rounds':>6} {'edges':>7} "
-          f"{'total (scipy)':>15} {'total (new)':>15}")
-    for name, X, Y, *extra in cases:
-        for lab, kw in [("default", {}), ("l 0.05", {"method": "l", "t": 0.05})]:
-            W = weights(X, Y, **kw, **(extra[0] if extra else {}))
-            t0 = time.perf_counter()
-            r0, c0 = linear_sum_assignment(W, maximize=True)
-            ts = time.perf_counter() - t0
-            to = float("nan")
-            if old is not None:
-                t0 = time.perf_counter()
-                r2, c2, _ = old.exact_dense(W)
-                to = time.perf_counter() - t0
-                assert abs(W[r2, c2].sum() - W[r0, c0].sum()) <= 1e-9 * abs(W[r0, c0].sum())
-            t0 = time.perf_counter()
-            r1, c1, info = exact_dense(W)
-            te = time.perf_counter() - t0
-            s0, s1 = W[r0, c0].sum(), W[r1, c1].sum()
-            assert abs(s0 - s1) <= 1e-9 * max(1.0, abs(s0)), (name, lab, s0, s1)
-            print(f"{name:<24} {lab:<7} {np.unique(W).size:>10} {ts:>8.2f} {to:>8.2f} "
-                  f"{te:>7.3f} {ts / te:>9.1f} {info['exact_rounds']:>6} "
-                  f"{info['exact_edges']:>7} {s0:>15.6f} {s1:>15.6f}", flush=True)
+        old.assign_by_content(np.eye(3), np.arange(3), np.arange(3))
+    hdr = (f"{'dense matrix':<24} {'cmp':<7} {'distinct w':>10} {'scipy s':>8} "
+           f"{'before s':>8} {'cpu':>6} {'after s':>7} {'cpu':>6} {'before/after':>12} "
+           f"{'scipy/after':>11} {'rounds':>6} {'edges':>7} {'total (scipy)':>15} "
+           f"{'total (after)':>15}")
+    print(hdr)
+    driver = []
+    mats = [(name, lab, kw, X, Y, extra) for name, X, Y, *extra in cases
+            for lab, kw in [("default", {}), ("l 0.05", {"method": "l", "t": 0.05})]]
+    if a.ties:
+        mats.append((f"integer ties {a.ties}", "-", None, None, None, None))
+    for name, lab, kw, X, Y, extra in mats:
+        if kw is None:
+            W = tie_heavy(a.ties)
+            ro = co = np.arange(a.ties)
+        else:
+            W, ro, co = weights(X, Y, **kw, **(extra[0] if extra else {}))
+        P = np.ascontiguousarray(W[np.ix_(ro, co)])    # as the solver sees it
+        (r0, c0), ts, _ = _timed(linear_sum_assignment, P, maximize=True)
+        s0 = P[r0, c0].sum()
+        to = tco = float("nan")
+        if old is not None:
+            (r2, c2, _), to, tco = _timed(old.exact_dense, P)
+            assert abs(P[r2, c2].sum() - s0) <= 1e-9 * max(1.0, abs(s0))
+        (r1, c1, info), te, tce = _timed(new.exact_dense, P)
+        s1 = P[r1, c1].sum()
+        assert abs(s0 - s1) <= 1e-9 * max(1.0, abs(s0)), (name, lab, s0, s1)
+        print(f"{name:<24} {lab:<7} {np.unique(W).size:>10} {ts:>8.2f} {to:>8.3f} "
+              f"{tco:>6.3f} {te:>7.3f} {tce:>6.3f} {to / te:>12.1f} {ts / te:>11.1f} "
+              f"{info['exact_rounds']:>6} {info['exact_edges']:>7} {s0:>15.6f} "
+              f"{s1:>15.6f}", flush=True)
+        del P
+        # what PRL runs: assign_by_content on the matrix in the linkage's order
+        kw2 = {"maximize": True, "dense_limit": max(W.shape)}
+        tb = tbc = float("nan")
+        if old is not None:
+            _, tb, tbc = _timed(old.assign_by_content, W, ro, co, **kw2)
+        (r3, c3, _), ta, tac = _timed(new.assign_by_content, W, ro, co, **kw2)
+        assert abs(W[r3, c3].sum() - s0) <= 1e-9 * max(1.0, abs(s0))
+        driver.append((name, lab, tb, tbc, ta, tac))
+    print(f"\n{'assign_by_content (PRL)':<24} {'cmp':<7} {'before s':>8} {'cpu':>6} "
+          f"{'after s':>7} {'cpu':>6} {'before/after':>12} {'cpu ratio':>9}")
+    for name, lab, tb, tbc, ta, tac in driver:
+        print(f"{name:<24} {lab:<7} {tb:>8.3f} {tbc:>6.3f} {ta:>7.3f} {tac:>6.3f} "
+              f"{tb / ta:>12.1f} {tbc / tac:>9.1f}", flush=True)
+
+
+def tie_heavy(n: int, seed: int = 0) -> np.ndarray:
+    """Integer weights -5..3, 60 % at the floor -5, rows repeated in triplets (as after
+    micro-aggregation) and the last quarter of the columns equal to the first."""
+    rng = np.random.default_rng(seed)
+    W = np.where(rng.random((n, n)) < 0.6, -5, rng.integers(-5, 4, size=(n, n)))
+    W = W.astype(np.float64)[np.repeat(np.arange(n), 3)[:n]]
+    W[:, 3 * n // 4:] = W[:, [0]]
+    return np.ascontiguousarray(W)
 
 
 def sparse_part(a: argparse.Namespace) -> None:
@@ -250,8 +320,12 @@ def main() -> None:
                     default=[100_000, 1_000_000], help="rows of the sparse graphs")
     ap.add_argument("--timeout", type=float, default=300.0,
                     help="seconds before the former sparse solver is given up")
+    ap.add_argument("--ties", type=int, default=3000,
+                    help="size of the tie-heavy integer matrix (0: none)")
+    ap.add_argument("--before", default="main",
+                    help="git revision of the former assignment.py ('' to skip)")
     ap.add_argument("--old-module", default=None,
-                    help="the former assignment.py, to time its exact_dense")
+                    help="a file with the former assignment.py (instead of --before)")
     a = ap.parse_args()
     dense_part(a)
     if a.sparse:

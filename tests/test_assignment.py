@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from sdcdist.errors import SdcInputError
 from sdcdist.linkage import assignment
-from sdcdist.linkage.assignment import (Candidates, assign, exact_dense, solve_sparse,
+from sdcdist.linkage.assignment import (Candidates, assign, assign_by_content, exact_dense,
+                                         solve_sparse,
                                          top_candidates)
 
 
@@ -367,3 +368,150 @@ def test_sparse_dummy_semantics_against_scipy(unmatched):
     left = np.ones(n_r, bool)
     left[r] = False
     assert W[r, c].sum() + u[left].sum() == pytest.approx(M[r0, c0].sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(300, 300), (240, 300), (300, 240)])
+@pytest.mark.parametrize("maximize", [True, False])
+def test_auction_start_is_exact_on_tie_heavy_weights(shape, maximize, monkeypatch):
+    """The auction-priced start of exact_dense (used from AUCTION_MIN on), forced on
+    small tie-heavy integer matrices with equal rows and columns, square and rectangular,
+    maximising and minimising: scipy's optimal total, proved by the dual certificate."""
+    from scipy.optimize import linear_sum_assignment
+    monkeypatch.setattr(assignment, "AUCTION_MIN", 2)
+    W = _tie_heavy(np.random.default_rng(7 + sum(shape)), *shape)
+    r0, c0 = linear_sum_assignment(W, maximize=maximize)
+    r, c, info = assign(W, maximize=maximize)
+    assert r.size == min(shape) and np.unique(r).size == r.size == np.unique(c).size
+    assert W[r, c].sum() == W[r0, c0].sum()
+    Wt = W if shape[0] <= shape[1] else W.T
+    r, c, info = exact_dense(Wt, maximize=maximize, auction=True)
+    assert info["exact_rounds"] >= 1 and info["auction_bids"] >= Wt.shape[0]
+    assert Wt[r, c].sum() == W[r0, c0].sum()
+
+
+def test_auction_start_deterministic_and_content_ties(monkeypatch):
+    """Same matrix, same pairs; under assign_by_content, shuffled copies of both files give
+    the same pairs of record values (identical records are interchangeable)."""
+    monkeypatch.setattr(assignment, "AUCTION_MIN", 2)
+    rng = np.random.default_rng(2)
+    V = rng.integers(0, 4, size=(250, 3)).astype(float)     # many identical records
+    U = np.where(rng.random(V.shape) < 0.7, V, rng.integers(0, 4, size=V.shape))
+
+    def pairs(V, U):
+        W = -np.abs(U[:, None, :] - V[None, :, :]).sum(axis=2)  # rows: U, cols: V
+        r, c, _ = assign_by_content(W, assignment.content_order(U),
+                                    assignment.content_order(V))
+        r2, c2, _ = assign_by_content(W, assignment.content_order(U),
+                                      assignment.content_order(V))
+        np.testing.assert_array_equal(c, c2)
+        return sorted(map(tuple, np.hstack([U[r], V[c]]).tolist())), W[r, c].sum()
+
+    p0, t0 = pairs(V, U)
+    p1, t1 = pairs(V[rng.permutation(250)], U[rng.permutation(250)])
+    assert t0 == t1 and p0 == p1
+
+
+@pytest.mark.parametrize("maximize", [True, False])
+def test_auction_start_with_unmatched_values(maximize, monkeypatch):
+    """A numeric ``unmatched`` (a private option per row in the auction): same objective
+    as the clipped-gain formulation solved by scipy."""
+    rng = np.random.default_rng(5)
+    W = _tie_heavy(rng, 200, 160)
+    u = rng.integers(-3, 3, size=200).astype(float)
+    monkeypatch.setattr(assignment, "EXACT_MIN", None)
+    r0, c0, _ = assign(W, maximize=maximize, unmatched=u)
+    monkeypatch.setattr(assignment, "EXACT_MIN", 2)
+    monkeypatch.setattr(assignment, "AUCTION_MIN", 2)
+    r, c, _ = assign(W, maximize=maximize, unmatched=u)
+
+    def value(r, c):
+        return W[r, c].sum() + u[np.setdiff1d(np.arange(200), r)].sum()
+    assert value(r, c) == value(r0, c0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(0, 10**6), st.booleans(),
+       st.sampled_from([None, "rows"]), st.integers(2, 4), st.integers(1, 3))
+def test_auction_start_property(n_r, n_c, seed, maximize, unmatched, n_lst, distinct):
+    """exact_dense with the auction start against scipy on tiny matrices with few
+    distinct values (all equal included), short row lists so that rows rescan, any
+    shape: the same total value."""
+    from scipy.optimize import linear_sum_assignment
+    rng = np.random.default_rng(seed)
+    W = rng.integers(0, distinct, size=(n_r, n_c)).astype(float) * 1.5
+    if unmatched is None and n_r > n_c:
+        W = W.T
+        n_r, n_c = n_c, n_r
+    old = assignment.AUCTION_LIST
+    try:
+        assignment.AUCTION_LIST = n_lst
+        u = rng.integers(0, 3, size=n_r).astype(float) if unmatched else None
+        r, c, info = exact_dense(W, maximize=maximize, unmatched=u, auction=True)
+    finally:
+        assignment.AUCTION_LIST = old
+    assert np.unique(r).size == r.size and np.unique(c).size == c.size
+    if u is None:
+        r0, c0 = linear_sum_assignment(W, maximize=maximize)
+        assert r.size == n_r and W[r, c].sum() == W[r0, c0].sum()
+    else:
+        gain = (W - u[:, None]) if maximize else (u[:, None] - W)
+        r0, c0 = linear_sum_assignment(np.maximum(gain, 0.0), maximize=True)
+        s = 1.0 if maximize else -1.0
+        left = np.setdiff1d(np.arange(n_r), r)
+        assert s * (W[r, c].sum() + u[left].sum()) == pytest.approx(
+            s * u.sum() + np.maximum(gain, 0.0)[r0, c0].sum(), abs=1e-9)
+
+
+def test_auction_start_on_prl_like_level_weights():
+    """2,000 x 2,000 sums of per-key level weights (a few distinct values, most pairs at
+    the all-disagree floor) with half the records repeated: scipy's total."""
+    from scipy.optimize import linear_sum_assignment
+    rng = np.random.default_rng(0)
+    n, keys = 2000, 6
+    A = rng.integers(0, 6, size=(n, keys))
+    A[n // 2:] = A[rng.integers(0, n // 2, size=n - n // 2)]   # half the records repeated
+    B = np.where(rng.random((n, keys)) < 0.8, A, rng.integers(0, 6, size=(n, keys)))
+    lv = np.linspace(0.5, 2.5, keys)
+    W = np.zeros((n, n))
+    for k in range(keys):
+        d = np.abs(B[:, k][:, None] - A[:, k][None, :])
+        W += np.where(d == 0, lv[k], np.where(d == 1, 0.2 * lv[k], -lv[k]))
+    r0, c0 = linear_sum_assignment(W, maximize=True)
+    r, c, info = exact_dense(W, auction=True)
+    assert W[r, c].sum() == pytest.approx(W[r0, c0].sum(), rel=1e-12)
+    assert "auction_bids" in info
+
+
+@pytest.mark.parametrize("unmatched", [None, "rows"])
+def test_auction_cut_short_still_exact(unmatched, monkeypatch):
+    """With the auction stopped before its first bid (no lists, no prices) the exact
+    solve still starts from a feasible graph and the certificate rounds reach scipy's
+    optimum."""
+    from scipy.optimize import linear_sum_assignment
+    monkeypatch.setattr(assignment, "AUCTION_MAX_SCANS", 0)
+    rng = np.random.default_rng(9)
+    W = _tie_heavy(rng, 120, 150)
+    u = rng.integers(-4, 2, size=120).astype(float) if unmatched else None
+    r, c, info = exact_dense(W, auction=True, unmatched=u)
+    assert info["auction_bids"] == 0 and info["exact_rounds"] >= 1
+    if u is None:
+        r0, c0 = linear_sum_assignment(W, maximize=True)
+        assert W[r, c].sum() == W[r0, c0].sum()
+    else:
+        gain = np.maximum(W - u[:, None], 0.0)
+        r0, c0 = linear_sum_assignment(gain, maximize=True)
+        left = np.setdiff1d(np.arange(120), r)
+        assert W[r, c].sum() + u[left].sum() == pytest.approx(u.sum() + gain[r0, c0].sum())
+
+
+@pytest.mark.parametrize("shape", [(300, 300), (200, 300)])
+def test_auction_start_on_additive_weights(shape):
+    """W[i, j] = a[i] + b[j]: every row ranks the columns alike and every full assignment
+    is optimal (the auction's hard case, started from column-maximum prices)."""
+    from scipy.optimize import linear_sum_assignment
+    rng = np.random.default_rng(3)
+    W = np.add.outer(rng.integers(0, 50, shape[0]), rng.integers(0, 50, shape[1])) * 1.0
+    r0, c0 = linear_sum_assignment(W, maximize=True)
+    r, c, info = exact_dense(W, auction=True)
+    assert r.size == shape[0] and np.unique(c).size == c.size
+    assert W[r, c].sum() == W[r0, c0].sum()
