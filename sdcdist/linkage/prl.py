@@ -75,11 +75,16 @@ class Comparison:
         agree/disagree comparison); ``()`` for a categorical column.
     categorical : tuple of bool
         Columns compared by equality.
+    weights : {"step", "linear"}
+        How a multi-level numeric column's weight is read from its per-level
+        weights: the weight of the pair's level (step), or linear in the
+        difference within the level (:data:`WEIGHT_RULES`).
     """
 
     method: str
     levels: tuple[tuple[float, ...], ...]
     categorical: tuple[bool, ...]
+    weights: str = "step"
 
     @property
     def n_levels(self) -> np.ndarray:
@@ -106,6 +111,15 @@ class Comparison:
         return np.array([c or len(t) > 1 for t, c in zip(self.levels, self.categorical)])
 
     @property
+    def rule(self) -> np.ndarray:
+        """Weight rule of each column (int8): 0 d/l downweighting (binary numeric),
+        1 step weight of the level (categorical; multi-level with ``weights="step"``),
+        2 linear within the level (multi-level numeric with ``weights="linear"``)."""
+        lin = 2 if self.weights == "linear" else 1
+        return np.array([1 if c else (lin if len(t) > 1 else 0)
+                         for t, c in zip(self.levels, self.categorical)], dtype=np.int8)
+
+    @property
     def flat_tolerances(self) -> np.ndarray:
         """Tolerances as a (K, Lmax) array, padded with +inf."""
         L = max(1, max((len(t) for t in self.levels), default=1))
@@ -121,10 +135,14 @@ class Comparison:
 #: The default comparison (chosen by benchmarks/prl.py): method and tolerances.
 DEFAULT_METHOD = "s"
 DEFAULT_T = (0.0, 0.1, 0.25, 0.5, 1.0)
+DEFAULT_WEIGHTS = "linear"
+
+#: How the weight of a multi-level numeric column is read from its per-level weights.
+WEIGHT_RULES = ("linear", "step")
 
 
 def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DEFAULT_T,
-               categorical: Any = None) -> Comparison:
+               categorical: Any = None, weights: str = DEFAULT_WEIGHTS) -> Comparison:
     """Build and check a :class:`Comparison` for ``n_keys`` key columns.
 
     Parameters
@@ -137,7 +155,18 @@ def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DE
         one list per column.
     categorical : sequence of bool, optional
         Columns compared by equality.
+    weights : {"linear", "step"}
+        Multi-level numeric columns: ``linear`` (default) reads a pair's weight
+        linearly in its difference ``d`` between the weights of its level and
+        the next one, ``w_l + (w_{l+1} - w_l) (d - t_{l-1}) / (t_l - t_{l-1})``
+        for ``t_{l-1} < d <= t_l`` (``t_{-1} = 0``; an exact-agreement level
+        ``t = 0`` keeps ``w_0``; beyond the last tolerance ``w_L``), the
+        multi-level analogue of the d/l downweighting of binary comparisons;
+        ``step`` gives every pair of a level its weight ``w_l``. Binary and
+        categorical columns are not affected.
     """
+    if weights not in WEIGHT_RULES:
+        raise param_error("weights", "prl", one_of(WEIGHT_RULES), weights)
     if n_keys < 1:
         raise SdcInputError("probabilistic record linkage needs at least one key column; "
                             "got none. Give key columns (e.g. --keys V1,V2)")
@@ -166,7 +195,7 @@ def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DE
         if len(lev) > MAX_LEVELS:
             raise param_error("t", "prl", f"at most {MAX_LEVELS} tolerances per column",
                               f"{len(lev)} tolerances")
-    cmp = Comparison(method, levels, cat)
+    cmp = Comparison(method, levels, cat, weights)
     if cmp.n_patterns > MAX_PATTERN_CODE:
         raise SdcInputError(f"{n_keys} key columns with these levels make {cmp.n_patterns:.3g} "
                             f"comparison patterns, more than the {MAX_PATTERN_CODE:.3g} a "
@@ -937,8 +966,10 @@ class WeightParams:
     """Per-column weights from a fitted model.
 
     ``w_agr``, ``w_dis``: (K,) full agreement / disagreement weights of the
-    binary numeric columns; ``w_level``: (K, Lmax+1) step weights of
-    categorical and multi-level columns; ``step``: (K,) which rule a column uses.
+    binary numeric columns; ``w_level``: (K, Lmax+1) level weights of
+    categorical and multi-level columns; ``step``: (K,) int8, which rule a
+    column uses (:attr:`Comparison.rule`: 0 d/l downweighting, 1 the level's
+    weight, 2 linear within the level; non-zero = weighted by level).
     """
 
     w_agr: np.ndarray
@@ -955,12 +986,12 @@ class WeightParams:
         order (bit-identical pair weights); the most discriminating columns come
         first.
         """
-        lo = np.where(self.step, self.w_level.min(axis=1), np.minimum(self.w_agr, self.w_dis))
+        lo = np.where(self.step != 0, self.w_level.min(axis=1), np.minimum(self.w_agr, self.w_dis))
         return np.argsort(-(self._best - lo), kind="stable").astype(np.int64)
 
     @property
     def _best(self) -> np.ndarray:
-        return np.where(self.step, self.w_level.max(axis=1), np.maximum(self.w_agr, self.w_dis))
+        return np.where(self.step != 0, self.w_level.max(axis=1), np.maximum(self.w_agr, self.w_dis))
 
 
 def weight_params(fit: EMResult, cmp: Comparison) -> WeightParams:
@@ -973,8 +1004,47 @@ def weight_params(fit: EMResult, cmp: Comparison) -> WeightParams:
         wl[k, :wk.size] = wk
         wa[k] = np.log(fit.m[k][0] / fit.u[k][0])
         wd[k] = np.log((1 - fit.m[k][0]) / (1 - fit.u[k][0]))
-    return WeightParams(wa, wd, wl, cmp.step.astype(np.bool_),
+    return WeightParams(wa, wd, wl, cmp.rule,
                         float(np.log(fit.p) - np.log1p(-fit.p)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mid(t, l, last):
+    # the difference a level's weight is read at: the middle of its interval
+    # (t[l-1], t[l]] (t[-1] = 0), the last level's lower end t[last-1]
+    if l == last:
+        return t[last - 1]
+    return 0.5 * ((t[l - 1] if l > 0 else 0.0) + t[l])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _linear(wl, k, d, t, last):
+    # weight of difference d on multi-level column k with tolerances t[:last] (a 1-D view
+    # of one A row's tolerances): linear between the weights of neighbouring levels,
+    # each at its level's middle (_mid); an exact-agreement level (t[0] == 0) is a point
+    # of its own, below the middle of the first other level the weight of that level,
+    # beyond the last tolerance wl[last]; NaN -> wl[last]. Every weight reader calls this.
+    lev = 0
+    for l in range(last):
+        if not (d <= t[l]):
+            lev += 1
+    if lev == last:
+        return wl[k, last]
+    first = 1 if t[0] == 0.0 else 0
+    if lev < first:
+        return wl[k, 0]
+    c = _mid(t, lev, last)
+    if d >= c:
+        c2 = _mid(t, lev + 1, last)
+        if c2 > c:
+            return wl[k, lev] + (wl[k, lev + 1] - wl[k, lev]) * ((d - c) / (c2 - c))
+        return wl[k, lev]
+    if lev == first:
+        return wl[k, lev]
+    c0 = _mid(t, lev - 1, last)
+    if c > c0:
+        return wl[k, lev - 1] + (wl[k, lev] - wl[k, lev - 1]) * ((d - c0) / (c - c0))
+    return wl[k, lev]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -982,6 +1052,8 @@ def _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step):
     # one column's weight of pair (A row i, B row j); _weights_row is the same
     # arithmetic vectorised over A rows
     d = abs(av[i, k] - bv[j, k])
+    if step[k] == 2:
+        return _linear(wl, k, d, atol[i, k], nlev[k] - 1)
     if step[k]:
         return wl[k, _level(d, atol[i], k, nlev[k])]
     # linear downweighting from w_agr (d = 0) to w_dis (d >= tolerance); NaN -> w_dis
@@ -1005,7 +1077,12 @@ def _weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, 
     w[:n] = 0.0
     for k in order:
         x = bj[k]
-        if step[k]:
+        if step[k] == 2:
+            last = nlev[k] - 1
+            for q in range(n):
+                i = lo + q if identity else aidx[lo + q]
+                w[q] += _linear(wl, k, abs(avT[k, i] - x), tolT[k, :, i], last)
+        elif step[k]:
             for q in range(n):
                 i = lo + q if identity else aidx[lo + q]
                 d = abs(avT[k, i] - x)

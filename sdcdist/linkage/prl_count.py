@@ -688,6 +688,10 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, rel, T, order, out):
                 tl = base * T[k, l] if rel[k] else tmx[q, k, l]
                 if d > tl:
                     lev += 1
+            # any level >= lev; a linear weight (rule 2) at level l lies between the
+            # weights of levels l - 1 (not an exact-agreement point), l and l + 1
+            if step[k] == 2 and lev > (1 if T[k, 0] == 0.0 else 0):
+                lev -= 1
             best = wl[k, lev]
             for l in range(lev + 1, last + 1):
                 best = max(best, wl[k, l])
@@ -725,7 +729,12 @@ def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, order, suf, thr,
     for pos in range(K):
         k = order[pos]
         x = bj[k]
-        if step[k]:
+        if step[k] == 2:
+            last = nlev[k] - 1
+            for t in range(na):
+                p = alive[t] if na < n else t
+                w[p] += prl._linear(wl, k, abs(avT[k, s0 + p] - x), tolT[k, :, s0 + p], last)
+        elif step[k]:
             for t in range(na):
                 p = alive[t] if na < n else t
                 i = s0 + p
