@@ -175,7 +175,7 @@ def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DE
     cat = tuple(bool(c) for c in (categorical if categorical is not None else [False] * n_keys))
     if len(cat) != n_keys:
         raise SdcInputError(f"categorical flags for {len(cat)} columns but {n_keys} key columns")
-    if np.ndim(t) == 0:
+    if not isinstance(t, (list, tuple)) and np.ndim(t) == 0:    # (per-column lists may be ragged)
         per = [(float(t),)] * n_keys
     elif all(np.ndim(x) == 0 for x in t):
         per = [tuple(float(x) for x in t)] * n_keys
