@@ -8,7 +8,7 @@ Comparison (CATALOG.md, "Probabilistic record linkage")
 -------------------------------------------------------
 Numeric key column, method ``d``: a pair agrees iff ``|a - b| <= t * max(|a|, 0.1)``
 (``a`` the value in A); method ``l``: the same on ``g(v) = sign(v) log(1 + |v|)``;
-method ``s`` (the default, with levels 0.1, 0.25, 0.5, 1): ``|a - b| <= t * sd``,
+method ``s`` (the default, with levels 0, 0.1, 0.25, 0.5, 1): ``|a - b| <= t * sd``,
 ``sd`` the column's sd in A (ddof=1), like comparison levels on absolute
 differences in other linkers.
 Categorical columns agree iff equal. With several tolerances ``t_1 < t_2 <
@@ -28,8 +28,14 @@ Weights
 -------
 Binary numeric columns use the d/l downweighting of Yancey-Winkler-Creecy:
 ``w = max(w_agr - (w_agr - w_dis) |a - b| / (t max(|a|, 0.1)), w_dis)``
-with ``w_agr = ln(m/u)``, ``w_dis = ln((1-m)/(1-u))``; categorical and
-multi-level columns use the step weight ``ln(m_l / u_l)`` of the pair's level.
+with ``w_agr = ln(m/u)``, ``w_dis = ln((1-m)/(1-u))``; categorical columns
+use the weight ``w_l = ln(m_l / u_l)`` of the pair's level. Multi-level numeric
+columns, by default (``weights="linear"``), read ``w_l`` at the middle of level
+``l``'s interval (the last level at the last tolerance) and interpolate linearly
+in ``|a - b|`` between neighbouring middles (constant below the first middle and
+beyond the last tolerance; an exact-agreement level keeps ``w_0``): the weight
+falls with the difference as the d/l downweighting does for binary columns.
+With ``weights="step"`` every pair of a level gets ``w_l``.
 The pair weight is the sum over key columns, accumulated in column order, so a
 pair gets the same float in every block.
 """
