@@ -682,16 +682,28 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, rel, T, order, out):
             d = 0.0
             e = x0
         base = max(max(abs(lo[q, k]), abs(hi[q, k])), 0.1)
-        if step[k]:
+        if step[k] == 2:
+            # linear weights: a function F of the difference in tolerance units, x = |a - b|
+            # / base (tolerances T base); no pair of the box has x below xmin, so the bound is
+            # the supremum of F on [xmin, inf): F(xmin) or a level weight at a middle beyond
+            if rel[k]:
+                xmin = d / base
+            else:
+                tt = T[k, last - 1]
+                xmin = d * tt / tmx[q, k, last - 1] if tmx[q, k, last - 1] < np.inf else 0.0
+            tk = T[k]
+            best = prl._linear(wl, k, xmin, tk, last)
+            for l in range(1 if tk[0] == 0.0 else 0, last + 1):
+                if prl._mid(tk, l, last) >= xmin and wl[k, l] > best:
+                    best = wl[k, l]
+            out[pos] = best
+            tot += best
+        elif step[k]:
             lev = 0
             for l in range(last):
                 tl = base * T[k, l] if rel[k] else tmx[q, k, l]
                 if d > tl:
                     lev += 1
-            # any level >= lev; a linear weight (rule 2) at level l lies between the
-            # weights of levels l - 1 (not an exact-agreement point), l and l + 1
-            if step[k] == 2 and lev > (1 if T[k, 0] == 0.0 else 0):
-                lev -= 1
             best = wl[k, lev]
             for l in range(lev + 1, last + 1):
                 best = max(best, wl[k, l])
