@@ -78,7 +78,8 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 @cluster_options(local=True)
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
-         compare: str, t_text: str, weights: str, categorical: str | None, top_c: int, dense_limit: int,
+         compare: str, t_text: str, weights: str, categorical: str | None, top_c: int,
+         dense_limit: int,
          block_on: str | None, em_max_iter: int | None, counting: str, out: str,
          overwrite: bool,
          where: ClusterOptions) -> None:

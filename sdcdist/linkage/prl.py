@@ -84,7 +84,7 @@ class Comparison:
     weights : {"step", "linear"}
         How a multi-level numeric column's weight is read from its per-level
         weights: the weight of the pair's level (step), or linear in the
-        difference within the level (:data:`WEIGHT_RULES`).
+        difference between the levels' middles (:func:`comparison`).
     """
 
     method: str
@@ -162,14 +162,19 @@ def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DE
     categorical : sequence of bool, optional
         Columns compared by equality.
     weights : {"linear", "step"}
-        Multi-level numeric columns: ``linear`` (default) reads a pair's weight
-        linearly in its difference ``d`` between the weights of its level and
-        the next one, ``w_l + (w_{l+1} - w_l) (d - t_{l-1}) / (t_l - t_{l-1})``
-        for ``t_{l-1} < d <= t_l`` (``t_{-1} = 0``; an exact-agreement level
-        ``t = 0`` keeps ``w_0``; beyond the last tolerance ``w_L``), the
-        multi-level analogue of the d/l downweighting of binary comparisons;
-        ``step`` gives every pair of a level its weight ``w_l``. Binary and
-        categorical columns are not affected.
+        Multi-level numeric columns: ``linear`` (default) puts each level's
+        weight ``w_l`` at the middle ``c_l = (t_{l-1} + t_l) / 2`` of its
+        interval ``(t_{l-1}, t_l]`` (``t_{-1} = 0``; the last level's at
+        ``c_L = t_{L-1}``) and reads a pair's weight at difference ``d``
+        linearly between neighbouring middles,
+        ``w_l + (w_{l+1} - w_l) (d - c_l) / (c_{l+1} - c_l)`` for
+        ``c_l <= d <= c_{l+1}``; ``w`` of the first level below its middle,
+        ``w_L`` beyond the last tolerance, and an exact-agreement level
+        (``t_0 = 0``) keeps ``w_0`` at ``d = 0``. It is the multi-level
+        analogue of the d/l downweighting of binary comparisons: the weight
+        falls with the difference instead of in steps. ``step`` gives every
+        pair of a level its weight ``w_l``. Binary and categorical columns are
+        not affected.
     """
     if weights not in WEIGHT_RULES:
         raise param_error("weights", "prl", one_of(WEIGHT_RULES), weights)
@@ -181,7 +186,7 @@ def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DE
     cat = tuple(bool(c) for c in (categorical if categorical is not None else [False] * n_keys))
     if len(cat) != n_keys:
         raise SdcInputError(f"categorical flags for {len(cat)} columns but {n_keys} key columns")
-    if not isinstance(t, (list, tuple)) and np.ndim(t) == 0:    # (per-column lists may be ragged)
+    if not isinstance(t, (list, tuple)) and np.ndim(t) == 0:    # per-column lists may be ragged
         per = [(float(t),)] * n_keys
     elif all(np.ndim(x) == 0 for x in t):
         per = [tuple(float(x) for x in t)] * n_keys
@@ -992,12 +997,14 @@ class WeightParams:
         order (bit-identical pair weights); the most discriminating columns come
         first.
         """
-        lo = np.where(self.step != 0, self.w_level.min(axis=1), np.minimum(self.w_agr, self.w_dis))
+        lo = np.where(self.step != 0, self.w_level.min(axis=1),
+                      np.minimum(self.w_agr, self.w_dis))
         return np.argsort(-(self._best - lo), kind="stable").astype(np.int64)
 
     @property
     def _best(self) -> np.ndarray:
-        return np.where(self.step != 0, self.w_level.max(axis=1), np.maximum(self.w_agr, self.w_dis))
+        return np.where(self.step != 0, self.w_level.max(axis=1),
+                        np.maximum(self.w_agr, self.w_dis))
 
 
 def weight_params(fit: EMResult, cmp: Comparison) -> WeightParams:
