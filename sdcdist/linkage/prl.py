@@ -980,7 +980,8 @@ class WeightParams:
     binary numeric columns; ``w_level``: (K, Lmax+1) level weights of
     categorical and multi-level columns; ``step``: (K,) int8, which rule a
     column uses (:attr:`Comparison.rule`: 0 d/l downweighting, 1 the level's
-    weight, 2 linear within the level; non-zero = weighted by level).
+    weight, 2 linear within the level; non-zero = weighted by level);
+    ``lin``: (K, 4, P + 1) the linear weights' segments (:func:`linear_segments`).
     """
 
     w_agr: np.ndarray
@@ -988,6 +989,7 @@ class WeightParams:
     w_level: np.ndarray
     step: np.ndarray
     log_prior_odds: float
+    lin: np.ndarray
 
     @property
     def order(self) -> np.ndarray:
@@ -1018,55 +1020,74 @@ def weight_params(fit: EMResult, cmp: Comparison) -> WeightParams:
         wa[k] = np.log(fit.m[k][0] / fit.u[k][0])
         wd[k] = np.log((1 - fit.m[k][0]) / (1 - fit.u[k][0]))
     return WeightParams(wa, wd, wl, cmp.rule,
-                        float(np.log(fit.p) - np.log1p(-fit.p)))
+                        float(np.log(fit.p) - np.log1p(-fit.p)), linear_segments(wl, cmp))
+
+
+def linear_segments(wl: np.ndarray, cmp: Comparison) -> np.ndarray:
+    """The linear weights of multi-level numeric columns as segments, for the kernels.
+
+    Column k's weight is a function of ``x = |a - b| / t_L`` (``t_L`` the pair's
+    last tolerance; the same for every method, as all tolerances of a row scale
+    together): through the points ``(x_l, w_l)`` of the levels ``l`` after an
+    exact-agreement level, ``x_l`` the middle of level ``l``'s interval
+    ``(t_{l-1} + t_l) / 2 / t_L`` (``t_{-1} = 0``), the last level at ``x = 1``;
+    constant before the first point and after the last.
+
+    Returns
+    -------
+    ndarray, shape (K, 4, P + 1)
+        ``[k, 0, :P]`` the points' x, increasing, padded with +inf (P = the most
+        levels of a column); for segment ``s`` (the number of points at or left
+        of x) ``[k, 1, s]``, ``[k, 2, s]``, ``[k, 3, s]``: its start x0, the
+        weight there and the slope: ``w = w0 + slope (x - x0)``. Zeros for the
+        other columns.
+    """
+    K, P = wl.shape
+    out = np.zeros((K, 4, P + 1))
+    out[:, 0, :] = np.inf
+    T = cmp.flat_tolerances
+    for k, rule in enumerate(cmp.rule):
+        if rule != 2:
+            continue
+        last = int(cmp.n_levels[k]) - 1
+        t = T[k, :last]
+        first = 1 if t[0] == 0.0 else 0
+        lower = np.r_[0.0, t[:-1]]
+        xs = np.r_[0.5 * (lower + t) / t[-1], 1.0][first:]
+        ws = wl[k, first:last + 1]
+        out[k, 0, :xs.size] = xs
+        out[k, 1, 0], out[k, 2, 0] = xs[0], ws[0]           # before the first point
+        for s in range(1, xs.size + 1):
+            out[k, 1, s], out[k, 2, s] = xs[s - 1], ws[s - 1]
+            if s < xs.size and xs[s] > xs[s - 1]:
+                out[k, 3, s] = (ws[s] - ws[s - 1]) / (xs[s] - xs[s - 1])
+    return out
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _mid(t, l, last):
-    # the difference a level's weight is read at: the middle of its interval
-    # (t[l-1], t[l]] (t[-1] = 0), the last level's lower end t[last-1]
-    if l == last:
-        return t[last - 1]
-    return 0.5 * ((t[l - 1] if l > 0 else 0.0) + t[l])
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _linear(wl, k, d, t, last):
-    # weight of difference d on multi-level column k with tolerances t[:last] (a 1-D view
-    # of one A row's tolerances): linear between the weights of neighbouring levels,
-    # each at its level's middle (_mid); an exact-agreement level (t[0] == 0) is a point
-    # of its own, below the middle of the first other level the weight of that level,
-    # beyond the last tolerance wl[last]; NaN -> wl[last]. Every weight reader calls this.
-    lev = 0
-    for l in range(last):
-        if not (d <= t[l]):
-            lev += 1
-    if lev == last:
-        return wl[k, last]
-    first = 1 if t[0] == 0.0 else 0
-    if lev < first:
+def _linear(wl, lin, k, d, t0, tl, last):
+    # linear weight of difference d on multi-level column k (linear_segments), t0 and tl
+    # the pair's first and last tolerance: exact agreement (t0 = 0, d = 0) keeps wl[k, 0],
+    # NaN the last level's; otherwise the segment holding x = d / tl. Every weight reader
+    # calls this (bit-identical weights).
+    if d == 0.0 and t0 == 0.0:
         return wl[k, 0]
-    c = _mid(t, lev, last)
-    if d >= c:
-        c2 = _mid(t, lev + 1, last)
-        if c2 > c:
-            return wl[k, lev] + (wl[k, lev + 1] - wl[k, lev]) * ((d - c) / (c2 - c))
-        return wl[k, lev]
-    if lev == first:
-        return wl[k, lev]
-    c0 = _mid(t, lev - 1, last)
-    if c > c0:
-        return wl[k, lev - 1] + (wl[k, lev] - wl[k, lev - 1]) * ((d - c0) / (c - c0))
-    return wl[k, lev]
+    x = d / tl
+    if not (x >= 0.0):
+        return wl[k, last]
+    s = 0
+    for p in range(last + 1):
+        s += lin[k, 0, p] <= x
+    return lin[k, 2, s] + lin[k, 3, s] * (x - lin[k, 1, s])
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step):
+def _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step, lin):
     # one column's weight of pair (A row i, B row j); _weights_row is the same
     # arithmetic vectorised over A rows
     d = abs(av[i, k] - bv[j, k])
     if step[k] == 2:
-        return _linear(wl, k, d, atol[i, k], nlev[k] - 1)
+        return _linear(wl, lin, k, d, atol[i, k, 0], atol[i, k, nlev[k] - 2], nlev[k] - 1)
     if step[k]:
         return wl[k, _level(d, atol[i], k, nlev[k])]
     # linear downweighting from w_agr (d = 0) to w_dis (d >= tolerance); NaN -> w_dis
@@ -1075,15 +1096,15 @@ def _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _pair_weight(av, atol, bv, i, j, nlev, wa, wd, wl, step, order):
+def _pair_weight(av, atol, bv, i, j, nlev, wa, wd, wl, step, lin, order):
     w = 0.0
     for k in order:
-        w += _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step)
+        w += _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step, lin)
     return w
 
 
 @numba.njit(cache=True, nogil=True)
-def _weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, order, w):
+def _weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, lin, order, w):
     # weights of B row bj against A rows aidx[lo:hi] (lo:hi when identity) into w[:n];
     # the same terms, in the same order, as _pair_weight (bit-identical sums)
     n = hi - lo
@@ -1094,7 +1115,8 @@ def _weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, 
             last = nlev[k] - 1
             for q in range(n):
                 i = lo + q if identity else aidx[lo + q]
-                w[q] += _linear(wl, k, abs(avT[k, i] - x), tolT[k, :, i], last)
+                w[q] += _linear(wl, lin, k, abs(avT[k, i] - x), tolT[k, 0, i],
+                                tolT[k, last - 1, i], last)
         elif step[k]:
             for q in range(n):
                 i = lo + q if identity else aidx[lo + q]
@@ -1145,7 +1167,7 @@ def _keep_top(wt, idx, filled, x, g):
 
 
 @numba.njit(cache=True, nogil=True)
-def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, step, order,
+def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, step, lin, order,
                  c):
     nb = bv.shape[0]
     idx = np.full((nb, c), -1, dtype=np.int64)
@@ -1153,7 +1175,7 @@ def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl,
     w = np.empty(avT.shape[1] if identity else max(1, aidx.size))
     for j in range(nb):
         n = _weights_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, wa, wd, wl,
-                         step, order, w)
+                         step, lin, order, w)
         filled = 0
         for q in range(n):
             i = lo[j] + q if identity else aidx[lo[j] + q]
@@ -1178,7 +1200,7 @@ def topc_block(a: dict, b: dict, cmp: Comparison, wp: WeightParams, c: int, *, a
         aglob = a0 + np.arange(a["v"].shape[0], dtype=np.int64)
     avT, tolT = _transposed(a)
     idx, w = _topc_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, aglob, cmp.n_levels,
-                          wp.w_agr, wp.w_dis, wp.w_level, wp.step, wp.order, int(c))
+                          wp.w_agr, wp.w_dis, wp.w_level, wp.step, wp.lin, wp.order, int(c))
     return {"idx": idx, "w": w}
 
 
@@ -1201,10 +1223,10 @@ def _rowwise_order(w: np.ndarray, idx: np.ndarray, c: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _pairs_kernel(av, atol, bv, ia, jb, nlev, wa, wd, wl, step, order):
+def _pairs_kernel(av, atol, bv, ia, jb, nlev, wa, wd, wl, step, lin, order):
     out = np.empty(ia.size)
     for q in range(ia.size):
-        out[q] = _pair_weight(av, atol, bv, ia[q], jb[q], nlev, wa, wd, wl, step, order)
+        out[q] = _pair_weight(av, atol, bv, ia[q], jb[q], nlev, wa, wd, wl, step, lin, order)
     return out
 
 
@@ -1214,16 +1236,16 @@ def pair_weights(a: dict, b: dict, ia: np.ndarray, jb: np.ndarray, cmp: Comparis
     ia = np.asarray(ia, dtype=np.int64)
     jb = np.asarray(jb, dtype=np.int64)
     return _pairs_kernel(a["v"], a["tol"], b["v"], ia, jb, cmp.n_levels, wp.w_agr, wp.w_dis,
-                         wp.w_level, wp.step, wp.order)
+                         wp.w_level, wp.step, wp.lin, wp.order)
 
 
 @numba.njit(cache=True, nogil=True)
-def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, step, order):
+def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, step, lin, order):
     na = avT.shape[1]
     out = np.empty((bv.shape[0], na))
     none = np.zeros(1, dtype=np.int64)
     for j in range(bv.shape[0]):
-        _weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, step, order, out[j])
+        _weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, step, lin, order, out[j])
     return out
 
 
@@ -1231,7 +1253,7 @@ def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.nda
     """All pair weights, shape (n_b, n_a) (rows = B records)."""
     avT, tolT = _transposed(a)
     return _dense_kernel(avT, tolT, b["v"], cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level,
-                         wp.step, wp.order)
+                         wp.step, wp.lin, wp.order)
 
 
 def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:
