@@ -336,6 +336,14 @@ def test_cli_link(tmp_path, rng, client):
     res = CliRunner().invoke(main, args[:3] + ["--keys", "x,w", "-o", str(tmp_path / "p.parquet"),
                                                "--scheduler", client.scheduler.address])
     assert res.exit_code == 2 and "Unknown key column 'w'" in res.output
+    # --weights: the step reading gives its own weights; a bad value is a usage error
+    step = tmp_path / "step.parquet"
+    res = CliRunner().invoke(main, args[:-4] + ["--weights", "step", "-o", str(step),
+                                                "--scheduler", client.scheduler.address])
+    assert res.exit_code == 0, res.output
+    assert not np.array_equal(pd.read_parquet(step)["true_weight"], df["true_weight"])
+    res = CliRunner().invoke(main, args[:-4] + ["--weights", "cubic", "-o", str(step)])
+    assert res.exit_code == 2 and "--weights" in res.output
 
 
 def test_pld_in_an_audit_spec(tmp_path):
