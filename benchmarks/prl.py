@@ -4,8 +4,10 @@ On the same files, in one run, prints the re-identification rate (share of
 masked records linked to their own record) and wall time of
 
 * sdcdist's default PRL (comparison ``s``: levels of |a - b| at 0, 0.1, 0.25,
-  0.5, 1 sd of the original column; constrained EM on all pairs; exact 1-1
-  assignment),
+  0.5, 1 sd of the original column, weights linear in |a - b| between the
+  levels' middles (``prl_weights: linear``); constrained EM on all pairs;
+  exact 1-1 assignment),
+* sdcdist with the same levels and one weight per level (``weights="step"``),
 * sdcdist with the papers' binary comparison (``l``, t = 0.05, d/l
   downweighting): the baseline the default replaced,
 * Splink (DuckDB backend): comparison levels on the absolute difference at
@@ -135,8 +137,10 @@ def main() -> None:
             X, Y = load(name)
             print(f"### {name}: {X.shape[0]:,} x {X.shape[1]}\n")
             print("| tool | re-identified | wall | notes |\n|---|---|---|---|")
-            print(row("sdcdist PRL (default: s, 5 levels)", run_sdcdist(client, X, Y)),
-                  flush=True)
+            print(row("sdcdist PRL (default: s, 6 levels, linear weights)",
+                      run_sdcdist(client, X, Y)), flush=True)
+            print(row("sdcdist PRL (s, 6 levels, step weights)",
+                      run_sdcdist(client, X, Y, weights="step")), flush=True)
             print(row("sdcdist PRL (papers: l, t = 0.05)",
                       run_sdcdist(client, X, Y, method="l", t=0.05)), flush=True)
             for tool in peers:

@@ -75,9 +75,11 @@ CONVENTIONS = {
     "mixnoise": "X' = X + sqrt(d) Y (not d Y), so Cov(X') = (1+d) Sigma",
     "mixnoise_scaled": "sign of the mean term as in the appendix of Yancey-Winkler-Creecy",
     "RR": "(1/n) sum log(1 + d), not (1/n) log sum d",
-    "PRL": "default comparison s: per key column the level of |a - b| against 0.1, 0.25, "
-           "0.5, 1 sd of the original column (5 levels, step weights ln(m_l/u_l); chosen by "
-           "benchmarks/prl.py against Splink and recordlinkage); the papers' binary l method "
+    "PRL": "default comparison s: per key column the level of |a - b| against 0, 0.1, 0.25, "
+           "0.5, 1 sd of the original column (6 levels, weights ln(m_l/u_l) read linearly in "
+           "|a - b| between the middles of neighbouring levels, prl_weights: linear; exact "
+           "agreement its own point; chosen by benchmarks/prl.py against Splink and "
+           "recordlinkage); the papers' binary l method "
            "on g(v) = sign(v) log(1 + |v|) with t = 0.05 and d/l downweighting is "
            "prl_method: l, prl_t: 0.05; P(M) starts at min(nA, nB)/(nA nB)",
     "PRL_EM": "Winkler's constrained EM: P(M) <= min(nA, nB)/(nA nB), m >= u per column "

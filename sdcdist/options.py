@@ -397,6 +397,10 @@ declare("prl_t", [0, 0.1, 0.25, 0.5, 1.0],
               "exact agreement), or one such list per key column", _tolerances),
         "PRL tolerances (in sd of the column for prl_method s); a list of increasing ones "
         "gives a multi-level comparison")
+declare("prl_weights", "linear", choice("linear", "step"),
+        "PRL weights of a multi-level numeric key column: linear in |a - b| between the "
+        "weights of neighbouring levels, each read at its level's middle (linear, default), "
+        "or one weight per level (step); binary and categorical columns are not affected")
 declare("prl_top_c", 20, integer(1, MAX_TOP_C),
         "PRL candidates per masked record for the sparse assignment")
 declare("prl_dense_limit", 5000, integer(1, MAX_DENSE),

@@ -336,6 +336,14 @@ def test_cli_link(tmp_path, rng, client):
     res = CliRunner().invoke(main, args[:3] + ["--keys", "x,w", "-o", str(tmp_path / "p.parquet"),
                                                "--scheduler", client.scheduler.address])
     assert res.exit_code == 2 and "Unknown key column 'w'" in res.output
+    # --weights: the step reading gives its own weights; a bad value is a usage error
+    step = tmp_path / "step.parquet"
+    res = CliRunner().invoke(main, args[:-4] + ["--weights", "step", "-o", str(step),
+                                                "--scheduler", client.scheduler.address])
+    assert res.exit_code == 0, res.output
+    assert not np.array_equal(pd.read_parquet(step)["true_weight"], df["true_weight"])
+    res = CliRunner().invoke(main, args[:-4] + ["--weights", "cubic", "-o", str(step)])
+    assert res.exit_code == 2 and "--weights" in res.output
 
 
 def test_pld_in_an_audit_spec(tmp_path):
@@ -660,3 +668,123 @@ def test_pld_does_not_depend_on_record_order(census, dense_limit):
                                     dense_limit=dense_limit, truth=truth)
         assert got.correct == base.correct
         assert np.isclose(got.weights.sum(), base.weights.sum())
+
+
+def _numpy_column_weight(d, tol, wl, rule):
+    """Independent reading of one multi-level column's weights: tolerances ``tol`` (n, L)
+    per pair, level weights ``wl`` (L + 1,). ``step``: the weight of the pair's level;
+    ``linear``: np.interp through the levels' middles (the last level at its lower end),
+    an exact-agreement level (tol 0) a point of its own."""
+    n, L = tol.shape
+    out = np.empty(n)
+    for q in range(n):
+        t = tol[q]
+        lev = L if np.isnan(d[q]) else int(np.count_nonzero(d[q] > t))
+        if rule == "step" or lev == L:
+            out[q] = wl[lev]
+            continue
+        first = 1 if t[0] == 0 else 0
+        if lev < first:
+            out[q] = wl[0]
+            continue
+        lower = np.r_[0.0, t[:-1]]
+        mids = np.r_[(lower + t) / 2, t[-1]][first:]
+        out[q] = np.interp(d[q], mids, wl[first:])
+    return out
+
+
+@pytest.mark.parametrize("rule", ["linear", "step"])
+@pytest.mark.parametrize("method,t", [("s", (0, 0.1, 0.25, 0.5, 1)), ("l", (0.02, 0.05, 0.2)),
+                                      ("d", (0, 0.3))])
+def test_level_weights_equal_independent_numpy(method, t, rule):
+    """Every weight reader (pair by pair, dense rows, top-c) against numpy on random pairs,
+    with repeated values, exact zeros, differences on a tolerance and NaN; a binary and a
+    categorical column keep their own rules."""
+    rng = np.random.default_rng(11)
+    n_a, n_b, K = 60, 45, 4
+    A = np.round(rng.normal(3, 2, (n_a, K)), 1)
+    A[::5, 0] = 0.0
+    B = np.round(A[rng.integers(0, n_a, n_b)] + rng.normal(0, 0.3, (n_b, K)), 1)
+    B[::7] = A[:n_b:7]                              # exact agreement
+    A[:, 3] = rng.integers(0, 3, n_a)
+    B[:, 3] = rng.integers(0, 3, n_b)
+    B[3, 1] = np.nan
+    levels = [t, t, (t[-1],), ()]
+    cat = [False, False, False, True]
+    cmp = prl.comparison(K, method=method, t=levels[:3] + [(0.1,)], categorical=cat,
+                         weights=rule)
+    nl = cmp.n_levels
+    m = [np.sort(rng.dirichlet(np.ones(x)))[::-1] for x in nl]
+    u = [np.sort(rng.dirichlet(np.ones(x))) for x in nl]
+    m[1] = rng.dirichlet(np.ones(nl[1]))            # not monotone: followed as it is
+    wp = prl.weight_params(prl.EMResult(m, u, 0.01, 0.0, 1, True), cmp)
+    cols = tuple(range(K))
+    a = prl.prepare_side(A, cols, cmp, side="a")
+    if method != "l":
+        B[1, 0] = a["tol"][0, 0, 1]                 # A[0, 0] = 0: a difference on a tolerance
+    b = prl.prepare_side(B, cols, cmp, side="b")
+    ia, jb = np.meshgrid(np.arange(n_a), np.arange(n_b), indexing="xy")
+    ia, jb = ia.ravel(), jb.ravel()                 # B-major: dense rows
+    expect = np.zeros(ia.size)
+    for k in cols:
+        d = np.abs(a["v"][ia, k] - b["v"][jb, k])
+        tol = a["tol"][ia, k, :nl[k] - 1]
+        wl = np.log(m[k]) - np.log(u[k])
+        if cat[k]:
+            expect += np.where(d == 0, wl[0], wl[1])
+        elif nl[k] == 2:                            # binary: d/l downweighting
+            x = wl[0] - (wl[0] - np.log((1 - m[k][0]) / (1 - u[k][0]))) * d / tol[:, 0]
+            expect += np.where(np.isnan(x), wl[1], np.maximum(x, np.log((1 - m[k][0])
+                                                                        / (1 - u[k][0]))))
+        else:
+            expect += _numpy_column_weight(d, tol, wl, rule)
+    assert method == "l" or np.any(a["tol"][ia, 0, 1] == np.abs(a["v"][ia, 0] - b["v"][jb, 0]))
+    got = prl.pair_weights(a, b, ia, jb, cmp, wp)
+    np.testing.assert_allclose(got, expect, rtol=1e-12, atol=1e-12)
+    dense = prl.dense_weights(a, b, cmp, wp)
+    np.testing.assert_array_equal(dense.ravel(), got)       # bit-identical readers
+    top = prl.topc_block(a, b, cmp, wp, 5)
+    best = np.sort(dense, axis=1)[:, ::-1][:, :5]
+    np.testing.assert_array_equal(top["w"], best)
+    if rule == "linear" and method == "s":
+        # between two levels' middles the weight is strictly between their weights
+        mids = 0.5 * (a["tol"][0, 0, 1] + a["tol"][0, 0, 2]), 0.5 * (a["tol"][0, 0, 2]
+                                                                     + a["tol"][0, 0, 3])
+        x = np.array([[mids[0] + 0.5 * (mids[1] - mids[0]) + A[0, 0]] + [np.nan] * 3])
+        bx = prl.prepare_side(x, cols, cmp, side="b")
+        w0 = prl.pair_weights(a, bx, [0], [0], cmp, wp)[0]
+        wl = wp.w_level[0]
+        rest = wp.w_level[1, -1] + wp.w_dis[2] + wp.w_level[3, 1]
+        assert w0 - rest == pytest.approx(0.5 * (wl[2] + wl[3]), rel=1e-9)
+
+
+def test_weight_rule_is_a_clear_input_error():
+    with pytest.raises(SdcInputError, match="The 'weights' parameter of prl must be one of "
+                                            "'linear', 'step'. Got 'cubic' instead."):
+        prl.comparison(3, weights="cubic")
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(SdcInputError, match="prl_weights"):
+        measure(X, X, ["PLD"], options={"prl_weights": "cubic"})
+    # the rule only matters for multi-level numeric columns
+    assert list(prl.comparison(3, method="l", t=0.05, weights="linear").rule) == [0, 0, 0]
+    assert list(prl.comparison(2, categorical=[True, False]).rule) == [1, 2]
+    assert list(prl.comparison(2, weights="step").rule) == [1, 1]
+
+
+def test_weight_rule_option_reaches_the_linkage(census):
+    """prl_weights (spec option) and weights= (library) give the same linkage; on Census
+    noise the two readings of the default levels link differently."""
+    X = census.values[:, :5]
+    cols = census.columns[:5]
+    Y = MASKING["noise"](X, np.sqrt(0.1), rng=np.random.default_rng(1))
+    n = X.shape[0]
+    got = {}
+    for rule in ("linear", "step"):
+        r = measure(X, Y, ["PLD"], columns=cols, keysets=[list(cols)],
+                    options={"prl_weights": rule})
+        lk = probabilistic_linkage(Runner(), X, Y, n, n, tuple(range(5)), weights=rule)
+        assert r["PLD"].value == pytest.approx(100.0 * lk.correct / n)
+        got[rule] = lk
+    assert not np.array_equal(got["linear"].true_weight, got["step"].true_weight)
+    # the same EM fit: the rule changes how weights are read, not the pattern counts
+    np.testing.assert_array_equal(got["linear"].fit.m[0], got["step"].fit.m[0])

@@ -196,22 +196,27 @@ def _weights_for(a, b, cmp, seed=0):
     return prl.weight_params(fit, cmp)
 
 
-@pytest.mark.parametrize("K,method,t,cat,c", [
-    (6, "l", 0.05, None, 20),
-    (4, "d", (0.02, 0.1), None, 5),
-    (3, "l", (0.05, 0.2), [False, True, False], 20),
-    (2, "l", 0.05, None, 50),
-    (4, "s", 0.05, None, 20),
-    (3, "s", (0.05, 0.3), None, 10),
+@pytest.mark.parametrize("K,method,t,cat,c,weights", [
+    (6, "l", 0.05, None, 20, "linear"),
+    (4, "d", (0.02, 0.1), None, 5, "linear"),
+    (4, "d", (0.02, 0.1), None, 5, "step"),
+    (3, "l", (0.05, 0.2), [False, True, False], 20, "linear"),
+    (3, "l", (0, 0.05, 0.2), [False, True, False], 20, "step"),
+    (2, "l", 0.05, None, 50, "linear"),
+    (4, "s", 0.05, None, 20, "linear"),
+    (3, "s", (0.05, 0.3), None, 10, "linear"),
+    (3, "s", (0.05, 0.3), None, 10, "step"),
+    (4, "s", (0, 0.1, 0.25, 0.5, 1), None, 20, "linear"),
 ])
-def test_topc_search_equals_all_pairs(K, method, t, cat, c):
+def test_topc_search_equals_all_pairs(K, method, t, cat, c, weights):
     """Method s (tolerances in sd, not in |a|) included: its bound uses each node's own
-    largest tolerance."""
+    largest tolerance. Multi-level columns with linear weights (the default) and step
+    weights: the bound holds for both readings."""
     A, B = _tie_heavy(2000, K, seed=10 + K)
     if cat is not None:
         A[:, 1] = np.floor(np.abs(A[:, 1])) % 4
         B[:, 1] = np.floor(np.abs(B[:, 1])) % 4
-    cmp = prl.comparison(K, method=method, t=t, categorical=cat)
+    cmp = prl.comparison(K, method=method, t=t, categorical=cat, weights=weights)
     a, b = _sides(A, B[:700], cmp)
     wp = _weights_for(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, c)
@@ -236,13 +241,14 @@ def test_topc_with_fewer_records_than_c():
     np.testing.assert_array_equal(got["w"], ref["w"])
 
 
-@pytest.mark.parametrize("use_client", [False, True])
-def test_counted_topc_equals_pairwise(client, use_client):
+@pytest.mark.parametrize("use_client,method,t", [(False, "l", 0.05), (True, "l", 0.05),
+                                                (False, "s", prl.DEFAULT_T)])
+def test_counted_topc_equals_pairwise(client, use_client, method, t):
     from sdcdist.linkage import prl_drivers as pd
     from sdcdist.parallel import pairwise_reduce
     A, B = _tie_heavy(2500, 5, seed=6)
     runner = Runner(client if use_client else None)
-    cmp = prl.comparison(5, method="l", t=0.05)
+    cmp = prl.comparison(5, method=method, t=t)
     cols = tuple(range(5))
     a, b = _sides(A, B, cmp)
     wp = _weights_for(a, b, cmp)

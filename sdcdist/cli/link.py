@@ -53,6 +53,10 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
 @click.option("--t", "t_text", default="0,0.1,0.25,0.5,1", show_default=True,
               metavar="T[,T2,...]",
               help="Tolerance(s); several increasing values give multi-level comparisons.")
+@click.option("--weights", type=click.Choice(["linear", "step"]), default="linear",
+              show_default=True,
+              help="Weights of a multi-level numeric column: linear in |a - b| between its "
+                   "levels' weights (read at each level's middle), or one per level (step).")
 @click.option("--categorical", default=None, metavar="A,B,...",
               help="Key columns compared by equality.")
 @click.option("--top-c", type=click.IntRange(1, MAX_TOP_C), default=20, show_default=True,
@@ -74,7 +78,8 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 @cluster_options(local=True)
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
-         compare: str, t_text: str, categorical: str | None, top_c: int, dense_limit: int,
+         compare: str, t_text: str, weights: str, categorical: str | None, top_c: int,
+         dense_limit: int,
          block_on: str | None, em_max_iter: int | None, counting: str, out: str,
          overwrite: bool,
          where: ClusterOptions) -> None:
@@ -101,7 +106,7 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
                          method=compare, t=t, top_c=top_c, dense_limit=dense_limit,
                          blocking=blocking,
                          em_options={"max_iter": em_max_iter} if em_max_iter else None,
-                         counting=counting, client=client)
+                         counting=counting, weights=weights, client=client)
     _write_pairs(res, out)
     info = res.result.info
     click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "

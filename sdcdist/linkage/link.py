@@ -47,7 +47,7 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
                dense_limit: int = DEFAULT_DENSE_LIMIT,
                blocking: tuple[str, int] | None = None,
                block_rows: tuple[int, int] | None = None, em_options: dict | None = None,
-               counting: str = "auto",
+               counting: str = "auto", weights: str = "linear",
                client: Any = None) -> LinkResult:
     """Probabilistic record linkage of ``masked`` (B) to ``original`` (A) on named keys.
 
@@ -61,7 +61,7 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
         Identifier present in both files; gives the truth (PLD, ``correct``).
     categorical : list of str
         Keys compared by equality.
-    method, t, top_c, dense_limit, block_rows, em_options, counting
+    method, t, top_c, dense_limit, block_rows, em_options, counting, weights
         See :func:`~sdcdist.linkage.prl_drivers.probabilistic_linkage`.
     blocking : (str, int), optional
         Blocking on a key column: half window 0 compares only records with equal
@@ -113,7 +113,7 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
                                 categorical=[k in categorical for k in keys],
                                 truth=runner.share(tr), top_c=top_c, dense_limit=dense_limit,
                                 block_rows=block_rows, blocking=blocking,
-                                em_options=em_options, counting=counting)
+                                em_options=em_options, counting=counting, weights=weights)
     df = pd.DataFrame({"row_b": res.rows_b, "row_a": res.cols_a, "weight": res.weights,
                        "match_probability": res.prob})
     pld = pld20 = None

@@ -8,7 +8,7 @@ Comparison (CATALOG.md, "Probabilistic record linkage")
 -------------------------------------------------------
 Numeric key column, method ``d``: a pair agrees iff ``|a - b| <= t * max(|a|, 0.1)``
 (``a`` the value in A); method ``l``: the same on ``g(v) = sign(v) log(1 + |v|)``;
-method ``s`` (the default, with levels 0.1, 0.25, 0.5, 1): ``|a - b| <= t * sd``,
+method ``s`` (the default, with levels 0, 0.1, 0.25, 0.5, 1): ``|a - b| <= t * sd``,
 ``sd`` the column's sd in A (ddof=1), like comparison levels on absolute
 differences in other linkers.
 Categorical columns agree iff equal. With several tolerances ``t_1 < t_2 <
@@ -28,8 +28,14 @@ Weights
 -------
 Binary numeric columns use the d/l downweighting of Yancey-Winkler-Creecy:
 ``w = max(w_agr - (w_agr - w_dis) |a - b| / (t max(|a|, 0.1)), w_dis)``
-with ``w_agr = ln(m/u)``, ``w_dis = ln((1-m)/(1-u))``; categorical and
-multi-level columns use the step weight ``ln(m_l / u_l)`` of the pair's level.
+with ``w_agr = ln(m/u)``, ``w_dis = ln((1-m)/(1-u))``; categorical columns
+use the weight ``w_l = ln(m_l / u_l)`` of the pair's level. Multi-level numeric
+columns, by default (``weights="linear"``), read ``w_l`` at the middle of level
+``l``'s interval (the last level at the last tolerance) and interpolate linearly
+in ``|a - b|`` between neighbouring middles (constant below the first middle and
+beyond the last tolerance; an exact-agreement level keeps ``w_0``): the weight
+falls with the difference as the d/l downweighting does for binary columns.
+With ``weights="step"`` every pair of a level gets ``w_l``.
 The pair weight is the sum over key columns, accumulated in column order, so a
 pair gets the same float in every block.
 """
@@ -75,11 +81,16 @@ class Comparison:
         agree/disagree comparison); ``()`` for a categorical column.
     categorical : tuple of bool
         Columns compared by equality.
+    weights : {"step", "linear"}
+        How a multi-level numeric column's weight is read from its per-level
+        weights: the weight of the pair's level (step), or linear in the
+        difference between the levels' middles (:func:`comparison`).
     """
 
     method: str
     levels: tuple[tuple[float, ...], ...]
     categorical: tuple[bool, ...]
+    weights: str = "step"
 
     @property
     def n_levels(self) -> np.ndarray:
@@ -106,6 +117,15 @@ class Comparison:
         return np.array([c or len(t) > 1 for t, c in zip(self.levels, self.categorical)])
 
     @property
+    def rule(self) -> np.ndarray:
+        """Weight rule of each column (int8): 0 d/l downweighting (binary numeric),
+        1 step weight of the level (categorical; multi-level with ``weights="step"``),
+        2 linear within the level (multi-level numeric with ``weights="linear"``)."""
+        lin = 2 if self.weights == "linear" else 1
+        return np.array([1 if c else (lin if len(t) > 1 else 0)
+                         for t, c in zip(self.levels, self.categorical)], dtype=np.int8)
+
+    @property
     def flat_tolerances(self) -> np.ndarray:
         """Tolerances as a (K, Lmax) array, padded with +inf."""
         L = max(1, max((len(t) for t in self.levels), default=1))
@@ -121,10 +141,14 @@ class Comparison:
 #: The default comparison (chosen by benchmarks/prl.py): method and tolerances.
 DEFAULT_METHOD = "s"
 DEFAULT_T = (0.0, 0.1, 0.25, 0.5, 1.0)
+DEFAULT_WEIGHTS = "linear"
+
+#: How the weight of a multi-level numeric column is read from its per-level weights.
+WEIGHT_RULES = ("linear", "step")
 
 
 def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DEFAULT_T,
-               categorical: Any = None) -> Comparison:
+               categorical: Any = None, weights: str = DEFAULT_WEIGHTS) -> Comparison:
     """Build and check a :class:`Comparison` for ``n_keys`` key columns.
 
     Parameters
@@ -137,7 +161,23 @@ def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DE
         one list per column.
     categorical : sequence of bool, optional
         Columns compared by equality.
+    weights : {"linear", "step"}
+        Multi-level numeric columns: ``linear`` (default) puts each level's
+        weight ``w_l`` at the middle ``c_l = (t_{l-1} + t_l) / 2`` of its
+        interval ``(t_{l-1}, t_l]`` (``t_{-1} = 0``; the last level's at
+        ``c_L = t_{L-1}``) and reads a pair's weight at difference ``d``
+        linearly between neighbouring middles,
+        ``w_l + (w_{l+1} - w_l) (d - c_l) / (c_{l+1} - c_l)`` for
+        ``c_l <= d <= c_{l+1}``; ``w`` of the first level below its middle,
+        ``w_L`` beyond the last tolerance, and an exact-agreement level
+        (``t_0 = 0``) keeps ``w_0`` at ``d = 0``. It is the multi-level
+        analogue of the d/l downweighting of binary comparisons: the weight
+        falls with the difference instead of in steps. ``step`` gives every
+        pair of a level its weight ``w_l``. Binary and categorical columns are
+        not affected.
     """
+    if weights not in WEIGHT_RULES:
+        raise param_error("weights", "prl", one_of(WEIGHT_RULES), weights)
     if n_keys < 1:
         raise SdcInputError("probabilistic record linkage needs at least one key column; "
                             "got none. Give key columns (e.g. --keys V1,V2)")
@@ -146,7 +186,7 @@ def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DE
     cat = tuple(bool(c) for c in (categorical if categorical is not None else [False] * n_keys))
     if len(cat) != n_keys:
         raise SdcInputError(f"categorical flags for {len(cat)} columns but {n_keys} key columns")
-    if np.ndim(t) == 0:
+    if not isinstance(t, (list, tuple)) and np.ndim(t) == 0:    # per-column lists may be ragged
         per = [(float(t),)] * n_keys
     elif all(np.ndim(x) == 0 for x in t):
         per = [tuple(float(x) for x in t)] * n_keys
@@ -166,7 +206,7 @@ def comparison(n_keys: int, *, method: str = DEFAULT_METHOD, t: float | Any = DE
         if len(lev) > MAX_LEVELS:
             raise param_error("t", "prl", f"at most {MAX_LEVELS} tolerances per column",
                               f"{len(lev)} tolerances")
-    cmp = Comparison(method, levels, cat)
+    cmp = Comparison(method, levels, cat, weights)
     if cmp.n_patterns > MAX_PATTERN_CODE:
         raise SdcInputError(f"{n_keys} key columns with these levels make {cmp.n_patterns:.3g} "
                             f"comparison patterns, more than the {MAX_PATTERN_CODE:.3g} a "
@@ -937,8 +977,11 @@ class WeightParams:
     """Per-column weights from a fitted model.
 
     ``w_agr``, ``w_dis``: (K,) full agreement / disagreement weights of the
-    binary numeric columns; ``w_level``: (K, Lmax+1) step weights of
-    categorical and multi-level columns; ``step``: (K,) which rule a column uses.
+    binary numeric columns; ``w_level``: (K, Lmax+1) level weights of
+    categorical and multi-level columns; ``step``: (K,) int8, which rule a
+    column uses (:attr:`Comparison.rule`: 0 d/l downweighting, 1 the level's
+    weight, 2 linear within the level; non-zero = weighted by level);
+    ``lin``: (K, 4, P + 1) the linear weights' segments (:func:`linear_segments`).
     """
 
     w_agr: np.ndarray
@@ -946,6 +989,7 @@ class WeightParams:
     w_level: np.ndarray
     step: np.ndarray
     log_prior_odds: float
+    lin: np.ndarray
 
     @property
     def order(self) -> np.ndarray:
@@ -955,12 +999,14 @@ class WeightParams:
         order (bit-identical pair weights); the most discriminating columns come
         first.
         """
-        lo = np.where(self.step, self.w_level.min(axis=1), np.minimum(self.w_agr, self.w_dis))
+        lo = np.where(self.step != 0, self.w_level.min(axis=1),
+                      np.minimum(self.w_agr, self.w_dis))
         return np.argsort(-(self._best - lo), kind="stable").astype(np.int64)
 
     @property
     def _best(self) -> np.ndarray:
-        return np.where(self.step, self.w_level.max(axis=1), np.maximum(self.w_agr, self.w_dis))
+        return np.where(self.step != 0, self.w_level.max(axis=1),
+                        np.maximum(self.w_agr, self.w_dis))
 
 
 def weight_params(fit: EMResult, cmp: Comparison) -> WeightParams:
@@ -973,15 +1019,75 @@ def weight_params(fit: EMResult, cmp: Comparison) -> WeightParams:
         wl[k, :wk.size] = wk
         wa[k] = np.log(fit.m[k][0] / fit.u[k][0])
         wd[k] = np.log((1 - fit.m[k][0]) / (1 - fit.u[k][0]))
-    return WeightParams(wa, wd, wl, cmp.step.astype(np.bool_),
-                        float(np.log(fit.p) - np.log1p(-fit.p)))
+    return WeightParams(wa, wd, wl, cmp.rule,
+                        float(np.log(fit.p) - np.log1p(-fit.p)), linear_segments(wl, cmp))
+
+
+def linear_segments(wl: np.ndarray, cmp: Comparison) -> np.ndarray:
+    """The linear weights of multi-level numeric columns as segments, for the kernels.
+
+    Column k's weight is a function of ``x = |a - b| / t_L`` (``t_L`` the pair's
+    last tolerance; the same for every method, as all tolerances of a row scale
+    together): through the points ``(x_l, w_l)`` of the levels ``l`` after an
+    exact-agreement level, ``x_l`` the middle of level ``l``'s interval
+    ``(t_{l-1} + t_l) / 2 / t_L`` (``t_{-1} = 0``), the last level at ``x = 1``;
+    constant before the first point and after the last.
+
+    Returns
+    -------
+    ndarray, shape (K, 4, P + 1)
+        ``[k, 0, :P]`` the points' x, increasing, padded with +inf (P = the most
+        levels of a column); for segment ``s`` (the number of points at or left
+        of x) ``[k, 1, s]``, ``[k, 2, s]``, ``[k, 3, s]``: its start x0, the
+        weight there and the slope: ``w = w0 + slope (x - x0)``. Zeros for the
+        other columns.
+    """
+    K, P = wl.shape
+    out = np.zeros((K, 4, P + 1))
+    out[:, 0, :] = np.inf
+    T = cmp.flat_tolerances
+    for k, rule in enumerate(cmp.rule):
+        if rule != 2:
+            continue
+        last = int(cmp.n_levels[k]) - 1
+        t = T[k, :last]
+        first = 1 if t[0] == 0.0 else 0
+        lower = np.r_[0.0, t[:-1]]
+        xs = np.r_[0.5 * (lower + t) / t[-1], 1.0][first:]
+        ws = wl[k, first:last + 1]
+        out[k, 0, :xs.size] = xs
+        out[k, 1, 0], out[k, 2, 0] = xs[0], ws[0]           # before the first point
+        for s in range(1, xs.size + 1):
+            out[k, 1, s], out[k, 2, s] = xs[s - 1], ws[s - 1]
+            if s < xs.size and xs[s] > xs[s - 1]:
+                out[k, 3, s] = (ws[s] - ws[s - 1]) / (xs[s] - xs[s - 1])
+    return out
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step):
+def _linear(wl, lin, k, d, t0, tl, last):
+    # linear weight of difference d on multi-level column k (linear_segments), t0 and tl
+    # the pair's first and last tolerance: exact agreement (t0 = 0, d = 0) keeps wl[k, 0],
+    # NaN the last level's; otherwise the segment holding x = d / tl. Every weight reader
+    # calls this (bit-identical weights).
+    if d == 0.0 and t0 == 0.0:
+        return wl[k, 0]
+    x = d / tl
+    if not (x >= 0.0):
+        return wl[k, last]
+    s = 0
+    for p in range(last + 1):
+        s += lin[k, 0, p] <= x
+    return lin[k, 2, s] + lin[k, 3, s] * (x - lin[k, 1, s])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step, lin):
     # one column's weight of pair (A row i, B row j); _weights_row is the same
     # arithmetic vectorised over A rows
     d = abs(av[i, k] - bv[j, k])
+    if step[k] == 2:
+        return _linear(wl, lin, k, d, atol[i, k, 0], atol[i, k, nlev[k] - 2], nlev[k] - 1)
     if step[k]:
         return wl[k, _level(d, atol[i], k, nlev[k])]
     # linear downweighting from w_agr (d = 0) to w_dis (d >= tolerance); NaN -> w_dis
@@ -990,22 +1096,28 @@ def _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _pair_weight(av, atol, bv, i, j, nlev, wa, wd, wl, step, order):
+def _pair_weight(av, atol, bv, i, j, nlev, wa, wd, wl, step, lin, order):
     w = 0.0
     for k in order:
-        w += _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step)
+        w += _term(av, atol, bv, i, j, k, nlev, wa, wd, wl, step, lin)
     return w
 
 
 @numba.njit(cache=True, nogil=True)
-def _weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, order, w):
+def _weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, lin, order, w):
     # weights of B row bj against A rows aidx[lo:hi] (lo:hi when identity) into w[:n];
     # the same terms, in the same order, as _pair_weight (bit-identical sums)
     n = hi - lo
     w[:n] = 0.0
     for k in order:
         x = bj[k]
-        if step[k]:
+        if step[k] == 2:
+            last = nlev[k] - 1
+            for q in range(n):
+                i = lo + q if identity else aidx[lo + q]
+                w[q] += _linear(wl, lin, k, abs(avT[k, i] - x), tolT[k, 0, i],
+                                tolT[k, last - 1, i], last)
+        elif step[k]:
             for q in range(n):
                 i = lo + q if identity else aidx[lo + q]
                 d = abs(avT[k, i] - x)
@@ -1055,7 +1167,7 @@ def _keep_top(wt, idx, filled, x, g):
 
 
 @numba.njit(cache=True, nogil=True)
-def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, step, order,
+def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, step, lin, order,
                  c):
     nb = bv.shape[0]
     idx = np.full((nb, c), -1, dtype=np.int64)
@@ -1063,7 +1175,7 @@ def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl,
     w = np.empty(avT.shape[1] if identity else max(1, aidx.size))
     for j in range(nb):
         n = _weights_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, wa, wd, wl,
-                         step, order, w)
+                         step, lin, order, w)
         filled = 0
         for q in range(n):
             i = lo[j] + q if identity else aidx[lo[j] + q]
@@ -1088,7 +1200,7 @@ def topc_block(a: dict, b: dict, cmp: Comparison, wp: WeightParams, c: int, *, a
         aglob = a0 + np.arange(a["v"].shape[0], dtype=np.int64)
     avT, tolT = _transposed(a)
     idx, w = _topc_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, aglob, cmp.n_levels,
-                          wp.w_agr, wp.w_dis, wp.w_level, wp.step, wp.order, int(c))
+                          wp.w_agr, wp.w_dis, wp.w_level, wp.step, wp.lin, wp.order, int(c))
     return {"idx": idx, "w": w}
 
 
@@ -1111,10 +1223,10 @@ def _rowwise_order(w: np.ndarray, idx: np.ndarray, c: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _pairs_kernel(av, atol, bv, ia, jb, nlev, wa, wd, wl, step, order):
+def _pairs_kernel(av, atol, bv, ia, jb, nlev, wa, wd, wl, step, lin, order):
     out = np.empty(ia.size)
     for q in range(ia.size):
-        out[q] = _pair_weight(av, atol, bv, ia[q], jb[q], nlev, wa, wd, wl, step, order)
+        out[q] = _pair_weight(av, atol, bv, ia[q], jb[q], nlev, wa, wd, wl, step, lin, order)
     return out
 
 
@@ -1124,16 +1236,16 @@ def pair_weights(a: dict, b: dict, ia: np.ndarray, jb: np.ndarray, cmp: Comparis
     ia = np.asarray(ia, dtype=np.int64)
     jb = np.asarray(jb, dtype=np.int64)
     return _pairs_kernel(a["v"], a["tol"], b["v"], ia, jb, cmp.n_levels, wp.w_agr, wp.w_dis,
-                         wp.w_level, wp.step, wp.order)
+                         wp.w_level, wp.step, wp.lin, wp.order)
 
 
 @numba.njit(cache=True, nogil=True)
-def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, step, order):
+def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, step, lin, order):
     na = avT.shape[1]
     out = np.empty((bv.shape[0], na))
     none = np.zeros(1, dtype=np.int64)
     for j in range(bv.shape[0]):
-        _weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, step, order, out[j])
+        _weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, step, lin, order, out[j])
     return out
 
 
@@ -1141,7 +1253,7 @@ def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.nda
     """All pair weights, shape (n_b, n_a) (rows = B records)."""
     avT, tolT = _transposed(a)
     return _dense_kernel(avT, tolT, b["v"], cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level,
-                         wp.step, wp.order)
+                         wp.step, wp.lin, wp.order)
 
 
 def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:

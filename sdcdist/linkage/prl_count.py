@@ -656,7 +656,7 @@ def _tol_max(tolT, start, stop):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, rel, T, order, out):
+def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order, out):
     # an upper bound of the weight of any B row with values in the box [g0, g1] (g0 > g1
     # in a column: all NaN) with every A row of node q, and in out[pos] the bound of column
     # order[pos]. Per column: the distance between the intervals (a lower bound of every
@@ -682,7 +682,26 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, rel, T, order, out):
             d = 0.0
             e = x0
         base = max(max(abs(lo[q, k]), abs(hi[q, k])), 0.1)
-        if step[k]:
+        if step[k] == 2:
+            # linear weights: a piecewise linear function of x = |a - b| / (the pair's last
+            # tolerance, at most the box's largest); no pair of the box has x below xmin, so
+            # the bound is the supremum on [xmin, inf): the value at xmin or a point beyond
+            tmax = base * T[k, last - 1] if rel[k] else tmx[q, k, last - 1]
+            xmin = d / tmax if tmax < np.inf else 0.0
+            if not xmin >= 0.0:
+                xmin = 0.0
+            sg = 0
+            for p in range(last + 1):
+                sg += lin[k, 0, p] <= xmin
+            best = lin[k, 2, sg] + lin[k, 3, sg] * (xmin - lin[k, 1, sg])
+            if xmin == 0.0 and wl[k, 0] > best:
+                best = wl[k, 0]                 # d = 0: the exact-agreement weight
+            for s in range(1, last + 2):
+                if lin[k, 1, s] >= xmin and lin[k, 2, s] > best:
+                    best = lin[k, 2, s]
+            out[pos] = best
+            tot += best
+        elif step[k]:
             lev = 0
             for l in range(last):
                 tl = base * T[k, l] if rel[k] else tmx[q, k, l]
@@ -712,7 +731,7 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, rel, T, order, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, order, suf, thr, w, alive):
+def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order, suf, thr, w, alive):
     # the weights of B row bj against A rows s0:s1 (into w, by position), column by column
     # in ``order`` exactly as prl._weights_row adds them (bit-identical sums); after each
     # column a row whose partial sum plus ``suf[pos]``, a bound of the columns still to
@@ -725,7 +744,13 @@ def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, order, suf, thr,
     for pos in range(K):
         k = order[pos]
         x = bj[k]
-        if step[k]:
+        if step[k] == 2:
+            last = nlev[k] - 1
+            for t in range(na):
+                p = alive[t] if na < n else t
+                w[p] += prl._linear(wl, lin, k, abs(avT[k, s0 + p] - x), tolT[k, 0, s0 + p],
+                                    tolT[k, last - 1, s0 + p], last)
+        elif step[k]:
             for t in range(na):
                 p = alive[t] if na < n else t
                 i = s0 + p
@@ -769,7 +794,7 @@ def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, order, suf, thr,
 
 @numba.njit(cache=True, nogil=True)
 def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, gstart, T,
-                   nlev, wa, wd, wl, step, rel, order, c, slack):
+                   nlev, wa, wd, wl, step, lin, rel, order, c, slack):
     # best first over the nodes of A for a group of nearby B rows at a time
     # (bv[gstart[g]:gstart[g + 1]]): a node's bound holds for every row of the group, so
     # the tree is walked once per group and each A leaf's values are read once per group;
@@ -807,7 +832,7 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
         # the group's threshold: the lowest c-th weight of its rows (-inf until all filled)
         gthr = -np.inf
         size = 1
-        hb[0] = _bound(lo, hi, tmx, 0, g0, g1, nlev, wa, wd, wl, step, rel, T, order,
+        hb[0] = _bound(lo, hi, tmx, 0, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order,
                        cb) + slack
         hn[0] = 0
         while size > 0:
@@ -838,14 +863,14 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                     bj = bv[j]
                     thr = wt[j, c - 1] - slack if filled[j] == c else -np.inf
                     # the row's own bound of the leaf, column by column in ``order``
-                    if _bound(lo, hi, tmx, q, bj, bj, nlev, wa, wd, wl, step, rel, T, order,
+                    if _bound(lo, hi, tmx, q, bj, bj, nlev, wa, wd, wl, step, lin, rel, T, order,
                               cb) + slack < thr:
                         continue
                     acc = 0.0
                     for pos in range(K - 1, -1, -1):
                         suf[pos] = acc
                         acc += cb[pos]
-                    na = _leaf_pruned(tvT, ttolT, bj, s0, s1, nlev, wa, wd, wl, step, order,
+                    na = _leaf_pruned(tvT, ttolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order,
                                       suf, thr, buf, alive)
                     visited += s1 - s0
                     f = filled[j]
@@ -858,7 +883,7 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                     gthr = min(gthr, wt[j, c - 1] if filled[j] == c else -np.inf)
                 continue
             for ch in (left[q], right[q]):
-                b = _bound(lo, hi, tmx, ch, g0, g1, nlev, wa, wd, wl, step, rel, T, order,
+                b = _bound(lo, hi, tmx, ch, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order,
                            cb) + slack
                 if b < gthr:
                     continue
@@ -938,7 +963,7 @@ def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int, *,
                                      tree["stop"], tree["left"], tree["right"], tree["lo"],
                                      tree["hi"], tree["tmx"], np.ascontiguousarray(bv[walk]),
                                      gstart, T, cmp.n_levels, wp.w_agr, wp.w_dis,
-                                     wp.w_level, wp.step, rel, wp.order, int(c), slack)
+                                     wp.w_level, wp.step, wp.lin, rel, wp.order, int(c), slack)
     out_idx = np.empty_like(idx)
     out_w = np.empty_like(w)
     out_idx[walk] = idx

@@ -185,7 +185,7 @@ def blocked_pattern_counts(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
 def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                           cols_a: tuple[int, ...], cols_b: tuple[int, ...] | None = None, *,
                           method: str = prl.DEFAULT_METHOD, t: Any = prl.DEFAULT_T,
-                          categorical: Any = None,
+                          categorical: Any = None, weights: str = prl.DEFAULT_WEIGHTS,
                           truth: Any = None, top_c: int = 20,
                           dense_limit: int = DEFAULT_DENSE_LIMIT,
                           block_rows: tuple[int, int] | None = None,
@@ -202,9 +202,10 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         Original (or external) file and masked file.
     cols_a, cols_b : tuple of int
         Key column positions in A and in B (``cols_b`` defaults to ``cols_a``).
-    method, t, categorical
+    method, t, categorical, weights
         Comparison (see :func:`prl.comparison`); ``t`` may give several
-        increasing tolerances (multi-level comparison).
+        increasing tolerances (multi-level comparison), whose weights are read
+        linearly within a level or per level (``weights``).
     truth : int array handle (n_b,), optional
         Row in A of each B record's true record (-1 absent); row order by default.
     top_c : int
@@ -250,7 +251,8 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                                 "records in each file to estimate the model")
     if int(top_c) < 1:
         raise param_error("top_c", "prl", "an integer >= 1", top_c)
-    cmp = prl.comparison(len(cols_a), method=method, t=t, categorical=categorical)
+    cmp = prl.comparison(len(cols_a), method=method, t=t, categorical=categorical,
+                         weights=weights)
     if blocking is not None:
         key, width = int(blocking[0]), int(blocking[1])
         if not (0 <= key < len(cols_a)) or width < 0:

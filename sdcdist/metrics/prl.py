@@ -2,8 +2,10 @@
 
 Options (``ctx.options``; declared in :mod:`sdcdist.options`): ``prl_method``
 ("s": absolute differences in sd of the original column), ``prl_t``
-([0.1, 0.25, 0.5, 1]: a multi-level comparison; the papers' binary comparison is
-``prl_method: l``, ``prl_t: 0.05``), ``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
+([0, 0.1, 0.25, 0.5, 1]: a multi-level comparison; the papers' binary comparison is
+``prl_method: l``, ``prl_t: 0.05``), ``prl_weights`` ("linear": a multi-level
+column's weight linear in the difference between its levels' weights; "step"),
+``prl_top_c`` (20), ``prl_dense_limit`` (5000), ``prl_blocking``
 (``None``; a key column name for exact blocks on its values, e.g. a
 categorical key; or ``[key column name, half window]`` for sorted-neighbourhood
 blocking), ``prl_block_rows``, ``prl_em`` (dict of EM settings),
@@ -23,7 +25,7 @@ from ._registry import MeasureContext, MetricResult, register
 
 __all__ = ["prl_linkage", "em_note"]
 
-PRL_OPTIONS = ("prl_method", "prl_t", "prl_top_c", "prl_dense_limit", "prl_blocking",
+PRL_OPTIONS = ("prl_method", "prl_t", "prl_weights", "prl_top_c", "prl_dense_limit", "prl_blocking",
                "prl_block_rows", "prl_em", "prl_unmatched", "prl_counting")
 
 
@@ -43,7 +45,8 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
         br = o["prl_block_rows"]
         return probabilistic_linkage(
             ctx.runner, ctx.original, ctx.masked, ctx.shape_original[0], ctx.shape_masked[0],
-            keys, method=o["prl_method"], t=o["prl_t"], truth=ctx.truth,
+            keys, method=o["prl_method"], t=o["prl_t"], weights=o["prl_weights"],
+            truth=ctx.truth,
             categorical=[ctx.columns[k] in ctx.categorical for k in keys],
             top_c=int(o["prl_top_c"]), dense_limit=int(o["prl_dense_limit"]),
             block_rows=tuple(br) if br else None, blocking=blocking, em_options=o["prl_em"],
