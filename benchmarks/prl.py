@@ -29,6 +29,7 @@ installs them into ``benchmarks/.venv-peers``, and they run there as
 subprocesses (``benchmarks/peers/run_peer.py``); a missing venv skips them.
 
     python benchmarks/prl.py [--files census,tarragona,synth10k,synth59k] [--workers 2]
+                             [--variants default,step,l] [--peers splink,recordlinkage]
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 PEER_PY = HERE / ".venv-peers" / "bin" / "python"
 FILES = ("census", "tarragona", "synth10k", "synth59k")
+#: sdcdist rows: name -> (label, keywords of probabilistic_linkage)
+VARIANTS = {
+    "default": ("sdcdist PRL (default: s, 6 levels, linear weights)", {}),
+    "step": ("sdcdist PRL (s, 6 levels, step weights)", {"weights": "step"}),
+    "l": ("sdcdist PRL (papers: l, t = 0.05)", {"method": "l", "t": 0.05}),
+}
 
 
 def utility_like(n: int, *, columns: int = 10, seed: int = 0) -> np.ndarray:
@@ -121,6 +128,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", default=",".join(FILES))
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="sdcdist rows: " + ", ".join(VARIANTS))
     ap.add_argument("--peers", default="splink,recordlinkage")
     ap.add_argument("--peer-max-pairs", type=float, default=2e7,
                     help="all pairs up to this many for the peers; above, their blocking")
@@ -128,6 +137,10 @@ def main() -> None:
     args = ap.parse_args()
     from distributed import Client, LocalCluster
     peers = [p for p in args.peers.split(",") if p]
+    variants = [v for v in args.variants.split(",") if v]
+    for v in variants:
+        if v not in VARIANTS:
+            raise SystemExit(f"unknown variant {v!r}; one of {', '.join(VARIANTS)}")
     print(f"PRL benchmark: all numeric columns as one key set, noise variance 0.1 var, seed 1, "
           f"{args.workers} workers; wall times on a shared machine are noisy\n")
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
@@ -137,12 +150,9 @@ def main() -> None:
             X, Y = load(name)
             print(f"### {name}: {X.shape[0]:,} x {X.shape[1]}\n")
             print("| tool | re-identified | wall | notes |\n|---|---|---|---|")
-            print(row("sdcdist PRL (default: s, 6 levels, linear weights)",
-                      run_sdcdist(client, X, Y)), flush=True)
-            print(row("sdcdist PRL (s, 6 levels, step weights)",
-                      run_sdcdist(client, X, Y, weights="step")), flush=True)
-            print(row("sdcdist PRL (papers: l, t = 0.05)",
-                      run_sdcdist(client, X, Y, method="l", t=0.05)), flush=True)
+            for v in variants:
+                label, kw = VARIANTS[v]
+                print(row(label, run_sdcdist(client, X, Y, **kw)), flush=True)
             for tool in peers:
                 r = run_peer(tool, X, Y, args.peer_max_pairs, args.timeout)
                 print(row(r.get("tool", tool), r), flush=True)
