@@ -615,6 +615,21 @@ def _constrained_levels(a, b, nk, m, u, smx, sux, t, N):
     # 2^(nk-1) sets of active cuts (strictly concave: unique). Writes m, u; returns
     # whether a cut is active. No cut: the unconstrained a / smx, b / sux (smx, sux the
     # E-step's totals); every cut: the pooled frequencies t / N (t the level totals).
+    # the plain M-step when it is feasible (no need to enumerate the cut sets)
+    ca = 0.0
+    cb = 0.0
+    free = True
+    for l in range(nk - 1):
+        ca += a[l]
+        cb += b[l]
+        if ca / smx < cb / sux:
+            free = False
+            break
+    if free:
+        for l in range(nk):
+            m[l] = a[l] / smx
+            u[l] = b[l] / sux
+        return False
     A = 0.0
     B = 0.0
     for l in range(nk):
