@@ -84,7 +84,9 @@ CONVENTIONS = {
            "prl_method: l, prl_t: 0.05; P(M) starts at min(nA, nB)/(nA nB)",
     "PRL_EM": "Winkler's constrained EM: P(M) <= min(nA, nB)/(nA nB), m >= u per column "
               "(cumulatively over a multi-level column's tolerances; a violating column takes "
-              "its pooled frequencies, weight 0); SQUAREM-accelerated (Varadhan-Roland "
+              "the exact constrained M-step: m and u tie on the pieces between the cuts "
+              "where the constraint binds, pooled frequencies and weight 0 when every cut "
+              "binds); SQUAREM-accelerated (Varadhan-Roland "
               "SqS3, extrapolations that lower the log-likelihood replaced by the plain EM "
               "step); stops when a plain EM step changes no parameter by 1e-10 or more (not "
               "on the log-likelihood), at most 20000 EM steps, flag 1 if the limit is reached",

@@ -1,5 +1,7 @@
 """Probabilistic record linkage: kernels vs brute force, EM, PLD / PLD20 on reference data."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -400,12 +402,36 @@ def test_cli_link_and_risk_report_partial_identifier_overlap(tmp_path, rng):
         assert res.exit_code == 2 and "matches no record" in res.output, res.output
 
 
+def _numpy_constrained_mstep(a, b):
+    """max sum a ln m + sum b ln u s.t. cumsum(m) >= cumsum(u) below the last level, by
+    brute force over the sets of cuts where the constraint holds with equality: such
+    cuts tie m's and u's mass on each piece, which then splits in proportion to a and b."""
+    L = a.size
+    best, arg = -np.inf, None
+    for mask in itertools.product([False, True], repeat=L - 1):
+        seg = np.concatenate([[0], np.cumsum(mask)])           # piece of each level
+        As, Bs = np.bincount(seg, a), np.bincount(seg, b)
+        w = (As + Bs) / (a.sum() + b.sum())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m = np.where(As[seg] > 0, w[seg] * a / As[seg], w[seg] * b / Bs[seg])
+            u = np.where(Bs[seg] > 0, w[seg] * b / Bs[seg], m)
+        m, u = np.nan_to_num(m), np.nan_to_num(u)
+        if np.any(np.cumsum(m)[:-1] < np.cumsum(u)[:-1] - 1e-13):
+            continue
+        with np.errstate(divide="ignore"):
+            f = np.sum(a[a > 0] * np.log(m[a > 0])) + np.sum(b[b > 0] * np.log(u[b > 0]))
+        if f > best:
+            best, arg = f, (m, u)
+    return arg
+
+
 def _numpy_em(codes, counts, nl, radix, p_start, p_max, m_start=0.9, eps=1e-9, tol=1e-10,
               max_iter=20000):
     """Winkler's constrained EM written independently, vectorised numpy (CATALOG.md):
-    P(M) <= p_max; per column, cumulative agreement m >= u at every tolerance, else the
-    column takes the pooled frequencies; probabilities clipped to [eps, 1 - eps] and
-    renormalised; stop when no parameter moves by tol or more."""
+    P(M) <= p_max; per column, cumulative agreement m >= u at every tolerance (the
+    constrained maximum of the M-step when the plain one violates it); probabilities
+    clipped to [eps, 1 - eps] and renormalised; stop when no parameter moves by tol or
+    more."""
     c = counts.astype(float)
     N = c.sum()
     K = len(nl)
@@ -435,7 +461,7 @@ def _numpy_em(codes, counts, nl, radix, p_start, p_max, m_start=0.9, eps=1e-9, t
             bm, bu = cm @ onehot[k], cu @ onehot[k]
             fm, fu = bm / cm.sum(), bu / cu.sum()
             if np.any(np.cumsum(fm)[:-1] < np.cumsum(fu)[:-1]):
-                fm = fu = (bm + bu) / N
+                fm, fu = _numpy_constrained_mstep(bm, bu)
             new_m.append(clip(fm))
             new_u.append(clip(fu))
         change = max([abs(new_p - p)] + [np.abs(x - y).max() for x, y in zip(new_m, m)]
@@ -788,3 +814,72 @@ def test_weight_rule_option_reaches_the_linkage(census):
     assert not np.array_equal(got["linear"].true_weight, got["step"].true_weight)
     # the same EM fit: the rule changes how weights are read, not the pattern counts
     np.testing.assert_array_equal(got["linear"].fit.m[0], got["step"].fit.m[0])
+
+
+def test_constrained_mstep_is_the_exact_constrained_maximum(rng):
+    """The M-step of a column under cumulative m >= u is the constrained maximum of the
+    expected complete-data log-likelihood (checked against SLSQP), the plain one when
+    that is feasible, and the pooled frequencies only when every cut is active."""
+    from scipy.optimize import minimize
+    for trial in range(12):
+        L = int(rng.integers(2, 6))
+        a = rng.gamma(1.0, 1.0, L) * 50
+        b = rng.gamma(1.0, 1.0, L) * 5000
+        if trial % 3 == 0:
+            a = a[::-1].copy()               # matches at the far levels: violated
+        m, u = np.zeros(L), np.zeros(L)
+        t = a + b
+        active = prl._constrained_levels(a, b, L, m, u, a.sum(), b.sum(), t, t.sum())
+        assert np.isclose(m.sum(), 1) and np.isclose(u.sum(), 1)
+        assert np.all(np.cumsum(m)[:-1] >= np.cumsum(u)[:-1] - 1e-12)
+        ref = _numpy_constrained_mstep(a, b)
+        if not active:
+            assert ref is not None
+        if np.all(np.cumsum(a / a.sum())[:-1] >= np.cumsum(b / b.sum())[:-1]):
+            assert not active
+            np.testing.assert_allclose(m, a / a.sum(), rtol=1e-12)
+            continue
+        assert active
+        np.testing.assert_allclose(m, ref[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(u, ref[1], rtol=0, atol=1e-12)
+
+        def f(x):
+            return -(a @ np.log(x[:L]) + b @ np.log(x[L:])) / (a.sum() + b.sum())
+        cons = [{"type": "eq", "fun": lambda x: x[:L].sum() - 1},
+                {"type": "eq", "fun": lambda x: x[L:].sum() - 1},
+                {"type": "ineq", "fun": lambda x: np.cumsum(x[:L] - x[L:])[:-1]}]
+        x0 = np.r_[t, t] / t.sum()
+        opt = minimize(f, x0, constraints=cons, bounds=[(1e-12, 1)] * (2 * L), method="SLSQP",
+                       options={"ftol": 1e-14, "maxiter": 500})
+        assert f(np.r_[m, u]) <= opt.fun + 1e-9                # at least as good as SLSQP
+        np.testing.assert_allclose(np.r_[m, u], opt.x, atol=1e-4)
+
+
+def test_em_with_a_partly_active_constraint_converges_to_one_fixed_point():
+    """A column whose matches sit at its second level violates m >= u at the first cut
+    only: the EM keeps that cut active (m and u tie there) and the other levels free;
+    plain EM, SQUAREM and the numpy reference reach the same point (all-or-nothing
+    pooling of such a column made plain EM cycle on large files)."""
+    rng = np.random.default_rng(11)
+    K, n = 6, 800
+    cmp = prl.comparison(K, t=(0.1, 0.25, 0.5, 1.0), method="s")
+    m = rng.dirichlet([8, 3, 2, 1, 1], K)
+    u = rng.dirichlet([1, 2, 3, 5, 20], K)
+    m[0] = [0.02, 0.7, 0.15, 0.08, 0.05]
+    u[0] = [0.1, 0.1, 0.2, 0.3, 0.3]
+    lev_m = np.stack([rng.choice(5, n, p=m[k]) for k in range(K)], axis=1)
+    lev_u = np.stack([rng.choice(5, n * n - n, p=u[k]) for k in range(K)], axis=1)
+    codes, counts = np.unique(np.concatenate([lev_m, lev_u]) @ cmp.radix, return_counts=True)
+    cap = 1.0 / n
+    fast = prl.em((codes, counts), cmp, p_start=cap, p_max=cap)
+    plain = prl.em((codes, counts), cmp, p_start=cap, p_max=cap, accelerate=False)
+    rm, ru, rp, it, ok = _numpy_em(codes, counts, cmp.n_levels, cmp.radix, cap, cap)
+    assert fast.converged and plain.converged and ok and fast.constrained > 0
+    assert fast.iterations < plain.iterations
+    for f in (fast, plain):
+        assert abs(f.p - rp) < 1e-8
+        for k in range(K):
+            np.testing.assert_allclose(f.m[k], rm[k], rtol=0, atol=1e-8)
+            np.testing.assert_allclose(f.u[k], ru[k], rtol=0, atol=1e-8)
+    cm, cu = np.cumsum(fast.m[0])[:-1], np.cumsum(fast.u[0])[:-1]
+    assert abs(cm[0] - cu[0]) < 1e-8 and np.all(cm[1:] > cu[1:] + 1e-3)

@@ -481,7 +481,7 @@ class EMResult:
     plain or within an accelerated cycle); ``converged`` (False: the iteration
     limit was reached before the parameters settled); ``clipped``: how many times
     a probability hit the guard bounds; ``constrained``: how many times the
-    constraint ``m >= u`` pooled a column; ``history``: the log-likelihood at the
+    constraint ``m >= u`` was active in a column's M-step; ``history``: the log-likelihood at the
     input of each evaluation (one per iteration).
     """
 
@@ -645,6 +645,109 @@ def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
 
 
 @numba.njit(cache=True, nogil=True)
+def _constrained_levels(a, b, nk, m, u, smx, sux, t, N):
+    # The exact M-step of one column under the constraint: maximise
+    # sum_l a_l ln m_l + sum_l b_l ln u_l (a, b: expected level counts among matches /
+    # non-matches) subject to sum_{l' <= l} m_l' >= sum_{l' <= l} u_l' for l < nk - 1.
+    # At the optimum the active cuts split the levels into segments of equal mass
+    # w_s = (A_s + B_s) / (A + B) in m and u, proportional to a and to b inside a
+    # segment; the optimum is the feasible candidate with the largest objective over all
+    # 2^(nk-1) sets of active cuts (strictly concave: unique). Writes m, u; returns
+    # whether a cut is active. No cut: the unconstrained a / smx, b / sux (smx, sux the
+    # E-step's totals); every cut: the pooled frequencies t / N (t the level totals).
+    # the plain M-step when it is feasible (no need to enumerate the cut sets)
+    ca = 0.0
+    cb = 0.0
+    free = True
+    for l in range(nk - 1):
+        ca += a[l]
+        cb += b[l]
+        if ca / smx < cb / sux:
+            free = False
+            break
+    if free:
+        for l in range(nk):
+            m[l] = a[l] / smx
+            u[l] = b[l] / sux
+        return False
+    A = 0.0
+    B = 0.0
+    for l in range(nk):
+        A += a[l]
+        B += b[l]
+    A = A if A > 1e-300 else 1e-300
+    B = B if B > 1e-300 else 1e-300
+    best = -np.inf
+    best_s = -1
+    for s in range(1 << (nk - 1)):       # bit j set: cut after level j is active
+        f = 0.0
+        ok = True
+        lo = 0
+        for l in range(nk):
+            if l < nk - 1 and not (s >> l) & 1:
+                continue
+            # segment lo..l
+            As = 0.0
+            Bs = 0.0
+            for q in range(lo, l + 1):
+                As += a[q]
+                Bs += b[q]
+            ws = (As + Bs) / (A + B)
+            ca = 0.0
+            cb = 0.0
+            for q in range(lo, l + 1):
+                if q < l:                 # internal cut: must hold inside the segment
+                    ca += a[q]
+                    cb += b[q]
+                    if As > 0.0 and Bs > 0.0 and ca / As < cb / Bs:
+                        ok = False
+                if a[q] > 0.0:
+                    f += a[q] * np.log(ws * a[q] / As)
+                if b[q] > 0.0:
+                    f += b[q] * np.log(ws * b[q] / Bs)
+            if not ok:
+                break
+            lo = l + 1
+        if ok and f > best:
+            best = f
+            best_s = s
+    if best_s == 0:
+        for l in range(nk):
+            m[l] = a[l] / smx
+            u[l] = b[l] / sux
+        return False
+    if best_s == (1 << (nk - 1)) - 1:
+        for l in range(nk):
+            m[l] = t[l] / N
+            u[l] = t[l] / N
+        return True
+    lo = 0
+    for l in range(nk):
+        if l < nk - 1 and not (best_s >> l) & 1:
+            continue
+        As = 0.0
+        Bs = 0.0
+        for q in range(lo, l + 1):
+            As += a[q]
+            Bs += b[q]
+        ws = (As + Bs) / (A + B)
+        for q in range(lo, l + 1):
+            # a segment without expected matches (or non-matches) takes the other side's
+            # shape: m = u there
+            if As > 0.0:
+                m[q] = ws * a[q] / As
+                u[q] = ws * (b[q] / Bs if Bs > 0.0 else a[q] / As)
+            elif Bs > 0.0:
+                m[q] = ws * b[q] / Bs
+                u[q] = ws * b[q] / Bs
+            else:
+                m[q] = 0.0
+                u[q] = 0.0
+        lo = l + 1
+    return best_s != 0
+
+
+@numba.njit(cache=True, nogil=True)
 def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm, delta,
              R, LR, S):
     # One step of Winkler's constrained EM, the map F: (m, u, p) -> (m2, u2, p2).
@@ -662,45 +765,52 @@ def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm
     sux = su if su > 1e-300 else 1e-300
     clipped = 0
     constrained = 0
+    L = m.shape[1]
+    am_ = np.zeros(L)
+    au_ = np.zeros(L)
+    mm_ = np.zeros(L)
+    uu_ = np.zeros(L)
     for k in range(K):
         nk = nl[k]
-        # m >= u: agreement within each tolerance at least as likely among matches
-        # (cumulatively over the levels); otherwise the column carries no evidence
-        # and both take the pooled frequencies T / N
-        pooled = False
-        am = 0.0
-        au = 0.0
-        for l in range(nk - 1):
+        # m >= u (cumulatively over the levels): the exact constrained maximum of the
+        # expected complete-data log-likelihood (_constrained_levels); pooled frequencies
+        # T / N only when every cut is active (always for a violating binary column)
+        for l in range(nk):
             bu = T[k, l] - bm[k, l]
-            am += bm[k, l]
-            au += bu if bu > 0.0 else 0.0
-            if am / smx < au / sux:
-                pooled = True
+            am_[l] = bm[k, l] if bm[k, l] > 0.0 else 0.0
+            au_[l] = bu if bu > 0.0 else 0.0
+        if fix_u:
+            # u stays: m takes u when the unconstrained step violates the constraint
+            pooled = False
+            cm = 0.0
+            cu = 0.0
+            for l in range(nk - 1):
+                cm += am_[l]
+                cu += au_[l]
+                if cm / smx < cu / sux:
+                    pooled = True
+            for l in range(nk):
+                mm_[l] = u[k, l] if pooled else am_[l] / smx
+                uu_[l] = u[k, l]
+        else:
+            pooled = _constrained_levels(am_, au_, nk, mm_, uu_, smx, sux, T[k], N)
         if pooled:
             constrained += 1
         for side in range(2):
-            if side == 1 and fix_u:
-                for l in range(nk):
-                    u2[k, l] = u[k, l]
-                break
             tot = 0.0
             for l in range(nk):
-                if pooled and fix_u:
-                    v = u[k, l]
-                elif pooled:
-                    v = T[k, l] / N
-                elif side == 0:
-                    v = bm[k, l] / smx
-                else:
-                    bu = T[k, l] - bm[k, l]
-                    v = (bu if bu > 0.0 else 0.0) / sux
+                v = mm_[l] if side == 0 else uu_[l]
+                if side == 1 and fix_u:
+                    delta[k, l] = v
+                    tot += v
+                    continue
                 if v < eps or v > 1.0 - eps:
                     clipped += 1
                     v = eps if v < eps else 1.0 - eps
                 delta[k, l] = v          # scratch
                 tot += v
             for l in range(nk):
-                v = delta[k, l] / tot
+                v = delta[k, l] / tot if not (side == 1 and fix_u) else u[k, l]
                 if side == 0:
                     d = abs(v - m[k, l])
                     m2[k, l] = v
@@ -896,10 +1006,17 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     constrained EM, CATALOG.md): ``P(M) <= p_max``, and ``m >= u`` for every
     column: agreement within each of its tolerances (cumulatively over the
     levels: ``sum_{l' <= l} m_l' >= sum_{l' <= l} u_l'`` for every ``l < L``)
-    is at least as likely among matches as among non-matches. When an M-step
-    violates it for a column, its m and u are both set to the column's pooled
-    level frequencies (the column gets weight 0: it carries no evidence);
-    for a binary column this is the exact constrained maximum. Without the
+    is at least as likely among matches as among non-matches. When the plain
+    M-step violates it for a column, the column takes the exact constrained
+    maximum of the expected complete-data log-likelihood: the cuts where the
+    constraint binds split the levels into pieces on which m and u have equal
+    mass (the pieces' pooled frequencies), shaped inside each piece like the
+    plain M-step (:func:`_constrained_levels`). A binary column, or one whose
+    every cut binds, takes its pooled level frequencies (weight 0: it carries no
+    evidence). The constrained M-step is continuous in the E-step counts, so the
+    EM map has fixed points that plain EM reaches (pooling a whole multi-level
+    column instead made the map jump, and plain EM cycled between pooled and
+    free on a 59,315-record file). Without the
     constraints, on all pairs of real-looking files EM calls the large class
     of pairs agreeing on zeros and correlated keys "matches" (P(M) ~ 0.4).
     The bounded M-step for P(M) is exact (the expected log-likelihood is
