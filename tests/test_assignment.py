@@ -239,19 +239,23 @@ def test_default_dense_path_is_exact_on_tie_heavy_rectangles(shape, maximize, mo
 
 
 @pytest.mark.parametrize("maximize", [True, False])
-def test_dense_unmatched_value_is_exact(maximize, monkeypatch):
-    """A numeric ``unmatched`` on the exact dense path: same total as the clipped-gain
-    formulation solved by scipy (EXACT_MIN off)."""
-    rng = np.random.default_rng(3)
-    W = _tie_heavy(rng, 180, 140)
-    u = rng.integers(-3, 3, size=180).astype(float)
+@pytest.mark.parametrize("auction", [False, True])
+def test_dense_unmatched_value_is_exact(maximize, auction, monkeypatch):
+    """A numeric ``unmatched`` on the exact dense path, with or without the auction's start
+    (a private option per row there): same total as the clipped-gain formulation solved by
+    scipy (EXACT_MIN off)."""
+    rng = np.random.default_rng(5 if auction else 3)
+    n = 200 if auction else 180
+    W = _tie_heavy(rng, n, n - 40)
+    u = rng.integers(-3, 3, size=n).astype(float)
     monkeypatch.setattr(assignment, "EXACT_MIN", None)
     r0, c0, _ = assign(W, maximize=maximize, unmatched=u)
     monkeypatch.setattr(assignment, "EXACT_MIN", 2)
+    monkeypatch.setattr(assignment, "AUCTION_MIN", 2 if auction else None)
     r, c, _ = assign(W, maximize=maximize, unmatched=u)
 
     def value(r, c):
-        return W[r, c].sum() + u[np.setdiff1d(np.arange(180), r)].sum()
+        return W[r, c].sum() + u[np.setdiff1d(np.arange(n), r)].sum()
     assert value(r, c) == value(r0, c0)
     assert np.all(W[r, c] > u[r]) if maximize else np.all(W[r, c] < u[r])
 
@@ -409,24 +413,6 @@ def test_auction_start_deterministic_and_content_ties(monkeypatch):
     p0, t0 = pairs(V, U)
     p1, t1 = pairs(V[rng.permutation(250)], U[rng.permutation(250)])
     assert t0 == t1 and p0 == p1
-
-
-@pytest.mark.parametrize("maximize", [True, False])
-def test_auction_start_with_unmatched_values(maximize, monkeypatch):
-    """A numeric ``unmatched`` (a private option per row in the auction): same objective
-    as the clipped-gain formulation solved by scipy."""
-    rng = np.random.default_rng(5)
-    W = _tie_heavy(rng, 200, 160)
-    u = rng.integers(-3, 3, size=200).astype(float)
-    monkeypatch.setattr(assignment, "EXACT_MIN", None)
-    r0, c0, _ = assign(W, maximize=maximize, unmatched=u)
-    monkeypatch.setattr(assignment, "EXACT_MIN", 2)
-    monkeypatch.setattr(assignment, "AUCTION_MIN", 2)
-    r, c, _ = assign(W, maximize=maximize, unmatched=u)
-
-    def value(r, c):
-        return W[r, c].sum() + u[np.setdiff1d(np.arange(200), r)].sum()
-    assert value(r, c) == value(r0, c0)
 
 
 @settings(max_examples=60, deadline=None)

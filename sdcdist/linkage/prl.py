@@ -644,6 +644,17 @@ def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
     return sm, base + sp
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _segment(a, b, lo, hi):
+    # expected matches and non-matches of the levels lo..hi (one piece between active cuts)
+    As = 0.0
+    Bs = 0.0
+    for q in range(lo, hi + 1):
+        As += a[q]
+        Bs += b[q]
+    return As, Bs
+
+
 @numba.njit(cache=True, nogil=True)
 def _constrained_levels(a, b, nk, m, u, smx, sux, t, N):
     # The exact M-step of one column under the constraint: maximise
@@ -686,12 +697,7 @@ def _constrained_levels(a, b, nk, m, u, smx, sux, t, N):
         for l in range(nk):
             if l < nk - 1 and not (s >> l) & 1:
                 continue
-            # segment lo..l
-            As = 0.0
-            Bs = 0.0
-            for q in range(lo, l + 1):
-                As += a[q]
-                Bs += b[q]
+            As, Bs = _segment(a, b, lo, l)       # segment lo..l
             ws = (As + Bs) / (A + B)
             ca = 0.0
             cb = 0.0
@@ -725,11 +731,7 @@ def _constrained_levels(a, b, nk, m, u, smx, sux, t, N):
     for l in range(nk):
         if l < nk - 1 and not (best_s >> l) & 1:
             continue
-        As = 0.0
-        Bs = 0.0
-        for q in range(lo, l + 1):
-            As += a[q]
-            Bs += b[q]
+        As, Bs = _segment(a, b, lo, l)
         ws = (As + Bs) / (A + B)
         for q in range(lo, l + 1):
             # a segment without expected matches (or non-matches) takes the other side's
