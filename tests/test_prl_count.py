@@ -285,7 +285,7 @@ def test_cli_link_counting(tmp_path, run, client):
     pd.testing.assert_frame_equal(outs["pairs"], outs["count"])
 
 
-def test_multi_level_refused_where_slower():
+def test_multi_level_refused_where_slower(caplog):
     runner = Runner()
     A, B = _tie_heavy(400, 4, seed=3)
     A[:, :3] = 1.0
@@ -303,6 +303,11 @@ def test_multi_level_refused_where_slower():
             prl_count_drivers.AUTO_MIN_PAIRS = old
         assert 0.4 < info["enumerated_share_estimate"] < 0.75
         assert path == expect
+        # a large file falling back to pairs says so in the log (no record values)
+        warned = [r.getMessage() for r in caplog.records if "one by one" in r.getMessage()]
+        assert bool(warned) == (expect == "pairs")
+        assert all("counting would be slower" in w for w in warned)
+        caplog.clear()
 
 
 def test_pattern_space_too_large_to_count_densely():

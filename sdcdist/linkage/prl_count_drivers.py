@@ -21,6 +21,7 @@ pairs and neither limit is hit, and enumerates all pairs otherwise.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,8 @@ from . import prl, prl_count
 
 __all__ = ["COUNTING_MODES", "AUTO_MIN_PAIRS", "MAX_SHARE", "MAX_SHARE_LEVELS", "MAX_INDEX_BYTES",
            "DEFAULT_COUNT_ROWS", "choose_counting", "counted_pattern_counts", "counted_topc"]
+
+log = logging.getLogger(__name__)
 
 COUNTING_MODES = ("auto", "pairs", "count")
 
@@ -101,6 +104,11 @@ def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         # prl_counting=count insists on the counting path: refuse; auto falls back to pairs
         if mode == "count":
             raise SdcInputError(refusal)
+        if blocking is None:
+            # a file this large takes long pair by pair: say why, and what would count instead
+            log.warning("PRL: all %.3g record pairs are compared one by one, since %s; the "
+                        "counting path needs key columns that agree less often (e.g. "
+                        "prl_method l with one tolerance)", float(n_a) * float(n_b), why)
         return "pairs", None, {**(info or {}), "counting": f"pairs ({why})"}
 
     if blocking is not None:
