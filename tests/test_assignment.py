@@ -501,3 +501,22 @@ def test_auction_start_on_additive_weights(shape):
     r, c, info = exact_dense(W, auction=True)
     assert r.size == shape[0] and np.unique(c).size == c.size
     assert W[r, c].sum() == W[r0, c0].sum()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_assign_by_content_columns_already_in_content_order(sparse):
+    """Columns permuted into their content order have the identity as content order, so
+    ``col_order=None`` (what PRL passes after ordering A) gives the very same pairs."""
+    rng = np.random.default_rng(4)
+    V = rng.integers(0, 3, size=(120, 2)).astype(float)     # many identical records
+    V = V[assignment.content_order(V)]
+    np.testing.assert_array_equal(assignment.content_order(V), np.arange(120))
+    U = V + rng.integers(-1, 2, size=V.shape)
+    W = -np.abs(U[:, None, :] - V[None, :, :]).sum(axis=2)
+    if sparse:
+        W = top_candidates(W, 10)
+    ro = assignment.content_order(U)
+    r0, c0, _ = assign_by_content(W, ro, np.arange(120), maximize=True)
+    r1, c1, _ = assign_by_content(W, ro, None, maximize=True)
+    np.testing.assert_array_equal(r0, r1)
+    np.testing.assert_array_equal(c0, c1)

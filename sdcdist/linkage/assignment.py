@@ -169,7 +169,7 @@ def content_order(V: np.ndarray) -> np.ndarray:
 
 
 def assign_by_content(weights: np.ndarray | Candidates, row_order: np.ndarray,
-                      col_order: np.ndarray, **kw: Any
+                      col_order: np.ndarray | None, **kw: Any
                       ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """:func:`assign` with ties between optimal assignments broken by the records' values.
 
@@ -186,25 +186,32 @@ def assign_by_content(weights: np.ndarray | Candidates, row_order: np.ndarray,
     weights : ndarray (n_rows, n_cols) or Candidates
     row_order, col_order : ndarray (n_rows,), ndarray (n_cols,)
         :func:`content_order` of the records behind rows and columns (e.g. of
-        their key values).
+        their key values); ``col_order=None`` when the columns already are in
+        content order (their content order is then the identity).
     **kw
         As :func:`assign`; an ``unmatched`` array (one value per row) is permuted along.
     """
     ro = np.asarray(row_order, dtype=np.int64)
-    co = np.asarray(col_order, dtype=np.int64)
+    co = None if col_order is None else np.asarray(col_order, dtype=np.int64)
     un = kw.get("unmatched")
     if isinstance(un, np.ndarray) and un.ndim == 1 and un.size == ro.size:
         kw = {**kw, "unmatched": un[ro]}
     if isinstance(weights, Candidates):
         rinv = np.empty_like(ro)
         rinv[ro] = np.arange(ro.size)
-        cinv = np.empty_like(co)
-        cinv[co] = np.arange(co.size)
-        perm = Candidates(rinv[weights.rows], cinv[weights.cols], weights.weights, weights.shape)
+        cols = weights.cols
+        if co is not None:
+            cinv = np.empty_like(co)
+            cinv[co] = np.arange(co.size)
+            cols = cinv[cols]
+        perm = Candidates(rinv[weights.rows], cols, weights.weights, weights.shape)
     else:
-        perm = np.asarray(weights)[np.ix_(ro, co)]
+        W = np.asarray(weights)
+        perm = W[ro] if co is None else W[np.ix_(ro, co)]
     r, c, info = assign(perm, **kw)
-    r, c = ro[r], co[c]
+    r = ro[r]
+    if co is not None:
+        c = co[c]
     o = np.argsort(r, kind="stable")
     return r[o], c[o], info
 

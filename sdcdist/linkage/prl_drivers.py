@@ -151,7 +151,8 @@ def _dense_assign(A: dict, B: dict, cmp: prl.Comparison, wp: prl.WeightParams,
                   dense_limit: int, truth: np.ndarray) -> dict:
     W = prl.dense_weights(A, B, cmp, wp)
     # ties between optimal assignments broken by the records' values, not their order
-    r, c, info = assign_by_content(W, content_order(B["v"]), content_order(A["v"]),
+    # (A is already in content order: probabilistic_linkage put it there)
+    r, c, info = assign_by_content(W, content_order(B["v"]), None,
                                    maximize=True, dense_limit=dense_limit)
     t = np.asarray(truth, dtype=np.int64)
     wtrue = np.where(t >= 0, W[np.arange(t.size), np.maximum(t, 0)], np.nan)
@@ -332,9 +333,9 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         t0 = time.perf_counter()
         graph = Candidates.from_topc(cand["idx"], cand["w"], n_a)
         # ties between optimal assignments broken by the records' values, not their order
-        order_b, order_ap = runner.result([runner.task(_content_order, Bp),
-                                          runner.task(_content_order, Ap)])
-        r, c, ainfo = assign_by_content(graph, order_b, order_ap, maximize=True,
+        # (A is already in content order)
+        order_b = runner.call(_content_order, Bp)
+        r, c, ainfo = assign_by_content(graph, order_b, None, maximize=True,
                                         dense_limit=dense_limit, unmatched=unmatched)
         w = graph.lookup(r, c)
         wtrue = cand["wtrue"]
