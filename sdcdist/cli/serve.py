@@ -64,6 +64,17 @@ def _hash_token(ctx: click.Context, param: click.Parameter, value: str | None) -
                                                      "above).")
 @click.option("--max-audits", type=click.IntRange(1, 10_000), default=8, show_default=True,
               help="Audits one principal may have queued or running at once (429 above).")
+@click.option("--max-columns", type=click.IntRange(1, 10**6), default=1000, show_default=True,
+              help="Columns a dataset may have (an upload, or a spec's data; 413 above).")
+@click.option("--max-rows", type=click.IntRange(3, 10**9), default=10**7, show_default=True,
+              help="Records a dataset may have (for CSV: its lines; 413 above).")
+@click.option("--max-data", type=click.IntRange(1, 1 << 20), default=1024,
+              show_default=True, metavar="MIB",
+              help="Largest dataset in memory, records x columns x 8 bytes (413 above).")
+@click.option("--max-inflated", type=click.IntRange(1, 1 << 20), default=1024,
+              show_default=True, metavar="MIB",
+              help="Largest upload once decompressed (.csv.gz, Parquet; 413 above). "
+                   "--max-upload counts the bytes sent.")
 @click.option("--max-running", type=click.IntRange(1, 256), default=4, show_default=True,
               help="Audits run at once on the cluster (the others wait in the queue).")
 @click.option("--hash-token", metavar="NAME", expose_value=False, is_eager=True,
@@ -72,7 +83,8 @@ def _hash_token(ctx: click.Context, param: click.Parameter, value: str | None) -
                    "token is printed on stderr; a token piped on stdin is hashed instead.")
 @cluster_options
 def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: str | None,
-          keyfile: str | None, max_upload: int, max_audits: int, max_running: int,
+          keyfile: str | None, max_upload: int, max_audits: int, max_columns: int,
+          max_rows: int, max_data: int, max_inflated: int, max_running: int,
           where: ClusterOptions) -> None:
     """Run the audit service: an HTTP API (/v1, OpenAPI at /openapi.json, docs at /docs)
     and a web page (/) in front of one Dask cluster.
@@ -108,11 +120,19 @@ def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: 
     from ..limits import MAX_SPEC_BYTES
     from ..service.app import ServiceConfig, create_app
     from ..service.jobs import JobRunner
+    from ..service.limits import Limits
+    from ..service.security import loopback_hosts
     from ..service.store import Store
+    import os
+    os.umask(0o077)          # what the service writes (uploads, cubes) is this user's only
     store = Store(root)
     config = ServiceConfig(root=Path(root).resolve(), tokens=principals,
                            max_upload=max_upload * 2**20, max_spec=MAX_SPEC_BYTES,
-                           max_audits=max_audits)
+                           max_audits=max_audits,
+                           limits=Limits(max_columns=max_columns, max_rows=max_rows,
+                                         max_data=max_data * 2**20,
+                                         max_inflated=max_inflated * 2**20),
+                           hosts=loopback_hosts(host, port))
     scheme = "https" if certfile else "http"
     if principals is None:
         click.echo("no --tokens: every request is accepted, so the service listens on "

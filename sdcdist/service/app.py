@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import shutil
 import threading
 import time
@@ -37,6 +38,8 @@ from ..errors import SdcInputError
 from ..logs import event
 from .auth import Tokens
 from .jobs import JobRunner
+from .limits import Limits
+from .security import FailureLimiter, RequestGuard
 from .store import ACTIVE, Store, audit_out, new_id
 
 __all__ = ["create_app", "ServiceConfig"]
@@ -58,6 +61,9 @@ class ServiceConfig:
     max_upload : largest upload in bytes (413 above)
     max_spec : largest spec in bytes (413 above)
     max_audits : audits a principal may have queued or running at once (429 above)
+    limits : columns, records and bytes a dataset may have (:mod:`.limits`, 413 above)
+    hosts : the ``Host`` header values answered (empty: any; ``sdcdist serve`` sets the
+        address it listens on)
     """
 
     root: Path
@@ -65,6 +71,8 @@ class ServiceConfig:
     max_upload: int = 256 * 2**20
     max_spec: int = 2**20
     max_audits: int = 8
+    limits: Limits = Limits()
+    hosts: tuple[str, ...] = ()
 
 
 class BodyLimit:
@@ -159,6 +167,13 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
     app.state.store = store
     app.state.runner = runner
     app.state.config = config
+    # no tokens: a foreign page's simple POSTs must carry this per-start token
+    import secrets
+    csrf = secrets.token_urlsafe(32)
+    app.state.csrf = csrf
+    app.add_middleware(RequestGuard, hosts=config.hosts,
+                       csrf=csrf if config.tokens is None else None)
+    failures = FailureLimiter()
     plot_lock = threading.Lock()        # matplotlib's pyplot is not thread-safe
 
     # -- errors --------------------------------------------------------------------
@@ -185,6 +200,13 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         from ..cli._common import _where
+        from .jobs import disk_full
+        if disk_full(exc):
+            event(log, "disk full", logging.ERROR, kind=type(exc).__name__,
+                  path=request.url.path)
+            return JSONResponse({"detail": "the service's disk is full; nothing was stored. "
+                                           "Try again once the operator has freed space"},
+                                status_code=507)
         # the type and where it was raised, as the command line says it: a message
         # or a traceback's locals could hold data
         event(log, "unexpected failure", logging.ERROR, kind=type(exc).__name__,
@@ -217,8 +239,15 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
             raise HTTPException(401, "this service needs a token: send the header "
                                      "'Authorization: Bearer TOKEN'",
                                 headers={"WWW-Authenticate": "Bearer"})
+        addr = request.client.host if request.client else "?"
+        wait = failures.blocked(addr)
+        if wait:
+            raise HTTPException(429, "too many wrong tokens from this address; try again "
+                                     f"in {math.ceil(wait)} s",
+                                headers={"Retry-After": str(math.ceil(wait))})
         who = config.tokens.principal(token.strip())
         if who is None:
+            failures.failed(addr)
             raise HTTPException(401, "the token is not valid for this service",
                                 headers={"WWW-Authenticate": "Bearer"})
         request.state.principal = who
@@ -281,7 +310,16 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:
         from .web import PAGE
-        return HTMLResponse(PAGE)
+        # the page sends this token in the X-Sdcdist-Csrf header (see security.py)
+        return HTMLResponse(PAGE.replace(
+            "<head>", f'<head><meta name="sdcdist-csrf" content="{csrf}">', 1))
+
+    @app.get("/v1/csrf", tags=["service"])
+    def csrf_token(who: str = Who) -> dict[str, Any]:
+        """The token to send in the `X-Sdcdist-Csrf` header of an upload (multipart) or
+        another POST of a form's content type, when the service runs without tokens.
+        Another site's page cannot read it."""
+        return {"header": "X-Sdcdist-Csrf", "token": csrf}
 
     @app.get("/v1/health", tags=["service"])
     def health() -> dict[str, Any]:
@@ -325,27 +363,36 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         from ..cli._common import split_list
         from ..cli._paths import slug
         from ..data import ingest, open_microdata
+        from .limits import chunk_rows_for, scan_upload
+        from .security import MAX_NAME_BYTES
         filename = Path(file.filename or "upload.csv").name
+        if len(filename.encode()) > MAX_NAME_BYTES or any(ord(c) < 32 for c in filename):
+            raise SdcInputError(f"the file name is longer than {MAX_NAME_BYTES} bytes or holds "
+                                "a control character; rename the file")
         low = filename.lower()
         if not low.endswith(UPLOAD_SUFFIXES):
             raise SdcInputError(f"cannot tell the format of {filename!r}; upload CSV (.csv, "
                                 ".csv.gz, .tsv) or Parquet (.parquet) files")
         ext = next(s for s in sorted(UPLOAD_SUFFIXES, key=len, reverse=True) if low.endswith(s))
-        stem = slug(filename[:-len(ext)]) or "data"
+        stem = slug(filename[:-len(ext)])[:100] or "data"
         dataset_id = new_id("ds")
         tmp = store.root / "tmp" / dataset_id
-        tmp.mkdir(parents=True)
+        tmp.mkdir(parents=True, mode=0o700)
         final = store.dataset_path(dataset_id)
         try:
             src = tmp / (stem + ext)
-            with src.open("wb") as f:
+            with open(os.open(src, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
                 shutil.copyfileobj(file.file, f, 2**20)
+            shape = scan_upload(src, config.limits)
             roles = {}
             if keys:
                 roles["key"] = split_list(keys)
             if confidential:
                 roles["confidential"] = split_list(confidential)
-            ingest(src, final, roles=roles, columns=split_list(columns) if columns else None)
+            from ..data.io import DEFAULT_CHUNK_ROWS
+            ingest(src, final, roles=roles, columns=split_list(columns) if columns else None,
+                   chunk_rows=chunk_rows_for(shape[1] if shape else 1, DEFAULT_CHUNK_ROWS))
+            store.private(final)
             attrs = dict(open_microdata(final).attrs)
             ds_name = (name or stem).strip() or stem
             store.add_dataset(dataset_id, who, name=ds_name, filename=filename,
@@ -400,11 +447,11 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
 
     def _submit(body: bytes, ctype: str, who: str) -> dict[str, Any]:
         from ..audit import parse_spec, plan_cells
-        from ..audit.run import load_data
+        from .limits import check_submission
         doc = _parse_body(body, ctype)
         resolved = _resolve(doc, who, store)
         spec = parse_spec(resolved, base_dir=store.root)
-        load_data(spec)          # columns, roles and parameters against the data
+        check_submission(spec, config.limits)   # against the data, in bounded memory
         audit_id = new_id("au")
         if not store.add_audit(audit_id, who, name=spec.name, spec=spec.raw,
                                cells_total=len(plan_cells(spec)), limit=config.max_audits):
@@ -417,16 +464,35 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
             runner.notify()
         return {"id": audit_id, "status": "queued"}
 
+    def shown(a: dict[str, Any]) -> dict[str, Any]:
+        out = audit_out(a)
+        out["note"] = runner.note(a) if runner is not None else None
+        return out
+
     @app.get("/v1/audits", tags=["audits"])
     def list_audits(who: str = Who) -> list[dict[str, Any]]:
         """Your audits, oldest first."""
-        return [audit_out(a) for a in store.audits(who)]
+        return [shown(a) for a in store.audits(who)]
 
     @app.get("/v1/audits/{audit_id}", tags=["audits"])
     def get_audit(audit_id: str, who: str = Who) -> dict[str, Any]:
         """Status (queued, running, done, failed, cancelled), cells done of total, times,
-        error."""
-        return audit_out(own_audit(audit_id, who))
+        error, and a `note` when an active audit waits (e.g. the cluster has no
+        workers)."""
+        return shown(own_audit(audit_id, who))
+
+    @app.post("/v1/audits/{audit_id}/resume", status_code=202, tags=["audits"])
+    def resume(audit_id: str, who: str = Who) -> dict[str, Any]:
+        """Put a failed or cancelled audit back in the queue: it resumes from its cube,
+        computing only the cells not written yet (409 for an active or done audit)."""
+        a = own_audit(audit_id, who)
+        if not store.requeue(audit_id, who):
+            raise HTTPException(409, f"audit {audit_id!r} is {a['status']}; only a failed or "
+                                     "cancelled audit can be resumed")
+        event(log, "audit resumed", audit=audit_id, principal=who)
+        if runner is not None:
+            runner.notify()
+        return shown(own_audit(audit_id, who))
 
     @app.delete("/v1/audits/{audit_id}", tags=["audits"])
     def cancel(audit_id: str, who: str = Who) -> dict[str, Any]:
@@ -441,13 +507,12 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
 
     @app.get("/v1/audits/{audit_id}/events", tags=["audits"])
     async def events(audit_id: str, request: Request, who: str = Who) -> StreamingResponse:
-        """Server-sent events: `cell` for each finished cell, then one `status` when the
-        audit ends. `Last-Event-ID` resumes after an event already seen."""
+        """Server-sent events: `cell` for each finished cell (ids 1, 2, ... within the
+        audit), then one `status` when the audit ends. `Last-Event-ID` resumes after an
+        event already seen."""
+        from .security import parse_last_event_id
         own_audit(audit_id, who)
-        try:
-            after = int(request.headers.get("last-event-id", "0"))
-        except ValueError:
-            after = 0
+        after = parse_last_event_id(request.headers.get("last-event-id"))
 
         async def stream() -> Any:
             last = after
@@ -455,7 +520,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
                 a = await asyncio.to_thread(store.audit, audit_id)
                 rows = await asyncio.to_thread(store.cells, audit_id, last)
                 for c in rows:
-                    last = c["seq"]
+                    last = c["n"]          # numbered within this audit
                     data = {"dataset": c["dataset"], "method": c["method"],
                             "param": c["param"], "replicate": c["replicate"],
                             "run": c["run"]}
@@ -643,17 +708,15 @@ def _parse_body(body: bytes, ctype: str) -> Any:
     except UnicodeDecodeError:
         raise SdcInputError("the spec is not UTF-8 text; send it as UTF-8") from None
     if "json" in ctype.lower():
+        from ..limits import MAX_YAML_DEPTH
+        from .security import check_json_depth
+        check_json_depth(text, MAX_YAML_DEPTH)
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise SdcInputError(f"the spec is not valid JSON (line {exc.lineno}, column "
                                 f"{exc.colno}: {exc.msg})") from None
     return load_yaml(text, what="the spec")
-
-
-#: top-level entries of the root that a spec's `path` may not reach (they are reached
-#: through `dataset: {id: ...}` only, which checks who owns them)
-_PRIVATE = ("datasets", "audits", "tmp", "state.sqlite")
 
 
 def _resolve(doc: Any, who: str, store: Store) -> Any:
@@ -686,26 +749,6 @@ def _resolve_dataset(d: Mapping[str, Any], what: str, who: str, store: Store) ->
         d.setdefault("name", row["name"])
         return d
     if "path" in d:
-        _check_path(str(d["path"]), what, store.root)
+        from .security import check_data_path
+        check_data_path(str(d["path"]), what, store.root, who)
     return d
-
-
-def _check_path(path: str, what: str, root: Path) -> None:
-    from ..storage import check_url, is_url, local_path
-    if is_url(path):
-        check_url(path, what=f"{what}.path")
-        if not path.startswith("file://"):
-            return                       # object storage: the store library checks access
-        path = local_path(path)
-    p = Path(path)
-    full = (p if p.is_absolute() else root / p).resolve()
-    try:
-        rel = full.relative_to(root)
-    except ValueError:
-        raise SdcInputError(f"{what}.path is outside the service's root folder; upload the "
-                            "file (POST /v1/datasets) and name it by 'dataset: {id: ...}'"
-                            ) from None
-    if rel.parts and rel.parts[0] in _PRIVATE or rel.parts and \
-            rel.parts[0].startswith("state.sqlite"):
-        raise SdcInputError(f"{what}.path points into the service's own files; name an "
-                            "uploaded dataset by 'dataset: {id: ...}'")

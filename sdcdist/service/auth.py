@@ -74,6 +74,15 @@ class Tokens:
     def load(cls, path: str | Path) -> "Tokens":
         path = Path(path)
         try:
+            mode = path.stat().st_mode
+        except OSError:
+            mode = 0
+        if mode & 0o022:
+            # anyone who can write it can add a principal of their own
+            raise SdcInputError(f"--tokens {path.name!r} can be written by other users "
+                                f"(mode {mode & 0o777:o}); make it writable by its owner "
+                                f"only: chmod go-w {path.name}")
+        try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise SdcInputError(f"--tokens {str(path)!r} cannot be read "

@@ -14,9 +14,12 @@ finished cell (its cube keeps the cells written so far).
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import sqlite3
 import threading
+import time
 from typing import Any
 
 from ..errors import SdcInputError
@@ -45,6 +48,8 @@ class JobRunner:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._unsaid: dict[str, str] = {}      # audit -> failure not yet stored (disk full)
+        self._workers: tuple[float, int | None] = (0.0, None)
 
     # -- control -------------------------------------------------------------
     def start(self) -> None:
@@ -81,10 +86,39 @@ class JobRunner:
         with self._lock:
             return list(self._running)
 
+    def workers(self) -> int | None:
+        """Workers of the cluster (asked at most every 2 s; None: cannot tell)."""
+        at, n = self._workers
+        if time.monotonic() - at < 2.0:
+            return n
+        try:
+            n = len(self.client.scheduler_info().get("workers", {}))
+        except Exception:               # noqa: BLE001 - a lost scheduler: cannot tell
+            n = None
+        self._workers = (time.monotonic(), n)
+        return n
+
+    def note(self, a: dict[str, Any]) -> str | None:
+        """Why an active audit does not move, if the runner knows; else None."""
+        with self._lock:
+            unsaid = self._unsaid.get(a["id"])
+        if unsaid is not None:
+            return unsaid
+        if a["status"] not in ("queued", "running") or self.client is None:
+            return None
+        if getattr(self.client, "status", "running") in ("closed", "closing"):
+            return ("the service lost its Dask cluster; the audit waits until the service "
+                    "is restarted")
+        if self.workers() == 0:
+            return ("the Dask cluster has no workers; the audit waits until a worker joins "
+                    "(ask the operator)")
+        return None
+
     # -- the dispatcher --------------------------------------------------------
     def _dispatch(self) -> None:
         while not self._stop.is_set():
             try:
+                self._say_unsaid()
                 self._start_some()
             except Exception as exc:   # noqa: BLE001 - keep dispatching
                 event(log, "dispatch failed", logging.ERROR, kind=type(exc).__name__)
@@ -94,7 +128,7 @@ class JobRunner:
     def _start_some(self) -> None:
         with self._lock:
             free = self.max_running - len(self._running)
-            busy = set(self._running)
+            busy = set(self._running) | set(self._unsaid)   # unsaid: failed, not yet stored
         if free <= 0:
             return
         for a in self.store.queued():
@@ -109,10 +143,41 @@ class JobRunner:
             t.start()
             free -= 1
 
+    def _fail(self, audit_id: str, message: str) -> None:
+        """Mark the audit failed; if the store cannot be written (a full disk), keep the
+        reason, show it as the audit's note, and write it when the store can be written
+        again (the dispatcher retries)."""
+        try:
+            self.store.finish(audit_id, "failed", message)
+        except Exception as exc:        # noqa: BLE001 - retried by the dispatcher
+            with self._lock:
+                self._unsaid[audit_id] = message
+            event(log, "cannot record a failed audit yet", logging.ERROR, audit=audit_id,
+                  kind=type(exc).__name__)
+        else:
+            with self._lock:
+                self._unsaid.pop(audit_id, None)
+
+    def _say_unsaid(self) -> None:
+        with self._lock:
+            pending = dict(self._unsaid)
+        for audit_id, message in pending.items():
+            try:
+                self.store.finish(audit_id, "failed", message)
+            except Exception:           # noqa: BLE001 - still full: next round
+                return
+            with self._lock:
+                self._unsaid.pop(audit_id, None)
+
     # -- one audit ---------------------------------------------------------------
     def _run(self, audit_id: str) -> None:
         try:
             self._run_audit(audit_id)
+        except BaseException as exc:   # noqa: BLE001 - the audit fails, the runner lives
+            if not self._stop.is_set():
+                self._fail(audit_id, _reason(self.client, audit_id, exc))
+                event(log, "audit failed", logging.ERROR, audit=audit_id,
+                      kind=type(exc).__name__)
         finally:
             with self._lock:
                 self._running.pop(audit_id, None)
@@ -132,7 +197,7 @@ class JobRunner:
             spec = parse_spec(json.loads(a["spec"]), base_dir=store.root)
             data = load_data(spec)
         except SdcInputError as exc:
-            store.finish(audit_id, "failed", _message(exc))
+            self._fail(audit_id, _message(exc))
             return
         done = 0
         if store.cube_path(audit_id).exists():
@@ -158,7 +223,7 @@ class JobRunner:
                   reason="shutdown" if self._stop.is_set() else "cancelled")
             return
         except SdcInputError as exc:
-            store.finish(audit_id, "failed", _message(exc))
+            self._fail(audit_id, _message(exc))
             event(log, "audit failed", logging.WARNING, audit=audit_id, kind="input")
             return
         except BaseException as exc:   # noqa: BLE001 - the audit fails, the service lives
@@ -166,14 +231,58 @@ class JobRunner:
                 return                  # the cluster went away at shutdown: resumed later
             if audit_id in self._cancel:
                 return
-            store.finish(audit_id, "failed", f"unexpected failure ({type(exc).__name__}); "
-                         "the cells already written are kept in its cube")
+            self._fail(audit_id, _reason(self.client, audit_id, exc))
             event(log, "audit failed", logging.ERROR, audit=audit_id,
                   kind=type(exc).__name__)
             return
         store.finish(audit_id, "done")
         event(log, "audit finished", audit=audit_id, computed=res.computed,
               skipped=res.skipped, total=res.total, seconds=round(res.seconds, 2))
+
+
+#: what a Dask client raises when its scheduler or the workers holding results are gone
+_LOST = ("FutureCancelledError", "CancelledError", "CommClosedError", "StreamClosedError",
+         "TimeoutError")
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) says the disk is full."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if _disk_full(e):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _disk_full(exc: BaseException) -> bool:
+    return (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or \
+        (isinstance(exc, sqlite3.OperationalError) and "full" in str(exc))
+
+
+def _reason(client: Any, audit_id: str, exc: BaseException) -> str:
+    """The one-line reason a failed audit shows: what happened, and what to do."""
+    resume = (f"the cells already written are kept in its cube: resume it with POST "
+              f"/v1/audits/{audit_id}/resume")
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:      # the cause may be wrapped
+        seen.add(id(e))
+        if _disk_full(e):
+            return f"the disk under the service's root is full ({type(e).__name__}); " \
+                   f"once the operator has freed space, {resume}"
+        e = e.__cause__ or e.__context__
+    name = type(exc).__name__
+    lost = name in _LOST or getattr(client, "status", "running") in ("closed", "closing")
+    if lost:
+        return (f"the Dask cluster was lost while the audit ran ({name}); once it is back, "
+                f"{resume}")
+    if name == "KilledWorker":
+        return (f"a Dask worker died computing a cell of this audit ({name}; often out of "
+                f"memory); {resume} after the operator has given the workers more memory")
+    return f"unexpected failure ({name}); {resume}"
 
 
 def _message(exc: BaseException) -> str:

@@ -17,6 +17,7 @@ of finished cells only.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -60,13 +61,31 @@ class Store:
 
     def __init__(self, root: str | Path):
         self.root = Path(root).resolve()
-        for sub in ("datasets", "audits", "tmp"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for sub in ("datasets", "audits", "tmp", "files"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = self.root / "state.sqlite"
         self._local = threading.local()
         self._write = threading.Lock()
         with self._conn() as c:
             c.executescript(_SCHEMA)
+        # the root holds microdata: this user only (the folders close it to others)
+        for p in (self.root, *(self.root / s for s in ("datasets", "audits", "tmp", "files"))):
+            os.chmod(p, 0o700)
+        for p in self.root.glob("state.sqlite*"):
+            os.chmod(p, 0o600)
+
+    @staticmethod
+    def private(path: Path) -> None:
+        """Make ``path`` (a file or a folder tree) readable by this user only."""
+        path = Path(path)
+        if path.is_dir():
+            for dirpath, dirs, files in os.walk(path):
+                os.chmod(dirpath, 0o700)
+                for f in files:
+                    os.chmod(os.path.join(dirpath, f), 0o600)
+        elif path.exists():
+            os.chmod(path, 0o600)
 
     def clean(self) -> int:
         """At start-up: remove what a killed process left half-made: uploads being
@@ -97,6 +116,20 @@ class Store:
             self._local.conn = c
         return c
 
+    def _rollback(self, c: sqlite3.Connection) -> None:
+        """Undo a failed write. When the rollback itself fails (a full disk may have
+        rolled back already, or left the connection unusable) the connection is closed,
+        so that it holds no lock and the next call opens a new one; the original error
+        is the one raised."""
+        try:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+        except sqlite3.Error:
+            try:
+                c.close()
+            finally:
+                self._local.conn = None
+
     def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
         with self._write:
             c = self._conn()
@@ -105,7 +138,7 @@ class Store:
                 cur = c.execute(sql, args)
                 c.execute("COMMIT")
             except BaseException:
-                c.execute("ROLLBACK")
+                self._rollback(c)
                 raise
             return cur
 
@@ -168,7 +201,7 @@ class Store:
                            time.time()))
                 c.execute("COMMIT")
             except BaseException:
-                c.execute("ROLLBACK")
+                self._rollback(c)
                 raise
         return True
 
@@ -208,12 +241,21 @@ class Store:
                 c.execute("UPDATE audits SET cells_done=cells_done+1 WHERE id=?", (audit_id,))
                 c.execute("COMMIT")
             except BaseException:
-                c.execute("ROLLBACK")
+                self._rollback(c)
                 raise
 
     def cells(self, audit_id: str, after: int = 0) -> list[dict[str, Any]]:
-        return self._all("SELECT * FROM cells WHERE audit=? AND seq>? ORDER BY seq",
+        """The audit's recorded cells after its ``after``-th; each row's ``n`` numbers
+        it within the audit (1, 2, ...), so it tells nothing of other audits."""
+        return self._all("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY seq) AS n "
+                         "FROM cells WHERE audit=?) WHERE n>? ORDER BY n",
                          (audit_id, after))
+
+    def requeue(self, audit_id: str, owner: str) -> bool:
+        """Put a failed or cancelled audit back in the queue (it resumes from its cube)."""
+        return self._exec("UPDATE audits SET status='queued', finished=NULL, error=NULL "
+                          "WHERE id=? AND owner=? AND status IN ('failed','cancelled')",
+                          (audit_id, owner)).rowcount > 0
 
     def finish(self, audit_id: str, status: str, error: str | None = None) -> bool:
         """Set a final status unless the audit already has one (a cancel wins)."""

@@ -67,9 +67,11 @@ let token = sessionStorage.getItem("sdcdist-token") || "";
 $("token").value = token;
 const shown = {};                       // audit id -> rendered final status
 
+const csrf = (document.querySelector('meta[name="sdcdist-csrf"]') || {}).content || "";
 function headers(extra) {
   const h = Object.assign({}, extra || {});
   if (token) h["Authorization"] = "Bearer " + token;
+  if (csrf) h["X-Sdcdist-Csrf"] = csrf;
   return h;
 }
 async function api(path, opts) {
