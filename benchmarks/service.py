@@ -18,6 +18,11 @@ Prints, in one run:
 4. The service's memory: resident set of the service process when idle (started, nothing
    submitted) and its peak (VmHWM), and the peak of the whole process tree (with the
    local cluster's workers), sampled every 0.2 s.
+5. The service process's peak memory for three small requests that used to cost far
+   more than their size: a 41 KB CSV of 2,000 columns, a 150 KB ``.csv.gz`` of 12.6
+   million rows, and a 295-byte spec asking for 3 million synthetic records (its peak
+   resident set, reset before each request, over its resident set before it).
+   ``--memory-only`` runs only this part.
 
 Everything runs on 127.0.0.1. ``--quick`` keeps 2 parameters per Table-2 method and 2
 seconds per load test (a smoke test). The machine is shared: timings are noisy.
@@ -99,6 +104,9 @@ class Service:
                 raise RuntimeError("the service did not start; see service.log")
             time.sleep(0.2)
         self.http = httpx.Client(base_url=self.url, timeout=600)
+        got = self.http.get("/v1/csrf")        # without tokens, uploads carry this token
+        if got.status_code == 200:
+            self.http.headers["X-Sdcdist-Csrf"] = got.json()["token"]
         self.peak_tree = 0
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
@@ -137,6 +145,80 @@ class Service:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.log.close()
+
+
+def reset_peak(pid: int) -> None:
+    """Reset a process's peak resident set (VmHWM) to its current one."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def small_requests() -> list[tuple[str, str, dict]]:
+    """(label, what is sent, httpx keyword arguments) of the requests of step 5."""
+    import gzip
+    import json
+    cols = 2000
+    wide = (",".join(f"c{j}" for j in range(cols)) + "\n" +
+            "\n".join(",".join(str((i * 7 + j) % 10) for j in range(cols)) for i in range(9))
+            + "\n").encode()
+    member = gzip.compress(b"1,2\n" * 2**18, compresslevel=9)
+    bomb = gzip.compress(b"a,b\n" + b"".join(b"%d,%d\n" % (i, 7 * i % 11) for i in range(50))
+                         ) + member * 48
+    spec = json.dumps({"name": "cheap", "dataset": {"synthetic": {"rows": 3_000_000,
+                                                                  "columns": 13}},
+                       "methods": [{"name": "noise", "params": [0.1]}],
+                       "metrics": ["IL1s"], "keysets": [["AGE", "HOURS"]]}).encode()
+    return [("wide CSV (2,000 columns)", f"{len(wide) / 1000:.0f} KB upload",
+             {"method": "POST", "url": "/v1/datasets",
+              "files": {"file": ("wide.csv", wide)}}),
+            ("gzip bomb (12.6 M rows)", f"{len(bomb) / 1000:.0f} KB upload",
+             {"method": "POST", "url": "/v1/datasets",
+              "files": {"file": ("bomb.csv.gz", bomb)}}),
+            ("cheap spec (3 M synthetic rows)", f"{len(spec)} B spec",
+             {"method": "POST", "url": "/v1/audits", "content": spec,
+              "headers": {"Content-Type": "application/json"}})]
+
+
+def memory_per_request(svc: "Service") -> None:
+    """Step 5: the service process's peak memory for each small request, read when its
+    answer arrives (an accepted audit then starts on the runner, which holds its data
+    while it runs: that is the audit's cost, not the request's)."""
+    import json
+    from sdcdist.data import write_microdata
+    from sdcdist.data.synth import generate
+    with tempfile.TemporaryDirectory() as tmp:      # warm-up: the imports of both paths
+        warm = Path(tmp) / "warm.csv"
+        write_microdata(generate(200, columns=3, seed=1), warm)
+        with warm.open("rb") as f:
+            ds = svc.http.post("/v1/datasets", files={"file": ("warm.csv", f)}).json()
+    svc.submit({"name": "warm-up", "dataset": {"id": ds["id"]},
+                "methods": [{"name": "noise", "params": [0.1]}], "metrics": ["IL1s"]})
+    print(f"{'request':34s} {'sent':>14s} {'status':>6s} {'RSS before':>11s} "
+          f"{'peak':>9s} {'growth':>9s} {'seconds':>8s}")
+    reqs = small_requests()
+    bomb_id = None
+    while reqs:
+        label, sent, kw = reqs.pop(0)
+        time.sleep(1.0)
+        reset_peak(svc.proc.pid)
+        before, _ = rss(svc.proc.pid)
+        t0 = time.perf_counter()
+        r = svc.http.request(**kw)
+        took = time.perf_counter() - t0
+        _, peak = rss(svc.proc.pid)
+        if r.status_code == 202:             # stop it: the next figures are the requests'
+            svc.http.delete(f"/v1/audits/{r.json()['id']}")
+        print(f"{label:34s} {sent:>14s} {r.status_code:>6d} {before / 2**20:>7.0f} MiB "
+              f"{peak / 2**20:>5.0f} MiB {(peak - before) / 2**20:>5.0f} MiB {took:>8.1f}")
+        if label.startswith("gzip") and r.status_code == 201:
+            bomb_id = r.json()["id"]        # accepted: what does a spec naming it cost?
+            spec = json.dumps({"name": "on-bomb", "dataset": {"id": bomb_id},
+                               "methods": [{"name": "noise", "params": [0.1]}],
+                               "metrics": ["IL1s"]}).encode()
+            reqs.insert(0, ("spec naming the gzip upload", f"{len(spec)} B spec",
+                            {"method": "POST", "url": "/v1/audits", "content": spec,
+                             "headers": {"Content-Type": "application/json"}}))
+    if bomb_id is None:
+        print(f"{'spec naming the gzip upload':34s} {'-':>14s} (the upload was refused)")
 
 
 def cli_audit(spec: Path, out: Path, workers: int) -> tuple[float, float]:
@@ -183,7 +265,17 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--no-table2-cli", action="store_true")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--memory-only", action="store_true")
     a = ap.parse_args()
+    if a.memory_only:
+        with tempfile.TemporaryDirectory(prefix="sdcdist-bench-service-") as tmp:
+            svc = Service(Path(tmp) / "root", a.workers)
+            try:
+                time.sleep(2.0)
+                memory_per_request(svc)
+            finally:
+                svc.stop()
+        return
     seconds = 2.0 if a.quick else a.seconds
     from sdcdist.data import write_microdata
     from sdcdist.data.synth import generate
@@ -252,6 +344,8 @@ def main() -> None:
             print(f"service memory: idle {idle / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB "
                   f"(service process); with the local cluster's workers: idle "
                   f"{idle_tree / 2**20:.0f} MiB, peak {svc.peak_tree / 2**20:.0f} MiB")
+            # -- 5. memory of small requests ---------------------------------------------
+            memory_per_request(svc)
         finally:
             svc.stop()
 

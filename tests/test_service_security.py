@@ -178,8 +178,8 @@ def test_wide_csv_is_refused_while_streaming(local):
     c, store = local
     for cols in (2000, 100_000):
         head = ",".join(f"c{j}" for j in range(cols))
-        data = (head + "\n" + "\n".join(",".join("1" for _ in range(cols))
-                                        for _ in range(3)) + "\n").encode()
+        data = (head + "\n" + "\n".join(",".join(str((i * 7 + j) % 10) for j in range(cols))
+                                        for i in range(9)) + "\n").encode()
         r, grew = _peak_growth(lambda: c.post("/v1/datasets",
                                               files={"file": ("wide.csv", data)}))
         assert r.status_code == 413, r.text
@@ -202,7 +202,8 @@ def test_a_wide_file_within_the_limit_is_ingested_in_small_chunks(local):
 def test_gzip_bomb_is_refused_while_decompressing(local):
     c, store = local
     member = gzip.compress(b"1,2\n" * 2**18, compresslevel=9)     # 1 MiB, 262,144 rows
-    bomb = gzip.compress(b"a,b\n") + member * 48                  # 12.6 million rows
+    bomb = gzip.compress(b"a,b\n" + b"".join(b"%d,%d\n" % (i, 7 * i % 11) for i in range(50))
+                         ) + member * 48                  # 12.6 million rows
     assert len(bomb) < 200_000
     r, grew = _peak_growth(lambda: c.post("/v1/datasets",
                                           files={"file": ("bomb.csv.gz", bomb)}))
@@ -509,3 +510,19 @@ def test_parse_helpers():
         check_json_depth("[[[[", 3)
     assert parse_last_event_id(None) == 0 and parse_last_event_id(" 7 ") == 7
     _ = io, json
+
+
+def test_operator_allowed_url_prefixes():
+    """--allow-url: object-store prefixes, per principal; never chains, local or web."""
+    from sdcdist.service.security import allowed_url, check_allow_url
+    pre = ("s3://bkt/{principal}/",)
+    assert allowed_url("s3://bkt/alice/x.zarr", pre, "alice")
+    for url in ("s3://bkt/bob/x.zarr", "s3://bkt/alice/../bob/x.zarr",
+                "simplecache::s3://bkt/alice/x.zarr", "s3://bkt/alice/x.csv",
+                "s3://bkt/alicex/y.zarr", "s3://bkt/alice/x.zarr?v=1", "gs://bkt/alice/x.zarr"):
+        assert not allowed_url(url, pre, "alice"), url
+    assert check_allow_url("s3://bkt/{principal}/")
+    for bad in ("http://host/", "file:///srv/", "local:///srv/", "s3://",
+                "simplecache::s3://b/"):
+        with pytest.raises(SdcInputError, match="--allow-url"):
+            check_allow_url(bad)

@@ -75,6 +75,11 @@ def _hash_token(ctx: click.Context, param: click.Parameter, value: str | None) -
               show_default=True, metavar="MIB",
               help="Largest upload once decompressed (.csv.gz, Parquet; 413 above). "
                    "--max-upload counts the bytes sent.")
+@click.option("--allow-url", "allow_url", multiple=True, metavar="PREFIX",
+              help="A URL prefix a spec's dataset 'path' may name, e.g. "
+                   "'s3://bucket/{principal}/' ({principal}: the requesting principal); "
+                   "repeatable. Without it specs name uploads and files under "
+                   "--root/files/<principal>/ only.")
 @click.option("--max-running", type=click.IntRange(1, 256), default=4, show_default=True,
               help="Audits run at once on the cluster (the others wait in the queue).")
 @click.option("--hash-token", metavar="NAME", expose_value=False, is_eager=True,
@@ -84,7 +89,8 @@ def _hash_token(ctx: click.Context, param: click.Parameter, value: str | None) -
 @cluster_options
 def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: str | None,
           keyfile: str | None, max_upload: int, max_audits: int, max_columns: int,
-          max_rows: int, max_data: int, max_inflated: int, max_running: int,
+          max_rows: int, max_data: int, max_inflated: int, allow_url: tuple[str, ...],
+          max_running: int,
           where: ClusterOptions) -> None:
     """Run the audit service: an HTTP API (/v1, OpenAPI at /openapi.json, docs at /docs)
     and a web page (/) in front of one Dask cluster.
@@ -111,6 +117,9 @@ def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: 
     if Path(root).exists() and not Path(root).is_dir():
         raise SdcInputError(f"--root {root!r} is a file; give a folder (created if missing)")
     principals = Tokens.load(tokens) if tokens else None
+    from ..service.security import check_allow_url
+    for prefix in allow_url:
+        check_allow_url(prefix)
     if principals is None and not _is_loopback(host):
         raise SdcInputError(f"--host {host} without --tokens would let anyone who reaches "
                             "this machine use the service; give --tokens FILE (make lines "
@@ -132,7 +141,7 @@ def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: 
                            limits=Limits(max_columns=max_columns, max_rows=max_rows,
                                          max_data=max_data * 2**20,
                                          max_inflated=max_inflated * 2**20),
-                           hosts=loopback_hosts(host, port))
+                           hosts=loopback_hosts(host, port), allow_urls=tuple(allow_url))
     scheme = "https" if certfile else "http"
     if principals is None:
         click.echo("no --tokens: every request is accepted, so the service listens on "

@@ -64,6 +64,8 @@ class ServiceConfig:
     limits : columns, records and bytes a dataset may have (:mod:`.limits`, 413 above)
     hosts : the ``Host`` header values answered (empty: any; ``sdcdist serve`` sets the
         address it listens on)
+    allow_urls : URL prefixes a spec's ``path`` may name (``{principal}`` stands for the
+        principal); none by default
     """
 
     root: Path
@@ -73,6 +75,7 @@ class ServiceConfig:
     max_audits: int = 8
     limits: Limits = Limits()
     hosts: tuple[str, ...] = ()
+    allow_urls: tuple[str, ...] = ()
 
 
 class BodyLimit:
@@ -449,7 +452,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         from ..audit import parse_spec, plan_cells
         from .limits import check_submission
         doc = _parse_body(body, ctype)
-        resolved = _resolve(doc, who, store)
+        resolved = _resolve(doc, who, store, config.allow_urls)
         spec = parse_spec(resolved, base_dir=store.root)
         check_submission(spec, config.limits)   # against the data, in bounded memory
         audit_id = new_id("au")
@@ -719,22 +722,24 @@ def _parse_body(body: bytes, ctype: str) -> Any:
     return load_yaml(text, what="the spec")
 
 
-def _resolve(doc: Any, who: str, store: Store) -> Any:
+def _resolve(doc: Any, who: str, store: Store, allow_urls: tuple[str, ...] = ()) -> Any:
     """The spec with each `dataset: {id: ...}` replaced by its stored path, and each
     `path` checked to stay inside the root."""
     if not isinstance(doc, Mapping):
         return doc                       # parse_spec says what is wrong
     out = dict(doc)
     if isinstance(doc.get("dataset"), Mapping):
-        out["dataset"] = _resolve_dataset(doc["dataset"], "'dataset'", who, store)
+        out["dataset"] = _resolve_dataset(doc["dataset"], "'dataset'", who, store,
+                                          allow_urls)
     if isinstance(doc.get("datasets"), list):
-        out["datasets"] = [_resolve_dataset(d, f"datasets[{i}]", who, store)
+        out["datasets"] = [_resolve_dataset(d, f"datasets[{i}]", who, store, allow_urls)
                            if isinstance(d, Mapping) else d
                            for i, d in enumerate(doc["datasets"])]
     return out
 
 
-def _resolve_dataset(d: Mapping[str, Any], what: str, who: str, store: Store) -> dict:
+def _resolve_dataset(d: Mapping[str, Any], what: str, who: str, store: Store,
+                     allow_urls: tuple[str, ...] = ()) -> dict:
     d = dict(d)
     if "id" in d:
         if any(k in d for k in ("path", "synthetic", "reference")):
@@ -750,5 +755,5 @@ def _resolve_dataset(d: Mapping[str, Any], what: str, who: str, store: Store) ->
         return d
     if "path" in d:
         from .security import check_data_path
-        check_data_path(str(d["path"]), what, store.root, who)
+        check_data_path(str(d["path"]), what, store.root, who, allow_urls)
     return d

@@ -165,11 +165,12 @@ def _meta(spec: Any, d: Any, lim: Limits) -> _Meta:
     if d.reference is not None:
         return _Meta(None, None, {})      # a small file shipped with sdcdist
     path = d.path or ""
-    full = Path(path) if Path(path).is_absolute() else Path(spec.base_dir) / path
-    if full.is_dir() or path.rstrip("/").endswith(".zarr"):
+    url = "://" in path
+    full = Path(path) if url or Path(path).is_absolute() else Path(spec.base_dir) / path
+    if url or full.is_dir() or path.rstrip("/").endswith(".zarr"):
         try:
             import zarr
-            attrs = dict(zarr.open_group(str(full), mode="r").attrs)
+            attrs = dict(zarr.open_group(path if url else str(full), mode="r").attrs)
             rows, cols = int(attrs["n_records"]), list(attrs["columns"])
         except Exception:               # noqa: BLE001 - the full check says what is wrong
             return _Meta(None, None, {})

@@ -51,8 +51,45 @@ def principal_area(root: Path, who: str) -> Path:
     return root / "files" / who
 
 
-def check_data_path(path: str, what: str, root: Path, who: str) -> None:
-    """Refuse a spec's ``path`` unless it is a local path under ``who``'s own area.
+def allowed_url(url: str, prefixes: tuple[str, ...], who: str) -> bool:
+    """Whether ``url`` is a Zarr store (``.zarr``) under one of the operator's
+    ``--allow-url`` prefixes, with ``{principal}`` in a prefix standing for ``who``. No
+    chain, no ``..`` segment, no query or fragment, and never a protocol that reads the
+    service's own machine or fetches arbitrary addresses."""
+    if "::" in url or "?" in url or "#" in url or "\\" in url:
+        return False
+    proto = url.split("://")[0].lower()
+    if proto in ("file", "local", "memory", "simplecache", "filecache", "blockcache",
+                 "cached", "reference", "dir", "zip", "tar", "libarchive", "ftp", "sftp",
+                 "ssh", "http", "https", "data"):
+        return False
+    rest = url.split("://", 1)[1] if "://" in url else ""
+    if any(part in ("..", ".") for part in rest.split("/")):
+        return False
+    if not url.rstrip("/").endswith(".zarr"):
+        return False            # a store: sized from its metadata before it is read
+    for prefix in prefixes:
+        p = prefix.replace("{principal}", who)
+        if url.startswith(p if p.endswith("/") else p + "/"):
+            return True
+    return False
+
+
+def check_allow_url(prefix: str) -> str:
+    """An ``--allow-url`` prefix, checked: ``PROTOCOL://BUCKET/...`` of an object store."""
+    if "://" not in prefix or "::" in prefix or not prefix.split("://", 1)[1].strip("/") \
+            or not allowed_url(prefix.replace("{principal}", "p").rstrip("/") + "/x.zarr",
+                               (prefix,), "p"):
+        raise SdcInputError(f"--allow-url {prefix!r} is not an object-store prefix such as "
+                            "'s3://bucket/{principal}/' (local, cached, chained and web "
+                            "protocols cannot be allowed)")
+    return prefix
+
+
+def check_data_path(path: str, what: str, root: Path, who: str,
+                    allow_urls: tuple[str, ...] = ()) -> None:
+    """Refuse a spec's ``path`` unless it is a local path under ``who``'s own area, or a
+    URL under one of ``allow_urls`` (the operator's ``--allow-url`` prefixes).
 
     Relative paths are relative to ``root``; ``..``, symbolic links and ``file://``
     URLs are resolved before the check. Any other protocol or fsspec chain is refused,
@@ -69,13 +106,17 @@ def check_data_path(path: str, what: str, root: Path, who: str) -> None:
     if "::" in path or "://" in path:
         check_url(path.split("::")[-1] if "::" in path else path, what=f"{what}.path")
         proto = path.split("::")[0].split("://")[0][:32]
+        if allow_urls and allowed_url(path, allow_urls, who):
+            return
         if "::" in path or proto.lower() != "file":
             raise SdcInputError(
                 f"{what}.path uses the protocol {proto!r}{' in a chain' if '::' in path else ''}"
                 "; through the service a spec names data only by 'dataset: {id: ...}' (an "
-                f"upload of yours) or by a local path under files/{who}/ in the service's "
-                "root: URLs and fsspec protocols are refused so that a spec cannot reach "
-                "another principal's data or make the service fetch an address")
+                f"upload of yours), by a local path under files/{who}/ in the service's "
+                "root, or by a URL under a prefix the operator allowed (sdcdist serve "
+                "--allow-url): other URLs and fsspec protocols are refused so that a spec "
+                "cannot reach another principal's data or make the service fetch an "
+                "address")
         path = local_path(path)
     if any(len(part.encode()) > MAX_NAME_BYTES for part in Path(path).parts):
         raise SdcInputError(f"{what}.path has a part longer than {MAX_NAME_BYTES} bytes; give "
