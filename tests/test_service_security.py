@@ -292,10 +292,13 @@ def test_bearer_mode_needs_no_csrf_token(two):
     assert r.status_code == 403
 
 
-def test_local_cluster_dashboard_is_on_loopback():
-    from sdcdist.cli import _common
-    src = Path(_common.__file__).read_text()
-    assert 'dashboard_address="127.0.0.1:0"' in src
+@pytest.mark.slow
+def test_local_cluster_dashboard_listens_on_loopback_only():
+    from sdcdist.cli._common import ClusterOptions, cluster
+    with cluster(ClusterOptions(workers=1), quiet=True) as client:
+        http = client.cluster.scheduler.http_server
+        bound = [s.getsockname()[0] for s in http._sockets.values()]
+    assert bound and all(a in ("127.0.0.1", "::1") for a in bound), bound
 
 
 # -- 4. failures that must say what happened --------------------------------------------------

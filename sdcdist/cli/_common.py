@@ -295,8 +295,10 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
         logcfg = {"sdcdist.log-format": obj.get("log_format", "text"),
                   "sdcdist.log-level": "WARNING"}
         with dask.config.set(logcfg):   # handed to the workers: they log in this format
+            # the dashboard on loopback only: it has no authentication
             local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                         dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
+                                         dashboard_address="127.0.0.1:0",
+                                         silence_logs=logging.ERROR,
                                          preload=["sdcdist.logs"], **extra)
         client = Client(local_cluster,
                         **({"security": security} if security is not None else {}))
