@@ -141,7 +141,10 @@ def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: 
                            limits=Limits(max_columns=max_columns, max_rows=max_rows,
                                          max_data=max_data * 2**20,
                                          max_inflated=max_inflated * 2**20),
-                           hosts=loopback_hosts(host, port), allow_urls=tuple(allow_url))
+                           # without tokens: DNS rebinding is the way in, so only the
+                           # bound (loopback) names; with tokens any name may reach it
+                           hosts=loopback_hosts(host, port) if principals is None else (),
+                           allow_urls=tuple(allow_url))
     scheme = "https" if certfile else "http"
     if principals is None:
         click.echo("no --tokens: every request is accepted, so the service listens on "
