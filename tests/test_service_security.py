@@ -233,6 +233,11 @@ def test_a_cheap_spec_costs_bounded_memory_at_submission(local):
     bad = {**spec, "keysets": [["AGE", "NOPE"]]}
     r = c.post("/v1/audits", json=bad)
     assert r.status_code == 422 and "NOPE" in r.json()["detail"], r.text
+    r = c.post("/v1/audits", json={**spec, "metrics": ["IL1s", "tvd"]})
+    assert r.status_code == 422 and "categorical" in r.json()["detail"], r.text
+    r = c.post("/v1/audits", json={**spec, "dataset": {**spec["dataset"],
+                                                       "categorical": ["AGE"]}})
+    assert r.status_code == 422 and "numeric columns only" in r.json()["detail"], r.text
     # past the data limit: refused before anything is made
     r = c.post("/v1/audits", json={**SPEC, "dataset": {"synthetic": {"rows": 5 * 10**7,
                                                                       "columns": 13}}})

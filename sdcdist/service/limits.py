@@ -28,6 +28,8 @@ from typing import Any
 
 from fastapi import HTTPException
 
+from ..errors import SdcInputError
+
 __all__ = ["Limits", "scan_upload", "chunk_rows_for", "check_submission", "CHECK_BYTES",
            "CHUNK_BYTES"]
 
@@ -152,6 +154,7 @@ class _Meta:
     rows: int | None
     columns: list[str] | None
     roles: dict[str, list[str]]
+    categorical: bool | None = None      # has categorical columns (None: cannot tell)
 
 
 def _meta(spec: Any, d: Any, lim: Limits) -> _Meta:
@@ -161,7 +164,7 @@ def _meta(spec: Any, d: Any, lim: Limits) -> _Meta:
         from ..data.synth import COLUMNS
         rows, m = int(d.synthetic["rows"]), int(d.synthetic["columns"])
         check_shape(what, rows, m, lim)
-        return _Meta(rows, list(COLUMNS[:m]), {})
+        return _Meta(rows, list(COLUMNS[:m]), {}, False)
     if d.reference is not None:
         return _Meta(None, None, {})      # a small file shipped with sdcdist
     path = d.path or ""
@@ -175,7 +178,8 @@ def _meta(spec: Any, d: Any, lim: Limits) -> _Meta:
         except Exception:               # noqa: BLE001 - the full check says what is wrong
             return _Meta(None, None, {})
         check_shape(what, rows, len(cols), lim)
-        return _Meta(rows, cols, dict(attrs.get("roles") or {}))
+        return _Meta(rows, cols, dict(attrs.get("roles") or {}),
+                     bool(attrs.get("categories")))
     if full.is_file():
         got = scan_upload(full, lim, what)
         if got is not None and full.name.lower().endswith((".parquet", ".pq")):
@@ -213,7 +217,17 @@ def check_submission(spec: Any, lim: Limits) -> None:
     from ..audit.run import resolve_keysets
     from ..data.io import Microdata
     from ..errors import column_positions
+    from ..metrics import get_metric
+    need = [k for k in spec.metrics if get_metric(k).categorical and not get_metric(k).keysets]
     for d, m in zip(spec.datasets, metas):
+        if d.categorical and d.synthetic is not None:
+            raise SdcInputError("a synthetic dataset has numeric columns only; leave "
+                                "'categorical' out of it")
+        if need and m.categorical is False and not d.categorical:
+            raise SdcInputError(
+                f"{', '.join(need)} measure categorical columns, and dataset {d.name!r} "
+                "has none: name its integer-coded categorical columns in the dataset's "
+                "'categorical:' (text columns are categorical anyway)")
         cols = list(m.columns or [])
         if d.columns:
             column_positions(list(d.columns), cols, what="column", where=repr(d.name))
