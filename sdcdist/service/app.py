@@ -36,6 +36,7 @@ from starlette.requests import ClientDisconnect
 from ..errors import SdcInputError
 from ..logs import event
 from .auth import Tokens
+from .apidocs import install as install_docs
 from .jobs import JobRunner
 from .results import BALANCED, ResultCache, balanced_table, default_ranking, metric_info
 from .schema import column_schema
@@ -157,7 +158,9 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         version=_version(),
         description="Submit, follow and query audits of statistical disclosure control "
                     "methods. Authenticate with `Authorization: Bearer TOKEN`.",
+        docs_url=None, redoc_url=None,        # /docs is served here, without a CDN
     )
+    install_docs(app, auth=config.tokens is not None)
     app.state.store = store
     app.state.runner = runner
     app.state.config = config

@@ -124,9 +124,11 @@ let datasets = [];
 const START = {noise: "0.05, 0.1, 0.2", rankswap: "2, 5, 10", micmul: "3, 5"};
 const START_METRICS = ["Score2"];
 
+const csrf = (document.querySelector('meta[name="sdcdist-csrf"]') || {}).content || "";
 function headers(extra) {
   const h = Object.assign({}, extra || {});
   if (token) h["Authorization"] = "Bearer " + token;
+  if (csrf) h["X-Sdcdist-Csrf"] = csrf;
   return h;
 }
 async function api(path, opts) {
