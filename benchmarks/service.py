@@ -22,7 +22,9 @@ Prints, in one run:
 5. ``/query``, ``/report`` and ``/plot`` of a 44-cell cube (14 parameterisations of 3
    methods, 4 replicates of the random ones, 1,000 synthetic records) under 10 clients for
    ``--seconds`` each: the first request of each (which loads the cube or renders the
-   plot), then requests per second, p50 and p99. ``--latency-only`` runs only this part.
+   plot), then requests per second, p50 and p99; and the same load on ``/v1/health``, a
+   route that does nothing, as the floor of the framework, the client and the machine.
+   ``--latency-only`` runs only this part.
 
 Everything runs on 127.0.0.1. ``--quick`` keeps 2 parameters per Table-2 method and 2
 seconds per load test (a smoke test). The machine is shared: timings are noisy.
@@ -205,6 +207,11 @@ def results_latency(svc: Service, clients: int, seconds: float) -> None:
         "/plot": [f"{base}/plot?kind=tradeoff&risk=DLD&loss=IL_S2",
                   f"{base}/plot?kind=tradeoff&risk=ID1&loss=IL1s"],
     }
+    # the floor: the same load on a route that does nothing (framework, client, machine)
+    r = asyncio.run(load(svc.url, ["/v1/health"], clients, seconds))
+    print(f"{'/health':8s} {clients} clients x {seconds:g} s: {r['rate']:.0f} requests/s, "
+          f"p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms ({r['n']} requests, "
+          f"{r['errors']} errors; the floor: a route that does nothing)")
     for name, paths in sets.items():
         t0 = time.perf_counter()
         for p in paths:                     # the first of each: loads, computes, renders

@@ -36,6 +36,7 @@ from starlette.requests import ClientDisconnect
 from ..errors import SdcInputError
 from ..logs import event
 from .auth import Tokens
+from .accesslog import AccessLog
 from .apidocs import install as install_docs
 from .jobs import JobRunner
 from .results import BALANCED, ResultCache, balanced_table, default_ranking, metric_info
@@ -197,19 +198,8 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         return JSONResponse({"detail": f"unexpected failure ({type(exc).__name__}); the "
                                        "service log says where"}, status_code=500)
 
-    @app.middleware("http")
-    async def _access_log(request: Request, call_next: Any) -> Response:
-        # method, path (never the query string), status, principal, duration; reads at
-        # debug level (pages poll), changes at info
-        t0 = time.perf_counter()
-        response = await call_next(request)
-        level = logging.DEBUG if request.method in ("GET", "HEAD") else logging.INFO
-        if log.isEnabledFor(level):
-            event(log, "request", level, method=request.method, path=request.url.path,
-                  status=response.status_code,
-                  principal=getattr(request.state, "principal", None),
-                  ms=round(1000 * (time.perf_counter() - t0), 1))
-        return response
+    # method, path, status, principal, duration: GETs at debug level, changes at info
+    app.add_middleware(AccessLog)
 
     # -- who is asking --------------------------------------------------------------
     def principal(request: Request) -> str:
@@ -286,16 +276,19 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
     app.state.results = results
     schemas: dict[str, list[dict[str, Any]]] = {}
 
-    def cached(audit_id: str, who: str, what: tuple, make: Any) -> Response:
+    async def cached(audit_id: str, who: str, what: tuple, make: Any) -> Response:
         """A result from the cache of answers, keyed by the audit's state (which changes
-        with every cell it writes), else made by ``make() -> (bytes, media type)``."""
+        with every cell it writes), else made by ``make() -> (bytes, media type)`` in a
+        worker thread. A cached answer costs one indexed read of the state database."""
         a = own_audit(audit_id, who)
-        if not store.cube_path(audit_id).exists():
-            raise HTTPException(409, "the audit has not written its cube yet; wait until it "
-                                     "runs (GET /v1/audits/{id} shows its status)")
-        body, ctype = results.get_or_make(
-            (audit_id, a["status"], a["cells_done"], a["runs"], *what), make)
-        return Response(body, media_type=ctype)
+        key = (audit_id, a["status"], a["cells_done"], a["runs"], *what)
+        hit = results.get(key)
+        if hit is None:
+            if not store.cube_path(audit_id).exists():
+                raise HTTPException(409, "the audit has not written its cube yet; wait until "
+                                         "it runs (GET /v1/audits/{id} shows its status)")
+            hit = await asyncio.to_thread(results.get_or_make, key, make)
+        return Response(hit[0], media_type=hit[1])
 
     def dataset_schema(dataset_id: str) -> list[dict[str, Any]]:
         """Each column's type and roles (a dataset never changes once stored)."""
@@ -565,7 +558,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         return loaded_cube(audit_id, who, squeeze=False)
 
     @app.get("/v1/audits/{audit_id}/query", tags=["results"])
-    def query(audit_id: str, where: str | None = None, sort: str | None = None,
+    async def query(audit_id: str, where: str | None = None, sort: str | None = None,
               top: int | None = Query(None, ge=1), metrics: str | None = None,
               dataset: str | None = None, who: str = Who) -> Response:
         """Cells (replicate means) matching a filter, as `sdcdist query`: `where` compares
@@ -582,10 +575,10 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
                 check_metrics(c, shown)
                 t = t[["param_name", "replicates", *shown]]
             return _json({"audit": audit_id, "rows": _records(t) if len(t) else []})
-        return cached(audit_id, who, ("query", where, sort, top, metrics, dataset), make)
+        return await cached(audit_id, who, ("query", where, sort, top, metrics, dataset), make)
 
     @app.get("/v1/audits/{audit_id}/report", tags=["results"])
-    def report(audit_id: str, by: str | None = Query(
+    async def report(audit_id: str, by: str | None = Query(
                    None, description="A metric or score to rank by, or `balanced`; default: "
                                      "Score2 when the cube has its parts, else another "
                                      "score, else `balanced` (the mean of the risk rank and "
@@ -636,11 +629,11 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
                           "loss": chosen["loss"] if chosen else None,
                           "metrics": metric_info([m for m in shown if m != BALANCED]),
                           "rows": _records(t)})
-        return cached(audit_id, who, ("report", by, format, metrics, top, dataset), make)
+        return await cached(audit_id, who, ("report", by, format, metrics, top, dataset), make)
 
     @app.get("/v1/audits/{audit_id}/plot", tags=["results"],
              response_class=Response, responses={200: {"content": {"image/png": {}}}})
-    def plot(audit_id: str, kind: str = "tradeoff", risk: str | None = None,
+    async def plot(audit_id: str, kind: str = "tradeoff", risk: str | None = None,
              loss: str | None = None, metric: str | None = None,
              target: float | None = None, metrics: str | None = None,
              by: str | None = None, top: int | None = Query(None, ge=1),
@@ -650,7 +643,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         IL_S2 for Score2), curves (a metric against each parameter) or ranks (heatmap)."""
         from ..errors import check_choice
         check_choice("kind", kind, ["tradeoff", "curves", "ranks"])
-        return cached(audit_id, who, ("plot", kind, risk, loss, metric, target, metrics, by,
+        return await cached(audit_id, who, ("plot", kind, risk, loss, metric, target, metrics, by,
                                       top, dataset),
                       lambda: _plot(audit_id, who, kind, risk, loss, metric, target, metrics,
                                     by, top, dataset))
@@ -688,7 +681,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         return data, "image/png"
 
     @app.get("/v1/audits/{audit_id}/summary", tags=["results"])
-    def summary(audit_id: str, who: str = Who) -> Response:
+    async def summary(audit_id: str, who: str = Who) -> Response:
         """What the cube holds and how the page shows it: its datasets, its metrics (kind,
         unit, which end is better, definition) and the default ranking (what it ranks by,
         why, and the risk and loss measures of its trade-off plot)."""
@@ -703,7 +696,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
                           "methods": [str(m) for m in c["method"].values],
                           "metrics": metric_info(names),
                           "ranking": default_ranking(c)})
-        return cached(audit_id, who, ("summary",), make)
+        return await cached(audit_id, who, ("summary",), make)
 
     @app.get("/v1/audits/{audit_id}/cube.zarr.zip", tags=["results"],
              response_class=FileResponse)
