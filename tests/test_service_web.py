@@ -68,6 +68,7 @@ def _table(d, audit: str) -> list[dict[str, str]]:
 def test_page_builds_ranks_explains_and_keeps_audits(browser, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
     token, line = hash_token("webuser")
     (tmp_path / "tokens.txt").write_text(line + "\n")
@@ -84,7 +85,8 @@ def test_page_builds_ranks_explains_and_keeps_audits(browser, tmp_path):
         write_microdata(generate(250, columns=4, seed=4), firms)
         d = browser
         d.get(server.url + "/")
-        wait = WebDriverWait(d, 180)
+        # the page re-renders a table it reloads: an element read meanwhile is stale
+        wait = WebDriverWait(d, 180, ignored_exceptions=(StaleElementReferenceException,))
         d.find_element(By.ID, "token").send_keys(token)
         d.find_element(By.ID, "save-token").click()
         wait.until(EC.text_to_be_present_in_element((By.ID, "auth-state"), "signed in"))

@@ -280,7 +280,7 @@ def pdl(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 
 @register("RR", kind="risk", keysets=True, same_shape=False, ascending=False,
-          unit="log(1 + rank distance); higher is safer",
+          unit="log(1 + rank distance)",
           options=_LINK_OPTIONS,
           reference="[DRS §4, eq. 3]", keyset_default="all",
           description="rank-distance risk: mean log(1 + Euclidean rank distance of each "

@@ -724,8 +724,10 @@ def cancel_reason(a: Mapping[str, Any], who: str) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime())
     if a["status"] == "queued" and not a["cells_done"]:
         return f"cancelled by {who} at {when}, before it started; nothing was computed"
-    return (f"cancelled by {who} at {when} while running; the cells finished before that "
-            "stay in its cube and can be queried")
+    if not a["cells_done"]:
+        return f"cancelled by {who} at {when} while running, before any cell had finished"
+    return (f"cancelled by {who} at {when} while running; the {a['cells_done']} cells "
+            "finished before that stay in its cube and can be queried")
 
 
 def _json(obj: Any) -> tuple[bytes, str]:
