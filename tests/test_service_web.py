@@ -205,13 +205,17 @@ def test_page_builds_ranks_explains_and_keeps_audits(browser, tmp_path):
         assert len(_table(d, first)) == 8
         assert d.find_element(By.ID, f"plot-{first}").is_displayed()
 
-        # -- a cancelled audit says why ----------------------------------------------------
-        r = http.post("/v1/audits", json={
-            "name": "to-cancel", "seed": 1, "dataset": {"synthetic": {"rows": 3000,
-                                                                      "columns": 6}},
-            "methods": [{"name": "rankswap", "params": list(range(1, 21))}],
-            "replicates": 5, "metrics": ["Score2"]})
-        third = r.json()["id"]
+        # -- the expert's YAML box; a cancelled audit says why ------------------------------
+        box = d.find_element(By.ID, "spec-text")
+        box.clear()
+        box.send_keys("name: to-cancel\nseed: 1\ndataset: {synthetic: {rows: 3000, "
+                      "columns: 6}}\nmethods:\n  - {name: rankswap, params: [1, 2, 3, 4, "
+                      "5, 6, 7, 8, 9, 10]}\nreplicates: 10\nmetrics: [Score2]\n")
+        d.find_element(By.ID, "yaml-submit").click()
+        wait.until(lambda _: second not in d.find_element(By.ID, "spec-result").text
+                   and "queued" in d.find_element(By.ID, "spec-result").text)
+        third = d.find_element(By.ID, "spec-result").text.split()[1]
+        assert http.get(f"/v1/audits/{third}").json()["cells_total"] == 100
         cancel = wait.until(EC.visibility_of_element_located(
             (By.CSS_SELECTOR, f"#audit-{third} button.cancel")))
         cancel.click()
