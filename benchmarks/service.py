@@ -23,7 +23,9 @@ Prints, in one run:
    methods, 4 replicates of the random ones, 1,000 synthetic records) under 10 clients for
    ``--seconds`` each: the first request of each (which loads the cube or renders the
    plot), then requests per second, p50 and p99; and the same load on ``/v1/health``, a
-   route that does nothing, as the floor of the framework, the client and the machine.
+   route that does nothing, as the floor of the framework, the client and the machine;
+   and the service process's CPU time per request (user + system), which a busy machine
+   does not inflate as it does latency.
    ``--latency-only`` runs only this part.
 
 Everything runs on 127.0.0.1. ``--quick`` keeps 2 parameters per Table-2 method and 2
@@ -68,6 +70,12 @@ def rss(pid: int) -> tuple[int, int]:
     text = Path(f"/proc/{pid}/status").read_text()
     get = lambda k: int(re.search(rf"^{k}:\s+(\d+) kB", text, re.M).group(1)) * 1024  # noqa
     return get("VmRSS"), get("VmHWM")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def tree_rss(pgid: int) -> int:
@@ -207,20 +215,26 @@ def results_latency(svc: Service, clients: int, seconds: float) -> None:
         "/plot": [f"{base}/plot?kind=tradeoff&risk=DLD&loss=IL_S2",
                   f"{base}/plot?kind=tradeoff&risk=ID1&loss=IL1s"],
     }
-    # the floor: the same load on a route that does nothing (framework, client, machine)
+    # the floor: the same load on a route that does nothing (framework, client, machine);
+    # the service's CPU time per request does not depend on what else the machine runs
+    cpu = cpu_seconds(svc.proc.pid)
     r = asyncio.run(load(svc.url, ["/v1/health"], clients, seconds))
+    per = 1000 * (cpu_seconds(svc.proc.pid) - cpu) / max(r["n"], 1)
     print(f"{'/health':8s} {clients} clients x {seconds:g} s: {r['rate']:.0f} requests/s, "
-          f"p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms ({r['n']} requests, "
-          f"{r['errors']} errors; the floor: a route that does nothing)")
+          f"p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, service CPU {per:.2f} ms/request "
+          f"({r['n']} requests, {r['errors']} errors; the floor: a route that does nothing)")
     for name, paths in sets.items():
         t0 = time.perf_counter()
         for p in paths:                     # the first of each: loads, computes, renders
             svc.http.get(p).raise_for_status()
         first = (time.perf_counter() - t0) / len(paths)
+        cpu = cpu_seconds(svc.proc.pid)
         r = asyncio.run(load(svc.url, paths, clients, seconds))
+        per = 1000 * (cpu_seconds(svc.proc.pid) - cpu) / max(r["n"], 1)
         print(f"{name:8s} {clients} clients x {seconds:g} s: {r['rate']:.0f} requests/s, "
-              f"p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms ({r['n']} requests, "
-              f"{r['errors']} errors; first request {1000 * first:.0f} ms)")
+              f"p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, service CPU {per:.2f} ms/"
+              f"request ({r['n']} requests, {r['errors']} errors; first request "
+              f"{1000 * first:.0f} ms)")
 
 
 def main() -> None:
