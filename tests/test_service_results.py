@@ -29,6 +29,9 @@ def svc(tmp_path):
     app = create_app(ServiceConfig(root=tmp_path / "root"), store=store)
     with TestClient(app) as c:
         c.store, c.app = store, app
+        csrf = c.get("/v1/csrf")            # a service that asks for a same-origin token
+        if csrf.status_code == 200:
+            c.headers["X-Sdcdist-Csrf"] = csrf.json()["token"]
         yield c
 
 
