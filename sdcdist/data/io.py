@@ -34,7 +34,7 @@ from .. import integrity
 from ..errors import SdcInputError, column_positions, param_error
 from .validate import ValueChecker, check_column_names, check_values
 
-__all__ = ["Microdata", "ingest", "open_microdata", "load_microdata", "write_microdata",
+__all__ = ["Microdata", "align_categories", "ingest", "open_microdata", "load_microdata", "write_microdata",
            "from_array", "StoredArray", "is_store", "DEFAULT_CHUNK_ROWS"]
 
 DEFAULT_CHUNK_ROWS = 65_536
@@ -91,6 +91,47 @@ class Microdata:
     def column_index(self, names: Sequence[str], *, what: str = "column") -> list[int]:
         """Positions of ``names``; unknown names raise and list the valid ones."""
         return column_positions(names, self.columns, what=what)
+
+
+def align_categories(reference: Microdata, other: Microdata) -> tuple[Microdata, Microdata]:
+    """Both files with the same codes for the same labels in their shared categorical columns.
+
+    Each file read on its own codes its labels 0..L-1 in its own label order, so a
+    released file that lacks a category (suppressed, PRAMed away) or holds new ones
+    (another tool's release) would code the same label differently. The shared
+    columns get one label list: ``reference``'s labels in its order, then the labels
+    only ``other`` has (in label order); ``reference``'s codes never change, and
+    ``other``'s are recoded (a monotone map when its labels are a subset, so content
+    order is kept). Columns that are categorical in one file only are left alone.
+    """
+    from .types import label_order
+    shared = [c for c in reference.categories if c in other.categories]
+    if not shared:
+        return reference, other
+    ref_cats = dict(reference.categories)
+    oth_cats = dict(other.categories)
+    ref_vals = reference.values
+    oth_vals = other.values
+    for c in shared:
+        a, b = list(ref_cats[c]), list(oth_cats[c])
+        if a == b:
+            continue
+        known = set(a)
+        union = a + label_order(x for x in b if x not in known)
+        pos = {lab: i for i, lab in enumerate(union)}
+        if union != a:
+            ref_cats[c] = union                   # codes unchanged, labels appended
+        lookup = np.array([pos[lab] for lab in b] + [np.nan], dtype=np.float64)
+        j = other.columns.index(c)
+        if oth_vals is other.values:
+            oth_vals = oth_vals.copy()
+        col = oth_vals[:, j]
+        codes = np.where(np.isnan(col), len(b), col).astype(np.int64)
+        oth_vals[:, j] = lookup[codes]
+        oth_cats[c] = union
+    ref = Microdata(ref_vals, reference.columns, reference.roles, reference.sha256, ref_cats)
+    oth = Microdata(oth_vals, other.columns, other.roles, other.sha256, oth_cats)
+    return ref, oth
 
 
 def values_fingerprint(values: np.ndarray) -> str:
