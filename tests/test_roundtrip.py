@@ -103,3 +103,85 @@ def test_align_categories_codes_shared_labels_alike():
     assert a2.categories["c"] == b2.categories["c"] == ["A", "B", "C", "X"]
     np.testing.assert_array_equal(a2.values, a.values)
     np.testing.assert_array_equal(b2.values[:, 0], [0, np.nan, 2, 3])
+
+
+# -- the sampling weight is never a linkage key --------------------------------------------
+
+def test_the_weight_is_left_out_of_default_key_sets_and_refused_in_named_ones(original):
+    from sdcdist import SdcInputError
+    from sdcdist.metrics import default_keysets
+    num = original.select(["x", "y", "z", "w"])
+    num = Microdata(num.values, num.columns, {"weight": ["w"]}, None, {})
+    rng = np.random.default_rng(2)
+    noisy = Microdata(num.values + np.c_[rng.normal(0, 5, (len(num.values), 3)),
+                                         np.zeros(len(num.values))],
+                      num.columns, num.roles, None, {})
+    res = measure(num, noisy, ["DLD"], weight="w")
+    assert len(res["DLD"].per_keyset) == 3           # x; x,y; x,y,z -- never w
+    want = measure(num, noisy, ["DLD"], keysets=default_keysets(["x", "y", "z"]))["DLD"]
+    assert res["DLD"].value == want.value
+    with pytest.raises(SdcInputError, match=r"key set \['x', 'w'\] holds the weight column "
+                                            r"'w'.*never a linkage key"):
+        measure(num, noisy, ["DLD"], keysets=[["x", "w"]], weight="w")
+
+
+def test_risk_cli_leaves_the_weight_out(run, tmp_path):
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"x": rng.normal(size=40), "y": rng.normal(size=40),
+                       "w": rng.uniform(1, 5, 40)})
+    df.to_csv(tmp_path / "o.csv", index=False)
+    df.assign(x=df.x + rng.normal(0, 1, 40)).to_csv(tmp_path / "m.csv", index=False)
+    r = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "--local", "-m", "DLD",
+            "--weight", "w")
+    assert r.exit_code == 0, r.output
+    assert "x,y,w" not in r.output and "x,y " in r.output
+    r = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "--local", "-m", "DLD",
+            "--weight", "w", "--keyset", "x,w")
+    assert r.exit_code == 2 and "never a linkage key" in r.output
+
+
+# -- messages ------------------------------------------------------------------------------
+
+def test_a_single_column_name_is_one_column_not_its_letters(original):
+    from sdcdist.masking import REGISTRY as M
+    opts = method_options(get_method("pram"), columns=original.columns, roles={},
+                          categorical=original.categories, options={"variables": "s"})
+    one = M["pram"](original.values, 0.5, rng=np.random.default_rng(1), **opts)
+    opts["variables"] = ["s"]
+    lst = M["pram"](original.values, 0.5, rng=np.random.default_rng(1), **opts)
+    np.testing.assert_array_equal(one, lst)
+
+
+def test_type_clash_names_only_columns_both_files_hold(run, tmp_path):
+    pd.DataFrame({"x": [1.0, 2, 3, 4], "y": [2.0, 1, 4, 3]}).to_csv(tmp_path / "leak.csv",
+                                                                     index=False)
+    pd.DataFrame({"x": [1.0, 2, 3, 4], "y": [2.0, 1, 4, 3], "TXT": list("abca")}).to_csv(
+        tmp_path / "rel.csv", index=False)
+    r = run("risk", tmp_path / "leak.csv", tmp_path / "rel.csv", "--local", "-m", "DLD")
+    assert "TXT" not in r.output and "numeric in" not in r.output, r.output
+    assert r.exit_code == 0, r.output
+
+
+def test_a_categorical_weight_is_called_categorical(original):
+    from sdcdist import SdcInputError
+    with pytest.raises(SdcInputError, match="weight column 'r' is categorical"):
+        measure(original, original, ["uniques"], weight="r")
+
+
+def test_a_constant_column_is_accepted_at_ingest(tmp_path):
+    from sdcdist import ingest
+    src = tmp_path / "c.csv"
+    src.write_text("year,x,y\n2024,1.5,2\n2024,2.5,1\n2024,3.5,4\n2024,0.5,3\n")
+    ingest(src, str(tmp_path / "c.zarr"))
+    md = load_microdata(str(tmp_path / "c.zarr"))
+    assert md.columns == ("year", "x", "y") and (md.values[:, 0] == 2024).all()
+
+
+def test_a_constant_column_is_left_out_of_default_key_sets_with_a_note(run, tmp_path):
+    (tmp_path / "c.csv").write_text("year,x,y\n2024,1.5,2\n2024,2.5,1\n2024,3.5,4\n2024,0.5,3\n")
+    (tmp_path / "m.csv").write_text("year,x,y\n2024,1.4,2.1\n2024,2.6,1.2\n2024,3.1,4\n"
+                                    "2024,0.9,3\n")
+    r = run("risk", tmp_path / "c.csv", tmp_path / "m.csv", "--local", "-m", "DLD")
+    assert r.exit_code == 0, r.output
+    assert "['year'] left out of the default key sets" in r.output
+    assert "  x,y " in r.output and "year," not in r.output

@@ -134,10 +134,23 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
 def resolve_keysets(spec: AuditSpec, md: Microdata,
                     dataset: DatasetSpec | None = None) -> list[tuple[str, ...]]:
     d = dataset if dataset is not None else spec.dataset
+    w = md.weight
+    if w is not None and w in (md.roles.get("key") or d.keys or ()):
+        raise SdcInputError(
+            f"the keys of dataset {d.name!r} hold its weight column {w!r}; the sampling "
+            "weight is never a linkage key (it is not masked, so it would link every record "
+            "to itself): leave it out of 'keys'")
     if spec.keysets == "prefixes":
-        return default_keysets(md.columns, md.roles.get("key") or d.keys)
+        # the sampling weight is never a linkage key (the key role cannot hold it)
+        return default_keysets([c for c in md.columns if c != w],
+                               md.roles.get("key") or d.keys)
     for ks in spec.keysets:
         md.column_index(ks, what="key set column")
+        if w is not None and w in ks:
+            raise SdcInputError(
+                f"key set {list(ks)} of the spec holds the weight column {w!r} of dataset "
+                f"{d.name!r}; the sampling weight is never a linkage key (it is not masked, "
+                "so it would link every record to itself): leave it out of the key sets")
     return [tuple(k) for k in spec.keysets]
 
 

@@ -117,11 +117,17 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         matched += "; the others count as not re-identified)" if c["unmatched"] else ")"
     click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
                f"truth: {'column ' + repr(id_column) if id_column else 'row order'}{matched}")
+    gone = sorted({c for n in names for c in (res[n].info.get("constant_keys_left_out") or ())})
+    if gone:
+        click.echo(f"constant column(s) {gone} left out of the default key sets (linkage "
+                   "cannot use a column with one value)", err=True)
     for n in names:
         r = res[n]
         extra = " (approximate: sparse candidates)" if r.flag else ""
         click.echo(f"{n:8s} {r.value:12.6g}{extra}")
         if r.per_keyset and len(r.per_keyset) > 1:
-            labels = ks or default_keysets([c for c in a.columns if c in b.columns])
+            gone = set(r.info.get("constant_keys_left_out") or ())
+            labels = ks or default_keysets([c for c in a.columns if c in b.columns
+                                            and c != weight and c not in gone])
             for v, k in zip(r.per_keyset, labels):
                 click.echo(f"  {','.join(k):30s} {v:12.6g}")

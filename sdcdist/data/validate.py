@@ -112,7 +112,8 @@ class ValueChecker:
                 raise SdcInputError(
                     f"column {name!r} has {self.nan[j]} missing values (records "
                     f"{_rows_text(self.nan_rows[j], self.nan[j])}); sdcdist needs complete "
-                    "numeric data: impute or drop them first")
+                    "numeric data: impute or drop them first (a categorical column may have "
+                    "missing values: declare an integer-coded one with --categorical)")
             if self.inf[j]:
                 raise SdcInputError(
                     f"column {name!r} has {self.inf[j]} infinite values (records "
