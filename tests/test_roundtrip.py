@@ -185,3 +185,20 @@ def test_a_constant_column_is_left_out_of_default_key_sets_with_a_note(run, tmp_
     assert r.exit_code == 0, r.output
     assert "['year'] left out of the default key sets" in r.output
     assert "  x,y " in r.output and "year," not in r.output
+
+
+def test_spec_datasets_take_na_values_and_refuse_the_weight_in_key_sets(tmp_path):
+    from sdcdist import SdcInputError
+    from sdcdist.audit.run import load_dataset, resolve_keysets
+    from sdcdist.audit.spec import parse_spec
+    pd.DataFrame({"r": ["a", "NA", "b", "a", "b"], "x": [1.0, 2, 3, 4, 5],
+                  "w": [2.0, 1, 4, 3, 5]}).to_csv(tmp_path / "f.csv", index=False)
+    doc = {"dataset": {"path": "f.csv", "na_values": ["NA"], "roles": {"weight": ["w"]}},
+           "methods": [{"name": "noise", "params": [0.1]}], "metrics": ["DLD"]}
+    spec = parse_spec(doc, base_dir=tmp_path)
+    md = load_dataset(spec)
+    assert md.categories == {"r": ["a", "b"]} and np.isnan(md.values[1, 0])
+    assert all("w" not in ks for ks in resolve_keysets(spec, md))
+    spec = parse_spec({**doc, "keysets": [["x", "w"]]}, base_dir=tmp_path)
+    with pytest.raises(SdcInputError, match="weight column 'w'.*never a linkage key"):
+        resolve_keysets(spec, load_dataset(spec))

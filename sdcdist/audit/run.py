@@ -70,7 +70,8 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
         md = load_microdata(reference_file(d.reference),
                             columns=list(d.columns) if d.columns else None,
                             categorical=list(d.categorical) if d.categorical else None,
-                            allow_constant=bool(d.roles.get("weight")))
+                            allow_constant=bool(d.roles.get("weight")),
+                            na_values=list(d.na_values) if d.na_values else None)
     else:
         path = d.path or ""
         if "://" not in path and not Path(path).is_absolute():
@@ -80,7 +81,8 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
                                 "relative to the spec file)")
         md = load_microdata(path, columns=list(d.columns) if d.columns else None,
                             categorical=list(d.categorical) if d.categorical else None,
-                            allow_constant=bool(d.roles.get("weight")))
+                            allow_constant=bool(d.roles.get("weight")),
+                            na_values=list(d.na_values) if d.na_values else None)
     if d.columns and d.synthetic is not None:
         idx = md.column_index(d.columns)
         md = Microdata(md.values[:, idx], tuple(d.columns), {}, md.sha256)
