@@ -101,7 +101,7 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
         from ..data.validate import ValueChecker
         ch = ValueChecker(md.columns, f"dataset {d.name!r}")
         ch.update(md.values)
-        ch.finish(constant_ok=d.roles["weight"])
+        ch.finish(constant_ok=d.roles["weight"], missing_ok=list(md.categories))
     check_typed(out, f"dataset {d.name!r}")
     return out
 
