@@ -202,3 +202,35 @@ def test_spec_datasets_take_na_values_and_refuse_the_weight_in_key_sets(tmp_path
     spec = parse_spec({**doc, "keysets": [["x", "w"]]}, base_dir=tmp_path)
     with pytest.raises(SdcInputError, match="weight column 'w'.*never a linkage key"):
         resolve_keysets(spec, load_dataset(spec))
+
+
+def test_constant_columns_are_left_out_only_of_the_metrics_that_cannot_use_them():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(50, 3))
+    Y = X + rng.normal(0, 0.1, X.shape)
+    year = np.full((50, 1), 2024.0)
+    cols = ["year", "a", "b", "c"]
+    with_year = measure(np.c_[year, X], np.c_[year + rng.normal(0, 1, (50, 1)), Y],
+                        ["IL1s", "R_MAE", "PS", "EMD1", "X_MAE", "IL", "DLD"], columns=cols)
+    without = measure(X, Y, ["IL1s", "R_MAE", "PS", "EMD1", "DLD"], columns=cols[1:])
+    for name in ("IL1s", "R_MAE", "PS", "EMD1"):
+        assert with_year[name].value == without[name].value, name
+        assert with_year[name].info["constant_columns_left_out"] == ["year"]
+    assert with_year["DLD"].value == without["DLD"].value
+    assert with_year["DLD"].info["constant_keys_left_out"] == ["year"]
+    assert np.isfinite(with_year["IL"].value)
+    # X_MAE can use the column: it counts the noise added to it
+    assert with_year["X_MAE"].value != measure(X, Y, ["X_MAE"])["X_MAE"].value
+
+
+def test_an_audit_accepts_a_constant_column(tmp_path):
+    from sdcdist.audit.run import load_dataset, resolve_keysets
+    from sdcdist.audit.spec import parse_spec
+    rng = np.random.default_rng(1)
+    pd.DataFrame({"year": 2024, "x": rng.normal(size=20), "y": rng.normal(size=20)}).to_csv(
+        tmp_path / "f.csv", index=False)
+    spec = parse_spec({"dataset": {"path": "f.csv"}, "metrics": ["DLD", "IL1s"],
+                       "methods": [{"name": "noise", "params": [0.1]}]}, base_dir=tmp_path)
+    md = load_dataset(spec)
+    assert md.columns == ("year", "x", "y")
+    assert list(resolve_keysets(spec, md)) == [("x",), ("x", "y")]
