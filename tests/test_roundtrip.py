@@ -234,3 +234,28 @@ def test_an_audit_accepts_a_constant_column(tmp_path):
     md = load_dataset(spec)
     assert md.columns == ("year", "x", "y")
     assert list(resolve_keysets(spec, md)) == [("x",), ("x", "y")]
+
+
+def test_cli_reads_a_suppressed_release_back_in_every_format(run, tmp_path):
+    rng = np.random.default_rng(6)
+    n = 60
+    pd.DataFrame({"r": rng.choice(["n", "s", "e", "w", "NA"], n), "t": rng.choice(list("pq"), n),
+                  "x": rng.normal(size=n), "y": rng.normal(size=n)}).to_csv(
+        tmp_path / "o.csv", index=False)
+    r = run("ingest", tmp_path / "o.csv", tmp_path / "o.zarr", "--keys", "r,t")
+    assert r.exit_code == 0, r.output
+    lines = {}
+    for ext in ("csv", "parquet", "zarr"):
+        out = tmp_path / f"s.{ext}"
+        r = run("mask", tmp_path / "o.zarr", "-m", "suppress", "-p", "5", "-o", out)
+        assert r.exit_code == 0 and "suppressed 0 " not in r.output, r.output
+        r = run("risk", tmp_path / "o.zarr", out, "--local", "-m", "uniques,IR_mean,DLD",
+                "--keys", "r,t,x")
+        assert r.exit_code == 0, r.output
+        lines[ext] = r.output
+        r = run("measure", tmp_path / "o.zarr", out, "--local", "-m", "changed,IL1s")
+        assert r.exit_code == 0, r.output
+        if ext != "zarr":
+            r = run("ingest", out, tmp_path / f"back-{ext}.zarr")
+            assert r.exit_code == 0, r.output
+    assert lines["csv"] == lines["parquet"] == lines["zarr"]
