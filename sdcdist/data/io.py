@@ -543,7 +543,9 @@ def _read_typed(source: Path, columns: Sequence[str] | None, chunk_rows: int,
             block[:, j] = v
         offset += len(df)
         if not declared and not typed_text and not scan.text_so_far():
-            write(block)
+            # column-major, as pandas' to_numpy gave it: some metrics' float sums depend
+            # on the layout, and the cubes of CSV inputs must stay bit for bit
+            write(np.asfortranarray(block))
     kinds = scan.kinds()
     cats = [c for c in names if c in declared or c in typed_text
             or kinds.get(c) == CATEGORICAL]
