@@ -254,9 +254,17 @@ class StrictCommand(click.Command):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         retired = RETIRED.get(self.name or "", {})
-        for tok in args:
+        option_o = any(isinstance(p, click.Option) and "-o" in p.opts and "--option" in p.opts
+                       for p in self.get_params(ctx))
+        for k, tok in enumerate(args):
             if tok == "--":
                 break
+            if option_o and tok.startswith("-o") and not tok.startswith("--"):
+                value = tok[2:] or (args[k + 1] if k + 1 < len(args) else "")
+                if "=" not in value:
+                    raise click.UsageError(
+                        f"-o is short for --option KEY=VALUE, and {value!r} is not one; an "
+                        "output file is given with --out FILE (-o no longer means --out)", ctx)
             flag = tok[:2] if tok.startswith("-") and not tok.startswith("--") else tok
             if flag in retired:
                 new = retired[flag]
