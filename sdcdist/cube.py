@@ -59,7 +59,8 @@ import xarray as xr
 from . import integrity
 from .errors import SdcInputError
 
-__all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_cells", "cell_table",
+__all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_cells",
+           "cell_table",
            "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
            "crossing", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS", "PRL_COUNTING",
            "conventions"]

@@ -37,7 +37,8 @@ from .errors import SdcInputError, one_of, option_error, unknown_name_error
 from .limits import MAX_DENSE, MAX_TOP_C
 
 __all__ = ["Option", "Check", "OPTIONS", "declare", "defaults", "get_option", "check_option",
-           "validate", "validate_method_options", "parse_items", "read_items", "for_metric", "for_method", "names",
+           "validate", "validate_method_options", "parse_items", "read_items", "for_metric",
+           "for_method", "names",
            "integer", "number", "choice", "optional", "default_text", "SCOPES"]
 
 SCOPES = ("metric", "audit", "method")

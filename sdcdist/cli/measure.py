@@ -58,7 +58,8 @@ def _open_input(path: str, what: str, categorical: list[str] | None = None
 @cluster_options(local=True)
 def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                 keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
-                option_items: tuple[str, ...], categorical: str | None, keys: str | None, weight: str | None,
+                option_items: tuple[str, ...], categorical: str | None, keys: str | None,
+                weight: str | None,
                 where: ClusterOptions) -> None:
     """Measure information loss, utility (and risk) of MASKED against ORIGINAL.
 
