@@ -17,8 +17,8 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/sdcdist audit examples/demo.yaml --out demo-output/demo.zarr --overwrite
-	$(VENV)/bin/sdcdist report demo-output/demo.zarr --by Score2 --csv demo-output/ranking.csv
-	$(VENV)/bin/sdcdist plot demo-output/demo.zarr --risk DLD --loss IL_S2 -o demo-output/tradeoff.png
+	$(VENV)/bin/sdcdist report demo-output/demo.zarr --by Score2 --csv demo-output/ranking.csv --overwrite
+	$(VENV)/bin/sdcdist plot demo-output/demo.zarr --risk DLD --loss IL_S2 --out demo-output/tradeoff.png --overwrite
 	@echo "cube: demo-output/demo.zarr   table: demo-output/ranking.csv   plot: demo-output/tradeoff.png"
 
 test: $(STAMP)

@@ -39,7 +39,11 @@ Attributes: ``spec`` (JSON), ``spec_sha256``, ``datasets`` (JSON fingerprints),
 
 Methods are a dimension called ``method``, which is also the name of an
 argument of :meth:`xarray.Dataset.sel`; :class:`Cube` makes
-``cube.sel(method="rankswap", param=15, metric="DLD")`` select by label.
+``cube.sel(method="rankswap", param=15, metric="DLD")`` select by label, and so
+do its variables (:class:`CubeArray`: ``cube["value"].sel(method="rankswap")``,
+``cube.value.sel(...)``). A cube opened with plain xarray (``xr.open_zarr``)
+selects methods with the dict form, ``.sel({"method": "rankswap"})`` or
+``.loc[{"method": "rankswap"}]``.
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ import xarray as xr
 from . import integrity
 from .errors import SdcInputError
 
-__all__ = ["Cube", "open_cube", "create_cube", "write_cell", "done_cells", "cell_table",
+__all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_cells",
+           "cell_table",
            "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
            "crossing", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS", "PRL_COUNTING",
            "conventions"]
@@ -143,18 +148,48 @@ def conventions(options: Mapping[str, Any] | None = None) -> dict[str, str]:
 _FILL_METHODS = {"nearest", "pad", "ffill", "backfill", "bfill"}
 
 
+def _method_labels(obj: Any, indexers: Mapping[Any, Any] | None, method: Any,
+                   indexers_kwargs: dict[str, Any]) -> tuple[dict[Any, Any], Any]:
+    """``sel``'s arguments with ``method=`` read as the ``method`` dimension's labels when
+    the object has that dimension (xarray's fill methods keep their meaning otherwise)."""
+    labels = dict(indexers or {}, **indexers_kwargs)
+    if method is not None and "method" in obj.dims and not (
+            isinstance(method, str) and method in _FILL_METHODS
+            and method not in set(map(str, obj["method"].values))):
+        labels["method"] = method
+        method = None
+    return labels, method
+
+
+class CubeArray(xr.DataArray):
+    """A variable of a :class:`Cube` (``cube["value"]``, ``cube.value``): an
+    :class:`xarray.DataArray` whose ``sel(method=...)`` selects masking methods too."""
+
+    __slots__ = ()
+
+    def sel(self, indexers: Mapping[Any, Any] | None = None, method: Any = None,
+            tolerance: Any = None, drop: bool = False,
+            **indexers_kwargs: Any) -> "CubeArray":
+        labels, method = _method_labels(self, indexers, method, indexers_kwargs)
+        return super().sel(labels, method=method, tolerance=tolerance, drop=drop)
+
+
 class Cube(xr.Dataset):
-    """An :class:`xarray.Dataset` whose ``sel(method=...)`` selects masking methods."""
+    """An :class:`xarray.Dataset` whose ``sel(method=...)`` selects masking methods; its
+    variables (``cube["value"]``, ``cube.value``) are :class:`CubeArray`, which do too."""
 
     __slots__ = ()
 
     def sel(self, indexers: Mapping[Any, Any] | None = None, method: Any = None,
             tolerance: Any = None, drop: bool = False, **indexers_kwargs: Any) -> "Cube":
-        labels = dict(indexers or {}, **indexers_kwargs)
-        if method is not None and not (isinstance(method, str) and method in _FILL_METHODS):
-            labels["method"] = method
-            method = None
+        labels, method = _method_labels(self, indexers, method, indexers_kwargs)
         return super().sel(labels, method=method, tolerance=tolerance, drop=drop)
+
+    def __getitem__(self, key: Any) -> Any:
+        out = super().__getitem__(key)
+        if isinstance(out, xr.DataArray) and not isinstance(out, CubeArray):
+            out = CubeArray(out)
+        return out
 
 
 def _as_cube(ds: xr.Dataset) -> Cube:
@@ -234,7 +269,12 @@ def create_cube(store: str, *, methods: Sequence[str], param_names: Sequence[str
     for name in ds.variables:  # every array, coordinates too, is checksummed
         encoding.setdefault(name, {})["compressors"] = integrity.compressors()
     ds.to_zarr(store, mode="w-", encoding=encoding, consolidated=False)
-    integrity.seal(_group(store), cells="complete")
+    g = _group(store)
+    # each cell's fingerprint, written with the cell (zeros: not written)
+    g.create_array(integrity.CELL_DIGESTS, shape=(D, M, P, R, 32), chunks=(1, 1, 1, 1, 32),
+                   dtype="uint8", fill_value=0, compressors=integrity.compressors())
+    integrity.seal(g, cells="complete", arrays_sha256=integrity.fixed_arrays_sha256(g),
+                   cell_digests=integrity.CELL_DIGESTS)
 
 
 def _strings(items: Sequence[str]) -> np.ndarray:
@@ -266,6 +306,12 @@ def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
     arr("keyset_value")[d, m, p, :, r, :ks.shape[1]] = ks
     arr("excluded")[d, m, p, :, r] = excluded
     arr("flag")[d, m, p, :, r] = flags
+    manifest = g.attrs.get(integrity.INTEGRITY_ATTR)
+    if isinstance(manifest, Mapping) and manifest.get("cell_digests") == integrity.CELL_DIGESTS:
+        # the fingerprint of what is stored now, before the done mark (a kill in between
+        # leaves a cell that is recomputed on resume, never one marked done unsigned)
+        digest = np.frombuffer(integrity.cell_sha256(g, (d, m, p, r)), dtype=np.uint8)
+        g[integrity.CELL_DIGESTS].with_config({"write_empty_chunks": True})[d, m, p, r] = digest
     arr("done")[d, m, p, r] = 1
 
 

@@ -32,7 +32,8 @@ from .errors import SdcInputError
 
 __all__ = ["CorruptChunkError", "MissingChunkError", "CorruptStoreError", "compressors", "read",
            "verify_group", "is_checksum_error", "seal", "check_metadata", "missing_chunks",
-           "ValuesDigest", "VerifyReport", "verify_store", "INTEGRITY_ATTR"]
+           "ValuesDigest", "VerifyReport", "verify_store", "INTEGRITY_ATTR", "array_sha256",
+           "cell_sha256", "fixed_arrays_sha256", "CELL_ARRAYS", "CELL_DIGESTS"]
 
 #: The group attribute holding the manifest written by :func:`seal`.
 INTEGRITY_ATTR = "integrity"
@@ -219,6 +220,45 @@ def attrs_digest(attrs: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def array_sha256(array: Any, key: Any = slice(None)) -> str:
+    """SHA-256 of an array's values (``array[key]``): dtype, shape and content (numbers as
+    their bytes, strings as UTF-8 JSON), so that any change of a stored value shows."""
+    data = np.asarray(array[key])
+    h = hashlib.sha256(f"{data.dtype.str if data.dtype != object else 'str'}:"
+                       f"{list(data.shape)}:".encode())
+    if data.dtype == object or data.dtype.kind in "UST":
+        h.update(json.dumps([str(x) for x in data.ravel()]).encode())
+    else:
+        h.update(np.ascontiguousarray(data).tobytes())
+    return h.hexdigest()
+
+
+#: The arrays of a cube that hold one cell's results (written as cells finish); every
+#: other array (the coordinates) is final when the cube is created.
+CELL_ARRAYS = ("value", "keyset_value", "excluded", "flag")
+#: Subgroup and array of a cube holding each cell's fingerprint (SHA-256, 32 bytes).
+CELL_DIGESTS = "integrity/cells"
+
+
+def cell_sha256(group: Any, cell: tuple[int, int, int, int]) -> bytes:
+    """SHA-256 of one cell's stored results (value, keyset_value, excluded, flag)."""
+    d, m, p, r = cell
+    h = hashlib.sha256()
+    for name in CELL_ARRAYS:
+        if name in group:
+            a = group[name]
+            key = (d, m, p, slice(None), r) + (slice(None),) * (a.ndim - 5)
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(np.asarray(a[key])).tobytes())
+    return h.digest()
+
+
+def fixed_arrays_sha256(group: Any) -> dict[str, str]:
+    """:func:`array_sha256` of every array of a cube that is final at creation."""
+    return {name: array_sha256(a) for name, a in sorted(group.arrays())
+            if name not in CELL_ARRAYS and name != "done"}
+
+
 def array_layout(array: Any) -> dict[str, Any]:
     """Shape, chunk shape, dtype and codecs of a Zarr array (what the manifest pins)."""
     dims = getattr(array.metadata, "dimension_names", None)
@@ -317,6 +357,7 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
     checked: dict[str, Any] = field(default_factory=dict)
     sealed: bool = False
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -336,6 +377,7 @@ class VerifyReport:
         if not self.sealed:
             facts.append("  no manifest (written by an older sdcdist): metadata and "
                          "fingerprint not checked")
+        facts += [f"  {n}" for n in self.notes]
         return [head] + facts + [f"  problem: {p}" for p in self.problems]
 
 
@@ -480,19 +522,98 @@ def _unmarked_cells(group: Any, done: np.ndarray) -> list[tuple[int, ...]]:
 
 
 def _verify_cube(group: Any, store: str, report: VerifyReport) -> None:
-    report.sealed = isinstance(dict(group.attrs).get(INTEGRITY_ATTR), Mapping)
+    manifest = dict(group.attrs).get(INTEGRITY_ATTR)
+    report.sealed = isinstance(manifest, Mapping)
     report.problems += check_metadata(group, store)
     done_arr = group["done"]
-    done = np.asarray(read(done_arr, store=store, name="done"))
-    cells = [tuple(int(i) for i in c) for c in np.argwhere(done == 1)]
-    report.checked["done cells"] = len(cells)
-    report.checked["cells"] = int(done.size)
-    required = _required_chunks(group, cells)
+    try:
+        done = np.asarray(read(done_arr, store=store, name="done"))
+    except CorruptChunkError:
+        done = None       # its chunks are reported below; the cells cannot be checked
+    if done is not None:
+        cells = [tuple(int(i) for i in c) for c in np.argwhere(done == 1)]
+        report.checked["done cells"] = len(cells)
+        report.checked["cells"] = int(done.size)
+        required = _required_chunks(group, cells)
+    else:
+        cells, required = [], {}
     for name, array in sorted(group.arrays()):
         _check_chunks(array, store, name, report, required.get(name))
-    unmarked = _unmarked_cells(group, done)
-    if unmarked:          # a resumed audit recomputes them; not damage by itself
-        report.checked["cells written but not marked done"] = len(unmarked)
+    if report.sealed:
+        _check_fingerprints(group, manifest, cells, report)
+    if done is not None:
+        unmarked = _unmarked_cells(group, done)
+        if unmarked:          # a resumed audit recomputes them; not damage by itself
+            report.checked["cells written but not marked done"] = len(unmarked)
+
+
+def _check_fingerprints(group: Any, manifest: Mapping[str, Any], cells: list,
+                        report: VerifyReport, *, cube: bool = True) -> None:
+    """The coordinates' and each done cell's values against the fingerprints written with
+    them (cubes written before fingerprints have none: said in the report)."""
+    fixed = manifest.get("arrays_sha256")
+    if isinstance(fixed, Mapping):
+        arrays = dict(group.arrays())
+        for name, want in sorted(fixed.items()):
+            if name not in arrays:
+                continue                       # reported by check_metadata
+            try:
+                have = array_sha256(arrays[name])
+            except Exception:                  # noqa: BLE001 - a damaged chunk, reported
+                continue
+            if have != want:
+                report.problems.append(f"the values of the array {name!r} differ from those "
+                                       "written (fingerprint mismatch)")
+        report.checked["arrays fingerprinted"] = len(fixed)
+    elif not cube:
+        report.notes.append("no fingerprints (written by an older sdcdist): values checked "
+                            "against their chunk checksums only")
+    if not cube:
+        return
+    if manifest.get("cell_digests") != CELL_DIGESTS:
+        report.notes.append("no cell fingerprints (written by an older sdcdist): the cells' "
+                            "values were checked against their chunk checksums only")
+        return
+    try:
+        digests = group[CELL_DIGESTS]
+    except KeyError:
+        report.problems.append(f"the cell fingerprints ({CELL_DIGESTS}) are missing")
+        return
+    methods = _labels(group, "method")
+    unsigned, changed = [], []
+    for cell in cells:
+        try:
+            want = bytes(np.asarray(digests[cell], dtype=np.uint8))
+            have = cell_sha256(group, cell)
+        except Exception as exc:               # noqa: BLE001
+            if is_checksum_error(exc) or isinstance(exc, CorruptChunkError):
+                continue                       # reported by the chunk checks
+            raise
+        if not any(want):
+            unsigned.append(cell)
+        elif want != have:
+            changed.append(cell)
+
+    def where(cs: list) -> str:
+        text = ", ".join(f"{methods[c[1]] if c[1] < len(methods) else c[1]} param #{c[2]} "
+                         f"replicate {c[3]}" + (f" (dataset #{c[0]})" if c[0] else "")
+                         for c in cs[:5])
+        return text + (f" and {len(cs) - 5} more" if len(cs) > 5 else "")
+    if changed:
+        report.problems.append(f"the results of {len(changed)} cell(s) differ from those "
+                               f"written (fingerprint mismatch): {where(changed)}")
+    if unsigned:
+        report.problems.append(f"{len(unsigned)} cell(s) are marked done but were never "
+                               f"written (no fingerprint; the done mark changed): "
+                               f"{where(unsigned)}")
+    report.checked["cell fingerprints"] = "match" if not (changed or unsigned) else "differ"
+
+
+def _labels(group: Any, name: str) -> list[str]:
+    try:
+        return [str(x) for x in np.asarray(group[name][:])]
+    except Exception:                          # noqa: BLE001
+        return []
 
 
 def check_cube_cells(group: Any, store: str) -> None:
@@ -545,6 +666,13 @@ def verify_store(path: str | os.PathLike, *,
     try:
         group = zarr.open_group(store, mode="r")
     except Exception:
+        root = os.path.join(store, "zarr.json")
+        if "://" not in store and os.path.isfile(root):
+            # a Zarr store whose root metadata is damaged (truncated, overwritten)
+            report = VerifyReport(store, "zarr")
+            report.problems.append("its root metadata (zarr.json) cannot be read (damaged or "
+                                   "truncated)")
+            return report
         raise SdcInputError(f"{store!r} is not a Zarr store; give the path of a dataset "
                             "store (sdcdist ingest) or a cube (sdcdist audit)") from None
     if "values" in group:
@@ -567,4 +695,6 @@ def verify_store(path: str | os.PathLike, *,
         raise SdcInputError(f"{store!r} holds no arrays; it is not an sdcdist store")
     for name, array in arrays:
         _check_chunks(array, store, name, report, None)
+    if report.sealed:
+        _check_fingerprints(group, dict(group.attrs)[INTEGRITY_ATTR], [], report, cube=False)
     return report

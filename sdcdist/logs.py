@@ -152,9 +152,10 @@ def setup_logging(fmt: str = "text", level: str | int = "INFO",
     check_choice("log format", fmt, LOG_FORMATS)
     # JSON: warnings.warn(...) -> the "py.warnings" logger, formatted below (off and on
     # again: someone may have replaced warnings.showwarning since an earlier call); text:
-    # Python shows them as usual
+    # Python shows them on stderr. Either way as one line without a file path.
     logging.captureWarnings(False)
     logging.captureWarnings(fmt == "json")
+    _own_warnings()
     if import_dask:
         import distributed.config  # noqa: F401  (installs Dask's handlers: replace them now)
     for name, lvl in (("sdcdist", level), ("distributed", "WARNING"),
@@ -177,6 +178,27 @@ def setup_logging(fmt: str = "text", level: str | int = "INFO",
             for h in list(obj.handlers):
                 obj.removeHandler(h)
             obj.propagate = True
+
+
+def _format_warning(message: Any, category: type, filename: str, lineno: int,
+                    line: str | None = None) -> str:
+    """``warnings.formatwarning`` of the command line: the message and category on one
+    line, without the file path and source line (a site-packages path tells a user
+    nothing)."""
+    text = str(message).strip().split("\n", 1)[0]
+    return f"warning: {text} ({category.__name__})\n"
+
+
+def _own_warnings() -> None:
+    """Format warnings with :func:`_format_warning`; drop numpy's floating-point
+    RuntimeWarnings ("overflow encountered in ...", "invalid value encountered in ..."):
+    they come from inside a kernel whose result is checked, and a user cannot act on
+    them (a value that makes a result meaningless is refused with a message)."""
+    import warnings
+    warnings.formatwarning = _format_warning
+    warnings.filterwarnings("ignore", message=r".* encountered in ", category=RuntimeWarning)
+    warnings.filterwarnings("ignore", message=r"(Mean of empty slice|Degrees of freedom <= 0)",
+                            category=RuntimeWarning)
 
 
 def dask_setup(worker: Any = None) -> None:

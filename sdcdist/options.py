@@ -37,7 +37,8 @@ from .errors import SdcInputError, one_of, option_error, unknown_name_error
 from .limits import MAX_DENSE, MAX_TOP_C
 
 __all__ = ["Option", "Check", "OPTIONS", "declare", "defaults", "get_option", "check_option",
-           "validate", "validate_method_options", "parse_items", "for_metric", "for_method", "names",
+           "validate", "validate_method_options", "parse_items", "read_items", "for_metric",
+           "for_method", "names",
            "integer", "number", "choice", "optional", "default_text", "SCOPES"]
 
 SCOPES = ("metric", "audit", "method")
@@ -304,12 +305,12 @@ def validate_method_options(method: Any, options: Any, *, api: bool = False
     return dict(options)
 
 
-def parse_items(items: Iterable[str], *, scopes: Iterable[str] = ("metric",)
-                ) -> dict[str, Any]:
-    """``KEY=VALUE`` strings (``--option`` on the command line) as checked options.
+def read_items(items: Iterable[str], *, what: str = "--option") -> dict[str, Any]:
+    """``KEY=VALUE`` strings as a dict, each VALUE read as YAML with a spec's rules; not yet
+    checked against the registry. The one parser of every command's ``-o/--option``.
 
-    Each VALUE is read as YAML, as in a spec: ``chunk_rows=4096``,
-    ``crl_external=[V4,V12]``, ``prl_blocking=null``.
+    A key given twice is refused (no "last one wins"); an item without ``=`` is
+    refused with a hint at ``--out`` (``-o FILE`` once meant ``--out FILE``).
     """
     from .yamlsafe import parse_option_value
     out: dict[str, Any] = {}
@@ -317,12 +318,23 @@ def parse_items(items: Iterable[str], *, scopes: Iterable[str] = ("metric",)
         key, sep, value = str(item).partition("=")
         key = key.strip()
         if not sep or not key:
-            raise SdcInputError(f"--option takes KEY=VALUE (e.g. chunk_rows=4096 or "
-                                f"crl_external=[V4,V12]). Got {item!r} instead.")
+            raise SdcInputError(f"{what} takes KEY=VALUE (e.g. chunk_rows=4096 or "
+                                f"crl_external=[V4,V12]). Got {item!r} instead. (-o is short "
+                                "for --option; an output file is given with --out FILE.)")
         if key in out:
-            raise SdcInputError(f"--option {key} is given twice; give each option once")
+            raise SdcInputError(f"{what} {key} is given twice; give each option once")
         out[key] = parse_option_value(key, value)
-    return validate(out, scopes=scopes, what="--option")
+    return out
+
+
+def parse_items(items: Iterable[str], *, scopes: Iterable[str] = ("metric",)
+                ) -> dict[str, Any]:
+    """``KEY=VALUE`` strings (``--option`` on the command line) as checked options.
+
+    Each VALUE is read as YAML, as in a spec: ``chunk_rows=4096``,
+    ``crl_external=[V4,V12]``, ``prl_blocking=null`` (see :func:`read_items`).
+    """
+    return validate(read_items(items), scopes=scopes, what="--option")
 
 
 def for_metric(name: str) -> list[Option]:

@@ -78,6 +78,18 @@ def test_recovers_known_parameters(tmp_path):
     # integer k with k^2 = 2.7 has no exact solution: 1 -> 1, 2 -> 4; nearest is 2 (|4-2.7|
     # = 1.3 < |1-2.7| = 1.7)
     assert t.loc["t_int", "status"] == "nearest"
+    # the calibration cube is sealed and fingerprinted like every store sdcdist writes
+    from sdcdist.integrity import verify_store
+    import zarr
+    rep = verify_store(tmp_path / "c.zarr")
+    assert rep.ok and rep.sealed and rep.checked["arrays fingerprinted"] >= 3, rep.lines()
+    assert not any("older" in ln for ln in rep.lines())
+    import shutil
+    shutil.copytree(tmp_path / "c.zarr", tmp_path / "tampered.zarr")
+    g = zarr.open_group(str(tmp_path / "tampered.zarr"), mode="r+")
+    g["calibrated_param"][0] = 99.0
+    rep = verify_store(tmp_path / "tampered.zarr")
+    assert not rep.ok and "calibrated_param" in " ".join(rep.problems)
     assert t.loc["t_int", "param"] == 2
     assert t.loc["t_int", "t_risk"] == 4.0
     # the other metrics are measured at the calibrated parameter, ranked (lower is better)

@@ -65,10 +65,10 @@ def test_ingest_synth_audit_report_plot(run, tmp_path, rng):
     assert "DLD rank" in lines[0] and len(lines) == 5
     table = pd.read_csv(tmp_path / "t.csv")
     assert list(table["DLD rank"]) == sorted(table["DLD rank"])
-    res = run("plot", tmp_path / "c.zarr", "--risk", "DLD", "--loss", "IL1s", "-o",
+    res = run("plot", tmp_path / "c.zarr", "--risk", "DLD", "--loss", "IL1s", "--out",
               tmp_path / "t.png")
     assert res.exit_code == 0 and (tmp_path / "t.png").stat().st_size > 10_000
-    res = run("plot", tmp_path / "c.zarr", "--risk", "PLD", "--loss", "IL1s", "-o",
+    res = run("plot", tmp_path / "c.zarr", "--risk", "PLD", "--loss", "IL1s", "--out",
               tmp_path / "t2.png")
     assert res.exit_code == 2 and "no metric 'PLD'" in res.output
 
@@ -84,7 +84,7 @@ def test_risk_command(run, tmp_path, rng):
     pd.DataFrame(np.c_[ids[keep], Y], columns=["pid", "A", "B", "C"]).to_csv(
         tmp_path / "m.csv", index=False)
     res = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "--id", "pid", "--keys", "A,B",
-              "-m", "DLD,DRL2", "--local")
+              "--metric", "DLD,DRL2", "--local")
     assert res.exit_code == 0, res.output
     ref = measure(X, Y, ["DLD"], columns=["A", "B", "C"], keysets=[["A"], ["A", "B"]],
                   truth=keep)["DLD"]
@@ -93,12 +93,12 @@ def test_risk_command(run, tmp_path, rng):
     assert "A,B" in res.output and "DRL2" in res.output
     # without shared attributes: CRL on the options that name each file's columns
     pd.DataFrame(Y[:, 1:], columns=["B2", "C2"]).to_csv(tmp_path / "r.csv", index=False)
-    res = run("risk", tmp_path / "o.csv", tmp_path / "r.csv", "-m", "CRL", "--local",
+    res = run("risk", tmp_path / "o.csv", tmp_path / "r.csv", "--metric", "CRL", "--local",
               "-o", "crl_external=[A]", "-o", "crl_released=[B2,C2]")
     assert res.exit_code == 0 and "CRL" in res.output
-    res = run("risk", tmp_path / "o.csv", tmp_path / "r.csv", "-m", "DLD", "--local")
+    res = run("risk", tmp_path / "o.csv", tmp_path / "r.csv", "--metric", "DLD", "--local")
     assert res.exit_code == 2 and "share no key columns" in res.output
-    res = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "IL1s", "--local")
+    res = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "--metric", "IL1s", "--local")
     assert res.exit_code == 2 and "loss metric" in res.output
 
 
@@ -124,8 +124,8 @@ def test_risk_option_values_are_checked_by_the_registry(tmp_path):
         a, index=False)
     for item, msg in (("gdbrl_dense_max=-1", "gdbrl_dense_max"), ("nope=1", "nope"),
                       ("prl_t=&x 1", "anchors")):
-        res = runner.invoke(main, ["risk", str(a), str(a), "-m", "DLD", "--local", "-o", item])
+        res = runner.invoke(main, ["risk", str(a), str(a), "--metric", "DLD", "--local", "-o", item])
         assert res.exit_code == 2, (item, res.output)
         assert msg in res.output
-    res = runner.invoke(main, ["risk", str(a), str(a), "-m", "DLD", "--local", "--id", "Z"])
+    res = runner.invoke(main, ["risk", str(a), str(a), "--metric", "DLD", "--local", "--id", "Z"])
     assert res.exit_code == 2 and "Unknown identifier column 'Z'" in res.output

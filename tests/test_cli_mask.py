@@ -35,7 +35,7 @@ def _run(*args):
 @pytest.mark.parametrize("ext", ["csv", "parquet", "zarr"])
 def test_mask_writes_what_the_library_gives(tmp_path, data_csv, ext):
     out = tmp_path / f"out.{ext}"
-    r = _run("mask", data_csv, "--method", "rankswap", "--param", 10, "--seed", 4, "-o", out)
+    r = _run("mask", data_csv, "--method", "rankswap", "--param", 10, "--seed", 4, "--out", out)
     assert r.exit_code == 0, r.output
     X = load_microdata(data_csv).values
     want = REGISTRY["rankswap"](X, 10, rng=np.random.default_rng(4))
@@ -46,7 +46,7 @@ def test_mask_writes_what_the_library_gives(tmp_path, data_csv, ext):
 def test_mask_zarr_records_method_and_families(tmp_path, data_csv):
     import zarr
     out = tmp_path / "out.zarr"
-    assert _run("mask", data_csv, "-m", "distr", "-o", out).exit_code == 0
+    assert _run("mask", data_csv, "-m", "distr", "--out", out).exit_code == 0
     attrs = dict(zarr.open_group(str(out), mode="r").attrs)["masking"]
     assert attrs["method"] == "distr" and attrs["seed"] == 0
     assert set(attrs["family"]) == {"A", "B", "C", "D"}
@@ -55,7 +55,7 @@ def test_mask_zarr_records_method_and_families(tmp_path, data_csv):
 def test_mask_ipso_roles_from_options_and_from_dataset(tmp_path, data_csv, small):
     out1 = tmp_path / "o1.csv"
     r = _run("mask", data_csv, "-m", "ipso_c", "--confidential", "A,B", "--keys", "C,D",
-             "-o", out1)
+             "--out", out1)
     assert r.exit_code == 0, r.output
     want = REGISTRY["ipso_c"](small, 0, rng=np.random.default_rng(0),
                               roles={"confidential": [0, 1], "quasi": [2, 3]})
@@ -64,7 +64,7 @@ def test_mask_ipso_roles_from_options_and_from_dataset(tmp_path, data_csv, small
     write_microdata(from_array(small, ["A", "B", "C", "D"],
                                roles={"key": ["C", "D"], "confidential": ["A", "B"]}), store)
     out2 = tmp_path / "o2.csv"
-    assert _run("mask", store, "-m", "ipso_c", "-o", out2).exit_code == 0
+    assert _run("mask", store, "-m", "ipso_c", "--out", out2).exit_code == 0
     assert np.array_equal(_read(out2), _read(out1))
 
 
@@ -78,7 +78,7 @@ def test_mask_ipso_roles_from_options_and_from_dataset(tmp_path, data_csv, small
     (["-m", "mic_mul", "-p", "3"], "Valid masking methods: .*micmul"),
 ])
 def test_mask_user_errors_exit_2(tmp_path, data_csv, args, match):
-    r = CliRunner().invoke(main, ["mask", str(data_csv), *args, "-o", str(tmp_path / "o.csv")])
+    r = CliRunner().invoke(main, ["mask", str(data_csv), *args, "--out", str(tmp_path / "o.csv")])
     assert r.exit_code == 2
     assert re.search(match, r.output), r.output
     assert not (tmp_path / "o.csv").exists()

@@ -28,7 +28,7 @@ def files(tmp_path, small, rng):
 def test_measure_json_matches_library(files):
     tmp, X, Y = files
     r = CliRunner().invoke(main, ["measure", str(tmp / "x.csv"), str(tmp / "y.zarr"), "--local",
-                                  "-m", "IL1s,X_MV", "--metric", "brMAE", "--json"])
+                                  "--metric", "IL1s,X_MV", "--metric", "brMAE", "--json"])
     assert r.exit_code == 0, r.output
     got = json.loads(r.output)
     ref = measure(X, Y, ["IL1s", "X_MV", "brMAE"], columns=list("abcd"))
@@ -51,7 +51,7 @@ def test_measure_table_default_catalogue(files):
 
 @pytest.mark.parametrize("args,msg", [
     (["x.csv", "e.csv"], "columns"),
-    (["x.csv", "y.csv", "-m", "NOPE"], "Unknown metric 'NOPE'"),
+    (["x.csv", "y.csv", "--metric", "NOPE"], "Unknown metric 'NOPE'"),
     (["x.csv", "missing.csv"], "does not exist"),
 ])
 def test_measure_user_errors(files, args, msg):

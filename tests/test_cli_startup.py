@@ -105,7 +105,7 @@ def test_every_command_has_help():
 def test_python_dash_m_runs_the_cli():
     r = _cli("methods")
     assert r.returncode == 0 and "micmul" in r.stdout
-    r = _cli("mask", "nothing.csv", "-m", "no_such_method", "-o", "x.csv")
+    r = _cli("mask", "nothing.csv", "-m", "no_such_method", "--out", "x.csv")
     assert r.returncode == 2 and r.stderr.startswith("Error: ")
 
 
@@ -149,9 +149,9 @@ def test_second_call_compiles_no_numba_kernel(tmp_path):
     r = _cli("synth", "--rows", "300", "--columns", "4", "--out", str(data))
     assert r.returncode == 0, r.stderr
     masked = str(tmp_path / "m.csv")
-    for args in (("mask", str(data), "-m", "micmul", "-p", "3", "-o", masked, "--overwrite"),
-                 ("mask", str(data), "-m", "rankswap", "-p", "5", "-o", masked, "--overwrite"),
-                 ("measure", str(data), masked, "--local", "-m", "IL1s")):
+    for args in (("mask", str(data), "-m", "micmul", "-p", "3", "--out", masked, "--overwrite"),
+                 ("mask", str(data), "-m", "rankswap", "-p", "5", "--out", masked, "--overwrite"),
+                 ("measure", str(data), masked, "--local", "--metric", "IL1s")):
         runs = [subprocess.run([sys.executable, "-c", _COUNT_COMPILES, *args],
                                capture_output=True, text=True, timeout=300, env=_env())
                 for _ in range(2)]

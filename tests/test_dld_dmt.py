@@ -110,7 +110,7 @@ def test_unknown_convention_is_refused(rng, run, tmp_path):
     with pytest.raises(SdcInputError, match=r"The 'dld' option must be one of 'catalog', 'dmt'"):
         parse_spec({**doc, "options": {"dld": "paper"}})
     np.savetxt(tmp_path / "a.csv", X, delimiter=",", header="V1,V2", comments="")
-    res = run("risk", tmp_path / "a.csv", tmp_path / "a.csv", "-m", "DLD", "-o", "dld=nope",
+    res = run("risk", tmp_path / "a.csv", tmp_path / "a.csv", "--metric", "DLD", "-o", "dld=nope",
               "--local")
     assert res.exit_code != 0 and "must be one of 'catalog', 'dmt'" in res.output
 
@@ -134,7 +134,7 @@ def test_spec_and_cli_accept_dmt_and_the_cube_records_it(tmp_path, run, census):
     names = ",".join(census.columns[:3])
     np.savetxt(tmp_path / "o.csv", X, delimiter=",", header=names, comments="")
     np.savetxt(tmp_path / "m.csv", Y, delimiter=",", header=names, comments="")
-    res = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "DLD", "-o", "dld=dmt",
+    res = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "--metric", "DLD", "-o", "dld=dmt",
               "--local")
     assert res.exit_code == 0, res.output
     assert f"{want:.4f}" in res.output

@@ -195,7 +195,7 @@ def test_missing_dataset_chunk_is_corruption_not_nan(store, small):
     assert not rep.ok and any("2.0 of 'values' are missing" in p for p in rep.problems)
     env = dict(os.environ, PYTHONPATH=str(ROOT))            # mask wrote NaN with exit 0
     proc = subprocess.run([sys.executable, "-m", "sdcdist.cli", "mask", str(store), "-m",
-                           "noise", "-p", "0.1", "-o", str(store.parent / "m.csv")],
+                           "noise", "-p", "0.1", "--out", str(store.parent / "m.csv")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and "chunk(s) 2.0" in proc.stderr, proc.stderr
     assert not (store.parent / "m.csv").exists()

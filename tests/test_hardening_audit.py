@@ -169,8 +169,8 @@ def test_calibrate_overwrite_keeps_the_old_cube_when_the_data_is_refused(tmp_pat
 
 @pytest.mark.parametrize("args", [["report", "--by", "IL1s"], ["query", "--sort", "IL1s"],
                                   ["plot", "--kind", "tradeoff", "--risk", "DLD", "--loss",
-                                   "IL1s", "-o", "x.png"],
-                                  ["plot", "--kind", "ranks", "-o", "x.png"]])
+                                   "IL1s", "--out", "x.png"],
+                                  ["plot", "--kind", "ranks", "--out", "x.png"]])
 def test_a_calibration_cube_says_which_command_reads_it(tmp_path, args):
     import zarr
     cal = tmp_path / "cal.zarr"

@@ -76,12 +76,12 @@ def test_redact_hides_userinfo():
     ["audit", "{spec}", "--out", f"gs://u:{SECRET}@bucket/c.zarr"],
     ["report", f"s3://user:{SECRET}@bucket/c.zarr", "--by", "L"],
     ["query", f"s3://user:{SECRET}@bucket/c.zarr"],
-    ["plot", "{cube}", "--kind", "ranks", "-o", f"s3://u:{SECRET}@b/p.png"],
+    ["plot", "{cube}", "--kind", "ranks", "--out", f"s3://u:{SECRET}@b/p.png"],
     ["ingest", "{csv}", f"s3://user:{SECRET}@bucket/x.zarr"],
     ["ingest", f"s3://user:{SECRET}@bucket/a.csv", "{tmp}/x.zarr"],
-    ["mask", "{csv}", "-m", "noise", "-p", "0.1", "-o", f"s3://u:{SECRET}@b/m.csv"],
+    ["mask", "{csv}", "-m", "noise", "-p", "0.1", "--out", f"s3://u:{SECRET}@b/m.csv"],
     ["synth", "--rows", "10", "--out", f"s3://u:{SECRET}@b/s.zarr"],
-    ["link", "{csv}", "{csv}", "--keys", "A", "-o", f"s3://u:{SECRET}@b/l.parquet"],
+    ["link", "{csv}", "{csv}", "--keys", "A", "--out", f"s3://u:{SECRET}@b/l.parquet"],
     ["measure", f"s3://u:{SECRET}@b/a.zarr", "{csv}"],
     ["risk", "{csv}", f"s3://u:{SECRET}@b/a.csv"],
     ["verify", f"s3://u:{SECRET}@b/a.zarr"],
@@ -109,7 +109,7 @@ def test_s3_without_s3fs_names_the_extra_in_every_command(run, csv, tmp_path):
         pytest.skip("s3fs is installed")
     for args in (["report", "s3://bucket/c.zarr", "--by", "L"],
                  ["ingest", csv, "s3://bucket/x.zarr"],
-                 ["mask", "s3://bucket/x.zarr", "-m", "noise", "-p", "1", "-o", "m.csv"],
+                 ["mask", "s3://bucket/x.zarr", "-m", "noise", "-p", "1", "--out", "m.csv"],
                  ["measure", "s3://bucket/x.zarr", csv],
                  ["verify", "s3://bucket/x.zarr"]):
         _user_error(run(*args), "sdcdist[cloud]")
@@ -119,21 +119,21 @@ def test_s3_without_s3fs_names_the_extra_in_every_command(run, csv, tmp_path):
 
 def test_missing_output_folders_are_created(run, csv, tmp_path, cube):
     out = tmp_path / "new" / "deeper" / "m.csv"
-    res = run("mask", csv, "-m", "noise", "-p", "0.1", "-o", out)
+    res = run("mask", csv, "-m", "noise", "-p", "0.1", "--out", out)
     assert res.exit_code == 0, res.output
     assert out.exists()
     res = run("report", cube, "--by", "L", "--csv", tmp_path / "t" / "r.csv")
     assert res.exit_code == 0 and (tmp_path / "t" / "r.csv").exists()
-    res = run("plot", cube, "--kind", "ranks", "-o", tmp_path / "p" / "q" / "x.png")
+    res = run("plot", cube, "--kind", "ranks", "--out", tmp_path / "p" / "q" / "x.png")
     assert res.exit_code == 0 and (tmp_path / "p" / "q" / "x.png").exists()
 
 
 def test_file_in_place_of_a_folder_is_refused_before_printing(run, csv, cube, tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x")
-    for args in (["mask", csv, "-m", "noise", "-p", "0.1", "-o", afile / "m.csv"],
-                 ["link", csv, csv, "--keys", "A", "-o", afile / "l.parquet"],
-                 ["plot", cube, "--kind", "ranks", "-o", afile / "p.png"],
+    for args in (["mask", csv, "-m", "noise", "-p", "0.1", "--out", afile / "m.csv"],
+                 ["link", csv, csv, "--keys", "A", "--out", afile / "l.parquet"],
+                 ["plot", cube, "--kind", "ranks", "--out", afile / "p.png"],
                  ["synth", "--rows", "10", "--out", afile / "s.zarr"],
                  ["certs", "--out", afile],
                  ["certs", "--out", afile / "sub"]):
@@ -147,8 +147,8 @@ def test_file_in_place_of_a_folder_is_refused_before_printing(run, csv, cube, tm
 def test_folder_in_place_of_a_file_is_refused(run, csv, cube, tmp_path, spec):
     d = tmp_path / "adir"
     d.mkdir()
-    for args in (["mask", csv, "-m", "noise", "-p", "0.1", "-o", d / ".." / "adir"],
-                 ["plot", cube, "--kind", "ranks", "-o", d],
+    for args in (["mask", csv, "-m", "noise", "-p", "0.1", "--out", d / ".." / "adir"],
+                 ["plot", cube, "--kind", "ranks", "--out", d],
                  ["report", cube, "--by", "L", "--html", d],
                  ["query", cube, "--markdown", d],
                  ["synth", "--rows", "10", "--out", tmp_path / "adir.csv"],
@@ -165,7 +165,7 @@ def test_unwritable_folder_is_refused(run, csv, tmp_path):
     ro.mkdir()
     ro.chmod(0o500)
     try:
-        _user_error(run("mask", csv, "-m", "noise", "-p", "0.1", "-o", ro / "m.csv"),
+        _user_error(run("mask", csv, "-m", "noise", "-p", "0.1", "--out", ro / "m.csv"),
                     "permission denied")
     finally:
         ro.chmod(0o700)
@@ -202,9 +202,9 @@ def test_verify_command(run, tmp_path, csv):
     ["ingest", "{csv}", "{tmp}/x.zarr", "--chunk-rows", str(10**20)],
     ["synth", "--rows", "10", "--out", "{tmp}/s.zarr", "--chunk-rows", str(10**20)],
     ["measure", "{csv}", "{csv}", "--chunk-rows", str(10**20)],
-    ["link", "{csv}", "{csv}", "--keys", "A", "-o", "{tmp}/l.parquet", "--top-c",
+    ["link", "{csv}", "{csv}", "--keys", "A", "--out", "{tmp}/l.parquet", "--top-c",
      str(MAX_TOP_C + 1)],
-    ["link", "{csv}", "{csv}", "--keys", "A", "-o", "{tmp}/l.parquet", "--top-c", "1e9"],
+    ["link", "{csv}", "{csv}", "--keys", "A", "--out", "{tmp}/l.parquet", "--top-c", "1e9"],
     ["synth", "--rows", str(MAX_ROWS + 1), "--out", "{tmp}/s.zarr"],
 ])
 def test_numbers_are_bounded(run, tmp_path, csv, args):
@@ -227,9 +227,9 @@ def test_synth_in_memory_output_is_bounded(run, tmp_path):
     ("tls://127.0.0.1:1", ["no certificates"]),
 ])
 def test_bad_scheduler_addresses_exit_2_before_reading(run, csv, tmp_path, address, words):
-    res = run("risk", csv, csv, "-m", "DLD", "--scheduler", address)
+    res = run("risk", csv, csv, "--metric", "DLD", "--scheduler", address)
     _user_error(res, *words)
-    res = run("link", csv, csv, "--keys", "A", "-o", tmp_path / "l.parquet",
+    res = run("link", csv, csv, "--keys", "A", "--out", tmp_path / "l.parquet",
               "--scheduler", address)
     _user_error(res, *words)
 
@@ -239,10 +239,10 @@ def test_truncated_gzip_exits_2_in_every_reading_command(run, tmp_path, csv):
     data = gzip.compress(csv.read_bytes())
     gz.write_bytes(data[: len(data) // 2])
     for args in (["ingest", gz, tmp_path / "x.zarr"],
-                 ["mask", gz, "-m", "noise", "-p", "0.1", "-o", tmp_path / "m.csv"],
+                 ["mask", gz, "-m", "noise", "-p", "0.1", "--out", tmp_path / "m.csv"],
                  ["measure", csv, gz, "--local"],
-                 ["risk", csv, gz, "-m", "DLD", "--local"],
-                 ["link", gz, csv, "--keys", "A", "-o", tmp_path / "l.parquet"]):
+                 ["risk", csv, gz, "--metric", "DLD", "--local"],
+                 ["link", gz, csv, "--keys", "A", "--out", tmp_path / "l.parquet"]):
         _user_error(run(*args), "truncated")
 
 
@@ -259,19 +259,19 @@ def test_closed_pipe_exits_quietly(csv):
 # --------------------------------------------------------------------------- items 9, 12
 
 def test_empty_metric_list_is_refused(run, csv):
-    _user_error(run("risk", csv, csv, "-m", "", "--local"), "without a name")
-    _user_error(run("measure", csv, csv, "-m", " , ", "--local"), "without a name")
+    _user_error(run("risk", csv, csv, "--metric", "", "--local"), "without a name")
+    _user_error(run("measure", csv, csv, "--metric", " , ", "--local"), "without a name")
 
 
 def test_repeated_single_value_option_is_refused(run, csv, tmp_path):
     res = run("risk", csv, csv, "--keys", "A", "--keys", "B", "--local")
     assert res.exit_code == 2 and "--keys was given more than once" in res.output
-    res = run("mask", csv, "-mnoise", "--method", "noise", "-p", "1", "-o", tmp_path / "m.csv")
+    res = run("mask", csv, "-mnoise", "--method", "noise", "-p", "1", "--out", tmp_path / "m.csv")
     assert res.exit_code == 2 and "--method was given more than once" in res.output
     res = run("ingest", csv, tmp_path / "x.zarr", "--keys=A", "--keys=B")
     assert res.exit_code == 2 and not (tmp_path / "x.zarr").exists()
     # repeatable options stay repeatable, and a value that looks like an option is a value
-    res = run("risk", csv, csv, "-m", "DLD", "-m", "ID", "--keys", "A,B", "--local")
+    res = run("risk", csv, csv, "--metric", "DLD", "--metric", "ID", "--keys", "A,B", "--local")
     assert res.exit_code in (0, 2) and "more than once" not in res.output
 
 
@@ -288,9 +288,9 @@ def test_tables_and_plots_are_not_overwritten_without_overwrite(run, cube, tmp_p
     assert t.read_text() == before
     png = tmp_path / "p.png"
     png.write_text("mine")
-    _user_error(run("plot", cube, "--kind", "ranks", "-o", png), "already exists")
+    _user_error(run("plot", cube, "--kind", "ranks", "--out", png), "already exists")
     assert png.read_text() == "mine"
-    assert run("plot", cube, "--kind", "ranks", "-o", png, "--overwrite").exit_code == 0
+    assert run("plot", cube, "--kind", "ranks", "--out", png, "--overwrite").exit_code == 0
 
 
 @pytest.mark.parametrize("host", ["bad host!!", "-x.example", "a..b", "x" * 64 + ".com", ""])
@@ -343,6 +343,6 @@ def test_dense_assignment_sizes_are_bounded(run, tmp_path):
     a = tmp_path / "a.csv"
     pd.DataFrame(np.random.default_rng(0).normal(size=(20, 2)), columns=["x", "y"]).to_csv(
         a, index=False)
-    res = run("link", a, a, "--keys", "x,y", "-o", tmp_path / "p.parquet", "--local",
+    res = run("link", a, a, "--keys", "x,y", "--out", tmp_path / "p.parquet", "--local",
               "--dense-limit", 10**9)
     assert res.exit_code == 2 and "--dense-limit" in res.output

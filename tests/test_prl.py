@@ -325,7 +325,7 @@ def test_cli_link(tmp_path, rng, client):
                  columns=["id", "x", "y", "c", "z"]).to_csv(tmp_path / "b.csv", index=False)
     out = tmp_path / "pairs.parquet"
     args = ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--keys", "x,y,c,z",
-            "--categorical", "c", "--id", "id", "--method", "prl", "-o", str(out),
+            "--categorical", "c", "--id", "id", "--method", "prl", "--out", str(out),
             "--scheduler", client.scheduler.address]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
@@ -335,16 +335,16 @@ def test_cli_link(tmp_path, rng, client):
     assert "PLD" in res.output
     res = CliRunner().invoke(main, args)                 # exists, no --overwrite
     assert res.exit_code == 2 and "--overwrite" in res.output
-    res = CliRunner().invoke(main, args[:3] + ["--keys", "x,w", "-o", str(tmp_path / "p.parquet"),
+    res = CliRunner().invoke(main, args[:3] + ["--keys", "x,w", "--out", str(tmp_path / "p.parquet"),
                                                "--scheduler", client.scheduler.address])
     assert res.exit_code == 2 and "Unknown key column 'w'" in res.output
     # --weights: the step reading gives its own weights; a bad value is a usage error
     step = tmp_path / "step.parquet"
-    res = CliRunner().invoke(main, args[:-4] + ["--weights", "step", "-o", str(step),
+    res = CliRunner().invoke(main, args[:-4] + ["--weights", "step", "--out", str(step),
                                                 "--scheduler", client.scheduler.address])
     assert res.exit_code == 0, res.output
     assert not np.array_equal(pd.read_parquet(step)["true_weight"], df["true_weight"])
-    res = CliRunner().invoke(main, args[:-4] + ["--weights", "cubic", "-o", str(step)])
+    res = CliRunner().invoke(main, args[:-4] + ["--weights", "cubic", "--out", str(step)])
     assert res.exit_code == 2 and "--weights" in res.output
 
 
@@ -385,18 +385,19 @@ def test_cli_link_and_risk_report_partial_identifier_overlap(tmp_path, rng):
         .to_csv(tmp_path / "b.csv", index=False)
     out = tmp_path / "pairs.parquet"
     res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
-                                    "--keys", "x,y,z", "--id", "id", "-o", str(out), "--local"])
+                                    "--keys", "x,y,z", "--id", "id", "--out", str(out), "--local"])
     assert res.exit_code == 0, res.output
     assert "24 of 30 masked records have one in the original file" in res.output
     meta = json.loads(pq.read_schema(out).metadata[b"sdcdist"])
     assert (meta["matched"], meta["unmatched"]) == (24, 6)
     res = CliRunner().invoke(main, ["risk", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
-                                    "-m", "DLD", "--id", "id", "--local"])
+                                    "--metric", "DLD", "--id", "id", "--local"])
     assert res.exit_code == 0, res.output
     assert "24 of 30 masked records have an identifier" in res.output
     pd.DataFrame(np.column_stack([idb + 5000, B]), columns=["id", "x", "y", "c", "z"]) \
         .to_csv(tmp_path / "c.csv", index=False)
-    for cmd in (["risk", "-m", "DLD"], ["link", "--keys", "x,y", "-o", str(tmp_path / "q.parquet")]):
+    for cmd in (["risk", "--metric", "DLD"],
+                ["link", "--keys", "x,y", "--out", str(tmp_path / "q.parquet")]):
         res = CliRunner().invoke(main, cmd[:1] + [str(tmp_path / "a.csv"), str(tmp_path / "c.csv")]
                                  + cmd[1:] + ["--id", "id", "--local"])
         assert res.exit_code == 2 and "matches no record" in res.output, res.output
@@ -592,7 +593,7 @@ def test_capped_em_is_flagged(census, tmp_path):
     pd.DataFrame(Y, columns=cols).to_csv(tmp_path / "b.csv", index=False)
     res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
                                     "--keys", ",".join(cols), "--em-max-iter", "3",
-                                    "-o", str(tmp_path / "p.parquet"), "--local"])
+                                    "--out", str(tmp_path / "p.parquet"), "--local"])
     assert res.exit_code == 0, res.output
     assert "EM did not converge within 3 iterations" in res.output
 
@@ -663,12 +664,12 @@ def test_exact_blocks_from_spec_option_and_cli(tmp_path, rng, client, run):
                                                                  index=False)
     base = ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--keys", "x,y,region",
             "--categorical", "region", "--id", "id", "--scheduler", client.scheduler.address]
-    r = run(*base, "--block-on", "region", "-o", str(tmp_path / "p.parquet"))
+    r = run(*base, "--block-on", "region", "--out", str(tmp_path / "p.parquet"))
     assert r.exit_code == 0, r.output
     assert "exact blocks on key 2" in r.output
     links = pd.read_parquet(tmp_path / "p.parquet")
     assert (X[links["row_a"], 2] == Y[links["row_b"], 2]).all()
-    r = run(*base, "--block-on", "region:0", "-o", str(tmp_path / "q.parquet"))
+    r = run(*base, "--block-on", "region:0", "--out", str(tmp_path / "q.parquet"))
     assert r.exit_code == 2 and "--block-on must be COLUMN" in r.output
 
 

@@ -278,7 +278,7 @@ def test_cli_link_counting(tmp_path, run, client):
     for c in ("pairs", "count"):
         r = run("link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--keys", "x,y,z",
                 "--id", "id", "--dense-limit", "50", "--counting", c, "--compare", "l", "--t", "0.05",
-                "-o", str(tmp_path / f"{c}.parquet"), "--scheduler", client.scheduler.address)
+                "--out", str(tmp_path / f"{c}.parquet"), "--scheduler", client.scheduler.address)
         assert r.exit_code == 0, r.output
         assert ("counting path:" in r.output) == (c == "count")
         outs[c] = pd.read_parquet(tmp_path / f"{c}.parquet")

@@ -116,10 +116,10 @@ def test_cli_report_query_plot(tmp_path, cube_path):
     assert "cannot read the filter" in res.stderr and "Traceback" not in res.output
     for kind, extra in (("tradeoff", ["--risk", "DLD", "--loss", "IL1s"]),
                         ("curves", ["--metric", "DLD"]), ("ranks", ["--by", "DLD"])):
-        res = r.invoke(main, ["plot", cube_path, "--kind", kind, *extra, "-o",
+        res = r.invoke(main, ["plot", cube_path, "--kind", kind, *extra, "--out",
                               str(tmp_path / f"{kind}.svg")])
         assert res.exit_code == 0, res.output
-    res = r.invoke(main, ["plot", cube_path, "--kind", "curves", "-o", str(tmp_path / "a.png")])
+    res = r.invoke(main, ["plot", cube_path, "--kind", "curves", "--out", str(tmp_path / "a.png")])
     assert res.exit_code == 2 and "needs --metric" in res.stderr
 
 

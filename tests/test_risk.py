@@ -338,6 +338,6 @@ def test_risk_command_refuses_identifiers_that_never_match(tmp_path, rng):
     pd.DataFrame(np.c_[np.arange(40) + 9000, X], columns=["pid", "A", "B"]).to_csv(
         tmp_path / "m.csv", index=False)
     res = CliRunner().invoke(main, ["risk", str(tmp_path / "o.csv"), str(tmp_path / "m.csv"),
-                                    "--id", "pid", "-m", "DLD", "--local"])
+                                    "--id", "pid", "--metric", "DLD", "--local"])
     assert res.exit_code == 2, res.output
     assert "matches no record" in res.output and "9000" not in res.output

@@ -220,7 +220,13 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
     if out is not None:
         if Path(out).exists():   # with overwrite (checked above): replaced only now
             shutil.rmtree(out)
-        ds_out.to_zarr(out, mode="w-", consolidated=False)
+        from .. import integrity
+        encoding = {name: {"compressors": integrity.compressors()} for name in ds_out.variables}
+        ds_out.to_zarr(out, mode="w-", consolidated=False, encoding=encoding)
+        import zarr
+        g = zarr.open_group(out, mode="r+")
+        integrity.seal(g, arrays_sha256={name: integrity.array_sha256(a)
+                                         for name, a in sorted(g.arrays())})
     table = calibration_table(ds_out)
     return CalibrationResult(out, table, ev.probes, time.perf_counter() - t0)
 

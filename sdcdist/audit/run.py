@@ -122,12 +122,47 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
                 f"{', '.join(need)} measure categorical columns, and dataset {ds.name!r} "
                 "has none: name its integer-coded categorical columns in the dataset's "
                 "'categorical:' (text columns are categorical anyway)")
+        _check_keys(spec, md, ds.name, keysets)
         for ms in spec.methods:
             check_data(ms.name, md.values, ms.params,
                        _method_options(spec, md.columns, md.roles, ms.name,
                                        categorical=md.categories))
         data.append((md, keysets))
     return data
+
+
+def _check_keys(spec: AuditSpec, md: Microdata, name: str, keysets: Any) -> None:
+    """What the metrics need of the key sets, checked against the dataset before a cluster
+    starts (the metrics check it again on the workers, too late to say it plainly):
+    categorical keys for the frequency metrics, the PRL blocking column in every key
+    set."""
+    cats = set(md.categories)
+    need = [k for k in spec.metrics
+            if get_metric(k).categorical and not get_metric(k).keysets]
+    if need and cats:
+        cand = (list(dict.fromkeys(c for ks in keysets for c in ks))
+                if spec.keysets != "prefixes" else
+                list(getattr(keysets, "columns", ()) or md.columns))
+        if not any(c in cats for c in cand):
+            raise SdcInputError(
+                f"{', '.join(need)} count key combinations of categorical key columns, and "
+                f"none of the key columns of dataset {name!r} ({', '.join(cand)}) is "
+                f"categorical; name categorical keys ('keysets', the dataset's 'keys' or its "
+                f"key role), e.g. among: {', '.join(sorted(cats))}")
+    blocking = spec.options.get("prl_blocking")
+    users = [k for k in spec.metrics if "prl_blocking" in get_metric(k).options]
+    if blocking is not None and users:
+        col = blocking if isinstance(blocking, str) else str(blocking[0])
+        if col not in md.columns:
+            from ..errors import column_error
+            raise column_error([col], md.columns, what="prl_blocking column",
+                               where=f"dataset {name!r}")
+        missing = [",".join(ks) for ks in keysets if col not in ks]
+        if missing:
+            raise SdcInputError(
+                f"the prl_blocking column {col!r} is not in the key set(s) "
+                f"{'; '.join(missing)} of dataset {name!r}; block on a column of every key "
+                "set (e.g. the first key), or name key sets that all hold it")
 
 
 def resolve_keysets(spec: AuditSpec, md: Microdata,

@@ -347,14 +347,21 @@ def read_spec_text(path: str | Path) -> str:
                             f"line {line}); save it as UTF-8") from None
 
 
-def load_spec(path: str | Path) -> AuditSpec:
+def load_spec(path: str | Path, *, options: Mapping[str, Any] | None = None) -> AuditSpec:
     """Read and validate a YAML spec file.
 
     The file is read by :func:`read_spec_text` and parsed by
     :func:`sdcdist.yamlsafe.load_yaml` (no anchors or aliases, YAML 1.2 floats),
-    then validated by :func:`parse_spec`.
+    then validated by :func:`parse_spec`. ``options`` (the command line's
+    ``-o KEY=VALUE``) set top-level ``options`` over the file's: the spec that
+    runs, and that the cube records, holds them.
     """
     from ..yamlsafe import load_yaml
     path = Path(path)
     doc = load_yaml(read_spec_text(path), what=f"spec file {path.name!r}")
+    if options and isinstance(doc, Mapping):
+        base = doc.get("options")
+        if base is not None and not isinstance(base, Mapping):
+            optionsmod.validate(base, what="'options'")      # the standard refusal
+        doc = {**doc, "options": {**(base or {}), **options}}
     return parse_spec(doc, base_dir=path.resolve().parent)

@@ -27,7 +27,8 @@ from ..errors import SdcInputError
 from ._paths import PathOrURL, check_output, check_scheduler, redact, unique_slugs
 
 __all__ = ["main", "EXIT_FAILURE", "EXIT_USER", "ClusterOptions", "cluster_options",
-           "cluster", "make_security", "split_list", "parse_options",
+           "cluster", "make_security", "split_list", "parse_options", "names_option",
+           "parse_method_options", "option_items", "json_flag", "echo_json",
            "table_outputs", "table_paths", "check_tables", "write_tables"]
 
 
@@ -151,11 +152,11 @@ def main(ctx: click.Context, log_format: str, log_level: str | None, debug: bool
     \b
     A typical session:
       sdcdist synth --rows 100000 --out people.zarr     # or: sdcdist ingest file.csv ...
-      sdcdist mask people.zarr -m micmul -p 3 -o masked.csv   # one masked file
+      sdcdist mask people.zarr -m micmul -p 3 --out masked.csv   # one masked file
       sdcdist audit spec.yaml --out cube.zarr            # mask x measure every cell
       sdcdist report cube.zarr --by DLD                  # ranking table
       sdcdist risk original.csv released.csv --keys AGE,INCOME   # one released file
-      sdcdist plot cube.zarr --risk DLD --loss IL1s -o tradeoff.png
+      sdcdist plot cube.zarr --risk DLD --loss IL1s --out tradeoff.png
 
     `sdcdist methods` and `sdcdist metrics` list what can go in a spec.
     Exit codes: 0 success, 2 a problem with your input, 1 any other failure.
@@ -289,6 +290,7 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
         local_cluster = None
     else:
         n = opts.workers or max(1, os.cpu_count() or 1)
+        _quiet_resource_tracker()
         extra = {"security": security, "protocol": "tls://"} if security is not None else {}
         import dask.config
         obj = _ctx_obj()
@@ -316,6 +318,23 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
             client.close(timeout=10)
         if local_cluster is not None:
             local_cluster.close()
+
+
+#: The resource tracker of multiprocessing warns at shutdown about semaphores that the
+#: worker processes of a LocalCluster leave to it ("leaked semaphore objects to clean up");
+#: it cleans them up itself, and its warning, written straight to the inherited stderr,
+#: would break JSON-mode stderr. It runs as a process of its own, started with this
+#: interpreter's -W options, so the filter goes there.
+_TRACKER_FILTER = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker, if not running, with its warnings off."""
+    if _TRACKER_FILTER not in sys.warnoptions:
+        sys.warnoptions.append(_TRACKER_FILTER)
+    with contextlib.suppress(Exception):
+        from multiprocessing import resource_tracker
+        resource_tracker.ensure_running()
 
 
 def _ctx_obj() -> dict[str, Any]:
@@ -348,11 +367,72 @@ def split_list(s: str) -> list[str]:
     return [c.strip() for c in s.split(",") if c.strip()]
 
 
-def parse_options(items: tuple[str, ...]) -> dict[str, Any]:
-    """Repeated ``KEY=VALUE`` metric options, each VALUE read as YAML with a spec's rules
-    and checked against the option registry (:func:`sdcdist.options.parse_items`)."""
-    from ..options import parse_items
-    return parse_items(items)
+def names_option(value: str | None, what: str) -> list[str] | None:
+    """A comma-separated list of names given to option ``what``: None when not given;
+    refused when empty (``--categorical ''``) or when a name comes twice (``--keys r,r``)."""
+    if value is None:
+        return None
+    names = split_list(value)
+    if not names:
+        raise SdcInputError(f"{what} was given without a name; give comma-separated column "
+                            f"names, or leave {what} out")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SdcInputError(f"{what} names {dup} more than once; list each name once")
+    return names
+
+
+def parse_options(items: tuple[str, ...], *, scopes: tuple[str, ...] = ("metric",)
+                  ) -> dict[str, Any]:
+    """Repeated ``KEY=VALUE`` options (``-o/--option``), each VALUE read as YAML with a
+    spec's rules and checked against the option registry; a key given twice is refused.
+    Every command reads its options through this one parser."""
+    from ..options import read_items, validate
+    return validate(read_items(items), scopes=scopes, what="--option")
+
+
+def parse_method_options(meth: Any, items: tuple[str, ...]) -> dict[str, Any]:
+    """``-o/--option KEY=VALUE`` of a masking method (a pipeline: a step's options), read
+    by the same parser as every other command's and checked against the registry."""
+    from ..options import read_items, validate_method_options
+    given = read_items(items)
+    if meth.steps:
+        from ..masking._registry import check_pipeline_options
+        return check_pipeline_options(meth, given)
+    return validate_method_options(meth, given)
+
+
+def option_items(f: Any) -> Any:
+    """Decorator: ``-o/--option KEY=VALUE`` (repeatable), received as ``option_items``."""
+    return click.option("--option", "-o", "option_items", multiple=True, metavar="KEY=VALUE",
+                        help="A computation option, checked against the option registry "
+                             "(`sdcdist metrics` / `sdcdist methods` list them), e.g. "
+                             "chunk_rows=4096 or crl_external=[V4,V12] (repeatable; each key "
+                             "once).")(f)
+
+
+def json_flag(f: Any) -> Any:
+    """Decorator: ``--json``, received as ``as_json``."""
+    return click.option("--json", "as_json", is_flag=True,
+                        help="Print the result as one JSON object on stdout.")(f)
+
+
+def echo_json(obj: Any) -> None:
+    """``obj`` as indented JSON on stdout (NaN as null)."""
+    import json
+    import math
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {str(k): clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
+            return clean(v.item())
+        return v
+    click.echo(json.dumps(clean(obj), indent=2))
 
 
 # ---------------------------------------------------------------------------
@@ -428,12 +508,14 @@ def check_tables(outputs: dict[str, str | None], datasets: list[str | None], *,
     return planned
 
 
-def write_tables(table: Any, paths: dict[str, str], title: str) -> None:
+def write_tables(table: Any, paths: dict[str, str], title: str, *,
+                 quiet: bool = False) -> None:
     """Write ``table`` to each of ``paths`` (from :func:`check_tables`)."""
     from ..report import write_table
     for path in paths.values():
         write_table(table, path, title=title)
-        click.echo(f"table written to {path}", err=True)
+        if not quiet:
+            click.echo(f"table written to {path}", err=True)
 
 
 def check_same_types(cat_a: list[str], cat_b: list[str], cols_b: Any, original: str,

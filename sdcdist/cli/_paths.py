@@ -28,7 +28,7 @@ import click
 from ..errors import SdcInputError
 
 __all__ = ["PathOrURL", "check_output", "redact", "slug", "unique_slugs", "check_host",
-           "StrictCommand"]
+           "StrictCommand", "RETIRED"]
 
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]*@")
 
@@ -142,6 +142,7 @@ def check_output(path: str | None, *, what: str, overwrite: bool = False,
         if not os.access(target if str(target) else ".", os.W_OK | os.X_OK):
             raise SdcInputError(f"{what}: cannot write in {str(target) or '.'!r} "
                                 "(permission denied); choose another place")
+        _probe(Path(str(target) or "."), what)
         return
     parent = p.parent if str(p.parent) else Path(".")
     ancestor = parent
@@ -160,6 +161,24 @@ def check_output(path: str | None, *, what: str, overwrite: bool = False,
     except OSError as exc:
         raise SdcInputError(f"{what}: cannot create the folder {str(parent)!r} "
                             f"({type(exc).__name__}); choose another place") from None
+    _probe(parent, what)
+
+
+def _probe(folder: Path, what: str) -> None:
+    """Create and remove a file in ``folder``: permissions alone do not tell (``/proc``, a
+    read-only mount, a full disk, root's access to everything), so try it."""
+    import tempfile
+    try:
+        fd, name = tempfile.mkstemp(prefix=".sdcdist-probe-", dir=folder)
+    except OSError as exc:
+        raise SdcInputError(f"{what}: cannot write in {str(folder)!r} ({type(exc).__name__}"
+                            f"{': ' + exc.strerror if exc.strerror else ''}); choose another "
+                            "place") from None
+    os.close(fd)
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
 
 
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
@@ -215,14 +234,46 @@ def check_host(host: str) -> str:
     return h
 
 
+#: Short flags that once meant something else in a command: command -> flag -> (what it
+#: was, what to write now). Short flags mean one thing in every command: ``-o`` is
+#: ``--option`` (``--out`` has no short form) and ``-m`` is ``--method``.
+RETIRED = {
+    "risk": {"-m": "--metric"},
+    "measure": {"-m": "--metric"},
+    "plot": {"-o": "--out"},
+}
+
+
 class StrictCommand(click.Command):
-    """A command that refuses an option given twice unless it is repeatable.
+    """A command that refuses an option given twice unless it is repeatable, and an old
+    short flag (:data:`RETIRED`) with the spelling to use now.
 
     Click keeps the last value of a repeated single-value option, so
     ``--keys A --keys B`` would silently mean ``--keys B``.
     """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        retired = RETIRED.get(self.name or "", {})
+        option_o = any(isinstance(p, click.Option) and "-o" in p.opts and "--option" in p.opts
+                       for p in self.get_params(ctx))
+        for k, tok in enumerate(args):
+            if tok == "--":
+                break
+            if option_o and tok.startswith("-o") and not tok.startswith("--"):
+                value = tok[2:] or (args[k + 1] if k + 1 < len(args) else "")
+                if "=" not in value:
+                    raise click.UsageError(
+                        f"-o is short for --option KEY=VALUE, and {value!r} is not one; an "
+                        "output file is given with --out FILE (-o no longer means --out)", ctx)
+            flag = tok[:2] if tok.startswith("-") and not tok.startswith("--") else tok
+            if flag in retired:
+                new = retired[flag]
+                short = {"-o": "--option", "-m": "--method"}.get(flag)
+                raise click.UsageError(
+                    f"{flag} no longer means {new} in `sdcdist {self.name}`; write {new} "
+                    f"instead (short flags mean one thing in every command"
+                    + (f": {flag} is {short} where a command has one)" if short else ")"),
+                    ctx)
         single: dict[str, click.Option] = {}
         takes_value: set[str] = set()
         for p in self.get_params(ctx):

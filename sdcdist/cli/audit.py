@@ -9,8 +9,9 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
-from ._common import (ClusterOptions, check_tables, cluster, cluster_options, main,
-                      table_outputs, write_tables)
+from ._common import (ClusterOptions, check_tables, cluster, cluster_options, echo_json,
+                      json_flag, main, option_items, parse_options, table_outputs,
+                      write_tables)
 from ._paths import PathOrURL, check_output
 
 __all__ = ["audit", "calibrate"]
@@ -24,9 +25,11 @@ __all__ = ["audit", "calibrate"]
               help="Discard an existing cube instead of resuming it.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
+@option_items
+@json_flag
 @cluster_options
 def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
-          where: ClusterOptions) -> None:
+          option_items: tuple[str, ...], as_json: bool, where: ClusterOptions) -> None:
     """Run an audit spec: mask every (method, param, replicate) cell, measure it.
 
     Cells are written to the cube as they finish. Running the same spec again
@@ -41,12 +44,13 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
     from ..logs import event
     from ..storage import check_url
     check_output(out, what="--out", kind="store", exists_ok=True)
-    s = load_spec(spec)
+    s = load_spec(spec, options=parse_options(option_items, scopes=("metric", "audit")))
     check_url(out, what="--out")
     data = load_data(s)     # the data and the parameters it bounds, before any cluster
     json_logs = (click.get_current_context().obj or {}).get("log_format") == "json"
     # in JSON mode stderr carries JSON lines only: the "cell written" lines are the progress
-    show = (sys.stderr.isatty() if progress is None else progress) and not json_logs
+    show = (sys.stderr.isatty() if progress is None else progress) and not json_logs \
+        and not as_json
     alog = logging.getLogger("sdcdist.audit")
     event(alog, "audit started", spec=s.name, spec_sha256=s.sha256[:12], cube=out,
           methods=len(s.methods), metrics=len(s.metrics), replicates=s.replicates)
@@ -63,6 +67,10 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
                         on_cell=on_cell, data=data)
     event(alog, "audit finished", cube=res.cube, computed=res.computed, skipped=res.skipped,
           total=res.total, seconds=round(res.seconds, 2), mode=res.mode)
+    if as_json:
+        echo_json({"cube": res.cube, "computed": res.computed, "skipped": res.skipped,
+                   "total": res.total, "seconds": round(res.seconds, 3), "mode": res.mode})
+        return
     click.echo(f"{res.cube}: computed {res.computed} of {res.total} cells "
                f"({res.skipped} already in the cube) in {res.seconds:.1f} s "
                f"[{res.mode} cells]")
@@ -84,11 +92,13 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
               help="Zarr store for the calibration cube.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out.")
 @table_outputs
+@option_items
+@json_flag
 @cluster_options
 def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
               tol: float | None, max_iter: int, out: str | None, overwrite: bool,
               csv_out: str | None, markdown_out: str | None, html_out: str | None,
-              where: ClusterOptions) -> None:
+              option_items: tuple[str, ...], as_json: bool, where: ClusterOptions) -> None:
     """Compare methods at equal risk (or equal utility), as Domingo-Ferrer, Ricci and Soria.
 
     For each method of SPEC, its `params` are a coarse grid: the target is
@@ -96,7 +106,8 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     averaged over the spec's replicates) or as the nearest feasible value
     (integer parameters). The spec's metrics are measured at the calibrated
     parameters and the methods ranked by them. A method that never reaches the
-    target is reported as unreachable with the range it reaches.
+    target is reported as unreachable with the range it reaches. ``-o
+    KEY=VALUE`` sets one of the spec's top-level ``options``.
     """
     from pathlib import Path
 
@@ -109,7 +120,7 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     check_output(out, what="--out", kind="store", overwrite=overwrite)
     tables = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, [None],
                           overwrite=overwrite)[None]
-    s = load_spec(spec)
+    s = load_spec(spec, options=parse_options(option_items, scopes=("metric", "audit")))
     mode, metric = ("risk", risk) if risk else ("utility", utility)
     check_request(s, metric, mode, target)
     if out is not None and not overwrite and Path(out).exists():
@@ -117,6 +128,8 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     data = load_data(s)     # the data and the parameters it bounds, before any cluster
 
     def said(stage: str, n: int) -> None:
+        if as_json:
+            return
         what = "parameter(s) measured with every metric" if stage == "final" else "probe(s)"
         click.echo(f"{stage}: {n} {what} x replicates", err=True)
     with cluster(where) as client:
@@ -125,12 +138,17 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
                             on_round=said, data=data)
     t = res.table
     tol_used = tol if tol is not None else (0.01 * abs(target) if target else 1e-3)
+    write_tables(t, tables, f"methods at {metric} = {target:g}", quiet=as_json)
+    if as_json:
+        echo_json({"metric": metric, "target": target, "tolerance": tol_used,
+                   "probes": res.probes, "seconds": round(res.seconds, 3),
+                   "out": out, "table": t.reset_index().to_dict(orient="records")})
+        return
     click.echo(f"{metric} = {target:g} (tolerance {tol_used:.3g}, mean over up to "
                f"{s.replicates} replicate(s)); {res.probes} masked files in "
                f"{res.seconds:.1f} s")
     click.echo(format_table(t, digits=4))
     for st in sorted(set(t["status"]) - {"ok"}):
         click.echo(f"  {st}: {STATUS[st]}")
-    write_tables(t, tables, f"methods at {metric} = {target:g}")
     if out:
         click.echo(f"calibration cube written to {out}", err=True)

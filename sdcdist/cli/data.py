@@ -9,7 +9,8 @@ import click
 
 from ..errors import SdcInputError
 from ..limits import MAX_CHUNK_ROWS, MAX_ROWS
-from ._common import main, na_values_option, split_list
+from ._common import (echo_json, json_flag, main, na_values_option, names_option,
+                      parse_method_options, split_list)
 from ._paths import PathOrURL, check_output
 
 __all__ = ["ingest", "synth", "mask"]
@@ -52,16 +53,19 @@ def ingest(source: str, store: str, columns: str | None, keys: str | None,
     check_output(store, what="STORE", kind="store", overwrite=overwrite)
     from ..data import ingest as do_ingest, open_microdata
     roles = {}
-    if keys:
-        roles["key"] = split_list(keys)
-    if confidential:
-        roles["confidential"] = split_list(confidential)
+    key_list, conf = names_option(keys, "--keys"), names_option(confidential, "--confidential")
+    cols, cats = names_option(columns, "--columns"), names_option(categorical, "--categorical")
+    if weight is not None and not weight.strip():
+        raise SdcInputError("--weight was given without a name; give the weight column, or "
+                            "leave --weight out")
+    if key_list:
+        roles["key"] = key_list
+    if conf:
+        roles["confidential"] = conf
     if weight:
         roles["weight"] = [weight]
     do_ingest(source, store, chunk_rows=chunk_rows, overwrite=overwrite, roles=roles,
-              columns=split_list(columns) if columns else None,
-              categorical=split_list(categorical) if categorical else None,
-              na_values=na_values)
+              columns=cols, categorical=cats, na_values=na_values)
     da = open_microdata(store)
     cats = da.attrs.get("categories") or {}
     typed = f", {len(cats)} categorical ({', '.join(cats)})" if cats else ""
@@ -113,7 +117,7 @@ _ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
               help="The method's parameter (e.g. k for micmul); omit for methods without one.")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seed of the random generator (same seed, same output).")
-@click.option("-o", "--out", required=True, type=PathOrURL("output"),
+@click.option("--out", required=True, type=PathOrURL("output"),
               help="Masked file to write: .csv, .parquet, else a Zarr store.")
 @click.option("--keys", default=None, metavar="A,B,...",
               help="IPSO: the quasi-identifier columns (key role) to replace; default: the "
@@ -121,24 +125,25 @@ _ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
 @click.option("--confidential", default=None, metavar="A,B,...",
               help="IPSO: the confidential columns (regressors); default: the dataset's "
                    "confidential role.")
-@click.option("--option", "option_items", multiple=True, metavar="KEY=VALUE",
+@click.option("--option", "-o", "option_items", multiple=True, metavar="KEY=VALUE",
               help="A method option, e.g. variables=[age] or mapping={sex: {'1': m}}; for "
                    "a pipeline a step's options, e.g. recode={w: 5, variables: [age]} "
-                   "(repeatable).")
+                   "(repeatable; each key once).")
 @click.option("--categorical", default=None, metavar="A,B,...",
               help="Integer-coded columns of a CSV/Parquet input to read as categorical.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output.")
 @na_values_option
+@json_flag
 def mask(data: str, method: str, param: float | None, seed: int, out: str, keys: str | None,
          confidential: str | None, option_items: tuple[str, ...], categorical: str | None,
-         overwrite: bool, na_values: str | None) -> None:
+         overwrite: bool, na_values: str | None, as_json: bool) -> None:
     """Mask DATA (a Zarr store, CSV or Parquet file) with one method and write the result.
 
     \b
     Examples:
-      sdcdist mask people.zarr --method micmul --param 3 -o masked.parquet
+      sdcdist mask people.zarr --method micmul --param 3 --out masked.parquet
       sdcdist mask people.csv --method ipso_c --confidential WAGES,TAXINC \\
-          --keys FEDTAX,FICA -o synthetic.csv
+          --keys FEDTAX,FICA --out synthetic.csv
 
     The random generator is numpy's default_rng(--seed). Column names and roles
     are kept; a Zarr output also records the method, parameter and seed.
@@ -157,29 +162,17 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
         param = 0.0
     elif meth.kind == "int" and float(param).is_integer():
         param = int(param)
+    key_list, conf = names_option(keys, "--keys"), names_option(confidential, "--confidential")
+    cats = names_option(categorical, "--categorical")
+    given: dict[str, Any] = parse_method_options(meth, option_items) if option_items else {}
     from ..data import is_store
-    md = load_microdata(data, categorical=split_list(categorical)
-                        if categorical and not is_store(data) else None, na_values=na_values)
-    given: dict[str, Any] = {}
-    if option_items:
-        from ..yamlsafe import parse_option_value
-        for item in option_items:
-            key, sep, value = item.partition("=")
-            if not sep or not key.strip():
-                raise SdcInputError(f"--option takes KEY=VALUE (e.g. variables=[age]). Got "
-                                    f"{item!r} instead.")
-            given[key.strip()] = parse_option_value(key.strip(), value)
-        if meth.steps:
-            from ..masking._registry import check_pipeline_options
-            given = check_pipeline_options(meth, given)
-        else:
-            from ..options import validate_method_options
-            given = validate_method_options(meth, given)
+    md = load_microdata(data, categorical=cats if cats and not is_store(data) else None,
+                        na_values=na_values)
     roles = {r: list(c) for r, c in md.roles.items()}
-    if keys:
-        roles["key"] = split_list(keys)
-    if confidential:
-        roles["confidential"] = split_list(confidential)
+    if key_list:
+        roles["key"] = key_list
+    if conf:
+        roles["confidential"] = conf
     for cols in roles.values():
         md.column_index(cols, what="role column")
     missing = missing_roles(meth, roles)
@@ -187,6 +180,8 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
         raise SdcInputError(f"{meth.name} needs the roles of the columns: pass "
                             f"{' and '.join(_ROLE_FLAGS[r] for r in missing)} (comma-separated "
                             f"column names), or ingest the data with those roles")
+    if meth.acts_on == "numeric" and "roles" in meth.options:
+        _numeric_roles(meth.name, roles, set(md.categories))
     options: dict[str, Any] = method_options(meth, columns=md.columns, roles=roles,
                                              categorical=md.categories, options=given)
     info: dict[str, Any] = {}
@@ -202,6 +197,14 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
                     overwrite=overwrite,
                     attrs=attrs)
     shown = "" if meth.kind == "none" else f" {meth.param}={param:g}"
+    if as_json:
+        echo_json({"out": out, "records": md.shape[0], "variables": md.shape[1],
+                   "method": meth.name, "param_name": meth.param, "param": param,
+                   "seed": seed,
+                   **({"family": dict(zip(md.columns, info["family"]))}
+                      if "family" in info else {}),
+                   **({k: info[k] for k in ("suppressed", "bound", "unsafe") if k in info})})
+        return
     click.echo(f"{out}: {md.shape[0]} records x {md.shape[1]} variables masked with "
                f"{meth.name}{shown} (seed {seed})")
     if "family" in info:
@@ -210,3 +213,15 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
     if "suppressed" in info:
         click.echo(f"suppressed {info['suppressed']} key values (bound: {info['bound']}, "
                    f"{info['unsafe']} records below k before suppression)")
+
+
+def _numeric_roles(method: str, roles: dict[str, list[str]], categorical: set[str]) -> None:
+    """A numeric method's roles must each keep a numeric column (it leaves categorical
+    columns as they are): the message names the command-line flags, not the API's."""
+    for role, flag in (("confidential", "--confidential"), ("key", "--keys")):
+        cols = roles.get(role) or (roles.get("quasi") if role == "key" else None) or []
+        if cols and all(c in categorical for c in cols):
+            raise SdcInputError(
+                f"{method} models numeric columns and leaves categorical ones unchanged, but "
+                f"every column of the {role} role ({', '.join(cols)}) is categorical; pass "
+                f"{flag} with numeric column names (comma-separated)")

@@ -8,7 +8,8 @@ import click
 
 from ..errors import SdcInputError
 from ..limits import MAX_DENSE, MAX_TOP_C
-from ._common import (ClusterOptions, cluster, cluster_options, main, na_values_option,
+from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_flag, main,
+                      na_values_option, names_option, option_items, parse_options,
                       split_list)
 from ._paths import PathOrURL, check_output
 
@@ -74,16 +75,19 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
               show_default=True,
               help="Pattern counts and candidates by comparing all pairs, or exactly without "
                    "enumerating them (count; same result); auto counts on large files.")
-@click.option("-o", "--out", required=True, type=PathOrURL("output"),
+@click.option("--out", required=True, type=PathOrURL("output"),
               help="Parquet file for the linked pairs.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 @na_values_option
+@option_items
+@json_flag
 @cluster_options(local=True)
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
          compare: str, t_text: str, weights: str, categorical: str | None, top_c: int,
          dense_limit: int,
          block_on: str | None, em_max_iter: int | None, counting: str, out: str,
-         overwrite: bool, na_values: str | None,
+         overwrite: bool, na_values: str | None, option_items: tuple[str, ...],
+         as_json: bool,
          where: ClusterOptions) -> None:
     """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
 
@@ -92,6 +96,10 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     linked pair: row_b (MASKED), row_a (ORIGINAL), weight, match_probability
     and, with --id, id_b, id_a, correct and true_weight. Records left without a
     partner are not listed.
+
+    ``-o/--option`` takes the PRL options of a spec (``sdcdist metrics``), e.g.
+    ``-o prl_em={max_iter: 500}`` or ``-o prl_block_rows=[4096,4096]``; an option
+    and the flag that sets the same thing cannot both be given.
     """
     from ..data import load_microdata
     from ..linkage.link import link_files
@@ -99,24 +107,35 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         raise SdcInputError(f"the pairs are written as Parquet; give an output ending in "
                             f".parquet (got {out!r})")
     check_output(out, what="--out", overwrite=overwrite)
+    key_list = names_option(keys, "--keys")
+    cats = names_option(categorical, "--categorical") or []
     t, blocking = _tolerances(t_text), _blocking(block_on)
+    settings = dict(method=compare, t=t, top_c=top_c, dense_limit=dense_limit,
+                    blocking=blocking, em_options={"max_iter": em_max_iter} if em_max_iter
+                    else None, counting=counting, weights=weights, block_rows=None)
+    ctx = click.get_current_context()
+    settings.update(_prl_options(parse_options(option_items), ctx))
     A = load_microdata(original, na_values=na_values)
     B = load_microdata(masked, na_values=na_values)
     from ..data import align_categories
     A, B = align_categories(A, B)
     # text keys (categorical in the files) are compared by equality too
-    cats = list(dict.fromkeys((split_list(categorical) if categorical else [])
-                              + [k for k in split_list(keys)
-                                 if k in A.categories or k in B.categories]))
+    cats = list(dict.fromkeys(cats + [k for k in key_list
+                                      if k in A.categories or k in B.categories]))
     with cluster(where, quiet=True) as client:
-        res = link_files(A, B, split_list(keys), id_column=id_column,
-                         categorical=cats,
-                         method=compare, t=t, top_c=top_c, dense_limit=dense_limit,
-                         blocking=blocking,
-                         em_options={"max_iter": em_max_iter} if em_max_iter else None,
-                         counting=counting, weights=weights, client=client)
+        res = link_files(A, B, key_list, id_column=id_column, categorical=cats,
+                         client=client, **settings)
     _write_pairs(res, out)
     info = res.result.info
+    if as_json:
+        echo_json({"out": out, "pairs": len(res.pairs), "masked_records": B.shape[0],
+                   **{k: info[k] for k in ("pairs_compared", "assignment", "blocking",
+                                           "em_iterations", "em_loglik", "em_converged",
+                                           "p_match", "pairs_enumerated", "pairs_weighed")
+                      if k in info},
+                   "PLD": res.pld, "PLD20": res.pld20, "matched": res.matched,
+                   "unmatched": res.unmatched})
+        return
     click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
                f"{info['pairs_compared']} pairs compared, {info['assignment']} assignment, "
                f"blocking {info['blocking']}, EM {info['em_iterations']} iterations "
@@ -133,6 +152,41 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         click.echo(f"identifiers: {res.matched} of {res.matched + res.unmatched} masked records "
                    f"have one in the original file"
                    + ("; the others count as not re-identified" if res.unmatched else ""))
+
+
+#: link_files' argument for each PRL option of the registry, and the flag setting it
+_PRL_ARGS = {"prl_method": ("method", "--compare"), "prl_t": ("t", "--t"),
+             "prl_weights": ("weights", "--weights"), "prl_top_c": ("top_c", "--top-c"),
+             "prl_dense_limit": ("dense_limit", "--dense-limit"),
+             "prl_blocking": ("blocking", "--block-on"),
+             "prl_block_rows": ("block_rows", None), "prl_em": ("em_options", "--em-max-iter"),
+             "prl_counting": ("counting", "--counting")}
+
+
+def _prl_options(opts: dict[str, Any], ctx: click.Context) -> dict[str, Any]:
+    """``-o`` options as link_files arguments; refuses options link does not read and an
+    option given both as a flag and with -o."""
+    out: dict[str, Any] = {}
+    for key, value in opts.items():
+        if key not in _PRL_ARGS:
+            raise SdcInputError(f"`sdcdist link` reads the PRL options only; {key!r} is not "
+                                f"one. Valid options: {', '.join(_PRL_ARGS)}.")
+        arg, flag = _PRL_ARGS[key]
+        if flag is not None:
+            param = flag.lstrip("-").replace("-", "_")
+            param = {"t": "t_text"}.get(param, param)
+            src = ctx.get_parameter_source(param)
+            if src is not None and src.name not in ("DEFAULT", "DEFAULT_MAP"):
+                raise SdcInputError(f"{flag} and --option {key}=... set the same thing; give "
+                                    "one of them")
+        if key == "prl_t" and isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        if key == "prl_blocking" and value is not None:
+            value = (value, 0) if isinstance(value, str) else (str(value[0]), int(value[1]))
+        if key in ("prl_block_rows",) and value is not None:
+            value = (int(value[0]), int(value[1]))
+        out[arg] = value
+    return out
 
 
 def _write_pairs(res: Any, out: str) -> None:

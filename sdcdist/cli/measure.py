@@ -9,7 +9,8 @@ import click
 from ..errors import SdcInputError
 from ..limits import MAX_CHUNK_ROWS
 from ._paths import PathOrURL
-from ._common import (ClusterOptions, cluster, cluster_options, main, split_list,
+from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_flag, main,
+                      names_option, option_items, parse_options, split_list,
                       typed_input_options)
 
 __all__ = ["measure_cmd"]
@@ -53,7 +54,7 @@ def _aligned(A: Any, B: Any, cols_a: tuple[str, ...], cols_b: tuple[str, ...],
 @main.command("measure")
 @click.argument("original", type=PathOrURL("input", exists=False))
 @click.argument("masked", type=PathOrURL("input", exists=False))
-@click.option("--metric", "-m", "metric_names", multiple=True, metavar="NAME[,NAME...]",
+@click.option("--metric", "metric_names", multiple=True, metavar="NAME[,NAME...]",
               help="Metric(s) to compute (repeat or comma-separate). Default: every "
                    "information-loss and utility metric. `sdcdist metrics` lists them.")
 @click.option("--keyset", multiple=True, metavar="A,B,...",
@@ -63,7 +64,8 @@ def _aligned(A: Any, B: Any, cols_a: tuple[str, ...], cols_b: tuple[str, ...],
               help="Seed of the random tie-breaking and k-means starts.")
 @click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=None,
               help="Records per reduction chunk (default 65536).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_flag
+@option_items
 @typed_input_options
 @click.option("--keys", default=None, metavar="A,B,...",
               help="Key columns (the frequency risk metrics count the combinations of the "
@@ -71,8 +73,8 @@ def _aligned(A: Any, B: Any, cols_a: tuple[str, ...], cols_b: tuple[str, ...],
 @cluster_options(local=True)
 def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                 keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
-                categorical: str | None, keys: str | None, weight: str | None,
-                na_values: str | None,
+                option_items: tuple[str, ...], categorical: str | None, keys: str | None,
+                weight: str | None, na_values: str | None,
                 where: ClusterOptions) -> None:
     """Measure information loss, utility (and risk) of MASKED against ORIGINAL.
 
@@ -82,8 +84,6 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     terms left out of a mean variation (zero denominators) and a flag for
     approximations; --json prints the same as a JSON object.
     """
-    import json
-
     from ..metrics import REGISTRY, get_metric, measure
     names = [n for arg in metric_names for n in split_list(arg)]
     if metric_names and not names:
@@ -91,7 +91,15 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                             "(comma-separated), or leave --metric out for all of them")
     for n in names:
         get_metric(n)
-    cats = split_list(categorical) if categorical else None
+    cats = names_option(categorical, "--categorical")
+    key_list = names_option(keys, "--keys")
+    keysets = [names_option(k, "--keyset") for k in keyset] or None
+    options = parse_options(option_items)
+    if chunk_rows:
+        if "chunk_rows" in options:
+            raise SdcInputError("chunk_rows is given twice (--chunk-rows and --option "
+                                "chunk_rows=...); give it once")
+        options["chunk_rows"] = chunk_rows
     A, cols_a, cat_a, w_a, labels_a = _open_input(original, "original", cats, na_values)
     B, cols_b, cat_b, w_b, labels_b = _open_input(masked, "masked", cats, na_values)
     # default: every loss and utility metric (those of categorical columns when there are any)
@@ -105,11 +113,9 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
         raise SdcInputError(f"the masked file's columns {list(cols_b)} differ from the original "
                             f"file's {list(cols_a)}; both files need the same columns in the "
                             f"same order")
-    options = {"chunk_rows": chunk_rows} if chunk_rows else {}
-    keysets = [split_list(k) for k in keyset] or None
-    if keysets is None and keys:
+    if keysets is None and key_list:
         from ..metrics import default_keysets
-        keysets = default_keysets(split_list(keys))
+        keysets = default_keysets(key_list)
     weight = weight or w_b or w_a
     if weight is not None and weight not in cols_a:
         from ..errors import column_error
@@ -119,11 +125,10 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                       options=options, client=client,
                       categorical=list(dict.fromkeys(cat_a + cat_b)), weight=weight)
     if as_json:
-        out = {n: {"value": None if r.value != r.value else r.value, "kind": REGISTRY[n].kind,
-                   "excluded": r.excluded, "flag": r.flag,
-                   **({"per_keyset": list(r.per_keyset)} if r.per_keyset else {})}
-               for n, r in res.items()}
-        click.echo(json.dumps(out, indent=2))
+        echo_json({n: {"value": r.value, "kind": REGISTRY[n].kind,
+                       "excluded": r.excluded, "flag": r.flag,
+                       **({"per_keyset": list(r.per_keyset)} if r.per_keyset else {})}
+                   for n, r in res.items()})
         return
     click.echo(f"{'metric':10s} {'kind':8s} {'value':>14s} {'excluded':>9s} {'flag':>5s}")
     for n, r in res.items():

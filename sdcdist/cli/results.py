@@ -141,7 +141,7 @@ def query(cube: str, where_: str | None, sort: str | None, top: int | None,
 @click.option("--by", default=None, help="ranks: sort cells by this metric.")
 @click.option("--top", type=click.IntRange(1), default=None, help="ranks: best N cells only.")
 @click.option("--dataset", default=None, help="Dataset of a multi-dataset cube.")
-@click.option("-o", "--out", required=True, type=PathOrURL("output"),
+@click.option("--out", required=True, type=PathOrURL("output"),
               help="Image to write (.png, .svg or .pdf).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing image.")
 def plot(cube: str, kind: str, risk: str | None, loss: str | None, metric: str | None,

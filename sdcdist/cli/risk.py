@@ -8,8 +8,9 @@ import click
 
 from ..errors import SdcInputError
 from ._paths import PathOrURL
-from ._common import (ClusterOptions, cluster, cluster_options, main, parse_options,
-                      split_list, typed_input_options)
+from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_flag, main,
+                      names_option, option_items, parse_options, split_list,
+                      typed_input_options)
 
 __all__ = ["risk"]
 
@@ -33,7 +34,7 @@ def _load_with_id(path: str, id_column: str | None, what: str,
 @main.command()
 @click.argument("original", type=PathOrURL("input"))
 @click.argument("masked", type=PathOrURL("input"))
-@click.option("--metric", "-m", "metric_names", multiple=True, metavar="NAME[,NAME...]",
+@click.option("--metric", "metric_names", multiple=True, metavar="NAME[,NAME...]",
               help="Risk metrics to compute (repeatable; default: every risk metric).")
 @click.option("--keys", default=None, metavar="A,B,...",
               help="Key columns in linkage order; key sets are their prefixes of sizes "
@@ -43,22 +44,26 @@ def _load_with_id(path: str, id_column: str | None, what: str,
 @click.option("--id", "id_column", default=None, metavar="COLUMN",
               help="Identifier column present in both files: the truth of which released "
                    "record is which person. Without it, row order is the truth.")
-@click.option("--option", "-o", "option_items", multiple=True, metavar="KEY=VALUE",
-              help="Metric option, e.g. gdbrl_dense_max=2000 or "
-                   "crl_external=[V4,V12] crl_released=[V7,V13] (repeatable).")
+@option_items
+@json_flag
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seeds the random tie-breaking of CRL.")
 @typed_input_options
 @cluster_options(local=True)
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
-         seed: int, categorical: str | None, weight: str | None, na_values: str | None,
+         as_json: bool, seed: int, categorical: str | None, weight: str | None,
+         na_values: str | None,
          where: ClusterOptions) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
     The two files may differ in size and in which records and columns they
     hold; linkage uses the key columns both have. Prints one line per metric
-    (mean over key sets) and the value for each key set.
+    (mean over key sets) and the value for each key set; --json prints the same
+    as a JSON object. Without --metric, the metrics that do not apply are left
+    out with a note on stderr: those comparing the files record by record when
+    their shapes differ, and the numeric-only linkage metrics (RR, GDBRL) when
+    a key set holds a categorical column.
     """
     from ..metrics import REGISTRY, default_keysets, get_metric, measure
     names = [n for item in metric_names for n in split_list(item)]
@@ -72,7 +77,10 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
             risky = ", ".join(k for k, m in REGISTRY.items() if m.kind == "risk")
             raise SdcInputError(f"{n!r} is a {get_metric(n).kind} metric; `sdcdist risk` "
                                 f"computes risk metrics: {risky}")
-    cats = split_list(categorical) if categorical else None
+    cats = names_option(categorical, "--categorical")
+    key_list = names_option(keys, "--keys")
+    ks_given = [names_option(k, "--keyset") for k in keysets]
+    opts = parse_options(option_items)
     a, id_a = _load_with_id(original, id_column, "original", cats, na_values)
     b, id_b = _load_with_id(masked, id_column, "masked", cats, na_values)
     from ._common import check_same_types
@@ -97,24 +105,39 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     if id_column is not None:
         from ..linkage import truth_from_ids
         truth = truth_from_ids(id_a, id_b, column=id_column)
-    if keysets:
-        ks = [split_list(k) for k in keysets]
-    elif keys:
-        ks = default_keysets(split_list(keys))
+    if ks_given:
+        ks = ks_given
+    elif key_list:
+        ks = default_keysets(key_list)
     else:
         ks = None
-    opts = parse_options(option_items)
+    if not metric_names and categ:
+        names = _applicable(names, ks or default_keysets([c for c in a.columns
+                                                           if c in b.columns]),
+                            categ, [c for c in b.columns if c not in categ])
     with cluster(where, quiet=True) as client:
         res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
                       keysets=ks, seed=seed, options=opts, truth=truth, client=client,
                       categorical=categ, weight=weight)
     matched = ""
+    from ..linkage import truth_counts
     if truth is not None:
-        from ..linkage import truth_counts
         c = truth_counts(truth)
         matched = (f" ({c['matched']} of {c['matched'] + c['unmatched']} masked records have "
                    "an identifier in the original file")
         matched += "; the others count as not re-identified)" if c["unmatched"] else ")"
+    if as_json:
+        labels = ks or default_keysets([c for c in a.columns if c in b.columns])
+        echo_json({"original": list(a.shape), "masked": list(b.shape),
+                   "truth": f"column {id_column}" if id_column else "row order",
+                   **({"matched": truth_counts(truth)} if truth is not None else {}),
+                   "metrics": {n: {"value": res[n].value, "flag": res[n].flag,
+                                   **({"per_keyset": {",".join(k): v for v, k in
+                                                      zip(res[n].per_keyset, labels)}}
+                                      if res[n].per_keyset and len(res[n].per_keyset) > 1
+                                      else {})}
+                               for n in names}})
+        return
     click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
                f"truth: {'column ' + repr(id_column) if id_column else 'row order'}{matched}")
     gone = sorted({c for n in names for c in (res[n].info.get("constant_keys_left_out") or ())})
@@ -131,3 +154,23 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                                             and c != weight and c not in gone])
             for v, k in zip(r.per_keyset, labels):
                 click.echo(f"  {','.join(k):30s} {v:12.6g}")
+
+
+def _applicable(names: list[str], keysets: Any, categorical: list[str],
+                numeric: list[str]) -> list[str]:
+    """The default metrics that apply to files with categorical columns; a note on stderr
+    names those left out and why (as for files of different shapes)."""
+    from ..metrics import get_metric
+    in_keys = sorted({c for k in keysets for c in k if c in categorical})
+    skip_link = [n for n in names if get_metric(n).keysets and not get_metric(n).categorical
+                 and in_keys]
+    skip_num = [n for n in names if not numeric and not get_metric(n).keysets
+                and not get_metric(n).categorical]
+    if skip_link:
+        click.echo(f"key sets hold categorical column(s) {', '.join(in_keys)}: skipping "
+                   f"{', '.join(skip_link)} (they link on numeric keys only; name numeric "
+                   "key sets with --keyset, or ask for them with --metric)", err=True)
+    if skip_num:
+        click.echo(f"no numeric column: skipping {', '.join(skip_num)} (they read numeric "
+                   "columns only)", err=True)
+    return [n for n in names if n not in skip_link and n not in skip_num]

@@ -294,6 +294,12 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         counts, n_pairs = blocked_pattern_counts(runner, Ap, Bp, n_a, n_b, cmp, rows=rows,
                                                  blocking=blocking)
     timings["patterns"] = time.perf_counter() - t0
+    if n_pairs == 0:
+        raise SdcInputError("the blocking leaves no pair of records to compare: no value of "
+                            f"the blocking key (key {blocking[0] + 1} of the key set) is "
+                            "shared by the two files within the window; block on another "
+                            "key, widen the window, or leave blocking out" if blocking else
+                            "there is no pair of records to compare")
 
     t0 = time.perf_counter()
     p_start = min(n_a, n_b) / float(n_pairs)

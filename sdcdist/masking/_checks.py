@@ -59,6 +59,14 @@ def check_data(method: str, X: np.ndarray, params: Iterable[float],
     if meth.acts_on == "categorical":
         from .categorical import check_categorical_data
         check_categorical_data(meth.name, X, params, list(cats), opts)
+        if meth.name == "recode":
+            # deterministic and one pass over the data: run it, so that what depends on
+            # the labels (bands on text, a mapping naming an absent category) is refused
+            # here rather than on a worker
+            rng = np.random.default_rng(0)
+            own = {k: v for k, v in opts.items() if k != "info"}
+            for p in params:
+                meth(X, p, rng=rng, categorical=list(cats), **own)
         return
     if cats:
         from ._registry import narrow_options

@@ -288,7 +288,13 @@ def check_pipeline_options(meth: MaskingMethod, options: object) -> dict:
     out = {}
     for i, step in enumerate(meth.steps):
         m = get_method(step)
-        own = dict(options.get(step) or {})
+        given = options.get(step)
+        if given is not None and not isinstance(given, dict):
+            raise SdcInputError(f"the options of step {step} of pipeline {meth.name} must be a "
+                                f"mapping of option names to values, e.g. {{{step}: "
+                                f"{{{m.param}: ...}}}}. Got {type(given).__name__} "
+                                "instead.")
+        own = dict(given or {})
         last = i == len(meth.steps) - 1
         if m.kind != "none" and not last:
             if m.param not in own:

@@ -112,6 +112,14 @@ def record_stats(ctx: MeasureContext) -> dict[str, Any]:
         n = int(st["n"])
         st["exact_mean_x"], st["exact_var_x"] = _exact_moments(st["sum_x"], st["sq_x"], n)
         st["exact_mean_y"], st["exact_var_y"] = _exact_moments(st["sum_y"], st["sq_y"], n)
+        for key, what in (("exact_var_x", "original"), ("exact_var_y", "masked")):
+            big = np.flatnonzero(np.isinf(st[key]))
+            if big.size:
+                cols = [ctx.columns[j] for j in big]
+                raise SdcInputError(f"column(s) {cols} of the {what} file hold values so large "
+                                    "(near the float64 limit, 1.8e308) that their variance is "
+                                    "not a finite number; rescale them (e.g. express them in "
+                                    "larger units) before measuring")
         return st
     return ctx.cached("record_stats", run)
 
@@ -124,7 +132,10 @@ def _exact_moments(s: np.ndarray, q: np.ndarray, n: int) -> tuple[np.ndarray, np
         fs, fq = to_fraction(sj), to_fraction(qj, SQ_SCALE)
         mean[j] = float(fs / n)
         if n > 1:
-            var[j] = float((n * fq - fs * fs) / (n * (n - 1)))
+            try:
+                var[j] = float((n * fq - fs * fs) / (n * (n - 1)))
+            except OverflowError:        # values near 1e308: refused by the caller
+                var[j] = np.inf
     return mean, var
 
 
