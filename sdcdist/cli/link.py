@@ -100,6 +100,10 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     t, blocking = _tolerances(t_text), _blocking(block_on)
     A = load_microdata(original)
     B = load_microdata(masked)
+    from ._common import IN_PROCESS_PAIRS, choose_where
+    na, nb = A.shape[0], B.shape[0]
+    where = choose_where(where, f"{na} x {nb} record pairs are few"
+                         if na * nb <= IN_PROCESS_PAIRS else None)
     with cluster(where, quiet=True) as client:
         res = link_files(A, B, split_list(keys), id_column=id_column,
                          categorical=split_list(categorical) if categorical else (),

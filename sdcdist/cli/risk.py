@@ -101,6 +101,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     else:
         ks = None
     opts = parse_options(option_items)
+    from ._common import choose_where, in_process_reason
+    where = choose_where(where, in_process_reason(names, a.shape[0], b.shape[0]))
     with cluster(where, quiet=True) as client:
         res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
                       keysets=ks, seed=seed, options=opts, truth=truth, client=client,
