@@ -29,6 +29,15 @@ def _load_with_id(path: str, id_column: str | None, what: str,
     return md.select(keep), md.values[:, j]
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether two inputs are the same local file or store (then it is read once)."""
+    import os
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
 @main.command()
 @click.argument("original", type=PathOrURL("input"))
 @click.argument("masked", type=PathOrURL("input"))
@@ -73,7 +82,10 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                                 f"computes risk metrics: {risky}")
     cats = split_list(categorical) if categorical else None
     a, id_a = _load_with_id(original, id_column, "original", cats)
-    b, id_b = _load_with_id(masked, id_column, "masked", cats)
+    if _same_file(original, masked):        # one file assessed on its own: read it once
+        b, id_b = a, id_a
+    else:
+        b, id_b = _load_with_id(masked, id_column, "masked", cats)
     from ._common import check_same_types
     check_same_types(a.categorical, b.categorical, b.columns, original, masked)
     categ = list(dict.fromkeys(a.categorical + b.categorical))
