@@ -182,6 +182,23 @@ def sdcdist_risk_cli(path: str, *extra: str) -> tuple[float, float, str]:
     return dt, er, "in-process" if "computing in this process" in p.stderr else "cluster"
 
 
+def _print_row(n: int, label: str, d_t: float, d_how: str, l_t: float, c_t: float,
+               d_er: float, peer: dict[str, float] | None) -> None:
+    if peer is not None and label == "CSV":
+        p_t = peer["read"] + peer["risk"]
+        agree = "yes" if np.isclose(d_er, peer["ER"], rtol=5e-6) else \
+            f"NO ({d_er:.10g} vs {peer['ER']:.10g})"
+        tail = (f"{p_t:9.1f} {peer['read']:7.1f} {peer['risk']:8.1f} "
+                f"{p_t / d_t:16.2f}  {agree} (6 digits printed)")
+    elif peer is not None:
+        p_t = peer["risk"]
+        tail = f"{p_t:9.1f} {'-':>7s} {peer['risk']:8.1f} {p_t / d_t:16.2f}  (risk only)"
+    else:
+        tail = f"{'absent':>9s}"
+    print(f"  {n:11,d} {label:5s} {d_t:8.1f} {'(' + d_how + ')':12s} {l_t:8.1f} "
+          f"{c_t:8.1f} {tail}", flush=True)
+
+
 def frequency_csv_part(sizes: list[int], tmp: str, workers: int) -> None:
     """Frequency risk (5 keys + weight) from a CSV and from a Zarr store: sdcdist's default
     path, --local and a local cluster, against sdcMicro's measure_risk after fread."""
@@ -194,7 +211,9 @@ def frequency_csv_part(sizes: list[int], tmp: str, workers: int) -> None:
               "no peer figure in this run (install R, then sdcMicro and data.table)")
     else:
         print(f"  peer: sdcMicro {version} measure_risk, the CSV read by data.table::fread")
-    rows = []
+    print(f"  {'records':>11s} {'input':5s} {'default':>8s} {'(path)':12s} {'--local':>8s} "
+          f"{'cluster':>8s} {'sdcMicro':>9s} {'(fread':>7s} {'+ risk)':>8s} "
+          f"{'sdcMicro/default':>16s}  ER agree", flush=True)
     for n in sizes:
         X = categorical_file(n)
         csv, store = f"{tmp}/freq{n}.csv", f"{tmp}/freq{n}.zarr"
@@ -210,24 +229,7 @@ def frequency_csv_part(sizes: list[int], tmp: str, workers: int) -> None:
             l_t, _, _ = sdcdist_risk_cli(path, "--local")
             c_t = sdcdist_risk_cli(path, "--workers", str(workers))[0] if n <= 1_000_000 \
                 else float("nan")
-            rows.append((n, label, d_t, d_how, l_t, c_t, d_er, peer))
-    print(f"  {'records':>11s} {'input':5s} {'default':>8s} {'(path)':12s} {'--local':>8s} "
-          f"{'cluster':>8s} {'sdcMicro':>9s} {'(fread':>7s} {'+ risk)':>8s} "
-          f"{'sdcMicro/default':>16s}  ER agree")
-    for n, label, d_t, d_how, l_t, c_t, d_er, peer in rows:
-        if peer is not None and label == "CSV":
-            p_t = peer["read"] + peer["risk"]
-            agree = "yes" if np.isclose(d_er, peer["ER"], rtol=5e-6) else \
-                f"NO ({d_er:.10g} vs {peer['ER']:.10g})"
-            tail = (f"{p_t:9.1f} {peer['read']:7.1f} {peer['risk']:8.1f} "
-                    f"{p_t / d_t:16.2f}  {agree} (6 digits printed)")
-        elif peer is not None:
-            p_t = peer["risk"]
-            tail = f"{p_t:9.1f} {'-':>7s} {peer['risk']:8.1f} {p_t / d_t:16.2f}  (risk only)"
-        else:
-            tail = f"{'absent':>9s}"
-        print(f"  {n:11,d} {label:5s} {d_t:8.1f} {'(' + d_how + ')':12s} {l_t:8.1f} "
-              f"{c_t:8.1f} {tail}")
+            _print_row(n, label, d_t, d_how, l_t, c_t, d_er, peer)
     print("  cluster = --workers " f"{workers} (a local cluster), measured at 1M only; the "
           "Zarr rows compare with sdcMicro's risk step alone (the store is sdcdist's own "
           "format)")
