@@ -19,7 +19,7 @@ from fractions import Fraction
 import numba
 import numpy as np
 
-__all__ = ["exact_sums", "exact_square_sums", "exact_product_sums", "SCALE", "SQ_SCALE", "to_fraction", "MAX_CHUNK"]
+__all__ = ["exact_sums", "exact_square_sums", "SCALE", "SQ_SCALE", "to_fraction", "MAX_CHUNK"]
 
 #: sums are Python ints in units of 2**-SCALE (below the smallest subnormal's mantissa unit)
 SCALE = 1130            # >= 1075 - 1 + 53: every bin shifts left
@@ -102,42 +102,6 @@ def exact_square_sums(x: np.ndarray) -> np.ndarray:
     lo = ((xh * xh - hi) + 2.0 * xh * xl) + xl * xl
     folded = _fold(hi) + _fold(lo)
     return np.array([int(v) << int(2 * kj + 2200) for v, kj in zip(folded, k)], dtype=object)
-
-
-def exact_product_sums(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Exact column sums of products ``sum x[:, j] * y[:, j]`` (object ints, units
-    ``2**-SQ_SCALE``), for ``x`` and ``y`` of the same shape (rows, cols).
-
-    As :func:`exact_square_sums`: each column is scaled by a power of two so its
-    products cannot overflow, and each product is split exactly into ``hi + lo``
-    (Dekker's two-product), so the result depends neither on the order of the
-    records nor on how they are chunked.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.shape != y.shape:
-        raise ValueError("exact product sums need two arrays of the same shape")
-    kx = _scale_exponents(x)
-    ky = _scale_exponents(y)
-    x = np.ldexp(x, -kx)
-    y = np.ldexp(y, -ky)
-    hi = x * y
-    t = _SPLIT * x
-    xh = t - (t - x)
-    xl = x - xh
-    t = _SPLIT * y
-    yh = t - (t - y)
-    yl = y - yh
-    lo = (((xh * yh - hi) + xh * yl) + xl * yh) + xl * yl
-    folded = _fold(hi) + _fold(lo)
-    return np.array([int(v) << int(a + b + 2200) for v, a, b in zip(folded, kx, ky)],
-                    dtype=object)
-
-
-def _scale_exponents(x: np.ndarray) -> np.ndarray:
-    """Per column, the exponent k of the largest magnitude (``2**-k`` scales it below 1)."""
-    peak = np.max(np.abs(x), axis=0, initial=0.0)
-    return np.frexp(np.where(peak > 0, peak, 1.0))[1].astype(np.int64)
 
 
 def to_fraction(total: int, scale: int = SCALE) -> Fraction:

@@ -2,20 +2,17 @@
 
 One pass over both files (:func:`record_stats`, shared by all metrics here
 through ``ctx.cached``) returns per-chunk sufficient statistics; ``combine``
-adds them. Every sum is exact (:mod:`~sdcdist.metrics.exactsum`: column sums,
-square sums, cross-product sums and the totals of the record-wise errors are
-Python integers), so adding chunk results is associative and exact, and
-every figure is the correctly rounded value of an exact rational. Results
-therefore depend neither on record order within a column's sums, nor on the
-reduction chunking, the storage chunking, the memory layout of an in-memory
-array (a CSV read into memory or a Zarr store), nor the number of workers (a
-permutation of a column leaves means and variances bit-identical, which is why
-rank swapping gives exactly 0 for M_MV and S_MV).
+merges them (Chan's update for means and co-moments, exact integer sums for
+column sums and square sums, plain sums for error totals). Means and
+variances come from the exact sums, so they do not depend on record order or
+chunking at all (a permutation of a column leaves them bit-identical, which is
+why rank swapping gives exactly 0 for M_MV and S_MV). The reduction chunking is the
+fixed ``chunk_rows`` option, never the storage chunking, so results do not
+depend on how the data were stored or on the number of workers.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -23,8 +20,7 @@ import numpy as np
 from ..errors import SdcInputError
 from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
-from .exactsum import (SCALE, SQ_SCALE, exact_product_sums, exact_square_sums, exact_sums,
-                       to_fraction)
+from .exactsum import SQ_SCALE, exact_square_sums, exact_sums, to_fraction
 
 __all__ = ["stats_chunk", "combine_stats", "record_stats", "table1", "il_sd"]
 
@@ -40,13 +36,11 @@ SUB_ROWS = 8192
 def stats_chunk(start: int, stop: int, X: Any, Y: Any) -> dict[str, Any]:
     """Sufficient statistics of records ``start:stop`` of both files.
 
-    Returns the count, and as exact sums (Python ints, see
-    :mod:`~sdcdist.metrics.exactsum`): column sums, the sums of the products of
-    every pair of columns (upper triangle with the diagonal, in
-    ``numpy.triu_indices`` order) of X and of Y, and per-column totals of the
-    record-wise errors: ``|x - x'|``, ``(x - x')**2``, ``|x - x'|/|x|`` over
-    ``x != 0`` (with the count of ``x == 0``), and the IL1 terms
-    ``|x - x'|/(0.5(|x|+|x'|))``.
+    Returns counts, Chan moments (column means and co-moment matrices of X and
+    Y), exact column sums and square sums (Python ints, see
+    :mod:`~sdcdist.metrics.exactsum`), and per-column totals of the record-wise
+    errors: ``|x - x'|``, ``(x - x')**2``, ``|x - x'|/|x|`` over ``x != 0``
+    (with the count of ``x == 0``), and the IL1 terms ``|x - x'|/(0.5(|x|+|x'|))``.
     """
     x = np.asarray(X[start:stop], dtype=np.float64)
     y = np.asarray(Y[start:stop], dtype=np.float64)
@@ -60,47 +54,43 @@ def _block_stats(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
                            "bad_y": np.count_nonzero(~np.isfinite(y), axis=0)}
     if out["bad_x"].any() or out["bad_y"].any():
         return out                       # reported by the aggregate, nothing else computed
-    iu, ju = np.triu_indices(x.shape[1])
     for name, a in (("x", x), ("y", y)):
+        mean = a.mean(axis=0)
+        c = a - mean
+        out[f"mean_{name}"] = mean
+        out[f"co_{name}"] = c.T @ c
         out[f"sum_{name}"] = exact_sums(a)
-        out[f"cross_{name}"] = exact_product_sums(a[:, iu], a[:, ju])
+        out[f"sq_{name}"] = exact_square_sums(a)
     d = np.abs(x - y)
     ax = np.abs(x)
     den = 0.5 * (ax + np.abs(y))
-    out.update(absdiff=exact_sums(d), sqdiff=exact_square_sums(d),
-               mv_sum=exact_sums(np.divide(d, ax, out=np.zeros_like(d), where=ax != 0)),
+    out.update(absdiff=d.sum(axis=0), sqdiff=(d * d).sum(axis=0),
+               mv_sum=np.divide(d, ax, out=np.zeros_like(d), where=ax != 0).sum(axis=0),
                mv_zero=np.count_nonzero(ax == 0, axis=0),
-               il1_sum=exact_sums(np.divide(d, den, out=np.zeros_like(d), where=den != 0)))
+               il1_sum=np.divide(d, den, out=np.zeros_like(d), where=den != 0).sum(axis=0))
     return out
-
-
-#: the statistics that add up (exact integers and counts)
-_ADDED = ("sum_x", "cross_x", "sum_y", "cross_y", "absdiff", "sqdiff", "mv_sum", "mv_zero",
-          "il1_sum")
 
 
 def combine_stats(*parts: dict[str, Any]) -> dict[str, Any]:
-    """Merge chunk statistics: every statistic is an exact sum or a count, so they add."""
+    """Merge chunk statistics: Chan et al.'s update for means and co-moments, sums else."""
     out = dict(parts[0])
     for p in parts[1:]:
-        bad = "sum_x" not in out or "sum_x" not in p
+        bad = "mean_x" not in out or "mean_x" not in p
         merged = {"n": out["n"] + p["n"], "bad_x": out["bad_x"] + p["bad_x"],
                   "bad_y": out["bad_y"] + p["bad_y"]}
         if not bad:
-            for k in _ADDED:
+            na, nb = out["n"], p["n"]
+            n = na + nb
+            for name in ("x", "y"):
+                delta = p[f"mean_{name}"] - out[f"mean_{name}"]
+                merged[f"mean_{name}"] = out[f"mean_{name}"] + delta * (nb / n)
+                merged[f"co_{name}"] = (out[f"co_{name}"] + p[f"co_{name}"]
+                                        + np.outer(delta, delta) * (na * nb / n))
+            for k in ("sum_x", "sq_x", "sum_y", "sq_y", "absdiff", "sqdiff", "mv_sum",
+                      "mv_zero", "il1_sum"):
                 merged[k] = out[k] + p[k]
         out = merged
     return out
-
-
-def _exact_total(sums: np.ndarray, terms: int, scale: int = SCALE) -> float:
-    """The correctly rounded value of (sum of exact column sums) / terms."""
-    return float(sum((to_fraction(v, scale) for v in sums), Fraction(0)) / terms)
-
-
-def _exact_values(sums: np.ndarray, scale: int = SCALE) -> np.ndarray:
-    """Each exact column sum correctly rounded to float64."""
-    return np.array([float(to_fraction(v, scale)) for v in sums], dtype=np.float64)
 
 
 def record_stats(ctx: MeasureContext) -> dict[str, Any]:
@@ -120,12 +110,8 @@ def record_stats(ctx: MeasureContext) -> dict[str, Any]:
                                     f"(count per column: {cols}); information-loss metrics "
                                     f"need complete numeric data: impute or drop them first")
         n = int(st["n"])
-        diag = np.flatnonzero(np.equal(*np.triu_indices(len(st["sum_x"]))))
-        for name in ("x", "y"):
-            st[f"exact_mean_{name}"], st[f"exact_var_{name}"] = _exact_moments(
-                st[f"sum_{name}"], st[f"cross_{name}"][diag], n)
-            st[f"exact_cov_{name}"] = _exact_covariances(st[f"sum_{name}"],
-                                                         st[f"cross_{name}"], n)
+        st["exact_mean_x"], st["exact_var_x"] = _exact_moments(st["sum_x"], st["sq_x"], n)
+        st["exact_mean_y"], st["exact_var_y"] = _exact_moments(st["sum_y"], st["sq_y"], n)
         return st
     return ctx.cached("record_stats", run)
 
@@ -142,23 +128,11 @@ def _exact_moments(s: np.ndarray, q: np.ndarray, n: int) -> tuple[np.ndarray, np
     return mean, var
 
 
-def _exact_covariances(s: np.ndarray, cross: np.ndarray, n: int) -> np.ndarray:
-    """The correctly rounded sample covariance matrix (n - 1) from exact sums and
-    cross-product sums (upper triangle with the diagonal, ``numpy.triu_indices``)."""
-    p = len(s)
-    out = np.full((p, p), np.nan)
-    if n < 2:
-        return out
-    fs = [to_fraction(v) for v in s]
-    for i, j, c in zip(*np.triu_indices(p), cross):
-        out[i, j] = out[j, i] = float((n * to_fraction(c, SQ_SCALE) - fs[i] * fs[j])
-                                      / (n * (n - 1)))
-    return out
-
-
 def _covariances(st: dict[str, Any], name: str) -> np.ndarray:
-    """Sample covariance matrix (n - 1), every entry correctly rounded from exact sums."""
-    return st[f"exact_cov_{name}"]
+    """Sample covariance matrix (n - 1); the diagonal is the exact variance."""
+    v = st[f"co_{name}"] / (int(st["n"]) - 1)
+    np.fill_diagonal(v, st[f"exact_var_{name}"])
+    return v
 
 
 def _sd_check(var: np.ndarray, columns: tuple[str, ...], metric: str, what: str) -> np.ndarray:
@@ -198,10 +172,10 @@ def table1(ctx: MeasureContext, obj: str) -> dict[str, MetricResult]:
         if obj == "X":
             terms = n * p
             excluded = int(st["mv_zero"].sum())
-            mv = (_exact_total(st["mv_sum"], terms - excluded) if terms > excluded
+            mv = (float(st["mv_sum"].sum() / (terms - excluded)) if terms > excluded
                   else float("nan"))
-            return {"MSE": MetricResult(_exact_total(st["sqdiff"], terms, SQ_SCALE)),
-                    "MAE": MetricResult(_exact_total(st["absdiff"], terms)),
+            return {"MSE": MetricResult(float(st["sqdiff"].sum() / terms)),
+                    "MAE": MetricResult(float(st["absdiff"].sum() / terms)),
                     "MV": MetricResult(mv, excluded=excluded,
                                        info={"terms": terms, "excluded": excluded})}
         if obj == "M":
@@ -272,7 +246,7 @@ def il_s2(ctx: MeasureContext) -> MetricResult:
           description="mean over all values of |x - x'| / (0.5(|x| + |x'|)); 0 when both are 0")
 def il1(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
-    return _exact_total(st["il1_sum"], int(st["n"]) * len(ctx.columns))
+    return float(st["il1_sum"].sum() / (int(st["n"]) * len(ctx.columns)))
 
 
 @register("IL1s", kind="loss", reference="[YWC]", options=_CHUNK,
@@ -280,7 +254,7 @@ def il1(ctx: MeasureContext) -> float:
 def il1s(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
     sd = il_sd(ctx, "IL1s")
-    return float(np.mean(_exact_values(st["absdiff"]) / (np.sqrt(2.0) * sd)) / int(st["n"]))
+    return float(np.mean(st["absdiff"] / (np.sqrt(2.0) * sd)) / int(st["n"]))
 
 
 @register("IL1s_sum", kind="loss", reference="[YWC]; sdcMicro dUtility 'IL1s'", options=_CHUNK,
@@ -288,7 +262,7 @@ def il1s(ctx: MeasureContext) -> float:
 def il1s_sum(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
     sd = il_sd(ctx, "IL1s_sum")
-    return float(np.sum(_exact_values(st["absdiff"]) / (np.sqrt(2.0) * sd)))
+    return float(np.sum(st["absdiff"] / (np.sqrt(2.0) * sd)))
 
 
 for _name, _src in (("IL2", "M_MV"), ("IL3", "V_MV"), ("IL4", "S_MV"), ("IL5", "R_MAE")):
