@@ -93,6 +93,16 @@ CONVENTIONS = {
     "PRL_TIES": "ties between candidates and between optimal 1-1 assignments are broken by a "
                 "64-bit hash of each record's key values (content_order), never by record "
                 "position: PLD does not depend on how either file is sorted",
+    "missing_keys": "a missing categorical key value (suppressed) is a wildcard in frequency "
+                    "risk; unlinked in DLD, DLD2, DRL2 (the masked record has no block) and "
+                    "PDL (no original record links to it); a disagreement on that column in "
+                    "PLD/PLD20 (never agrees; the record may still pair through other keys)",
+    "key_roles": "the sampling weight is never a linkage key (left out of default key sets, "
+                 "refused in named ones); a constant numeric column (a survey year) is left "
+                 "out of the default key sets",
+    "constant_columns": "constant columns are accepted; the metrics that divide by a "
+                        "column's sd (IL1s, IL1s_sum, R_*, PS, PS2, EMD, EMD1) leave out the "
+                        "columns constant in the original file (the other metrics use them)",
     "flag": "1 = an approximation or restriction (sparse assignment, blocking, a PRL EM that "
             "hit its iteration limit); for PS/PS2 "
             "1 = the fit did not converge, or separated the files completely (U = 0.25 is "

@@ -110,11 +110,16 @@ def column_positions(names: Iterable[str], columns: Sequence[str], *, what: str 
                      where: str = "") -> list[int]:
     """Positions of ``names`` in ``columns``; unknown names raise :func:`column_error`.
 
+    A single string is one column name (``variables: region`` in a spec), never a
+    sequence of one-letter names.
+
     >>> column_positions(["b", "a"], ["a", "b", "c"])
     [1, 0]
+    >>> column_positions("b", ["a", "b", "c"])
+    [1]
     """
     pos = {c: i for i, c in enumerate(columns)}
-    names = list(names)
+    names = [names] if isinstance(names, str) else list(names)
     missing = [c for c in names if not isinstance(c, str) or c not in pos]
     if missing:
         raise column_error(missing, columns, what=what, where=where)

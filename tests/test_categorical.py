@@ -41,8 +41,8 @@ def test_ingest_messages_name_the_column_never_a_value(tmp_path):
                        "w": [1.0, 0.0, 2.0, 3.0]})
     src = tmp_path / "a.csv"
     df.to_csv(src, index=False)
-    with pytest.raises(SdcInputError, match="column 'town' has 1 missing values") as e:
-        ingest(src, str(tmp_path / "a.zarr"))
+    with pytest.raises(SdcInputError, match="column 'x' has 1 missing values") as e:
+        ingest(src, str(tmp_path / "a0.zarr"), columns=["town", "x"], na_values=["3.0"])
     assert "Secretville" not in str(e.value) and "Hush" not in str(e.value)
     with pytest.raises(SdcInputError, match="weight column 'w' has 1 values that are zero"):
         ingest(src, str(tmp_path / "b.zarr"), columns=["x", "w"], roles={"weight": ["w"]})

@@ -143,7 +143,7 @@ def test_frequency_metric_bad_input(rng):
 
 
 def test_numeric_only_metric_refuses_a_categorical_key():
-    md = _md(True)
+    md = _md(False)                     # w is a plain numeric column here, not the weight
     with pytest.raises(SdcInputError, match=r"GDBRL compares numeric values, and its key set "
                                             r"holds the categorical column\(s\) \['a'\]"):
         measure(md, md, ["GDBRL"], keysets=[["a", "w"]])

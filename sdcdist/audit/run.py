@@ -19,6 +19,7 @@ yet marked done.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import time
 from collections.abc import Callable
@@ -41,6 +42,8 @@ from .spec import AuditSpec, DatasetSpec, load_spec
 
 __all__ = ["run_audit", "load_dataset", "load_data", "AuditResult", "mask_cell", "measure_cell", "cell_task",
            "cell_spread", "run_cells", "TASK_CELL_LIMIT"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -70,7 +73,8 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
         md = load_microdata(reference_file(d.reference),
                             columns=list(d.columns) if d.columns else None,
                             categorical=list(d.categorical) if d.categorical else None,
-                            allow_constant=bool(d.roles.get("weight")))
+                            allow_constant=True,
+                            na_values=list(d.na_values) if d.na_values else None)
     else:
         path = d.path or ""
         if "://" not in path and not Path(path).is_absolute():
@@ -80,7 +84,8 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
                                 "relative to the spec file)")
         md = load_microdata(path, columns=list(d.columns) if d.columns else None,
                             categorical=list(d.categorical) if d.categorical else None,
-                            allow_constant=bool(d.roles.get("weight")))
+                            allow_constant=True,
+                            na_values=list(d.na_values) if d.na_values else None)
     if d.columns and d.synthetic is not None:
         idx = md.column_index(d.columns)
         md = Microdata(md.values[:, idx], tuple(d.columns), {}, md.sha256)
@@ -94,12 +99,6 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
         md.column_index(d.keys, what="key column")
     out = Microdata(md.values, md.columns, roles, md.sha256, md.categories)
     from ..data.io import check_typed
-    if d.roles.get("weight") and len(md.columns):
-        # the constant check was relaxed for the weight; apply it to the other columns
-        from ..data.validate import ValueChecker
-        ch = ValueChecker(md.columns, f"dataset {d.name!r}")
-        ch.update(md.values)
-        ch.finish(constant_ok=d.roles["weight"])
     check_typed(out, f"dataset {d.name!r}")
     return out
 
@@ -134,10 +133,35 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
 def resolve_keysets(spec: AuditSpec, md: Microdata,
                     dataset: DatasetSpec | None = None) -> list[tuple[str, ...]]:
     d = dataset if dataset is not None else spec.dataset
+    w = md.weight
+    if w is not None and w in (md.roles.get("key") or d.keys or ()):
+        raise SdcInputError(
+            f"the keys of dataset {d.name!r} hold its weight column {w!r}; the sampling "
+            "weight is never a linkage key (it is not masked, so it would link every record "
+            "to itself): leave it out of 'keys'")
     if spec.keysets == "prefixes":
-        return default_keysets(md.columns, md.roles.get("key") or d.keys)
+        # the sampling weight is never a linkage key (the key role cannot hold it); a
+        # constant numeric column cannot link (standardisation): both left out, with a note
+        from ..metrics._registry import constant_columns
+        const = constant_columns(md.values, range(len(md.columns)))
+        gone = [c for c, k in zip(md.columns, const) if k and c not in md.categories]
+        base = [c for c in (md.roles.get("key") or d.keys or md.columns)
+                if c != w and c not in gone]
+        if gone and any(c in gone for c in (md.roles.get("key") or d.keys or md.columns)):
+            log.warning("dataset %r: constant column(s) %s left out of the default key sets: "
+                        "linkage cannot use a column with one value", d.name, gone)
+        if not base:
+            raise SdcInputError(f"dataset {d.name!r} has no key column that can link (the "
+                                f"weight and constant columns {gone} cannot): name key sets "
+                                "or keys")
+        return default_keysets(base)
     for ks in spec.keysets:
         md.column_index(ks, what="key set column")
+        if w is not None and w in ks:
+            raise SdcInputError(
+                f"key set {list(ks)} of the spec holds the weight column {w!r} of dataset "
+                f"{d.name!r}; the sampling weight is never a linkage key (it is not masked, "
+                "so it would link every record to itself): leave it out of the key sets")
     return [tuple(k) for k in spec.keysets]
 
 

@@ -61,7 +61,8 @@ __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec",
 
 _TOP = {"name", "seed", "dataset", "datasets", "methods", "replicates", "metrics", "keysets", "options",
         "description"}
-_DATASET = {"name", "path", "synthetic", "reference", "columns", "keys", "roles", "categorical"}
+_DATASET = {"name", "path", "synthetic", "reference", "columns", "keys", "roles", "categorical",
+            "na_values"}
 _SOURCES = ("path", "synthetic", "reference")
 _METHOD = {"name", "params", "options"}
 
@@ -76,6 +77,8 @@ class DatasetSpec:
     keys: tuple[str, ...] | None = None
     roles: dict[str, list[str]] = field(default_factory=dict)
     categorical: tuple[str, ...] | None = None
+    #: cells that mean "missing" besides empty cells (CSV and Parquet files)
+    na_values: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -274,7 +277,18 @@ def _dataset(d: Any, what: str) -> DatasetSpec:
         keys=_str_list(f"{what}.keys", d["keys"]) if "keys" in d else None,
         roles={str(k): list(_str_list(f"{what}.roles.{k}", v)) for k, v in roles.items()},
         categorical=_str_list(f"{what}.categorical", d["categorical"])
-        if "categorical" in d else None)
+        if "categorical" in d else None,
+        na_values=_na_values(f"{what}.na_values", d["na_values"]) if "na_values" in d else None)
+
+
+def _na_values(what: str, v: Any) -> tuple[str, ...]:
+    """Missing-value markers: a list of texts (numbers are taken as written)."""
+    from ..data.parse import missing_markers
+    if not isinstance(v, (list, tuple)) or not all(
+            isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in v):
+        raise SdcInputError(f"{what} must be a list of missing-value markers, e.g. "
+                            f"[NA, '-99']. Got {v!r} instead.")
+    return tuple(sorted(missing_markers([str(x) for x in v])))
 
 
 def _check_cells(datasets: tuple[DatasetSpec, ...], methods: list[MethodSpec],
@@ -296,7 +310,8 @@ def _raw_dataset(d: DatasetSpec) -> dict[str, Any]:
         "columns": list(d.columns) if d.columns else None,
         "keys": list(d.keys) if d.keys else None,
         "roles": d.roles or None,
-        "categorical": list(d.categorical) if d.categorical else None}.items() if v is not None}
+        "categorical": list(d.categorical) if d.categorical else None,
+        "na_values": list(d.na_values) if d.na_values else None}.items() if v is not None}
 
 
 def read_spec_text(path: str | Path) -> str:

@@ -392,8 +392,22 @@ def parse_options(items: tuple[str, ...]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 # table outputs (report, query, calibrate)
 
+#: Help of ``--na-values`` (every command that reads CSV or Parquet files).
+NA_VALUES_HELP = ("Cells of CSV/Parquet inputs that mean 'missing' besides empty cells "
+                  "(comma-separated, e.g. NA,-99). By default only an empty cell is missing; "
+                  "labels are kept verbatim.")
+
+
+def na_values_option(f: Any) -> Any:
+    """``--na-values``: the missing-value markers of CSV/Parquet inputs."""
+    return click.option("--na-values", "na_values", default=None, metavar="A,B,...",
+                        help=NA_VALUES_HELP)(f)
+
+
 def typed_input_options(f: Any) -> Any:
-    """``--categorical`` and ``--weight``: how CSV/Parquet inputs are typed (measure, risk)."""
+    """``--categorical``, ``--weight`` and ``--na-values``: how CSV/Parquet inputs are typed
+    (measure, risk)."""
+    f = na_values_option(f)
     f = click.option("--weight", default=None, metavar="COLUMN",
                      help="Sampling-weight column for the frequency risk metrics (default: "
                           "the store's weight role).")(f)
@@ -457,12 +471,16 @@ def write_tables(table: Any, paths: dict[str, str], title: str) -> None:
 
 
 def check_same_types(cat_a: list[str], cat_b: list[str], cols_b: Any, original: str,
-                     masked: str) -> None:
-    """Refuse a column that is categorical in one file and numeric in the other (names only)."""
+                     masked: str, cols_a: Any = None) -> None:
+    """Refuse a column that is categorical in one file and numeric in the other (names only).
+
+    Only columns both files hold are compared (``cols_a``: the original's columns; a
+    column one file lacks is no type clash).
+    """
     from pathlib import Path
-    shared = set(cols_b)
+    shared = set(cols_b) if cols_a is None else set(cols_b) & set(cols_a)
     only_a = [c for c in cat_a if c in shared and c not in cat_b]
-    only_b = [c for c in cat_b if c not in cat_a]
+    only_b = [c for c in cat_b if c in shared and c not in cat_a]
     for cols, a, b in ((only_a, original, masked), (only_b, masked, original)):
         if cols:
             raise SdcInputError(

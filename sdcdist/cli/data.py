@@ -9,7 +9,7 @@ import click
 
 from ..errors import SdcInputError
 from ..limits import MAX_CHUNK_ROWS, MAX_ROWS
-from ._common import main, split_list
+from ._common import main, na_values_option, split_list
 from ._paths import PathOrURL, check_output
 
 __all__ = ["ingest", "synth", "mask"]
@@ -33,16 +33,20 @@ __all__ = ["ingest", "synth", "mask"]
 @click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=65_536, show_default=True,
               help="Records per Zarr chunk.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@na_values_option
 def ingest(source: str, store: str, columns: str | None, keys: str | None,
            confidential: str | None, categorical: str | None, weight: str | None,
-           chunk_rows: int, overwrite: bool) -> None:
+           chunk_rows: int, overwrite: bool, na_values: str | None) -> None:
     """Validate a CSV or Parquet file and store it as Zarr.
 
     Text columns and those named by --categorical are stored as categorical
-    (integer codes plus their labels); the others are numeric. Missing or
-    infinite values, constant columns, fewer than 3 records, duplicate names
-    and a weight that is not positive are refused with a message saying which
-    column and how to fix it. The source is never modified, an existing store
+    (integer codes plus their labels, kept verbatim); the others are numeric.
+    Only an empty cell is missing (and the markers named by --na-values);
+    missing values are allowed in categorical columns only. Missing or
+    infinite numbers, a numeric column with a few non-numbers (a typo),
+    fewer than 3 records, duplicate names and a weight that is not positive
+    are refused with a message saying which column (and records) and how to
+    fix it. Constant columns are kept. The source is never modified, an existing store
     is never replaced without --overwrite, and a failed ingest leaves nothing.
     """
     check_output(store, what="STORE", kind="store", overwrite=overwrite)
@@ -56,7 +60,8 @@ def ingest(source: str, store: str, columns: str | None, keys: str | None,
         roles["weight"] = [weight]
     do_ingest(source, store, chunk_rows=chunk_rows, overwrite=overwrite, roles=roles,
               columns=split_list(columns) if columns else None,
-              categorical=split_list(categorical) if categorical else None)
+              categorical=split_list(categorical) if categorical else None,
+              na_values=na_values)
     da = open_microdata(store)
     cats = da.attrs.get("categories") or {}
     typed = f", {len(cats)} categorical ({', '.join(cats)})" if cats else ""
@@ -123,9 +128,10 @@ _ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
 @click.option("--categorical", default=None, metavar="A,B,...",
               help="Integer-coded columns of a CSV/Parquet input to read as categorical.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+@na_values_option
 def mask(data: str, method: str, param: float | None, seed: int, out: str, keys: str | None,
          confidential: str | None, option_items: tuple[str, ...], categorical: str | None,
-         overwrite: bool) -> None:
+         overwrite: bool, na_values: str | None) -> None:
     """Mask DATA (a Zarr store, CSV or Parquet file) with one method and write the result.
 
     \b
@@ -153,7 +159,7 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
         param = int(param)
     from ..data import is_store
     md = load_microdata(data, categorical=split_list(categorical)
-                        if categorical and not is_store(data) else None)
+                        if categorical and not is_store(data) else None, na_values=na_values)
     given: dict[str, Any] = {}
     if option_items:
         from ..yamlsafe import parse_option_value

@@ -8,7 +8,8 @@ import click
 
 from ..errors import SdcInputError
 from ..limits import MAX_DENSE, MAX_TOP_C
-from ._common import ClusterOptions, cluster, cluster_options, main, split_list
+from ._common import (ClusterOptions, cluster, cluster_options, main, na_values_option,
+                      split_list)
 from ._paths import PathOrURL, check_output
 
 __all__ = ["link"]
@@ -76,12 +77,13 @@ def _blocking(text: str | None) -> tuple[str, int] | None:
 @click.option("-o", "--out", required=True, type=PathOrURL("output"),
               help="Parquet file for the linked pairs.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+@na_values_option
 @cluster_options(local=True)
 def link(original: str, masked: str, keys: str, method: str, id_column: str | None,
          compare: str, t_text: str, weights: str, categorical: str | None, top_c: int,
          dense_limit: int,
          block_on: str | None, em_max_iter: int | None, counting: str, out: str,
-         overwrite: bool,
+         overwrite: bool, na_values: str | None,
          where: ClusterOptions) -> None:
     """Link each record of MASKED to at most one record of ORIGINAL and write the pairs.
 
@@ -98,15 +100,21 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
                             f".parquet (got {out!r})")
     check_output(out, what="--out", overwrite=overwrite)
     t, blocking = _tolerances(t_text), _blocking(block_on)
-    A = load_microdata(original)
-    B = load_microdata(masked)
+    A = load_microdata(original, na_values=na_values)
+    B = load_microdata(masked, na_values=na_values)
+    from ..data import align_categories
+    A, B = align_categories(A, B)
+    # text keys (categorical in the files) are compared by equality too
+    cats = list(dict.fromkeys((split_list(categorical) if categorical else [])
+                              + [k for k in split_list(keys)
+                                 if k in A.categories or k in B.categories]))
     from ._common import IN_PROCESS_PAIRS, choose_where
     na, nb = A.shape[0], B.shape[0]
     where = choose_where(where, f"{na} x {nb} record pairs are few"
                          if na * nb <= IN_PROCESS_PAIRS else None)
     with cluster(where, quiet=True) as client:
         res = link_files(A, B, split_list(keys), id_column=id_column,
-                         categorical=split_list(categorical) if categorical else (),
+                         categorical=cats,
                          method=compare, t=t, top_c=top_c, dense_limit=dense_limit,
                          blocking=blocking,
                          em_options={"max_iter": em_max_iter} if em_max_iter else None,

@@ -15,10 +15,11 @@ from ._common import (ClusterOptions, cluster, cluster_options, main, split_list
 __all__ = ["measure_cmd"]
 
 
-def _open_input(path: str, what: str, categorical: list[str] | None = None
-                ) -> tuple[Any, tuple[str, ...], list[str], str | None]:
+def _open_input(path: str, what: str, categorical: list[str] | None = None,
+                na_values: str | None = None
+                ) -> tuple[Any, tuple[str, ...], list[str], str | None, dict]:
     """A Zarr store as a lazily read array (tasks read their own rows), else loaded; with
-    its column names, categorical columns and weight column."""
+    its column names, categorical columns, weight column and category labels."""
     from pathlib import Path
 
     from ..data import StoredArray, is_store, load_microdata, open_microdata
@@ -26,13 +27,27 @@ def _open_input(path: str, what: str, categorical: list[str] | None = None
         attrs = open_microdata(path).attrs
         cols = tuple(str(c) for c in attrs["columns"])
         w = (attrs.get("roles") or {}).get("weight") or [None]
-        return (StoredArray(path), cols, [c for c in cols if c in (attrs.get("categories")
-                                                                   or {})], w[0])
+        labels = dict(attrs.get("categories") or {})
+        return (StoredArray(path), cols, [c for c in cols if c in labels], w[0], labels)
     if not Path(path).exists():
         raise SdcInputError(f"the {what} file {path!r} does not exist; give a CSV, Parquet "
                             f"file or an sdcdist Zarr store")
-    md = load_microdata(path, allow_constant=True, categorical=categorical)
-    return md.values, md.columns, md.categorical, md.weight
+    md = load_microdata(path, allow_constant=True, categorical=categorical,
+                        na_values=na_values)
+    return md.values, md.columns, md.categorical, md.weight, dict(md.categories)
+
+
+def _aligned(A: Any, B: Any, cols_a: tuple[str, ...], cols_b: tuple[str, ...],
+             labels_a: dict, labels_b: dict) -> tuple[Any, Any]:
+    """The two inputs with the same codes for the same labels (see
+    :func:`sdcdist.data.align_categories`); stores whose labels already agree stay lazy."""
+    if all(labels_a[c] == labels_b[c] for c in labels_a if c in labels_b):
+        return A, B
+    from ..data import Microdata, StoredArray, align_categories
+    a = Microdata(A[:, :] if isinstance(A, StoredArray) else A, cols_a, {}, None, labels_a)
+    b = Microdata(B[:, :] if isinstance(B, StoredArray) else B, cols_b, {}, None, labels_b)
+    a, b = align_categories(a, b)
+    return a.values, b.values
 
 
 @main.command("measure")
@@ -57,6 +72,7 @@ def _open_input(path: str, what: str, categorical: list[str] | None = None
 def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                 keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
                 categorical: str | None, keys: str | None, weight: str | None,
+                na_values: str | None,
                 where: ClusterOptions) -> None:
     """Measure information loss, utility (and risk) of MASKED against ORIGINAL.
 
@@ -76,14 +92,15 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     for n in names:
         get_metric(n)
     cats = split_list(categorical) if categorical else None
-    A, cols_a, cat_a, w_a = _open_input(original, "original", cats)
-    B, cols_b, cat_b, w_b = _open_input(masked, "masked", cats)
+    A, cols_a, cat_a, w_a, labels_a = _open_input(original, "original", cats, na_values)
+    B, cols_b, cat_b, w_b, labels_b = _open_input(masked, "masked", cats, na_values)
     # default: every loss and utility metric (those of categorical columns when there are any)
     names = names or \
         [n for n, m in REGISTRY.items() if m.kind in ("loss", "utility")
          and not (m.categorical and not (cat_a or cat_b))]
     from ._common import check_same_types
-    check_same_types(cat_a, cat_b, cols_b, original, masked)
+    check_same_types(cat_a, cat_b, cols_b, original, masked, cols_a)
+    A, B = _aligned(A, B, cols_a, cols_b, labels_a, labels_b)
     if cols_a != cols_b:
         raise SdcInputError(f"the masked file's columns {list(cols_b)} differ from the original "
                             f"file's {list(cols_a)}; both files need the same columns in the "

@@ -15,11 +15,12 @@ __all__ = ["risk"]
 
 
 def _load_with_id(path: str, id_column: str | None, what: str,
-                  categorical: list[str] | None = None) -> tuple[Any, Any]:
+                  categorical: list[str] | None = None,
+                  na_values: str | None = None) -> tuple[Any, Any]:
     """The file without its identifier column, and that column (None without ``id_column``)."""
     from ..data import is_store, load_microdata
     cats = categorical if categorical and not is_store(path) else None
-    md = load_microdata(path, allow_constant=True, categorical=cats)
+    md = load_microdata(path, allow_constant=True, categorical=cats, na_values=na_values)
     if id_column is None:
         return md, None
     from ..errors import column_positions
@@ -60,7 +61,7 @@ def _same_file(a: str, b: str) -> bool:
 @cluster_options(local=True)
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
-         seed: int, categorical: str | None, weight: str | None,
+         seed: int, categorical: str | None, weight: str | None, na_values: str | None,
          where: ClusterOptions) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
@@ -81,13 +82,15 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
             raise SdcInputError(f"{n!r} is a {get_metric(n).kind} metric; `sdcdist risk` "
                                 f"computes risk metrics: {risky}")
     cats = split_list(categorical) if categorical else None
-    a, id_a = _load_with_id(original, id_column, "original", cats)
+    a, id_a = _load_with_id(original, id_column, "original", cats, na_values)
     if _same_file(original, masked):        # one file assessed on its own: read it once
         b, id_b = a, id_a
     else:
-        b, id_b = _load_with_id(masked, id_column, "masked", cats)
+        b, id_b = _load_with_id(masked, id_column, "masked", cats, na_values)
     from ._common import check_same_types
-    check_same_types(a.categorical, b.categorical, b.columns, original, masked)
+    check_same_types(a.categorical, b.categorical, b.columns, original, masked, a.columns)
+    from ..data import align_categories
+    a, b = align_categories(a, b)
     categ = list(dict.fromkeys(a.categorical + b.categorical))
     if not metric_names and not categ:
         # the frequency metrics count categorical keys: none here
@@ -128,11 +131,17 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         matched += "; the others count as not re-identified)" if c["unmatched"] else ")"
     click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
                f"truth: {'column ' + repr(id_column) if id_column else 'row order'}{matched}")
+    gone = sorted({c for n in names for c in (res[n].info.get("constant_keys_left_out") or ())})
+    if gone:
+        click.echo(f"constant column(s) {gone} left out of the default key sets (linkage "
+                   "cannot use a column with one value)", err=True)
     for n in names:
         r = res[n]
         extra = " (approximate: sparse candidates)" if r.flag else ""
         click.echo(f"{n:8s} {r.value:12.6g}{extra}")
         if r.per_keyset and len(r.per_keyset) > 1:
-            labels = ks or default_keysets([c for c in a.columns if c in b.columns])
+            gone = set(r.info.get("constant_keys_left_out") or ())
+            labels = ks or default_keysets([c for c in a.columns if c in b.columns
+                                            and c != weight and c not in gone])
             for v, k in zip(r.per_keyset, labels):
                 click.echo(f"  {','.join(k):30s} {v:12.6g}")

@@ -1,10 +1,10 @@
 """Microdata I/O, validation, reference files and the synthetic generator."""
 
-from .io import (DEFAULT_CHUNK_ROWS, Microdata, StoredArray, from_array, ingest, is_store,
-                 load_microdata, open_microdata, write_microdata)
+from .io import (DEFAULT_CHUNK_ROWS, Microdata, StoredArray, align_categories, from_array,
+                 ingest, is_store, load_microdata, open_microdata, write_microdata)
 from .refdata import reference_file
 from . import synth
 
-__all__ = ["Microdata", "StoredArray", "ingest", "open_microdata", "load_microdata",
+__all__ = ["Microdata", "StoredArray", "align_categories", "ingest", "open_microdata", "load_microdata",
            "write_microdata", "from_array", "is_store", "reference_file", "synth",
            "DEFAULT_CHUNK_ROWS"]

@@ -34,7 +34,7 @@ from .. import integrity
 from ..errors import SdcInputError, column_positions, param_error
 from .validate import ValueChecker, check_column_names, check_values
 
-__all__ = ["Microdata", "ingest", "open_microdata", "load_microdata", "write_microdata",
+__all__ = ["Microdata", "align_categories", "ingest", "open_microdata", "load_microdata", "write_microdata",
            "from_array", "StoredArray", "is_store", "DEFAULT_CHUNK_ROWS"]
 
 DEFAULT_CHUNK_ROWS = 65_536
@@ -91,6 +91,47 @@ class Microdata:
     def column_index(self, names: Sequence[str], *, what: str = "column") -> list[int]:
         """Positions of ``names``; unknown names raise and list the valid ones."""
         return column_positions(names, self.columns, what=what)
+
+
+def align_categories(reference: Microdata, other: Microdata) -> tuple[Microdata, Microdata]:
+    """Both files with the same codes for the same labels in their shared categorical columns.
+
+    Each file read on its own codes its labels 0..L-1 in its own label order, so a
+    released file that lacks a category (suppressed, PRAMed away) or holds new ones
+    (another tool's release) would code the same label differently. The shared
+    columns get one label list: ``reference``'s labels in its order, then the labels
+    only ``other`` has (in label order); ``reference``'s codes never change, and
+    ``other``'s are recoded (a monotone map when its labels are a subset, so content
+    order is kept). Columns that are categorical in one file only are left alone.
+    """
+    from .types import label_order
+    shared = [c for c in reference.categories if c in other.categories]
+    if not shared:
+        return reference, other
+    ref_cats = dict(reference.categories)
+    oth_cats = dict(other.categories)
+    ref_vals = reference.values
+    oth_vals = other.values
+    for c in shared:
+        a, b = list(ref_cats[c]), list(oth_cats[c])
+        if a == b:
+            continue
+        known = set(a)
+        union = a + label_order(x for x in b if x not in known)
+        pos = {lab: i for i, lab in enumerate(union)}
+        if union != a:
+            ref_cats[c] = union                   # codes unchanged, labels appended
+        lookup = np.array([pos[lab] for lab in b] + [np.nan], dtype=np.float64)
+        j = other.columns.index(c)
+        if oth_vals is other.values:
+            oth_vals = oth_vals.copy()
+        col = oth_vals[:, j]
+        codes = np.where(np.isnan(col), len(b), col).astype(np.int64)
+        oth_vals[:, j] = lookup[codes]
+        oth_cats[c] = union
+    ref = Microdata(ref_vals, reference.columns, reference.roles, reference.sha256, ref_cats)
+    oth = Microdata(oth_vals, other.columns, other.roles, other.sha256, oth_cats)
+    return ref, oth
 
 
 def values_fingerprint(values: np.ndarray) -> str:
@@ -349,8 +390,13 @@ def _select(header: Sequence[str], columns: Sequence[str] | None, name: str) -> 
 
 def _source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
                    ) -> tuple[list[str], Any]:
-    """The selected column names and ``frames(usecols, text)``, a factory of iterators of
-    pandas DataFrames of columns ``usecols`` (columns in ``text`` read as text)."""
+    """The selected column names and ``frames(usecols)``, a factory of iterators of
+    pandas DataFrames of columns ``usecols``.
+
+    A CSV file's columns come as text exactly as the file spells them (no stripping,
+    no missing-value guessing: :mod:`sdcdist.data.parse` decides); a Parquet file's
+    columns keep their types.
+    """
     import pandas as pd
 
     kind = _source_kind(source)
@@ -366,16 +412,15 @@ def _source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
         names = _select(header, columns, source.name)
         checked = [False]
 
-        def frames(usecols: Sequence[str], text: Sequence[str] = ()) -> Iterator[Any]:
+        def frames(usecols: Sequence[str]) -> Iterator[Any]:
             if not checked[0]:
                 _check_field_counts(source, sep, len(header))
                 checked[0] = True
             usecols = list(usecols)
             try:
+                # every cell as text, verbatim: the parsing rules are sdcdist's own
                 reader = pd.read_csv(source, sep=sep, usecols=usecols, chunksize=chunk_rows,
-                                     skipinitialspace=True, low_memory=False,
-                                     float_precision="round_trip",
-                                     dtype={c: str for c in text} or None)
+                                     dtype=str, na_filter=False, low_memory=False)
                 for df in reader:
                     yield df[usecols]
             except (EOFError, OSError, zlib.error) as exc:
@@ -397,7 +442,7 @@ def _source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
     check_column_names(header, repr(source.name))
     names = _select(header, columns, source.name)
 
-    def pframes(usecols: Sequence[str], text: Sequence[str] = ()) -> Iterator[Any]:
+    def pframes(usecols: Sequence[str]) -> Iterator[Any]:
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(usecols)):
             yield batch.to_pandas()[list(usecols)]
     return names, pframes
@@ -408,58 +453,125 @@ def _is_numeric(series: Any) -> bool:
     return bool(pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series))
 
 
-def _read_typed(source: Path, columns: Sequence[str] | None, chunk_rows: int,
-                categorical: Sequence[str] | None, start: Any, write: Any
-                ) -> tuple[list[str], dict[str, list[str]]]:
-    """Read ``source`` into float64 blocks, categorical columns as codes.
-
-    ``start()`` is called before the blocks of a pass, ``write(block)`` with each
-    block. A file with no categorical column (none declared, no text column) is
-    read once; otherwise a first pass finds the text columns, a second collects the
-    categories of the categorical columns, a third writes the codes. Returns the
-    column names and ``{column: labels}``.
-    """
-    from .types import LabelCollector
-
-    names, frames = _source_frames(source, columns, chunk_rows)
-    declared = list(dict.fromkeys(categorical or []))
-    column_positions(declared, names, what="categorical column", where=repr(source.name))
-    text: list[str] = []
-    start()
-    for df in frames(names, declared):
-        text += [c for c in names if c not in declared and c not in text
-                 and not _is_numeric(df[c])]
-        if not text and not declared:
-            write(_numeric_block(df, names))
-    cats = [c for c in names if c in declared or c in text]
-    if not cats:
-        return names, {}
-    collector = LabelCollector(cats, repr(source.name))
-    for df in frames(cats, cats):
-        collector.update(df)
-    labels = collector.finish()
-    start()
-    for df in frames(names, cats):
-        write(_typed_block(df, names, labels))
-    return names, labels
-
-
-def _typed_block(df: Any, names: Sequence[str], labels: Mapping[str, Sequence[str]]
-                 ) -> np.ndarray:
-    from .types import encode_column
-    out = np.empty((len(df), len(names)))
-    for j, c in enumerate(names):
-        if c in labels:
-            out[:, j] = encode_column(df[c], labels[c])
-        else:
-            out[:, j] = df[c].to_numpy(dtype=np.float64, na_value=np.nan)
+def _numeric_markers(markers: frozenset[str]) -> list[float]:
+    """The markers that read as numbers (they mark missing values of a typed number column)."""
+    out = []
+    for m in markers:
+        try:
+            out.append(float(m))
+        except ValueError:
+            pass
     return out
 
 
-def _numeric_block(df: Any, names: Sequence[str]) -> np.ndarray:
-    if len(df) == 0:
-        return np.empty((0, df.shape[1]))
-    return df[list(names)].to_numpy(dtype=np.float64, na_value=np.nan)
+def _column_cells(series: Any, markers: frozenset[str], numeric_markers: Sequence[float]
+                  ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+    """One chunk of one column as ``(text, values, missing)``: a typed number column gives
+    its values (text None), any other its cells as text (values None)."""
+    from .parse import missing_mask
+    if _is_numeric(series):
+        v = np.array(series.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+        miss = np.isnan(v)
+        if numeric_markers:
+            miss |= np.isin(v, numeric_markers)
+            v[miss] = np.nan
+        return None, v, miss
+    text = np.asarray(series.to_numpy(dtype=object), dtype=object)
+    return text, None, missing_mask(text, markers)
+
+
+def _column_labels(series: Any, text: np.ndarray | None, miss: np.ndarray) -> np.ndarray:
+    """The labels of one chunk of a categorical column (None where missing): text
+    verbatim; a typed number column's values as text (whole numbers without ``.0``)."""
+    from .parse import labels_text
+    from .types import _as_text
+    if text is not None:
+        return labels_text(text, miss)
+    out = _as_text(series)
+    out[miss] = None
+    return out
+
+
+def _read_typed(source: Path, columns: Sequence[str] | None, chunk_rows: int,
+                categorical: Sequence[str] | None, start: Any, write: Any,
+                na_values: Any = None) -> tuple[list[str], dict[str, list[str]]]:
+    """Read ``source`` into float64 blocks, categorical columns as codes.
+
+    ``start()`` is called before the blocks of a pass, ``write(block)`` with each
+    block. The parsing rules (missing cells, numbers, verbatim labels, which
+    columns are numeric) are those of :mod:`sdcdist.data.parse`; ``na_values``
+    names extra missing-value markers. A file with no categorical column (none
+    declared, no text column) is read once; otherwise a first pass finds the text
+    columns, a second collects the categories of the categorical columns, a third
+    writes the codes. Returns the column names and ``{column: labels}``.
+
+    Raises
+    ------
+    SdcInputError
+        A CSV column that looks numeric but has a few non-numbers (not declared
+        categorical), among others.
+    """
+    import pandas as pd
+
+    from .parse import CATEGORICAL, TypeScan, missing_markers, parse_numbers
+    from .types import LabelCollector, encode_column
+
+    names, frames = _source_frames(source, columns, chunk_rows)
+    markers = missing_markers(na_values)
+    nmark = _numeric_markers(markers)
+    declared = list(dict.fromkeys(categorical or []))
+    column_positions(declared, names, what="categorical column", where=repr(source.name))
+    scan = TypeScan([c for c in names if c not in declared], repr(source.name))
+    typed_text: list[str] = []          # text columns of a typed (Parquet) file
+    offset = 0
+    start()
+    for df in frames(names):
+        block = np.empty((len(df), len(names)))
+        for j, c in enumerate(names):
+            if c in declared:
+                continue
+            text, v, miss = _column_cells(df[c], markers, nmark)
+            if text is None:
+                bad = np.zeros(miss.shape, dtype=bool)
+            elif _source_kind(source) == "csv":
+                v, bad = parse_numbers(text, miss)
+            else:
+                if c not in typed_text:
+                    typed_text.append(c)
+                continue
+            scan.update(c, miss, bad, offset)
+            block[:, j] = v
+        offset += len(df)
+        if not declared and not typed_text and not scan.text_so_far():
+            # column-major, as pandas' to_numpy gave it: some metrics' float sums depend
+            # on the layout, and the cubes of CSV inputs must stay bit for bit
+            write(np.asfortranarray(block))
+    kinds = scan.kinds()
+    cats = [c for c in names if c in declared or c in typed_text
+            or kinds.get(c) == CATEGORICAL]
+    if not cats:
+        return names, {}
+    collector = LabelCollector(cats, repr(source.name))
+    for df in frames(cats):
+        labels_chunk = {}
+        for c in cats:
+            text, _, miss = _column_cells(df[c], markers, nmark)
+            labels_chunk[c] = _column_labels(df[c], text, miss)
+        collector.update(pd.DataFrame(labels_chunk, dtype=object))
+    labels = collector.finish()
+    start()
+    for df in frames(names):
+        out = np.empty((len(df), len(names)))
+        for j, c in enumerate(names):
+            text, v, miss = _column_cells(df[c], markers, nmark)
+            if c in labels:
+                out[:, j] = encode_column(_column_labels(df[c], text, miss), labels[c])
+            elif text is not None:
+                out[:, j] = parse_numbers(text, miss)[0]
+            else:
+                out[:, j] = v
+        write(out)
+    return names, labels
 
 
 # ---------------------------------------------------------------------------
@@ -662,7 +774,8 @@ class _Staging:
 def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
            chunk_rows: int = DEFAULT_CHUNK_ROWS, columns: Sequence[str] | None = None,
            roles: Mapping[str, Sequence[str]] | None = None, overwrite: bool = False,
-           allow_constant: bool = False, categorical: Sequence[str] | None = None) -> str:
+           allow_constant: bool = True, categorical: Sequence[str] | None = None,
+           na_values: Sequence[str] | str | None = None) -> str:
     """Read a CSV or Parquet file into a validated Zarr store.
 
     Parameters
@@ -679,10 +792,18 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
         ``{"key": [...], "confidential": [...], "weight": [...]}`` column names.
     overwrite : bool
         Replace an existing store (only once the new one is complete).
+    allow_constant : bool
+        Accept constant columns (a survey year); default True. Metrics that
+        cannot use a constant column leave it out of their default key sets
+        and say so; ``False`` refuses them here.
     categorical : list of str, optional
         Numeric (integer-coded) columns to store as categorical. Text columns
         are categorical anyway. Categorical columns are stored as codes with
-        their labels in the ``categories`` attribute.
+        their labels (verbatim) in the ``categories`` attribute; a missing
+        categorical value (an empty cell) is stored as NaN.
+    na_values : list of str or comma-separated str, optional
+        Cells (after trimming spaces) that mean "missing" besides empty cells,
+        e.g. ``["NA", "-99"]``. By default only an empty cell is missing.
 
     Returns
     -------
@@ -692,8 +813,9 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
     Raises
     ------
     SdcInputError
-        Unreadable or empty file, missing or infinite values, constant columns,
-        fewer than 3 records, duplicate names, a text column with too many
+        Unreadable or empty file, missing values in a numeric column, infinite
+        values, a CSV column that is mostly numbers with a few non-numbers
+        (a typo; declare it categorical if it is one), fewer than 3 records, duplicate names, a text column with too many
         categories, a weight column that is categorical or not positive, an
         existing store without ``overwrite``. Nothing is left behind.
     """
@@ -723,7 +845,8 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
         names = _source_names(source, columns, chunk_rows)
         state["names"] = names
         _check_source_roles(names, roles, categorical, source.name)
-        names, labels = _read_typed(source, columns, chunk_rows, categorical, start, write)
+        names, labels = _read_typed(source, columns, chunk_rows, categorical, start, write,
+                                    na_values)
         _finish_checks(state["checker"], names, roles, labels, allow_constant)
         if roles.get("weight"):
             from .types import check_weights
@@ -755,8 +878,9 @@ def _finish_checks(checker: ValueChecker, names: Sequence[str],
     """Missing, infinite and constant values (a constant weight is allowed), and a
     weight column that turned out categorical."""
     from .types import check_roles
-    checker.finish(allow_constant=allow_constant, constant_ok=roles.get("weight") or ())
     check_roles(names, roles, labels, source=checker.source)
+    checker.finish(allow_constant=allow_constant, constant_ok=roles.get("weight") or (),
+                   missing_ok=list(labels))
 
 
 def write_microdata(md: Microdata, store: str | os.PathLike, *,
@@ -899,12 +1023,17 @@ def _check_fingerprint(group: Any, values: np.ndarray, store: str) -> None:
 
 def load_microdata(source: str | os.PathLike | Microdata, *,
                    columns: Sequence[str] | None = None,
-                   allow_constant: bool = False,
-                   categorical: Sequence[str] | None = None) -> Microdata:
+                   allow_constant: bool = True,
+                   categorical: Sequence[str] | None = None,
+                   na_values: Sequence[str] | str | None = None) -> Microdata:
     """Load a store, a CSV or a Parquet file fully into memory, validated.
 
     ``categorical``: numeric columns of a CSV or Parquet file to read as
     categorical (text columns are categorical anyway); a store records its own.
+    ``na_values``: cells that mean "missing" besides empty ones (CSV and Parquet
+    text); see :mod:`sdcdist.data.parse` for the rules. Missing values are
+    allowed in categorical columns only. Constant columns are accepted unless
+    ``allow_constant`` is False.
     """
     if isinstance(source, Microdata):
         return source
@@ -939,7 +1068,8 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
         state["checker"].update(block)
         state["parts"].append(block)
 
-    names, labels = _read_typed(path, columns, DEFAULT_CHUNK_ROWS, categorical, start, write)
+    names, labels = _read_typed(path, columns, DEFAULT_CHUNK_ROWS, categorical, start, write,
+                                na_values)
     _finish_checks(state["checker"], names, {}, labels, allow_constant)
     # C order whatever the reader gives, as a store's values are read (same data, same layout)
     values = (np.ascontiguousarray(np.concatenate(state["parts"])) if state["parts"]

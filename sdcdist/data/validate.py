@@ -97,17 +97,23 @@ class ValueChecker:
                                                      initial=-np.inf))
         self.n += block.shape[0]
 
-    def finish(self, *, allow_constant: bool = False, constant_ok: Sequence[str] = ()) -> None:
-        """Raise :class:`SdcInputError` for the first problem found."""
+    def finish(self, *, allow_constant: bool = False, constant_ok: Sequence[str] = (),
+               missing_ok: Sequence[str] = ()) -> None:
+        """Raise :class:`SdcInputError` for the first problem found.
+
+        ``missing_ok``: columns that may hold missing values (categorical columns,
+        where a missing value is a wildcard or a suppressed value).
+        """
         if self.n == 0:
             raise SdcInputError(f"{self.source} has no records; sdcdist needs at least "
                                 f"{MIN_RECORDS} records")
         for j, name in enumerate(self.names):
-            if self.nan[j]:
+            if self.nan[j] and name not in missing_ok:
                 raise SdcInputError(
                     f"column {name!r} has {self.nan[j]} missing values (records "
                     f"{_rows_text(self.nan_rows[j], self.nan[j])}); sdcdist needs complete "
-                    "numeric data: impute or drop them first")
+                    "numeric data: impute or drop them first (a categorical column may have "
+                    "missing values: declare an integer-coded one with --categorical)")
             if self.inf[j]:
                 raise SdcInputError(
                     f"column {name!r} has {self.inf[j]} infinite values (records "

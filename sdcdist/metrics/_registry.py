@@ -12,6 +12,7 @@ they combine with :meth:`MeasureContext.value`.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -102,6 +103,24 @@ class MetricResult:
 
 
 REGISTRY: dict[str, Metric] = {}
+
+log = logging.getLogger(__name__)
+
+#: Metrics that divide by each original column's standard deviation (or z-score the
+#: columns): they are computed without the columns that are constant in the original file
+#: (a survey year), which are left out with a note (``info["constant_columns_left_out"]``
+#: and a log line).
+SCALED = frozenset({"IL1s", "IL1s_sum", "R_MSE", "R_MAE", "R_MV", "PS", "PS2", "EMD", "EMD1"})
+
+
+def constant_columns(X: Any, cols: Sequence[int]) -> list[bool]:
+    """Task: whether each of ``cols`` holds one value in every record (NaN ignored)."""
+    out = []
+    for j in cols:
+        x = np.asarray(X[:, j], dtype=np.float64)
+        x = x[~np.isnan(x)]
+        out.append(bool(x.size == 0 or x.min() == x.max()))
+    return out
 
 #: Defaults of the options metrics read, from their one declaration in :mod:`sdcdist.options`.
 DEFAULT_OPTIONS: dict[str, Any] = _options.defaults("metric")
@@ -213,6 +232,9 @@ class MeasureContext:
         self._cache: dict[Any, Any] = {}
         self.results: dict[str, MetricResult] = {}
         self._numeric: MeasureContext | None = None
+        self._scaled: MeasureContext | None = None
+        #: columns this context left out because they are constant in the original file
+        self.constant_left_out: tuple[str, ...] = ()
 
     def numeric_context(self) -> "MeasureContext":
         """This context restricted to the numeric columns (without the categorical columns
@@ -236,6 +258,42 @@ class MeasureContext:
                 masked_columns=[self.masked_columns[j] for j in keep_b])
             self._numeric = ctx
         return self._numeric
+
+    def scaled_context(self) -> "MeasureContext":
+        """This context without the columns that are constant in the original file: where
+        the metrics that divide by a column's sd (:data:`SCALED`) are computed. Itself when
+        no column is constant."""
+        if self._scaled is None:
+            const = self.runner.call(constant_columns, self.original,
+                                     list(range(len(self.columns))))
+            drop = {c for c, k in zip(self.columns, const) if k} - set(self.categorical)
+            if not drop:
+                self._scaled = self
+                return self
+            keep_a = [j for j, c in enumerate(self.columns) if c not in drop]
+            keep_b = [j for j, c in enumerate(self.masked_columns) if c not in drop]
+            left = tuple(c for c in self.columns if c in drop)
+            if not keep_a or not keep_b:
+                raise SdcInputError(f"every numeric column is constant ({list(left)}); the "
+                                    "losses and utilities that divide by a column's standard "
+                                    "deviation need one that is not")
+            log.warning("constant column(s) %s left out of the metrics that divide by a "
+                        "column's standard deviation", list(left))
+            from .risk import _take_columns
+            ctx = MeasureContext(
+                self.runner, self.runner.task(_take_columns, self.original, keep_a),
+                self.runner.task(_take_columns, self.masked, keep_b),
+                shape_original=(self.shape_original[0], len(keep_a)),
+                shape_masked=(self.shape_masked[0], len(keep_b)),
+                columns=[self.columns[j] for j in keep_a],
+                keysets=[k for k in self.keysets if not set(k) & drop] or None,
+                seed=self.seed, options=self.options, truth=self.truth,
+                masked_columns=[self.masked_columns[j] for j in keep_b],
+                categorical=self.categorical, weight=self.weight)
+            ctx._scaled = ctx
+            ctx.constant_left_out = left
+            self._scaled = ctx
+        return self._scaled
 
     def check_numeric_keys(self, name: str, keys: Sequence[str]) -> None:
         """Refuse categorical columns among the keys of a numeric-only metric."""
@@ -285,6 +343,12 @@ class MeasureContext:
         if (self.categorical or self.weight) and not metric.categorical \
                 and not metric.keysets and metric.kind in ("loss", "utility"):
             res = self.numeric_context().measure(name)
+            self.results[name] = res
+            return res
+        if name in SCALED and self.scaled_context() is not self:
+            sc = self.scaled_context()
+            res = sc.measure(name)
+            res.info["constant_columns_left_out"] = list(sc.constant_left_out)
             self.results[name] = res
             return res
         if metric.keysets and not metric.categorical:

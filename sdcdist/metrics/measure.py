@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,6 +14,18 @@ from ._registry import MeasureContext, MetricResult, get_metric
 from .keysets import default_keysets
 
 __all__ = ["measure", "expand_requirements"]
+
+log = logging.getLogger(__name__)
+
+
+def _constant(X: Any, cols: Sequence[int]) -> list[bool]:
+    """Task: whether each of ``cols`` holds one value in every record (NaN ignored)."""
+    out = []
+    for j in cols:
+        x = np.asarray(X[:, j], dtype=np.float64)
+        x = x[~np.isnan(x)]
+        out.append(bool(x.size == 0 or x.min() == x.max()))
+    return out
 
 
 def expand_requirements(names: Sequence[str]) -> list[str]:
@@ -137,7 +150,20 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                 f"the masked file's columns {list(masked_columns)} differ from the original "
                 f"file's {list(columns)}; {', '.join(same)} compare the files column by "
                 "column, so both files need the same columns in the same order")
-    shared = [c for c in columns if c in set(masked_columns)]
+    if weight is not None and weight in set(categorical or ()):
+        raise SdcInputError(f"weight column {weight!r} is categorical; a sampling weight must "
+                            "be a numeric column of positive values: name the weight column "
+                            "(--weight), or leave the weight out")
+    # the sampling weight is never a linkage key: it is not masked, and an intruder does
+    # not know it (it would link every record to itself)
+    shared = [c for c in columns if c in set(masked_columns) and c != weight]
+    if keysets is not None and weight is not None:
+        with_weight = [list(ks) for ks in keysets if weight in ks]
+        if with_weight:
+            raise SdcInputError(
+                f"key set {with_weight[0]} holds the weight column {weight!r}; the sampling "
+                "weight is never a linkage key (it is not masked, so it would link every "
+                "record to itself): leave it out of the key sets")
     if keysets is not None:
         if len(keysets) == 0:
             raise SdcInputError("no key sets given; give at least one list of key columns")
@@ -156,6 +182,23 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         raise SdcInputError(f"the original and masked files share no key columns, which "
                             f"{', '.join(need)} link on; give the key columns the same names "
                             "in both files (CRL can link without shared columns)")
+    left_out: list[str] = []
+    if keysets is None and any(get_metric(n).keysets for n in expand_requirements(metrics)):
+        # a constant column cannot link (its standardisation divides by 0): left out of the
+        # default key sets, with a note (named key sets holding one are refused by the metric)
+        cats = set(categorical or ())
+        num = [c for c in shared if c not in cats]
+        ca = runner.call(_constant, A, column_positions(num, columns))
+        cb = runner.call(_constant, B, column_positions(num, masked_columns))
+        left_out = [c for c, x, y in zip(num, ca, cb) if x or y]
+        if left_out:
+            log.warning("constant column(s) %s left out of the default key sets: linkage "
+                        "cannot use a column with one value", left_out)
+            shared = [c for c in shared if c not in left_out]
+            if not shared:
+                raise SdcInputError(
+                    f"every key column is constant ({left_out}) or the weight; linkage "
+                    "needs a column with more than one value: name the key sets")
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     counts: dict[str, int] = {}
     t = None
@@ -175,5 +218,7 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         out[name] = ctx.measure(name)
         if counts and get_metric(name).kind == "risk":
             out[name].info.update(counts)
+        if left_out and get_metric(name).keysets:
+            out[name].info["constant_keys_left_out"] = list(left_out)
     return out
 

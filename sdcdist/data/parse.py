@@ -1,0 +1,172 @@
+"""How the cells of a text file become values: the parsing rules every reader shares.
+
+A CSV reader (pandas' chunked reader here, any faster one elsewhere) hands each
+column over as an object array of ``str`` exactly as the file spells it (no
+stripping, no missing-value guessing), and these functions decide:
+
+- **missing** (:func:`missing_mask`): a cell that is empty (or holds only
+  whitespace), or one of the missing markers the user named
+  (``--na-values``; compared after trimming surrounding whitespace). Nothing
+  else: ``NA``, ``None``, ``null``, ``N/A`` are ordinary labels (a country
+  code, "not applicable") unless named.
+- **numbers** (:func:`parse_numbers`): a cell is a number when Python's
+  ``float()`` reads it; the value is exactly ``float(cell)`` (correctly
+  rounded, so a file written with 17 significant digits reads back bit for bit).
+- **labels** (:func:`labels_text`): a categorical cell keeps its text verbatim,
+  leading and trailing spaces included (``" A"`` and ``"A"`` are two categories).
+- **column types** (:class:`TypeScan`, :func:`column_kind`): a column whose every
+  present cell is a number is numeric; one where few are numbers is categorical
+  (text); one where most cells are numbers and a few are not is refused as a
+  probable typo (naming the column and the record numbers, never the cells),
+  unless the user declares it categorical.
+
+Every message names columns, counts and record numbers, never a cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import SdcInputError
+
+__all__ = ["missing_markers", "missing_mask", "parse_numbers", "labels_text", "TypeScan",
+           "column_kind", "NUMERIC", "CATEGORICAL"]
+
+NUMERIC = "numeric"
+CATEGORICAL = "categorical"
+
+#: How many of the non-numeric cells' record numbers a message lists.
+_SHOWN_ROWS = 5
+
+
+def missing_markers(na_values: Iterable[str] | str | None) -> frozenset[str]:
+    """The user's missing-value markers, checked (a comma-separated string or a list).
+
+    An empty marker is refused (an empty cell is missing anyway); markers are
+    compared with each cell's text after trimming surrounding whitespace.
+    """
+    if na_values is None:
+        return frozenset()
+    if isinstance(na_values, str):
+        items = na_values.split(",")
+    else:
+        items = list(na_values)
+    out = set()
+    for m in items:
+        if not isinstance(m, str):
+            raise SdcInputError(f"missing-value markers (na_values) must be text; got a "
+                                f"{type(m).__name__}. Give them as a list of strings, e.g. "
+                                "[NA, '-99']")
+        if not m.strip():
+            raise SdcInputError("a missing-value marker (na_values) is empty; an empty cell "
+                                "is missing anyway: name only non-empty markers, e.g. NA,-99")
+        out.add(m.strip())
+    return frozenset(out)
+
+
+def missing_mask(text: np.ndarray, markers: frozenset[str] = frozenset()) -> np.ndarray:
+    """Which cells of an object array of text are missing (bool array).
+
+    ``None`` and float NaN (a typed reader's nulls), empty and whitespace-only
+    cells, and cells equal to a marker after trimming are missing.
+    """
+    import pandas as pd
+    s = pd.Series(np.asarray(text, dtype=object), dtype=object, copy=False)
+    out = np.array(s.isna().to_numpy(dtype=bool), copy=True)
+    stripped = s.str.strip()
+    out |= (stripped == "").to_numpy(dtype=bool, na_value=False)
+    if markers:
+        out |= stripped.isin(markers).to_numpy(dtype=bool, na_value=False)
+    return out
+
+
+def parse_numbers(text: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Numbers of the present cells: ``(values, bad)``.
+
+    ``values`` (float64) is ``float(cell)`` for every present cell that Python reads
+    as a number, NaN elsewhere; ``bad`` marks the present cells that are not numbers.
+    """
+    text = np.asarray(text, dtype=object)
+    values = np.full(text.shape, np.nan)
+    bad = np.zeros(text.shape, dtype=bool)
+    present = ~np.asarray(missing, dtype=bool)
+    cells = text[present]
+    try:
+        values[present] = cells.astype(np.float64)    # float(cell) for each cell
+        return values, bad
+    except (ValueError, TypeError):
+        pass
+    out = np.empty(cells.shape)
+    wrong = np.zeros(cells.shape, dtype=bool)
+    for i, v in enumerate(cells.tolist()):
+        try:
+            out[i] = float(v)
+        except (ValueError, TypeError):
+            out[i] = np.nan
+            wrong[i] = True
+    values[present] = out
+    bad[present] = wrong
+    return values, bad
+
+
+def labels_text(text: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """An object array of the labels, verbatim, with ``None`` where missing."""
+    out = np.array(text, dtype=object, copy=True)
+    out[np.asarray(missing, dtype=bool)] = None
+    return out
+
+
+def column_kind(numbers: int, others: int) -> str:
+    """``numeric`` when no present cell is a non-number, ``categorical`` when at most
+    half of them are numbers, ``typo`` when most are numbers and some are not."""
+    if others == 0:
+        return NUMERIC
+    if numbers > others:
+        return "typo"
+    return CATEGORICAL
+
+
+class TypeScan:
+    """Counts per column, chunk by chunk: present cells that are numbers and that are not,
+    with the first record numbers (1-based) of the latter."""
+
+    def __init__(self, names: Sequence[str], source: str = "the data"):
+        self.names = list(names)
+        self.source = source
+        self.numbers = dict.fromkeys(self.names, 0)
+        self.others = dict.fromkeys(self.names, 0)
+        self.rows: dict[str, list[int]] = {c: [] for c in self.names}
+
+    def update(self, name: str, missing: np.ndarray, bad: np.ndarray, offset: int) -> None:
+        """Add one chunk of column ``name`` whose first record is record ``offset + 1``."""
+        nb = int(np.count_nonzero(bad))
+        self.others[name] += nb
+        self.numbers[name] += int(np.count_nonzero(~np.asarray(missing))) - nb
+        if nb and len(self.rows[name]) < _SHOWN_ROWS:
+            idx = np.flatnonzero(bad)[:_SHOWN_ROWS - len(self.rows[name])]
+            self.rows[name] += [int(i) + 1 + offset for i in idx]
+
+    def text_so_far(self) -> list[str]:
+        """Columns with a non-number so far."""
+        return [c for c in self.names if self.others[c]]
+
+    def kinds(self) -> dict[str, str]:
+        """Each column's kind; raises for a numeric column with a few non-numbers."""
+        out = {c: column_kind(self.numbers[c], self.others[c]) for c in self.names}
+        typos = [c for c in self.names if out[c] == "typo"]
+        if typos:
+            c = typos[0]
+            rows = ", ".join(str(r) for r in self.rows[c])
+            more = ", ..." if self.others[c] > len(self.rows[c]) else ""
+            total = self.numbers[c] + self.others[c]
+            also = (f" (so do columns {typos[1:]})" if len(typos) > 1 else "")
+            raise SdcInputError(
+                f"column {c!r} of {self.source} looks numeric, but {self.others[c]} of its "
+                f"{total} values are not numbers (records {rows}{more}){also}; a typo would "
+                "silently turn it into a categorical column: correct those values (or name "
+                f"a missing-value marker with --na-values), or declare the column "
+                f"categorical (--categorical {c}) if it is one")
+        return out
