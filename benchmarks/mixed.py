@@ -112,12 +112,146 @@ def linkage_part(n: int, client) -> None:
     print(f"  ratio blocked / unblocked: {t_b / t_u:.2f}")
 
 
+# ---------------------------------------------------------------------------
+# Frequency risk from CSV and from Zarr, against sdcMicro's measure_risk (R)
+
+R_MEASURE_RISK = r"""
+suppressMessages({library(data.table); library(sdcMicro)})
+args <- commandArgs(trailingOnly = TRUE)
+t0 <- Sys.time()
+d <- data.table::fread(args[1], showProgress = FALSE)
+t1 <- Sys.time()
+r <- measure_risk(as.data.frame(d), keyVars = c("k0", "k1", "k2", "k3", "k4"), w = "w")
+t2 <- Sys.time()
+cat(sprintf("READ %.3f\nRISK %.3f\nER %.10g\nVERSION %s\n",
+            as.numeric(t1 - t0, units = "secs"), as.numeric(t2 - t1, units = "secs"),
+            r$global_risk_ER, as.character(packageVersion("sdcMicro"))))
+"""
+
+
+def sdcmicro_available() -> str | None:
+    """sdcMicro's version when R with sdcMicro and data.table is installed, else None."""
+    import shutil as sh
+    import subprocess
+    if sh.which("Rscript") is None:
+        return None
+    p = subprocess.run(["Rscript", "-e", "suppressMessages({library(data.table); "
+                        "library(sdcMicro)}); cat(as.character(packageVersion('sdcMicro')))"],
+                       capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def sdcmicro_measure_risk(csv: str) -> dict[str, float]:
+    """sdcMicro's measure_risk on the CSV read by data.table::fread: times and ER."""
+    import subprocess
+    out = subprocess.run(["Rscript", "-e", R_MEASURE_RISK, csv], capture_output=True,
+                         text=True, check=True).stdout
+    vals = dict(line.split(" ", 1) for line in out.strip().splitlines())
+    return {"read": float(vals["READ"]), "risk": float(vals["RISK"]), "ER": float(vals["ER"])}
+
+
+def write_frequency_csv(X: np.ndarray, path: str) -> None:
+    """The keys as integers and the weight with 17 significant digits, unquoted header."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    names = [f"k{j}" for j in range(5)] + ["w"]
+    cols = [pa.array(X[:, j].astype(np.int64)) for j in range(5)] + [pa.array(X[:, 5])]
+    with open(path, "wb") as f:
+        f.write((",".join(names) + "\n").encode())
+        pacsv.write_csv(pa.table(cols, names=names), f,
+                        pacsv.WriteOptions(include_header=False))
+
+
+def sdcdist_risk_cli(path: str, *extra: str) -> tuple[float, float, str]:
+    """``sdcdist risk PATH PATH`` on the frequency metrics as a user runs it (a new process,
+    imports included): wall time, ER, and whether it computed in this process."""
+    import subprocess
+    import sys
+    import time
+    cmd = [sys.executable, "-m", "sdcdist.cli", "risk", path, path, "-m", ",".join(FREQ),
+           "--keys", "k0,k1,k2,k3,k4", *extra]
+    if not path.endswith(".zarr"):
+        cmd += ["--categorical", "k0,k1,k2,k3,k4", "--weight", "w"]
+    t = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    if p.returncode != 0:
+        raise RuntimeError(f"sdcdist risk failed ({p.returncode}): {p.stderr[-2000:]}")
+    er = next(float(line.split()[1]) for line in p.stdout.splitlines()
+              if line.startswith("ER "))
+    return dt, er, "in-process" if "computing in this process" in p.stderr else "cluster"
+
+
+def _print_row(n: int, label: str, d_t: float, d_how: str, l_t: float, c_t: float,
+               d_er: float, peer: dict[str, float] | None) -> None:
+    if peer is not None and label == "CSV":
+        p_t = peer["read"] + peer["risk"]
+        agree = "yes" if np.isclose(d_er, peer["ER"], rtol=5e-6) else \
+            f"NO ({d_er:.10g} vs {peer['ER']:.10g})"
+        tail = (f"{p_t:9.1f} {peer['read']:7.1f} {peer['risk']:8.1f} "
+                f"{p_t / d_t:16.2f}  {agree} (6 digits printed)")
+    elif peer is not None:
+        p_t = peer["risk"]
+        tail = f"{p_t:9.1f} {'-':>7s} {peer['risk']:8.1f} {p_t / d_t:16.2f}  (risk only)"
+    else:
+        tail = f"{'absent':>9s}"
+    print(f"  {n:11,d} {label:5s} {d_t:8.1f} {'(' + d_how + ')':12s} {l_t:8.1f} "
+          f"{c_t:8.1f} {tail}", flush=True)
+
+
+def frequency_csv_part(sizes: list[int], tmp: str, workers: int) -> None:
+    """Frequency risk (5 keys + weight) from a CSV and from a Zarr store: sdcdist's default
+    path, --local and a local cluster, against sdcMicro's measure_risk after fread."""
+    from sdcdist.data import Microdata, write_microdata
+    version = sdcmicro_available()
+    print("frequency risk from CSV and Zarr (uniques, kviol2/3/5, IR_mean, IR_max, ER; "
+          "5 keys + weight), wall seconds of a whole command (start-up and read included)")
+    if version is None:
+        print("  sdcMicro ABSENT: R with sdcMicro and data.table was not found, so there is "
+              "no peer figure in this run (install R, then sdcMicro and data.table)")
+    else:
+        print(f"  peer: sdcMicro {version} measure_risk, the CSV read by data.table::fread")
+    print(f"  {'records':>11s} {'input':5s} {'default':>8s} {'(path)':12s} {'--local':>8s} "
+          f"{'cluster':>8s} {'sdcMicro':>9s} {'(fread':>7s} {'+ risk)':>8s} "
+          f"{'sdcMicro/default':>16s}  ER agree", flush=True)
+    for n in sizes:
+        X = categorical_file(n)
+        csv, store = f"{tmp}/freq{n}.csv", f"{tmp}/freq{n}.zarr"
+        write_frequency_csv(X, csv)
+        names = [f"k{j}" for j in range(5)] + ["w"]
+        cats = {f"k{j}": [str(i) for i in range(L)] for j, L in enumerate(LEVELS)}
+        write_microdata(Microdata(X, tuple(names), {"key": names[:5], "weight": ["w"]}, None,
+                                  cats), store, chunk_rows=1_000_000)
+        del X
+        peer = sdcmicro_measure_risk(csv) if version else None
+        for label, path in (("CSV", csv), ("Zarr", store)):
+            d_t, d_er, d_how = sdcdist_risk_cli(path)
+            l_t, _, _ = sdcdist_risk_cli(path, "--local")
+            c_t = sdcdist_risk_cli(path, "--workers", str(workers))[0] if n <= 1_000_000 \
+                else float("nan")
+            _print_row(n, label, d_t, d_how, l_t, c_t, d_er, peer)
+    print("  cluster = --workers " f"{workers} (a local cluster), measured at 1M only; the "
+          "Zarr rows compare with sdcMicro's risk step alone (the store is sdcdist's own "
+          "format)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--link-rows", type=int, default=1_000_000)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--freq-sizes", default="1000000,10000000",
+                    help="record counts of the frequency-risk-from-CSV rows (comma-separated)")
+    ap.add_argument("--only", choices=["all", "freq-csv"], default="all",
+                    help="freq-csv: only the frequency risk rows against sdcMicro")
     a = ap.parse_args()
+    if a.only == "freq-csv":
+        tmp = tempfile.mkdtemp(prefix="sdcdist-mixed-")
+        try:
+            frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
     tmp = tempfile.mkdtemp(prefix="sdcdist-mixed-")
     c, client = cluster(a.workers)
     try:
@@ -125,6 +259,7 @@ def main() -> None:
               "noisy, compare ratios")
         frequency_part(a.rows, client, tmp)
         linkage_part(a.link_rows, client)
+        frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers)
     finally:
         client.close()
         c.close()

@@ -27,6 +27,7 @@ from ..errors import SdcInputError
 from ._paths import PathOrURL, check_output, check_scheduler, redact, unique_slugs
 
 __all__ = ["main", "EXIT_FAILURE", "EXIT_USER", "ClusterOptions", "cluster_options",
+           "choose_where", "in_process_reason",
            "cluster", "make_security", "split_list", "parse_options", "names_option",
            "parse_method_options", "option_items", "json_flag", "echo_json",
            "table_outputs", "table_paths", "check_tables", "write_tables"]
@@ -253,6 +254,41 @@ def cluster_options(f: Callable | None = None, *, local: bool = False) -> Any:
                          help="Compute in this process, without a Dask cluster "
                               "(small files).")(g)
     return g
+
+
+#: Below this many record pairs (original x masked) a pairwise metric finishes in this
+#: process sooner than a local cluster starts and receives the data (seconds on any size).
+IN_PROCESS_PAIRS = 10**8
+
+
+def in_process_reason(metrics: Any, n_original: int, n_masked: int) -> str | None:
+    """Why the work of ``metrics`` on these file sizes fits in this process, or None.
+
+    Counting, one-pass and sorting metrics (frequency risk, losses, utilities) do
+    work linear in the records, which takes less time in this process than
+    starting a local cluster and shipping the data to it; linkage metrics (and
+    linking) compare pairs of records and fit while the pairs are few.
+    """
+    from ..metrics import expand_requirements, get_metric
+    pairwise = [n for n in expand_requirements(list(metrics)) if get_metric(n).keysets]
+    if not pairwise:
+        return "the metrics read each record once"
+    if n_original * n_masked <= IN_PROCESS_PAIRS:
+        return f"{n_original} x {n_masked} record pairs are few"
+    return None
+
+
+def choose_where(opts: ClusterOptions, reason: str | None) -> ClusterOptions:
+    """The default (no --scheduler, --workers or --local): compute in this process when
+    ``reason`` says the work fits, and say so on stderr and in the log; else unchanged."""
+    if opts.local or opts.scheduler or opts.workers or opts.security is not None \
+            or reason is None:
+        return opts
+    log.info("in-process", extra={"fields": {"reason": reason}})
+    if _ctx_obj().get("log_format") != "json":
+        click.echo(f"computing in this process ({reason}: faster than starting a local "
+                   "cluster); --workers N starts one", err=True)
+    return ClusterOptions(local=True)
 
 
 @contextlib.contextmanager

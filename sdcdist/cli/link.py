@@ -122,6 +122,10 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     # text keys (categorical in the files) are compared by equality too
     cats = list(dict.fromkeys(cats + [k for k in key_list
                                       if k in A.categories or k in B.categories]))
+    from ._common import IN_PROCESS_PAIRS, choose_where
+    na, nb = A.shape[0], B.shape[0]
+    where = choose_where(where, f"{na} x {nb} record pairs are few"
+                         if na * nb <= IN_PROCESS_PAIRS else None)
     with cluster(where, quiet=True) as client:
         res = link_files(A, B, key_list, id_column=id_column, categorical=cats,
                          client=client, **settings)

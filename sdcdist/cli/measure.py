@@ -120,6 +120,8 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     if weight is not None and weight not in cols_a:
         from ..errors import column_error
         raise column_error([weight], cols_a, what="weight column")
+    from ._common import choose_where, in_process_reason
+    where = choose_where(where, in_process_reason(names, A.shape[0], B.shape[0]))
     with cluster(where, quiet=True) as client:
         res = measure(A, B, names, columns=list(cols_a), keysets=keysets, seed=seed,
                       options=options, client=client,

@@ -31,6 +31,15 @@ def _load_with_id(path: str, id_column: str | None, what: str,
     return md.select(keep), md.values[:, j]
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether two inputs are the same local file or store (then it is read once)."""
+    import os
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
 @main.command()
 @click.argument("original", type=PathOrURL("input"))
 @click.argument("masked", type=PathOrURL("input"))
@@ -82,7 +91,10 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     ks_given = [names_option(k, "--keyset") for k in keysets]
     opts = parse_options(option_items)
     a, id_a = _load_with_id(original, id_column, "original", cats, na_values)
-    b, id_b = _load_with_id(masked, id_column, "masked", cats, na_values)
+    if _same_file(original, masked):        # one file assessed on its own: read it once
+        b, id_b = a, id_a
+    else:
+        b, id_b = _load_with_id(masked, id_column, "masked", cats, na_values)
     from ._common import check_same_types
     check_same_types(a.categorical, b.categorical, b.columns, original, masked, a.columns)
     from ..data import align_categories
@@ -115,6 +127,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         names = _applicable(names, ks or default_keysets([c for c in a.columns
                                                            if c in b.columns]),
                             categ, [c for c in b.columns if c not in categ])
+    from ._common import choose_where, in_process_reason
+    where = choose_where(where, in_process_reason(names, a.shape[0], b.shape[0]))
     with cluster(where, quiet=True) as client:
         res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
                       keysets=ks, seed=seed, options=opts, truth=truth, client=client,

@@ -1071,5 +1071,7 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
     names, labels = _read_typed(path, columns, DEFAULT_CHUNK_ROWS, categorical, start, write,
                                 na_values)
     _finish_checks(state["checker"], names, {}, labels, allow_constant)
-    values = np.concatenate(state["parts"]) if state["parts"] else np.empty((0, len(names)))
+    # C order whatever the reader gives, as a store's values are read (same data, same layout)
+    values = (np.ascontiguousarray(np.concatenate(state["parts"])) if state["parts"]
+              else np.empty((0, len(names))))
     return Microdata(values, tuple(names), {}, file_sha256(path), labels)

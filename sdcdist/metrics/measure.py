@@ -49,7 +49,9 @@ def _handle(runner: Runner, data: Any) -> tuple[Any, tuple[int, int]]:
         data = data.values
     if isinstance(data, StoredArray):
         return data, tuple(data.shape)  # type: ignore[return-value]
-    arr = np.asarray(data, dtype=np.float64)
+    # C order, as a store's chunks are read: a kernel's floating-point results may depend
+    # on the memory layout (a CSV read into memory comes column-major)
+    arr = np.ascontiguousarray(data, dtype=np.float64)
     if arr.ndim != 2:
         raise SdcInputError(f"microdata must be 2-D (records x variables); got shape {arr.shape}")
     return runner.share(arr), arr.shape  # type: ignore[return-value]

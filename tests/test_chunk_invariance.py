@@ -1,0 +1,93 @@
+"""Same data, same values: every metric of the registry gives the same bits whatever the
+input format (a CSV read into memory or a Zarr store), the storage chunking, the memory
+layout and the number of workers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sdcdist.data import Microdata, StoredArray, load_microdata, write_microdata
+from sdcdist.errors import SdcInputError
+from sdcdist.metrics import REGISTRY, measure
+
+
+def _applicable(a, b, names, **kw):
+    """The metrics these files can be measured with (the others refuse them)."""
+    out = []
+    for n in names:
+        try:
+            measure(a, b, [n], **kw)
+            out.append(n)
+        except SdcInputError:
+            pass
+    return out
+
+
+def _values(a, b, names, *, client=None, **kw):
+    res = measure(a, b, names, client=client, **kw)
+    return {n: (r.value, r.per_keyset) for n, r in res.items()}
+
+
+def _same(a, b):
+    return {n for n in a if repr(a[n]) != repr(b[n])}
+
+
+def _inputs(tmp_path, X, Y, names, cats=None, roles=None):
+    """The pair as in-memory arrays read from CSV, and as Zarr stores in several chunkings."""
+    cats = cats or {}
+    out = {}
+    for label, V in (("x", X), ("y", Y)):
+        md = Microdata(V, tuple(names), roles or {}, None, cats)
+        write_microdata(md, tmp_path / f"{label}.csv")
+        out.setdefault("csv", []).append(load_microdata(tmp_path / f"{label}.csv",
+                                                        categorical=list(cats) or None))
+        out.setdefault("fortran", []).append(np.asfortranarray(V))
+        for ch in (7, 1000):
+            write_microdata(md, tmp_path / f"{label}{ch}.zarr", chunk_rows=ch)
+            out.setdefault(f"zarr{ch}", []).append(StoredArray(str(tmp_path / f"{label}{ch}.zarr")))
+    return out
+
+
+@pytest.mark.slow
+def test_numeric_metrics_bit_for_bit(tmp_path, rng, client):
+    n, m = 90, 4
+    z = rng.standard_normal((n, m)) @ np.array([[1, .5, .2, 0], [0, 1, .3, .1],
+                                                [0, 0, 1, .4], [0, 0, 0, 1.]])
+    X = np.round(np.exp(z) * np.array([1000, 50, 10, 1]), 3)
+    Y = X + rng.standard_normal((n, m)) * X.std(axis=0) * 0.2
+    names = ["a", "b", "c", "d"]
+    kw = {"columns": names, "keysets": [names[:2], names]}
+    metrics = _applicable(X, Y, [k for k, v in REGISTRY.items() if not v.categorical], **kw)
+    assert len(metrics) >= 50
+    inputs = _inputs(tmp_path, X, Y, names)
+    base = _values(np.ascontiguousarray(X), np.ascontiguousarray(Y), metrics, **kw)
+    for label, (a, b) in inputs.items():
+        assert _same(base, _values(a, b, metrics, **kw)) == set(), label
+    a, b = inputs["zarr7"]
+    assert _same(base, _values(a, b, metrics, client=client, **kw)) == set(), "2 workers"
+    a, b = inputs["fortran"]
+    assert _same(base, _values(a, b, metrics, client=client, **kw)) == set(), "2 workers"
+
+
+@pytest.mark.slow
+def test_frequency_metrics_bit_for_bit(tmp_path, rng, client):
+    n = 400
+    X = np.column_stack([rng.integers(0, 6, n), rng.integers(0, 3, n), rng.integers(0, 4, n),
+                         rng.uniform(1, 40, n)]).astype(np.float64)
+    Y = X.copy()
+    Y[rng.random(n) < 0.2, 0] = 0
+    names = ["r", "s", "t", "w"]
+    cats = {c: [str(i) for i in range(6)] for c in names[:3]}
+    kw = {"columns": names, "categorical": names[:3], "weight": "w",
+          "keysets": [names[:3]]}
+    metrics = _applicable(X, Y, [k for k, v in REGISTRY.items() if v.categorical], **kw)
+    assert len(metrics) >= 7
+    inputs = _inputs(tmp_path, X, Y, names, cats, {"weight": ["w"]})
+    base = _values(np.ascontiguousarray(X), np.ascontiguousarray(Y), metrics, **kw)
+    for label, (a, b) in inputs.items():
+        if label == "csv":                  # labels re-coded on read: compare the codes
+            assert np.array_equal(a.values, X) and np.array_equal(b.values, Y)
+        assert _same(base, _values(a, b, metrics, **kw)) == set(), label
+    a, b = inputs["zarr7"]
+    assert _same(base, _values(a, b, metrics, client=client, **kw)) == set(), "2 workers"
