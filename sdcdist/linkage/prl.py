@@ -515,7 +515,8 @@ def _as_sparse(counts: Any) -> tuple[np.ndarray, np.ndarray]:
     return codes[keep], c[keep]
 
 
-#: EM stops when no parameter (P(M), any m or u) moved by more than this.
+#: EM stops when no parameter's logarithm (log P(M), any log m or log u) moved by this
+#: or more (a relative change: the weights are differences of logarithms).
 EM_TOL = 1e-10
 
 #: EM iteration limit; a fit that reaches it is flagged (``converged`` False).
@@ -762,7 +763,9 @@ def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm
     # M-step: P(M) bounded above (at most min(nA, nB) matches)
     pn = sm / N
     pn = p_lo if pn < p_lo else (p_hi if pn > p_hi else pn)
-    change = abs(pn - p)
+    # the change of the logarithms (relative change): weights are log m - log u, so a
+    # probability near the eps floor must settle relatively, not only absolutely
+    change = abs(np.log(pn) - np.log(p))
     smx = sm if sm > 1e-300 else 1e-300
     sux = su if su > 1e-300 else 1e-300
     clipped = 0
@@ -814,10 +817,10 @@ def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm
             for l in range(nk):
                 v = delta[k, l] / tot if not (side == 1 and fix_u) else u[k, l]
                 if side == 0:
-                    d = abs(v - m[k, l])
+                    d = abs(np.log(v) - np.log(m[k, l]))
                     m2[k, l] = v
                 else:
-                    d = abs(v - u[k, l])
+                    d = abs(np.log(v) - np.log(u[k, l]))
                     u2[k, l] = v
                 if d > change:
                     change = d
@@ -867,7 +870,7 @@ def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, his
     # package). m, u (K, L) hold the start and are overwritten by the fit (padding
     # beyond a column's levels stays 1, never read). Every evaluation of the EM map F
     # counts as an iteration and records the log-likelihood at its input in history;
-    # the fit has converged when one F step moves no parameter by tol or more.
+    # the fit has converged when one F step moves no parameter's logarithm by tol or more.
     K, L = m.shape
     N = 0.0
     for q in range(c.shape[0]):
@@ -987,10 +990,12 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
         Limit on the evaluations of the EM map (E-steps); a fit that reaches it
         has ``converged`` False (the cell is flagged).
     tol : float
-        Stop when one plain EM step moves no parameter (P(M), every m and u
-        level probability) by ``tol`` or more: the fixed-point residual, with or
-        without acceleration. Not the log-likelihood: it flattens long before the
-        parameters settle.
+        Stop when one plain EM step moves no parameter's logarithm (log P(M),
+        every log m and log u level probability) by ``tol`` or more: the
+        fixed-point residual in relative terms, with or without acceleration.
+        An absolute test would pass while probabilities near the ``eps`` floor
+        still move, and the weights are their logarithms. Not the
+        log-likelihood: it flattens long before the parameters settle.
     eps : float
         Level probabilities are kept in ``[eps, 1 - eps]`` (renormalised) so
         weights stay finite; P(M) in ``[1/N, p_max]``.
@@ -1036,7 +1041,7 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     log-likelihood at the extrapolated point is below that at theta1 the cycle
     continues from the plain EM point theta2 instead. Every F evaluation counts
     towards ``max_iter``; the fit stops as soon as one of them moves no
-    parameter by ``tol``. On files with many distinct patterns this takes 10-20
+    parameter's logarithm by ``tol``. On files with many distinct patterns this takes 10-20
     times fewer E-steps than plain EM. The E-step uses one table lookup per
     group of columns (:func:`_group_tables`) for the match odds of a pattern
     and ``bu = T - bm`` with the fixed level totals ``T``. Everything runs in
