@@ -67,6 +67,7 @@ from ..errors import SdcInputError, param_error
 log = logging.getLogger(__name__)
 
 __all__ = ["Candidates", "assign", "assign_by_content", "content_order", "top_candidates",
+           "identical_classes", "expected_hits",
            "exact_dense", "solve_sparse", "DEFAULT_DENSE_LIMIT"]
 
 #: Largest ``max(n_rows, n_cols)`` solved densely by default (a 5000 x 5000
@@ -166,6 +167,75 @@ def content_order(V: np.ndarray) -> np.ndarray:
             z = (z ^ (z >> np.uint64(27))) * _M2
             h = z ^ (z >> np.uint64(31))
     return np.argsort(h, kind="stable").astype(np.int64)
+
+
+def identical_classes(V: np.ndarray) -> np.ndarray:
+    """Classes of rows with identical values: a label per row.
+
+    Labels are numbered in the order of the rows' values (so they do not depend
+    on how the rows are sorted); -0.0 and 0.0 are one value, and so is every NaN.
+
+    Parameters
+    ----------
+    V : ndarray (n, k)
+
+    Returns
+    -------
+    ndarray (n,) of int64
+        ``labels[i] == labels[j]`` iff rows i and j are identical.
+    """
+    V = np.array(V, dtype=np.float64, ndmin=2, copy=True)
+    if V.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    V[V == 0] = 0.0
+    V[np.isnan(V)] = np.nan
+    rows = np.ascontiguousarray(V).view(np.dtype((np.void, 8 * V.shape[1]))).ravel()
+    return np.unique(rows, return_inverse=True)[1].astype(np.int64).ravel()
+
+
+def expected_hits(rows: np.ndarray, cols: np.ndarray, truth: np.ndarray,
+                  row_class: np.ndarray, col_class: np.ndarray) -> np.ndarray:
+    """Expected correctness of each assigned pair over the permutations of identical records.
+
+    CATALOG (PRL item 5): records identical on the keys have identical weights, so
+    permuting them gives other optimal assignments. A row b whose true column is
+    a* counts x / (|H| |G|): H the class of rows identical to b, G the class of
+    columns identical to a*, x the number of H's rows the assignment pairs with
+    members of G. Spread over the pairs: a pair (h, a) is correct with probability
+    n(H, G) / (|H| |G|), n(H, G) the rows of h's class whose true column is in a's
+    class; summed over the pairs this is the sum of the rows' x / (|H| |G|). With
+    nothing duplicated it is 1 for a true pair and 0 otherwise.
+
+    Parameters
+    ----------
+    rows, cols : int arrays (k,)
+        The assigned pairs.
+    truth : int array (n_rows,)
+        True column of each row (-1: none).
+    row_class, col_class : int arrays (n_rows,), (n_cols,)
+        :func:`identical_classes` of the rows' and the columns' records.
+
+    Returns
+    -------
+    ndarray (k,) of float64, in [0, 1]
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    truth = np.asarray(truth, dtype=np.int64)
+    rc = np.asarray(row_class, dtype=np.int64)
+    cc = np.asarray(col_class, dtype=np.int64)
+    if rows.size == 0:
+        return np.zeros(0)
+    n_rc = np.bincount(rc)
+    n_cc = np.bincount(cc)
+    span = np.int64(max(n_cc.size, 1))
+    known = np.flatnonzero(truth >= 0)
+    pairs, n_hg = np.unique(rc[known] * span + cc[truth[known]], return_counts=True)
+    key = rc[rows] * span + cc[cols]
+    pos = np.minimum(np.searchsorted(pairs, key), max(pairs.size - 1, 0))
+    hit = pairs.size > 0
+    x = np.where(pairs[pos] == key, n_hg[pos], 0) if hit else np.zeros(rows.size, np.int64)
+    return x / (n_rc[rc[rows]].astype(np.float64) * n_cc[cc[cols]])
 
 
 def assign_by_content(weights: np.ndarray | Candidates, row_order: np.ndarray,
