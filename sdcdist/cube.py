@@ -93,11 +93,22 @@ CONVENTIONS = {
               "where the constraint binds, pooled frequencies and weight 0 when every cut "
               "binds); SQUAREM-accelerated (Varadhan-Roland "
               "SqS3, extrapolations that lower the log-likelihood replaced by the plain EM "
-              "step); stops when a plain EM step changes no parameter by 1e-10 or more (not "
-              "on the log-likelihood), at most 20000 EM steps, flag 1 if the limit is reached",
+              "step); stops when a plain EM step changes no parameter's logarithm (log P(M), "
+              "log m, log u) by 1e-10 or more (not on the log-likelihood), at most 20000 EM "
+              "steps, flag 1 if the limit is reached",
     "PRL_TIES": "ties between candidates and between optimal 1-1 assignments are broken by a "
                 "64-bit hash of each record's key values (content_order), never by record "
-                "position: PLD does not depend on how either file is sorted",
+                "position: PLD does not depend on how either file is sorted; records "
+                "identical on the keys count their expected hit x / (|H| |G|) (H: the masked "
+                "records identical to b, G: the original records identical to b's true "
+                "record, x: H's records paired with members of G), in PLD, PLD20 and GDBRL",
+    "IR_weights": "individual risk r = 1/f where F <= f (weights below 1), so r stays in "
+                  "[0, 1]; sdcMicro's indivRisk uses that rule only at F = f and its "
+                  "formula exceeds 1 below it (f = 1, F = 0.5: 1.386)",
+    "all_missing_keys": "a record whose categorical keys are all missing matches every "
+                        "record and every record matches it, both ways (its f is n, and "
+                        "it adds 1 to every other record's f); sdcMicro's freqCalc leaves "
+                        "such records out of the others' frequencies (addAllNAtoKeys)",
     "missing_keys": "a missing categorical key value (suppressed) is a wildcard in frequency "
                     "risk; unlinked in DLD, DLD2, DRL2 (the masked record has no block) and "
                     "PDL (no original record links to it); a disagreement on that column in "

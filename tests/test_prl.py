@@ -431,8 +431,8 @@ def _numpy_em(codes, counts, nl, radix, p_start, p_max, m_start=0.9, eps=1e-9, t
     """Winkler's constrained EM written independently, vectorised numpy (CATALOG.md):
     P(M) <= p_max; per column, cumulative agreement m >= u at every tolerance (the
     constrained maximum of the M-step when the plain one violates it); probabilities
-    clipped to [eps, 1 - eps] and renormalised; stop when no parameter moves by tol or
-    more."""
+    clipped to [eps, 1 - eps] and renormalised; stop when no parameter's logarithm moves
+    by tol or more."""
     c = counts.astype(float)
     N = c.sum()
     K = len(nl)
@@ -465,8 +465,9 @@ def _numpy_em(codes, counts, nl, radix, p_start, p_max, m_start=0.9, eps=1e-9, t
                 fm, fu = _numpy_constrained_mstep(bm, bu)
             new_m.append(clip(fm))
             new_u.append(clip(fu))
-        change = max([abs(new_p - p)] + [np.abs(x - y).max() for x, y in zip(new_m, m)]
-                     + [np.abs(x - y).max() for x, y in zip(new_u, u)])
+        change = max([abs(np.log(new_p) - np.log(p))]
+                     + [np.abs(np.log(x) - np.log(y)).max() for x, y in zip(new_m, m)]
+                     + [np.abs(np.log(x) - np.log(y)).max() for x, y in zip(new_u, u)])
         p, m, u = new_p, new_m, new_u
         if change < tol:
             return m, u, p, it, True
@@ -498,6 +499,29 @@ def test_constrained_em_equals_independent_numpy(census, method, levels):
             assert np.all(np.cumsum(f.m[k])[:-1] >= np.cumsum(f.u[k])[:-1] - 1e-12)
     assert np.all(np.diff(plain.history) >= -1e-9 * abs(plain.history[-1]))
     assert fit.loglik >= max(fit.history) - 1e-9 * abs(fit.loglik)
+
+
+@pytest.mark.parametrize("p_noise", [0.4, 0.5])
+def test_em_modes_reach_the_same_fixed_point_of_the_weights(census, p_noise):
+    """Census with noise, 4 keys: the weights are logarithms, so the EM stops on the change
+    of the parameters' logarithms; an absolute test let SQUAREM stop while a probability
+    near the 1e-9 floor still moved (level weights 1.3 and 0.8 away from plain EM's)."""
+    X = census.values[:, :4].astype(float)
+    Y = MASKING["noise"](X, p_noise, rng=np.random.default_rng(1))
+    cmp = prl.comparison(4)
+    a = prl.prepare_side(X, tuple(range(4)), cmp, side="a")
+    b = prl.prepare_side(Y, tuple(range(4)), cmp, side="b")
+    counts = prl.pattern_counts(a, b, cmp)
+    cap = 1.0 / X.shape[0]
+    fast = prl.em(counts, cmp, p_start=cap, p_max=cap)
+    plain = prl.em(counts, cmp, p_start=cap, p_max=cap, accelerate=False)
+    assert fast.converged and plain.converged and fast.iterations < plain.iterations
+    assert abs(np.log(fast.p) - np.log(plain.p)) < 1e-6
+    for f, g in zip(prl.weight_params(fast, cmp).w_level, prl.weight_params(plain, cmp).w_level):
+        np.testing.assert_allclose(f, g, rtol=0, atol=1e-6)
+    for k in range(4):
+        np.testing.assert_allclose(np.log(fast.m[k]), np.log(plain.m[k]), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(np.log(fast.u[k]), np.log(plain.u[k]), rtol=0, atol=1e-6)
 
 
 def _latent_counts(seed, K=7, n=1000):

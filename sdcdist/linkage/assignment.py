@@ -67,6 +67,7 @@ from ..errors import SdcInputError, param_error
 log = logging.getLogger(__name__)
 
 __all__ = ["Candidates", "assign", "assign_by_content", "content_order", "top_candidates",
+           "identical_classes", "expected_hits",
            "exact_dense", "solve_sparse", "DEFAULT_DENSE_LIMIT"]
 
 #: Largest ``max(n_rows, n_cols)`` solved densely by default (a 5000 x 5000
@@ -166,6 +167,75 @@ def content_order(V: np.ndarray) -> np.ndarray:
             z = (z ^ (z >> np.uint64(27))) * _M2
             h = z ^ (z >> np.uint64(31))
     return np.argsort(h, kind="stable").astype(np.int64)
+
+
+def identical_classes(V: np.ndarray) -> np.ndarray:
+    """Classes of rows with identical values: a label per row.
+
+    Labels are numbered in the order of the rows' values (so they do not depend
+    on how the rows are sorted); -0.0 and 0.0 are one value, and so is every NaN.
+
+    Parameters
+    ----------
+    V : ndarray (n, k)
+
+    Returns
+    -------
+    ndarray (n,) of int64
+        ``labels[i] == labels[j]`` iff rows i and j are identical.
+    """
+    V = np.array(V, dtype=np.float64, ndmin=2, copy=True)
+    if V.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    V[V == 0] = 0.0
+    V[np.isnan(V)] = np.nan
+    rows = np.ascontiguousarray(V).view(np.dtype((np.void, 8 * V.shape[1]))).ravel()
+    return np.unique(rows, return_inverse=True)[1].astype(np.int64).ravel()
+
+
+def expected_hits(rows: np.ndarray, cols: np.ndarray, truth: np.ndarray,
+                  row_class: np.ndarray, col_class: np.ndarray) -> np.ndarray:
+    """Expected correctness of each assigned pair over the permutations of identical records.
+
+    CATALOG (PRL item 5): records identical on the keys have identical weights, so
+    permuting them gives other optimal assignments. A row b whose true column is
+    a* counts x / (|H| |G|): H the class of rows identical to b, G the class of
+    columns identical to a*, x the number of H's rows the assignment pairs with
+    members of G. Spread over the pairs: a pair (h, a) is correct with probability
+    n(H, G) / (|H| |G|), n(H, G) the rows of h's class whose true column is in a's
+    class; summed over the pairs this is the sum of the rows' x / (|H| |G|). With
+    nothing duplicated it is 1 for a true pair and 0 otherwise.
+
+    Parameters
+    ----------
+    rows, cols : int arrays (k,)
+        The assigned pairs.
+    truth : int array (n_rows,)
+        True column of each row (-1: none).
+    row_class, col_class : int arrays (n_rows,), (n_cols,)
+        :func:`identical_classes` of the rows' and the columns' records.
+
+    Returns
+    -------
+    ndarray (k,) of float64, in [0, 1]
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    truth = np.asarray(truth, dtype=np.int64)
+    rc = np.asarray(row_class, dtype=np.int64)
+    cc = np.asarray(col_class, dtype=np.int64)
+    if rows.size == 0:
+        return np.zeros(0)
+    n_rc = np.bincount(rc)
+    n_cc = np.bincount(cc)
+    span = np.int64(max(n_cc.size, 1))
+    known = np.flatnonzero(truth >= 0)
+    pairs, n_hg = np.unique(rc[known] * span + cc[truth[known]], return_counts=True)
+    key = rc[rows] * span + cc[cols]
+    pos = np.minimum(np.searchsorted(pairs, key), max(pairs.size - 1, 0))
+    hit = pairs.size > 0
+    x = np.where(pairs[pos] == key, n_hg[pos], 0) if hit else np.zeros(rows.size, np.int64)
+    return x / (n_rc[rc[rows]].astype(np.float64) * n_cc[cc[cols]])
 
 
 def assign_by_content(weights: np.ndarray | Candidates, row_order: np.ndarray,
@@ -640,10 +710,11 @@ def _dense_candidates(W, s, c, diag):
 
 
 @numba.njit(cache=True, nogil=True)
-def _violations(W, s, u, v, tol, per_row, check, in_g):
-    # Dual certificate of a minimum-cost assignment of the costs s * W: an entry outside
-    # G (in_g) with u[r] + v[c] - s * W[r, c] > tol violates it. For the rows with
-    # check[r], the per_row most violated entries; and the number of violated entries.
+def _violations(W, s, off, u, v, tol, per_row, check, in_g):
+    # Dual certificate of a minimum-cost assignment of the costs s * (W - off): an entry
+    # outside G (in_g) with u[r] + v[c] - s * (W[r, c] - off) > tol violates it. For the
+    # rows with check[r], the per_row most violated entries; and the number of violated
+    # entries.
     n_r, n_c = W.shape
     out_r = np.empty(n_r * per_row, dtype=np.int64)
     out_c = np.empty(n_r * per_row, dtype=np.int64)
@@ -657,7 +728,7 @@ def _violations(W, s, u, v, tol, per_row, check, in_g):
         got = 0
         ur = u[r]
         for c in range(n_c):
-            x = ur + v[c] - s * W[r, c]
+            x = ur + v[c] - s * (W[r, c] - off)
             if x > tol and not in_g[r, c]:
                 total += 1
                 got = _offer(best, bcol, got, x, c)
@@ -886,7 +957,8 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
        ``auction`` on a square matrix without ``unmatched`` the search starts from
        ``v = -p`` (every column is matched in the end, so free columns need no zero
        duals), which the auction made nearly optimal for the whole matrix.
-    3. If ``C[i, j] >= u_i + v_j`` (up to 1e-11 of the largest ``|X|``) holds for EVERY
+    3. If ``C[i, j] >= u_i + v_j`` (up to 1e-11 of ``1 + max X - min X``, all on
+       ``X - min X``: a common offset neither loosens the test nor adds rounding) holds for EVERY
        entry, (u, v) is a feasible dual of the dense LP with M's value, so M is a dense
        optimum. Otherwise each row's :data:`EXACT_ADD` most violated entries join G and
        steps 2-3 repeat (warm-started on square matrices without ``unmatched``: only the
@@ -931,18 +1003,22 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         return empty, empty, {"exact_rounds": 0, "exact_edges": 0}
     if unmatched is None and n_r > n_c:
         raise ValueError("exact_dense without unmatched needs n_rows <= n_cols")
-    dummy = None if unmatched is None else s * np.broadcast_to(
-        np.asarray(unmatched, dtype=np.float64), (n_r,)).astype(np.float64)
     lo, hi = _minmax(X)
-    scale = max(abs(lo), abs(hi))
-    tol = 1e-11 * (1.0 + scale)
+    # every cost, dual and test is on X - lo (CATALOG PRL item 4): a common offset would
+    # otherwise loosen the test (1e-11 of 1e6 is more than the spread of 1e6 + 1e-6 z) and
+    # its rounding would swamp the reduced costs
+    dummy = None if unmatched is None else s * (np.broadcast_to(
+        np.asarray(unmatched, dtype=np.float64), (n_r,)).astype(np.float64) - lo)
+    tol = 1e-11 * (1.0 + (hi - lo))
     first_c = EXACT_FIRST_C if first_c is None else first_c
     if auction is None:
         auction = AUCTION_MIN is not None and max(n_r, n_c) >= AUCTION_MIN
     v0 = None
     info: dict[str, Any] = {}
     if auction:
-        um = np.zeros(0) if dummy is None else -dummy
+        # the auction's values are -s * (X - mid), mid = (lo + hi) / 2: the same for
+        # leaving a row out
+        um = np.zeros(0) if dummy is None else -(dummy + s * (lo - 0.5 * (lo + hi)))
         er, ec, v0, info = _auction_start(X, s, um, AUCTION_LIST, lo, hi)
         if unmatched is None:
             # the entries (i, i) too: a full assignment on G even if the auction was cut
@@ -962,7 +1038,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
     for rnd in range(1, EXACT_ROUNDS + 1):
         indptr, cols, order = _csr(er, ec, n_r, n_c)
         er, ec = er[order], cols
-        cost = s * X[er, ec]
+        cost = s * (X[er, ec] - lo)
         if state is None and warm and v0 is not None:
             # the auction's prices as column duals; every row free, its u the smallest
             # reduced cost on G (feasible on G), then row reduction and shortest paths
@@ -990,7 +1066,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
             check = u > u_checked
         if failed:
             break                           # cannot happen: G holds a full assignment
-        vr, vc, total = _violations(X, s, u, v[:n_c], tol, EXACT_ADD, check, in_g)
+        vr, vc, total = _violations(X, s, lo, u, v[:n_c], tol, EXACT_ADD, check, in_g)
         log.debug("exact assignment round %d: %d edges, %d rows checked, %d violated",
                   rnd, er.size, int(check.sum()), total)
         if total == 0:
@@ -1014,7 +1090,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         r, c = linear_sum_assignment(X, maximize=maximize)
         return r.astype(np.int64), c.astype(np.int64), {"exact_rounds": 0,
                                                         "exact_edges": int(X.size)}
-    gain = dummy[:, None] - s * X
+    gain = dummy[:, None] - s * (X - lo)
     r, c = linear_sum_assignment(np.maximum(gain, 0.0), maximize=True)
     keep = gain[r, c] > 0
     return r[keep].astype(np.int64), c[keep].astype(np.int64), {"exact_rounds": 0,

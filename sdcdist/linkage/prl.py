@@ -42,6 +42,7 @@ pair gets the same float in every block.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,7 @@ import numba
 import numpy as np
 
 from ..errors import SdcInputError, one_of, param_error
+from .assignment import expected_hits
 
 __all__ = ["Comparison", "comparison", "transform", "prepare_side", "pattern_counts",
            "pattern_levels", "sparse_counts", "merge_counts", "dense_counts",
@@ -515,7 +517,8 @@ def _as_sparse(counts: Any) -> tuple[np.ndarray, np.ndarray]:
     return codes[keep], c[keep]
 
 
-#: EM stops when no parameter (P(M), any m or u) moved by more than this.
+#: EM stops when no parameter's logarithm (log P(M), any log m or log u) moved by this
+#: or more (a relative change: the weights are differences of logarithms).
 EM_TOL = 1e-10
 
 #: EM iteration limit; a fit that reaches it is flagged (``converged`` False).
@@ -762,7 +765,9 @@ def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm
     # M-step: P(M) bounded above (at most min(nA, nB) matches)
     pn = sm / N
     pn = p_lo if pn < p_lo else (p_hi if pn > p_hi else pn)
-    change = abs(pn - p)
+    # the change of the logarithms (relative change): weights are log m - log u, so a
+    # probability near the eps floor must settle relatively, not only absolutely
+    change = abs(np.log(pn) - np.log(p))
     smx = sm if sm > 1e-300 else 1e-300
     sux = su if su > 1e-300 else 1e-300
     clipped = 0
@@ -814,10 +819,10 @@ def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm
             for l in range(nk):
                 v = delta[k, l] / tot if not (side == 1 and fix_u) else u[k, l]
                 if side == 0:
-                    d = abs(v - m[k, l])
+                    d = abs(np.log(v) - np.log(m[k, l]))
                     m2[k, l] = v
                 else:
-                    d = abs(v - u[k, l])
+                    d = abs(np.log(v) - np.log(u[k, l]))
                     u2[k, l] = v
                 if d > change:
                     change = d
@@ -867,7 +872,7 @@ def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, his
     # package). m, u (K, L) hold the start and are overwritten by the fit (padding
     # beyond a column's levels stays 1, never read). Every evaluation of the EM map F
     # counts as an iteration and records the log-likelihood at its input in history;
-    # the fit has converged when one F step moves no parameter by tol or more.
+    # the fit has converged when one F step moves no parameter's logarithm by tol or more.
     K, L = m.shape
     N = 0.0
     for q in range(c.shape[0]):
@@ -987,10 +992,12 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
         Limit on the evaluations of the EM map (E-steps); a fit that reaches it
         has ``converged`` False (the cell is flagged).
     tol : float
-        Stop when one plain EM step moves no parameter (P(M), every m and u
-        level probability) by ``tol`` or more: the fixed-point residual, with or
-        without acceleration. Not the log-likelihood: it flattens long before the
-        parameters settle.
+        Stop when one plain EM step moves no parameter's logarithm (log P(M),
+        every log m and log u level probability) by ``tol`` or more: the
+        fixed-point residual in relative terms, with or without acceleration.
+        An absolute test would pass while probabilities near the ``eps`` floor
+        still move, and the weights are their logarithms. Not the
+        log-likelihood: it flattens long before the parameters settle.
     eps : float
         Level probabilities are kept in ``[eps, 1 - eps]`` (renormalised) so
         weights stay finite; P(M) in ``[1/N, p_max]``.
@@ -1036,7 +1043,7 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     log-likelihood at the extrapolated point is below that at theta1 the cycle
     continues from the plain EM point theta2 instead. Every F evaluation counts
     towards ``max_iter``; the fit stops as soon as one of them moves no
-    parameter by ``tol``. On files with many distinct patterns this takes 10-20
+    parameter's logarithm by ``tol``. On files with many distinct patterns this takes 10-20
     times fewer E-steps than plain EM. The E-step uses one table lookup per
     group of columns (:func:`_group_tables`) for the match odds of a pattern
     and ``bu = T - bm`` with the fixed level totals ``T``. Everything runs in
@@ -1385,32 +1392,50 @@ def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:
 # PLD / PLD20 from an assignment
 # --------------------------------------------------------------------------
 
-def precision_cutoff(w: np.ndarray, correct: np.ndarray, level: float = 0.2) -> int:
+def precision_cutoff(w: np.ndarray, correct: np.ndarray, level: float = 0.2) -> float:
     """Pairs counted by PLD20: correct pairs down to where precision falls to ``level``.
 
     The assigned pairs are sorted by weight (descending); at each distinct
     weight the precision of the pairs at that weight or higher is computed;
     the cutoff is the lowest weight where it is still ``>= level``. Returns
     the number of correct pairs at or above the cutoff (0 if none).
+    ``correct`` may be boolean or each pair's expected correctness
+    (:func:`~sdcdist.linkage.assignment.expected_hits`): the precision is then
+    the expected correct pairs over the pairs, and the count is expected too.
     """
     w = np.asarray(w, dtype=np.float64)
-    correct = np.asarray(correct, dtype=bool)
+    correct = np.asarray(correct, dtype=np.float64)
     if w.size == 0:
-        return 0
-    order = np.lexsort((~correct, -w))
+        return 0.0
+    order = np.lexsort((-correct, -w))
     ws, cs = w[order], correct[order]
     cum_c = np.cumsum(cs)
     n = np.arange(1, ws.size + 1)
     last = np.r_[ws[1:] != ws[:-1], True]   # end of each tie group
-    ok = last & (cum_c >= level * n)
+    # (1 - 1e-12): a fractional cumulative sum a rounding below level * n still reaches it;
+    # integer counts are never that close to level * n without reaching it
+    ok = last & (cum_c >= level * n * (1.0 - 1e-12))
     if not ok.any():
-        return 0
-    return int(cum_c[np.flatnonzero(ok)[-1]])
+        return 0.0
+    return math.fsum(cs[:np.flatnonzero(ok)[-1] + 1].tolist())
 
 
 def pld_counts(rows_b: np.ndarray, cols_a: np.ndarray, w: np.ndarray, truth: np.ndarray,
-               level: float = 0.2) -> dict[str, int]:
-    """Correct pairs of an assignment: all (PLD) and down to the precision cutoff (PLD20)."""
-    correct = np.asarray(truth)[rows_b] == cols_a
-    return {"correct": int(np.count_nonzero(correct)),
-            "correct20": precision_cutoff(w, correct, level), "assigned": int(rows_b.size)}
+               level: float = 0.2, *, class_b: np.ndarray | None = None,
+               class_a: np.ndarray | None = None) -> dict[str, float]:
+    """Correct pairs of an assignment: all (PLD) and down to the precision cutoff (PLD20).
+
+    With the classes of identical records (``class_b``, ``class_a``:
+    :func:`~sdcdist.linkage.assignment.identical_classes` of the key values) each
+    pair counts its expected correctness over the permutations of identical
+    records (CATALOG PRL item 5), so the counts do not depend on how either file
+    is sorted; without them, a pair is correct iff it is the true pair.
+    """
+    rows_b = np.asarray(rows_b, dtype=np.int64)
+    cols_a = np.asarray(cols_a, dtype=np.int64)
+    if class_b is None or class_a is None:
+        credit = (np.asarray(truth)[rows_b] == cols_a).astype(np.float64)
+    else:
+        credit = expected_hits(rows_b, cols_a, truth, class_b, class_a)
+    return {"correct": math.fsum(credit.tolist()),
+            "correct20": precision_cutoff(w, credit, level), "assigned": int(rows_b.size)}

@@ -23,7 +23,8 @@ import numpy as np
 from ..errors import SdcInputError, param_error
 from ..parallel import Runner, chunk_bounds, pairwise_reduce, tree_reduce
 from . import prl
-from .assignment import DEFAULT_DENSE_LIMIT, Candidates, assign_by_content, content_order
+from .assignment import (DEFAULT_DENSE_LIMIT, Candidates, assign_by_content, content_order,
+                         identical_classes)
 from .prl_count_drivers import choose_counting, counted_pattern_counts, counted_topc
 from .truth import row_truth
 
@@ -43,7 +44,8 @@ class PRLResult:
     ``rows_b``, ``cols_a``, ``weights``, ``prob``: the assigned pairs (sorted by
     B row) with their weights and match probabilities; ``counts``: pattern
     counts; ``fit``: the EM result; ``correct`` / ``correct20`` / ``n_b``:
-    PLD counts (when the truth is known); ``info``: assignment method, flag,
+    PLD counts (when the truth is known; expected counts over the permutations of
+    records identical on the keys, CATALOG PRL item 5); ``info``: assignment method, flag,
     pairs compared, timings, EM iterations and log-likelihood; ``true_weight``
     (n_b,): weight of each B record's true pair (NaN when absent).
     """
@@ -54,8 +56,8 @@ class PRLResult:
     prob: np.ndarray
     counts: np.ndarray
     fit: prl.EMResult
-    correct: int
-    correct20: int
+    correct: float
+    correct20: float
     n_b: int
     flag: int
     info: dict[str, Any] = field(default_factory=dict)
@@ -140,6 +142,10 @@ def _concat(*parts: dict) -> dict:
 
 def _content_order(side: dict) -> np.ndarray:
     return content_order(side["v"])
+
+
+def _classes(side: dict) -> np.ndarray:
+    return identical_classes(side["v"])
 
 
 def _take(side: dict, order: np.ndarray) -> dict:
@@ -348,7 +354,10 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         true_in_cand = int(np.count_nonzero((cand["idx"] == tr[:, None]).any(axis=1)
                                             & (tr >= 0)))
         timings["assignment"] = time.perf_counter() - t0
-    pc = prl.pld_counts(r, c, w, tr)
+    # identical records are interchangeable: each pair counts its expected correctness
+    # over their permutations (CATALOG PRL item 5), so PLD does not depend on row order
+    pc = prl.pld_counts(r, c, w, tr, class_b=np.asarray(runner.call(_classes, Bp)),
+                        class_a=np.asarray(runner.call(_classes, Ap)))
     c = order_a[c]                                   # back to A's own row numbers
     flag = int(ainfo["flag"] or blocking is not None or not fit.converged)
     if blocking is None:

@@ -311,25 +311,40 @@ def _truth_array(ctx: MeasureContext) -> np.ndarray:
           description="global distance-based linkage: 1-1 assignment minimising total "
                       "standardised Euclidean distance; % of masked records paired with their own")
 def gdbrl(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
-    from ..linkage.assignment import Candidates, assign
+    from ..linkage.assignment import (Candidates, assign_by_content, content_order,
+                                      expected_hits, identical_classes)
     M, O = _transformed(ctx, keys, "z")
     n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
     dense_max = int(ctx.options["gdbrl_dense_max"])
     c = int(ctx.options["gdbrl_candidates"])
+    # ties between optimal assignments (and at the candidates' cut) broken by the records'
+    # values, never their positions; identical records count their expected hits
+    # (CATALOG PRL item 5)
+    order_m = np.asarray(ctx.runner.call(content_order, M), dtype=np.int64)
+    order_o = np.asarray(ctx.runner.call(content_order, O), dtype=np.int64)
     if max(n_m, n_o) <= dense_max:
         W = ctx.runner.call(_dense_distances, M, O)
-        rows, cols, info = assign(W, maximize=False, dense_limit=dense_max)
+        rows, cols, info = assign_by_content(W, order_m, order_o, maximize=False,
+                                             dense_limit=dense_max)
     else:
         opt = _options(ctx)
-        d, idx = nearest_candidates(ctx.runner, M, O, n_m, n_o, len(keys), c,
+        Oc = ctx.runner.task(_take_rows, O, order_o)
+        d, idx = nearest_candidates(ctx.runner, M, Oc, n_m, n_o, len(keys), c,
                                     block_memory=opt["block_memory"])
         cand = Candidates.from_topc(idx, np.sqrt(d), n_o)
-        rows, cols, info = assign(cand, maximize=False, dense_limit=dense_max)
+        rows, cols, info = assign_by_content(cand, order_m, None, maximize=False,
+                                             dense_limit=dense_max)
+        cols = order_o[cols]
     truth = _truth_array(ctx)
-    hits = int(np.count_nonzero(truth[rows] == cols))
-    return MetricResult(100.0 * hits / n_m, flag=int(info["flag"]),
+    credit = expected_hits(rows, cols, truth, ctx.runner.call(identical_classes, M),
+                           ctx.runner.call(identical_classes, O))
+    return MetricResult(100.0 * math.fsum(credit.tolist()) / n_m, flag=int(info["flag"]),
                         info={"assignment": info["method"],
                               "unassigned": int(info["n_unassigned_rows"])})
+
+
+def _take_rows(A: np.ndarray, order: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(A[order])
 
 
 # -- correlation-based linkage without shared attributes -----------------------------

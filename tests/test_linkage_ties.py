@@ -1,0 +1,155 @@
+"""1-1 linkage (PLD, PLD20, GDBRL) with records identical on the keys (CATALOG PRL item 5).
+
+Identical records have identical weights, so permuting them gives other optimal
+assignments; a masked record counts its expected hit x / (|H| |G|) over those
+permutations, and nothing depends on how either file is sorted.
+"""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sdcdist.linkage.assignment import expected_hits, identical_classes
+from sdcdist.linkage.prl_drivers import probabilistic_linkage
+from sdcdist.metrics import measure
+from sdcdist.parallel import Runner
+
+METRICS = ["PLD", "PLD20", "GDBRL"]
+
+#: the three ways to the assignment: dense; sparse top-c from all pairs; top-c by the
+#: counting path's branch and bound (and its pattern counts)
+PATHS = {"dense": {},
+         "sparse": {"prl_dense_limit": 100, "gdbrl_dense_max": 100},
+         "count": {"prl_dense_limit": 100, "gdbrl_dense_max": 100, "prl_counting": "count"}}
+
+
+def _values(r):
+    return {k: r[k].value for k in METRICS}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", list(PATHS))
+def test_records_listed_twice_count_half_in_any_order(census, path):
+    """Census's first 540 records each listed twice, the masked file an exact copy, 3 keys:
+    every record has a twin, so the expected hit is 1/2 however the halves are paired
+    (PLD was 100 in the same order and 0 with the masked halves swapped; DLD gives 50)."""
+    X = census.values[:540].astype(float)
+    A = np.concatenate([X, X])
+    cols = census.columns
+    ks = [cols[:3]]
+    assert np.unique(X[:, :3], axis=0).shape[0] == 540       # no other duplicates
+    swap = np.r_[np.arange(540, 1080), np.arange(540)]
+    same = measure(A, A.copy(), METRICS + ["DLD"], columns=cols, keysets=ks,
+                   options=PATHS[path])
+    swapped = measure(A, A[swap], METRICS + ["DLD"], columns=cols, keysets=ks,
+                      truth=np.arange(1080), options=PATHS[path])
+    for r in (same, swapped):
+        assert {k: r[k].value for k in METRICS + ["DLD"]} == \
+            {"PLD": 50.0, "PLD20": 50.0, "GDBRL": 50.0, "DLD": 50.0}
+    if path != "dense":
+        for name, how in (("PLD", "sparse"), ("GDBRL", "sparse")):
+            info = same[name].info
+            info = (info.get("per_keyset_info") or [info])[0]
+            assert info["assignment"].startswith(how), info
+
+
+def _tie_heavy(seed, n_a, n_b, levels=3, keys=2):
+    """A file of few distinct rows (many identical records) and a masked copy of a sample
+    of it with a few values moved one step (its truth: the sampled rows)."""
+    rng = np.random.default_rng(seed)
+    A = rng.integers(0, levels, size=(n_a, keys)).astype(float)
+    A[:, 0] += 10.0 * np.arange(n_a) % 3          # keep the columns non-constant
+    truth = rng.permutation(n_a)[:n_b]
+    B = A[truth].copy()
+    moved = rng.random(B.shape) < 0.15
+    B[moved] += 1.0
+    return A, B, truth
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n_a=st.integers(8, 30), share=st.floats(0.5, 1.0),
+       path=st.sampled_from(["dense", "sparse"]))
+def test_permuting_either_file_changes_nothing(seed, n_a, share, path):
+    """PLD, PLD20 and GDBRL are the same for every order of either file (the truth
+    permuted along), on files full of identical records."""
+    n_b = max(4, int(share * n_a))
+    A, B, truth = _tie_heavy(seed, n_a, n_b)
+    opts = {"prl_dense_limit": 5, "gdbrl_dense_max": 5} if path == "sparse" else {}
+    cols = ["x", "y"]
+    base = _values(measure(A, B, METRICS, columns=cols, keysets=[cols], truth=truth,
+                           options=opts))
+    rng = np.random.default_rng(seed + 1)
+    pa, pb = rng.permutation(n_a), rng.permutation(n_b)
+    inv_a = np.empty_like(pa)
+    inv_a[pa] = np.arange(n_a)
+    got = _values(measure(A[pa], B[pb], METRICS, columns=cols, keysets=[cols],
+                          truth=inv_a[truth[pb]], options=opts))
+    assert got == base
+
+
+def _brute_expected(rows, cols, truth, row_class, col_class):
+    """Hits averaged over every relabelling of identical records: each class of rows and
+    each class of columns permuted among itself in every way (the definition itself)."""
+    def perms(cls):
+        groups = [np.flatnonzero(cls == g) for g in np.unique(cls)]
+        for choice in itertools.product(*[itertools.permutations(g) for g in groups]):
+            p = np.arange(cls.size)
+            for g, q in zip(groups, choice):
+                p[g] = q
+            yield p
+    assigned = np.full(truth.size, -1)
+    assigned[rows] = cols
+    tot, n = 0, 0
+    for pb in perms(row_class):
+        for pa in perms(col_class):
+            # record b now sits where record pb[b] sat: its pair is assigned[pb[b]];
+            # its true record a* sits at pa[a*]
+            t = truth >= 0
+            tot += int(np.count_nonzero(assigned[pb][t] == pa[truth[t]]))
+            n += 1
+    return tot / n
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_expected_hits_equal_brute_force_over_relabellings(seed):
+    rng = np.random.default_rng(seed)
+    n_b, n_a = 6, 7
+    row_class = rng.integers(0, 3, n_b)
+    col_class = rng.integers(0, 3, n_a)
+    truth = rng.permutation(n_a)[:n_b]
+    truth[rng.random(n_b) < 0.2] = -1
+    cols = rng.permutation(n_a)[:n_b]
+    keep = rng.random(n_b) < 0.85
+    rows = np.flatnonzero(keep)
+    credit = expected_hits(rows, cols[keep], truth, row_class, col_class)
+    assert np.all((credit >= 0) & (credit <= 1))
+    assert math.fsum(credit.tolist()) == pytest.approx(
+        _brute_expected(rows, cols[keep], truth, row_class, col_class), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pld_equals_brute_force_on_small_tie_heavy_files(seed):
+    """The linkage's PLD count is the brute-force average over relabellings of its
+    assignment; without duplicates that is the plain count of true pairs."""
+    A, B, truth = _tie_heavy(seed, 8, 7, levels=2)
+    runner = Runner()
+    res = probabilistic_linkage(runner, A, B, 8, 7, (0, 1), truth=truth)
+    brute = _brute_expected(res.rows_b, res.cols_a, truth, identical_classes(B),
+                            identical_classes(A))
+    assert res.correct == pytest.approx(brute, abs=1e-12)
+    assert max(np.bincount(identical_classes(A))) > 1          # ties are there
+    U = np.arange(16, dtype=float).reshape(8, 2) ** 1.5       # nothing duplicated
+    res = probabilistic_linkage(runner, U, U[:7] + 0.01, 8, 7, (0, 1))
+    assert res.correct == float(np.count_nonzero(res.cols_a == res.rows_b))
+
+
+def test_identical_classes_ignore_order_and_signed_zero():
+    V = np.array([[1.0, -0.0], [np.nan, 2.0], [1.0, 0.0], [np.nan, 2.0], [2.0, 1.0]])
+    lab = identical_classes(V)
+    assert lab[0] == lab[2] and lab[1] == lab[3] and len(set(lab.tolist())) == 3
+    p = np.array([4, 2, 0, 3, 1])
+    assert np.array_equal(identical_classes(V[p]), lab[p])
