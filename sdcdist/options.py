@@ -464,6 +464,12 @@ declare("variables", None, optional(Check("a list of column names", _column_list
                              "the categorical key columns (else every categorical column)"),
         "pram, pram_freq, pram_freq_inv, recode, suppress: the categorical columns to mask",
         scope="method")
+declare("importance", None, optional(Check("a list of integers 1..q, one per masked column",
+                                           lambda v: isinstance(v, (list, tuple)) and all(
+                                               _is_int(j) for j in v)),
+                                     "by number of categories, most first"),
+        "suppress: sdcMicro's importance of each masked column (1 = most important, "
+        "suppressed last)", scope="method")
 declare("alpha", 0.5, number(low=0, high=1),
         "pram: the amount of perturbation, Rs = alpha PQ + (1 - alpha) I (sdcMicro's alpha)",
         scope="method")

@@ -157,3 +157,46 @@ def test_large_labels_get_distinct_band_names():
 def test_non_finite_labels_are_refused():
     with pytest.raises(SdcInputError, match="needs numeric categories"):
         recode_labels(["1", "nan"], 1)
+
+
+# -- local suppression ----------------------------------------------------------------------
+
+# sdcMicro 5.8.1, localSuppression(df, keyVars = HH_KEYS, k = k) on household with the keys as
+# factors (default importance): values suppressed.
+SDCMICRO_5_8_1_SUPPRESSED = {3: 293, 5: 500}
+HH_KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_suppression_no_more_than_sdcmicro_on_household(k):
+    df = pd.read_csv(reference_file("household"))
+    X = np.column_stack([pd.factorize(df[c], sort=True)[0] for c in HH_KEYS]).astype(float)
+    info: dict = {}
+    Y = REGISTRY["suppress"](X, k, rng=np.random.default_rng(0),
+                             categorical=list(range(len(HH_KEYS))), info=info)
+    assert info["suppressed"] == int(np.isnan(Y).sum())
+    assert info["suppressed"] <= SDCMICRO_5_8_1_SUPPRESSED[k]
+    fk, _ = cat.frequencies_wildcard(Y)
+    assert fk.min() >= k
+    # records that start safe are untouched
+    fk0, _ = cat.frequencies_wildcard(X)
+    assert (Y[fk0 >= k] == X[fk0 >= k]).all()
+
+
+def test_suppression_gives_back_values_not_needed():
+    """Two records differ from a class of 3 in one key each: the greedy step suppresses a
+    key of theirs per round; the give-back keeps only what k = 3 needs."""
+    X = np.array([[0, 0, 0]] * 3 + [[0, 0, 1], [0, 1, 0]], dtype=float)
+    out, total, unsafe = cat.suppress_greedy(X, 3)
+    fk, _ = cat.frequencies_wildcard(out)
+    assert fk.min() >= 3 and unsafe == 2
+    assert total == 2                      # one value each, the one that differs
+    assert np.isnan(out[3, 2]) and np.isnan(out[4, 1])
+
+
+def test_importance_orders_the_keys():
+    X = np.array([[0, 0]] * 3 + [[1, 1]], dtype=float)
+    out, total, _ = cat.suppress_greedy(X, 2, importance=[1, 2])   # key 2 suppressed first
+    assert total == 2            # {1, 1} alone: one key is not enough, both go
+    with pytest.raises(SdcInputError, match="'importance' option of suppress must list"):
+        cat.suppress_greedy(X, 2, importance=[1, 1])

@@ -6,14 +6,16 @@ as codes 0..L-1 (NaN: missing) and the positions of those columns
 the categorical key columns, else every categorical column) and return every
 other column bit-identical.
 
-- ``pram`` (parameter p): each value is kept with probability p, otherwise
-  moved to another category j with probability proportional to its frequency,
-  ``P[i, j] = (1 - p) f_j / (n - f_i)`` for j != i (f: the column's category
-  counts). A column with one category is kept.
-- ``pram_inv`` (parameter p): the invariant PRAM of Gouweleeuw et al. (1998)
-  built on that P: ``R = P Q`` with ``Q[j, i] = P[i, j] pi_i / sum_k P[k, j] pi_k``
-  (pi = f / n). Then ``pi R = pi``: the expected category frequencies of the
-  masked column equal the original ones.
+- ``pram`` (parameter pd, option alpha): sdcMicro's invariant PRAM. P has diagonal
+  d_i ~ U(pd, 1) and (1 - d_i) / (L - 1) elsewhere in row i; the transition matrix is
+  ``Rs = alpha P Q + (1 - alpha) I`` with ``Q[k, j] = P[j, k] pi_j / sum_l pi_l P[l, k]``
+  (pi = f / n), so ``pi Rs = pi``: expected category counts are kept.
+- ``pram_freq`` (parameter p): each value is kept with probability p, otherwise moved
+  to another category j with probability proportional to its frequency,
+  ``P[i, j] = (1 - p) f_j / (n - f_i)`` for j != i. Not invariant.
+- ``pram_freq_inv`` (parameter p): ``R = P Q`` on pram_freq's P (Gouweleeuw et al. 1998).
+- All three sample each record's new category without building an L x L or n x L
+  matrix (memory O(n + L) per column; see ``_Invariant``).
 - ``recode`` (parameter w, the band width; 0: the mapping only): global
   recoding. The ``mapping`` option renames categories per column (several
   into one); then, for w > 0, categories whose labels are numbers are grouped
@@ -504,13 +506,21 @@ def frequencies_wildcard(codes: np.ndarray, weights: np.ndarray | None = None
     return fk_u[table["inverse"]], Fk_u[table["inverse"]]
 
 
-def suppress_greedy(codes: np.ndarray, k: int) -> tuple[np.ndarray, int, int]:
-    """Greedy local suppression to k-anonymity (NaN matches every category).
+def suppress_greedy(codes: np.ndarray, k: int, *, importance: Sequence[int] | None = None,
+                    restore_limit: float = 2e10) -> tuple[np.ndarray, int, int]:
+    """Greedy local suppression to k-anonymity (NaN matches every category), then a pass
+    giving back every suppressed value that is not needed.
 
     Parameters
     ----------
     codes : ndarray, shape (n, q)
     k : int, 2 <= k <= n
+    importance : sequence of int, length q, optional
+        sdcMicro's importance: 1 the most important key (suppressed last), q the least
+        (suppressed first). Default: the key with the most categories is suppressed first.
+    restore_limit : float
+        The give-back pass costs O(n q) per suppressed value; it is skipped when
+        n x (values suppressed) exceeds this.
 
     Returns
     -------
@@ -522,13 +532,20 @@ def suppress_greedy(codes: np.ndarray, k: int) -> tuple[np.ndarray, int, int]:
         Records in key classes smaller than k before suppression (the bound is
         ``q * unsafe``).
     """
-    out = np.array(codes, dtype=np.float64, copy=True)
+    orig = np.array(codes, dtype=np.float64, copy=True)
+    out = orig.copy()
     n, q = out.shape
-    levels = np.array([np.unique(out[~np.isnan(out[:, j]), j]).size for j in range(q)])
-    order = np.argsort(-levels, kind="stable")             # most categories first
+    if importance is None:
+        levels = np.array([np.unique(out[~np.isnan(out[:, j]), j]).size for j in range(q)])
+        order = np.argsort(-levels, kind="stable")             # most categories first
+    else:
+        imp = [int(v) for v in importance]
+        if sorted(imp) != list(range(1, q + 1)):
+            raise SdcInputError(f"The 'importance' option of suppress must list the integers "
+                                f"1..{q} once each, one per masked column. Got {imp} instead.")
+        order = np.argsort(-np.array(imp), kind="stable")      # least important first
     fk, _ = frequencies_wildcard(out)
     unsafe0 = int((fk < k).sum())
-    total = 0
     for _ in range(q + 1):
         bad = np.flatnonzero(fk < k)
         if bad.size == 0:
@@ -539,9 +556,47 @@ def suppress_greedy(codes: np.ndarray, k: int) -> tuple[np.ndarray, int, int]:
         rows = bad[has.any(axis=1)]
         cols = order[first[has.any(axis=1)]]
         out[rows, cols] = np.nan
-        total += rows.size
         fk, _ = frequencies_wildcard(out)
+    sup = np.argwhere(np.isnan(out) & ~np.isnan(orig))
+    if sup.shape[0] and n * sup.shape[0] <= restore_limit:
+        _restore(orig, out, fk.astype(np.int64), k, order, sup)
+    total = int((np.isnan(out) & ~np.isnan(orig)).sum())
     return out, total, unsafe0
+
+
+def _restore(orig: np.ndarray, out: np.ndarray, fk: np.ndarray, k: int, order: np.ndarray,
+             sup: np.ndarray) -> None:
+    """Give back suppressed values one by one (most important keys first) wherever every
+    record keeps at least k matches; ``out`` and ``fk`` are updated in place.
+
+    Restoring value v of record r in key j: the records that matched r keep matching it
+    iff their key j is missing or v; the others lose one match, and r's count becomes the
+    number of records that still match it. The values of records that start safe are
+    never suppressed, so never touched here either.
+    """
+    n, q = out.shape
+    rank = np.empty(q, dtype=np.int64)
+    rank[order] = np.arange(q)
+    sup = sup[np.lexsort((sup[:, 0], -rank[sup[:, 1]]))]
+    for r, j in sup:
+        row = out[r]
+        match = np.ones(n, dtype=bool)
+        for jj in range(q):
+            if jj != j and not np.isnan(row[jj]):
+                col = out[:, jj]
+                match &= np.isnan(col) | (col == row[jj])
+        v = orig[r, j]
+        col = out[:, j]
+        keep = match & (np.isnan(col) | (col == v))
+        nk = int(keep.sum())
+        if nk < k:
+            continue
+        lost = match & ~keep
+        if lost.any() and int(fk[lost].min()) - 1 < k:
+            continue
+        fk[lost] -= 1
+        out[r, j] = v
+        fk[r] = nk
 
 
 def _check_k(k: int, n: int) -> None:
@@ -550,7 +605,8 @@ def _check_k(k: int, n: int) -> None:
 
 
 @register("suppress", param="k", kind="int", low=2, high=1e9, random=False,
-          acts_on="categorical", options=("variables", "columns", "roles", "info"),
+          acts_on="categorical",
+          options=("variables", "columns", "roles", "info", "importance"),
           allowed="an integer in [2, n]",
           description="local suppression of categorical key values until every key "
                       "combination is shared by >= k records (greedy, missing matches all)",
@@ -559,12 +615,12 @@ def suppress(X: np.ndarray, k: int, *, rng: np.random.Generator,
              categorical: Sequence[int] = (), variables: Sequence[str] | None = None,
              columns: Sequence[str] | None = None,
              roles: Mapping[str, Sequence[int]] | None = None,
-             info: dict | None = None) -> np.ndarray:
+             info: dict | None = None, importance: Sequence[int] | None = None) -> np.ndarray:
     """Local suppression. ``X`` (n, m); returns (n, m) with suppressed codes NaN."""
     _check_k(int(k), X.shape[0])
     pos = masked_columns("suppress", X, categorical, variables, columns, roles)
     out = X.copy()
-    sub, total, unsafe = suppress_greedy(X[:, pos], int(k))
+    sub, total, unsafe = suppress_greedy(X[:, pos], int(k), importance=importance)
     out[:, pos] = sub
     if info is not None:
         info.update(suppressed=total, unsafe=unsafe, bound=len(pos) * unsafe)
