@@ -507,7 +507,7 @@ def frequencies_wildcard(codes: np.ndarray, weights: np.ndarray | None = None
 
 
 def suppress_greedy(codes: np.ndarray, k: int, *, importance: Sequence[int] | None = None,
-                    restore_limit: float = 2e10) -> tuple[np.ndarray, int, int]:
+                    restore_limit: float = 2e7) -> tuple[np.ndarray, int, int]:
     """Greedy local suppression to k-anonymity (NaN matches every category), then a pass
     giving back every suppressed value that is not needed.
 
