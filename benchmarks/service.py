@@ -1,7 +1,7 @@
 """The audit service against the command line, its request latency under load, its memory.
 
 Run as ``python benchmarks/service.py [--workers 2] [--clients 20] [--seconds 10]
-[--no-table2-cli] [--quick]``.
+[--no-table2-cli] [--quick] [--latency-only]``.
 
 Prints, in one run:
 
@@ -18,6 +18,15 @@ Prints, in one run:
 4. The service's memory: resident set of the service process when idle (started, nothing
    submitted) and its peak (VmHWM), and the peak of the whole process tree (with the
    local cluster's workers), sampled every 0.2 s.
+
+5. ``/query``, ``/report`` and ``/plot`` of a 44-cell cube (14 parameterisations of 3
+   methods, 4 replicates of the random ones, 1,000 synthetic records) under 10 clients for
+   ``--seconds`` each: the first request of each (which loads the cube or renders the
+   plot), then requests per second, p50 and p99; and the same load on ``/v1/health``, a
+   route that does nothing, as the floor of the framework, the client and the machine;
+   and the service process's CPU time per request (user + system), which a busy machine
+   does not inflate as it does latency.
+   ``--latency-only`` runs only this part.
 
 Everything runs on 127.0.0.1. ``--quick`` keeps 2 parameters per Table-2 method and 2
 seconds per load test (a smoke test). The machine is shared: timings are noisy.
@@ -61,6 +70,12 @@ def rss(pid: int) -> tuple[int, int]:
     text = Path(f"/proc/{pid}/status").read_text()
     get = lambda k: int(re.search(rf"^{k}:\s+(\d+) kB", text, re.M).group(1)) * 1024  # noqa
     return get("VmRSS"), get("VmHWM")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def tree_rss(pgid: int) -> int:
@@ -176,6 +191,52 @@ async def load(url: str, paths: list[str], clients: int, seconds: float) -> dict
             "p99": float(np.percentile(a, 99)), "errors": errors}
 
 
+#: the 44-cell audit of the results' latency test
+LATENCY_SPEC = {
+    "name": "latency", "seed": 5,
+    "dataset": {"synthetic": {"rows": 1000, "columns": 6, "seed": 2}},
+    "methods": [{"name": "noise", "params": [0.02, 0.05, 0.1, 0.2]},
+                {"name": "rankswap", "params": [1, 2, 5, 10, 15, 20]},
+                {"name": "micmul", "params": [3, 5, 8, 10]}],
+    "replicates": 4, "metrics": ["IL1s", "DLD", "ID1", "Score2"]}
+
+
+def results_latency(svc: Service, clients: int, seconds: float) -> None:
+    """/query, /report and /plot of a 44-cell cube under ``clients`` concurrent clients."""
+    au, took = svc.submit(LATENCY_SPEC)
+    cells = svc.http.get(f"/v1/audits/{au}").json()["cells_total"]
+    print(f"results latency: a {cells}-cell audit, submit-to-done {took:.1f} s")
+    base = f"/v1/audits/{au}"
+    sets = {
+        "/query": [f"{base}/query", f"{base}/query?sort=Score2&top=10",
+                   f"{base}/query?where=DLD%20%3C%2020%20and%20IL1s%20%3C%201&sort=Score2"],
+        "/report": [f"{base}/report?by=Score2&format=json",
+                    f"{base}/report?by=DLD&format=csv"],
+        "/plot": [f"{base}/plot?kind=tradeoff&risk=DLD&loss=IL_S2",
+                  f"{base}/plot?kind=tradeoff&risk=ID1&loss=IL1s"],
+    }
+    # the floor: the same load on a route that does nothing (framework, client, machine);
+    # the service's CPU time per request does not depend on what else the machine runs
+    cpu = cpu_seconds(svc.proc.pid)
+    r = asyncio.run(load(svc.url, ["/v1/health"], clients, seconds))
+    per = 1000 * (cpu_seconds(svc.proc.pid) - cpu) / max(r["n"], 1)
+    print(f"{'/health':8s} {clients} clients x {seconds:g} s: {r['rate']:.0f} requests/s, "
+          f"p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, service CPU {per:.2f} ms/request "
+          f"({r['n']} requests, {r['errors']} errors; the floor: a route that does nothing)")
+    for name, paths in sets.items():
+        t0 = time.perf_counter()
+        for p in paths:                     # the first of each: loads, computes, renders
+            svc.http.get(p).raise_for_status()
+        first = (time.perf_counter() - t0) / len(paths)
+        cpu = cpu_seconds(svc.proc.pid)
+        r = asyncio.run(load(svc.url, paths, clients, seconds))
+        per = 1000 * (cpu_seconds(svc.proc.pid) - cpu) / max(r["n"], 1)
+        print(f"{name:8s} {clients} clients x {seconds:g} s: {r['rate']:.0f} requests/s, "
+              f"p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, service CPU {per:.2f} ms/"
+              f"request ({r['n']} requests, {r['errors']} errors; first request "
+              f"{1000 * first:.0f} ms)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, default=2)
@@ -183,8 +244,17 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--no-table2-cli", action="store_true")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--latency-only", action="store_true")
     a = ap.parse_args()
     seconds = 2.0 if a.quick else a.seconds
+    if a.latency_only:
+        with tempfile.TemporaryDirectory(prefix="sdcdist-bench-service-") as tmp:
+            svc = Service(Path(tmp) / "root", a.workers)
+            try:
+                results_latency(svc, 10, seconds)
+            finally:
+                svc.stop()
+        return
     from sdcdist.data import write_microdata
     from sdcdist.data.synth import generate
     with tempfile.TemporaryDirectory(prefix="sdcdist-bench-service-") as tmp:
@@ -248,6 +318,7 @@ def main() -> None:
                 print(f"{name:7s} {a.clients} clients x {seconds:g} s: {r['rate']:.0f} "
                       f"requests/s, p50 {r['p50']:.0f} ms, p99 {r['p99']:.0f} ms "
                       f"({r['n']} requests, {r['errors']} errors)")
+            results_latency(svc, 10, seconds)
             _, peak = rss(svc.proc.pid)
             print(f"service memory: idle {idle / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB "
                   f"(service process); with the local cluster's workers: idle "

@@ -98,13 +98,35 @@ class Service:
     def upload(self, path: str | os.PathLike, *, name: str | None = None,
                keys: str | list[str] | None = None,
                confidential: str | list[str] | None = None,
-               columns: str | list[str] | None = None) -> dict[str, Any]:
-        """Upload a CSV or Parquet file; returns ``{id, rows, columns, sha256, ...}``."""
+               columns: str | list[str] | None = None,
+               categorical: str | list[str] | None = None,
+               weight: str | None = None) -> dict[str, Any]:
+        """Upload a CSV or Parquet file with its columns' roles, as ``sdcdist ingest``.
+
+        Parameters
+        ----------
+        path : the file (.csv, .csv.gz, .tsv, .parquet)
+        name : the dataset's name (default: the file name without extension)
+        keys, confidential : columns of those roles (a list, or comma-separated)
+        columns : keep only these columns
+        categorical : integer-coded columns to store as categorical (text columns are
+            categorical anyway)
+        weight : the sampling-weight column (positive values)
+
+        Returns
+        -------
+        dict
+            ``{id, rows, columns, sha256, name, roles, schema}``; ``schema`` lists each
+            column's ``type`` (numeric or categorical), number of ``categories`` and
+            ``roles``, so a column read as categorical by accident shows at once.
+        """
         def csv(v: Any) -> str | None:
             return ",".join(v) if isinstance(v, (list, tuple)) else v
         form = {k: v for k, v in {"name": name, "keys": csv(keys),
                                   "confidential": csv(confidential),
-                                  "columns": csv(columns)}.items() if v}
+                                  "columns": csv(columns),
+                                  "categorical": csv(categorical),
+                                  "weight": weight}.items() if v}
         p = Path(path)
         with p.open("rb") as f:
             return self.request("POST", "/v1/datasets", files={"file": (p.name, f)},
@@ -216,10 +238,21 @@ class RemoteAudit:
         df = pd.DataFrame(rows)
         return df.set_index(["method", "param"]) if len(df) else df
 
-    def report(self, by: str = "Score", *, format: str = "csv") -> str:
-        r = self.service.request("GET", f"/v1/audits/{self.id}/report",
-                                 params={"by": by, "format": format})
+    def report(self, by: str | None = None, *, format: str = "csv",
+               dataset: str | None = None) -> str:
+        """The ranking table (csv, md, html or json text). ``by`` defaults to the
+        service's risk-utility default: Score2 when the cube has its parts, else another
+        score, else ``balanced`` (the mean of the risk rank and the loss rank)."""
+        params = {k: v for k, v in {"by": by, "format": format, "dataset": dataset}.items()
+                  if v is not None}
+        r = self.service.request("GET", f"/v1/audits/{self.id}/report", params=params)
         return r.text
+
+    def summary(self) -> dict[str, Any]:
+        """``{datasets, methods, metrics, ranking}``: the cube's datasets and methods, each
+        metric's unit, better end and definition, and the default ranking (what it ranks
+        by and why, and the risk and loss measures of its trade-off plot)."""
+        return self.service.get(f"/v1/audits/{self.id}/summary")
 
     def cube(self, *, squeeze: bool = True, cache: str | os.PathLike | None = None) -> Any:
         """The audit's cube: downloaded (``cube.zarr.zip``), unpacked into ``cache``

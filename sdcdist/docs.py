@@ -33,13 +33,13 @@ def methods_table() -> str:
 
 def metrics_table() -> str:
     from .metrics import REGISTRY
-    rows = ["| metric | kind | per key set | rank 1 = | description | reference |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| metric | kind | unit | per key set | rank 1 = | description | reference |",
+            "|---|---|---|---|---|---|---|"]
     for name, m in REGISTRY.items():
         best = "smallest" if m.ascending else "largest"
         ks = "" if not m.keysets else "yes" if m.keyset_default == "prefixes" else \
             "named ones; else all key columns"
-        rows.append(f"| `{name}` | {m.kind} | {ks} | {best} | "
+        rows.append(f"| `{name}` | {m.kind} | {_md(m.unit)} | {ks} | {best} | "
                     f"{_md(m.description)} | {m.reference} |")
     return "\n".join(rows)
 

@@ -261,12 +261,40 @@ def plot_tradeoff(cube: xr.Dataset, *, risk: str, loss: str, out: str,
     f = t[front].sort_values(loss)
     ax.plot(f[loss], f[risk], "k--", lw=1, label="Pareto front")
     ax.scatter(f[loss], f[risk], s=120, facecolors="none", edgecolors="k")
-    ax.set_xlabel(loss)
-    ax.set_ylabel(risk)
+    _mark_better_corner(ax, left=asc[loss], bottom=asc[risk])
+    ax.set_xlabel(_axis_label(loss, asc[loss]))
+    ax.set_ylabel(_axis_label(risk, asc[risk]))
     ax.set_title(title or f"{risk} against {loss}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     return _save(plt, fig, out)
+
+
+def _axis_label(metric: str, ascending: bool) -> str:
+    """``"DLD (% of records, lower is better)"``: the unit from the metric registry."""
+    from .metrics import REGISTRY
+    m = REGISTRY.get(metric)
+    unit = f"{m.unit}, " if m is not None and m.unit else ""
+    return f"{metric} ({unit}{'lower' if ascending else 'higher'} is better)"
+
+
+def _mark_better_corner(ax: Any, *, left: bool, bottom: bool) -> None:
+    """Shade the corner of the plot where both measures are best and label it."""
+    x, y = (0.0 if left else 1.0), (0.0 if bottom else 1.0)
+    w, h = 0.16, 0.16
+    ax.add_patch(_rectangle()((x - (0 if left else w), y - (0 if bottom else h)),
+                                        w, h, transform=ax.transAxes, color="#2e9b4f",
+                                        alpha=0.15, lw=0, zorder=0))
+    ax.annotate("better", xy=(x + (0.015 if left else -0.015), y + (0.02 if bottom else -0.02)),
+                xytext=(x + (0.2 if left else -0.2), y + (0.2 if bottom else -0.2)),
+                xycoords="axes fraction", textcoords="axes fraction", color="#1b6e36",
+                fontsize=8, ha="center", va="center",
+                arrowprops={"arrowstyle": "->", "color": "#1b6e36", "lw": 1.2})
+
+
+def _rectangle() -> Any:
+    from matplotlib.patches import Rectangle
+    return Rectangle
 
 
 def plot_risk_curves(cube: xr.Dataset, *, metric: str, out: str,

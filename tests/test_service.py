@@ -405,6 +405,19 @@ def test_python_client(svc, tmp_path):
         assert np.array_equal(cube["value"].values, local["value"].values, equal_nan=True)
         assert cube.attrs["spec_sha256"] == local.attrs["spec_sha256"]
         assert "IL1s" in audit.report(by="IL1s", format="md")
+        # no score measured: the default ranking balances the risk and the loss ranks
+        assert "balanced" in audit.report().splitlines()[0]
+        assert audit.summary()["ranking"]["by"] == "balanced"
+        # roles on upload: categorical and weight, each column's type in the answer
+        md = generate(50, columns=2, seed=5)
+        write_microdata(Microdata(np.column_stack([md.values, np.arange(50) % 3,
+                                                   1 + np.arange(50) % 4]),
+                                  [*md.columns, "REGION", "W"]), tmp_path / "typed.csv")
+        ds2 = c.upload(tmp_path / "typed.csv", keys="WAGES", categorical=["REGION"],
+                       weight="W")
+        assert ds2["roles"] == {"key": ["WAGES"], "weight": ["W"]}
+        types = {col["name"]: col["type"] for col in ds2["schema"]}
+        assert types["REGION"] == "categorical" and types["WAGES"] == "numeric"
         with pytest.raises(SdcInputError, match="nosie"):
             c.submit({"name": "x", "dataset": {"id": ds["id"]},
                       "methods": [{"name": "nosie", "params": [1]}], "metrics": ["IL1s"]})

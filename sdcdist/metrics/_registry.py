@@ -62,6 +62,9 @@ class Metric:
         linkage). A metric without it is numeric-only: losses and utilities are
         computed on the numeric columns alone, and a categorical column in a
         key set is refused.
+    unit : str
+        What its value counts, for people reading it ("% of records",
+        "standard deviations", ...); shown beside the value by the service's page.
     """
 
     name: str
@@ -77,6 +80,7 @@ class Metric:
     options: tuple[str, ...] = ()
     keyset_default: str = "prefixes"
     categorical: bool = False
+    unit: str = ""
 
 
 @dataclass
@@ -107,11 +111,12 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
              keysets: bool = False, requires: Sequence[str] = (), ascending: bool = True,
              same_shape: bool = True, random: bool = False,
              options: Sequence[str] = (), keyset_default: str = "prefixes",
-             categorical: bool = False) -> Callable:
+             categorical: bool = False, unit: str = "") -> Callable:
     """Decorator: register ``func`` as the metric ``name``.
 
     ``options`` names the options of :mod:`sdcdist.options` the metric reads;
-    ``keyset_default`` what a key-set metric links on when no key sets are named.
+    ``keyset_default`` what a key-set metric links on when no key sets are named;
+    ``unit`` what its value counts.
     """
     if kind not in ("loss", "utility", "risk", "score"):
         raise ValueError(f"bad metric kind {kind!r}")
@@ -124,7 +129,8 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
             raise ValueError(f"metric {name!r} registered twice")
         REGISTRY[name] = Metric(name, kind, func, description, reference, keysets,
                                 tuple(requires), ascending, same_shape, random, used,
-                                keyset_default=keyset_default, categorical=categorical)
+                                keyset_default=keyset_default, categorical=categorical,
+                                unit=unit)
         return func
 
     return deco

@@ -267,12 +267,12 @@ def _table(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], bool, tuple[
     return ctx.cached(("frequency", keys, w), compute), w is not None, keys
 
 
-def _metric(name: str, description: str) -> None:
+def _metric(name: str, description: str, unit: str = "% of records") -> None:
     def func(ctx: MeasureContext) -> MetricResult:
         summary, weighted, keys = _table(ctx, name)
         return MetricResult(summary[name], info={"keys": list(keys), "weighted": weighted})
     register(name, kind="risk", same_shape=False, categorical=True, options=("chunk_rows",),
-             description=description,
+             description=description, unit=unit,
              reference="Benedetti and Franconi (1998); sdcMicro measure_risk")(func)
 
 
@@ -282,9 +282,11 @@ for _k in K_VIOLATIONS:
     _metric(f"kviol{_k}", f"% of records in categorical key classes smaller than {_k} "
             f"(violating {_k}-anonymity)")
 _metric("IR_mean", "mean individual re-identification risk (Benedetti-Franconi, weighted "
-        "where a weight column exists): sdcMicro's global risk")
-_metric("IR_max", "largest individual re-identification risk (Benedetti-Franconi)")
-_metric("ER", "expected number of re-identifications: the sum of the individual risks")
+        "where a weight column exists): sdcMicro's global risk", "probability (0 to 1)")
+_metric("IR_max", "largest individual re-identification risk (Benedetti-Franconi)",
+        "probability (0 to 1)")
+_metric("ER", "expected number of re-identifications: the sum of the individual risks",
+        "records")
 
 
 # -- global recodings: how the masked categories cover the original ones ---------------------
@@ -365,6 +367,7 @@ def _add(*parts: dict[str, Any]) -> dict[str, Any]:
 
 
 @register("changed", kind="loss", categorical=True, options=("chunk_rows",),
+          unit="fraction of values (0 to 1)",
           reference="share of perturbed values (e.g. Templ 2017, ch. 7)",
           description="categorical columns: share of values changed by masking (a "
                       "suppressed value counts as changed), mean over the columns")
@@ -410,6 +413,7 @@ def _contingency(ctx: MeasureContext, name: str) -> tuple[np.ndarray, np.ndarray
 
 
 @register("hellinger", kind="loss", categorical=True, same_shape=False, options=("chunk_rows",),
+          unit="distance (0 to 1)",
           reference="Hellinger distance between contingency tables",
           description="Hellinger distance between the original and masked contingency tables "
                       "of the categorical keys, sqrt(1/2 sum (sqrt p - sqrt q)^2), in [0, 1] "
@@ -422,6 +426,7 @@ def hellinger(ctx: MeasureContext) -> MetricResult:
 
 
 @register("tvd", kind="loss", categorical=True, same_shape=False, options=("chunk_rows",),
+          unit="distance (0 to 1)",
           reference="total variation distance between contingency tables",
           description="total variation distance between the original and masked contingency "
                       "tables of the categorical keys, 1/2 sum |p - q|, in [0, 1]")

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import SdcInputError
 from ..parallel import map_reduce
-from ._registry import MeasureContext, MetricResult, register
+from ._registry import REGISTRY, MeasureContext, MetricResult, register
 from .exactsum import SQ_SCALE, exact_square_sums, exact_sums, to_fraction
 
 __all__ = ["stats_chunk", "combine_stats", "record_stats", "table1", "il_sd"]
@@ -207,8 +207,13 @@ def _register_table1(obj: str, err: str) -> None:
     how = {"MSE": "mean squared error", "MAE": "mean absolute error",
            "MV": "mean variation |a - a'|/|a| (zero denominators left out and counted)"}[err]
 
+    unit = {"MSE": "squared units of the data", "MAE": "units of the data",
+            "MV": "fraction (relative change)"}[err]
+    if obj == "R" and err != "MV":
+        unit = {"MSE": "squared correlation", "MAE": "correlation"}[err]
+
     @register(f"{obj}_{err}", kind="loss", reference="[DMT Table 1]", options=_CHUNK,
-              description=f"{how} of the {what}")
+              description=f"{how} of the {what}", unit=unit)
     def metric(ctx: MeasureContext) -> MetricResult:
         return table1(ctx, obj)[err]
 
@@ -228,6 +233,7 @@ def _combine(ctx: MeasureContext, names: tuple[str, ...], scale: float = 1.0,
 
 
 @register("IL", kind="loss", reference="[DMT §5]",
+          unit="% relative error",
           requires=("X_MV", "M_MV", "V_MV", "S_MV", "R_MAE"),
           description="100 * mean(X_MV, M_MV, V_MV, S_MV, R_MAE)")
 def il(ctx: MeasureContext) -> MetricResult:
@@ -235,6 +241,7 @@ def il(ctx: MeasureContext) -> MetricResult:
 
 
 @register("IL_S2", kind="loss", reference="[DMT §6]",
+          unit="% relative error",
           requires=("X_MV", "M_MV", "S_MV", "V_MV", "R_MAE"),
           description="100 * (X_MV + (M_MV + S_MV)/2 + (V_MV + R_MAE)/2) / 3")
 def il_s2(ctx: MeasureContext) -> MetricResult:
@@ -243,6 +250,7 @@ def il_s2(ctx: MeasureContext) -> MetricResult:
 
 
 @register("IL1", kind="loss", reference="[YWC]", options=_CHUNK,
+          unit="relative difference per value (0 to 2)",
           description="mean over all values of |x - x'| / (0.5(|x| + |x'|)); 0 when both are 0")
 def il1(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
@@ -250,6 +258,7 @@ def il1(ctx: MeasureContext) -> float:
 
 
 @register("IL1s", kind="loss", reference="[YWC]", options=_CHUNK,
+          unit="standard deviations (√2·s_j) per value",
           description="mean over all values of |x - x'| / (sqrt(2) s_j), s_j the original sd")
 def il1s(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
@@ -258,6 +267,7 @@ def il1s(ctx: MeasureContext) -> float:
 
 
 @register("IL1s_sum", kind="loss", reference="[YWC]; sdcMicro dUtility 'IL1s'", options=_CHUNK,
+          unit="standard deviations (√2·s_j), summed over all values",
           description="sum over all values of |x - x'| / (sqrt(2) s_j) (sdcMicro's IL1s)")
 def il1s_sum(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
@@ -269,32 +279,37 @@ for _name, _src in (("IL2", "M_MV"), ("IL3", "V_MV"), ("IL4", "S_MV"), ("IL5", "
     def _alias(ctx: MeasureContext, _src: str = _src) -> MetricResult:
         return ctx.measure(_src)
     register(_name, kind="loss", reference="[YWC]", requires=(_src,),
-             description=f"= {_src}")(_alias)
+             description=f"= {_src}", unit=REGISTRY[_src].unit)(_alias)
 
 
 @register("s0", kind="loss", reference="[YWC]", requires=("IL2", "IL3", "IL4", "IL5"),
+          unit="fraction (mean relative error)",
           description="(IL2 + IL3 + IL4 + IL5) / 4")
 def s0(ctx: MeasureContext) -> MetricResult:
     return _combine(ctx, ("IL2", "IL3", "IL4", "IL5"))
 
 
 @register("s1", kind="loss", reference="[YWC]", requires=("IL1", "IL2", "IL3", "IL4", "IL5"),
+          unit="fraction (mean relative error)",
           description="(IL1 + IL2 + IL3 + IL4 + IL5) / 5")
 def s1(ctx: MeasureContext) -> MetricResult:
     return _combine(ctx, ("IL1", "IL2", "IL3", "IL4", "IL5"))
 
 
 @register("s2", kind="loss", reference="[YWC]", requires=("IL1s", "IL2", "IL4", "IL5"),
+          unit="fraction (mean of relative errors and sd units)",
           description="(IL1s + IL2 + IL4 + IL5) / 4")
 def s2(ctx: MeasureContext) -> MetricResult:
     return _combine(ctx, ("IL1s", "IL2", "IL4", "IL5"))
 
 
-@register("MAE", kind="loss", reference="[CN]", requires=("X_MAE",), description="= X_MAE")
+@register("MAE", kind="loss", reference="[CN]", requires=("X_MAE",), description="= X_MAE",
+          unit="units of the data")
 def mae(ctx: MeasureContext) -> MetricResult:
     return ctx.measure("X_MAE")
 
 
-@register("MSE", kind="loss", reference="[CN]", requires=("X_MSE",), description="= X_MSE")
+@register("MSE", kind="loss", reference="[CN]", requires=("X_MSE",), description="= X_MSE",
+          unit="squared units of the data")
 def mse(ctx: MeasureContext) -> MetricResult:
     return ctx.measure("X_MSE")

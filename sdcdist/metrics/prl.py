@@ -77,6 +77,7 @@ def _share(ctx: MeasureContext, keys: tuple[int, ...], count: str) -> MetricResu
 
 
 @register("PLD", kind="risk", keysets=True, same_shape=False, categorical=True,
+          unit="% of records",
           reference="[DMT §4.2, YWC §3.4]",
           options=PRL_OPTIONS,
           description="probabilistic record linkage: % of masked records paired with their own "
@@ -86,6 +87,7 @@ def pld(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
 
 
 @register("PLD20", kind="risk", keysets=True, same_shape=False, categorical=True,
+          unit="% of records",
           reference="[YWC §4.2]",
           options=PRL_OPTIONS,
           description="PLD counting correct pairs only down to the weight where the precision "

@@ -187,6 +187,7 @@ def _rank_metric(ctx: MeasureContext, which: str) -> MetricResult:
 
 
 @register("rMAE", kind="loss", reference="[CN eq. 6]", random=True, options=RANK_OPTIONS,
+          unit="ranks",
           description="mean over all values of |rank - rank'| (within-column ranks, "
                       "ties at random)")
 def rmae(ctx: MeasureContext) -> MetricResult:
@@ -194,12 +195,14 @@ def rmae(ctx: MeasureContext) -> MetricResult:
 
 
 @register("brMAE", kind="loss", reference="[CN eq. 8]", random=True, options=RANK_OPTIONS,
+          unit="fraction of the largest possible (0 to 1)",
           description="sum |rank - rank'| over its maximum (fully reversed ranks): in [0, 1]")
 def brmae(ctx: MeasureContext) -> MetricResult:
     return _rank_metric(ctx, "brMAE")
 
 
 @register("brMSE", kind="loss", reference="[CN eq. 9]", random=True, options=RANK_OPTIONS,
+          unit="fraction of the largest possible (0 to 1)",
           description="sum (rank - rank')**2 over its maximum (fully reversed ranks): in [0, 1]")
 def brmse(ctx: MeasureContext) -> MetricResult:
     return _rank_metric(ctx, "brMSE")

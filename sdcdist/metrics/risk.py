@@ -237,6 +237,7 @@ def _dld_share(ctx: MeasureContext, keys: tuple[int, ...], which: str) -> float:
 # -- distance linkage ----------------------------------------------------------------
 
 @register("DLD", kind="risk", keysets=True, same_shape=False, categorical=True,
+          unit="% of records",
           reference="[DMT §4.1]",
           options=_BLOCKED + ("dld",),
           description="distance-based linkage: % of masked records whose nearest original "
@@ -247,6 +248,7 @@ def dld(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 
 @register("DLD2", kind="risk", keysets=True, same_shape=False, categorical=True,
+          unit="% of records",
           reference="[DMT §4.1]",
           options=_BLOCKED + ("dld",),
           description="% of masked records whose second-nearest original record "
@@ -256,6 +258,7 @@ def dld2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 
 @register("DRL2", kind="risk", keysets=True, same_shape=False, categorical=True,
+          unit="% of records",
           reference="[DTMS §4.1]",
           options=_BLOCKED,
           description="distance-standardising linkage: sum of |a_i - b_i| / sd of |a_i - b_i| "
@@ -265,6 +268,7 @@ def drl2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 
 @register("PDL", kind="risk", keysets=True, same_shape=False, categorical=True,
+          unit="% of records",
           reference="[DRS §2.1]",
           options=_BLOCKED,
           keyset_default="all",
@@ -276,6 +280,7 @@ def pdl(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 
 
 @register("RR", kind="risk", keysets=True, same_shape=False, ascending=False,
+          unit="log(1 + rank distance)",
           options=_LINK_OPTIONS,
           reference="[DRS §4, eq. 3]", keyset_default="all",
           description="rank-distance risk: mean log(1 + Euclidean rank distance of each "
@@ -300,6 +305,7 @@ def _truth_array(ctx: MeasureContext) -> np.ndarray:
 
 
 @register("GDBRL", kind="risk", keysets=True, same_shape=False,
+          unit="% of records",
           options=("block_memory", "gdbrl_dense_max", "gdbrl_candidates"),
           reference="sdcMicro recordLinkage",
           description="global distance-based linkage: 1-1 assignment minimising total "
@@ -405,6 +411,7 @@ def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, 
 
 
 @register("CRL", kind="risk", same_shape=False, random=True, reference="[DTMS §4.3]",
+          unit="% of records",
           options=("crl_external", "crl_released"),
           description="correlation-based linkage (works without shared attributes): sort both "
                       "files by their most correlated attribute pair; % linked correctly")
@@ -493,6 +500,7 @@ def _intervals(ctx: MeasureContext) -> dict[str, Any]:
 
 
 @register("ID1", kind="risk", reference="[DMT §4.3]", options=("id_p",),
+          unit="% of values",
           description="rank interval disclosure: % of original values inside the interval of "
                       "masked values within p% of ranks, mean over p = 1..10")
 def id1(ctx: MeasureContext) -> float:
@@ -501,6 +509,7 @@ def id1(ctx: MeasureContext) -> float:
 
 
 @register("ID2", kind="risk", reference="[DMT §6]", options=("id_p",),
+          unit="% of values",
           description="sd interval disclosure: % of original values within x' ± p s'/100, "
                       "mean over p = 1..10")
 def id2(ctx: MeasureContext) -> float:
@@ -517,6 +526,7 @@ def _sdid_chunk(start: int, stop: int, X: Any, Y: Any, ja: tuple[int, ...],
 
 
 @register("SDID", kind="risk", reference="sdcMicro dRisk",
+          unit="fraction of records (0 to 1)",
           options=("chunk_rows", "id_p", "sdid_k"),
           description="share of records whose every original value lies within "
                       "x' ± k s'_j (k = 0.05)")

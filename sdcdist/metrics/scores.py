@@ -64,6 +64,7 @@ def _make(name: str) -> None:
     score.__name__ = score.__qualname__ = f"score_{name}"
     score.__doc__ = f"{name} = {text} {ref}."
     register(name, kind="score", requires=tuple(weights), reference=ref,
+             unit="points (weighted sum of its parts)",
              description=f"composite score {text} (lower is better)")(score)
 
 

@@ -36,7 +36,11 @@ from starlette.requests import ClientDisconnect
 from ..errors import SdcInputError
 from ..logs import event
 from .auth import Tokens
+from .accesslog import AccessLog
+from .apidocs import install as install_docs
 from .jobs import JobRunner
+from .results import BALANCED, ResultCache, balanced_table, default_ranking, metric_info
+from .schema import column_schema
 from .store import ACTIVE, Store, audit_out, new_id
 
 __all__ = ["create_app", "ServiceConfig"]
@@ -155,7 +159,9 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         version=_version(),
         description="Submit, follow and query audits of statistical disclosure control "
                     "methods. Authenticate with `Authorization: Bearer TOKEN`.",
+        docs_url=None, redoc_url=None,        # /docs is served here, without a CDN
     )
+    install_docs(app, auth=config.tokens is not None)
     app.state.store = store
     app.state.runner = runner
     app.state.config = config
@@ -192,19 +198,8 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         return JSONResponse({"detail": f"unexpected failure ({type(exc).__name__}); the "
                                        "service log says where"}, status_code=500)
 
-    @app.middleware("http")
-    async def _access_log(request: Request, call_next: Any) -> Response:
-        # method, path (never the query string), status, principal, duration; reads at
-        # debug level (pages poll), changes at info
-        t0 = time.perf_counter()
-        response = await call_next(request)
-        level = logging.DEBUG if request.method in ("GET", "HEAD") else logging.INFO
-        if log.isEnabledFor(level):
-            event(log, "request", level, method=request.method, path=request.url.path,
-                  status=response.status_code,
-                  principal=getattr(request.state, "principal", None),
-                  ms=round(1000 * (time.perf_counter() - t0), 1))
-        return response
+    # method, path, status, principal, duration: GETs at debug level, changes at info
+    app.add_middleware(AccessLog)
 
     # -- who is asking --------------------------------------------------------------
     def principal(request: Request) -> str:
@@ -277,6 +272,32 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
     def open_audit_cube(audit_id: str, who: str) -> Any:
         return loaded_cube(audit_id, who)
 
+    results = ResultCache()
+    app.state.results = results
+    schemas: dict[str, list[dict[str, Any]]] = {}
+
+    async def cached(audit_id: str, who: str, what: tuple, make: Any) -> Response:
+        """A result from the cache of answers, keyed by the audit's state (which changes
+        with every cell it writes), else made by ``make() -> (bytes, media type)`` in a
+        worker thread. A cached answer costs one indexed read of the state database."""
+        a = own_audit(audit_id, who)
+        key = (audit_id, a["status"], a["cells_done"], a["runs"], *what)
+        hit = results.get(key)
+        if hit is None:
+            if not store.cube_path(audit_id).exists():
+                raise HTTPException(409, "the audit has not written its cube yet; wait until "
+                                         "it runs (GET /v1/audits/{id} shows its status)")
+            hit = await asyncio.to_thread(results.get_or_make, key, make)
+        return Response(hit[0], media_type=hit[1])
+
+    def dataset_schema(dataset_id: str) -> list[dict[str, Any]]:
+        """Each column's type and roles (a dataset never changes once stored)."""
+        if dataset_id not in schemas:
+            from ..data import open_microdata
+            schemas[dataset_id] = column_schema(open_microdata(
+                store.dataset_path(dataset_id)).attrs)
+        return schemas[dataset_id]
+
     # -- the page and health ------------------------------------------------------------
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:
@@ -297,16 +318,20 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         from ..options import for_method
         return [{"name": n, "param": m.param, "kind": m.kind,
                  "range": None if m.kind == "none" else m.allowed_text(),
+                 "low": None if m.kind == "none" else _clean(float(m.low)),
+                 "high": None if m.kind == "none" else _clean(float(m.high)),
                  "random": bool(m.random), "description": m.description,
                  "options": [o.name for o in for_method(n) if o.spec]}
                 for n, m in REGISTRY.items()]
 
     @app.get("/v1/metrics", tags=["catalogue"])
     def metrics(who: str = Who) -> list[dict[str, Any]]:
-        """The metrics a spec may name (the registry of `sdcdist metrics`)."""
+        """The metrics a spec may name (the registry of `sdcdist metrics`), each with its
+        unit and which end is better."""
         from ..metrics import REGISTRY
         return [{"name": n, "kind": m.kind, "per_keyset": bool(m.keysets),
                  "ascending": bool(m.ascending), "requires": list(m.requires or ()),
+                 "unit": m.unit, "lower_is_better": bool(m.ascending),
                  "description": m.description, "reference": m.reference}
                 for n, m in REGISTRY.items()]
 
@@ -320,8 +345,14 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
                confidential: str | None = Form(None, description="Confidential columns, "
                                                                  "comma-separated"),
                columns: str | None = Form(None, description="Keep only these columns"),
+               categorical: str | None = Form(None, description="Integer-coded columns "
+                                              "to store as categorical, comma-separated "
+                                              "(text columns are categorical anyway)"),
+               weight: str | None = Form(None, description="The sampling-weight column "
+                                                           "(positive values)"),
                who: str = Who) -> dict[str, Any]:
-        """Upload a dataset, validated exactly as `sdcdist ingest` validates a file."""
+        """Upload a dataset, validated exactly as `sdcdist ingest` validates a file. The
+        answer lists each column's type (numeric or categorical) and roles in `schema`."""
         from ..cli._common import split_list
         from ..cli._paths import slug
         from ..data import ingest, open_microdata
@@ -345,7 +376,10 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
                 roles["key"] = split_list(keys)
             if confidential:
                 roles["confidential"] = split_list(confidential)
-            ingest(src, final, roles=roles, columns=split_list(columns) if columns else None)
+            if weight and weight.strip():
+                roles["weight"] = [weight.strip()]
+            ingest(src, final, roles=roles, columns=split_list(columns) if columns else None,
+                   categorical=split_list(categorical) if categorical else None)
             attrs = dict(open_microdata(final).attrs)
             ds_name = (name or stem).strip() or stem
             store.add_dataset(dataset_id, who, name=ds_name, filename=filename,
@@ -361,17 +395,19 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
               rows=int(attrs["n_records"]), columns=len(attrs["columns"]))
         d = store.dataset(dataset_id, who)
         return {"id": dataset_id, "rows": d["rows"], "columns": d["columns"],
-                "sha256": d["sha256"], "name": d["name"], "roles": d["roles"]}
+                "sha256": d["sha256"], "name": d["name"], "roles": d["roles"],
+                "schema": dataset_schema(dataset_id)}
 
     @app.get("/v1/datasets", tags=["datasets"])
     def list_datasets(who: str = Who) -> list[dict[str, Any]]:
         """Your datasets: names, schemas and roles (never values)."""
-        return store.datasets(who)
+        return [{**d, "schema": dataset_schema(d["id"])} for d in store.datasets(who)]
 
     @app.get("/v1/datasets/{dataset_id}", tags=["datasets"])
     def get_dataset(dataset_id: str, who: str = Who) -> dict[str, Any]:
         """One dataset's schema and roles (never values)."""
-        return own_dataset(dataset_id, who)
+        d = own_dataset(dataset_id, who)
+        return {**d, "schema": dataset_schema(dataset_id)}
 
     @app.delete("/v1/datasets/{dataset_id}", tags=["datasets"])
     def delete_dataset(dataset_id: str, who: str = Who) -> dict[str, Any]:
@@ -433,7 +469,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         """Cancel a queued or running audit (the cells already written stay in its cube)."""
         a = own_audit(audit_id, who)
         if a["status"] in ACTIVE:
-            store.finish(audit_id, "cancelled")
+            store.finish(audit_id, "cancelled", cancel_reason(a, who))
             if runner is not None:
                 runner.cancel(audit_id)
             event(log, "audit cancelled", audit=audit_id, principal=who)
@@ -522,68 +558,110 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         return loaded_cube(audit_id, who, squeeze=False)
 
     @app.get("/v1/audits/{audit_id}/query", tags=["results"])
-    def query(audit_id: str, where: str | None = None, sort: str | None = None,
+    async def query(audit_id: str, where: str | None = None, sort: str | None = None,
               top: int | None = Query(None, ge=1), metrics: str | None = None,
-              dataset: str | None = None, who: str = Who) -> dict[str, Any]:
+              dataset: str | None = None, who: str = Who) -> Response:
         """Cells (replicate means) matching a filter, as `sdcdist query`: `where` compares
         metric names with numbers joined by and/or (`DLD < 5 and IL1s < 20`)."""
         from ..cli._common import split_list
         from ..cube import check_metrics
         from ..query import query as run_query
-        c = open_audit_cube(audit_id, who)
-        t = run_query(c, where_=where, sort=sort, top=top, dataset=dataset)
-        if metrics:
-            shown = split_list(metrics)
-            check_metrics(c, shown)
-            t = t[["param_name", "replicates", *shown]]
-        return {"audit": audit_id, "rows": _records(t) if len(t) else []}
+
+        def make() -> tuple[bytes, str]:
+            c = open_audit_cube(audit_id, who)
+            t = run_query(c, where_=where, sort=sort, top=top, dataset=dataset)
+            if metrics:
+                shown = split_list(metrics)
+                check_metrics(c, shown)
+                t = t[["param_name", "replicates", *shown]]
+            return _json({"audit": audit_id, "rows": _records(t) if len(t) else []})
+        return await cached(audit_id, who, ("query", where, sort, top, metrics, dataset), make)
 
     @app.get("/v1/audits/{audit_id}/report", tags=["results"])
-    def report(audit_id: str, by: str = "Score", format: str = "csv",
+    async def report(audit_id: str, by: str | None = Query(
+                   None, description="A metric or score to rank by, or `balanced`; default: "
+                                     "Score2 when the cube has its parts, else another "
+                                     "score, else `balanced` (the mean of the risk rank and "
+                                     "the loss rank)"),
+               format: str = "csv",
                metrics: str | None = None, top: int | None = Query(None, ge=1),
                dataset: str | None = None, who: str = Who) -> Response:
-        """The ranking table of `sdcdist report`, as csv, md, html or json."""
+        """The ranking table of `sdcdist report`, as csv, md, html or json (which also says
+        what it was ranked by and why, and explains each metric: unit, which end is
+        better, definition)."""
         from ..cli._common import split_list
         from ..errors import check_choice
         from ..report import html_table, markdown_table, ranking_table
         check_choice("format", format, ["csv", "md", "html", "json"])
-        c = open_audit_cube(audit_id, who)
-        t = ranking_table(c, by=by, metrics=split_list(metrics) if metrics else None,
-                          dataset=dataset)
-        if top:
-            t = t.head(top)
-        if format == "csv":
-            return PlainTextResponse(t.to_csv(), media_type="text/csv")
-        if format == "md":
-            return PlainTextResponse(markdown_table(t), media_type="text/markdown")
-        if format == "html":
-            a = store.audit(audit_id)
-            return HTMLResponse(html_table(t, title=f"{a['name']}: cells ranked by {by}"))
-        return JSONResponse({"audit": audit_id, "by": by, "rows": _records(t)})
+
+        def make() -> tuple[bytes, str]:
+            c = open_audit_cube(audit_id, who)
+            default = default_ranking(c)
+            use = by or default["by"]
+            chosen = default if use == default["by"] else None
+            if use == BALANCED:
+                kinds = dict(zip([str(m) for m in c["metric"].values],
+                                 [str(k) for k in c["metric_kind"].values]))
+                names = split_list(metrics) if metrics else list(kinds)
+                t = balanced_table(c, risks=[m for m in names if kinds.get(m) == "risk"],
+                                   losses=[m for m in names
+                                           if kinds.get(m) in ("loss", "utility")],
+                                   dataset=dataset)
+            else:
+                t = ranking_table(c, by=use, metrics=split_list(metrics) if metrics else None,
+                                  dataset=dataset)
+            if top:
+                t = t.head(top)
+            if format == "csv":
+                return t.to_csv().encode(), "text/csv; charset=utf-8"
+            if format == "md":
+                return markdown_table(t).encode(), "text/markdown; charset=utf-8"
+            if format == "html":
+                a = store.audit(audit_id)
+                return (html_table(t, title=f"{a['name']}: cells ranked by {use}").encode(),
+                        "text/html; charset=utf-8")
+            shown = [col for col in t.columns if col not in ("param_name", "replicates")
+                     and not col.endswith(" rank")]
+            return _json({"audit": audit_id, "by": use, "default": by is None,
+                          "why": chosen["why"] if chosen else None,
+                          "warning": chosen["warning"] if chosen else None,
+                          "risk": chosen["risk"] if chosen else None,
+                          "loss": chosen["loss"] if chosen else None,
+                          "metrics": metric_info([m for m in shown if m != BALANCED]),
+                          "rows": _records(t)})
+        return await cached(audit_id, who, ("report", by, format, metrics, top, dataset), make)
 
     @app.get("/v1/audits/{audit_id}/plot", tags=["results"],
              response_class=Response, responses={200: {"content": {"image/png": {}}}})
-    def plot(audit_id: str, kind: str = "tradeoff", risk: str | None = None,
+    async def plot(audit_id: str, kind: str = "tradeoff", risk: str | None = None,
              loss: str | None = None, metric: str | None = None,
              target: float | None = None, metrics: str | None = None,
              by: str | None = None, top: int | None = Query(None, ge=1),
              dataset: str | None = None, who: str = Who) -> Response:
-        """A PNG plot as `sdcdist plot`: tradeoff (risk against loss, default: the cube's
-        first risk and first loss metric), curves (a metric against each parameter) or
-        ranks (heatmap)."""
-        from .. import report as rp
-        from ..cli._common import split_list
+        """A PNG plot as `sdcdist plot`: tradeoff (risk against loss, the better corner
+        marked; default: the risk and loss measures of the default ranking, e.g. DLD and
+        IL_S2 for Score2), curves (a metric against each parameter) or ranks (heatmap)."""
         from ..errors import check_choice
         check_choice("kind", kind, ["tradeoff", "curves", "ranks"])
+        return await cached(audit_id, who, ("plot", kind, risk, loss, metric, target, metrics, by,
+                                      top, dataset),
+                      lambda: _plot(audit_id, who, kind, risk, loss, metric, target, metrics,
+                                    by, top, dataset))
+
+    def _plot(audit_id: str, who: str, kind: str, risk: str | None, loss: str | None,
+              metric: str | None, target: float | None, metrics: str | None,
+              by: str | None, top: int | None, dataset: str | None) -> tuple[bytes, str]:
+        from .. import report as rp
+        from ..cli._common import split_list
         c = open_audit_cube(audit_id, who)
-        kinds = dict(zip([str(m) for m in c["metric"].values],
-                         [str(k) for k in c["metric_kind"].values]))
         tmp = store.root / "tmp" / f"{new_id('plot')}.png"
         try:
             with plot_lock:
                 if kind == "tradeoff":
-                    risk = risk or _first(kinds, "risk")
-                    loss = loss or _first(kinds, "loss") or _first(kinds, "utility")
+                    # the measures of the default ranking's table, so plot and table agree
+                    default = default_ranking(c)
+                    risk = risk or default["risk"]
+                    loss = loss or default["loss"]
                     if risk is None or loss is None:
                         raise SdcInputError("kind=tradeoff needs risk=METRIC and loss=METRIC "
                                             "(the cube has no default pair)")
@@ -600,7 +678,25 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
             data = tmp.read_bytes()
         finally:
             tmp.unlink(missing_ok=True)
-        return Response(data, media_type="image/png")
+        return data, "image/png"
+
+    @app.get("/v1/audits/{audit_id}/summary", tags=["results"])
+    async def summary(audit_id: str, who: str = Who) -> Response:
+        """What the cube holds and how the page shows it: its datasets, its metrics (kind,
+        unit, which end is better, definition) and the default ranking (what it ranks by,
+        why, and the risk and loss measures of its trade-off plot)."""
+        import numpy as np
+
+        def make() -> tuple[bytes, str]:
+            c = loaded_cube(audit_id, who, squeeze=False)
+            names = [str(m) for m in c["metric"].values]
+            a = store.audit(audit_id)
+            return _json({"audit": audit_id, "status": a["status"],
+                          "datasets": [str(d) for d in np.atleast_1d(c["dataset"].values)],
+                          "methods": [str(m) for m in c["method"].values],
+                          "metrics": metric_info(names),
+                          "ranking": default_ranking(c)})
+        return await cached(audit_id, who, ("summary",), make)
 
     @app.get("/v1/audits/{audit_id}/cube.zarr.zip", tags=["results"],
              response_class=FileResponse)
@@ -623,8 +719,20 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
     return app
 
 
-def _first(kinds: dict[str, str], kind: str) -> str | None:
-    return next((m for m, k in kinds.items() if k == kind), None)
+def cancel_reason(a: Mapping[str, Any], who: str) -> str:
+    """What a cancelled audit says: who cancelled it, when, and what is kept."""
+    when = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime())
+    if a["status"] == "queued" and not a["cells_done"]:
+        return f"cancelled by {who} at {when}, before it started; nothing was computed"
+    if not a["cells_done"]:
+        return f"cancelled by {who} at {when} while running, before any cell had finished"
+    return (f"cancelled by {who} at {when} while running; the {a['cells_done']} cells "
+            "finished before that stay in its cube and can be queried")
+
+
+def _json(obj: Any) -> tuple[bytes, str]:
+    return (json.dumps(obj, separators=(",", ":"), allow_nan=False).encode(),
+            "application/json")
 
 
 def _version() -> str:
