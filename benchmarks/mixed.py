@@ -235,6 +235,127 @@ def frequency_csv_part(sizes: list[int], tmp: str, workers: int) -> None:
           "format)")
 
 
+# -- local suppression and PRAM against sdcMicro (R) ------------------------------------------
+
+R_SUPPRESS = """
+suppressMessages(library(sdcMicro))
+a <- commandArgs(TRUE); df <- read.csv(a[1]); k <- as.integer(a[2])
+for (v in names(df)) df[[v]] <- factor(df[[v]])
+t0 <- Sys.time(); r <- localSuppression(df, keyVars = names(df), k = k)
+cat(sum(is.na(r$xAnon)), as.numeric(Sys.time() - t0, units = "secs"), "\\n")
+"""
+R_PRAM = """
+suppressMessages(library(sdcMicro))
+a <- commandArgs(TRUE); x <- factor(read.csv(a[1])$x); set.seed(1)
+t0 <- Sys.time(); r <- pram(x, pd = 0.8, alpha = 0.5)
+cat(as.numeric(Sys.time() - t0, units = "secs"), "\\n")
+"""
+
+
+def sdcmicro_version() -> str | None:
+    """sdcMicro's version through Rscript, or None when R or sdcMicro is not installed."""
+    import subprocess
+    try:
+        r = subprocess.run(["Rscript", "-e", 'cat(format(packageVersion("sdcMicro")))'],
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
+
+
+def run_r(script: str, args: list[str], cap: float) -> tuple[list[float] | None, float | None]:
+    """Run an R script (capped at ``cap`` s): (the numbers it printed or None if it did not
+    finish, its peak resident memory in MB from /usr/bin/time when available)."""
+    import os
+    import subprocess
+    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as f:
+        f.write(script)
+    timer = ["/usr/bin/time", "-f", "MAXRSS %M"] if os.path.exists("/usr/bin/time") else []
+    try:
+        r = subprocess.run(timer + ["Rscript", f.name] + args, capture_output=True, text=True,
+                           timeout=cap)
+    except subprocess.TimeoutExpired:
+        return None, None
+    finally:
+        os.unlink(f.name)
+    rss = [float(x.split()[1]) / 1024 for x in r.stderr.splitlines() if x.startswith("MAXRSS")]
+    if r.returncode != 0:
+        return None, rss[0] if rss else None
+    return [float(v) for v in r.stdout.split()], (rss[0] if rss else None)
+
+
+def sparse_file(n: int, seed: int = 5) -> np.ndarray:
+    """(n, 6) uniform keys with 20, 15, 10, 8, 6 and 4 categories: many small classes."""
+    rng = np.random.default_rng(seed)
+    return np.column_stack([rng.integers(0, L, n) for L in (20, 15, 10, 8, 6, 4)]).astype(float)
+
+
+def household_keys() -> np.ndarray:
+    import pandas as pd
+    from sdcdist.data.refdata import reference_file
+    df = pd.read_csv(reference_file("household"))
+    keys = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+    return np.column_stack([pd.factorize(df[c], sort=True)[0] for c in keys]).astype(float)
+
+
+def suppression_part(rows: int, cap: float, tmp: str, version: str | None) -> None:
+    """Values suppressed and time: sdcdist's suppress against sdcMicro's localSuppression."""
+    import os
+    import pandas as pd
+    from sdcdist.masking.categorical import suppress_greedy
+    peer = f"sdcMicro {version}" if version else "sdcMicro (not installed: R column empty)"
+    print(f"local suppression: sdcdist suppress against {peer} localSuppression "
+          f"(default importance), capped at {cap:.0f} s")
+    print(f"  {'file':<28} {'k':>2} {'sdcdist values':>15} {'time s':>8} "
+          f"{'sdcMicro values':>16} {'time s':>9}")
+    files = [("household (4,580 x 7)", household_keys(), (3, 5)),
+             ("sparse (20,000 x 6)", sparse_file(20_000), (3,)),
+             (f"skewed ({rows:,} x 5)", categorical_file(rows)[:, :5], (3,))]
+    for name, X, ks in files:
+        path = os.path.join(tmp, "keys.csv")
+        pd.DataFrame(X.astype(np.int64), columns=[f"k{j}" for j in range(X.shape[1])]
+                     ).to_csv(path, index=False)
+        for k in ks:
+            (_, total, _), t = timed(lambda: suppress_greedy(X, k))
+            if version:
+                res, _ = run_r(R_SUPPRESS, [path, str(k)], cap)
+                r = (f"{int(res[0]):>16,} {res[1]:>9.1f}" if res
+                     else f"{'did not finish':>16} {'>' + format(cap, '.0f'):>9}")
+            else:
+                r = f"{'-':>16} {'-':>9}"
+            print(f"  {name:<28} {k:>2} {total:>15,} {t:>8.2f} {r}")
+
+
+def pram_part(rows: int, tmp: str, version: str | None, cap: float) -> None:
+    """PRAM time and peak memory at ``rows`` records, one key of 1,000 categories."""
+    import os
+    import tracemalloc
+    import pandas as pd
+    from sdcdist.masking.categorical import pram_column
+    rng = np.random.default_rng(7)
+    p = 1.0 / np.arange(1, 1001) ** 0.8
+    x = rng.choice(1000, rows, p=p / p.sum()).astype(np.float64)
+    tracemalloc.start()
+    _, t = timed(lambda: pram_column(x, 0.8, rng=np.random.default_rng(1)))
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    print(f"PRAM (pd = 0.8, alpha = 0.5): {rows:,} records, one key of 1,000 categories")
+    print(f"  sdcdist pram: {t:7.2f} s, peak {peak:7.1f} MB allocated by the call (tracemalloc; "
+          f"the column itself is {x.nbytes / 2**20:.1f} MB)")
+    if not version:
+        print("  sdcMicro: not installed (Rscript or the package missing), not measured")
+        return
+    path = os.path.join(tmp, "pram.csv")
+    pd.DataFrame({"x": x.astype(np.int64)}).to_csv(path, index=False)
+    res, rss = run_r(R_PRAM, [path], cap)
+    if res is None:
+        print(f"  sdcMicro {version} pram: did not finish in {cap:.0f} s")
+    else:
+        print(f"  sdcMicro {version} pram: {res[0]:7.2f} s, peak resident memory of the whole "
+              f"R process {rss or float('nan'):.0f} MB (/usr/bin/time; includes reading the CSV "
+              "and R itself)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -242,13 +363,23 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--freq-sizes", default="1000000,10000000",
                     help="record counts of the frequency-risk-from-CSV rows (comma-separated)")
-    ap.add_argument("--only", choices=["all", "freq-csv"], default="all",
-                    help="freq-csv: only the frequency risk rows against sdcMicro")
+    ap.add_argument("--sdc-rows", type=int, default=1_000_000,
+                    help="records of the large suppression file and of the PRAM run")
+    ap.add_argument("--sdcmicro-cap", type=float, default=900.0,
+                    help="seconds after which an sdcMicro run is stopped (reported)")
+    ap.add_argument("--only", choices=("all", "freq-csv", "sdcmicro"), default="all",
+                    help="freq-csv: only the frequency risk rows against sdcMicro; sdcmicro: "
+                         "only local suppression and PRAM against sdcMicro")
     a = ap.parse_args()
-    if a.only == "freq-csv":
+    if a.only != "all":
         tmp = tempfile.mkdtemp(prefix="sdcdist-mixed-")
         try:
-            frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers)
+            if a.only == "freq-csv":
+                frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers)
+            else:
+                version = sdcmicro_version()
+                suppression_part(a.sdc_rows, a.sdcmicro_cap, tmp, version)
+                pram_part(a.sdc_rows, tmp, version, a.sdcmicro_cap)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return
@@ -260,6 +391,9 @@ def main() -> None:
         frequency_part(a.rows, client, tmp)
         linkage_part(a.link_rows, client)
         frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers)
+        version = sdcmicro_version()
+        suppression_part(a.sdc_rows, a.sdcmicro_cap, tmp, version)
+        pram_part(a.sdc_rows, tmp, version, a.sdcmicro_cap)
     finally:
         client.close()
         c.close()

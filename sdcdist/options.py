@@ -474,7 +474,17 @@ declare("leftover", "end", choice("end", "middle"),
         "(middle, as Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra)", scope="method")
 declare("variables", None, optional(Check("a list of column names", _column_list),
                              "the categorical key columns (else every categorical column)"),
-        "pram, pram_inv, recode, suppress: the categorical columns to mask", scope="method")
+        "pram, pram_freq, pram_freq_inv, recode, suppress: the categorical columns to mask",
+        scope="method")
+declare("importance", None, optional(Check("a list of integers 1..q, one per masked column",
+                                           lambda v: isinstance(v, (list, tuple)) and all(
+                                               _is_int(j) for j in v)),
+                                     "by number of categories, most first"),
+        "suppress: sdcMicro's importance of each masked column (1 = most important, "
+        "suppressed last)", scope="method")
+declare("alpha", 0.5, number(low=0, high=1),
+        "pram: the amount of perturbation, Rs = alpha PQ + (1 - alpha) I (sdcMicro's alpha)",
+        scope="method")
 declare("mapping", None, optional(Check("a mapping of column name to a mapping of category "
                                         "label to new label",
                                         lambda v: isinstance(v, dict) and all(

@@ -1,4 +1,5 @@
-"""Categorical columns: typed ingest, and the methods pram, pram_inv, recode, suppress."""
+"""Categorical columns: typed ingest, and the methods pram, pram_freq, pram_freq_inv, recode,
+suppress."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from sdcdist import SdcInputError
 from sdcdist.data import from_array, ingest, load_microdata, open_microdata
 from sdcdist.masking import REGISTRY, method_options
 from sdcdist.masking.categorical import (frequencies_wildcard, invariant_matrix,
-                                         pram_matrix, suppress_greedy)
+                                         pram_freq_matrix, pram_matrix, recode_labels,
+                                         suppress_greedy)
 
 
 # -- ingest ------------------------------------------------------------------------------
@@ -63,7 +65,7 @@ def _codes(rng, n=400):
     return np.column_stack([a, x, b])
 
 
-@pytest.mark.parametrize("name", ["pram", "pram_inv"])
+@pytest.mark.parametrize("name", ["pram", "pram_freq", "pram_freq_inv"])
 def test_pram_with_p_one_is_the_identity(rng, name):
     X = _codes(rng)
     Y = REGISTRY[name](X, 1.0, rng=rng, categorical=[0, 2])
@@ -72,7 +74,7 @@ def test_pram_with_p_one_is_the_identity(rng, name):
 
 def test_pram_keeps_the_numeric_columns_and_moves_categories(rng):
     X = _codes(rng)
-    Y = REGISTRY["pram"](X, 0.5, rng=np.random.default_rng(3), categorical=[0, 2])
+    Y = REGISTRY["pram_freq"](X, 0.5, rng=np.random.default_rng(3), categorical=[0, 2])
     assert Y[:, 1].tobytes() == X[:, 1].tobytes()
     changed = (Y[:, [0, 2]] != X[:, [0, 2]]).mean()
     assert 0.3 < changed < 0.7
@@ -81,7 +83,7 @@ def test_pram_keeps_the_numeric_columns_and_moves_categories(rng):
 
 def test_pram_matrices():
     f = np.array([50.0, 30, 15, 5])
-    P = pram_matrix(f, 0.6)
+    P = pram_freq_matrix(f, 0.6)
     np.testing.assert_allclose(P.sum(axis=1), 1)
     np.testing.assert_allclose(np.diag(P), 0.6)
     # off the diagonal: in proportion to the other categories' frequencies
@@ -96,7 +98,7 @@ def test_pram_matrices():
 def test_invariant_pram_keeps_expected_frequencies(rng):
     X = _codes(rng, 300)
     f = np.bincount(X[:, 0].astype(int), minlength=4)
-    counts = np.array([np.bincount(REGISTRY["pram_inv"](
+    counts = np.array([np.bincount(REGISTRY["pram_freq_inv"](
         X, 0.4, rng=np.random.default_rng(s), categorical=[0])[:, 0].astype(int),
         minlength=4) for s in range(200)])
     mean = counts.mean(axis=0)

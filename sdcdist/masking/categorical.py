@@ -6,14 +6,16 @@ as codes 0..L-1 (NaN: missing) and the positions of those columns
 the categorical key columns, else every categorical column) and return every
 other column bit-identical.
 
-- ``pram`` (parameter p): each value is kept with probability p, otherwise
-  moved to another category j with probability proportional to its frequency,
-  ``P[i, j] = (1 - p) f_j / (n - f_i)`` for j != i (f: the column's category
-  counts). A column with one category is kept.
-- ``pram_inv`` (parameter p): the invariant PRAM of Gouweleeuw et al. (1998)
-  built on that P: ``R = P Q`` with ``Q[j, i] = P[i, j] pi_i / sum_k P[k, j] pi_k``
-  (pi = f / n). Then ``pi R = pi``: the expected category frequencies of the
-  masked column equal the original ones.
+- ``pram`` (parameter pd, option alpha): sdcMicro's invariant PRAM. P has diagonal
+  d_i ~ U(pd, 1) and (1 - d_i) / (L - 1) elsewhere in row i; the transition matrix is
+  ``Rs = alpha P Q + (1 - alpha) I`` with ``Q[k, j] = P[j, k] pi_j / sum_l pi_l P[l, k]``
+  (pi = f / n), so ``pi Rs = pi``: expected category counts are kept.
+- ``pram_freq`` (parameter p): each value is kept with probability p, otherwise moved
+  to another category j with probability proportional to its frequency,
+  ``P[i, j] = (1 - p) f_j / (n - f_i)`` for j != i. Not invariant.
+- ``pram_freq_inv`` (parameter p): ``R = P Q`` on pram_freq's P (Gouweleeuw et al. 1998).
+- All three sample each record's new category without building an L x L or n x L
+  matrix (memory O(n + L) per column; see ``_Invariant``).
 - ``recode`` (parameter w, the band width; 0: the mapping only): global
   recoding. The ``mapping`` option renames categories per column (several
   into one); then, for w > 0, categories whose labels are numbers are grouped
@@ -35,6 +37,7 @@ other column bit-identical.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
 import numpy as np
@@ -83,113 +86,304 @@ def _codes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 # -- PRAM ------------------------------------------------------------------------------
+#
+# Both transition matrices have the form P = diag(D) + c g^T (a diagonal plus a rank-one
+# part), and so has every row of the invariant matrix R = P Q built on them (a diagonal
+# term plus a mixture of two fixed vectors).  Rows are therefore sampled without ever
+# materialising an L x L (or n x L) array: memory O(n + L) per column.
 
-def pram_matrix(freq: np.ndarray, p: float) -> np.ndarray:
-    """The PRAM transition matrix, shape (L, L): keep with p, else move in proportion to the
-    other categories' frequencies.
+#: Largest number of categories of a column whose invariant PRAM needs its rows one by
+#: one (pd below 1/L, or a category holding most of pram_freq_inv's column): O(L^2) time.
+ROW_BY_ROW_LIMIT = 20_000
+
+
+def _structure_sdcmicro(L: int, diag: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sdcMicro's P: diagonal d_i, every other entry of row i (1 - d_i) / (L - 1)."""
+    d = np.asarray(diag, dtype=np.float64)
+    t = (1.0 - d) / (L - 1) if L > 1 else np.zeros(L)
+    return d - t, t, np.ones(L)
+
+
+def _structure_freq(freq: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """pram_freq's P: keep with p, else move in proportion to the other counts."""
+    f = np.asarray(freq, dtype=np.float64)
+    n = f.sum()
+    rest = n - f
+    c = np.where(rest > 0, (1.0 - p) / np.where(rest > 0, rest, 1.0), 0.0)
+    D = np.where(rest > 0, p - c * f, 1.0)
+    return D, c, f
+
+
+def _dense(D: np.ndarray, c: np.ndarray, g: np.ndarray) -> np.ndarray:
+    return np.diag(D) + np.outer(c, g)
+
+
+class _Invariant:
+    """Rows of ``alpha R + (1 - alpha) I`` with R = P Q, P = diag(D) + c g^T, pi the shares.
+
+    Row i of R is ``pi o (delta_i D_i^2 / s_i + (D_i g_i / s_i) c + c_i (g o D / s) + c_i G c)``
+    with s = pi o D + g (pi . c) (the masked shares under P) and G = sum_k g_k^2 / s_k
+    (over s_k > 0; the others are never reached).
+    """
+
+    def __init__(self, D, c, g, pi, alpha):
+        self.D, self.c, self.g, self.pi, self.alpha = D, c, g, pi, float(alpha)
+        s = pi * D + g * float(pi @ c)
+        ok = s > 0
+        self.s = np.where(ok, s, 1.0)
+        self.ok = ok
+        self.G = float(np.sum(np.where(ok, g * g / self.s, 0.0)))
+        self.A = pi * c                                   # weight D_i g_i / s_i + c_i G
+        self.B = np.where(ok, pi * g * D / self.s, 0.0)   # weight c_i
+
+    def row(self, i: int) -> np.ndarray:
+        r = (self.D[i] * self.g[i] / self.s[i] + self.c[i] * self.G) * self.A + self.c[i] * self.B
+        r[i] += self.pi[i] * self.D[i] ** 2 / self.s[i]
+        r *= self.alpha
+        r[i] += 1.0 - self.alpha
+        return r
+
+    def matrix(self) -> np.ndarray:
+        P = _dense(self.D, self.c, self.g)
+        L = P.shape[0]
+        Q = np.zeros((L, L))
+        Q[self.ok] = (P.T[self.ok] * self.pi[None, :]) / self.s[self.ok, None]
+        return self.alpha * (P @ Q) + (1.0 - self.alpha) * np.eye(L)
+
+    def sample(self, c: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """New codes for the codes ``c`` (n,), all of categories with pi > 0."""
+        present = np.flatnonzero(self.pi > 0)
+        if np.all(self.D[present] >= 0) and np.all(self.B >= 0):
+            # a mixture: keep, or draw from the fixed vectors A or B
+            w_keep = self.alpha * self.pi * np.where(self.ok, self.D ** 2 / self.s, 0.0) \
+                + (1.0 - self.alpha)
+            w_a = self.alpha * (self.D * self.g / self.s + self.c * self.G) * self.A.sum()
+            w_b = self.alpha * self.c * self.B.sum()
+            tot = w_keep + w_a + w_b
+            u = rng.random(c.size) * tot[c]
+            out = c.copy()
+            ia = (u >= w_keep[c]) & (u < (w_keep + w_a)[c])
+            ib = u >= (w_keep + w_a)[c]
+            out[ia] = _draw(self.A, int(ia.sum()), rng)
+            out[ib] = _draw(self.B, int(ib.sum()), rng)
+            return out
+        L = self.D.size
+        if present.size > ROW_BY_ROW_LIMIT:
+            raise SdcInputError(
+                f"this invariant PRAM has a transition matrix that is not a mixture (a "
+                f"diagonal entry below 1/L) and must be built row by row, which is refused "
+                f"beyond {ROW_BY_ROW_LIMIT} categories (the column has {present.size} of "
+                f"{L}); raise pd to at least 1/L, or recode the column into fewer categories")
+        return _sample_rows(c, self.row, rng)
+
+
+def _draw(weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` codes drawn with probabilities proportional to ``weights`` (>= 0)."""
+    if size == 0:
+        return np.empty(0, dtype=np.int64)
+    cum = np.cumsum(weights)
+    idx = np.searchsorted(cum, rng.random(size) * cum[-1], side="right")
+    return np.minimum(idx, weights.size - 1)
+
+
+def _sample_rows(c: np.ndarray, row, rng: np.random.Generator) -> np.ndarray:
+    """New codes, each category's records drawn from its row (computed once, O(L))."""
+    u = rng.random(c.size)
+    out = c.copy()
+    order = np.argsort(c, kind="stable")
+    cats, starts = np.unique(c[order], return_index=True)
+    ends = np.append(starts[1:], c.size)
+    for cat, a, b in zip(cats, starts, ends):
+        cum = np.cumsum(row(int(cat)))
+        idx = order[a:b]
+        out[idx] = np.minimum(np.searchsorted(cum, u[idx] * cum[-1], side="right"), cum.size - 1)
+    return out
+
+
+def pram_diagonal(L: int, pd: float, rng: np.random.Generator) -> np.ndarray:
+    """sdcMicro's random diagonal: d_i ~ U(pd, 1), one per category (``runif(L, pd, 1)``)."""
+    return pd + (1.0 - pd) * rng.random(L)
+
+
+def pram_matrix(freq: np.ndarray, pd: float, alpha: float = 0.5, *,
+                diag: np.ndarray | None = None, rng: np.random.Generator | None = None
+                ) -> np.ndarray:
+    """sdcMicro's invariant PRAM transition matrix ``Rs``, shape (L, L) (for inspection;
+    the masking never builds it).
+
+    ``P`` has diagonal ``diag`` (default drawn as sdcMicro does, U(pd, 1) per category) and
+    ``(1 - d_i) / (L - 1)`` elsewhere; ``Q[k, j] = P[j, k] pi_j / sum_l pi_l P[l, k]``;
+    ``Rs = alpha P Q + (1 - alpha) I``. Then ``pi Rs = pi``.
 
     Parameters
     ----------
     freq : ndarray, shape (L,)
         Category counts.
-    p : float in [0, 1]
+    pd : float in [0, 1]
+        Least diagonal entry of P.
+    alpha : float in [0, 1]
+        Amount of perturbation.
+    diag : ndarray, shape (L,), optional
+        The diagonal of P (else drawn with ``rng``).
 
     Returns
     -------
     ndarray, shape (L, L), rows sum to 1.
     """
     f = np.asarray(freq, dtype=np.float64)
-    n = f.sum()
     L = f.size
-    P = np.zeros((L, L))
-    for i in range(L):
-        rest = n - f[i]
-        if rest <= 0:
-            P[i, i] = 1.0
-            continue
-        P[i] = (1.0 - p) * f / rest
-        P[i, i] = p
-    return P
+    if diag is None:
+        diag = pram_diagonal(L, pd, rng if rng is not None else np.random.default_rng())
+    D, c, g = _structure_sdcmicro(L, np.asarray(diag, dtype=np.float64))
+    return _Invariant(D, c, g, f / max(f.sum(), 1.0), alpha).matrix()
 
 
-def invariant_matrix(P: np.ndarray, freq: np.ndarray) -> np.ndarray:
-    """Invariant PRAM ``R = P Q`` (Gouweleeuw et al. 1998): ``pi R = pi`` for pi = freq / n.
+def pram_freq_matrix(freq: np.ndarray, p: float) -> np.ndarray:
+    """``pram_freq``'s transition matrix, shape (L, L): keep with p, else move in proportion
+    to the other categories' counts, ``P[i, j] = (1 - p) f_j / (n - f_i)``.
 
-    Categories with zero frequency keep their rows of P's identity (never used).
+    Parameters
+    ----------
+    freq : ndarray, shape (L,)
+    p : float in [0, 1]
+
+    Returns
+    -------
+    ndarray, shape (L, L), rows sum to 1.
     """
+    return _dense(*_structure_freq(freq, p))
+
+
+def invariant_matrix(P: np.ndarray, freq: np.ndarray, alpha: float = 1.0) -> np.ndarray:
+    """Invariant PRAM ``alpha P Q + (1 - alpha) I`` for any dense P (Gouweleeuw et al. 1998):
+    ``pi R = pi`` for pi = freq / n. Shape (L, L)."""
     pi = np.asarray(freq, dtype=np.float64) / max(float(np.sum(freq)), 1.0)
-    lam = pi @ P                                   # lam[j] = sum_k pi_k P[k, j]
+    L = P.shape[0]
+    lam = pi @ P
     Q = np.zeros_like(P)
     ok = lam > 0
-    Q[np.ix_(ok, np.arange(P.shape[0]))] = (P.T[ok] * pi[None, :]) / lam[ok, None]
+    Q[ok] = (P.T[ok] * pi[None, :]) / lam[ok, None]
     R = P @ Q
     zero = pi == 0
     R[zero] = 0.0
     R[zero, zero] = 1.0
-    R /= R.sum(axis=1, keepdims=True)
-    return R
+    return alpha * R + (1.0 - alpha) * np.eye(L)
 
 
 def pram_column(x: np.ndarray, p: float, *, rng: np.random.Generator,
-                invariant: bool = False) -> np.ndarray:
-    """PRAM on one code column (NaN stays NaN). Returns a new float64 array."""
+                construction: str = "sdcmicro", alpha: float = 0.5) -> np.ndarray:
+    """PRAM on one code column (NaN stays NaN). Returns a new float64 array.
+
+    ``construction``: ``sdcmicro`` (``pram``: p is pd, invariant with ``alpha``),
+    ``freq`` (``pram_freq``, not invariant) or ``freq_inv`` (``pram_freq_inv``).
+    Memory O(n + L); no L x L matrix is built.
+    """
     c, ok, L = _codes(x)
-    freq = np.bincount(c[ok], minlength=L).astype(np.float64)
-    P = pram_matrix(freq, p)
-    if invariant:
-        P = invariant_matrix(P, freq)
-    cum = np.cumsum(P, axis=1)
-    cum[:, -1] = 1.0
-    u = rng.random(int(ok.sum()))
-    rows = cum[c[ok]]
-    new = (u[:, None] >= rows).sum(axis=1)
+    cc = c[ok]
     out = x.copy()
-    out[ok] = np.minimum(new, L - 1).astype(np.float64)
+    if cc.size == 0:
+        return out
+    freq = np.bincount(cc, minlength=L).astype(np.float64)
+    if construction == "freq":
+        n = freq.sum()
+        u = rng.random(cc.size)
+        new = cc.copy()
+        move = (u >= p) & (freq[cc] < n)
+        m = int(move.sum())
+        if m:
+            src = cc[move]
+            cum = np.cumsum(freq)
+            before = cum[src] - freq[src]
+            v = rng.random(m) * (n - freq[src])           # a point of the other counts
+            v = np.where(v >= before, v + freq[src], v)   # skip the own category
+            new[move] = np.minimum(np.searchsorted(cum, v, side="right"), L - 1)
+        out[ok] = new.astype(np.float64)
+        return out
+    pi = freq / freq.sum()
+    if construction == "sdcmicro":
+        D, cv, g = _structure_sdcmicro(L, pram_diagonal(L, p, rng))
+        inv = _Invariant(D, cv, g, pi, alpha)
+    else:
+        D, cv, g = _structure_freq(freq, p)
+        inv = _Invariant(D, cv, g, pi, 1.0)
+    out[ok] = inv.sample(cc, rng).astype(np.float64)
     return out
 
 
-def _pram(X: np.ndarray, p: float, *, rng: np.random.Generator, categorical: Sequence[int],
-          variables: Sequence[str] | None = None, columns: Sequence[str] | None = None,
-          roles: Mapping[str, Sequence[int]] | None = None, invariant: bool) -> np.ndarray:
+def _pram(name: str, X: np.ndarray, p: float, *, rng: np.random.Generator,
+          categorical: Sequence[int], variables: Sequence[str] | None,
+          columns: Sequence[str] | None, roles: Mapping[str, Sequence[int]] | None,
+          construction: str, alpha: float = 0.5) -> np.ndarray:
+    if not 0.0 <= float(alpha) <= 1.0:
+        raise param_error("alpha", name, "a number in [0, 1]", alpha)
     out = X.copy()
-    for j in masked_columns("pram_inv" if invariant else "pram", X, categorical, variables, columns,
-                            roles):
-        out[:, j] = pram_column(X[:, j], p, rng=rng, invariant=invariant)
+    for j in masked_columns(name, X, categorical, variables, columns, roles):
+        out[:, j] = pram_column(X[:, j], p, rng=rng, construction=construction, alpha=alpha)
     return out
 
 
-@register("pram", param="p", kind="float", low=0.0, high=1.0, random=True,
-          acts_on="categorical", options=("variables", "columns", "roles"),
-          description="PRAM on categorical columns: keep a category with probability p, "
-                      "else move it in proportion to the category frequencies",
-          reference="Gouweleeuw, Kooiman, Willenborg and de Wolf (1998)")
-def pram(X: np.ndarray, p: float, *, rng: np.random.Generator, categorical: Sequence[int] = (),
+@register("pram", param="pd", kind="float", low=0.0, high=1.0, random=True,
+          acts_on="categorical", options=("variables", "columns", "roles", "alpha"),
+          description="sdcMicro's invariant PRAM: P keeps a category with a probability drawn "
+                      "in [pd, 1] and moves it uniformly otherwise; Rs = alpha PQ + (1 - alpha) I "
+                      "keeps the expected category counts",
+          reference="Gouweleeuw, Kooiman, Willenborg and de Wolf (1998); sdcMicro's pram")
+def pram(X: np.ndarray, pd: float, *, rng: np.random.Generator, categorical: Sequence[int] = (),
          variables: Sequence[str] | None = None, columns: Sequence[str] | None = None,
-         roles: Mapping[str, Sequence[int]] | None = None) -> np.ndarray:
-    """PRAM. ``X`` (n, m) with categorical codes; returns (n, m)."""
-    return _pram(X, p, rng=rng, categorical=categorical, variables=variables, columns=columns, roles=roles,
-                 invariant=False)
+         roles: Mapping[str, Sequence[int]] | None = None, alpha: float = 0.5) -> np.ndarray:
+    """sdcMicro's invariant PRAM. ``X`` (n, m) with categorical codes; returns (n, m)."""
+    return _pram("pram", X, pd, rng=rng, categorical=categorical, variables=variables,
+                 columns=columns, roles=roles, construction="sdcmicro", alpha=alpha)
 
 
-@register("pram_inv", param="p", kind="float", low=0.0, high=1.0, random=True,
+@register("pram_freq", param="p", kind="float", low=0.0, high=1.0, random=True,
           acts_on="categorical", options=("variables", "columns", "roles"),
-          description="invariant PRAM: the PRAM matrix of pram made invariant (R = PQ), so "
-                      "the expected category frequencies are the original ones",
+          description="frequency-proportional PRAM (not invariant): keep a category with "
+                      "probability p, else move it in proportion to the other categories' counts",
           reference="Gouweleeuw, Kooiman, Willenborg and de Wolf (1998)")
-def pram_inv(X: np.ndarray, p: float, *, rng: np.random.Generator,
-             categorical: Sequence[int] = (), variables: Sequence[str] | None = None,
-             columns: Sequence[str] | None = None,
-             roles: Mapping[str, Sequence[int]] | None = None) -> np.ndarray:
-    """Invariant PRAM. ``X`` (n, m) with categorical codes; returns (n, m)."""
-    return _pram(X, p, rng=rng, categorical=categorical, variables=variables, columns=columns, roles=roles,
-                 invariant=True)
+def pram_freq(X: np.ndarray, p: float, *, rng: np.random.Generator,
+              categorical: Sequence[int] = (), variables: Sequence[str] | None = None,
+              columns: Sequence[str] | None = None,
+              roles: Mapping[str, Sequence[int]] | None = None) -> np.ndarray:
+    """Frequency-proportional PRAM. ``X`` (n, m) with categorical codes; returns (n, m)."""
+    return _pram("pram_freq", X, p, rng=rng, categorical=categorical, variables=variables,
+                 columns=columns, roles=roles, construction="freq")
+
+
+@register("pram_freq_inv", param="p", kind="float", low=0.0, high=1.0, random=True,
+          acts_on="categorical", options=("variables", "columns", "roles"),
+          description="pram_freq's matrix made invariant (R = PQ): expected category counts "
+                      "kept; p is pram_freq's, not the share kept by R",
+          reference="Gouweleeuw, Kooiman, Willenborg and de Wolf (1998)")
+def pram_freq_inv(X: np.ndarray, p: float, *, rng: np.random.Generator,
+                  categorical: Sequence[int] = (), variables: Sequence[str] | None = None,
+                  columns: Sequence[str] | None = None,
+                  roles: Mapping[str, Sequence[int]] | None = None) -> np.ndarray:
+    """Invariant PRAM on pram_freq's matrix. ``X`` (n, m) with categorical codes."""
+    return _pram("pram_freq_inv", X, p, rng=rng, categorical=categorical, variables=variables,
+                 columns=columns, roles=roles, construction="freq_inv")
 
 
 # -- global recoding ----------------------------------------------------------------------
 
-def _band_label(v: float, w: float, origin: float) -> str:
-    lo = origin + np.floor((v - origin) / w) * w
-    return f"[{lo:g},{lo + w:g})"
+def _decimal(x: Any) -> Decimal:
+    """A label or an option as an exact decimal (a float by its shortest repr: 0.1 is 0.1)."""
+    return Decimal(repr(float(x))) if isinstance(x, float) else Decimal(str(x).strip())
+
+
+def _band_label(v: Decimal, w: Decimal, origin: Decimal) -> str:
+    """``[lo,hi)`` with lo = origin + floor((v - origin) / w) w, in exact decimal arithmetic,
+    written in full (no exponent, no rounding: distinct bands never share a name)."""
+    with localcontext() as ctx:
+        ctx.prec = 200
+        lo = origin + ((v - origin) // w - (1 if (v - origin) % w < 0 else 0)) * w
+        hi = lo + w
+    return f"[{_plain(lo)},{_plain(hi)})"
+
+
+def _plain(d: Decimal) -> str:
+    s = format(d.normalize(), "f")
+    return "0" if s in ("-0", "") else s
 
 
 def recode_labels(labels: Sequence[str], w: float, *, mapping: Mapping[str, str] | None = None,
@@ -219,12 +413,15 @@ def recode_labels(labels: Sequence[str], w: float, *, mapping: Mapping[str, str]
     new = [mapping.get(x, x) for x in labels]
     if w > 0:
         try:
-            nums = [float(x) for x in new]
-        except ValueError:
+            nums = [_decimal(x) for x in new]
+            if not all(x.is_finite() for x in nums):
+                raise InvalidOperation
+        except (InvalidOperation, ValueError):
             raise SdcInputError(f"recode into bands needs numeric categories, and column "
                                 f"{column!r} has categories that are not numbers; give a "
                                 "'mapping' instead (w = 0)") from None
-        new = [_band_label(v, w, origin) for v in nums]
+        wd, od = _decimal(float(w)), _decimal(float(origin))
+        new = [_band_label(v, wd, od) for v in nums]
     out = list(labels)
     index = {x: i for i, x in enumerate(out)}
     target = np.empty(len(labels), dtype=np.int64)
@@ -309,13 +506,21 @@ def frequencies_wildcard(codes: np.ndarray, weights: np.ndarray | None = None
     return fk_u[table["inverse"]], Fk_u[table["inverse"]]
 
 
-def suppress_greedy(codes: np.ndarray, k: int) -> tuple[np.ndarray, int, int]:
-    """Greedy local suppression to k-anonymity (NaN matches every category).
+def suppress_greedy(codes: np.ndarray, k: int, *, importance: Sequence[int] | None = None,
+                    restore_limit: float = 2e7) -> tuple[np.ndarray, int, int]:
+    """Greedy local suppression to k-anonymity (NaN matches every category), then a pass
+    giving back every suppressed value that is not needed.
 
     Parameters
     ----------
     codes : ndarray, shape (n, q)
     k : int, 2 <= k <= n
+    importance : sequence of int, length q, optional
+        sdcMicro's importance: 1 the most important key (suppressed last), q the least
+        (suppressed first). Default: the key with the most categories is suppressed first.
+    restore_limit : float
+        The give-back pass costs O(n q) per suppressed value; it is skipped when
+        n x (values suppressed) exceeds this.
 
     Returns
     -------
@@ -327,13 +532,20 @@ def suppress_greedy(codes: np.ndarray, k: int) -> tuple[np.ndarray, int, int]:
         Records in key classes smaller than k before suppression (the bound is
         ``q * unsafe``).
     """
-    out = np.array(codes, dtype=np.float64, copy=True)
+    orig = np.array(codes, dtype=np.float64, copy=True)
+    out = orig.copy()
     n, q = out.shape
-    levels = np.array([np.unique(out[~np.isnan(out[:, j]), j]).size for j in range(q)])
-    order = np.argsort(-levels, kind="stable")             # most categories first
+    if importance is None:
+        levels = np.array([np.unique(out[~np.isnan(out[:, j]), j]).size for j in range(q)])
+        order = np.argsort(-levels, kind="stable")             # most categories first
+    else:
+        imp = [int(v) for v in importance]
+        if sorted(imp) != list(range(1, q + 1)):
+            raise SdcInputError(f"The 'importance' option of suppress must list the integers "
+                                f"1..{q} once each, one per masked column. Got {imp} instead.")
+        order = np.argsort(-np.array(imp), kind="stable")      # least important first
     fk, _ = frequencies_wildcard(out)
     unsafe0 = int((fk < k).sum())
-    total = 0
     for _ in range(q + 1):
         bad = np.flatnonzero(fk < k)
         if bad.size == 0:
@@ -344,9 +556,47 @@ def suppress_greedy(codes: np.ndarray, k: int) -> tuple[np.ndarray, int, int]:
         rows = bad[has.any(axis=1)]
         cols = order[first[has.any(axis=1)]]
         out[rows, cols] = np.nan
-        total += rows.size
         fk, _ = frequencies_wildcard(out)
+    sup = np.argwhere(np.isnan(out) & ~np.isnan(orig))
+    if sup.shape[0] and n * sup.shape[0] <= restore_limit:
+        _restore(orig, out, fk.astype(np.int64), k, order, sup)
+    total = int((np.isnan(out) & ~np.isnan(orig)).sum())
     return out, total, unsafe0
+
+
+def _restore(orig: np.ndarray, out: np.ndarray, fk: np.ndarray, k: int, order: np.ndarray,
+             sup: np.ndarray) -> None:
+    """Give back suppressed values one by one (most important keys first) wherever every
+    record keeps at least k matches; ``out`` and ``fk`` are updated in place.
+
+    Restoring value v of record r in key j: the records that matched r keep matching it
+    iff their key j is missing or v; the others lose one match, and r's count becomes the
+    number of records that still match it. The values of records that start safe are
+    never suppressed, so never touched here either.
+    """
+    n, q = out.shape
+    rank = np.empty(q, dtype=np.int64)
+    rank[order] = np.arange(q)
+    sup = sup[np.lexsort((sup[:, 0], -rank[sup[:, 1]]))]
+    for r, j in sup:
+        row = out[r]
+        match = np.ones(n, dtype=bool)
+        for jj in range(q):
+            if jj != j and not np.isnan(row[jj]):
+                col = out[:, jj]
+                match &= np.isnan(col) | (col == row[jj])
+        v = orig[r, j]
+        col = out[:, j]
+        keep = match & (np.isnan(col) | (col == v))
+        nk = int(keep.sum())
+        if nk < k:
+            continue
+        lost = match & ~keep
+        if lost.any() and int(fk[lost].min()) - 1 < k:
+            continue
+        fk[lost] -= 1
+        out[r, j] = v
+        fk[r] = nk
 
 
 def _check_k(k: int, n: int) -> None:
@@ -355,7 +605,8 @@ def _check_k(k: int, n: int) -> None:
 
 
 @register("suppress", param="k", kind="int", low=2, high=1e9, random=False,
-          acts_on="categorical", options=("variables", "columns", "roles", "info"),
+          acts_on="categorical",
+          options=("variables", "columns", "roles", "info", "importance"),
           allowed="an integer in [2, n]",
           description="local suppression of categorical key values until every key "
                       "combination is shared by >= k records (greedy, missing matches all)",
@@ -364,12 +615,12 @@ def suppress(X: np.ndarray, k: int, *, rng: np.random.Generator,
              categorical: Sequence[int] = (), variables: Sequence[str] | None = None,
              columns: Sequence[str] | None = None,
              roles: Mapping[str, Sequence[int]] | None = None,
-             info: dict | None = None) -> np.ndarray:
+             info: dict | None = None, importance: Sequence[int] | None = None) -> np.ndarray:
     """Local suppression. ``X`` (n, m); returns (n, m) with suppressed codes NaN."""
     _check_k(int(k), X.shape[0])
     pos = masked_columns("suppress", X, categorical, variables, columns, roles)
     out = X.copy()
-    sub, total, unsafe = suppress_greedy(X[:, pos], int(k))
+    sub, total, unsafe = suppress_greedy(X[:, pos], int(k), importance=importance)
     out[:, pos] = sub
     if info is not None:
         info.update(suppressed=total, unsafe=unsafe, bound=len(pos) * unsafe)
