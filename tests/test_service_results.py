@@ -258,3 +258,12 @@ def test_docs_page_works_offline(svc):
         assert f"<code>{path}</code>" in page
     assert "Bearer" in page and "413" in page
     assert svc.get("/redoc").status_code == 404
+
+
+def test_the_page_shows_an_audits_note_and_offers_resume():
+    """An audit waiting without workers, or one that failed (full disk, lost cluster), is not
+    shown as a bare status: the page prints the service's note and a resume button."""
+    from sdcdist.service.web import PAGE
+    assert "a.note" in PAGE and '"warn msg"' in PAGE
+    assert re.search(r'"/resume", \{method: "POST"\}', PAGE)
+    assert re.search(r'status === "failed" \|\| a\.status === "cancelled"\) \? "" : "none"', PAGE)

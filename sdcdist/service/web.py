@@ -384,11 +384,16 @@ function auditBox(a) {
   if (!box) {
     box = el("div", {id: "audit-" + a.id});
     box.innerHTML = '<div><b class="name"></b> <code class="aid"></code> <span class="status"></span> ' +
-      '<span class="count"></span> <button class="cancel" type="button">cancel</button></div>' +
+      '<span class="count"></span> <button class="cancel" type="button">cancel</button> ' +
+      '<button class="resume" type="button">resume</button></div>' +
       '<div class="bar" role="progressbar" aria-valuemin="0" aria-valuemax="100"><div></div></div>' +
       '<div class="msg"></div><div class="results"></div>';
     box.querySelector(".cancel").onclick = async () => {
       try { await api("v1/audits/" + a.id, {method: "DELETE"}); refresh(); }
+      catch (e) { text(box.querySelector(".msg"), e.message, "msg"); }
+    };
+    box.querySelector(".resume").onclick = async () => {
+      try { await api("v1/audits/" + a.id + "/resume", {method: "POST"}); refresh(); }
       catch (e) { text(box.querySelector(".msg"), e.message, "msg"); }
     };
     const empty = $("audits-empty");
@@ -405,8 +410,11 @@ function auditBox(a) {
   bar.setAttribute("aria-valuenow", pct);
   bar.firstChild.style.width = pct + "%";
   box.querySelector(".cancel").style.display = (a.status === "queued" || a.status === "running") ? "" : "none";
+  box.querySelector(".resume").style.display = (a.status === "failed" || a.status === "cancelled") ? "" : "none";
   const msg = box.querySelector(".msg");
   if (a.error) text(msg, (a.status === "cancelled" ? "" : a.status + ": ") + a.error, a.status === "cancelled" ? "warn msg" : "msg");
+  else if (a.note) { text(msg, a.note, "warn msg"); msg.dataset.note = "1"; }
+  else if (msg.dataset.note) { text(msg, "", "msg"); delete msg.dataset.note; }
   const final = a.status === "done" || ((a.status === "cancelled" || a.status === "failed") && a.cells_done > 0);
   const state = a.status + ":" + a.cells_done;
   if (final && shown[a.id] !== state) { shown[a.id] = state; showResults(a, box); }
