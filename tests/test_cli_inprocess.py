@@ -31,10 +31,10 @@ def test_risk_and_measure_say_they_compute_here(run, tmp_path, rng):
     X = np.column_stack([rng.integers(0, 4, 60), rng.integers(0, 3, 60),
                          rng.uniform(1, 9, 60)])
     pd.DataFrame(X, columns=["r", "s", "w"]).to_csv(tmp_path / "a.csv", index=False)
-    res = run("risk", tmp_path / "a.csv", tmp_path / "a.csv", "-m", "uniques,kviol2",
+    res = run("risk", tmp_path / "a.csv", tmp_path / "a.csv", "--metric", "uniques,kviol2",
               "--categorical", "r,s", "--weight", "w", "--keys", "r,s")
     assert res.exit_code == 0, res.output
     assert "computing in this process" in res.output and "Dask dashboard" not in res.output
-    res = run("measure", tmp_path / "a.csv", tmp_path / "a.csv", "-m", "X_MSE")
+    res = run("measure", tmp_path / "a.csv", tmp_path / "a.csv", "--metric", "X_MSE")
     assert res.exit_code == 0, res.output
     assert "computing in this process" in res.output
