@@ -92,7 +92,8 @@ class Convention:
     assign: str = "one2one"    # one2one | best_b | best_a
     count: str = "all"         # all | w>0 | p>0.5
     max_iter: int = 20000
-    tol: float = 1e-10          # stop when no parameter moves by tol or more (sdcdist's rule)
+    tol: float = 1e-10          # stop when no parameter's logarithm moves by tol or more
+                                # (sdcdist's rule)
     stop: str = "param"         # param | loglik (relative change of the log-likelihood)
 
     def but(self, **kw) -> "Convention":
@@ -175,7 +176,7 @@ def _em(agree: list[np.ndarray], c: Convention) -> tuple[np.ndarray, np.ndarray,
             u = np.clip(au, 1e-9, 1 - 1e-9)
         now = np.r_[m, u, p]
         if c.stop == "param":
-            if np.max(np.abs(now - prev)) < c.tol:
+            if np.max(np.abs(np.log(now) - np.log(prev))) < c.tol:
                 break
         elif last is not None and abs(ll - last) <= c.tol * abs(ll):
             break
