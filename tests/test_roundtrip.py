@@ -131,11 +131,11 @@ def test_risk_cli_leaves_the_weight_out(run, tmp_path):
                        "w": rng.uniform(1, 5, 40)})
     df.to_csv(tmp_path / "o.csv", index=False)
     df.assign(x=df.x + rng.normal(0, 1, 40)).to_csv(tmp_path / "m.csv", index=False)
-    r = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "--local", "-m", "DLD",
+    r = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "--local", "--metric", "DLD",
             "--weight", "w")
     assert r.exit_code == 0, r.output
     assert "x,y,w" not in r.output and "x,y " in r.output
-    r = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "--local", "-m", "DLD",
+    r = run("risk", tmp_path / "o.csv", tmp_path / "m.csv", "--local", "--metric", "DLD",
             "--weight", "w", "--keyset", "x,w")
     assert r.exit_code == 2 and "never a linkage key" in r.output
 
@@ -157,7 +157,7 @@ def test_type_clash_names_only_columns_both_files_hold(run, tmp_path):
                                                                      index=False)
     pd.DataFrame({"x": [1.0, 2, 3, 4], "y": [2.0, 1, 4, 3], "TXT": list("abca")}).to_csv(
         tmp_path / "rel.csv", index=False)
-    r = run("risk", tmp_path / "leak.csv", tmp_path / "rel.csv", "--local", "-m", "DLD")
+    r = run("risk", tmp_path / "leak.csv", tmp_path / "rel.csv", "--local", "--metric", "DLD")
     assert "TXT" not in r.output and "numeric in" not in r.output, r.output
     assert r.exit_code == 0, r.output
 
@@ -181,7 +181,7 @@ def test_a_constant_column_is_left_out_of_default_key_sets_with_a_note(run, tmp_
     (tmp_path / "c.csv").write_text("year,x,y\n2024,1.5,2\n2024,2.5,1\n2024,3.5,4\n2024,0.5,3\n")
     (tmp_path / "m.csv").write_text("year,x,y\n2024,1.4,2.1\n2024,2.6,1.2\n2024,3.1,4\n"
                                     "2024,0.9,3\n")
-    r = run("risk", tmp_path / "c.csv", tmp_path / "m.csv", "--local", "-m", "DLD")
+    r = run("risk", tmp_path / "c.csv", tmp_path / "m.csv", "--local", "--metric", "DLD")
     assert r.exit_code == 0, r.output
     assert "['year'] left out of the default key sets" in r.output
     assert "  x,y " in r.output and "year," not in r.output
@@ -247,13 +247,13 @@ def test_cli_reads_a_suppressed_release_back_in_every_format(run, tmp_path):
     lines = {}
     for ext in ("csv", "parquet", "zarr"):
         out = tmp_path / f"s.{ext}"
-        r = run("mask", tmp_path / "o.zarr", "-m", "suppress", "-p", "5", "-o", out)
+        r = run("mask", tmp_path / "o.zarr", "-m", "suppress", "-p", "5", "--out", out)
         assert r.exit_code == 0 and "suppressed 0 " not in r.output, r.output
-        r = run("risk", tmp_path / "o.zarr", out, "--local", "-m", "uniques,IR_mean,DLD",
+        r = run("risk", tmp_path / "o.zarr", out, "--local", "--metric", "uniques,IR_mean,DLD",
                 "--keys", "r,t,x")
         assert r.exit_code == 0, r.output
         lines[ext] = r.output
-        r = run("measure", tmp_path / "o.zarr", out, "--local", "-m", "changed,IL1s")
+        r = run("measure", tmp_path / "o.zarr", out, "--local", "--metric", "changed,IL1s")
         assert r.exit_code == 0, r.output
         if ext != "zarr":
             r = run("ingest", out, tmp_path / f"back-{ext}.zarr")
