@@ -236,6 +236,21 @@ class MeasureContext:
         #: columns this context left out because they are constant in the original file
         self.constant_left_out: tuple[str, ...] = ()
 
+    def _without(self, drop: set, keep_a: list[int], keep_b: list[int],
+                 **extra: Any) -> "MeasureContext":
+        """This context on the columns ``keep_a`` (original) and ``keep_b`` (masked), key
+        sets touching ``drop`` left out."""
+        from .risk import _take_columns
+        return MeasureContext(
+            self.runner, self.runner.task(_take_columns, self.original, keep_a),
+            self.runner.task(_take_columns, self.masked, keep_b),
+            shape_original=(self.shape_original[0], len(keep_a)),
+            shape_masked=(self.shape_masked[0], len(keep_b)),
+            columns=[self.columns[j] for j in keep_a],
+            keysets=[k for k in self.keysets if not set(k) & drop] or None,
+            seed=self.seed, options=self.options, truth=self.truth,
+            masked_columns=[self.masked_columns[j] for j in keep_b], **extra)
+
     def numeric_context(self) -> "MeasureContext":
         """This context restricted to the numeric columns (without the categorical columns
         and the weight): where numeric-only losses and utilities are computed."""
@@ -246,17 +261,7 @@ class MeasureContext:
             if not keep_a or not keep_b:
                 raise SdcInputError("the files have no numeric column besides the weight; "
                                     "numeric losses and utilities need at least one")
-            from .risk import _take_columns
-            ctx = MeasureContext(
-                self.runner, self.runner.task(_take_columns, self.original, keep_a),
-                self.runner.task(_take_columns, self.masked, keep_b),
-                shape_original=(self.shape_original[0], len(keep_a)),
-                shape_masked=(self.shape_masked[0], len(keep_b)),
-                columns=[self.columns[j] for j in keep_a],
-                keysets=[k for k in self.keysets if not set(k) & drop] or None,
-                seed=self.seed, options=self.options, truth=self.truth,
-                masked_columns=[self.masked_columns[j] for j in keep_b])
-            self._numeric = ctx
+            self._numeric = self._without(drop, keep_a, keep_b)
         return self._numeric
 
     def scaled_context(self) -> "MeasureContext":
@@ -279,17 +284,8 @@ class MeasureContext:
                                     "deviation need one that is not")
             log.warning("constant column(s) %s left out of the metrics that divide by a "
                         "column's standard deviation", list(left))
-            from .risk import _take_columns
-            ctx = MeasureContext(
-                self.runner, self.runner.task(_take_columns, self.original, keep_a),
-                self.runner.task(_take_columns, self.masked, keep_b),
-                shape_original=(self.shape_original[0], len(keep_a)),
-                shape_masked=(self.shape_masked[0], len(keep_b)),
-                columns=[self.columns[j] for j in keep_a],
-                keysets=[k for k in self.keysets if not set(k) & drop] or None,
-                seed=self.seed, options=self.options, truth=self.truth,
-                masked_columns=[self.masked_columns[j] for j in keep_b],
-                categorical=self.categorical, weight=self.weight)
+            ctx = self._without(drop, keep_a, keep_b, categorical=self.categorical,
+                                weight=self.weight)
             ctx._scaled = ctx
             ctx.constant_left_out = left
             self._scaled = ctx

@@ -10,22 +10,13 @@ import numpy as np
 
 from ..errors import SdcInputError, column_positions
 from ..parallel import Runner
-from ._registry import MeasureContext, MetricResult, get_metric
+from ._registry import MeasureContext, MetricResult, constant_columns, get_metric
 from .keysets import default_keysets
 
 __all__ = ["measure", "expand_requirements"]
 
 log = logging.getLogger(__name__)
 
-
-def _constant(X: Any, cols: Sequence[int]) -> list[bool]:
-    """Task: whether each of ``cols`` holds one value in every record (NaN ignored)."""
-    out = []
-    for j in cols:
-        x = np.asarray(X[:, j], dtype=np.float64)
-        x = x[~np.isnan(x)]
-        out.append(bool(x.size == 0 or x.min() == x.max()))
-    return out
 
 
 def expand_requirements(names: Sequence[str]) -> list[str]:
@@ -188,8 +179,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         # default key sets, with a note (named key sets holding one are refused by the metric)
         cats = set(categorical or ())
         num = [c for c in shared if c not in cats]
-        ca = runner.call(_constant, A, column_positions(num, columns))
-        cb = runner.call(_constant, B, column_positions(num, masked_columns))
+        ca = runner.call(constant_columns, A, column_positions(num, columns))
+        cb = runner.call(constant_columns, B, column_positions(num, masked_columns))
         left_out = [c for c, x, y in zip(num, ca, cb) if x or y]
         if left_out:
             log.warning("constant column(s) %s left out of the default key sets: linkage "
