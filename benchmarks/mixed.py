@@ -168,8 +168,8 @@ def sdcdist_risk_cli(path: str, *extra: str) -> tuple[float, float, str]:
     import subprocess
     import sys
     import time
-    cmd = [sys.executable, "-m", "sdcdist.cli", "risk", path, path, "-m", ",".join(FREQ),
-           "--keys", "k0,k1,k2,k3,k4", *extra]
+    cmd = [sys.executable, "-m", "sdcdist.cli", "risk", path, path, "--metric",
+           ",".join(FREQ), "--keys", "k0,k1,k2,k3,k4", *extra]
     if not path.endswith(".zarr"):
         cmd += ["--categorical", "k0,k1,k2,k3,k4", "--weight", "w"]
     t = time.perf_counter()
@@ -199,9 +199,14 @@ def _print_row(n: int, label: str, d_t: float, d_how: str, l_t: float, c_t: floa
           f"{c_t:8.1f} {tail}", flush=True)
 
 
-def frequency_csv_part(sizes: list[int], tmp: str, workers: int) -> None:
+def frequency_csv_part(sizes: list[int], tmp: str, workers: int,
+                       data_dir: str | None = None) -> None:
     """Frequency risk (5 keys + weight) from a CSV and from a Zarr store: sdcdist's default
-    path, --local and a local cluster, against sdcMicro's measure_risk after fread."""
+    path, --local and a local cluster, against sdcMicro's measure_risk after fread.
+
+    ``data_dir``: keep the generated files there and reuse them in a later run (the same
+    seed gives the same files; generating 10 million records takes minutes)."""
+    import os
     from sdcdist.data import Microdata, write_microdata
     version = sdcmicro_available()
     print("frequency risk from CSV and Zarr (uniques, kviol2/3/5, IR_mean, IR_max, ER; "
@@ -215,14 +220,20 @@ def frequency_csv_part(sizes: list[int], tmp: str, workers: int) -> None:
           f"{'cluster':>8s} {'sdcMicro':>9s} {'(fread':>7s} {'+ risk)':>8s} "
           f"{'sdcMicro/default':>16s}  ER agree", flush=True)
     for n in sizes:
-        X = categorical_file(n)
-        csv, store = f"{tmp}/freq{n}.csv", f"{tmp}/freq{n}.zarr"
-        write_frequency_csv(X, csv)
-        names = [f"k{j}" for j in range(5)] + ["w"]
-        cats = {f"k{j}": [str(i) for i in range(L)] for j, L in enumerate(LEVELS)}
-        write_microdata(Microdata(X, tuple(names), {"key": names[:5], "weight": ["w"]}, None,
-                                  cats), store, chunk_rows=1_000_000)
-        del X
+        where = data_dir or tmp
+        csv, store = f"{where}/freq{n}.csv", f"{where}/freq{n}.zarr"
+        done = f"{where}/freq{n}.complete"
+        if not os.path.exists(done):
+            os.makedirs(where, exist_ok=True)
+            X = categorical_file(n)
+            write_frequency_csv(X, csv)
+            names = [f"k{j}" for j in range(5)] + ["w"]
+            cats = {f"k{j}": [str(i) for i in range(L)] for j, L in enumerate(LEVELS)}
+            write_microdata(Microdata(X, tuple(names), {"key": names[:5], "weight": ["w"]},
+                                      None, cats), store, chunk_rows=1_000_000,
+                            overwrite=True)
+            del X
+            open(done, "w").close()
         peer = sdcmicro_measure_risk(csv) if version else None
         for label, path in (("CSV", csv), ("Zarr", store)):
             d_t, d_er, d_how = sdcdist_risk_cli(path)
@@ -367,6 +378,9 @@ def main() -> None:
                     help="records of the large suppression file and of the PRAM run")
     ap.add_argument("--sdcmicro-cap", type=float, default=900.0,
                     help="seconds after which an sdcMicro run is stopped (reported)")
+    ap.add_argument("--data-dir", default=None,
+                    help="keep the frequency-risk files (CSV and Zarr) in this folder and "
+                         "reuse them in later runs (default: a temporary folder)")
     ap.add_argument("--only", choices=("all", "freq-csv", "sdcmicro"), default="all",
                     help="freq-csv: only the frequency risk rows against sdcMicro; sdcmicro: "
                          "only local suppression and PRAM against sdcMicro")
@@ -375,7 +389,8 @@ def main() -> None:
         tmp = tempfile.mkdtemp(prefix="sdcdist-mixed-")
         try:
             if a.only == "freq-csv":
-                frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers)
+                frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers,
+                                   a.data_dir)
             else:
                 version = sdcmicro_version()
                 suppression_part(a.sdc_rows, a.sdcmicro_cap, tmp, version)
@@ -390,7 +405,8 @@ def main() -> None:
               "noisy, compare ratios")
         frequency_part(a.rows, client, tmp)
         linkage_part(a.link_rows, client)
-        frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers)
+        frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers,
+                                   a.data_dir)
         version = sdcmicro_version()
         suppression_part(a.sdc_rows, a.sdcmicro_cap, tmp, version)
         pram_part(a.sdc_rows, tmp, version, a.sdcmicro_cap)
