@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import integrity
 from ..errors import SdcInputError, param_error
-from .io import DEFAULT_CHUNK_ROWS, Microdata, _new_values_array, _open_group, _Staging
+from .microdata import DEFAULT_CHUNK_ROWS, Microdata
+from .staging import _new_values_array, _open_group, _Staging
 
 __all__ = ["COLUMNS", "generate", "generate_block", "write_synthetic", "BLOCK"]
 
@@ -93,7 +94,7 @@ def generate(n: int, *, columns: int = 8, seed: int = 0) -> Microdata:
         values of shape (n, columns), float64 (integer-valued, non-negative).
     """
     values = np.concatenate(list(iter_blocks(n, columns=columns, seed=seed)))
-    from .io import values_fingerprint
+    from .microdata import values_fingerprint
     return Microdata(values, COLUMNS[:columns], {}, values_fingerprint(values))
 
 

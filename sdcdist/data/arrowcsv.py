@@ -1,0 +1,311 @@
+"""The fast CSV reader: Arrow's multithreaded parser, sdcdist's parsing rules.
+
+Arrow (``pyarrow.csv``) splits the file into fields, in blocks of a few
+megabytes, on several threads, and hands every column over as text exactly as
+the file spells it (quoting off, no type inference, nothing taken as missing).
+The rules of :mod:`sdcdist.data.parse` then decide, as for every reader:
+
+- a column's cells become numbers by Arrow's cast when every cell of the block is
+  a plain decimal (Arrow's parser is correctly rounded, so the value is exactly
+  ``float(cell)``; ``tests/test_parsing.py`` checks this bit for bit); a block
+  with any other cell (text, an empty or padded cell, ``1_000``) is dictionary-
+  encoded, and each *distinct* cell is judged once by :func:`~sdcdist.data.parse.
+  missing_mask` and :func:`~sdcdist.data.parse.parse_numbers`;
+- categorical columns (declared, or text per :class:`~sdcdist.data.parse.TypeScan`)
+  are coded through their dictionaries: labels verbatim, codes in
+  :func:`~sdcdist.data.types.label_order`, so a file gives the same codes, and
+  the same cube, whichever reader read it.
+
+Anything this reader does not handle exactly as the reference reader
+(:mod:`sdcdist.data.sources`) does — a quote character anywhere, a row whose
+field count differs from the header's, a line of spaces, text that is not
+UTF-8, a damaged gzip file, a one-column file — makes it step aside: the file is
+then read by the reference reader, which gives the same values and every
+message about a malformed file. Memory stays bounded by the block size when
+streaming into a store (:func:`read_typed` with ``keep=False``).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import column_positions
+
+__all__ = ["read_typed", "BLOCK_BYTES"]
+
+#: Bytes of text Arrow parses per block (one batch of records per block).
+BLOCK_BYTES = 1 << 23
+
+
+class _StepAside(Exception):
+    """This file is read by the reference reader instead (never reaches the user)."""
+
+
+def _arrow_errors() -> tuple[type[BaseException], ...]:
+    import pyarrow as pa
+    return (pa.ArrowException, OSError, EOFError, ValueError, zlib.error)
+
+
+def _batches(source: Path, header: Sequence[str], usecols: Sequence[str], sep: str,
+             block_bytes: int) -> Iterator[list[Any]]:
+    """Arrow string arrays of ``usecols`` (in that order), one list per block of records."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+    errors = _arrow_errors()
+    try:
+        reader = pacsv.open_csv(
+            str(source),
+            read_options=pacsv.ReadOptions(use_threads=True, block_size=block_bytes,
+                                           skip_rows=1, column_names=list(header)),
+            parse_options=pacsv.ParseOptions(delimiter=sep, quote_char=False,
+                                             double_quote=False, escape_char=False,
+                                             newlines_in_values=False,
+                                             ignore_empty_lines=True),
+            convert_options=pacsv.ConvertOptions(
+                column_types={c: pa.string() for c in usecols}, include_columns=list(usecols),
+                null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
+                check_utf8=True))
+    except errors:
+        raise _StepAside() from None
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return
+        except errors:
+            raise _StepAside() from None
+        cols = [batch.column(c) for c in usecols]
+        for a in cols:
+            # a quote: quoted fields are the reference reader's (quoting is off here)
+            if a.null_count or pc.any(pc.match_substring(a, '"')).as_py():
+                raise _StepAside()
+        yield cols
+
+
+def _cast_numbers(a: Any) -> np.ndarray | None:
+    """``float(cell)`` of every cell when Arrow reads them all as numbers, else None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    try:
+        out = pc.cast(a, pa.float64(), safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return np.asarray(out.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+class _Part:
+    """One block of one column: numbers for every cell (``values``), or a dictionary
+    (distinct cells ``entries`` and each cell's entry ``index``) with, per entry, whether
+    it is missing, its number (NaN where missing or not a number) and whether it is
+    not a number."""
+
+    __slots__ = ("n", "values", "entries", "index", "missing", "number", "bad")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.values: np.ndarray | None = None
+        self.entries: np.ndarray | None = None
+        self.index: np.ndarray | None = None
+        self.missing: np.ndarray | None = None
+        self.number: np.ndarray | None = None
+        self.bad: np.ndarray | None = None
+
+    def numbers(self) -> np.ndarray:
+        """Each cell's number (NaN where missing or not a number)."""
+        if self.values is not None:
+            return self.values
+        return self.number[self.index]          # type: ignore[index]
+
+    def cell_masks(self) -> tuple[np.ndarray, np.ndarray]:
+        """(missing, not a number) per cell."""
+        if self.values is not None:
+            z = np.zeros(self.n, dtype=bool)
+            return z, z
+        return self.missing[self.index], self.bad[self.index]   # type: ignore[index]
+
+    def codes(self, labels: Sequence[str]) -> np.ndarray:
+        """Codes (float64, NaN where missing) under ``labels``, which hold every entry."""
+        pos = {lab: i for i, lab in enumerate(labels)}
+        code = np.array([np.nan if m else pos[e] for e, m in
+                         zip(self.entries.tolist(), self.missing.tolist())],  # type: ignore
+                        dtype=np.float64)
+        return code[self.index]                 # type: ignore[index]
+
+
+def _dictionary_part(a: Any, markers: frozenset[str], parse: bool) -> _Part:
+    """A block of one column, dictionary-encoded; each distinct cell judged once."""
+    import pyarrow.compute as pc
+
+    from .parse import missing_mask, parse_numbers
+    d = pc.dictionary_encode(a)
+    part = _Part(len(a))
+    part.entries = np.asarray(d.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    part.index = np.asarray(d.indices.to_numpy(zero_copy_only=False), dtype=np.intp)
+    part.missing = missing_mask(part.entries, markers)
+    if parse:
+        present = ~part.missing
+        number = np.full(len(part.entries), np.nan)
+        bad = np.zeros(len(part.entries), dtype=bool)
+        fast = _cast_numbers(d.dictionary.filter(present)) if present.any() else \
+            np.empty(0)
+        if fast is not None:
+            number[present] = fast
+        else:
+            number, bad = parse_numbers(part.entries, part.missing)
+        part.number, part.bad = number, bad
+    return part
+
+
+class _Labels:
+    """Distinct present labels of one column, up to one more than the level limit."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.over = False
+
+    def update(self, part: _Part) -> None:
+        from .types import MAX_LEVELS
+        if self.over:
+            return
+        self.seen.update(e for e, m in zip(part.entries.tolist(),   # type: ignore[union-attr]
+                                           part.missing.tolist()) if not m)  # type: ignore
+        if len(self.seen) > MAX_LEVELS:
+            self.over = True
+            self.seen = set()
+
+
+def read_typed(source: Path, columns: Sequence[str] | None, chunk_rows: int,
+               categorical: Sequence[str] | None, start: Any, write: Any,
+               na_values: Any = None, *, keep: bool = False,
+               block_bytes: int | None = None) -> tuple[list[str], dict[str, list[str]]]:
+    """Read ``source`` into float64 blocks, categorical columns as codes.
+
+    The contract of :func:`sdcdist.data.sources.read_typed_frames` (``start()`` before
+    the blocks of a pass, ``write(block)`` for each, the same values, labels and
+    messages): a CSV file goes through Arrow when it can, anything else (Parquet, a
+    file Arrow does not read as the reference reader does) through pandas.
+
+    ``keep``: hold the blocks (compactly: codes through small dictionaries) and
+    write them after one pass, for a caller that keeps the whole file in memory
+    anyway; otherwise a file with categorical columns is read twice (types and
+    labels, then codes), in memory bounded by ``block_bytes`` (default
+    :data:`BLOCK_BYTES`) times Arrow's read-ahead.
+
+    Returns the column names and ``{column: labels}``.
+    """
+    from .sources import _csv_header, _source_frames, _source_kind, read_typed_frames
+    names = _source_frames(source, columns, chunk_rows)[0]      # checks: path, header
+    if _source_kind(source) == "csv":
+        sep = "\t" if source.suffix.lower() == ".tsv" else ","
+        header = _csv_header(source, sep)
+        if len(header) > 1:
+            try:
+                return _read_arrow(source, header, names, sep, categorical, start, write,
+                                   na_values, keep, block_bytes or BLOCK_BYTES)
+            except _StepAside:
+                pass
+    return read_typed_frames(source, columns, chunk_rows, categorical, start, write,
+                             na_values)
+
+
+def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
+                categorical: Sequence[str] | None, start: Any, write: Any, na_values: Any,
+                keep: bool, block_bytes: int) -> tuple[list[str], dict[str, list[str]]]:
+    from .parse import CATEGORICAL, TypeScan, missing_markers
+    from .types import MAX_LEVELS, label_order
+    from ..errors import SdcInputError
+
+    markers = missing_markers(na_values)
+    declared = list(dict.fromkeys(categorical or []))
+    column_positions(declared, names, what="categorical column", where=repr(source.name))
+    scan = TypeScan([c for c in names if c not in declared], repr(source.name))
+    text = set(declared)                # columns read through dictionaries from now on
+    had_numbers: set[str] = set()       # columns with a block read as numbers only
+    labels_of = {c: _Labels() for c in names}
+    kept: list[dict[str, _Part]] = []
+    offset = 0
+    start()
+
+    def part_of(c: str, a: Any, collect: bool) -> _Part:
+        if c in declared:
+            part = _dictionary_part(a, markers, parse=False)
+        else:
+            part = None
+            if c not in text and not markers:
+                v = _cast_numbers(a)
+                if v is not None:
+                    part = _Part(len(a))
+                    part.values = v
+                    had_numbers.add(c)
+            if part is None:
+                part = _dictionary_part(a, markers, parse=True)
+                text.add(c)
+        if collect and part.entries is not None:
+            labels_of[c].update(part)
+        return part
+
+    for cols in _batches(source, header, names, sep, block_bytes):
+        parts = {c: part_of(c, a, True) for c, a in zip(names, cols)}
+        n = len(cols[0]) if cols else 0
+        for c in scan.names:
+            miss, bad = parts[c].cell_masks()
+            scan.update(c, miss, bad, offset)
+        offset += n
+        if keep:
+            kept.append(parts)
+        elif not declared and not scan.text_so_far():
+            write(_block(parts, names, {}))
+    kinds = scan.kinds()
+    cats = [c for c in names if c in declared or kinds.get(c) == CATEGORICAL]
+    if not cats:
+        for parts in kept:
+            write(_block(parts, names, {}))
+        return names, {}
+    late = [c for c in cats if c in had_numbers]
+    if late:
+        # a text column with whole blocks of numbers first: its labels from the text
+        i = 0
+        for cols in _batches(source, header, late, sep, block_bytes):
+            for c, a in zip(late, cols):
+                part = _dictionary_part(a, markers, parse=False)
+                labels_of[c].update(part)
+                if keep:
+                    if i >= len(kept) or kept[i][c].n != part.n:
+                        raise _StepAside()      # blocks differ between passes: not expected
+                    kept[i][c] = part
+            i += 1
+    for c in cats:
+        if labels_of[c].over:
+            raise SdcInputError(
+                f"column {c!r} of {source.name!r} has more than {MAX_LEVELS} distinct "
+                "values, too many for a categorical column (an identifier or free "
+                "text?): leave it out with --columns, or recode it into fewer "
+                "categories first")
+    labels = {c: label_order(labels_of[c].seen) for c in cats}
+    if keep:
+        for parts in kept:
+            write(_block(parts, names, labels))
+        return names, labels
+    start()
+    declared = cats                     # the second pass codes every categorical column
+    for cols in _batches(source, header, names, sep, block_bytes):
+        parts = {c: part_of(c, a, False) for c, a in zip(names, cols)}
+        write(_block(parts, names, labels))
+    return names, labels
+
+
+def _block(parts: dict[str, _Part], names: Sequence[str],
+           labels: dict[str, list[str]]) -> np.ndarray:
+    """The float64 (records, columns) block of one batch: codes or numbers."""
+    n = parts[names[0]].n if names else 0
+    out = np.empty((n, len(names)))
+    for j, c in enumerate(names):
+        p = parts[c]
+        out[:, j] = p.codes(labels[c]) if c in labels else p.numbers()
+    return out

@@ -1,0 +1,216 @@
+"""Staged writes: a store or file is written under a temporary name and moved into place.
+
+A failed or interrupted write leaves nothing behind (SIGTERM included); leftovers of
+writers killed outright are removed by the next write to the same path.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import integrity
+from ..errors import SdcInputError
+
+__all__ = ["remove_stale_temps"]
+
+def _open_group(store: str, mode: str) -> Any:
+    import zarr
+    return zarr.open_group(store, mode=mode)
+
+
+def _new_values_array(group: Any, n: int, m: int, chunk_rows: int) -> Any:
+    rows = chunk_rows if n == 0 else max(1, min(chunk_rows, n))
+    return group.create_array("values", shape=(n, m), chunks=(rows, m),
+                              dtype="float64", dimension_names=("record", "variable"),
+                              fill_value=np.nan, compressors=integrity.compressors())
+
+
+class _Terminated(BaseException):
+    """Raised in the main thread by SIGTERM during a staged write (not an Exception, so
+    nothing on the way swallows it)."""
+
+
+def _temp_name(final: Path) -> Path:
+    """``.NAME.tmp-HOST-PID-RANDOM`` next to ``final``: whose write it is, so a later
+    write can tell a dead writer's leftovers from a live one's."""
+    host = socket.gethostname().replace("/", "_") or "host"
+    return final.parent / f".{final.name}.tmp-{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True                          # exists, owned by someone else
+    return True
+
+
+#: Leftovers in the old ``.NAME.tmp-RANDOM`` form (no writer recorded) are removed once
+#: they are this old.
+_STALE_SECONDS = 24 * 3600
+
+
+def remove_stale_temps(final: str | os.PathLike) -> list[str]:
+    """Remove leftovers of interrupted writes to ``final`` (a local path).
+
+    A leftover is ``.NAME.tmp-HOST-PID-RANDOM`` (optionally ``.old``) next to
+    ``final``; it is stale when HOST is this machine and no process PID is
+    running (a SIGKILLed ``ingest``/``synth``/``mask``). Leftovers of other
+    hosts (shared file systems) or of live processes are kept; old-style names
+    without a writer are removed after a day. Returns the removed paths.
+    """
+    final = Path(final)
+    parent = final.parent
+    prefix = f".{final.name}.tmp-"
+    host = socket.gethostname().replace("/", "_") or "host"
+    removed = []
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        rest = entry.name[len(prefix):]
+        if rest.endswith(".old"):
+            rest = rest[:-4]
+        parts = rest.rsplit("-", 2)
+        if len(parts) == 3 and parts[1].isdigit():
+            stale = parts[0] == host and not _pid_alive(int(parts[1]))
+        else:
+            try:
+                stale = time.time() - entry.stat().st_mtime > _STALE_SECONDS
+            except OSError:
+                stale = False
+        if stale:
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                try:
+                    entry.unlink()
+                except OSError:
+                    pass
+            removed.append(str(entry))
+    return removed
+
+
+class _CleanOnSigterm:
+    """Around a local staged write: SIGTERM removes the temporary path, then the signal
+    is delivered again to the previous handler (by default the process ends as it would
+    have). Installed only in the main thread; the previous handler is restored on exit."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.previous: Any = None
+        self.installed = False
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        # Clean up here, in the handler, rather than by unwinding: the signal may land
+        # in code that swallows exceptions (Zarr's I/O waits), and the write would go on.
+        self._clean()
+        self._restore()
+        os.kill(os.getpid(), signal.SIGTERM)     # now to the previous handler (default: end)
+        raise _Terminated()                      # a previous handler that returned: unwind
+
+    def _clean(self) -> None:
+        _remove(self.path)
+        # a write already handed to Zarr's I/O thread may still land: remove it again
+        for _ in range(5):
+            time.sleep(0.05)
+            if not os.path.lexists(self.path):
+                break
+            _remove(self.path)
+
+    def _restore(self) -> None:
+        if self.installed:
+            signal.signal(signal.SIGTERM, self.previous if self.previous is not None
+                          else signal.SIG_DFL)
+            self.installed = False
+
+    def __enter__(self) -> "_CleanOnSigterm":
+        if threading.current_thread() is threading.main_thread():
+            prev = signal.getsignal(signal.SIGTERM)
+            if prev is not signal.SIG_IGN:
+                self.previous = prev
+                signal.signal(signal.SIGTERM, self._handler)
+                self.installed = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self._clean() if exc_type is _Terminated else _remove(self.path)
+        self._restore()
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+class _Staging:
+    """Write a local store under a temporary name, then move it into place.
+
+    A failed write leaves nothing behind; an existing store is replaced only
+    with ``overwrite=True`` and only after the new one is complete. SIGTERM
+    during the write removes the temporary folder (see :class:`_CleanOnSigterm`);
+    leftovers of writers killed outright (SIGKILL) are removed by the next
+    write to the same path (:func:`remove_stale_temps`).
+    """
+
+    def __init__(self, store: str | os.PathLike, overwrite: bool):
+        self.final = str(store)
+        self.remote = "://" in self.final and not self.final.startswith("file://")
+        if self.final.startswith("file://"):
+            self.final = self.final[len("file://"):]
+        self.guard: _CleanOnSigterm | None = None
+        if not self.remote:
+            if Path(self.final).exists() and not overwrite:
+                raise SdcInputError(f"{self.final!r} already exists; pass --overwrite "
+                                    "(overwrite=True) to replace it, or choose another path")
+            final = Path(self.final).resolve()
+            final.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(final)
+            self.path = str(_temp_name(final))
+        else:
+            self.path = self.final
+
+    def __enter__(self) -> str:
+        if not self.remote:
+            self.guard = _CleanOnSigterm(self.path)
+            self.guard.__enter__()
+        return self.path
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.remote:
+            return
+        try:
+            if exc_type is not None:
+                shutil.rmtree(self.path, ignore_errors=True)
+                return
+            if Path(self.final).exists():
+                old = self.path + ".old"
+                os.replace(self.final, old)
+                os.replace(self.path, self.final)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(self.path, self.final)
+        finally:
+            if self.guard is not None:
+                self.guard.__exit__(exc_type, exc, tb)

@@ -1,0 +1,201 @@
+"""The fast (Arrow) CSV reader against the reference (pandas) reader: same values, same
+labels and codes, same messages; exact numbers; streaming into a store."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from sdcdist import SdcInputError, ingest, load_microdata
+from sdcdist.data import arrowcsv, sources
+from sdcdist.data.refdata import reference_file
+
+
+def _reference(monkeypatch):
+    """Read with the reference reader only (the fast one steps aside)."""
+    def aside(*args, **kwargs):
+        raise arrowcsv._StepAside()
+    monkeypatch.setattr(arrowcsv, "_read_arrow", aside)
+
+
+def _outcome(call):
+    try:
+        md = call()
+    except SdcInputError as exc:
+        return ("error", str(exc))
+    return ("ok", md.values.tobytes(), md.values.shape, md.values.flags["C_CONTIGUOUS"],
+            md.columns, md.categories, md.sha256)
+
+
+def _store_outcome(path):
+    md = load_microdata(path)
+    return md.values.tobytes(), md.columns, md.categories, md.sha256
+
+
+ROWS = "".join(f"{i % 7},{i * 0.37:.17g},{'abc'[i % 3]}\n" for i in range(40))
+
+CASES = {
+    "plain": "A,B,C\n" + ROWS,
+    "crlf": "A,B,C\r\n" + ROWS.replace("\n", "\r\n"),
+    "lone cr": "A,B,C\r" + ROWS.replace("\n", "\r"),
+    "blank lines": "A,B,C\n\n" + ROWS + "\n\n",
+    "no final newline": "A,B,C\n" + ROWS.rstrip("\n"),
+    "bom": "\ufeffA,B,C\n" + ROWS,
+    "spaces kept": "A,B,C\n" + ROWS + "1, 2.5, a\n3,4 ,a \n",
+    "line of spaces": "A,B,C\n" + ROWS + "   \n" + ROWS,
+    "quoted cells": 'A,B,C\n' + ROWS + '"1","2,5",x\n',
+    "quoted header": '"A","B","C"\n' + ROWS,
+    "short row": "A,B,C\n" + ROWS + "1,2\n",
+    "long row": "A,B,C\n" + ROWS + "1,2,3,4\n",
+    "empty cells text": "A,B,C\n" + ROWS + "1,2,\n",
+    "empty numeric": "A,B,C\n" + ROWS + ",2,a\n",
+    "typo": "A,B,C\n" + ROWS + "1,2.x,a\n",
+    "na words": "A,B,C\n" + ROWS + "1,2,NA\n2,3,None\n3,4,N/A\n",
+    "python-only numbers": "A,B,C\n" + ROWS + " 1 ,1_000,a\n\u0661,+.5e1,b\n",
+    "nan and inf": "A,B,C\n" + ROWS + "nan,2,a\n",
+    "infinite": "A,B,C\n" + ROWS + "1,-Infinity,a\n",
+    "numbers as labels": "A,B,C\n" + "".join(f"{i},{i}.0,{i % 4}.50\n" for i in range(30)),
+    "text column of numbers and words": "A,B,C\n" + "".join(
+        f"{i},{i},{i if i % 2 else 'w' + str(i)}\n" for i in range(30)),
+    "header only": "A,B,C\n",
+    "two records": "A,B,C\n1,2,a\n2,3,b\n",
+    "not utf-8": "A,B,C\n" + ROWS + "1,2,caf\xe9\n",
+    "long digits": "A,B,C\n" + "".join(
+        f"{i},0.1000000000000000055511151231257827{i},x\n" for i in range(5)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("opts", [{}, {"categorical": ["A"], "na_values": ["NA", "2"]},
+                                  {"columns": ["C", "A"]}])
+def test_the_fast_reader_reads_as_the_reference_reader(tmp_path, monkeypatch, case, opts):
+    path = tmp_path / "t.csv"
+    text = CASES[case]
+    if case == "not utf-8":
+        path.write_bytes(text.encode("latin-1"))
+    else:
+        path.write_bytes(text.encode())
+    fast = _outcome(lambda: load_microdata(path, **opts))
+    with monkeypatch.context() as m:
+        _reference(m)
+        ref = _outcome(lambda: load_microdata(path, **opts))
+    assert fast == ref
+
+
+@pytest.mark.parametrize("opts", [{}, {"categorical": ["A"]}, {"na_values": "NA"}])
+def test_streamed_ingest_in_small_blocks_equals_the_reference(tmp_path, monkeypatch, opts):
+    # numbers first, words from the third block on: the late text column is read again
+    rows = "".join(f"{i % 5},{i * 1.5},{i if i < 300 else 'w' + str(i % 7)}\n"
+                   for i in range(1000))
+    path = tmp_path / "t.csv"
+    path.write_text("A,B,C\n" + rows)
+    monkeypatch.setattr(arrowcsv, "BLOCK_BYTES", 1 << 10)
+    ingest(path, tmp_path / "fast.zarr", chunk_rows=64, **opts)
+    fast_load = _outcome(lambda: load_microdata(path, **opts))
+    with monkeypatch.context() as m:
+        _reference(m)
+        ingest(path, tmp_path / "ref.zarr", chunk_rows=64, **opts)
+        ref_load = _outcome(lambda: load_microdata(path, **opts))
+    assert _store_outcome(tmp_path / "fast.zarr") == _store_outcome(tmp_path / "ref.zarr")
+    assert fast_load == ref_load
+    assert fast_load[0] == "ok" and fast_load[5]["C"][:2] == ["0", "1"]
+
+
+def test_typo_records_are_counted_across_blocks(tmp_path, monkeypatch):
+    monkeypatch.setattr(arrowcsv, "BLOCK_BYTES", 1 << 9)
+    rows = [f"{i}.5,{i}" for i in range(400)]
+    rows[250] = "1O.5,3"
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n" + "\n".join(rows) + "\n")
+    with pytest.raises(SdcInputError, match=r"1 of its 400 values are not numbers "
+                                            r"\(records 251\)"):
+        ingest(path, tmp_path / "t.zarr")
+    assert not (tmp_path / "t.zarr").exists()
+
+
+def test_too_many_levels_is_refused_as_before(tmp_path, monkeypatch):
+    import sdcdist.data.types as types
+    monkeypatch.setattr(types, "MAX_LEVELS", 50)
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n" + "".join(f"id{i},{i % 3}\n" for i in range(200)))
+    with pytest.raises(SdcInputError, match="column 'a' of 't.csv' has more than 50 distinct"):
+        load_microdata(path)
+    with pytest.raises(SdcInputError, match="column 'a' of 't.csv' has more than 50 distinct"):
+        ingest(path, tmp_path / "t.zarr")
+
+
+def test_a_plain_file_is_read_by_arrow_and_a_quoted_one_by_the_reference(tmp_path,
+                                                                         monkeypatch):
+    calls = []
+    real = sources.read_typed_frames
+
+    def spy(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(sources, "read_typed_frames", spy)
+    plain = tmp_path / "p.csv"
+    plain.write_text("A,B,C\n" + ROWS)
+    load_microdata(plain)
+    assert calls == []
+    quoted = tmp_path / "q.csv"
+    quoted.write_text('A,B,C\n' + ROWS + '"1",2,a\n')
+    load_microdata(quoted)
+    assert calls == [quoted]
+    gz = tmp_path / "g.csv.gz"
+    with gzip.open(gz, "wt") as f:
+        f.write("A,B,C\n" + ROWS)
+    assert _outcome(lambda: load_microdata(gz))[1] == load_microdata(plain).values.tobytes()
+    assert calls == [quoted]                    # gzip through Arrow too
+
+
+# -- numbers: Arrow's cast is exactly float() ---------------------------------------------
+
+_DIGITS = st.text("0123456789", min_size=1, max_size=30)
+_DECIMALS = st.builds(
+    lambda sign, whole, frac, exp: f"{sign}{whole}{frac}{exp}",
+    st.sampled_from(["", "-", "+"]),
+    _DIGITS,
+    st.one_of(st.just(""), st.just("."), _DIGITS.map(lambda d: "." + d)),
+    st.one_of(st.just(""), st.integers(-350, 330).map(lambda e: f"e{e}"),
+              st.integers(-30, 30).map(lambda e: f"E{e:+d}")))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_DECIMALS, st.floats(allow_nan=False).map(repr),
+                          st.text("0123456789.eE+-_ nafiINF", max_size=8)),
+                min_size=1, max_size=40))
+def test_arrow_numbers_are_python_floats_bit_for_bit(cells):
+    import pyarrow as pa
+    got = arrowcsv._cast_numbers(pa.array(cells, pa.string()))
+    try:
+        want = np.array([float(c) for c in cells])
+    except ValueError:
+        want = None
+    if got is None:
+        return                       # Arrow refused a cell: the cells are judged one by one
+    assert want is not None          # Arrow never reads a cell that float() refuses
+    same = (got.view(np.uint64) == want.view(np.uint64)) | (np.isnan(got) & np.isnan(want))
+    assert same.all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=3, max_size=30))
+def test_floats_written_in_any_precision_read_back_as_float_does(tmp_path_factory, xs):
+    path = tmp_path_factory.mktemp("f") / "t.csv"
+    cells = [repr(x) if i % 4 == 0 else format(x, [".17g", ".6g", ".25e"][i % 4 - 1])
+             for i, x in enumerate(xs)]
+    path.write_text("v,w\n" + "".join(f"{c},{i}\n" for i, c in enumerate(cells)))
+    md = load_microdata(path)
+    assert md.values[:, 0].tobytes() == np.array([float(c) for c in cells]).tobytes()
+
+
+@pytest.mark.parametrize("name", ["census", "tarragona", "household"])
+def test_reference_files_read_by_arrow_as_by_the_reference_reader(name, monkeypatch):
+    path = reference_file(name)
+    fast = _outcome(lambda: load_microdata(path))
+    with monkeypatch.context() as m:
+        _reference(m)
+        assert fast == _outcome(lambda: load_microdata(path))
