@@ -55,7 +55,6 @@ def _batches(source: Path, header: Sequence[str], usecols: Sequence[str], sep: s
              block_bytes: int) -> Iterator[list[Any]]:
     """Arrow string arrays of ``usecols`` (in that order), one list per block of records."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as pacsv
     errors = _arrow_errors()
     try:
@@ -80,12 +79,9 @@ def _batches(source: Path, header: Sequence[str], usecols: Sequence[str], sep: s
             return
         except errors:
             raise _StepAside() from None
-        cols = [batch.column(c) for c in usecols]
-        for a in cols:
-            # a quote: quoted fields are the reference reader's (quoting is off here)
-            if a.null_count or pc.any(pc.match_substring(a, '"')).as_py():
-                raise _StepAside()
-        yield cols
+        # a quote character can only be in a column read through its dictionary (no number
+        # holds one); _dictionary_part steps aside for it
+        yield [batch.column(c) for c in usecols]
 
 
 def _cast_numbers(a: Any) -> np.ndarray | None:
@@ -144,9 +140,11 @@ def _dictionary_part(a: Any, markers: frozenset[str], parse: bool) -> _Part:
 
     from .parse import missing_mask, parse_numbers
     d = pc.dictionary_encode(a)
+    if pc.any(pc.match_substring(d.dictionary, '"')).as_py():
+        raise _StepAside()          # quoted fields are the reference reader's (quoting off)
     part = _Part(len(a))
     part.entries = np.asarray(d.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-    part.index = np.asarray(d.indices.to_numpy(zero_copy_only=False), dtype=np.intp)
+    part.index = d.indices.to_numpy(zero_copy_only=False)       # int32
     part.missing = missing_mask(part.entries, markers)
     if parse:
         present = ~part.missing
@@ -264,8 +262,8 @@ def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
     kinds = scan.kinds()
     cats = [c for c in names if c in declared or kinds.get(c) == CATEGORICAL]
     if not cats:
-        for parts in kept:
-            write(_block(parts, names, {}))
+        while kept:
+            write(_block(kept.pop(0), names, {}))
         return names, {}
     late = [c for c in cats if c in had_numbers]
     if late:
@@ -289,8 +287,8 @@ def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
                 "categories first")
     labels = {c: label_order(labels_of[c].seen) for c in cats}
     if keep:
-        for parts in kept:
-            write(_block(parts, names, labels))
+        while kept:                     # each block's parts freed once written
+            write(_block(kept.pop(0), names, labels))
         return names, labels
     start()
     declared = cats                     # the second pass codes every categorical column
@@ -304,7 +302,7 @@ def _block(parts: dict[str, _Part], names: Sequence[str],
            labels: dict[str, list[str]]) -> np.ndarray:
     """The float64 (records, columns) block of one batch: codes or numbers."""
     n = parts[names[0]].n if names else 0
-    out = np.empty((n, len(names)))
+    out = np.empty((n, len(names)), order="F")      # columns filled and checked whole
     for j, c in enumerate(names):
         p = parts[c]
         out[:, j] = p.codes(labels[c]) if c in labels else p.numbers()

@@ -24,7 +24,7 @@ from .. import integrity
 from ..errors import SdcInputError, column_positions, param_error
 from .arrowcsv import read_typed
 from .microdata import (DEFAULT_CHUNK_ROWS, Microdata, align_categories, check_typed,
-                        file_sha256, from_array, is_store, values_fingerprint)
+                        file_sha256_in_background, from_array, is_store, values_fingerprint)
 from .staging import (_CleanOnSigterm, _new_values_array, _open_group, _Staging, _temp_name,
                       remove_stale_temps)
 from .sources import _source_frames
@@ -110,6 +110,7 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
         names = _source_names(source, columns, chunk_rows)
         state["names"] = names
         _check_source_roles(names, roles, categorical, source.name)
+        sha256 = file_sha256_in_background(source)
         names, labels = read_typed(source, columns, chunk_rows, categorical, start, write,
                                    na_values)
         _finish_checks(state["checker"], names, roles, labels, allow_constant)
@@ -119,7 +120,7 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
             check_weights(np.array([state["checker"].lo[w]]), roles["weight"][0])
         group.attrs.update({"columns": names, "roles": roles, "n_records": state["n"],
                             "categories": labels,
-                            "source": source.name, "sha256": file_sha256(source)})
+                            "source": source.name, "sha256": sha256()})
         integrity.seal(group, values_sha256=state["digest"].hexdigest())
     return str(store)
 
@@ -239,10 +240,16 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
         state["checker"].update(block)
         state["parts"].append(block)
 
+    sha256 = file_sha256_in_background(path)
     names, labels = read_typed(path, columns, DEFAULT_CHUNK_ROWS, categorical, start, write,
                                na_values, keep=True)
     _finish_checks(state["checker"], names, {}, labels, allow_constant)
     # C order whatever the reader gives, as a store's values are read (same data, same layout)
-    values = (np.ascontiguousarray(np.concatenate(state["parts"])) if state["parts"]
-              else np.empty((0, len(names))))
-    return Microdata(values, tuple(names), {}, file_sha256(path), labels)
+    parts = state["parts"]
+    values = np.empty((sum(len(p) for p in parts), len(names)))
+    row = 0
+    while parts:
+        block = parts.pop(0)
+        values[row:row + len(block)] = block
+        row += len(block)
+    return Microdata(values, tuple(names), {}, sha256(), labels)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from ..errors import SdcInputError, column_positions
 from .validate import check_values
 
 __all__ = ["Microdata", "align_categories", "from_array", "check_typed", "values_fingerprint",
-           "file_sha256", "is_store", "DEFAULT_CHUNK_ROWS"]
+           "file_sha256", "file_sha256_in_background", "is_store", "DEFAULT_CHUNK_ROWS"]
 
 DEFAULT_CHUNK_ROWS = 65_536
 
@@ -166,6 +167,29 @@ def file_sha256(path: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def file_sha256_in_background(path: str | os.PathLike) -> Callable[[], str]:
+    """Start hashing a file on a thread (hashlib releases the GIL) while it is parsed;
+    call the result to wait for the digest (an error reading the file is raised then)."""
+    import threading
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["digest"] = file_sha256(path)
+        except BaseException as exc:      # handed to the caller
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, name="sdcdist-sha256", daemon=True)
+    thread.start()
+
+    def result() -> str:
+        thread.join()
+        if "error" in out:
+            raise out["error"]
+        return out["digest"]
+    return result
 
 
 def is_store(path: str | os.PathLike) -> bool:

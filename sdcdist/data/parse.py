@@ -26,7 +26,6 @@ Every message names columns, counts and record numbers, never a cell.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -74,13 +73,16 @@ def missing_mask(text: np.ndarray, markers: frozenset[str] = frozenset()) -> np.
     cells, and cells equal to a marker after trimming are missing.
     """
     import pandas as pd
-    s = pd.Series(np.asarray(text, dtype=object), dtype=object, copy=False)
-    out = np.array(s.isna().to_numpy(dtype=bool), copy=True)
-    stripped = s.str.strip()
-    out |= (stripped == "").to_numpy(dtype=bool, na_value=False)
-    if markers:
-        out |= stripped.isin(markers).to_numpy(dtype=bool, na_value=False)
-    return out
+    text = np.asarray(text, dtype=object)
+
+    def missing(cell: object) -> bool:
+        if isinstance(cell, str):
+            stripped = cell.strip()
+            return not stripped or stripped in markers
+        return bool(pd.isna(cell)) if not isinstance(cell, (list, tuple, np.ndarray)) \
+            else False
+    return np.fromiter((missing(c) for c in text.ravel().tolist()), dtype=bool,
+                       count=text.size).reshape(text.shape)
 
 
 def parse_numbers(text: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -79,22 +79,29 @@ class ValueChecker:
 
     def update(self, block: np.ndarray) -> None:
         block = np.asarray(block, dtype=np.float64)
-        isnan = np.isnan(block)
-        isinf = np.isinf(block)
-        for j in np.flatnonzero(isnan.any(axis=0)):
-            self.nan[j] += int(isnan[:, j].sum())
-            if len(self.nan_rows[j]) < 3:
-                self.nan_rows[j] += first_rows(isnan[:, j], self.n, 3 - len(self.nan_rows[j]))
-        for j in np.flatnonzero(isinf.any(axis=0)):
-            self.inf[j] += int(isinf[:, j].sum())
-            if len(self.inf_rows[j]) < 3:
-                self.inf_rows[j] += first_rows(isinf[:, j], self.n, 3 - len(self.inf_rows[j]))
         if block.shape[0]:
-            with np.errstate(invalid="ignore"):
-                self.lo = np.fmin(self.lo, np.nanmin(np.where(isinf, np.nan, block), axis=0,
-                                                     initial=np.inf))
-                self.hi = np.fmax(self.hi, np.nanmax(np.where(isinf, np.nan, block), axis=0,
-                                                     initial=-np.inf))
+            # NaN-ignoring extremes; a column holding an infinity is refused by finish()
+            # before its extremes are used, so only such columns are searched for them
+            lo = np.fmin.reduce(block, axis=0)
+            hi = np.fmax.reduce(block, axis=0)
+            inf_cols = np.flatnonzero(np.isinf(lo) | np.isinf(hi))
+            nan_cols = np.flatnonzero(np.isnan(block).any(axis=0))
+        else:
+            lo = hi = None
+            inf_cols = nan_cols = np.empty(0, dtype=np.intp)
+        for j in nan_cols:
+            isnan = np.isnan(block[:, j])
+            self.nan[j] += int(isnan.sum())
+            if len(self.nan_rows[j]) < 3:
+                self.nan_rows[j] += first_rows(isnan, self.n, 3 - len(self.nan_rows[j]))
+        for j in inf_cols:
+            isinf = np.isinf(block[:, j])
+            self.inf[j] += int(isinf.sum())
+            if len(self.inf_rows[j]) < 3:
+                self.inf_rows[j] += first_rows(isinf, self.n, 3 - len(self.inf_rows[j]))
+        if lo is not None:
+            self.lo = np.fmin(self.lo, lo)
+            self.hi = np.fmax(self.hi, hi)
         self.n += block.shape[0]
 
     def finish(self, *, allow_constant: bool = False, constant_ok: Sequence[str] = (),
