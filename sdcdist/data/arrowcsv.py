@@ -84,6 +84,49 @@ def _batches(source: Path, header: Sequence[str], usecols: Sequence[str], sep: s
         yield [batch.column(c) for c in usecols]
 
 
+def _ahead(batches: Iterator[list[Any]], depth: int = 2) -> Iterator[list[Any]]:
+    """The same blocks, parsed by Arrow on a thread up to ``depth`` blocks ahead of the
+    caller (Arrow's streaming reader is single-threaded; its parsing and this module's
+    conversion, both outside the GIL, then run at once). Errors reach the caller."""
+    import queue
+    import threading
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: tuple[str, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for cols in batches:
+                if not put(("block", cols)):
+                    return
+            put(("end", None))
+        except BaseException as exc:        # handed to the caller
+            put(("error", exc))
+
+    thread = threading.Thread(target=run, name="sdcdist-csv", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = q.get()
+            if kind == "block":
+                yield value
+            elif kind == "end":
+                return
+            else:
+                raise value
+    finally:
+        stop.set()
+        thread.join()
+
+
 def _cast_numbers(a: Any) -> np.ndarray | None:
     """``float(cell)`` of every cell when Arrow reads them all as numbers, else None."""
     import pyarrow as pa
@@ -248,7 +291,7 @@ def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
             labels_of[c].update(part)
         return part
 
-    for cols in _batches(source, header, names, sep, block_bytes):
+    for cols in _ahead(_batches(source, header, names, sep, block_bytes)):
         parts = {c: part_of(c, a, True) for c, a in zip(names, cols)}
         n = len(cols[0]) if cols else 0
         for c in scan.names:
@@ -269,7 +312,7 @@ def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
     if late:
         # a text column with whole blocks of numbers first: its labels from the text
         i = 0
-        for cols in _batches(source, header, late, sep, block_bytes):
+        for cols in _ahead(_batches(source, header, late, sep, block_bytes)):
             for c, a in zip(late, cols):
                 part = _dictionary_part(a, markers, parse=False)
                 labels_of[c].update(part)
@@ -278,6 +321,8 @@ def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
                         raise _StepAside()      # blocks differ between passes: not expected
                     kept[i][c] = part
             i += 1
+        if keep and i != len(kept):
+            raise _StepAside()
     for c in cats:
         if labels_of[c].over:
             raise SdcInputError(
@@ -292,7 +337,7 @@ def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
         return names, labels
     start()
     declared = cats                     # the second pass codes every categorical column
-    for cols in _batches(source, header, names, sep, block_bytes):
+    for cols in _ahead(_batches(source, header, names, sep, block_bytes)):
         parts = {c: part_of(c, a, False) for c, a in zip(names, cols)}
         write(_block(parts, names, labels))
     return names, labels

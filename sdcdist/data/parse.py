@@ -1,8 +1,9 @@
 """How the cells of a text file become values: the parsing rules every reader shares.
 
-A CSV reader (pandas' chunked reader here, any faster one elsewhere) hands each
-column over as an object array of ``str`` exactly as the file spells it (no
-stripping, no missing-value guessing), and these functions decide:
+A CSV reader (Arrow's in :mod:`sdcdist.data.arrowcsv`, pandas' chunked reader in
+:mod:`sdcdist.data.sources`) hands each column over as text exactly as the file
+spells it (no stripping, no missing-value guessing), and these functions decide
+(the Arrow reader applies them to each distinct cell of a block):
 
 - **missing** (:func:`missing_mask`): a cell that is empty (or holds only
   whitespace), or one of the missing markers the user named
