@@ -199,3 +199,19 @@ def test_reference_files_read_by_arrow_as_by_the_reference_reader(name, monkeypa
     with monkeypatch.context() as m:
         _reference(m)
         assert fast == _outcome(lambda: load_microdata(path))
+
+
+def test_blocks_read_ahead_keep_their_order_and_errors():
+    def blocks(fail_at=None):
+        for i in range(6):
+            if i == fail_at:
+                raise arrowcsv._StepAside()
+            yield [i]
+    assert list(arrowcsv._ahead(blocks())) == [[i] for i in range(6)]
+    got = []
+    with pytest.raises(arrowcsv._StepAside):
+        for b in arrowcsv._ahead(blocks(fail_at=4)):
+            got.append(b)
+    assert got == [[0], [1], [2], [3]]
+    for b in arrowcsv._ahead(blocks()):          # the caller stops early: the thread ends
+        break
