@@ -1,6 +1,8 @@
 """Categorical keys at scale: frequency risk on 10 million records, blocked distance linkage.
 
 Run: ``python benchmarks/mixed.py [--rows 10000000] [--link-rows 1000000] [--workers 2]``
+(``--only freq-csv --data-dir DIR`` runs only the frequency risk from CSV and Zarr against
+sdcMicro, keeping the generated files in DIR for the next run)
 
 1. Frequency risk (``uniques``, ``kviol2/3/5``, ``IR_mean``, ``IR_max``, ``ER``) on
    ``--rows`` synthetic records with 5 categorical keys (100, 40, 12, 5 and 2 categories,
