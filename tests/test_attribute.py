@@ -39,13 +39,17 @@ def _case(name: str, **options):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_equals_pycanon_and_sdcmicro(name):
     res = _case(name)
-    py, sm = REFERENCE["pycanon"][name], REFERENCE["sdcMicro"][name]
+    sm = REFERENCE["sdcMicro"][name]
     v = {k: r.value for k, r in res.items()}
     # sdcMicro ldiversity: smallest l over the records, % of classes below l = 2
     assert res["ldiv_distinct"].info["classes"] == sm["classes"]
     for k in ("ldiv_distinct", "ldiv_entropy", "ldiv_recursive", "ldiv_distinct_fail",
               "ldiv_entropy_fail", "ldiv_recursive_fail"):
         assert v[k] == pytest.approx(sm[k], rel=1e-12, abs=1e-12), k
+    if name not in REFERENCE["pycanon"]:      # pycanon did not finish this case in 40 min
+        assert name == "free1_income"
+        return
+    py = REFERENCE["pycanon"][name]
     # pycanon: its entropy l is the integer part, its recursive l the distinct l
     assert v["ldiv_distinct"] == py["ldiv_distinct"] == py["recursive_l"]
     assert math.floor(v["ldiv_entropy"] + 1e-12) == py["ldiv_entropy_int"]
@@ -145,8 +149,8 @@ def test_chunked_equals_brute_force(seed, n, chunk, numeric, levels):
     if np.isnan(v).all():
         v[0] = 1.0
     X = np.column_stack([keys, v])
-    opts = {"chunk_rows": chunk, "attr_l": 2, "attr_c": 1.5, "attr_t": 0.3, "attr_beta": 0.8,
-            "attr_delta": 0.7}
+    opts = {"chunk_rows": chunk, "ldiv_l": 2, "ldiv_c": 1.5, "tclose_t": 0.3, "likeness_beta": 0.8,
+            "privacy_delta": 0.7}
     res = measure(X, X, NAMES, columns=["k1", "k2", "s"], keysets=[["k1", "k2"]],
                   categorical=["k1", "k2"] + ([] if numeric else ["s"]),
                   confidential=["s"], options=opts)
@@ -186,7 +190,7 @@ def test_ordinal_option_and_roles_from_microdata():
                    {"k": ["a", "b"], "s": ["lo", "mid", "hi"]})
     nominal = measure(md, md, ["tclose"], keysets=[["k"]])["tclose"].value
     ordinal = measure(md, md, ["tclose"], keysets=[["k"]],
-                      options={"attr_ordered": ["s"]})["tclose"].value
+                      options={"tclose_ordered": ["s"]})["tclose"].value
     ref_n = brute(X[:, :1], X[:, 1], ordered=False, c=2, l0=2, t0=.2, b0=1, d0=1)["tclose"]
     ref_o = brute(X[:, :1], X[:, 1], ordered=True, c=2, l0=2, t0=.2, b0=1, d0=1)["tclose"]
     assert nominal == pytest.approx(ref_n) and ordinal == pytest.approx(ref_o)
@@ -201,13 +205,13 @@ def test_refusals():
     with pytest.raises(SdcInputError, match=r"\['k'\] are both confidential and key"):
         measure(X, X, ["tclose"], confidential=["k"], **kw)
     with pytest.raises(SdcInputError,
-                       match=r"The 'attr_t' option must be a number in \[0, 1\]. Got 2 "
+                       match=r"The 'tclose_t' option must be a number in \[0, 1\]. Got 2 "
                              "instead"):
-        measure(X, X, ["tclose_fail"], confidential=["s"], options={"attr_t": 2}, **kw)
-    with pytest.raises(SdcInputError, match="The 'attr_l' option must be"):
-        measure(X, X, ["ldiv_distinct"], confidential=["s"], options={"attr_l": 0}, **kw)
-    with pytest.raises(SdcInputError, match="attr_ordered column"):
-        measure(X, X, ["tclose"], confidential=["s"], options={"attr_ordered": ["zz"]}, **kw)
+        measure(X, X, ["tclose_fail"], confidential=["s"], options={"tclose_t": 2}, **kw)
+    with pytest.raises(SdcInputError, match="The 'ldiv_l' option must be"):
+        measure(X, X, ["ldiv_distinct"], confidential=["s"], options={"ldiv_l": 0}, **kw)
+    with pytest.raises(SdcInputError, match="tclose_ordered column"):
+        measure(X, X, ["tclose"], confidential=["s"], options={"tclose_ordered": ["zz"]}, **kw)
     Y = X.copy()
     Y[:, 1] = np.nan
     with pytest.raises(SdcInputError, match="no known value"):
@@ -228,3 +232,24 @@ def test_bit_for_bit_with_two_workers(client):
     c = measure(X, X, NAMES, options={"chunk_rows": 5000}, client=client, **kw)
     assert {k: repr(r.value) for k, r in a.items()} == {k: repr(r.value) for k, r in b.items()}
     assert {k: repr(r.value) for k, r in a.items()} == {k: repr(r.value) for k, r in c.items()}
+
+
+def test_risk_command(run, tmp_path, rng):
+    n = 80
+    X = np.column_stack([rng.integers(0, 3, n), rng.integers(0, 2, n), rng.integers(0, 4, n),
+                         rng.normal(size=n).round(1)])
+    pd.DataFrame(X, columns=["a", "b", "s", "x"]).to_csv(tmp_path / "f.csv", index=False)
+    f = tmp_path / "f.csv"
+    res = run("risk", f, f, "--categorical", "a,b,s", "--keys", "a,b", "--confidential", "s,x",
+              "--metric", "ldiv_distinct,tclose,delta_disc_fail", "--json")
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output[res.output.index("{"):])["metrics"]
+    ref = measure(X, X, ["ldiv_distinct", "tclose", "delta_disc_fail"],
+                  columns=["a", "b", "s", "x"], keysets=[["a", "b"]],
+                  categorical=["a", "b", "s"], confidential=["s", "x"])
+    assert {k: v["value"] for k, v in got.items()} == {k: r.value for k, r in ref.items()}
+    res = run("risk", f, f, "--categorical", "a,b,s", "--keys", "a,b", "--metric", "tclose")
+    assert res.exit_code == 2 and "--confidential" in res.output
+    res = run("risk", f, f, "--categorical", "a,b,s", "--keys", "a,b", "--confidential", "zz",
+              "--metric", "tclose")
+    assert res.exit_code == 2 and "zz" in res.output

@@ -31,9 +31,13 @@ def figures(data: pd.DataFrame, keys: list, conf: list) -> dict:
             "delta_disc": float(an.delta_disclosure(data, keys, conf))}
 
 
+import sys  # noqa: E402
+
 out = {"tool": f"pycanon {pycanon.__version__}" if hasattr(pycanon, "__version__")
        else "pycanon"}
-for name, case in CASES.items():
+only = sys.argv[1:] or list(CASES)
+for name in only:
+    case = CASES[name]
     d = pd.read_csv(ROOT / case["file"])
     for col in case["confidential"]:
         if col in case["categorical"]:

@@ -13,7 +13,7 @@ columns (those of the frequency metrics), for each confidential column:
 - ``ldiv_distinct``: number of distinct values in the class (distinct l-diversity);
 - ``ldiv_entropy``: exp(H), H = -Σ q log q the entropy of the class's values
   (entropy l-diversity);
-- ``ldiv_recursive``: for the constant c (option ``attr_c``), the largest l such
+- ``ldiv_recursive``: for the constant c (option ``ldiv_c``), the largest l such
   that the class is recursive (c, l)-diverse, r_1 < c (r_l + ... + r_m) with
   r_1 >= r_2 >= ... the class's value counts (1 for a class of one value), as
   sdcMicro's ``ldiversity``;
@@ -22,7 +22,7 @@ columns (those of the frequency metrics), for each confidential column:
 - ``tclose``: the earth mover's distance between the class's distribution q and
   the file's p of the column: ordered distance
   (1 / (m - 1)) Σ_i |Σ_{j<=i} (q_j - p_j)| over the m distinct values of the file
-  in increasing order for numeric (and ``attr_ordered``) columns; equal distance
+  in increasing order for numeric (and ``tclose_ordered``) columns; equal distance
   ½ Σ_j |q_j - p_j| for nominal (categorical) columns;
 - ``beta_basic``: max over the class's values of (q_j - p_j) / p_j;
 - ``beta_enhanced``: min(β_c, -log p_min), the class's basic β capped by -log of
@@ -35,8 +35,8 @@ columns (those of the frequency metrics), for each confidential column:
 The file's figure is the worst class (the minimum for the l-diversities, the
 maximum for the others) over every confidential column, as pycanon reports it
 (pycanon's entropy l is the integer part of ``ldiv_entropy``). Each ``*_fail``
-metric is the % of classes that fail the threshold (options ``attr_l``,
-``attr_t``, ``attr_beta``, ``attr_delta``) on at least one confidential column.
+metric is the % of classes that fail the threshold (options ``ldiv_l``,
+``tclose_t``, ``likeness_beta``, ``privacy_delta``) on at least one confidential column.
 
 Missing values: a missing key value is a category of its own (records suppressed
 in the same key positions with the same other values form one class; no
@@ -69,29 +69,29 @@ __all__ = ["pair_table", "merge_pairs", "class_measures", "attribute_summary",
 
 #: measure -> (best-is-largest, threshold option or None, unit, description)
 MEASURES: dict[str, tuple[bool, str | None, str, str]] = {
-    "ldiv_distinct": (True, "attr_l", "distinct values",
+    "ldiv_distinct": (True, "ldiv_l", "distinct values",
                       "distinct l-diversity: fewest distinct confidential values in a key "
                       "class"),
-    "ldiv_entropy": (True, "attr_l", "effective number of values (exp of entropy)",
+    "ldiv_entropy": (True, "ldiv_l", "effective number of values (exp of entropy)",
                      "entropy l-diversity: smallest exp(entropy) of the confidential values "
                      "of a key class"),
-    "ldiv_recursive": (True, "attr_l", "l (values)",
+    "ldiv_recursive": (True, "ldiv_l", "l (values)",
                        "recursive (c,l)-diversity: smallest, over key classes, of the largest "
-                       "l with r_1 < c (r_l + ... + r_m) (c = attr_c; sdcMicro's ldiversity)"),
+                       "l with r_1 < c (r_l + ... + r_m) (c = ldiv_c; sdcMicro's ldiversity)"),
     "cl_c": (False, None, "c (integer)",
              "recursive (c,l)-diversity: smallest integer c for which every key class is "
              "(c,l)-diverse at l = ldiv_distinct"),
-    "tclose": (False, "attr_t", "earth mover's distance (0 to 1)",
+    "tclose": (False, "tclose_t", "earth mover's distance (0 to 1)",
                "t-closeness: largest earth mover's distance between a key class's confidential "
                "values and the file's (ordered for numeric/ordinal, equal distance for "
                "nominal)"),
-    "beta_basic": (False, "attr_beta", "relative gain in belief",
+    "beta_basic": (False, "likeness_beta", "relative gain in belief",
                    "basic beta-likeness: largest (q - p)/p of a confidential value in a key "
                    "class against the file"),
-    "beta_enhanced": (False, "attr_beta", "relative gain in belief",
+    "beta_enhanced": (False, "likeness_beta", "relative gain in belief",
                       "enhanced beta-likeness: basic beta capped by -log of the rarest value's "
                       "share (pycanon's figure); fails where (q - p)/p > min(beta, -log p)"),
-    "delta_disc": (False, "attr_delta", "log ratio",
+    "delta_disc": (False, "privacy_delta", "log ratio",
                    "delta-disclosure privacy: largest |log(q/p)| of a confidential value "
                    "present in a key class"),
 }
@@ -365,18 +365,18 @@ def confidential_columns(ctx: MeasureContext, name: str, keys: Sequence[str]
 def _summary(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], tuple, tuple]:
     keys = frequency_keys(ctx, name)
     conf = confidential_columns(ctx, name, keys)
-    ordered = ctx.options["attr_ordered"]
+    ordered = ctx.options["tclose_ordered"]
     if ordered is not None:
-        column_positions(ordered, conf, what="attr_ordered column",
+        column_positions(ordered, conf, what="tclose_ordered column",
                          where="the confidential columns")
     ordered = set(ordered or ()) | {c for c in conf if c not in ctx.categorical}
     kpos = tuple(column_positions(keys, ctx.masked_columns, what="key column",
                                   where="the masked file"))
     cpos = tuple(column_positions(conf, ctx.masked_columns, what="confidential column",
                                   where="the masked file"))
-    thresholds = {o: float(ctx.options[o]) for o in ("attr_l", "attr_t", "attr_beta",
-                                                       "attr_delta")}
-    c = float(ctx.options["attr_c"])
+    thresholds = {o: float(ctx.options[o])
+                  for o in ("ldiv_l", "tclose_t", "likeness_beta", "privacy_delta")}
+    c = float(ctx.options["ldiv_c"])
 
     def compute() -> dict[str, Any]:
         t = map_reduce(ctx.runner, _chunk_pairs, merge_pairs, [ctx.masked],
@@ -388,8 +388,8 @@ def _summary(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], tuple, tup
     return ctx.cached(key, compute), keys, conf
 
 
-_OPTIONS = ("chunk_rows", "attr_l", "attr_c", "attr_t", "attr_beta", "attr_delta",
-            "attr_ordered")
+_OPTIONS = ("chunk_rows", "ldiv_l", "ldiv_c", "tclose_t", "likeness_beta", "privacy_delta",
+            "tclose_ordered")
 _REF = {"ldiv": "Machanavajjhala et al. (2007); sdcMicro ldiversity; pycanon",
         "cl_c": "Machanavajjhala et al. (2007); pycanon recursive_c_l_diversity",
         "tclose": "Li, Li and Venkatasubramanian (2007); pycanon t_closeness",
@@ -417,8 +417,10 @@ def _register(name: str, larger_safe: bool, thr: str | None, unit: str, desc: st
         return MetricResult(s[name + "_fail"], excluded=s["excluded"],
                             info={"keys": list(keys), "confidential": list(conf),
                                   "classes": s["classes"], "threshold": thr})
-    what = {"attr_l": "l-diversity below l = attr_l", "attr_t": "an EMD above t = attr_t",
-            "attr_beta": "beta above attr_beta", "attr_delta": "delta above attr_delta"}[thr]
+    what = {"ldiv_l": "l-diversity below l = ldiv_l",
+            "tclose_t": "an EMD above t = tclose_t",
+            "likeness_beta": "beta above likeness_beta",
+            "privacy_delta": "delta above privacy_delta"}[thr]
     register(name + "_fail", kind="risk", same_shape=False, categorical=True,
              options=_OPTIONS, unit="% of key classes", reference=ref,
              description=f"% of key classes failing {name} ({what}) on a confidential "
