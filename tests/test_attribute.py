@@ -253,3 +253,27 @@ def test_risk_command(run, tmp_path, rng):
     res = run("risk", f, f, "--categorical", "a,b,s", "--keys", "a,b", "--confidential", "zz",
               "--metric", "tclose")
     assert res.exit_code == 2 and "zz" in res.output
+
+
+@pytest.mark.slow
+def test_audit_cube_from_the_confidential_role(tmp_path):
+    """A spec's confidential role reaches the metrics of an audit; the cube holds their
+    values and the convention."""
+    from sdcdist.audit import parse_spec, run_audit
+    from sdcdist.cube import open_cube
+    spec = {"name": "attr", "seed": 1,
+            "dataset": {"name": "hh", "reference": "household",
+                        "columns": ["urbrur", "water", "sex", "roof", "income"],
+                        "categorical": ["urbrur", "water", "sex", "roof"],
+                        "roles": {"key": ["urbrur", "water", "sex"],
+                                  "confidential": ["roof", "income"]}},
+            "methods": [{"name": "pram", "params": [0.8]}], "replicates": 1,
+            "metrics": ["ldiv_distinct", "tclose", "tclose_fail", "delta_disc"]}
+    out = tmp_path / "c.zarr"
+    run_audit(parse_spec(spec), out)
+    cube = open_cube(out)
+    assert "no wildcard" in json.loads(cube.attrs["conventions"])["attribute_disclosure"]
+    v = cube["value"].sel({"method": "pram"}).isel(param=0, replicate=0)
+    vals = {str(m): float(x) for m, x in zip(cube["metric"].values, v.values)}
+    assert all(np.isfinite(vals[m]) for m in spec["metrics"])
+    assert vals["ldiv_distinct"] >= 1 and 0 <= vals["tclose"] <= 1
