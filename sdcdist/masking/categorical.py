@@ -31,7 +31,9 @@ other column bit-identical.
   untouched: at most ``q x U`` values are suppressed, q the number of keys and
   U the number of records in key classes smaller than k before suppression,
   and the loop ends after at most q rounds (a record with every key missing
-  matches all n >= k records).
+  matches all n >= k records). Then a give-back pass restores, one by one (keys
+  of most importance first), every suppressed value k-anonymity does not need,
+  through hash indexes on the key combinations (see ``_give_back``): no size limit.
 """
 
 from __future__ import annotations
