@@ -196,7 +196,7 @@ def test_reference_folder_override(monkeypatch, tmp_path):
     assert reference_file("census") == tmp_path / "census.csv"
     with pytest.raises(SdcInputError, match="'tarragona.csv' not found in .*SDCDIST_REFDATA"):
         reference_file("tarragona")
-    with pytest.raises(SdcInputError, match="Unknown reference file 'adult'.*census, household"):
+    with pytest.raises(SdcInputError, match="Unknown reference file 'adult'.*census, free1, household"):
         reference_file("adult")
 
 
