@@ -192,7 +192,7 @@ def test_floats_written_in_any_precision_read_back_as_float_does(tmp_path_factor
     assert md.values[:, 0].tobytes() == np.array([float(c) for c in cells]).tobytes()
 
 
-@pytest.mark.parametrize("name", ["census", "tarragona", "household"])
+@pytest.mark.parametrize("name", ["census", "tarragona", "household", "free1"])
 def test_reference_files_read_by_arrow_as_by_the_reference_reader(name, monkeypatch):
     path = reference_file(name)
     fast = _outcome(lambda: load_microdata(path))
