@@ -184,13 +184,13 @@ def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
     Y = REGISTRY["micmul"](X, 3, rng=np.random.default_rng(1))
     got = {}
 
-    real = assignment.assign
+    real = assignment.api.assign
 
     def grab(W, **kw):
         got["W"] = np.array(W)
         return real(W, **kw)
 
-    monkeypatch.setattr(assignment, "assign", grab)
+    monkeypatch.setattr(assignment.api, "assign", grab)
     prl_drivers.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
                                       tuple(range(X.shape[1])), **kw)
     W = got["W"]
