@@ -176,7 +176,7 @@ def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
     dense optimum, proved by duality (not the scipy fallback)."""
     from scipy.optimize import linear_sum_assignment
 
-    from sdcdist.linkage import assignment, prl_drivers
+    from sdcdist.linkage import assignment, prl
     from sdcdist.linkage.assignment import exact_dense
     from sdcdist.masking import REGISTRY
     from sdcdist.parallel import Runner
@@ -191,7 +191,7 @@ def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
         return real(W, **kw)
 
     monkeypatch.setattr(assignment.api, "assign", grab)
-    prl_drivers.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
+    prl.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
                                       tuple(range(X.shape[1])), **kw)
     W = got["W"]
     assert np.unique(W, axis=0).shape[0] < W.shape[0]        # tied rows: the hard case
