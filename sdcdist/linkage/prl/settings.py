@@ -48,8 +48,9 @@ class EMSettings:
                    None if v["p_max"] is None else float(v["p_max"]), bool(v["accelerate"]))
 
     def as_option(self) -> dict[str, Any]:
-        """The settings as a ``prl_em`` value (every key)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The settings as a ``prl_em`` value (every key set; ``p_max`` left out when None)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None}
 
 
 def _tolerances(t: Any) -> float | tuple:
