@@ -134,13 +134,14 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     """
     from ..data import load_microdata
     from ..linkage.link import link_files
+    # the options first: a bad value is reported before anything about the files
+    settings = prl_settings(flags, option_items, click.get_current_context())
     if not out.lower().endswith((".parquet", ".pq")):
         raise SdcInputError(f"the pairs are written as Parquet; give an output ending in "
                             f".parquet (got {out!r})")
     check_output(out, what="--out", overwrite=overwrite)
     key_list = names_option(keys, "--keys")
     cats = names_option(categorical, "--categorical") or []
-    settings = prl_settings(flags, option_items, click.get_current_context())
     A = load_microdata(original, na_values=na_values)
     B = load_microdata(masked, na_values=na_values)
     from ..data import align_categories
