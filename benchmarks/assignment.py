@@ -55,7 +55,8 @@ def weights(X: np.ndarray, Y: np.ndarray, **kw
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The dense PRL weight matrix (masked rows x original columns) the linkage assigns,
     with the content orders of its rows and columns that PRL passes along."""
-    from sdcdist.linkage import prl_drivers
+    from sdcdist.linkage import prl
+    from sdcdist.linkage.prl import blocks
     from sdcdist.parallel import Runner
     saved = {}
 
@@ -67,15 +68,15 @@ def weights(X: np.ndarray, Y: np.ndarray, **kw
         saved["ro"], saved["co"] = np.asarray(row_order), np.asarray(col_order)
         raise _Got
 
-    orig, prl_drivers.assign_by_content = prl_drivers.assign_by_content, grab
+    orig, blocks.assign_by_content = blocks.assign_by_content, grab
     try:
-        prl_drivers.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
-                                          tuple(range(X.shape[1])),
-                                          dense_limit=max(X.shape[0], Y.shape[0]), **kw)
+        prl.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
+                                  tuple(range(X.shape[1])),
+                                  dense_limit=max(X.shape[0], Y.shape[0]), **kw)
     except _Got:
         pass
     finally:
-        prl_drivers.assign_by_content = orig
+        blocks.assign_by_content = orig
     return saved["W"], saved["ro"], saved["co"]
 
 

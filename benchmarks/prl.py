@@ -82,7 +82,7 @@ def load(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_sdcdist(client, X: np.ndarray, Y: np.ndarray, **kw) -> dict:
-    from sdcdist.linkage.prl_drivers import probabilistic_linkage
+    from sdcdist.linkage.prl import probabilistic_linkage
     from sdcdist.parallel import Runner
     runner = Runner(client)
     n = X.shape[0]

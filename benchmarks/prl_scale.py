@@ -77,9 +77,9 @@ def _sub(side: dict, s: int, e: int) -> dict:
 # tasks (module level so that worker processes can import them)
 
 def _count_sample(A: dict, index: dict, cmp, s: int, e: int):
-    from sdcdist.linkage import prl_count
+    from sdcdist.linkage.prl import counting, topc
     t0 = time.thread_time()
-    c, enum = prl_count.count_block(_sub(A, s, e), index, cmp)
+    c, enum = counting.count_block(_sub(A, s, e), index, cmp)
     return c, enum, time.thread_time() - t0
 
 
@@ -94,9 +94,9 @@ def _pairs_count_sample(A: dict, B: dict, cmp, s: int, e: int):
 
 
 def _topc_sample(tree: dict, B: dict, cmp, wp, c: int, s: int, e: int):
-    from sdcdist.linkage import prl_count
+    from sdcdist.linkage.prl import counting, topc
     t0 = time.thread_time()
-    out = prl_count.topc_search(tree, _sub(B, s, e), cmp, wp, c)
+    out = topc.topc_search(tree, _sub(B, s, e), cmp, wp, c)
     return out, time.thread_time() - t0
 
 
@@ -109,16 +109,17 @@ def _pairs_topc_sample(A: dict, B: dict, cmp, wp, c: int, s: int, e: int):
 
 def _warm() -> None:
     """Compile (or load) every kernel the samples time, on a tiny problem."""
-    from sdcdist.linkage import prl, prl_count
+    from sdcdist.linkage import prl
+    from sdcdist.linkage.prl import counting, topc
     A, B = make_files(300)
     for t in (T, LEVELS):
         cmp = prl.comparison(KEYS, method="l", t=t)
         a = prl.prepare_side(A, tuple(range(KEYS)), cmp, side="a")
         b = prl.prepare_side(B, tuple(range(KEYS)), cmp, side="b")
-        prl_count.count_block(a, prl_count.build_index(b, cmp), cmp)
+        counting.count_block(a, counting.build_index(b, cmp), cmp)
         counts = prl.pattern_counts(a, b, cmp)
         wp = prl.weight_params(prl.em(counts, cmp, p_start=1 / 300, p_max=1 / 300), cmp)
-        prl_count.topc_search(prl_count.build_tree(a, scale=prl_count.split_scale(wp, cmp)),
+        topc.topc_search(topc.build_tree(a, scale=topc.split_scale(wp, cmp)),
                               b, cmp, wp, 20)
         prl.topc_block(a, b, cmp, wp, 20)
 
@@ -133,9 +134,11 @@ def _load() -> str:
 def bench(n: int, workers: int, full: bool, sample_rows: int, samples: int) -> dict:
     from distributed import Client, LocalCluster
 
-    from sdcdist.linkage import prl, prl_count
-    from sdcdist.linkage.prl_count_drivers import _index, _tree
-    from sdcdist.linkage.prl_drivers import probabilistic_linkage
+    from sdcdist.linkage import prl
+    from sdcdist.linkage.prl import counting, topc
+    from sdcdist.linkage.prl.counting import build_index as _index
+    from sdcdist.linkage.prl.topc import build_tree as _tree
+    from sdcdist.linkage.prl import probabilistic_linkage
     from sdcdist.parallel import Runner
 
     A, B = make_files(n)
@@ -189,7 +192,7 @@ def bench(n: int, workers: int, full: bool, sample_rows: int, samples: int) -> d
             p0 = sampled / (sampled * float(n))
             fit = prl.em(counts, cmp, p_start=p0, p_max=p0)
             wp = prl.weight_params(fit, cmp)
-        sscale = prl_count.split_scale(wp, cmp)
+        sscale = topc.split_scale(wp, cmp)
         out["t_tree"] = runner.call(_built_in, _tree, Ap, sscale)
         treeh = runner.task(_tree, Ap, sscale)
         tparts = runner.result([runner.task(_topc_sample, treeh, Bp, cmp, wp, 20, s, e)
@@ -217,7 +220,7 @@ def bench(n: int, workers: int, full: bool, sample_rows: int, samples: int) -> d
         out["rss_workers"] = max(client.run(_maxrss_mib).values())
         out["rss_scheduler"] = client.run_on_scheduler(_maxrss_mib)
         out["rss_client"] = _maxrss_mib()
-        out["index_mib"] = prl_count.index_bytes(n, KEYS) / 2**20
+        out["index_mib"] = counting.index_bytes(n, KEYS) / 2**20
     out["load_end"] = _load()
     return out
 

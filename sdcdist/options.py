@@ -38,7 +38,7 @@ from .limits import MAX_DENSE, MAX_TOP_C
 
 __all__ = ["Option", "Check", "OPTIONS", "declare", "defaults", "get_option", "check_option",
            "validate", "validate_method_options", "parse_items", "read_items", "for_metric",
-           "for_method", "names",
+           "for_method", "names", "prl_names", "PRL_EM_DEFAULTS", "PRL_BLOCK_ROWS",
            "integer", "number", "choice", "optional", "default_text", "SCOPES"]
 
 SCOPES = ("metric", "audit", "method")
@@ -153,6 +153,14 @@ def _blocking(v: Any) -> bool:
     return (isinstance(v, str) and bool(v)) or (
         _is_list(v) and len(v) == 2 and isinstance(v[0], str) and _is_int(v[1]) and v[1] >= 1)
 
+
+#: Rows of A and of B per PRL pair block when ``prl_block_rows`` is null (the kernels hold no
+#: pair matrix, so blocks are sized for scheduling, not memory).
+PRL_BLOCK_ROWS = 8192
+
+#: The EM settings ``prl_em`` leaves out (``p_max`` None: ``min(nA, nB) / (nA nB)``).
+PRL_EM_DEFAULTS = {"max_iter": 20000, "tol": 1e-10, "eps": 1e-9, "m_start": 0.9, "p_max": None,
+                   "accelerate": True}
 
 _EM_KEYS = {"max_iter": integer(1), "tol": number(low=0), "eps": number(above=0),
             "m_start": number(above=0), "p_max": number(above=0),
@@ -352,6 +360,12 @@ def for_method(name: str) -> list[Option]:
     return [OPTIONS[n] for n in get_method(name).options]
 
 
+def prl_names() -> tuple[str, ...]:
+    """The PRL options (``prl_*``), in declaration order: the fields of
+    :class:`sdcdist.linkage.prl.PRLSettings` and the PRL flags of ``sdcdist link``."""
+    return tuple(n for n in OPTIONS if n.startswith("prl_"))
+
+
 def default_text(opt: Option) -> str:
     """The default as a spec would write it (``null`` for None)."""
     v = opt.default
@@ -424,14 +438,16 @@ declare("prl_blocking", None,
         "(e.g. the same category); [name, half window] is sorted-neighbourhood blocking "
         "(the result is then flagged)")
 declare("prl_block_rows", None, optional(Check("a pair [A rows, B rows] of integers >= 1",
-                                               _int_pair), "8192 each"),
+                                               _int_pair), f"{PRL_BLOCK_ROWS} each"),
         "rows per PRL pair block")
 declare("prl_em", None, optional(Check("a mapping with some of max_iter, tol, eps, m_start, "
                                        "p_max (numbers), accelerate (true/false)", _em),
                                  "the defaults"),
-        "PRL EM settings: max_iter (20000 E-steps; reaching it flags the cell), tol (1e-10, "
-        "largest parameter change of a plain EM step), eps, m_start, p_max (default "
-        "min(nA, nB)/(nA nB); 1 turns the cap off), accelerate (true: SQUAREM; false: plain EM)")
+        f"PRL EM settings: max_iter ({PRL_EM_DEFAULTS['max_iter']} E-steps; reaching it flags "
+        f"the cell), tol ({PRL_EM_DEFAULTS['tol']:g}, largest change of a parameter's logarithm "
+        f"in a plain EM step), eps ({PRL_EM_DEFAULTS['eps']:g}), m_start "
+        f"({PRL_EM_DEFAULTS['m_start']}), p_max (default min(nA, nB)/(nA nB); 1 turns the cap "
+        "off), accelerate (true: SQUAREM, the default; false: plain EM)")
 declare("prl_unmatched", "row_floor", choice("row_floor", None),
         "sparse PRL assignment: row_floor (fast) or null (assign as many masked records as "
         "the candidates allow first)")

@@ -176,7 +176,7 @@ def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
     dense optimum, proved by duality (not the scipy fallback)."""
     from scipy.optimize import linear_sum_assignment
 
-    from sdcdist.linkage import assignment, prl_drivers
+    from sdcdist.linkage import assignment, prl
     from sdcdist.linkage.assignment import exact_dense
     from sdcdist.masking import REGISTRY
     from sdcdist.parallel import Runner
@@ -184,14 +184,14 @@ def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
     Y = REGISTRY["micmul"](X, 3, rng=np.random.default_rng(1))
     got = {}
 
-    real = assignment.assign
+    real = assignment.api.assign
 
     def grab(W, **kw):
         got["W"] = np.array(W)
         return real(W, **kw)
 
-    monkeypatch.setattr(assignment, "assign", grab)
-    prl_drivers.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
+    monkeypatch.setattr(assignment.api, "assign", grab)
+    prl.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
                                       tuple(range(X.shape[1])), **kw)
     W = got["W"]
     assert np.unique(W, axis=0).shape[0] < W.shape[0]        # tied rows: the hard case
@@ -328,12 +328,12 @@ def test_exact_dense_property(n_r, n_c, seed, maximize, unmatched, first_c):
     rng = np.random.default_rng(seed)
     W = rng.integers(-3, 4, size=(n_r, n_c)).astype(float)
     u = rng.integers(-3, 4, size=n_r).astype(float) if unmatched == "rows" else unmatched
-    old = (assignment.EXACT_MIN, assignment.EXACT_FIRST_C)
+    old = (assignment.dense.EXACT_MIN, assignment.dense.EXACT_FIRST_C)
     try:
-        assignment.EXACT_MIN, assignment.EXACT_FIRST_C = 1, first_c
+        assignment.dense.EXACT_MIN, assignment.dense.EXACT_FIRST_C = 1, first_c
         r, c, _ = assign(W, maximize=maximize, unmatched=u)
     finally:
-        assignment.EXACT_MIN, assignment.EXACT_FIRST_C = old
+        assignment.dense.EXACT_MIN, assignment.dense.EXACT_FIRST_C = old
     assert np.unique(r).size == r.size and np.unique(c).size == c.size
     if u is None:
         r0, c0 = linear_sum_assignment(W, maximize=maximize)
@@ -429,13 +429,13 @@ def test_auction_start_property(n_r, n_c, seed, maximize, unmatched, n_lst, dist
     if unmatched is None and n_r > n_c:
         W = W.T
         n_r, n_c = n_c, n_r
-    old = assignment.AUCTION_LIST
+    old = assignment.auction.AUCTION_LIST
     try:
-        assignment.AUCTION_LIST = n_lst
+        assignment.auction.AUCTION_LIST = n_lst
         u = rng.integers(0, 3, size=n_r).astype(float) if unmatched else None
         r, c, info = exact_dense(W, maximize=maximize, unmatched=u, auction=True)
     finally:
-        assignment.AUCTION_LIST = old
+        assignment.auction.AUCTION_LIST = old
     assert np.unique(r).size == r.size and np.unique(c).size == c.size
     if u is None:
         r0, c0 = linear_sum_assignment(W, maximize=maximize)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdcdist.linkage.assignment import expected_hits, identical_classes
-from sdcdist.linkage.prl_drivers import probabilistic_linkage
+from sdcdist.linkage.prl import probabilistic_linkage
 from sdcdist.metrics import measure
 from sdcdist.parallel import Runner
 

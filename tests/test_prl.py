@@ -10,10 +10,30 @@ from sdcdist.errors import SdcInputError
 from sdcdist.linkage import prl
 from sdcdist.linkage import truth_from_ids
 from sdcdist.linkage.link import link_files
-from sdcdist.linkage.prl_drivers import blocked_pattern_counts, probabilistic_linkage
+from sdcdist.linkage.prl import blocked_pattern_counts, probabilistic_linkage
+from sdcdist.linkage.prl.em import _constrained_levels, _estep, _group_tables
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
 from sdcdist.parallel import Runner
+
+
+def _dense_counts(sparse, n_patterns):
+    """Sparse pattern counts as a dense vector over all codes (small pattern spaces)."""
+    out = np.zeros(int(n_patterns), dtype=np.int64)
+    out[np.asarray(sparse[0], dtype=np.int64)] = sparse[1]
+    return out
+
+
+def _pattern_levels(cmp, codes=None):
+    """Level of each column in each pattern code (every code by default), decoded digit by
+    digit from the mixed radix."""
+    codes = np.arange(cmp.n_patterns) if codes is None else np.asarray(codes, dtype=np.int64)
+    out = np.empty((codes.size, len(cmp.levels)), dtype=np.int64)
+    rest = codes.copy()
+    for k, nl in enumerate(cmp.n_levels.tolist()):
+        out[:, k] = rest % nl
+        rest //= nl
+    return out
 
 
 def _files(rng, n_a=57, n_b=43, p=0.05):
@@ -56,13 +76,13 @@ def test_blocked_pattern_counts_equal_brute_force(rng, client, method, t):
         for rows in [(5, 7), (16, 43), (57, 43), (100, 100)] + \
                 ([(1, 1)] if runner.client is None else []):
             got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=rows)
-            np.testing.assert_array_equal(prl.dense_counts(got, cmp.n_patterns), expect)
+            np.testing.assert_array_equal(_dense_counts(got, cmp.n_patterns), expect)
             assert np.all(np.diff(got[0]) > 0) and np.all(got[1] > 0)
             assert n == 57 * 43
         # sorted neighbourhood with a window covering everything = all pairs
         got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=(8, 8),
                                         blocking=(0, 57))
-        np.testing.assert_array_equal(prl.dense_counts(got, cmp.n_patterns), expect)
+        np.testing.assert_array_equal(_dense_counts(got, cmp.n_patterns), expect)
         got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=(8, 8),
                                         blocking=(0, 3))
         assert n <= 43 * 6 and got[1].sum() == n
@@ -94,11 +114,11 @@ def test_sparse_pattern_counts_many_levels(rng, monkeypatch):
     a5 = prl.prepare_side(A, tuple(range(5)), small, side="a")
     b5 = prl.prepare_side(B, tuple(range(5)), small, side="b")
     dense = prl.pattern_counts(a5, b5, small)
-    monkeypatch.setattr(prl, "DENSE_PATTERN_SPACE", 1)       # force the hash table
+    monkeypatch.setattr(prl.patterns, "DENSE_PATTERN_SPACE", 1)       # force the hash table
     hashed = prl.pattern_counts(a5, b5, small)
     np.testing.assert_array_equal(dense[0], hashed[0])
     np.testing.assert_array_equal(dense[1], hashed[1])
-    np.testing.assert_array_equal(prl.dense_counts(dense, small.n_patterns),
+    np.testing.assert_array_equal(_dense_counts(dense, small.n_patterns),
                                   np.bincount((lv[:, :, :5] * small.radix).sum(axis=2).ravel(),
                                               minlength=small.n_patterns))
     fit = prl.em(got, cmp, p_start=1 / 70, p_max=1 / 70)    # EM on the sparse counts
@@ -140,7 +160,7 @@ def test_em_recovers_latent_model(levels):
                       [.3, .3, .4], [.1, .1, .8], [.15, .25, .6], [.05, .2, .75]])
     n = 10_000                                      # two files of n records: N = n^2 pairs
     pM, N = 0.8 / n, n * n                          # 8000 matches (P(M) <= min(n, n) / N)
-    lev = prl.pattern_levels(cmp)
+    lev = _pattern_levels(cmp)
     pm = np.prod([m[k][lev[:, k]] for k in range(8)], axis=0)
     pu = np.prod([u[k][lev[:, k]] for k in range(8)], axis=0)
     counts = rng.multinomial(N, pM * pm + (1 - pM) * pu)
@@ -296,13 +316,13 @@ def test_bad_inputs(rng):
     with pytest.raises(SdcInputError, match="at least one key column"):
         probabilistic_linkage(Runner(), A, B, 30, 20, ())
     for t in (0.0, -0.1, (0.1, 0.05)):
-        with pytest.raises(SdcInputError, match="'t' parameter of prl"):
+        with pytest.raises(SdcInputError, match="'prl_t' option"):
             link_files(a, b, ["x", "y"], t=t)
     with pytest.raises(SdcInputError, match="1 record"):
         probabilistic_linkage(Runner(), A, B[:1], 30, 1, (0, 1))
     with pytest.raises(SdcInputError, match="1 record"):
         measure(A, B[:1], ["PLD"], keysets=[["V1", "V2"]])
-    with pytest.raises(SdcInputError, match="'method' parameter"):
+    with pytest.raises(SdcInputError, match="'prl_method' option"):
         link_files(a, b, ["x"], method="q")
     ids = np.arange(30.0)
     ids[1] = ids[0]
@@ -569,7 +589,7 @@ def test_em_log_likelihood_matches_direct_evaluation():
     likelihood summed directly, also where odds leave the double range."""
     cmp, (codes, counts), cap = _latent_counts(7, K=6, n=400)
     fit = prl.em((codes, counts), cmp, p_start=cap, p_max=cap, max_iter=7)
-    lev = prl.pattern_levels(cmp, codes)
+    lev = _pattern_levels(cmp, codes)
     lm = np.log(fit.p) + sum(np.log(fit.m[k])[lev[:, k]] for k in range(6))
     lu = np.log1p(-fit.p) + sum(np.log(fit.u[k])[lev[:, k]] for k in range(6))
     assert fit.loglik == pytest.approx(float(np.dot(counts, np.logaddexp(lm, lu))), rel=1e-12)
@@ -578,14 +598,14 @@ def test_em_log_likelihood_matches_direct_evaluation():
     cmp3 = prl.comparison(K, t=(0.1, 0.5))
     codes3 = np.arange(cmp3.n_patterns)
     c3 = np.arange(1, codes3.size + 1, dtype=float)
-    lev3 = prl.pattern_levels(cmp3, codes3)
+    lev3 = _pattern_levels(cmp3, codes3)
     m = np.tile([1 - 2e-200, 1e-200, 1e-200], (K, 1))
     u = np.tile([1e-200, 0.5, 0.5 - 1e-200], (K, 1))
     T = np.stack([np.bincount(lev3[:, k], weights=c3, minlength=3) for k in range(K)])
-    idx, clev = prl._group_tables(codes3, cmp3.n_levels, cmp3.radix)
+    idx, clev = _group_tables(codes3, cmp3.n_levels, cmp3.radix)
     J = clev.shape[0]
     bm = np.zeros((K, 3))
-    sm, ll = prl._estep(idx, c3, clev, cmp3.n_levels, m, u, 0.01, T, c3.sum(), bm,
+    sm, ll = _estep(idx, c3, clev, cmp3.n_levels, m, u, 0.01, T, c3.sum(), bm,
                         np.zeros((K, 3)), np.zeros(J), np.zeros(J), np.zeros(J))
     lm = np.log(0.01) + sum(np.log(m[k])[lev3[:, k]] for k in range(K))
     lu = np.log(0.99) + sum(np.log(u[k])[lev3[:, k]] for k in range(K))
@@ -616,14 +636,20 @@ def test_capped_em_is_flagged(census, tmp_path):
     pd.DataFrame(X, columns=cols).to_csv(tmp_path / "a.csv", index=False)
     pd.DataFrame(Y, columns=cols).to_csv(tmp_path / "b.csv", index=False)
     res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
-                                    "--keys", ",".join(cols), "--em-max-iter", "3",
+                                    "--keys", ",".join(cols), "--em", "{max_iter: 3}",
                                     "--out", str(tmp_path / "p.parquet"), "--local"])
     assert res.exit_code == 0, res.output
     assert "EM did not converge within 3 iterations" in res.output
+    # the former flag names its replacement
+    res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                    "--keys", ",".join(cols), "--em-max-iter", "3",
+                                    "--out", str(tmp_path / "q.parquet"), "--local"])
+    assert res.exit_code == 2 and "--em '{max_iter: N}'" in res.output
+    assert not (tmp_path / "q.parquet").exists()
 
 
 def test_bad_comparisons_are_clear_input_errors():
-    with pytest.raises(SdcInputError, match="'method' parameter of prl must be one of 'd', 'l', 's'"):
+    with pytest.raises(SdcInputError, match="'prl_method' option must be one of"):
         prl.comparison(3, method="jaro")
     with pytest.raises(SdcInputError, match="increasing tolerances"):
         prl.comparison(3, method="s", t=(0.1, 0.5, 0.25))
@@ -662,7 +688,7 @@ def test_exact_blocks_on_a_categorical_key_equal_brute_force(rng, client):
         for rows in [(8, 8), (57, 43)]:
             got, n = blocked_pattern_counts(runner, Ap, Bp, 57, 43, cmp, rows=rows,
                                             blocking=(2, 0))
-            np.testing.assert_array_equal(prl.dense_counts(got, cmp.n_patterns), expect)
+            np.testing.assert_array_equal(_dense_counts(got, cmp.n_patterns), expect)
             assert n == same.sum()
     res = probabilistic_linkage(Runner(client), A, B, 57, 43, cols, method="l", t=0.05,
                                 categorical=cat, blocking=(2, 0), dense_limit=5)
@@ -694,7 +720,7 @@ def test_exact_blocks_from_spec_option_and_cli(tmp_path, rng, client, run):
     links = pd.read_parquet(tmp_path / "p.parquet")
     assert (X[links["row_a"], 2] == Y[links["row_b"], 2]).all()
     r = run(*base, "--block-on", "region:0", "--out", str(tmp_path / "q.parquet"))
-    assert r.exit_code == 2 and "--block-on must be COLUMN" in r.output
+    assert r.exit_code == 2 and "--block-on" in r.output and "prl_blocking" in r.output
 
 
 @pytest.mark.parametrize("dense_limit", [5000, 10])
@@ -810,7 +836,7 @@ def test_level_weights_equal_independent_numpy(method, t, rule):
 
 
 def test_weight_rule_is_a_clear_input_error():
-    with pytest.raises(SdcInputError, match="The 'weights' parameter of prl must be one of "
+    with pytest.raises(SdcInputError, match="The 'prl_weights' option must be one of "
                                             "'linear', 'step'. Got 'cubic' instead."):
         prl.comparison(3, weights="cubic")
     X = np.random.default_rng(0).normal(size=(20, 2))
@@ -854,7 +880,7 @@ def test_constrained_mstep_is_the_exact_constrained_maximum(rng):
             a = a[::-1].copy()               # matches at the far levels: violated
         m, u = np.zeros(L), np.zeros(L)
         t = a + b
-        active = prl._constrained_levels(a, b, L, m, u, a.sum(), b.sum(), t, t.sum())
+        active = _constrained_levels(a, b, L, m, u, a.sum(), b.sum(), t, t.sum())
         assert np.isclose(m.sum(), 1) and np.isclose(u.sum(), 1)
         assert np.all(np.cumsum(m)[:-1] >= np.cumsum(u)[:-1] - 1e-12)
         ref = _numpy_constrained_mstep(a, b)

@@ -5,8 +5,9 @@ import pytest
 
 from sdcdist.data import synth
 from sdcdist.errors import SdcInputError
-from sdcdist.linkage import prl, prl_count, prl_count_drivers
-from sdcdist.linkage.prl_drivers import blocked_pattern_counts, probabilistic_linkage
+from sdcdist.linkage import prl
+from sdcdist.linkage.prl import blocks, counting, topc
+from sdcdist.linkage.prl import blocked_pattern_counts, probabilistic_linkage
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.options import validate
 from sdcdist.parallel import Runner
@@ -35,12 +36,12 @@ def _sides(A, B, cmp):
 
 
 def _counted(a, b, cmp, rows):
-    ix = prl_count.build_index(b, cmp)
+    ix = counting.build_index(b, cmp)
     n = a["v"].shape[0]
     total = np.zeros(cmp.n_patterns, dtype=np.int64)
     enum = 0
     for s in range(0, n, rows):
-        c, e = prl_count.count_block({k: v[s:s + rows] for k, v in a.items()}, ix, cmp)
+        c, e = counting.count_block({k: v[s:s + rows] for k, v in a.items()}, ix, cmp)
         total += c
         enum += e
     return total, enum
@@ -84,8 +85,8 @@ def test_intervals_follow_the_kernel_comparison():
               rng.normal(size=100)]
     cmp = prl.comparison(1, method="d", t=(1e-16, 0.05, 0.5))
     a, b = _sides(A[:, None], B[:, None], cmp)
-    ix = prl_count.build_index(b, cmp)
-    lo, hi = prl_count.rank_ranges(a, ix, cmp)
+    ix = counting.build_index(b, cmp)
+    lo, hi = counting.rank_ranges(a, ix, cmp)
     srt = ix["sorted"][0]
     for i in range(A.size):
         for l in range(3):
@@ -103,11 +104,11 @@ def test_wavelet_box_counts():
     bits = np.zeros((nbits, nw), np.uint64)
     cum = np.zeros((nbits, nw + 1), np.int64)
     zeros = np.zeros(nbits, np.int64)
-    prl_count._wm_build(seq, nbits, bits, cum, zeros)
+    counting._wm_build(seq, nbits, bits, cum, zeros)
     for _ in range(300):
         x0, x1 = np.sort(rng.integers(0, 1001, 2))
         y = int(rng.integers(0, 1001))
-        assert prl_count._wm_less(bits, cum, zeros, nbits, x0, x1, y) == \
+        assert counting._wm_less(bits, cum, zeros, nbits, x0, x1, y) == \
             np.count_nonzero(seq[x0:x1] < y)
 
 
@@ -130,11 +131,11 @@ def test_driver_count_equals_pairs(client, use_client):
     Bp = runner.task(prl.prepare_side, B, cols, cmp, side="b")
     ref = _dense(blocked_pattern_counts(runner, Ap, Bp, 3000, 3000, cmp, rows=(8192, 8192))[0],
                  cmp)
-    path, ix, info = prl_count_drivers.choose_counting(runner, Ap, Bp, 3000, 3000, cmp,
+    path, ix, info = blocks.choose_counting(runner, Ap, Bp, 3000, 3000, cmp,
                                                        mode="count")
     assert path == "count" and 0 < info["enumerated_share_estimate"] < 1
     for rows in (3000, 700, 128):
-        got, n, enum = prl_count_drivers.counted_pattern_counts(runner, Ap, ix, 3000, 3000,
+        got, n, enum = blocks.counted_pattern_counts(runner, Ap, ix, 3000, 3000,
                                                                 cmp, rows=rows)
         np.testing.assert_array_equal(got, ref)
         assert n == 3000 * 3000 and 0 < enum < n
@@ -165,19 +166,18 @@ def test_refusals():
     cmp = prl.comparison(8, method="l", t=0.05)
     Ap = runner.task(prl.prepare_side, A, tuple(range(8)), cmp, side="a")
     with pytest.raises(SdcInputError, match="slower than all pairs"):
-        prl_count_drivers.choose_counting(runner, Ap, Ap, n, n, cmp, mode="count")
+        blocks.choose_counting(runner, Ap, Ap, n, n, cmp, mode="count")
     with pytest.raises(SdcInputError, match="blocking"):
-        prl_count_drivers.choose_counting(runner, Ap, Ap, n, n, cmp, mode="count",
-                                          blocking=(0, 5))
+        blocks.choose_counting(runner, Ap, Ap, n, n, cmp, mode="count", blocking=(0, 5))
     with pytest.raises(SdcInputError, match="prl_counting"):
-        prl_count_drivers.choose_counting(runner, Ap, Ap, n, n, cmp, mode="fast")
-    old = prl_count_drivers.AUTO_MIN_PAIRS
+        prl.PRLSettings.from_options({"prl_counting": "fast"})
+    old = blocks.AUTO_MIN_PAIRS
     try:
-        prl_count_drivers.AUTO_MIN_PAIRS = 1
-        path, _, info = prl_count_drivers.choose_counting(runner, Ap, Ap, n, n, cmp)
+        blocks.AUTO_MIN_PAIRS = 1
+        path, _, info = blocks.choose_counting(runner, Ap, Ap, n, n, cmp)
         assert path == "pairs" and info["counting"] == "pairs (counting would be slower)"
     finally:
-        prl_count_drivers.AUTO_MIN_PAIRS = old
+        blocks.AUTO_MIN_PAIRS = old
     with pytest.raises(SdcInputError, match="prl_counting"):
         validate({"prl_counting": "fast"})
     assert validate({"prl_counting": "count"})["prl_counting"] == "count"
@@ -185,7 +185,9 @@ def test_refusals():
 
 def _dense(sparse, cmp):
     """The all-pairs path's sparse counts as the counting path's dense vector."""
-    return prl.dense_counts(sparse, cmp.n_patterns)
+    out = np.zeros(int(cmp.n_patterns), dtype=np.int64)
+    out[np.asarray(sparse[0], dtype=np.int64)] = sparse[1]
+    return out
 
 
 def _weights_for(a, b, cmp, seed=0):
@@ -220,11 +222,11 @@ def test_topc_search_equals_all_pairs(K, method, t, cat, c, weights):
     a, b = _sides(A, B[:700], cmp)
     wp = _weights_for(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, c)
-    scale = prl_count.split_scale(wp, cmp)
+    scale = topc.split_scale(wp, cmp)
     for leaf, sc, group in ((1, None, 1), (7, scale, 3), (32, None, 1), (128, scale, 16),
                             (4000, None, 1)):
-        tree = prl_count.build_tree(a, leaf_size=leaf, scale=sc)
-        got = prl_count.topc_search(tree, b, cmp, wp, c, group=group)
+        tree = topc.build_tree(a, leaf_size=leaf, scale=sc)
+        got = topc.topc_search(tree, b, cmp, wp, c, group=group)
         np.testing.assert_array_equal(got["idx"], ref["idx"])
         np.testing.assert_array_equal(got["w"], ref["w"])
     assert got["visited"] <= 2000 * 700
@@ -236,15 +238,15 @@ def test_topc_with_fewer_records_than_c():
     a, b = _sides(A, B, cmp)
     wp = _weights_for(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, 40)
-    got = prl_count.topc_search(prl_count.build_tree(a, leaf_size=4), b, cmp, wp, 40)
+    got = topc.topc_search(topc.build_tree(a, leaf_size=4), b, cmp, wp, 40)
     np.testing.assert_array_equal(got["idx"], ref["idx"])
     np.testing.assert_array_equal(got["w"], ref["w"])
 
 
 @pytest.mark.parametrize("use_client,method,t", [(False, "l", 0.05), (True, "l", 0.05),
-                                                (False, "s", prl.DEFAULT_T)])
+                                                (False, "s", prl.DEFAULTS.t)])
 def test_counted_topc_equals_pairwise(client, use_client, method, t):
-    from sdcdist.linkage import prl_drivers as pd
+    from sdcdist.linkage.prl import blocks as pd
     from sdcdist.parallel import pairwise_reduce
     A, B = _tie_heavy(2500, 5, seed=6)
     runner = Runner(client if use_client else None)
@@ -259,7 +261,7 @@ def test_counted_topc_equals_pairwise(client, use_client, method, t):
                           Bp, Ap, 2500, 2500, rows_a=1000, rows_b=1000,
                           args=(cmp, wp, 20, truth))
     for rows in (2500, 600):
-        got, visited = prl_count_drivers.counted_topc(runner, Ap, Bp, 2500, cmp, wp, 20, truth,
+        got, visited = blocks.counted_topc(runner, Ap, Bp, 2500, cmp, wp, 20, truth,
                                                       rows=rows)
         for k in ("idx", "w", "wtrue"):
             np.testing.assert_array_equal(got[k], ref[k])
@@ -295,12 +297,12 @@ def test_multi_level_refused_where_slower(caplog):
         cmp = prl.comparison(4, method="l", t=t)
         Ap = runner.task(prl.prepare_side, A, tuple(range(4)), cmp, side="a")
         Bp = runner.task(prl.prepare_side, B, tuple(range(4)), cmp, side="b")
-        old = prl_count_drivers.AUTO_MIN_PAIRS
+        old = blocks.AUTO_MIN_PAIRS
         try:
-            prl_count_drivers.AUTO_MIN_PAIRS = 1
-            path, _, info = prl_count_drivers.choose_counting(runner, Ap, Bp, 400, 400, cmp)
+            blocks.AUTO_MIN_PAIRS = 1
+            path, _, info = blocks.choose_counting(runner, Ap, Bp, 400, 400, cmp)
         finally:
-            prl_count_drivers.AUTO_MIN_PAIRS = old
+            blocks.AUTO_MIN_PAIRS = old
         assert 0.4 < info["enumerated_share_estimate"] < 0.75
         assert path == expect
         # a large file falling back to pairs says so in the log (no record values)
@@ -317,14 +319,14 @@ def test_pattern_space_too_large_to_count_densely():
     runner = Runner()
     A = np.arange(13 * 50, dtype=float).reshape(50, 13)
     cmp = prl.comparison(13)
-    assert cmp.n_patterns > prl_count_drivers.MAX_DENSE_PATTERNS
+    assert cmp.n_patterns > blocks.MAX_DENSE_PATTERNS
     Ap = runner.task(prl.prepare_side, A, tuple(range(13)), cmp, side="a")
     with pytest.raises(SdcInputError, match="comparison patterns"):
-        prl_count_drivers.choose_counting(runner, Ap, Ap, 50, 50, cmp, mode="count")
-    old = prl_count_drivers.AUTO_MIN_PAIRS
+        blocks.choose_counting(runner, Ap, Ap, 50, 50, cmp, mode="count")
+    old = blocks.AUTO_MIN_PAIRS
     try:
-        prl_count_drivers.AUTO_MIN_PAIRS = 1
-        path, ix, info = prl_count_drivers.choose_counting(runner, Ap, Ap, 50, 50, cmp)
+        blocks.AUTO_MIN_PAIRS = 1
+        path, ix, info = blocks.choose_counting(runner, Ap, Ap, 50, 50, cmp)
     finally:
-        prl_count_drivers.AUTO_MIN_PAIRS = old
+        blocks.AUTO_MIN_PAIRS = old
     assert path == "pairs" and ix is None and "too many patterns" in info["counting"]

@@ -275,7 +275,7 @@ def link(X: np.ndarray, Xm: np.ndarray, keys: list[int], c: Convention) -> float
 
 def sdcdist_pld(X: np.ndarray, Xm: np.ndarray, keys: list[int], **options) -> float:
     """sdcdist's own PRL (dense path) on the same files: share of correct pairs."""
-    from sdcdist.linkage.prl_drivers import probabilistic_linkage
+    from sdcdist.linkage.prl import probabilistic_linkage
     from sdcdist.parallel import Runner
     r = probabilistic_linkage(Runner(None), X, Xm, X.shape[0], Xm.shape[0], tuple(keys),
                               **options)

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..errors import SdcInputError, column_error, column_positions
 from ..parallel import Runner
-from .assignment import DEFAULT_DENSE_LIMIT
-from .prl_drivers import PRLResult, probabilistic_linkage
+from .prl import PRLResult, PRLSettings, probabilistic_linkage
+from .prl.driver import settings_of
 from .truth import truth_counts, truth_from_ids
 
 __all__ = ["LinkResult", "link_files"]
@@ -43,12 +43,8 @@ class LinkResult:
 
 def link_files(original: Any, masked: Any, keys: Sequence[str], *,
                id_column: str | None = None, categorical: Sequence[str] = (),
-               method: str = "s", t: Any = (0.0, 0.1, 0.25, 0.5, 1.0), top_c: int = 20,
-               dense_limit: int = DEFAULT_DENSE_LIMIT,
-               blocking: tuple[str, int] | None = None,
-               block_rows: tuple[int, int] | None = None, em_options: dict | None = None,
-               counting: str = "auto", weights: str = "linear",
-               client: Any = None) -> LinkResult:
+               settings: PRLSettings | None = None, client: Any = None,
+               **options: Any) -> LinkResult:
     """Probabilistic record linkage of ``masked`` (B) to ``original`` (A) on named keys.
 
     Parameters
@@ -61,12 +57,14 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
         Identifier present in both files; gives the truth (PLD, ``correct``).
     categorical : list of str
         Keys compared by equality.
-    method, t, top_c, dense_limit, block_rows, em_options, counting, weights
-        See :func:`~sdcdist.linkage.prl_drivers.probabilistic_linkage`.
-    blocking : (str, int), optional
-        Blocking on a key column: half window 0 compares only records with equal
-        values (exact blocks); >= 1 is sorted-neighbourhood blocking.
+    settings : PRLSettings, optional
+        The PRL options, checked (default: the registry's defaults); the blocking
+        column, if any, is one of ``keys``.
     client : distributed.Client, optional
+    **options
+        PRL options by their name without ``prl_`` (``t=0.05``, ``blocking="region"``,
+        ``em_options={"max_iter": 500}``), applied over ``settings``; see
+        :func:`~sdcdist.linkage.prl.probabilistic_linkage`.
 
     Returns
     -------
@@ -90,11 +88,13 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     ca = column_positions(keys, original.columns, what="key column", where="the original file")
     cb = column_positions(keys, masked.columns, what="key column", where="the masked file")
     column_positions(categorical, keys, what="categorical column", where="the key columns")
-    if blocking is not None:
-        if blocking[0] not in keys:
-            raise column_error([blocking[0]], keys, what="blocking column",
+    settings = settings_of(settings, options)
+    blocking = None
+    if settings.blocking is not None:
+        if settings.blocking[0] not in keys:
+            raise column_error([settings.blocking[0]], keys, what="blocking column",
                                where="the key columns")
-        blocking = (keys.index(blocking[0]), int(blocking[1]))
+        blocking = settings.blocking_position(keys)
     runner = Runner(client)
     truth = None
     if id_column is not None:
@@ -109,11 +109,8 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     tr = truth if truth is not None else np.full(n_b, -1, dtype=np.int64)
     res = probabilistic_linkage(runner, runner.share(original.values),
                                 runner.share(masked.values), n_a, n_b, tuple(ca), tuple(cb),
-                                method=method, t=t,
-                                categorical=[k in categorical for k in keys],
-                                truth=runner.share(tr), top_c=top_c, dense_limit=dense_limit,
-                                block_rows=block_rows, blocking=blocking,
-                                em_options=em_options, counting=counting, weights=weights)
+                                settings=settings, categorical=[k in categorical for k in keys],
+                                truth=runner.share(tr), blocking=blocking)
     df = pd.DataFrame({"row_b": res.rows_b, "row_a": res.cols_a, "weight": res.weights,
                        "match_probability": res.prob})
     pld = pld20 = None

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SdcInputError
-from ..linkage.prl_drivers import PRLResult, probabilistic_linkage
+from ..linkage.prl import PRLResult, probabilistic_linkage
 from ._registry import MeasureContext, MetricResult, register
 
 __all__ = ["prl_linkage", "em_note"]

@@ -1,0 +1,207 @@
+"""Auction prices for the exact dense assignment (epsilon-scaling on the whole matrix)."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .sparse import offer
+
+__all__ = ["auction_start", "AUCTION_MIN", "AUCTION_LIST", "AUCTION_RATIO", "AUCTION_FIRST",
+           "AUCTION_EPS", "AUCTION_MAX_SCANS"]
+
+#: Smallest ``max(n_rows, n_cols)`` from which :func:`exact_dense` starts from the
+#: prices of a dense auction (:func:`_dense_auction`) instead of each row's and
+#: column's best raw entries (``None``: never). At Census sizes (about 1,000 records)
+#: both starts take 10-30 ms; from 1,500 on the auction start is 1.5-10 times faster
+#: on PRL weights (benchmarks/assignment.py).
+AUCTION_MIN: int | None = 1500
+
+#: Columns each row keeps between full scans of its row in the auction (its best values
+#: at the last scan); they also form the first graph of the exact solve.
+AUCTION_LIST = 32
+
+#: epsilon-scaling of the auction: first epsilon ``range / (AUCTION_RATIO *
+#: AUCTION_FIRST)``, divided by AUCTION_RATIO per phase down to ``range * AUCTION_EPS``
+#: (range: largest minus smallest weight). The auction only finds prices; exactness
+#: comes from the shortest augmenting paths and the dual certificate that follow.
+AUCTION_RATIO = 16.0
+AUCTION_FIRST = 16.0
+AUCTION_EPS = 1e-4
+
+#: Full row scans per row (all phases together) after which the auction stops where it
+#: is and the exact solve takes over from its prices (a safeguard: PRL weights need 3-7;
+#: tie-heavy integer matrices with thousands of equal rows and columns about 120, and
+#: cut shorter, their certificate rounds would not converge).
+AUCTION_MAX_SCANS = 200
+
+
+@numba.njit(cache=True, nogil=True)
+def _auction_scan(W, s, mid, i, p, lc, lw):
+    # Row i's values -s * (W[i, j] - mid) - p[j]: the lc.shape[1] largest into lc[i] with
+    # their weights -s * (W[i, j] - mid) into lw[i]; returns the largest value left out
+    # (-inf if none), an upper bound on every column outside the list for as long as
+    # prices only rise. The previous list (at current prices) seeds the selection, so
+    # that few entries pass the threshold; among equal values the earlier offer stays.
+    k = lc.shape[1]
+    n_c = W.shape[1]
+    best = np.empty(k + 1)
+    bcol = np.empty(k + 1, dtype=np.int64)
+    got = 0
+    n_old = 0
+    for q in range(k):
+        j = lc[i, q]
+        if j < 0:
+            break
+        n_old += 1
+        got = offer(best, bcol, got, lw[i, q] - p[j], j)
+    old = lc[i, :n_old].copy()
+    for j in range(n_c):
+        x = -s * (W[i, j] - mid) - p[j]
+        if got <= k or x > best[k]:
+            seen = False
+            for q in range(n_old):
+                if old[q] == j:
+                    seen = True
+                    break
+            if not seen:
+                got = offer(best, bcol, got, x, j)
+    for q in range(k):
+        if q < got:
+            j = bcol[q]
+            lc[i, q] = j
+            lw[i, q] = -s * (W[i, j] - mid)
+        else:
+            lc[i, q] = -1
+    return best[k] if got > k else -np.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_auction(W, s, mid, p, eps_list, k, um, max_scans):
+    """Forward auction (Gauss-Seidel, epsilon-scaling) on the values ``-s * (W - mid)``.
+
+    Each row bids for the column of its largest value ``-s * W[i, j] - p[j]``, raising
+    its price by the margin over the second largest plus epsilon; the row it displaces
+    bids next (first in, first out). Between full scans a row looks only at its list of
+    ``k`` columns (its best at the last scan) and the bound on all others (prices only
+    rise, so the bound stays valid; a bid with the bound as second value is a valid,
+    smaller bid). ``um`` (``n_r`` values, or empty): a private option per row of value
+    ``um[i]`` minus its own price (leaving the row unassigned). Prices ``p`` (n_cols,)
+    are updated in place and kept across phases.
+
+    After ``max_scans`` full scans it stops where it is (the result only seeds the exact
+    solve). Returns the final phase's assignment (column per row; -1: none or its
+    private option), the lists (n_rows, k), the number of bids and of full row scans.
+    """
+    n_r, n_c = W.shape
+    nd = um.size > 0
+    lc = np.full((n_r, k), -1, dtype=np.int64)
+    lw = np.zeros((n_r, k))                 # their weights, so that bids stay off W
+    bound = np.full(n_r, np.inf)
+    pd = np.zeros(n_r)
+    owner = np.full(n_c, -1, dtype=np.int64)
+    col = np.full(n_r, -1, dtype=np.int64)
+    queue = np.empty(n_r, dtype=np.int64)
+    bids = 0
+    scans = 0
+    for eps in eps_list:
+        if scans >= max_scans:
+            break
+        owner[:] = -1
+        col[:] = -1
+        for i in range(n_r):
+            queue[i] = i
+        head = 0
+        size = n_r
+        while size > 0 and scans < max_scans:
+            i = queue[head]
+            head = (head + 1) % n_r
+            size -= 1
+            v1 = -np.inf
+            v2 = -np.inf
+            j1 = -1
+            for attempt in range(2):
+                v1 = -np.inf
+                v2 = -np.inf
+                j1 = -1
+                for q in range(k):
+                    j = lc[i, q]
+                    if j < 0:
+                        break
+                    x = lw[i, q] - p[j]
+                    if x > v1:
+                        v2 = v1
+                        v1 = x
+                        j1 = j
+                    elif x > v2:
+                        v2 = x
+                if j1 >= 0 and v1 >= bound[i]:
+                    break
+                bound[i] = _auction_scan(W, s, mid, i, p, lc, lw)
+                scans += 1
+            if bound[i] > v2:
+                v2 = bound[i]
+            if nd:
+                x = um[i] - pd[i]
+                if x > v1:
+                    v2 = max(v1, v2)
+                    v1 = x
+                    j1 = -1
+                elif x > v2:
+                    v2 = x
+            bids += 1
+            inc = (v1 - v2 + eps) if v2 > -np.inf else eps
+            if j1 < 0:
+                pd[i] += inc
+                col[i] = -1
+                continue
+            p[j1] += inc
+            o = owner[j1]
+            owner[j1] = i
+            col[i] = j1
+            if o >= 0:
+                col[o] = -1
+                queue[(head + size) % n_r] = o
+                size += 1
+    return col, lc, bids, scans
+
+
+def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float,
+                   hi: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """Prices (cost-form column duals ``v = -p``) and a first graph (each row's list and
+    its auction partner) from :func:`_dense_auction`; ``lo``, ``hi``: the extremes of X."""
+    span = hi - lo
+    # start each column's price at its largest value: a column every row ranks high
+    # (W[i, j] = a[i] + b[j] in the extreme) then costs no bidding war
+    p = _colmax(X, s, 0.5 * (lo + hi))
+    if span > 0:
+        eps, e = [], span / (AUCTION_RATIO * AUCTION_FIRST)
+        while e > span * AUCTION_EPS:
+            eps.append(e)
+            e /= AUCTION_RATIO
+        eps.append(span * AUCTION_EPS)
+    else:
+        eps = [1.0]
+    k = int(min(max(n_lst, 2), X.shape[1]))
+    col, lc, bids, scans = _dense_auction(X, s, 0.5 * (lo + hi), p,
+                                          np.asarray(eps, dtype=np.float64), k, um,
+                                          AUCTION_MAX_SCANS * X.shape[0])
+    rows = np.broadcast_to(np.arange(X.shape[0])[:, None], lc.shape)
+    ok = lc >= 0
+    m = col >= 0
+    er = np.concatenate([rows[ok], np.flatnonzero(m)]).astype(np.int64)
+    ec = np.concatenate([lc[ok], col[m]]).astype(np.int64)
+    return er, ec, -p, {"auction_bids": int(bids), "auction_scans": int(scans),
+                        "auction_phases": len(eps)}
+
+
+@numba.njit(cache=True, nogil=True)
+def _colmax(X, s, mid):
+    # each column's largest value -s * (X[i, j] - mid)
+    m = np.full(X.shape[1], -np.inf)
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            x = -s * (X[i, j] - mid)
+            if x > m[j]:
+                m[j] = x
+    return m

@@ -1,0 +1,364 @@
+"""Dask drivers of the PRL passes: which kernel runs on which block.
+
+Pattern counts (all pairs, or the pairs of a blocking rule): each block of A
+rows x B rows returns its sparse pattern counts; a fixed tree reduction adds
+them (integers, so the total never depends on the tiling). The counting path
+(:mod:`.counting`): one task builds the index of B, every block of A rows
+counts against all of B with it. Candidates: each block returns, for its B rows,
+their top-c A rows by weight; partials merge over A blocks exactly (ties broken
+by A row); the finish step adds the weight of each B record's true record; or,
+on the counting path, a best-first search of a KD-tree of A gives the same
+candidates.
+
+Choice of path (option ``prl_counting``): ``pairs`` enumerates all pairs (the
+reference); ``count`` takes the counting path, or refuses when it would be slower (more
+than :data:`MAX_SHARE` of the pairs enumerated on a sample of A,
+:data:`MAX_SHARE_LEVELS` with multi-level comparisons) or its index would not fit
+:data:`MAX_INDEX_BYTES`; ``auto`` counts when there are at least :data:`AUTO_MIN_PAIRS`
+pairs and neither limit is hit, and enumerates all pairs otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from ...errors import SdcInputError
+from ...options import PRL_BLOCK_ROWS
+from ...parallel import Runner, add_dicts, chunk_bounds, pairwise_reduce, tree_reduce
+from ..assignment import assign_by_content, content_order, identical_classes
+from .comparison import Comparison, prepare_side
+from .counting import build_index, count_block, enumerated_share, index_bytes, sample_rows
+from .patterns import merge_counts, pattern_counts
+from .topc import build_tree, merge_topc, split_scale, topc_block, topc_search
+from .weights import WeightParams, dense_weights, pair_weights
+
+log = logging.getLogger(__name__)
+
+__all__ = ["blocked_pattern_counts", "choose_counting", "counted_pattern_counts", "counted_topc",
+           "blocked_topc", "dense_assign", "AUTO_MIN_PAIRS", "MAX_SHARE", "MAX_SHARE_LEVELS",
+           "MAX_INDEX_BYTES", "MAX_DENSE_PATTERNS", "SAMPLE_ROWS"]
+
+AUTO_MIN_PAIRS = 2**32
+
+#: Largest share of the pairs the counting path may enumerate one by one (binary
+#: comparisons: an enumerated pair costs ~0.7 of an all-pairs comparison, measured at
+#: 200,000 records; a margin for the sampling).
+MAX_SHARE = 0.75
+
+#: The same with several levels per column (an enumerated pair costs ~1.6 of an
+#: all-pairs comparison there: break-even near 0.6).
+MAX_SHARE_LEVELS = 0.4
+
+#: Largest index of B (bytes) the counting path builds (it is held by every worker).
+MAX_INDEX_BYTES = 3 * 2**30
+#: largest pattern space the counting path counts in (a dense int64 vector per block)
+MAX_DENSE_PATTERNS = 2**22
+
+#: A rows sampled to estimate the enumerated share.
+SAMPLE_ROWS = 2000
+
+
+def _slice(side: dict, s: int, e: int) -> dict:
+    return {k: v[s:e] for k, v in side.items()}
+
+
+def _window(a: dict, b: dict, key: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The A rows each B row meets, as a range ``order[lo:hi]`` of A sorted on the key.
+
+    ``width >= 1``: sorted neighbourhood, the ``2 width`` A rows nearest in sort
+    order. ``width == 0``: exact blocks, the A rows whose key equals the B row's
+    (a categorical key's code); a B row whose key is missing (NaN, e.g. suppressed)
+    meets none.
+    """
+    order = np.argsort(a["v"][:, key], kind="stable").astype(np.int64)
+    sorted_a, bk = a["v"][order, key], b["v"][:, key]
+    if width == 0:
+        lo = np.searchsorted(sorted_a, bk, side="left").astype(np.int64)
+        hi = np.searchsorted(sorted_a, bk, side="right").astype(np.int64)
+        hi[np.isnan(bk)] = lo[np.isnan(bk)]
+        return lo, hi, order
+    pos = np.searchsorted(sorted_a, bk)
+    lo = np.clip(pos - width, 0, order.size).astype(np.int64)
+    hi = np.clip(pos + width, 0, order.size).astype(np.int64)
+    return lo, hi, order
+
+
+# ---- tasks ------------------------------------------------------------------
+
+def _prepare(X: Any, cols: tuple[int, ...], cmp: Comparison, side: str) -> dict:
+    return prepare_side(X, cols, cmp, side=side)
+
+
+def _count_block(a0: int, a1: int, b0: int, b1: int, A: dict, B: dict,
+                 cmp: Comparison) -> dict:
+    codes, counts = pattern_counts(_slice(A, a0, a1), _slice(B, b0, b1), cmp)
+    return {"codes": codes, "counts": counts, "pairs": np.int64((a1 - a0) * (b1 - b0))}
+
+
+def _count_window(b0: int, b1: int, A: dict, B: dict, cmp: Comparison,
+                  blocking: tuple[int, int]) -> dict:
+    b = _slice(B, b0, b1)
+    lo, hi, order = _window(A, b, *blocking)
+    codes, counts = pattern_counts(A, b, cmp, lo=lo, hi=hi, aidx=order)
+    return {"codes": codes, "counts": counts, "pairs": np.int64((hi - lo).sum())}
+
+
+def _merge_counts(*parts: dict) -> dict:
+    codes, counts = merge_counts(*[(p["codes"], p["counts"]) for p in parts])
+    return {"codes": codes, "counts": counts, "pairs": sum(p["pairs"] for p in parts)}
+
+
+def _topc_block(b0: int, b1: int, a0: int, a1: int, B: dict, A: dict, cmp: Comparison,
+                wp: WeightParams, c: int, truth: np.ndarray) -> dict:
+    return topc_block(_slice(A, a0, a1), _slice(B, b0, b1), cmp, wp, c, a0=a0)
+
+
+def _topc_window(b0: int, b1: int, B: dict, A: dict, cmp: Comparison,
+                 wp: WeightParams, c: int, blocking: tuple[int, int]) -> dict:
+    b = _slice(B, b0, b1)
+    lo, hi, order = _window(A, b, *blocking)
+    return topc_block(A, b, cmp, wp, c, lo=lo, hi=hi, aidx=order,
+                          aglob=np.arange(A["v"].shape[0], dtype=np.int64))
+
+
+def _topc_finish(b0: int, b1: int, top: dict, B: dict, A: dict, cmp: Comparison,
+                 wp: WeightParams, c: int, truth: np.ndarray) -> dict:
+    t = np.asarray(truth[b0:b1], dtype=np.int64)
+    known = np.flatnonzero(t >= 0)
+    wtrue = np.full(b1 - b0, np.nan)
+    wtrue[known] = pair_weights(A, _slice(B, b0, b1), t[known], known, cmp, wp)
+    return {**top, "wtrue": wtrue}
+
+
+def _concat(*parts: dict) -> dict:
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _content_order(side: dict) -> np.ndarray:
+    return content_order(side["v"])
+
+
+def _classes(side: dict) -> np.ndarray:
+    return identical_classes(side["v"])
+
+
+def _take(side: dict, order: np.ndarray) -> dict:
+    return {k: (v[order] if isinstance(v, np.ndarray) and v.ndim >= 1
+                and v.shape[0] == order.size else v) for k, v in side.items()}
+
+
+def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
+                  dense_limit: int, truth: np.ndarray) -> dict:
+    W = dense_weights(A, B, cmp, wp)
+    # ties between optimal assignments broken by the records' values, not their order
+    # (A is already in content order: probabilistic_linkage put it there)
+    r, c, info = assign_by_content(W, content_order(B["v"]), None,
+                                   maximize=True, dense_limit=dense_limit)
+    t = np.asarray(truth, dtype=np.int64)
+    wtrue = np.where(t >= 0, W[np.arange(t.size), np.maximum(t, 0)], np.nan)
+    return {"rows": r, "cols": c, "w": W[r, c], "info": info, "wtrue": wtrue}
+
+
+def blocked_pattern_counts(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
+                           cmp: Comparison, *, rows: tuple[int, int],
+                           blocking: tuple[int, int] | None = None
+                           ) -> tuple[tuple[np.ndarray, np.ndarray], int]:
+    """Pass 1: pattern counts over all pairs (or a blocking rule's pairs).
+
+    ``A``, ``B`` are handles of :func:`prepare_side` dicts. Returns the
+    sparse counts ``(codes, counts)`` (:func:`sparse_counts`: int64, the
+    occurring patterns in increasing code order) and the number of pairs compared.
+    """
+    if blocking is None:
+        parts = [runner.task(_count_block, a0, a1, b0, b1, A, B, cmp)
+                 for a0, a1 in chunk_bounds(n_a, rows[0])
+                 for b0, b1 in chunk_bounds(n_b, rows[1])]
+    else:
+        parts = [runner.task(_count_window, b0, b1, A, B, cmp, blocking)
+                 for b0, b1 in chunk_bounds(n_b, rows[1])]
+    out = runner.result(tree_reduce(runner, _merge_counts, parts))
+    return (np.asarray(out["codes"], dtype=np.int64),
+            np.asarray(out["counts"], dtype=np.int64)), int(out["pairs"])
+
+
+def _index(B: dict, cmp: Comparison) -> dict:
+    return build_index(B, cmp)
+
+
+def _share(A: dict, index: dict, cmp: Comparison, rows: np.ndarray) -> float:
+    return enumerated_share({k: v[rows] for k, v in A.items()}, index, cmp)
+
+
+def _count(a0: int, a1: int, A: dict, index: dict, cmp: Comparison) -> dict:
+    counts, enum = count_block(_slice(A, a0, a1), index, cmp)
+    return {"counts": counts, "enumerated": np.int64(enum)}
+
+
+def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
+                    cmp: Comparison, *, mode: str = "auto",
+                    blocking: Any = None) -> tuple[str, Any, dict]:
+    """Decide between the pairs and the counting path.
+
+    Returns
+    -------
+    path : {"pairs", "count"}
+    index : handle of the index of B (``None`` for pairs)
+    info : dict
+        ``counting`` (the path and why), ``enumerated_share_estimate``.
+
+    Raises
+    ------
+    SdcInputError
+        ``mode="count"`` with a blocking rule, an index too large, or a
+        counting path slower than all pairs.
+    """
+    if mode == "pairs":
+        return "pairs", None, {"counting": "pairs"}
+    def pairs(why: str, refusal: str, info: dict | None = None) -> tuple[str, Any, dict]:
+        # prl_counting=count insists on the counting path: refuse; auto falls back to pairs
+        if mode == "count":
+            raise SdcInputError(refusal)
+        if blocking is None:
+            # a file this large takes long pair by pair: say why, and what would count instead
+            log.warning("PRL: all %.3g record pairs are compared one by one, since %s; the "
+                        "counting path needs key columns that agree less often (e.g. "
+                        "prl_method l with one tolerance)", float(n_a) * float(n_b), why)
+        return "pairs", None, {**(info or {}), "counting": f"pairs ({why})"}
+
+    if blocking is not None:
+        return pairs("blocking", "prl_counting=count counts all pairs and cannot follow a "
+                                 "blocking rule; drop prl_blocking or use prl_counting=pairs")
+    K = len(cmp.levels)
+    if mode == "auto" and int(n_a) * int(n_b) < AUTO_MIN_PAIRS:
+        return "pairs", None, {"counting": "pairs (small)"}
+    if cmp.n_patterns > MAX_DENSE_PATTERNS:
+        # the counting kernel adds into a dense vector over all patterns, per block
+        return pairs("too many patterns to count densely",
+                     f"the counting path keeps a count for each of the {cmp.n_patterns} "
+                     f"comparison patterns (limit {MAX_DENSE_PATTERNS}); use fewer key "
+                     "columns or levels, or prl_counting=pairs")
+    need = index_bytes(int(n_b), K)
+    if need > MAX_INDEX_BYTES:
+        return pairs("index too large",
+                     f"the counting index of the masked file would take {need / 2**30:.1f} "
+                     f"GiB (limit {MAX_INDEX_BYTES / 2**30:.0f} GiB) with {K} key columns; "
+                     "use fewer key columns or prl_counting=pairs")
+    index = runner.task(_index, B, cmp)
+    rows = sample_rows(int(n_a), SAMPLE_ROWS)
+    share = float(runner.call(_share, A, index, cmp, rows))
+    info = {"enumerated_share_estimate": share}
+    limit = MAX_SHARE if bool(np.all(cmp.n_levels == 2)) else MAX_SHARE_LEVELS
+    if share > limit:
+        return pairs("counting would be slower",
+                     f"the counting path would compare {100 * share:.0f}% of the record "
+                     f"pairs one by one (more than {100 * limit:.0f}%), slower than all "
+                     "pairs: the key columns agree too often at these tolerances; use "
+                     "prl_counting=pairs or auto", info)
+    return "count", index, {**info, "counting": "count"}
+
+
+def counted_pattern_counts(runner: Runner, A: Any, index: Any, n_a: int, n_b: int,
+                           cmp: Comparison, *,
+                           rows: int = PRL_BLOCK_ROWS) -> tuple[np.ndarray, int, int]:
+    """Pattern counts over all ``n_a n_b`` pairs by the counting path.
+
+    ``A`` is a handle of :func:`prepare_side` of A, ``index`` of
+    :func:`build_index` of B. Returns the counts (int64, shape
+    (n_patterns,)), the number of pairs and the number of pairs enumerated.
+    """
+    parts = [runner.task(_count, a0, a1, A, index, cmp)
+             for a0, a1 in chunk_bounds(int(n_a), int(rows))]
+    out = runner.result(tree_reduce(runner, add_dicts, parts))
+    return (np.asarray(out["counts"], dtype=np.int64), int(n_a) * int(n_b),
+            int(out["enumerated"]))
+
+
+# ---- top-c candidates ------------------------------------------------------------
+
+def _tree(A: dict, scale: np.ndarray | None = None) -> dict:
+    return build_tree(A, scale=scale)
+
+
+def _search(b0: int, b1: int, B: dict, tree: dict, A: dict, cmp: Comparison,
+            wp: WeightParams, c: int, truth: np.ndarray) -> dict:
+    b = _slice(B, b0, b1)
+    out = topc_search(tree, b, cmp, wp, c)
+    t = np.asarray(truth[b0:b1], dtype=np.int64)
+    known = np.flatnonzero(t >= 0)
+    wtrue = np.full(b1 - b0, np.nan)
+    wtrue[known] = pair_weights(A, b, t[known], known, cmp, wp)
+    return {"idx": out["idx"], "w": out["w"], "wtrue": wtrue,
+            "visited": np.array([out["visited"]], dtype=np.int64)}
+
+
+def counted_topc(runner: Runner, A: Any, B: Any, n_b: int, cmp: Comparison,
+                 wp: WeightParams, c: int, truth: Any, *,
+                 rows: int = PRL_BLOCK_ROWS) -> tuple[dict, int]:
+    """Each B record's ``c`` best A records without all pairs (branch and bound).
+
+    The same candidates, weights and tie order as the all-pairs pass 2 of
+    :func:`~sdcdist.linkage.prl.probabilistic_linkage`: one task
+    builds a KD-tree of A (:func:`build_tree`), every block of B rows
+    searches it (:func:`topc_search`) and adds the weight of each
+    record's true pair. Returns ``{"idx", "w", "wtrue"}`` (rows of B in order)
+    and the number of pairs whose weight was computed.
+    """
+    tree = runner.task(_tree, A, split_scale(wp, cmp))
+    parts = [runner.task(_search, b0, b1, B, tree, A, cmp, wp, int(c), truth)
+             for b0, b1 in chunk_bounds(int(n_b), int(rows))]
+    out = runner.result(tree_reduce(runner, _concat, parts))
+    visited = int(out.pop("visited").sum())
+    return out, visited
+
+
+# ---- the passes the driver runs -------------------------------------------------------
+
+def prepare_sides(runner: Runner, A: Any, B: Any, cols_a: tuple[int, ...],
+                  cols_b: tuple[int, ...], cmp: Comparison) -> tuple[Any, Any, np.ndarray]:
+    """The compared values of both files (:func:`prepare_side`), A in the order of its values.
+
+    Where candidates or assignments tie, the pick then never depends on how the
+    files are sorted (files kept in the same order would otherwise pair B row i
+    with A row i on every tie). Returns the handles of A (in content order) and
+    B and ``order_a`` (A's own row of each row of the reordered A).
+    """
+    Ap = runner.task(_prepare, A, tuple(cols_a), cmp, "a")
+    Bp = runner.task(_prepare, B, tuple(cols_b), cmp, "b")
+    order_a = np.asarray(runner.call(_content_order, Ap), dtype=np.int64)
+    return runner.task(_take, Ap, order_a), Bp, order_a
+
+
+def content_order_of(runner: Runner, side: Any) -> np.ndarray:
+    """:func:`~sdcdist.linkage.assignment.content_order` of a prepared side."""
+    return np.asarray(runner.call(_content_order, side))
+
+
+def classes_of(runner: Runner, side: Any) -> np.ndarray:
+    """:func:`~sdcdist.linkage.assignment.identical_classes` of a prepared side."""
+    return np.asarray(runner.call(_classes, side))
+
+
+def dense_assign(runner: Runner, A: Any, B: Any, cmp: Comparison, wp: WeightParams,
+                 dense_limit: int, truth: Any) -> dict:
+    """All pair weights in one task and their exact 1-1 assignment (ties broken by the
+    records' values): ``rows``, ``cols``, ``w``, ``info``, ``wtrue``."""
+    return runner.call(_dense_assign, A, B, cmp, wp, dense_limit, truth)
+
+
+def blocked_topc(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparison,
+                 wp: WeightParams, c: int, truth: Any, *, rows: tuple[int, int],
+                 blocking: tuple[int, int] | None = None) -> dict:
+    """Each B record's ``c`` best A records over all pairs (or a blocking rule's pairs),
+    with the weight of its true pair: ``{"idx", "w", "wtrue"}``, rows of B in order."""
+    if blocking is None:
+        return pairwise_reduce(runner, _topc_block, merge_topc, _topc_finish, _concat,
+                               B, A, n_b, n_a, rows_a=rows[1], rows_b=rows[0],
+                               args=(cmp, wp, int(c), truth))
+    parts = [runner.task(_topc_finish, b0, b1,
+                         runner.task(_topc_window, b0, b1, B, A, cmp, wp, int(c), blocking),
+                         B, A, cmp, wp, int(c), truth)
+             for b0, b1 in chunk_bounds(n_b, rows[1])]
+    return runner.result(tree_reduce(runner, _concat, parts))

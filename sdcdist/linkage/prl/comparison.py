@@ -1,0 +1,220 @@
+"""PRL comparison: how key columns are compared, and the compared values of each file.
+
+See the package docstring (:mod:`sdcdist.linkage.prl`) for the comparison and its levels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+
+from ...errors import SdcInputError, param_error
+from .settings import DEFAULTS, PRLSettings
+
+__all__ = ["Comparison", "comparison", "transform", "prepare_side", "transposed", "all_rows",
+           "level", "MAX_LEVELS", "MAX_PATTERN_CODE"]
+
+
+#: Most tolerances per column (levels = tolerances + 1).
+MAX_LEVELS = 15
+
+#: Largest mixed-radix pattern code (int64 with headroom).
+MAX_PATTERN_CODE = 1 << 62
+
+@dataclass(frozen=True)
+class Comparison:
+    """How the key columns are compared.
+
+    Attributes
+    ----------
+    method : {"s", "l", "d"}
+        Numeric comparison: absolute difference in sd of A's column (s),
+        relative difference on raw values (d) or on ``g(v)`` (l).
+    levels : tuple of tuple of float
+        Increasing tolerances of each key column (one for a binary
+        agree/disagree comparison); ``()`` for a categorical column.
+    categorical : tuple of bool
+        Columns compared by equality.
+    weights : {"step", "linear"}
+        How a multi-level numeric column's weight is read from its per-level
+        weights: the weight of the pair's level (step), or linear in the
+        difference between the levels' middles (:func:`comparison`).
+    """
+
+    method: str
+    levels: tuple[tuple[float, ...], ...]
+    categorical: tuple[bool, ...]
+    weights: str = "step"
+
+    @property
+    def n_levels(self) -> np.ndarray:
+        """Outcomes per column: number of tolerances + 1 (2 for categorical)."""
+        return np.array([2 if c else len(t) + 1 for t, c in zip(self.levels, self.categorical)],
+                        dtype=np.int64)
+
+    @property
+    def radix(self) -> np.ndarray:
+        nl = self.n_levels
+        return np.concatenate([[1], np.cumprod(nl)[:-1]]).astype(np.int64)
+
+    @property
+    def n_patterns(self) -> int:
+        """Size of the pattern space ``prod(n_levels)`` (a Python int: never overflows)."""
+        out = 1
+        for x in self.n_levels.tolist():
+            out *= int(x)
+        return out
+
+    @property
+    def rule(self) -> np.ndarray:
+        """Weight rule of each column (int8): 0 d/l downweighting (binary numeric),
+        1 step weight of the level (categorical; multi-level with ``weights="step"``),
+        2 linear within the level (multi-level numeric with ``weights="linear"``)."""
+        lin = 2 if self.weights == "linear" else 1
+        return np.array([1 if c else (lin if len(t) > 1 else 0)
+                         for t, c in zip(self.levels, self.categorical)], dtype=np.int8)
+
+    @property
+    def flat_tolerances(self) -> np.ndarray:
+        """Tolerances as a (K, Lmax) array, padded with +inf."""
+        L = max(1, max((len(t) for t in self.levels), default=1))
+        out = np.full((len(self.levels), L), np.inf)
+        for k, (t, c) in enumerate(zip(self.levels, self.categorical)):
+            if c:
+                out[k, 0] = 0.0
+            else:
+                out[k, :len(t)] = t
+        return out
+
+
+def comparison(n_keys: int, settings: PRLSettings | None = None, *, categorical: Any = None,
+               **options: Any) -> Comparison:
+    """Build and check a :class:`Comparison` for ``n_keys`` key columns.
+
+    Parameters
+    ----------
+    n_keys : int
+    settings : PRLSettings, optional
+        Checked settings (default: the registry's); their ``method``, ``t`` and
+        ``weights`` are used.
+    categorical : sequence of bool, optional
+        Columns compared by equality.
+    **options
+        ``method``, ``t``, ``weights`` given directly (checked by the registry as
+        ``prl_method``, ``prl_t``, ``prl_weights``), e.g. ``comparison(3, t=0.05)``.
+
+    The options:
+
+    method : {"s", "l", "d"}
+    t : float, sequence of float, or per-column sequence of sequences
+        One tolerance for every numeric column (binary comparison), an
+        increasing list of tolerances (the same levels for every column), or
+        one list per column.
+    weights : {"linear", "step"}
+        Multi-level numeric columns: ``linear`` (default) puts each level's
+        weight ``w_l`` at the middle ``c_l = (t_{l-1} + t_l) / 2`` of its
+        interval ``(t_{l-1}, t_l]`` (``t_{-1} = 0``; the last level's at
+        ``c_L = t_{L-1}``) and reads a pair's weight at difference ``d``
+        linearly between neighbouring middles,
+        ``w_l + (w_{l+1} - w_l) (d - c_l) / (c_{l+1} - c_l)`` for
+        ``c_l <= d <= c_{l+1}``; ``w`` of the first level below its middle,
+        ``w_L`` beyond the last tolerance, and an exact-agreement level
+        (``t_0 = 0``) keeps ``w_0`` at ``d = 0``. It is the multi-level
+        analogue of the d/l downweighting of binary comparisons: the weight
+        falls with the difference instead of in steps. ``step`` gives every
+        pair of a level its weight ``w_l``. Binary and categorical columns are
+        not affected.
+    """
+    if options:
+        settings = (settings or DEFAULTS).updated({"prl_" + k: v for k, v in options.items()})
+    settings = settings or DEFAULTS
+    method, t, weights = settings.method, settings.t, settings.weights
+    if n_keys < 1:
+        raise SdcInputError("probabilistic record linkage needs at least one key column; "
+                            "got none. Give key columns (e.g. --keys V1,V2)")
+    cat = tuple(bool(c) for c in (categorical if categorical is not None else [False] * n_keys))
+    if len(cat) != n_keys:
+        raise SdcInputError(f"categorical flags for {len(cat)} columns but {n_keys} key columns")
+    if not isinstance(t, (list, tuple)) and np.ndim(t) == 0:    # per-column lists may be ragged
+        per = [(float(t),)] * n_keys
+    elif all(np.ndim(x) == 0 for x in t):
+        per = [tuple(float(x) for x in t)] * n_keys
+    else:
+        per = [tuple(float(x) for x in np.atleast_1d(x)) for x in t]
+        if len(per) != n_keys:
+            raise SdcInputError(f"tolerances for {len(per)} columns but {n_keys} key columns")
+    levels = tuple(() if c else lev for lev, c in zip(per, cat))
+    for lev in levels:
+        if len(lev) > MAX_LEVELS:
+            raise param_error("t", "prl", f"at most {MAX_LEVELS} tolerances per column",
+                              f"{len(lev)} tolerances")
+    cmp = Comparison(method, levels, cat, weights)
+    if cmp.n_patterns > MAX_PATTERN_CODE:
+        raise SdcInputError(f"{n_keys} key columns with these levels make {cmp.n_patterns:.3g} "
+                            f"comparison patterns, more than the {MAX_PATTERN_CODE:.3g} a "
+                            "pattern code can hold; use fewer tolerances per column or fewer "
+                            "key columns per key set")
+    return cmp
+
+
+def transform(values: np.ndarray, method: str) -> np.ndarray:
+    """``g(v) = sign(v) log(1 + |v|)`` for the l method; the values for d."""
+    v = np.asarray(values, dtype=np.float64)
+    return np.sign(v) * np.log1p(np.abs(v)) if method == "l" else v
+
+
+def prepare_side(X: Any, cols: tuple[int, ...], cmp: Comparison, *, side: str,
+                 start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
+    """Compared values of one file's key columns (rows ``start:stop``).
+
+    For file A (``side="a"``) also the tolerance of each value and level,
+    ``tol[i, k, l] = t_kl * max(|a_ik|, 0.1)`` (0 for categorical columns).
+
+    Returns
+    -------
+    dict
+        ``v`` (n, K) float64 compared values; for A also ``tol`` (n, K, L).
+    """
+    stop = X.shape[0] if stop is None else stop
+    raw = np.asarray(X[start:stop][:, list(cols)], dtype=np.float64)
+    v = raw.copy()
+    for k, c in enumerate(cmp.categorical):
+        if not c:
+            v[:, k] = transform(raw[:, k], cmp.method)
+    out = {"v": np.ascontiguousarray(v)}
+    if side == "a":
+        if cmp.method == "s":
+            # absolute differences in units of A's column sd (ddof=1), like comparison
+            # levels on standardised differences; the whole file gives the sd
+            sd = np.nanstd(raw, axis=0, ddof=1) if raw.shape[0] > 1 else np.ones(raw.shape[1])
+            sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+            base = np.broadcast_to(sd, v.shape)
+        else:
+            base = np.maximum(np.abs(v), 0.1)
+        T = cmp.flat_tolerances
+        tol = base[:, :, None] * T[None, :, :]
+        tol[:, np.asarray(cmp.categorical, dtype=bool), 0] = 0.0   # equality
+        out["tol"] = np.ascontiguousarray(tol)
+    return out
+
+
+def transposed(a: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A's values (K, n) and tolerances (K, L, n), contiguous along the records."""
+    return np.ascontiguousarray(a["v"].T), np.ascontiguousarray(a["tol"].transpose(1, 2, 0))
+
+
+def all_rows(n_b: int, n_a: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (np.zeros(n_b, np.int64), np.full(n_b, n_a, np.int64), np.arange(n_a, dtype=np.int64))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def level(d: float, tol: np.ndarray, k: int, nlev: int) -> int:
+    # number of tolerances missed; NaN misses all
+    lev = 0
+    for l in range(nlev - 1):
+        if not (d <= tol[k, l]):
+            lev += 1
+    return lev

@@ -1,0 +1,288 @@
+"""Probabilistic record linkage of two files: count -> fit -> candidates -> assign.
+
+One short function per phase; the passes over blocks of pairs are in
+:mod:`.blocks`. Pattern counts of all pairs (or of a blocking rule's pairs, or
+by the exact counting path), the EM on those counts on the client, each B
+record's top-c candidates by weight (or all weights when the files are small),
+then a 1-1 assignment maximising the total weight: dense and exact up to
+``dense_limit`` records, sparse on the candidate graph above
+(:mod:`sdcdist.linkage.assignment`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import SdcInputError, param_error
+from ...parallel import Runner
+from ..assignment import Candidates, assign_by_content
+from ..truth import row_truth
+from .blocks import (blocked_pattern_counts, blocked_topc, choose_counting, classes_of,
+                     content_order_of, counted_pattern_counts, counted_topc, dense_assign,
+                     prepare_sides)
+from .comparison import Comparison, comparison
+from .em import EMResult, em
+from .pld import pld_counts
+from .settings import DEFAULTS, PRLSettings
+from .weights import WeightParams, match_probability, weight_params
+
+__all__ = ["PRLResult", "probabilistic_linkage", "settings_of"]
+
+log = logging.getLogger(__name__)
+
+#: probabilistic_linkage's keyword for a registry option, where it is not the option's name
+#: without ``prl_`` (the EM settings are ``em_options``)
+_KEYWORDS = {"em_options": "prl_em"}
+
+
+@dataclass
+class PRLResult:
+    """Outcome of a probabilistic linkage of B (masked) to A (original).
+
+    ``rows_b``, ``cols_a``, ``weights``, ``prob``: the assigned pairs (sorted by
+    B row) with their weights and match probabilities; ``counts``: pattern
+    counts; ``fit``: the EM result; ``correct`` / ``correct20`` / ``n_b``:
+    PLD counts (when the truth is known; expected counts over the permutations of
+    records identical on the keys, CATALOG PRL item 5); ``info``: assignment method, flag,
+    pairs compared, timings, EM iterations and log-likelihood; ``true_weight``
+    (n_b,): weight of each B record's true pair (NaN when absent).
+    """
+
+    rows_b: np.ndarray
+    cols_a: np.ndarray
+    weights: np.ndarray
+    prob: np.ndarray
+    counts: np.ndarray
+    fit: EMResult
+    correct: float
+    correct20: float
+    n_b: int
+    flag: int
+    info: dict[str, Any] = field(default_factory=dict)
+    true_weight: np.ndarray | None = None
+
+
+def settings_of(settings: PRLSettings | None, options: dict[str, Any]) -> PRLSettings:
+    """``settings`` (default: the registry's defaults) with keyword options applied, each
+    checked by the registry (``method=`` is ``prl_method``, ``em_options=`` ``prl_em``)."""
+    base = settings or DEFAULTS
+    if not options:
+        return base
+    return base.updated({_KEYWORDS.get(k, "prl_" + k): v for k, v in options.items()})
+
+
+def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
+                          cols_a: tuple[int, ...], cols_b: tuple[int, ...] | None = None, *,
+                          settings: PRLSettings | None = None, categorical: Any = None,
+                          truth: Any = None, blocking: tuple[int, int] | None = None,
+                          key_names: list[str] | None = None, **options: Any) -> PRLResult:
+    """Link every B record to at most one A record by Fellegi-Sunter weights.
+
+    Parameters
+    ----------
+    runner : Runner
+    A, B : array handles, shapes (n_a, m_a), (n_b, m_b)
+        Original (or external) file and masked file.
+    cols_a, cols_b : tuple of int
+        Key column positions in A and in B (``cols_b`` defaults to ``cols_a``).
+    settings : PRLSettings, optional
+        The PRL options, checked (:meth:`PRLSettings.from_options`); default the
+        registry's defaults.
+    categorical : sequence of bool, optional
+        Key columns compared by equality.
+    truth : int array handle (n_b,), optional
+        Row in A of each B record's true record (-1 absent); row order by default.
+    blocking : (int, int), optional
+        (position of the key in ``cols_a``, half window): sorted-neighbourhood
+        blocking, or with half window 0 exact blocks (pairs whose key values are
+        equal, e.g. the same category; a B record whose key is missing meets no
+        A record and stays unlinked). Only those pairs are compared, the EM is
+        fitted on their patterns, and the result is flagged. Default: the
+        settings' ``blocking`` (a column name) found in ``key_names``.
+    key_names : list of str, optional
+        Names of the key columns, to place the settings' blocking column.
+    **options
+        PRL options by their name without ``prl_`` (``method``, ``t``,
+        ``weights``, ``top_c``, ``dense_limit``, ``block_rows``, ``unmatched``,
+        ``counting``; ``em_options`` for ``prl_em``), checked by the registry and
+        applied over ``settings``. See ``sdcdist metrics`` / docs/catalog.md.
+
+    Returns
+    -------
+    PRLResult
+    """
+    s = settings_of(settings, options)
+    cols_a, cols_b = _key_columns(cols_a, cols_b, n_a, n_b)
+    cmp = comparison(len(cols_a), s, categorical=categorical)
+    if blocking is None and s.blocking is not None:
+        if key_names is None:
+            raise SdcInputError("prl_blocking names a key column; give the key columns' names "
+                                "(key_names) or the blocking key's position (blocking)")
+        blocking = s.blocking_position(list(key_names))
+    blocking = _blocking(blocking, len(cols_a))
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    Ap, Bp, order_a = prepare_sides(runner, A, B, cols_a, cols_b, cmp)
+    truth = _truth(runner, truth, n_a, n_b, order_a)
+    counts, n_pairs, path, cinfo = count(runner, Ap, Bp, n_a, n_b, cmp, s, blocking)
+    timings["patterns"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    fit, wp = fit_model(counts, cmp, n_a, n_b, n_pairs, s)
+    timings["em"] = time.perf_counter() - t0
+    tr = np.asarray(runner.result(truth), dtype=np.int64)
+    if blocking is None and max(n_a, n_b) <= s.dense_limit:
+        t0 = time.perf_counter()
+        out = dense_assign(runner, Ap, Bp, cmp, wp, s.dense_limit, truth)
+        r, c, w, ainfo, wtrue = out["rows"], out["cols"], out["w"], out["info"], out["wtrue"]
+        true_in_cand = int(np.count_nonzero(~np.isnan(wtrue)))
+        timings["candidates"] = 0.0
+        timings["assignment"] = time.perf_counter() - t0
+    else:
+        t0 = time.perf_counter()
+        cand = candidates(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo)
+        timings["candidates"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        r, c, w, ainfo = assign(runner, cand, Bp, n_a, s)
+        wtrue = cand["wtrue"]
+        true_in_cand = int(np.count_nonzero((cand["idx"] == tr[:, None]).any(axis=1)
+                                            & (tr >= 0)))
+        timings["assignment"] = time.perf_counter() - t0
+    # identical records are interchangeable: each pair counts its expected correctness
+    # over their permutations (CATALOG PRL item 5), so PLD does not depend on row order
+    pc = pld_counts(r, c, w, tr, class_b=classes_of(runner, Bp), class_a=classes_of(runner, Ap))
+    c = order_a[c]                                   # back to A's own row numbers
+    flag = int(ainfo["flag"] or blocking is not None or not fit.converged)
+    info = {"assignment": ainfo["method"] + ("" if ainfo["method"] == "dense" else
+                                             f" (unmatched={s.unmatched})"),
+            "blocking": _blocking_text(blocking),
+            "pairs_compared": n_pairs, "em_iterations": fit.iterations,
+            "em_loglik": fit.loglik, "em_converged": fit.converged, "em_clipped": fit.clipped,
+            "p_match": fit.p, "n_candidates": ainfo["n_candidates"],
+            "true_in_candidates": true_in_cand, "unassigned_b": ainfo["n_unassigned_rows"],
+            "timings": timings, **cinfo,
+            "true_weight_mean": float(np.nanmean(wtrue)) if np.any(~np.isnan(wtrue)) else None}
+    return PRLResult(r, c, w, match_probability(w, wp), counts, fit, pc["correct"],
+                     pc["correct20"], n_b, flag, info, wtrue)
+
+
+# ---- the phases --------------------------------------------------------------------
+
+def count(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparison,
+          s: PRLSettings, blocking: tuple[int, int] | None
+          ) -> tuple[tuple[np.ndarray, np.ndarray], int, str, dict]:
+    """Pattern counts: all pairs (or a blocking rule's), or the exact counting path.
+
+    Returns the sparse counts ``(codes, counts)``, the pairs compared, the path
+    (``"pairs"`` or ``"count"``) and its info.
+    """
+    path, index, cinfo = choose_counting(runner, A, B, n_a, n_b, cmp, mode=s.counting,
+                                         blocking=blocking)
+    if path == "count":
+        dense, n_pairs, cinfo["pairs_enumerated"] = counted_pattern_counts(
+            runner, A, index, n_a, n_b, cmp, rows=s.block_rows[0])
+        nz = np.flatnonzero(dense)
+        counts = (nz.astype(np.int64), dense[nz])   # the sparse form of sparse_counts
+    else:
+        counts, n_pairs = blocked_pattern_counts(runner, A, B, n_a, n_b, cmp,
+                                                 rows=s.block_rows, blocking=blocking)
+    if n_pairs == 0:
+        raise SdcInputError("the blocking leaves no pair of records to compare: no value of "
+                            f"the blocking key (key {blocking[0] + 1} of the key set) is "
+                            "shared by the two files within the window; block on another "
+                            "key, widen the window, or leave blocking out" if blocking else
+                            "there is no pair of records to compare")
+    return counts, n_pairs, path, cinfo
+
+
+def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, n_b: int,
+              n_pairs: int, s: PRLSettings) -> tuple[EMResult, WeightParams]:
+    """The EM fit on the pattern counts (P(M) starts at, and by default is capped by,
+    ``min(n_a, n_b) / pairs``) and the weights it gives."""
+    p_start = min(n_a, n_b) / float(n_pairs)
+    e = s.em
+    fit = em(counts, cmp, p_start=p_start, p_max=p_start if e.p_max is None else e.p_max,
+             m_start=e.m_start, max_iter=e.max_iter, tol=e.tol, eps=e.eps,
+             accelerate=e.accelerate)
+    if not fit.converged:
+        log.warning("PRL: EM did not converge within %d iterations (the result is flagged)",
+                    fit.iterations)
+    return fit, weight_params(fit, cmp)
+
+
+def candidates(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparison,
+               wp: WeightParams, truth: Any, s: PRLSettings,
+               blocking: tuple[int, int] | None, path: str, cinfo: dict) -> dict:
+    """Each B record's ``top_c`` best A records and its true pair's weight:
+    ``{"idx", "w", "wtrue"}``. On the counting path, by branch and bound (the same
+    candidates as all pairs; ``cinfo["pairs_weighed"]`` set)."""
+    if blocking is None and path == "count":
+        cand, cinfo["pairs_weighed"] = counted_topc(runner, A, B, n_b, cmp, wp, s.top_c, truth,
+                                                    rows=s.block_rows[1])
+        return cand
+    return blocked_topc(runner, A, B, n_a, n_b, cmp, wp, s.top_c, truth, rows=s.block_rows,
+                        blocking=blocking)
+
+
+def assign(runner: Runner, cand: dict, B: Any, n_a: int, s: PRLSettings
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """The sparse 1-1 assignment on the candidate graph; ties between optimal assignments
+    broken by the records' values, not their order (A is already in content order)."""
+    graph = Candidates.from_topc(cand["idx"], cand["w"], n_a)
+    r, c, ainfo = assign_by_content(graph, content_order_of(runner, B), None, maximize=True,
+                                    dense_limit=s.dense_limit, unmatched=s.unmatched)
+    return r, c, graph.lookup(r, c), ainfo
+
+
+# ---- checks and small helpers ---------------------------------------------------------
+
+def _key_columns(cols_a: Any, cols_b: Any, n_a: int, n_b: int
+                 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    cols_b = tuple(cols_a) if cols_b is None else tuple(cols_b)
+    if len(cols_a) == 0 or len(cols_b) == 0:
+        raise SdcInputError("probabilistic record linkage needs at least one key column; "
+                            "got none. Give key columns (e.g. --keys V1,V2)")
+    if len(cols_a) != len(cols_b):
+        raise SdcInputError(f"{len(cols_a)} key columns in A but {len(cols_b)} in B")
+    for n, what in ((n_a, "original (A)"), (n_b, "masked (B)")):
+        if n < 2:
+            raise SdcInputError(f"the {what} file has {n} record(s); linkage needs at least 2 "
+                                "records in each file to estimate the model")
+    return tuple(cols_a), cols_b
+
+
+def _blocking(blocking: Any, n_keys: int) -> tuple[int, int] | None:
+    if blocking is None:
+        return None
+    key, width = int(blocking[0]), int(blocking[1])
+    if not (0 <= key < n_keys) or width < 0:
+        raise param_error("blocking", "prl", f"(key position in 0..{n_keys - 1}, "
+                          "half window >= 1, or 0 for exact blocks)", blocking)
+    return key, width
+
+
+def _blocking_text(blocking: tuple[int, int] | None) -> str:
+    if blocking is None:
+        return "none"
+    if blocking[1] == 0:
+        return f"exact blocks on key {blocking[0]}"
+    return f"sorted neighbourhood on key {blocking[0]}, half window {blocking[1]}"
+
+
+def _truth(runner: Runner, truth: Any, n_a: int, n_b: int, order_a: np.ndarray) -> Any:
+    """The truth (row order by default) as a handle, in the rows of A's content order."""
+    if truth is None:
+        truth = runner.share(row_truth(n_b, n_a))
+    elif isinstance(truth, np.ndarray):
+        if truth.shape != (n_b,):
+            raise SdcInputError(f"the truth must give one row per masked record: shape "
+                                f"({n_b},); got {truth.shape}")
+        truth = runner.share(np.asarray(truth, dtype=np.int64))
+    inv_a = np.empty_like(order_a)
+    inv_a[order_a] = np.arange(order_a.size)
+    tr0 = np.asarray(runner.result(truth), dtype=np.int64)
+    return runner.share(np.where(tr0 >= 0, inv_a[np.maximum(tr0, 0)], tr0))

@@ -1,0 +1,632 @@
+"""EM for the two-class latent model with conditional independence (Winkler's constrained
+EM, accelerated by SQUAREM) on sparse pattern counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+
+from ...errors import SdcInputError
+from .comparison import Comparison
+from .settings import DEFAULTS
+
+__all__ = ["EMResult", "em", "EM_GROUP_SPACE"]
+
+
+@dataclass
+class EMResult:
+    """Fitted two-class model.
+
+    ``m[k]``, ``u[k]``: level probabilities of column k among matches /
+    non-matches (level 0 = agreement); ``p``: P(M); ``loglik`` of the pattern
+    counts at the estimate; ``iterations``: evaluations of the EM map (E-steps,
+    plain or within an accelerated cycle); ``converged`` (False: the iteration
+    limit was reached before the parameters settled); ``clipped``: how many times
+    a probability hit the guard bounds; ``constrained``: how many times the
+    constraint ``m >= u`` was active in a column's M-step; ``history``: the log-likelihood at the
+    input of each evaluation (one per iteration).
+    """
+
+    m: list[np.ndarray]
+    u: list[np.ndarray]
+    p: float
+    loglik: float
+    iterations: int
+    converged: bool
+    clipped: int = 0
+    constrained: int = 0
+    history: list[float] = field(default_factory=list, repr=False)
+
+
+def _guard(x: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
+    """Keep level probabilities inside [eps, 1 - eps], renormalised."""
+    hit = int(np.count_nonzero((x < eps) | (x > 1 - eps)))
+    y = np.clip(x, eps, 1 - eps)
+    return y / y.sum(), hit
+
+
+def _as_sparse(counts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, counts) of the occurring patterns from sparse or dense counts."""
+    if isinstance(counts, tuple):
+        codes, c = (np.asarray(x, dtype=np.int64) for x in counts)
+    else:
+        dense = np.asarray(counts)
+        codes = np.flatnonzero(dense).astype(np.int64)
+        c = dense[codes].astype(np.int64)
+    keep = c > 0
+    return codes[keep], c[keep]
+
+
+#: The defaults of the EM settings (option ``prl_em``; :data:`sdcdist.options.PRL_EM_DEFAULTS`).
+_EM = DEFAULTS.em
+
+
+#: Largest space of level combinations of one column group in the E-step tables.
+EM_GROUP_SPACE = 8192
+
+
+def _group_tables(codes: np.ndarray, nl: np.ndarray,
+                  radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Split the key columns into consecutive groups whose level combinations number at
+    most :data:`EM_GROUP_SPACE` and index each pattern's combination in every group.
+
+    Parameters
+    ----------
+    codes : ndarray of int64, shape (P,)
+        Mixed-radix pattern codes (radix ``radix``, levels ``nl`` per column).
+
+    Returns
+    -------
+    idx : ndarray of int32, shape (P, G)
+        Row of the combination table of each pattern in each group.
+    clev : ndarray of int8, shape (J, K)
+        Levels of table row j on the columns of its group, -1 on the others. Only
+        combinations that occur get a row (increasing within a group).
+    """
+    P, K = codes.shape[0], len(nl)
+    groups: list[list[int]] = [[]]
+    space = 1
+    for k in range(K):
+        if groups[-1] and space * int(nl[k]) > EM_GROUP_SPACE:
+            groups.append([])
+            space = 1
+        groups[-1].append(k)
+        space *= int(nl[k])
+    idx = np.empty((P, len(groups)), dtype=np.int32)
+    rows = []
+    off = 0
+    for g, cols in enumerate(groups):
+        r = 1
+        for k in cols:
+            r *= int(nl[k])
+        gc = (codes // radix[cols[0]]) % r          # the group's digits, local radix
+        present = np.zeros(r, dtype=bool)
+        present[gc] = True
+        occ = np.flatnonzero(present)
+        where = np.zeros(r, dtype=np.int64)
+        where[occ] = np.arange(occ.size)
+        idx[:, g] = where[gc] + off
+        cl = np.full((occ.size, K), -1, dtype=np.int8)
+        r = 1
+        for k in cols:
+            cl[:, k] = (occ // r) % nl[k]
+            r *= int(nl[k])
+        rows.append(cl)
+        off += occ.size
+    return idx, np.concatenate(rows)
+
+
+@numba.njit(cache=True, nogil=True)
+def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
+    # E-step on sparse pattern counts. The match odds of pattern q are
+    # e_q = p/(1-p) prod_k (m/u)[k, level], a product over the column groups' tables R
+    # (one gather per group); g_q = e_q / (1 + e_q). Fills bm (K, L) with the expected
+    # level counts among matches (one scatter per group into S, then the tables);
+    # returns their total and the log-likelihood
+    # N ln(1 - p) + sum_kl T_kl ln u_kl + sum_q c_q softplus(d_q), d_q = ln e_q.
+    P, G = idx.shape
+    J, K = clev.shape
+    base = N * np.log1p(-p)
+    lratio = np.zeros_like(ratio)
+    for k in range(K):
+        for l in range(nl[k]):
+            lu = np.log(u[k, l])
+            base += T[k, l] * lu
+            ratio[k, l] = m[k, l] / u[k, l]
+            lratio[k, l] = np.log(m[k, l]) - lu
+    for j in range(J):
+        r = 1.0
+        lr = 0.0
+        for k in range(K):
+            lv = clev[j, k]
+            if lv >= 0:
+                r *= ratio[k, lv]
+                lr += lratio[k, lv]
+        R[j] = r
+        LR[j] = lr
+        S[j] = 0.0
+    odds = p / (1.0 - p)
+    sp = 0.0
+    sm = 0.0
+    for q in range(P):
+        e = odds
+        for g in range(G):
+            e *= R[idx[q, g]]
+        if 0.0 < e < 1e-4:              # softplus(d) = ln(1 + e): series, error < e^5/5
+            s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
+            w = e / (1.0 + e)
+        elif 1e-4 <= e < 1e300:
+            s = np.log1p(e)
+            w = e / (1.0 + e)
+        else:                           # odds outside the double range (or 0): from the logs
+            d = np.log(odds)
+            for g in range(G):
+                d += LR[idx[q, g]]
+            if d > 0.0:
+                s = d + np.log1p(np.exp(-d))
+                w = 1.0 / (1.0 + np.exp(-d))
+            else:
+                x = np.exp(d)
+                s = np.log1p(x)
+                w = x / (1.0 + x)
+        sp += c[q] * s
+        cm = c[q] * w
+        sm += cm
+        for g in range(G):
+            S[idx[q, g]] += cm
+    bm[:, :] = 0.0
+    for j in range(J):
+        for k in range(K):
+            lv = clev[j, k]
+            if lv >= 0:
+                bm[k, lv] += S[j]
+    return sm, base + sp
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _segment(a, b, lo, hi):
+    # expected matches and non-matches of the levels lo..hi (one piece between active cuts)
+    As = 0.0
+    Bs = 0.0
+    for q in range(lo, hi + 1):
+        As += a[q]
+        Bs += b[q]
+    return As, Bs
+
+
+@numba.njit(cache=True, nogil=True)
+def _constrained_levels(a, b, nk, m, u, smx, sux, t, N):
+    # The exact M-step of one column under the constraint: maximise
+    # sum_l a_l ln m_l + sum_l b_l ln u_l (a, b: expected level counts among matches /
+    # non-matches) subject to sum_{l' <= l} m_l' >= sum_{l' <= l} u_l' for l < nk - 1.
+    # At the optimum the active cuts split the levels into segments of equal mass
+    # w_s = (A_s + B_s) / (A + B) in m and u, proportional to a and to b inside a
+    # segment; the optimum is the feasible candidate with the largest objective over all
+    # 2^(nk-1) sets of active cuts (strictly concave: unique). Writes m, u; returns
+    # whether a cut is active. No cut: the unconstrained a / smx, b / sux (smx, sux the
+    # E-step's totals); every cut: the pooled frequencies t / N (t the level totals).
+    # the plain M-step when it is feasible (no need to enumerate the cut sets)
+    ca = 0.0
+    cb = 0.0
+    free = True
+    for l in range(nk - 1):
+        ca += a[l]
+        cb += b[l]
+        if ca / smx < cb / sux:
+            free = False
+            break
+    if free:
+        for l in range(nk):
+            m[l] = a[l] / smx
+            u[l] = b[l] / sux
+        return False
+    A = 0.0
+    B = 0.0
+    for l in range(nk):
+        A += a[l]
+        B += b[l]
+    A = A if A > 1e-300 else 1e-300
+    B = B if B > 1e-300 else 1e-300
+    best = -np.inf
+    best_s = -1
+    for s in range(1 << (nk - 1)):       # bit j set: cut after level j is active
+        f = 0.0
+        ok = True
+        lo = 0
+        for l in range(nk):
+            if l < nk - 1 and not (s >> l) & 1:
+                continue
+            As, Bs = _segment(a, b, lo, l)       # segment lo..l
+            ws = (As + Bs) / (A + B)
+            ca = 0.0
+            cb = 0.0
+            for q in range(lo, l + 1):
+                if q < l:                 # internal cut: must hold inside the segment
+                    ca += a[q]
+                    cb += b[q]
+                    if As > 0.0 and Bs > 0.0 and ca / As < cb / Bs:
+                        ok = False
+                if a[q] > 0.0:
+                    f += a[q] * np.log(ws * a[q] / As)
+                if b[q] > 0.0:
+                    f += b[q] * np.log(ws * b[q] / Bs)
+            if not ok:
+                break
+            lo = l + 1
+        if ok and f > best:
+            best = f
+            best_s = s
+    if best_s == 0:
+        for l in range(nk):
+            m[l] = a[l] / smx
+            u[l] = b[l] / sux
+        return False
+    if best_s == (1 << (nk - 1)) - 1:
+        for l in range(nk):
+            m[l] = t[l] / N
+            u[l] = t[l] / N
+        return True
+    lo = 0
+    for l in range(nk):
+        if l < nk - 1 and not (best_s >> l) & 1:
+            continue
+        As, Bs = _segment(a, b, lo, l)
+        ws = (As + Bs) / (A + B)
+        for q in range(lo, l + 1):
+            # a segment without expected matches (or non-matches) takes the other side's
+            # shape: m = u there
+            if As > 0.0:
+                m[q] = ws * a[q] / As
+                u[q] = ws * (b[q] / Bs if Bs > 0.0 else a[q] / As)
+            elif Bs > 0.0:
+                m[q] = ws * b[q] / Bs
+                u[q] = ws * b[q] / Bs
+            else:
+                m[q] = 0.0
+                u[q] = 0.0
+        lo = l + 1
+    return best_s != 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm, delta,
+             R, LR, S):
+    # One step of Winkler's constrained EM, the map F: (m, u, p) -> (m2, u2, p2).
+    # Returns p2, the largest parameter change, the log-likelihood at (m, u, p), and
+    # how many probabilities were clipped / columns pooled. F's output is always
+    # feasible (P(M) in [p_lo, p_hi], m >= u cumulatively, probabilities in [eps, 1-eps]).
+    K = nl.shape[0]
+    sm, ll = _estep(idx, c, clev, nl, m, u, p, T, N, bm, delta, R, LR, S)
+    su = N - sm                      # bu = T - bm: one scatter per column
+    # M-step: P(M) bounded above (at most min(nA, nB) matches)
+    pn = sm / N
+    pn = p_lo if pn < p_lo else (p_hi if pn > p_hi else pn)
+    # the change of the logarithms (relative change): weights are log m - log u, so a
+    # probability near the eps floor must settle relatively, not only absolutely
+    change = abs(np.log(pn) - np.log(p))
+    smx = sm if sm > 1e-300 else 1e-300
+    sux = su if su > 1e-300 else 1e-300
+    clipped = 0
+    constrained = 0
+    L = m.shape[1]
+    am_ = np.zeros(L)
+    au_ = np.zeros(L)
+    mm_ = np.zeros(L)
+    uu_ = np.zeros(L)
+    for k in range(K):
+        nk = nl[k]
+        # m >= u (cumulatively over the levels): the exact constrained maximum of the
+        # expected complete-data log-likelihood (_constrained_levels); pooled frequencies
+        # T / N only when every cut is active (always for a violating binary column)
+        for l in range(nk):
+            bu = T[k, l] - bm[k, l]
+            am_[l] = bm[k, l] if bm[k, l] > 0.0 else 0.0
+            au_[l] = bu if bu > 0.0 else 0.0
+        if fix_u:
+            # u stays: m takes u when the unconstrained step violates the constraint
+            pooled = False
+            cm = 0.0
+            cu = 0.0
+            for l in range(nk - 1):
+                cm += am_[l]
+                cu += au_[l]
+                if cm / smx < cu / sux:
+                    pooled = True
+            for l in range(nk):
+                mm_[l] = u[k, l] if pooled else am_[l] / smx
+                uu_[l] = u[k, l]
+        else:
+            pooled = _constrained_levels(am_, au_, nk, mm_, uu_, smx, sux, T[k], N)
+        if pooled:
+            constrained += 1
+        for side in range(2):
+            tot = 0.0
+            for l in range(nk):
+                v = mm_[l] if side == 0 else uu_[l]
+                if side == 1 and fix_u:
+                    delta[k, l] = v
+                    tot += v
+                    continue
+                if v < eps or v > 1.0 - eps:
+                    clipped += 1
+                    v = eps if v < eps else 1.0 - eps
+                delta[k, l] = v          # scratch
+                tot += v
+            for l in range(nk):
+                v = delta[k, l] / tot if not (side == 1 and fix_u) else u[k, l]
+                if side == 0:
+                    d = abs(np.log(v) - np.log(m[k, l]))
+                    m2[k, l] = v
+                else:
+                    d = abs(np.log(v) - np.log(u[k, l]))
+                    u2[k, l] = v
+                if d > change:
+                    change = d
+    return pn, change, ll, clipped, constrained
+
+
+@numba.njit(cache=True, nogil=True)
+def _extrapolate(nl, a, m0, u0, p0, m1, u1, p1, m2, u2, p2, mx, ux, p_lo, p_hi, eps):
+    # SQUAREM point theta0 + 2 a r + a^2 v (r = theta1 - theta0, v = theta2 - 2 theta1
+    # + theta0) into (mx, ux); returns its P(M) (clipped to its bounds), or -1.0 when
+    # a probability is not positive. Valid points are guarded like an M-step
+    # (probabilities in [eps, 1 - eps], renormalised per column).
+    K = nl.shape[0]
+    for k in range(K):
+        for side in range(2):
+            tot = 0.0
+            for l in range(nl[k]):
+                if side == 0:
+                    x0, x1, x2 = m0[k, l], m1[k, l], m2[k, l]
+                else:
+                    x0, x1, x2 = u0[k, l], u1[k, l], u2[k, l]
+                r = x1 - x0
+                v = x2 - 2.0 * x1 + x0
+                x = x0 + 2.0 * a * r + a * a * v
+                if not x > 0.0:
+                    return -1.0
+                x = eps if x < eps else (1.0 - eps if x > 1.0 - eps else x)
+                if side == 0:
+                    mx[k, l] = x
+                else:
+                    ux[k, l] = x
+                tot += x
+            for l in range(nl[k]):
+                if side == 0:
+                    mx[k, l] /= tot
+                else:
+                    ux[k, l] /= tot
+    px = p0 + 2.0 * a * (p1 - p0) + a * a * (p2 - 2.0 * p1 + p0)
+    return p_lo if px < p_lo else (p_hi if px > p_hi else px)
+
+
+@numba.njit(cache=True, nogil=True)
+def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, history, fix_u,
+               accelerate):
+    # Constrained EM on sparse pattern counts, optionally accelerated by SQUAREM
+    # (Varadhan & Roland 2008, SqS3 with the global step-length bound of their
+    # package). m, u (K, L) hold the start and are overwritten by the fit (padding
+    # beyond a column's levels stays 1, never read). Every evaluation of the EM map F
+    # counts as an iteration and records the log-likelihood at its input in history;
+    # the fit has converged when one F step moves no parameter's logarithm by tol or more.
+    K, L = m.shape
+    N = 0.0
+    for q in range(c.shape[0]):
+        N += c[q]
+    bm = np.zeros((K, L))
+    delta = np.zeros((K, L))
+    J = clev.shape[0]
+    R = np.zeros(J)
+    LR = np.zeros(J)
+    S = np.zeros(J)
+    m1 = m.copy()
+    u1 = u.copy()
+    m2 = m.copy()
+    u2 = u.copy()
+    mx = m.copy()
+    ux = u.copy()
+    clipped = 0
+    constrained = 0
+    converged = False
+    it = 0
+    stepmax = 1.0
+    while it < max_iter:
+        p1, ch, ll0, cl, co = _em_step(idx, c, clev, T, N, nl, m, u, p, m1, u1, p_lo, p_hi, eps,
+                                       fix_u, bm, delta, R, LR, S)
+        history[it] = ll0
+        it += 1
+        clipped += cl
+        constrained += co
+        if ch < tol or not accelerate or it >= max_iter:
+            m[:, :] = m1
+            u[:, :] = u1
+            p = p1
+            if ch < tol:
+                converged = True
+                break
+            continue
+        p2, ch, ll1, cl, co = _em_step(idx, c, clev, T, N, nl, m1, u1, p1, m2, u2, p_lo, p_hi, eps,
+                                       fix_u, bm, delta, R, LR, S)
+        history[it] = ll1
+        it += 1
+        clipped += cl
+        constrained += co
+        sr2 = (p1 - p) ** 2
+        sv2 = (p2 - 2.0 * p1 + p) ** 2
+        for k in range(K):
+            for l in range(nl[k]):
+                sr2 += (m1[k, l] - m[k, l]) ** 2 + (u1[k, l] - u[k, l]) ** 2
+                sv2 += ((m2[k, l] - 2.0 * m1[k, l] + m[k, l]) ** 2
+                        + (u2[k, l] - 2.0 * u1[k, l] + u[k, l]) ** 2)
+        if ch < tol or it >= max_iter or not sv2 > 0.0:
+            m[:, :] = m2
+            u[:, :] = u2
+            p = p2
+            if ch < tol:
+                converged = True
+                break
+            continue
+        # step length a = ||r|| / ||v|| (the paper's -a), in [1, stepmax]; a = 1 gives
+        # theta2 itself. Backtrack toward 1 while a probability would not be positive.
+        a = np.sqrt(sr2 / sv2)
+        a = 1.0 if a < 1.0 else (stepmax if a > stepmax else a)
+        px = -1.0
+        while a > 1.0:
+            px = _extrapolate(nl, a, m, u, p, m1, u1, p1, m2, u2, p2, mx, ux, p_lo, p_hi, eps)
+            if px >= 0.0:
+                break
+            a = 0.5 * (a + 1.0)
+            if a < 1.01:
+                a = 1.0
+        if a == 1.0:
+            mx[:, :] = m2
+            ux[:, :] = u2
+            px = p2
+        # stabilise with one F step from the extrapolated point (into m, u)
+        p3, ch, llx, cl, co = _em_step(idx, c, clev, T, N, nl, mx, ux, px, m, u, p_lo, p_hi, eps,
+                                       fix_u, bm, delta, R, LR, S)
+        history[it] = llx
+        it += 1
+        clipped += cl
+        constrained += co
+        if a > 1.0 and llx < ll1:
+            # the extrapolation lost likelihood: continue from the plain EM step theta2
+            m[:, :] = m2
+            u[:, :] = u2
+            p = p2
+            if a == stepmax:
+                stepmax = max(1.0, stepmax / 4.0)
+            continue
+        p = p3
+        if ch < tol:
+            converged = True
+            break
+        if a == stepmax:
+            stepmax *= 4.0
+    return p, it, converged, clipped, constrained
+
+
+def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = None,
+       m_start: float = _EM.m_start, max_iter: int = _EM.max_iter, tol: float = _EM.tol,
+       eps: float = _EM.eps, fix_u: bool = False, accelerate: bool = _EM.accelerate
+       ) -> EMResult:
+    """Fit P(M), m and u by Winkler's constrained EM on the pattern counts.
+
+    Parameters
+    ----------
+    counts : (codes, counts) or ndarray (n_patterns,)
+        Sparse pattern counts (:func:`sparse_counts`) or a dense vector.
+    p_start : float
+        Start of P(M) (CATALOG: ``min(n_a, n_b) / (n_a n_b)``).
+    p_max : float, optional
+        Upper bound of P(M); the driver passes ``min(n_a, n_b) / N`` (a 1-1
+        linkage has at most ``min(n_a, n_b)`` matches). ``None`` or a value
+        >= 1 turns the bound off (P(M) <= 1 - 1/N only).
+    m_start : float
+        Start of m on the closest level that occurs (level 0 unless it is empty,
+        e.g. an exact-agreement level on noisy data); the rest spread evenly.
+    max_iter : int
+        Limit on the evaluations of the EM map (E-steps); a fit that reaches it
+        has ``converged`` False (the cell is flagged).
+    tol : float
+        Stop when one plain EM step moves no parameter's logarithm (log P(M),
+        every log m and log u level probability) by ``tol`` or more: the
+        fixed-point residual in relative terms, with or without acceleration.
+        An absolute test would pass while probabilities near the ``eps`` floor
+        still move, and the weights are their logarithms. Not the
+        log-likelihood: it flattens long before the parameters settle.
+    eps : float
+        Level probabilities are kept in ``[eps, 1 - eps]`` (renormalised) so
+        weights stay finite; P(M) in ``[1/N, p_max]``.
+    fix_u : bool
+        Keep u at the observed level frequencies over all pairs and fit only m
+        and P(M) (as linkers that estimate u from random pairs do); off by default.
+    accelerate : bool
+        SQUAREM around the constrained EM map (default); ``False`` iterates the
+        plain map. Both stop by the same rule at the same fixed point.
+
+    Notes
+    -----
+    Start: m as above, u the observed level frequencies of each column over
+    all pairs (nearly all pairs are non-matches). Constraints (Winkler's
+    constrained EM, CATALOG.md): ``P(M) <= p_max``, and ``m >= u`` for every
+    column: agreement within each of its tolerances (cumulatively over the
+    levels: ``sum_{l' <= l} m_l' >= sum_{l' <= l} u_l'`` for every ``l < L``)
+    is at least as likely among matches as among non-matches. When the plain
+    M-step violates it for a column, the column takes the exact constrained
+    maximum of the expected complete-data log-likelihood: the cuts where the
+    constraint binds split the levels into pieces on which m and u have equal
+    mass (the pieces' pooled frequencies), shaped inside each piece like the
+    plain M-step (:func:`_constrained_levels`). A binary column, or one whose
+    every cut binds, takes its pooled level frequencies (weight 0: it carries no
+    evidence). The constrained M-step is continuous in the E-step counts, so the
+    EM map has fixed points that plain EM reaches (pooling a whole multi-level
+    column instead made the map jump, and plain EM cycled between pooled and
+    free on a 59,315-record file). Without the
+    constraints, on all pairs of real-looking files EM calls the large class
+    of pairs agreeing on zeros and correlated keys "matches" (P(M) ~ 0.4).
+    The bounded M-step for P(M) is exact (the expected log-likelihood is
+    concave in P(M)), so the log-likelihood of plain EM never decreases.
+
+    Acceleration: SQUAREM (Varadhan and Roland 2008, scheme SqS3) around the
+    constrained EM map F, whose output is always feasible. From theta0 a cycle
+    takes theta1 = F(theta0), theta2 = F(theta1), r = theta1 - theta0,
+    v = theta2 - 2 theta1 + theta0, the step a = ||r|| / ||v|| bounded to
+    [1, s] (s starts at 1, is multiplied by 4 each time a cycle uses it and
+    divided by 4 when such a cycle fails), the point theta0 + 2 a r + a^2 v
+    (a halved toward 1 while a probability would not be positive; then
+    probabilities clipped to [eps, 1 - eps] and renormalised per column, P(M)
+    clipped to its bounds) and stabilises it with one F step. When the
+    log-likelihood at the extrapolated point is below that at theta1 the cycle
+    continues from the plain EM point theta2 instead. Every F evaluation counts
+    towards ``max_iter``; the fit stops as soon as one of them moves no
+    parameter's logarithm by ``tol``. On files with many distinct patterns this takes 10-20
+    times fewer E-steps than plain EM. The E-step uses one table lookup per
+    group of columns (:func:`_group_tables`) for the match odds of a pattern
+    and ``bu = T - bm`` with the fixed level totals ``T``. Everything runs in
+    a fixed order: the same counts give the same fit bit for bit.
+    """
+    codes, c = _as_sparse(counts)
+    c = c.astype(np.float64)
+    N = c.sum()
+    if N <= 0:
+        raise SdcInputError("no record pairs to fit the linkage model on")
+    nl = cmp.n_levels
+    K = len(nl)
+    L = int(nl.max())
+    # one table row per occurring level combination of a column group (int8 levels)
+    idx, clev = _group_tables(codes, nl, cmp.radix)
+    J = clev.shape[0]
+    T = np.zeros((K, L))        # T[k, l]: pairs at level l of column k (fixed; exact integers)
+    for g in range(idx.shape[1]):
+        cj = np.bincount(idx[:, g], weights=c, minlength=J)    # pairs per table row
+        cols = np.flatnonzero(clev[idx[0, g]] >= 0)              # the group's columns
+        rows = np.flatnonzero(clev[:, cols[0]] >= 0)              # and its table rows
+        for k in cols:
+            T[k, :nl[k]] = np.bincount(clev[rows, k], weights=cj[rows], minlength=nl[k])
+    M = np.ones((K, L))
+    U = np.ones((K, L))
+    for k in range(K):
+        uk = T[k, :nl[k]] / N
+        U[k, :nl[k]] = _guard(uk, eps)[0]
+        # m_start on the closest level that occurs (an exact-agreement level may be empty)
+        first = int(np.flatnonzero(uk > 0)[0]) if np.any(uk > 0) else 0
+        mk = np.full(nl[k], (1 - m_start) / max(nl[k] - 1, 1))
+        mk[first] = m_start
+        M[k, :nl[k]] = mk
+    hi = 1 - 1 / N if p_max is None else float(np.clip(p_max, 1 / N, 1 - 1 / N))
+    p = float(np.clip(p_start, 1 / N, hi))
+    history = np.zeros(int(max_iter))
+    nl64 = nl.astype(np.int64)
+    p, it, converged, clipped, constrained = _em_kernel(
+        idx, c, clev, T, nl64, M, U, p, 1 / N, hi, float(eps), int(max_iter), float(tol),
+        history, bool(fix_u), bool(accelerate))
+    ll = _estep(idx, c, clev, nl64, M, U, p, T, N, np.zeros((K, L)), np.zeros((K, L)),
+                np.zeros(J), np.zeros(J), np.zeros(J))[1]
+    m = [M[k, :nl[k]].copy() for k in range(K)]
+    u = [U[k, :nl[k]].copy() for k in range(K)]
+    return EMResult(m, u, float(p), ll, int(it), bool(converged), int(clipped),
+                    int(constrained), history[:it].tolist())

@@ -1,0 +1,529 @@
+"""PRL candidates: each masked record's ``c`` best original records by weight, over a block
+of pairs (:func:`topc_block`) or by a best-first search of a KD-tree of A
+(:func:`topc_search`, the counting path), with the same candidates, weights and ties."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from .comparison import Comparison, all_rows, transposed
+from .weights import WeightParams, column_weight, linear_at, weights_row
+
+__all__ = ["topc_block", "merge_topc", "keep_top", "build_tree", "split_scale", "topc_search",
+           "LEAF_SIZE", "GROUP_ROWS"]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def keep_top(wt, idx, filled, x, g):
+    """Offer candidate ``g`` with weight ``x`` to one B row's top list ``wt``/``idx``
+    (length c, ``filled`` entries kept sorted by weight desc, then A row asc); returns
+    the new fill."""
+    c = wt.shape[0]
+    if filled == c:
+        if x < wt[c - 1] or (x == wt[c - 1] and g > idx[c - 1]):
+            return filled
+        p = c - 1
+    else:
+        p = filled
+        filled += 1
+    # the list is sorted: insertion from the tail
+    while p > 0 and (wt[p - 1] < x or (wt[p - 1] == x and idx[p - 1] > g)):
+        wt[p] = wt[p - 1]
+        idx[p] = idx[p - 1]
+        p -= 1
+    wt[p] = x
+    idx[p] = g
+    return filled
+
+
+@numba.njit(cache=True, nogil=True)
+def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, step, lin, order,
+                 c):
+    nb = bv.shape[0]
+    idx = np.full((nb, c), -1, dtype=np.int64)
+    wt = np.full((nb, c), -np.inf)
+    w = np.empty(avT.shape[1] if identity else max(1, aidx.size))
+    for j in range(nb):
+        n = weights_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, wa, wd, wl,
+                         step, lin, order, w)
+        filled = 0
+        for q in range(n):
+            i = lo[j] + q if identity else aidx[lo[j] + q]
+            filled = keep_top(wt[j], idx[j], filled, w[q], aglob[i])
+    return idx, wt
+
+
+def topc_block(a: dict, b: dict, cmp: Comparison, wp: WeightParams, c: int, *, a0: int = 0,
+               lo: np.ndarray | None = None, hi: np.ndarray | None = None,
+               aidx: np.ndarray | None = None, aglob: np.ndarray | None = None) -> dict:
+    """Each B row's ``c`` best A rows of the block by weight (ties: lower A row first).
+
+    Returns
+    -------
+    dict
+        ``idx`` (n_b, c) int64 global A rows (-1 = none), ``w`` (n_b, c) weights.
+    """
+    identity = lo is None
+    if identity:
+        lo, hi, aidx = all_rows(b["v"].shape[0], a["v"].shape[0])
+    if aglob is None:
+        aglob = a0 + np.arange(a["v"].shape[0], dtype=np.int64)
+    avT, tolT = transposed(a)
+    idx, w = _topc_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, aglob, cmp.n_levels,
+                          wp.w_agr, wp.w_dis, wp.w_level, wp.step, wp.lin, wp.order, int(c))
+    return {"idx": idx, "w": w}
+
+
+def merge_topc(*parts: dict) -> dict:
+    """Merge top-c lists of the same B rows over A blocks (exact, order-free)."""
+    idx = np.concatenate([p["idx"] for p in parts], axis=1)
+    w = np.concatenate([p["w"] for p in parts], axis=1)
+    c = parts[0]["idx"].shape[1]
+    key_idx = np.where(idx < 0, np.iinfo(np.int64).max, idx)
+    order = _rowwise_order(w, key_idx, c)
+    return {"idx": np.take_along_axis(idx, order, 1), "w": np.take_along_axis(w, order, 1)}
+
+
+def _rowwise_order(w: np.ndarray, idx: np.ndarray, c: int) -> np.ndarray:
+    # sort by A row, then stably by weight descending: ties keep the lower A row first
+    o1 = np.argsort(idx, axis=1, kind="stable")
+    w1 = np.take_along_axis(w, o1, 1)
+    o2 = np.argsort(-w1, axis=1, kind="stable")
+    return np.take_along_axis(o1, o2, 1)[:, :c]
+
+
+
+#: A records per leaf of the candidate tree.
+LEAF_SIZE = 128
+
+
+def build_tree(a: dict, *, leaf_size: int = LEAF_SIZE,
+               scale: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """KD-tree of A's compared values for :func:`topc_search`.
+
+    Nodes split at the median of their widest column (NaN sorts last): widest
+    by spread, or with ``scale`` (K,) by ``spread * scale / max(median |v|,
+    0.1)``, the spread in tolerances times a weight factor
+    (:func:`split_scale`). Every node keeps the bounding box of its finite
+    values (empty: ``lo > hi``).
+
+    Returns
+    -------
+    dict
+        ``perm`` (n_a,) A rows in leaf order; ``vT`` (K, n_a), ``tolT``
+        (K, L, n_a): A's values and tolerances in that order; ``start``,
+        ``stop``, ``left``, ``right``
+        (n_nodes,) int64 (children -1 at leaves); ``lo``, ``hi`` (n_nodes, K).
+    """
+    v = np.asarray(a["v"], dtype=np.float64)
+    n, K = v.shape
+    key = np.where(np.isnan(v), np.inf, v)
+    perm = np.arange(n, dtype=np.int64)
+    start, stop, left, right, dim, cut = [], [], [], [], [], []
+    stack = [(0, n, -1, 0)]
+    while stack:
+        s, e, parent, side = stack.pop()
+        node = len(start)
+        start.append(s)
+        stop.append(e)
+        left.append(-1)
+        right.append(-1)
+        dim.append(0)
+        cut.append(0.0)
+        if parent >= 0:
+            (left if side == 0 else right)[parent] = node
+        if e - s <= leaf_size:
+            continue
+        seg = key[perm[s:e]]
+        fin = np.where(np.isfinite(seg), seg, np.nan)
+        with np.errstate(invalid="ignore"):
+            spread = np.nanmax(np.where(np.isnan(fin), -np.inf, fin), axis=0) - \
+                np.nanmin(np.where(np.isnan(fin), np.inf, fin), axis=0)
+        spread = np.where(np.isnan(spread), -1.0, spread)
+        if scale is not None:
+            # spread in tolerances at the node's median magnitude, times the weight range
+            med = np.nanmedian(np.abs(fin), axis=0) if np.isfinite(fin).any() else 0.0
+            spread = spread * scale / np.maximum(np.nan_to_num(med, nan=0.0), 0.1)
+        k = int(np.argmax(spread))
+        mid = (e - s) // 2
+        part = np.argpartition(seg[:, k], mid, kind="introselect")
+        perm[s:e] = perm[s:e][part]
+        dim[node] = k
+        cut[node] = float(seg[part[mid], k])
+        stack.append((s + mid, e, node, 1))
+        stack.append((s, s + mid, node, 0))
+    start_a = np.asarray(start, dtype=np.int64)
+    stop_a = np.asarray(stop, dtype=np.int64)
+    vp = np.ascontiguousarray(v[perm])
+    lo, hi = _boxes(vp, start_a, stop_a)
+    tolT = np.ascontiguousarray(a["tol"][perm].transpose(1, 2, 0))
+    return {"perm": perm, "vT": np.ascontiguousarray(vp.T), "tolT": tolT,
+            "tmx": _tol_max(tolT, start_a, stop_a),
+            "start": start_a, "stop": stop_a, "left": np.asarray(left, dtype=np.int64),
+            "right": np.asarray(right, dtype=np.int64), "lo": lo, "hi": hi,
+            "dim": np.asarray(dim, dtype=np.int64), "cut": np.asarray(cut)}
+
+
+@numba.njit(cache=True, nogil=True)
+def _leaf_of(bv, left, right, dim, cut):
+    # the leaf each B row falls into (NaN goes right, as NaN sorts last in the build)
+    out = np.empty(bv.shape[0], dtype=np.int64)
+    for j in range(bv.shape[0]):
+        q = 0
+        while left[q] >= 0:
+            x = bv[j, dim[q]]
+            q = left[q] if x < cut[q] else right[q]
+        out[j] = q
+    return out
+
+
+def split_scale(wp: Any, cmp: Comparison) -> np.ndarray:
+    """How much each column's weight can vary, to the 4th power: :func:`build_tree`'s
+    ``scale`` for a candidate search with these weights.
+
+    The search's bound is loose in the columns whose weights vary most, so the
+    tree splits those more often. The power was chosen on synthetic files (8
+    keys: 4x fewer pairs weighed than splitting by spread alone); it changes
+    the speed, never the candidates.
+    """
+    rng = np.empty(len(cmp.levels))
+    for k, L in enumerate(cmp.n_levels):
+        if wp.step[k]:
+            w = wp.w_level[k, :L]
+            rng[k] = w.max() - w.min()
+        else:
+            rng[k] = abs(wp.w_agr[k] - wp.w_dis[k])
+    return np.nan_to_num(rng, nan=1.0, posinf=1e300) ** 4 + 1e-300
+
+
+@numba.njit(cache=True, nogil=True)
+def _boxes(vp, start, stop):
+    nn = start.size
+    K = vp.shape[1]
+    lo = np.full((nn, K), np.inf)
+    hi = np.full((nn, K), -np.inf)
+    for q in range(nn):
+        for p in range(start[q], stop[q]):
+            for k in range(K):
+                x = vp[p, k]
+                if x < lo[q, k]:
+                    lo[q, k] = x
+                if x > hi[q, k]:
+                    hi[q, k] = x
+    return lo, hi
+
+
+@numba.njit(cache=True, nogil=True)
+def _tol_max(tolT, start, stop):
+    # (n_nodes, K, L) the largest tolerance of each node, column and level (NaN: +inf)
+    K, L = tolT.shape[0], tolT.shape[1]
+    nn = start.size
+    out = np.full((nn, K, L), -np.inf)
+    for q in range(nn):
+        for k in range(K):
+            for l in range(L):
+                m = -np.inf
+                for p in range(start[q], stop[q]):
+                    t = tolT[k, l, p]
+                    if not (t <= m):
+                        m = t if t == t else np.inf
+                out[q, k, l] = m
+    return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order, out):
+    # an upper bound of the weight of any B row with values in the box [g0, g1] (g0 > g1
+    # in a column: all NaN) with every A row of node q, and in out[pos] the bound of column
+    # order[pos]. Per column: the distance between the intervals (a lower bound of every
+    # computed |a - b|, by monotone rounding) against the node's largest tolerance
+    # (monotone rounding too); NaN values weigh w_dis / the last level, never more.
+    tot = 0.0
+    for pos in range(order.size):
+        k = order[pos]
+        x0 = g0[k]
+        x1 = g1[k]
+        last = nlev[k] - 1
+        if x0 != x0 or lo[q, k] > hi[q, k] or x0 > x1:
+            out[pos] = wl[k, last] if step[k] else wd[k]
+            tot += out[pos]
+            continue
+        if x1 < lo[q, k]:
+            d = lo[q, k] - x1
+            e = lo[q, k]
+        elif x0 > hi[q, k]:
+            d = x0 - hi[q, k]
+            e = hi[q, k]
+        else:
+            d = 0.0
+            e = x0
+        base = max(max(abs(lo[q, k]), abs(hi[q, k])), 0.1)
+        if step[k] == 2:
+            # linear weights: a piecewise linear function of x = |a - b| / (the pair's last
+            # tolerance, at most the box's largest); no pair of the box has x below xmin, so
+            # the bound is the supremum on [xmin, inf): the value at xmin or a point beyond
+            tmax = base * T[k, last - 1] if rel[k] else tmx[q, k, last - 1]
+            xmin = d / tmax if tmax < np.inf else 0.0
+            if not xmin >= 0.0:
+                xmin = 0.0
+            best = linear_at(lin, k, xmin, last)
+            if xmin == 0.0 and wl[k, 0] > best:
+                best = wl[k, 0]                 # d = 0: the exact-agreement weight
+            for s in range(1, last + 2):
+                if lin[k, 1, s] >= xmin and lin[k, 2, s] > best:
+                    best = lin[k, 2, s]
+            out[pos] = best
+            tot += best
+        elif step[k]:
+            lev = 0
+            for l in range(last):
+                tl = base * T[k, l] if rel[k] else tmx[q, k, l]
+                if d > tl:
+                    lev += 1
+            best = wl[k, lev]
+            for l in range(lev + 1, last + 1):
+                best = max(best, wl[k, l])
+            out[pos] = best
+            tot += best
+        else:
+            dd = wa[k] - wd[k]
+            if dd < 0:
+                out[pos] = np.inf
+                tot += np.inf
+                continue
+            if rel[k]:
+                # tolerance t max(|a|, 0.1): beyond the nearest end e of the box, |a - x| /
+                # max(|a|, 0.1) >= min(1, d / max(|e|, 0.1)) (the distance grows at least
+                # as fast as |a|); also >= d over the box's largest tolerance
+                y = wa[k] - dd * d / (base * T[k, 0])
+            else:
+                y = wa[k] - dd * d / tmx[q, k, 0]
+            out[pos] = y if y > wd[k] else wd[k]
+            tot += out[pos]
+    return tot
+
+
+@numba.njit(cache=True, nogil=True)
+def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order, suf, thr, w, alive):
+    # the weights of B row bj against A rows s0:s1 (into w, by position), column by column
+    # in ``order`` exactly as :func:`weights_row` adds them (bit-identical sums); after each
+    # column a row whose partial sum plus ``suf[pos]``, a bound of the columns still to
+    # add, is below ``thr`` is dropped. Returns the rows left: positions alive[:na].
+    n = s1 - s0
+    for p in range(n):
+        w[p] = 0.0
+    na = n
+    K = order.size
+    for pos in range(K):
+        k = order[pos]
+        x = bj[k]
+        rule = step[k]
+        nk = nlev[k]
+        wak = wa[k]
+        wdk = wd[k]
+        if na == n:
+            for p in range(n):
+                i = s0 + p
+                w[p] += column_weight(rule, abs(avT[k, i] - x), tolT, i, k, nk, wak, wdk, wl, lin)
+        else:
+            for t in range(na):
+                p = alive[t]
+                i = s0 + p
+                w[p] += column_weight(rule, abs(avT[k, i] - x), tolT, i, k, nk, wak, wdk, wl, lin)
+        if pos < K - 1 and thr > -np.inf:
+            lim = thr - suf[pos]
+            t2 = 0
+            for t in range(na):
+                p = alive[t] if na < n else t
+                if w[p] >= lim:
+                    alive[t2] = p
+                    t2 += 1
+            na = t2
+            if na == 0:
+                return 0
+    if na == n:
+        for p in range(n):
+            alive[p] = p
+    return na
+
+
+@numba.njit(cache=True, nogil=True)
+def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, gstart, T,
+                   nlev, wa, wd, wl, step, lin, rel, order, c, slack):
+    # best first over the nodes of A for a group of nearby B rows at a time
+    # (bv[gstart[g]:gstart[g + 1]]): a node's bound holds for every row of the group, so
+    # the tree is walked once per group and each A leaf's values are read once per group;
+    # at a leaf each row checks its own bound before weighing
+    nb = bv.shape[0]
+    nn = start.size
+    K = order.size
+    idx = np.full((nb, c), -1, dtype=np.int64)
+    wt = np.full((nb, c), -np.inf)
+    filled = np.zeros(nb, dtype=np.int64)
+    hb = np.empty(nn)            # heap of (bound, node), max-heap on bound
+    hn = np.empty(nn, dtype=np.int64)
+    width = 1
+    for q in range(nn):
+        width = max(width, stop[q] - start[q])
+    buf = np.empty(width)
+    alive = np.empty(width, dtype=np.int64)
+    cb = np.empty(K)
+    suf = np.empty(K)
+    g0 = np.empty(K)
+    g1 = np.empty(K)
+    visited = 0
+    for g in range(gstart.size - 1):
+        j0 = gstart[g]
+        j1 = gstart[g + 1]
+        for k in range(K):
+            g0[k] = np.inf
+            g1[k] = -np.inf
+            for j in range(j0, j1):
+                x = bv[j, k]
+                if x < g0[k]:
+                    g0[k] = x
+                if x > g1[k]:
+                    g1[k] = x
+        # the group's threshold: the lowest c-th weight of its rows (-inf until all filled)
+        gthr = -np.inf
+        size = 1
+        hb[0] = _bound(lo, hi, tmx, 0, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order,
+                       cb) + slack
+        hn[0] = 0
+        while size > 0:
+            bound = hb[0]
+            q = hn[0]
+            if bound < gthr:
+                break
+            size -= 1
+            if size > 0:
+                hb[0] = hb[size]
+                hn[0] = hn[size]
+                p = 0
+                while True:
+                    ch = 2 * p + 1
+                    if ch >= size:
+                        break
+                    if ch + 1 < size and hb[ch + 1] > hb[ch]:
+                        ch += 1
+                    if hb[ch] <= hb[p]:
+                        break
+                    hb[p], hb[ch] = hb[ch], hb[p]
+                    hn[p], hn[ch] = hn[ch], hn[p]
+                    p = ch
+            if left[q] < 0:
+                s0 = start[q]
+                s1 = stop[q]
+                for j in range(j0, j1):
+                    bj = bv[j]
+                    thr = wt[j, c - 1] - slack if filled[j] == c else -np.inf
+                    # the row's own bound of the leaf, column by column in ``order``
+                    if _bound(lo, hi, tmx, q, bj, bj, nlev, wa, wd, wl, step, lin, rel, T, order,
+                              cb) + slack < thr:
+                        continue
+                    acc = 0.0
+                    for pos in range(K - 1, -1, -1):
+                        suf[pos] = acc
+                        acc += cb[pos]
+                    na = _leaf_pruned(tvT, ttolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order,
+                                      suf, thr, buf, alive)
+                    visited += s1 - s0
+                    f = filled[j]
+                    for t in range(na):
+                        p = alive[t]
+                        f = keep_top(wt[j], idx[j], f, buf[p], perm[s0 + p])
+                    filled[j] = f
+                gthr = np.inf
+                for j in range(j0, j1):
+                    gthr = min(gthr, wt[j, c - 1] if filled[j] == c else -np.inf)
+                continue
+            for ch in (left[q], right[q]):
+                b = _bound(lo, hi, tmx, ch, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order,
+                           cb) + slack
+                if b < gthr:
+                    continue
+                p = size
+                size += 1
+                hb[p] = b
+                hn[p] = ch
+                while p > 0:
+                    par = (p - 1) >> 1
+                    if hb[par] >= hb[p]:
+                        break
+                    hb[p], hb[par] = hb[par], hb[p]
+                    hn[p], hn[par] = hn[par], hn[p]
+                    p = par
+    return idx, wt, visited
+
+
+#: B rows of one leaf searched together (at most) by :func:`topc_search`. 1: groups
+#: bounded over their box of values opened ~1.4x more of the tree than single rows on
+#: the synthetic 1,000,000-record file, slower overall.
+GROUP_ROWS = 1
+
+
+def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int, *,
+                group: int = GROUP_ROWS) -> dict:
+    """Each B row's ``c`` best A rows by weight, as :func:`topc_block` over all of A.
+
+    Best-first branch and bound over :func:`build_tree`: a node is opened only
+    while an upper bound of its weights (per column the weight at the box's
+    nearest value and widest tolerance, plus a margin far above rounding) is
+    not below the current c-th weight, so the result (weights, and ties
+    broken by the lower A row) is exactly the all-pairs one. In a leaf the
+    weight is added column by column (widest weight range first) and an A
+    row is dropped once its partial weight plus the leaf's bound of the
+    remaining columns is below the c-th weight.
+
+    Node bounds: the distance from the B value to the node's box of A values
+    against the node's largest tolerance (by monotone rounding no computed
+    ``|a - b|`` is smaller, no tolerance larger), for any method.
+
+    Parameters
+    ----------
+    group : int
+        B rows falling into the same leaf of the tree searched together (at
+        most): one walk of the tree bounded over the group's box of values,
+        then each row weighs a leaf only where its own bound reaches its c-th
+        weight. The candidates do not depend on it.
+
+    Returns
+    -------
+    dict
+        ``idx`` (n_b, c) int64 A rows (-1 = none), ``w`` (n_b, c) weights,
+        ``visited``: pairs weighed (at least in part).
+    """
+    T = cmp.flat_tolerances.copy()
+    T[np.asarray(cmp.categorical, dtype=bool), 0] = 0.0
+    mags = np.abs(np.concatenate([wp.w_agr, wp.w_dis, wp.w_level.ravel()]))
+    slack = 1e-9 * (1.0 + float(mags.sum()))
+    bv = np.ascontiguousarray(b["v"])
+    # B rows in the order of the leaves they fall into: a group shares one leaf
+    leaf = _leaf_of(bv, tree["left"], tree["right"], tree["dim"], tree["cut"])
+    walk = np.argsort(leaf, kind="stable")
+    sl = leaf[walk]
+    cuts = [0]
+    for s in np.flatnonzero(np.diff(sl)) + 1 if sl.size else []:
+        cuts.append(int(s))
+    cuts.append(sl.size)
+    gstart = []
+    for s, e in zip(cuts[:-1], cuts[1:]):
+        gstart.extend(range(s, e, max(1, int(group))))
+    gstart.append(sl.size)
+    gstart = np.unique(np.asarray(gstart, dtype=np.int64))
+    # tolerances t max(|a|, 0.1) (the l and d methods) give a tighter bound than the box's
+    # widest tolerance; other tolerances use the box's widest (``tmx``)
+    rel = np.array([cmp.method != "s" and not cat for cat in cmp.categorical], dtype=np.bool_)
+    idx, w, visited = _search_kernel(tree["vT"], tree["tolT"], tree["perm"], tree["start"],
+                                     tree["stop"], tree["left"], tree["right"], tree["lo"],
+                                     tree["hi"], tree["tmx"], np.ascontiguousarray(bv[walk]),
+                                     gstart, T, cmp.n_levels, wp.w_agr, wp.w_dis,
+                                     wp.w_level, wp.step, wp.lin, rel, wp.order, int(c), slack)
+    out_idx = np.empty_like(idx)
+    out_w = np.empty_like(w)
+    out_idx[walk] = idx
+    out_w[walk] = w
+    return {"idx": out_idx, "w": out_w, "visited": int(visited)}

@@ -1,0 +1,218 @@
+"""PRL weights from a fitted model: per-column weights, the one column-weight function
+every kernel inlines, and the weights of given pairs or of all pairs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .comparison import Comparison, transposed
+from .em import EMResult
+
+__all__ = ["WeightParams", "weight_params", "linear_segments", "column_weight", "linear_at",
+           "weights_row", "pair_weights", "dense_weights", "match_probability"]
+
+
+@dataclass(frozen=True)
+class WeightParams:
+    """Per-column weights from a fitted model.
+
+    ``w_agr``, ``w_dis``: (K,) full agreement / disagreement weights of the
+    binary numeric columns; ``w_level``: (K, Lmax+1) level weights of
+    categorical and multi-level columns; ``step``: (K,) int8, which rule a
+    column uses (:attr:`Comparison.rule`: 0 d/l downweighting, 1 the level's
+    weight, 2 linear within the level; non-zero = weighted by level);
+    ``lin``: (K, 4, P + 1) the linear weights' segments (:func:`linear_segments`).
+    """
+
+    w_agr: np.ndarray
+    w_dis: np.ndarray
+    w_level: np.ndarray
+    step: np.ndarray
+    log_prior_odds: float
+    lin: np.ndarray
+
+    @property
+    def order(self) -> np.ndarray:
+        """Order in which column weights are summed: widest weight range first.
+
+        Fixed for a fitted model, so every kernel adds the same terms in the same
+        order (bit-identical pair weights); the most discriminating columns come
+        first.
+        """
+        lo = np.where(self.step != 0, self.w_level.min(axis=1),
+                      np.minimum(self.w_agr, self.w_dis))
+        return np.argsort(-(self._best - lo), kind="stable").astype(np.int64)
+
+    @property
+    def _best(self) -> np.ndarray:
+        return np.where(self.step != 0, self.w_level.max(axis=1),
+                        np.maximum(self.w_agr, self.w_dis))
+
+
+def weight_params(fit: EMResult, cmp: Comparison) -> WeightParams:
+    K = len(fit.m)
+    L = int(cmp.n_levels.max())
+    wl = np.zeros((K, L))
+    wa, wd = np.zeros(K), np.zeros(K)
+    for k in range(K):
+        wk = np.log(fit.m[k]) - np.log(fit.u[k])
+        wl[k, :wk.size] = wk
+        wa[k] = np.log(fit.m[k][0] / fit.u[k][0])
+        wd[k] = np.log((1 - fit.m[k][0]) / (1 - fit.u[k][0]))
+    return WeightParams(wa, wd, wl, cmp.rule,
+                        float(np.log(fit.p) - np.log1p(-fit.p)), linear_segments(wl, cmp))
+
+
+def linear_segments(wl: np.ndarray, cmp: Comparison) -> np.ndarray:
+    """The linear weights of multi-level numeric columns as segments, for the kernels.
+
+    Column k's weight is a function of ``x = |a - b| / t_L`` (``t_L`` the pair's
+    last tolerance; the same for every method, as all tolerances of a row scale
+    together): through the points ``(x_l, w_l)`` of the levels ``l`` after an
+    exact-agreement level, ``x_l`` the middle of level ``l``'s interval
+    ``(t_{l-1} + t_l) / 2 / t_L`` (``t_{-1} = 0``), the last level at ``x = 1``;
+    constant before the first point and after the last.
+
+    Returns
+    -------
+    ndarray, shape (K, 4, P + 1)
+        ``[k, 0, :P]`` the points' x, increasing, padded with +inf (P = the most
+        levels of a column); for segment ``s`` (the number of points at or left
+        of x) ``[k, 1, s]``, ``[k, 2, s]``, ``[k, 3, s]``: its start x0, the
+        weight there and the slope: ``w = w0 + slope (x - x0)``. Zeros for the
+        other columns.
+    """
+    K, P = wl.shape
+    out = np.zeros((K, 4, P + 1))
+    out[:, 0, :] = np.inf
+    T = cmp.flat_tolerances
+    for k, rule in enumerate(cmp.rule):
+        if rule != 2:
+            continue
+        last = int(cmp.n_levels[k]) - 1
+        t = T[k, :last]
+        first = 1 if t[0] == 0.0 else 0
+        lower = np.r_[0.0, t[:-1]]
+        xs = np.r_[0.5 * (lower + t) / t[-1], 1.0][first:]
+        ws = wl[k, first:last + 1]
+        out[k, 0, :xs.size] = xs
+        out[k, 1, 0], out[k, 2, 0] = xs[0], ws[0]           # before the first point
+        for s in range(1, xs.size + 1):
+            out[k, 1, s], out[k, 2, s] = xs[s - 1], ws[s - 1]
+            if s < xs.size and xs[s] > xs[s - 1]:
+                out[k, 3, s] = (ws[s] - ws[s - 1]) / (xs[s] - xs[s - 1])
+    return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def linear_at(lin, k, x, last):
+    """Value at ``x`` of column ``k``'s linear weights (:func:`linear_segments`): the segment
+    holding ``x`` (the number of points at or left of it)."""
+    s = 0
+    for p in range(last + 1):
+        s += lin[k, 0, p] <= x
+    return lin[k, 2, s] + lin[k, 3, s] * (x - lin[k, 1, s])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
+    """The weight of key column ``k`` for a pair at difference ``d = |a - b|`` (NaN: missing),
+    A row ``i`` (its tolerances ``tolT[k, :, i]``). The one formula of a pair's column weight:
+    every kernel inlines it, so all give the same float.
+
+    ``rule`` (:attr:`Comparison.rule`): 2 linear in ``x = d / t_last`` between the levels'
+    middles (exact agreement, ``t_0 = 0`` and ``d = 0``, keeps ``wl[k, 0]``; NaN the last
+    level's weight); 1 the weight ``wl[k, level]`` of the pair's level (the tolerances it
+    misses); 0 the d/l downweighting from ``wak`` (``d = 0``) down to ``wdk`` at the
+    tolerance and beyond (NaN: ``wdk``).
+    """
+    if rule == 2:
+        last = nlev - 1
+        if d == 0.0 and tolT[k, 0, i] == 0.0:
+            return wl[k, 0]
+        x = d / tolT[k, last - 1, i]
+        if not (x >= 0.0):
+            return wl[k, last]
+        return linear_at(lin, k, x, last)
+    if rule == 1:
+        lev = 0
+        for l in range(nlev - 1):
+            if not (d <= tolT[k, l, i]):
+                lev += 1
+        return wl[k, lev]
+    y = wak - (wak - wdk) * d / tolT[k, 0, i]
+    return y if y > wdk else wdk
+
+
+@numba.njit(cache=True, nogil=True)
+def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, lin, order, w):
+    """Weights of B row ``bj`` against A rows ``aidx[lo:hi]`` (``lo:hi`` when ``identity``)
+    into ``w[:n]``: column by column in ``order`` (bit-identical sums in every kernel), so
+    the inner loop runs over contiguous A values. Returns n."""
+    n = hi - lo
+    w[:n] = 0.0
+    for k in order:
+        x = bj[k]
+        rule = step[k]
+        nk = nlev[k]
+        wak = wa[k]
+        wdk = wd[k]
+        if identity:
+            for q in range(n):
+                i = lo + q
+                w[q] += column_weight(rule, abs(avT[k, i] - x), tolT, i, k, nk, wak, wdk, wl, lin)
+        else:
+            for q in range(n):
+                i = aidx[lo + q]
+                w[q] += column_weight(rule, abs(avT[k, i] - x), tolT, i, k, nk, wak, wdk, wl, lin)
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _pairs_kernel(avT, tolT, bv, ia, jb, nlev, wa, wd, wl, step, lin, order):
+    out = np.empty(ia.size)
+    for q in range(ia.size):
+        i = ia[q]
+        j = jb[q]
+        w = 0.0
+        for k in order:
+            w += column_weight(step[k], abs(avT[k, i] - bv[j, k]), tolT, i, k, nlev[k], wa[k],
+                               wd[k], wl, lin)
+        out[q] = w
+    return out
+
+
+def pair_weights(a: dict, b: dict, ia: np.ndarray, jb: np.ndarray, cmp: Comparison,
+                 wp: WeightParams) -> np.ndarray:
+    """Weights of the pairs (A row ``ia[q]`` of ``a``, B row ``jb[q]`` of ``b``)."""
+    ia = np.asarray(ia, dtype=np.int64)
+    jb = np.asarray(jb, dtype=np.int64)
+    avT, tolT = transposed(a)
+    return _pairs_kernel(avT, tolT, b["v"], ia, jb, cmp.n_levels, wp.w_agr, wp.w_dis,
+                         wp.w_level, wp.step, wp.lin, wp.order)
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, step, lin, order):
+    na = avT.shape[1]
+    out = np.empty((bv.shape[0], na))
+    none = np.zeros(1, dtype=np.int64)
+    for j in range(bv.shape[0]):
+        weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, step, lin, order, out[j])
+    return out
+
+
+def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.ndarray:
+    """All pair weights, shape (n_b, n_a) (rows = B records)."""
+    avT, tolT = transposed(a)
+    return _dense_kernel(avT, tolT, b["v"], cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level,
+                         wp.step, wp.lin, wp.order)
+
+
+def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:
+    """P(M | pair) from its weight: logistic of weight + log prior odds."""
+    z = np.asarray(w, dtype=np.float64) + wp.log_prior_odds
+    return 1.0 / (1.0 + np.exp(-z))
