@@ -91,3 +91,43 @@ def test_frequency_metrics_bit_for_bit(tmp_path, rng, client):
         assert _same(base, _values(a, b, metrics, **kw)) == set(), label
     a, b = inputs["zarr7"]
     assert _same(base, _values(a, b, metrics, client=client, **kw)) == set(), "2 workers"
+
+
+def _propensity_pair(rng, n=1080, m=13):
+    """A census-sized pair (n x m) the degree-2 propensity fit cannot separate."""
+    X = rng.standard_normal((n, m))
+    return X, X + rng.standard_normal((n, m)) * 0.3
+
+
+def test_propensity_sums_do_not_depend_on_blas_threads(rng):
+    """The fit's partial sums (PS2's 105 x 105 Hessian of a census-sized chunk) have the same
+    bits with one BLAS thread and with two: a multi-threaded BLAS splits that product's sums
+    differently, which made PS2 change in its last bits from run to run on a cluster."""
+    from threadpoolctl import threadpool_limits
+
+    from sdcdist.metrics.utility import logistic_chunk, ps_features
+    X, Y = _propensity_pair(rng)
+    k = ps_features(X[:1], 2).shape[1]
+    beta = rng.standard_normal(k) * 0.05
+    args = (0, X.shape[0], X, Y, np.zeros(X.shape[1]), np.ones(X.shape[1]), beta, 2)
+    got = {}
+    for threads in (1, 2):
+        with threadpool_limits(threads):
+            got[threads] = logistic_chunk(*args)
+    for key in ("ll", "u", "wrong", "grad", "hess"):
+        assert repr(np.asarray(got[1][key]).tolist()) == repr(np.asarray(got[2][key]).tolist()), key
+
+
+@pytest.mark.slow
+def test_propensity_scores_bit_for_bit(rng, client):
+    """PS and PS2 have the same bits whatever the reduction chunking, the worker count and
+    the BLAS thread count (they sum over fixed record blocks in record order)."""
+    from threadpoolctl import threadpool_limits
+    X, Y = _propensity_pair(rng, 400, 6)
+    base = _values(X, Y, ["PS", "PS2"])
+    assert all(0 < v[0] < 0.25 for v in base.values())
+    for chunk in (7, 100, 399):
+        assert _same(base, _values(X, Y, ["PS", "PS2"], options={"chunk_rows": chunk})) == set()
+    with threadpool_limits(2):
+        assert _same(base, _values(X, Y, ["PS", "PS2"], client=client,
+                                   options={"chunk_rows": 100})) == set(), "2 workers"

@@ -24,10 +24,11 @@ changed and why. ``dmt_table2`` changed so on purpose when it took the paper's
 DLD convention (``dld: dmt``) and, for micir/micz/micpcp, the larger group in
 the middle (``leftover: middle``, which changes their k = 7 cells).
 
-Every task runs with one BLAS thread (``sdcdist.parallel.one_blas_thread``), as
-the worker processes of a real cluster do: the propensity-score fit (``PS2``)
-sums through BLAS, whose results depend on its thread count, so this test runs
-the specs on the in-process cluster, whose BLAS pool has every core.
+The specs run on the in-process cluster, whose BLAS pool has every core. The
+propensity-score fit (``PS``, ``PS2``) sums its records one by one in a fixed
+order over fixed blocks, not through BLAS (whose bits depend on its thread
+count), so its bits do not depend on the cluster, the worker count or the
+``chunk_rows`` option (``tests/test_chunk_invariance.py``).
 """
 
 from __future__ import annotations
@@ -85,15 +86,8 @@ def _check_saturation_flags(out) -> None:
         assert np.array_equal(f[done] == 1, v[done] > 0.25 - 1e-6), m
 
 
-#: Metrics whose last bits are known to vary from run to run (an open bug: PS2's fit is not
-#: yet bit-reproducible with row-major inputs). They are checked for their saturation flags
-#: above, not by hash, until the fit is made reproducible again.
-NOT_REPRODUCIBLE = {"PS2"}
-
-
 def _assert_same(name: str, got: dict[str, str], want: dict[str, str]) -> None:
-    want = {m: ("values", VALUES_ONLY[m]) if m in VALUES_ONLY else h for m, h in want.items()
-            if m not in NOT_REPRODUCIBLE}
+    want = {m: ("values", VALUES_ONLY[m]) if m in VALUES_ONLY else h for m, h in want.items()}
     differ = [m for m, h in want.items() if got.get(m) != h]
     assert not differ, f"{name}: the values of {differ} changed"
 

@@ -4,7 +4,11 @@
 z-scored columns of the stacked files by Newton-Raphson, where every
 iteration is one reduction over record chunks (gradient, Hessian and
 log-likelihood add up over chunks), so the fit is the exact maximum-likelihood
-fit on files of any size. A fit whose hyperplane classifies every record
+fit on files of any size. The chunks are fixed blocks of :data:`PS_BLOCK_ROWS`
+records whatever the ``chunk_rows`` option, and each block's sums run record by
+record in a fixed order (a numba loop, not BLAS, whose sums are split
+differently for different thread counts), so the fitted bits depend only on
+the data: not on the worker count, the scheduling or the BLAS thread pool. A fit whose hyperplane classifies every record
 correctly proves complete separation: the likelihood has no maximum and its
 supremum is approached as every propensity score tends to its label, so U
 is its maximum 0.25, flagged (flag 1, ``info["separation"] = "complete"``).
@@ -17,13 +21,14 @@ each column from the distributed sort of :mod:`~sdcdist.metrics.ranks`.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
+import numba
 import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
-from scipy.special import expit
 
 from ..parallel import add_dicts, map_reduce, one_blas_thread
 from ._registry import MeasureContext, MetricResult, register
@@ -51,29 +56,96 @@ def ps_features(z: np.ndarray, degree: int) -> np.ndarray:
     return np.hstack(cols)
 
 
+#: rows of one reduction task of the PS/PS2 fit: fixed, so that the partial sums (and the
+#: fit's bits) do not depend on the ``chunk_rows`` option
+PS_BLOCK_ROWS = 65_536
+
+
+@numba.njit(cache=True)
+def _logistic_rows(D: np.ndarray, beta: np.ndarray, label: float, acc: np.ndarray,
+                   grad: np.ndarray, hess: np.ndarray) -> int:  # pragma: no cover - numba
+    """Add the rows of design ``D`` (label ``label``) to the fit's sums.
+
+    ``acc`` = [log-likelihood, sum of (p - 1/2)**2]; ``grad`` (k,); the upper
+    triangle of ``hess`` (k, k). Every sum runs over the rows in a fixed order
+    written out here (the Hessian adds rows four at a time as
+    ``((r0 + r1) + (r2 + r3))``), not through BLAS, whose sums are split
+    differently for different thread counts: the same rows give the same bits
+    whatever the machine's state. Returns the number of misclassified rows.
+    """
+    n, k = D.shape
+    wrong = 0
+    W = np.empty((n, k))
+    for i in range(n):
+        row = D[i]
+        eta = 0.0
+        for j in range(k):
+            eta += row[j] * beta[j]
+        if eta >= 0.0:
+            t = math.exp(-eta)
+            mu = 1.0 / (1.0 + t)
+            softplus = eta + math.log1p(t)          # log(1 + e**eta)
+        else:
+            t = math.exp(eta)
+            mu = t / (1.0 + t)
+            softplus = math.log1p(t)
+        acc[0] += label * eta - softplus
+        acc[1] += (mu - 0.5) * (mu - 0.5)
+        r = label - mu
+        w = mu * (1.0 - mu)
+        for a in range(k):
+            grad[a] += row[a] * r
+            W[i, a] = w * row[a]
+        if label == 0.0:
+            if eta > 0.0:
+                wrong += 1
+        elif eta <= 0.0:
+            wrong += 1
+    i = 0
+    while i + 4 <= n:
+        r0, r1, r2, r3 = D[i], D[i + 1], D[i + 2], D[i + 3]
+        for a in range(k):
+            w0, w1, w2, w3 = W[i, a], W[i + 1, a], W[i + 2, a], W[i + 3, a]
+            h = hess[a]
+            for b in range(a, k):
+                h[b] += (w0 * r0[b] + w1 * r1[b]) + (w2 * r2[b] + w3 * r3[b])
+        i += 4
+    while i < n:
+        r0 = D[i]
+        for a in range(k):
+            w0 = W[i, a]
+            h = hess[a]
+            for b in range(a, k):
+                h[b] += w0 * r0[b]
+        i += 1
+    return wrong
+
+
 def logistic_chunk(start: int, stop: int, X: Any, Y: Any, mean: np.ndarray, sd: np.ndarray,
                    beta: np.ndarray, degree: int) -> dict[str, Any]:
     """Log-likelihood, gradient, Hessian, sum of (p - 1/2)**2 and misclassified count.
 
     For records ``start:stop`` of both files (label 0 = original, 1 = masked),
     at coefficients ``beta``. Works through sub-blocks so the design matrix of
-    PS2 never exceeds a few MB.
+    PS2 never exceeds a few MB; the sums run record by record in a fixed order
+    (:func:`_logistic_rows`), so their bits depend only on the records.
     """
+    beta = np.ascontiguousarray(beta, dtype=np.float64)
     k = beta.size
-    out = {"ll": 0.0, "grad": np.zeros(k), "hess": np.zeros((k, k)), "u": 0.0, "wrong": 0}
+    acc = np.zeros(2)
+    grad = np.zeros(k)
+    hess = np.zeros((k, k))
+    wrong = 0
     step = max(1, 2**19 // k)
     for label, F in ((0.0, X), (1.0, Y)):
         for s in range(start, stop, step):
             e = min(s + step, stop)
             D = ps_features((np.asarray(F[s:e], dtype=np.float64) - mean) / sd, degree)
-            eta = D @ beta
-            mu = expit(eta)
-            out["ll"] += float(np.sum(label * eta - np.logaddexp(0.0, eta)))
-            out["grad"] += D.T @ (label - mu)
-            out["hess"] += (D * (mu * (1.0 - mu))[:, None]).T @ D
-            out["u"] += float(np.sum((mu - 0.5) ** 2))
-            out["wrong"] += int(np.count_nonzero((eta > 0) if label == 0.0 else (eta <= 0)))
-    return out
+            wrong += int(_logistic_rows(np.ascontiguousarray(D), beta, label, acc, grad, hess))
+    iu = np.triu_indices(k, 1)
+    hess[iu[1], iu[0]] = hess[iu]
+    return {"ll": float(acc[0]), "grad": grad, "hess": hess, "u": float(acc[1]),
+            "wrong": wrong}
 
 
 def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricResult:
@@ -82,13 +154,12 @@ def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricRes
     sd = il_sd(ctx, name)
     mean = st["exact_mean_x"]
     n_total = 2 * int(st["n"])
-    chunk = int(ctx.options["chunk_rows"])
     r = ctx.runner
     mean_h, sd_h = r.share(mean), r.share(sd)
 
     def evaluate(beta: np.ndarray) -> dict[str, Any]:
         return map_reduce(r, logistic_chunk, add_dicts, [ctx.original, ctx.masked],
-                          ctx.shape_original[0], chunk_rows=chunk,
+                          ctx.shape_original[0], chunk_rows=PS_BLOCK_ROWS,
                           args=(mean_h, sd_h, beta, degree))
 
     k = ps_features(np.zeros((1, len(mean))), degree).shape[1]
@@ -115,7 +186,7 @@ def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricRes
                         info={"converged": False, "iterations": MAX_NEWTON})
 
 
-@register("PS", kind="utility", reference="[DRS Alg. 1]", options=("chunk_rows",),
+@register("PS", kind="utility", reference="[DRS Alg. 1]",
           unit="(p − ½)², 0 (indistinguishable) to 0.25",
           description="propensity-score utility loss: mean (p - 1/2)**2 of an unpenalised "
                       "logistic regression of masked vs original on the z-scored columns "
@@ -124,7 +195,7 @@ def ps(ctx: MeasureContext) -> MetricResult:
     return propensity_utility(ctx, 1, "PS")
 
 
-@register("PS2", kind="utility", reference="[DRS Alg. 1]", options=("chunk_rows",),
+@register("PS2", kind="utility", reference="[DRS Alg. 1]",
           unit="(p − ½)², 0 (indistinguishable) to 0.25",
           description="PS with squares and pairwise products of the z-scored columns")
 def ps2(ctx: MeasureContext) -> MetricResult:
