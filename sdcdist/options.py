@@ -13,8 +13,9 @@ This module is the only list of them:
 - :func:`validate` and :func:`validate_method_options` refuse unknown or
   ill-typed values with the standard messages of :mod:`sdcdist.errors`; the spec
   parser and :class:`~sdcdist.metrics.MeasureContext` call them;
-- :func:`for_metric` and :func:`for_method` list the options a metric or a
-  masking method reads (metrics and methods declare them when they register);
+- the registries say which options a metric or a masking method reads
+  (:func:`sdcdist.metrics.options_of`, :func:`sdcdist.masking.options_of`): each
+  declares them when it registers. This module imports neither (it sits below them);
 - ``docs/catalog.md`` has a table of them (:func:`sdcdist.docs.options_table`).
 
 Scopes: ``"metric"`` options are read by the metrics (``ctx.options``),
@@ -37,8 +38,7 @@ from .errors import SdcInputError, one_of, option_error, unknown_name_error
 from .limits import MAX_DENSE, MAX_TOP_C
 
 __all__ = ["Option", "Check", "OPTIONS", "declare", "defaults", "get_option", "check_option",
-           "validate", "validate_method_options", "parse_items", "read_items", "for_metric",
-           "for_method", "names",
+           "validate", "validate_method_options", "parse_items", "read_items", "names",
            "integer", "number", "choice", "optional", "default_text", "SCOPES"]
 
 SCOPES = ("metric", "audit", "method")
@@ -335,21 +335,6 @@ def parse_items(items: Iterable[str], *, scopes: Iterable[str] = ("metric",)
     ``crl_external=[V4,V12]``, ``prl_blocking=null`` (see :func:`read_items`).
     """
     return validate(read_items(items), scopes=scopes, what="--option")
-
-
-def for_metric(name: str) -> list[Option]:
-    """The options metric ``name`` reads, its own and those of the metrics it is computed
-    from, in declaration order. Unknown metric: the standard error."""
-    from .metrics import expand_requirements, get_metric
-    get_metric(name)
-    used = {o for m in expand_requirements([name]) for o in get_metric(m).options}
-    return [OPTIONS[n] for n in OPTIONS if n in used]
-
-
-def for_method(name: str) -> list[Option]:
-    """The options masking method ``name`` accepts (spec-settable and API-only)."""
-    from .masking import get_method
-    return [OPTIONS[n] for n in get_method(name).options]
 
 
 def default_text(opt: Option) -> str:

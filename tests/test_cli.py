@@ -104,7 +104,7 @@ def test_risk_command(run, tmp_path, rng):
 
 def test_metrics_and_methods_show_declared_options():
     from sdcdist.metrics import get_metric
-    from sdcdist.options import for_metric
+    from sdcdist.metrics import options_of as for_metric
     runner = CliRunner()
     res = runner.invoke(main, ["metrics", "PLD", "GDBRL"])
     assert res.exit_code == 0, res.output

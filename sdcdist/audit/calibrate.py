@@ -48,8 +48,8 @@ from ..errors import SdcInputError, check_choice, param_error
 from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from .plan import Cell, cell_seed
-from ..parallel import CellExecutor, Runner, cell_mode
-from .run import _method_options, _versions, load_data, run_cells
+from ..parallel import CellExecutor, Runner
+from .run import _method_options, _versions, load_data, options_cell_mode, run_cells
 from .spec import AuditSpec, load_spec
 
 __all__ = ["calibrate", "CalibrationResult", "calibration_table", "open_calibration"]
@@ -272,7 +272,7 @@ class _Evaluator:
     def __init__(self, spec: AuditSpec, data: list, client: Any):
         self.spec, self.data = spec, data
         self.options = dict(spec.options)
-        self.mode = cell_mode(self.options, max(md.values.shape[0] for md, _ in data))
+        self.mode = options_cell_mode(self.options, max(md.values.shape[0] for md, _ in data))
         self.executor = CellExecutor(Runner(client),
                                      {d: md.values for d, (md, _) in enumerate(data)})
         self.mopts = {(d, m.name): _method_options(spec, data[d][0].columns,

@@ -35,15 +35,28 @@ from ..data.synth import generate
 from ..errors import SdcInputError
 from ..masking import check_data, get_method, method_options
 from ..metrics import MeasureContext, default_keysets, get_metric
-from ..parallel import TASK_CELL_LIMIT, CellExecutor, Runner, cell_mode
+from ..options import OPTIONS
+from ..parallel import CellExecutor, Runner, cell_mode
 from ..storage import local_path
 from .plan import Cell, plan_cells
 from .spec import AuditSpec, DatasetSpec, load_spec
 
 __all__ = ["run_audit", "load_dataset", "load_data", "AuditResult", "mask_cell", "measure_cell", "cell_task",
-           "cell_spread", "run_cells", "TASK_CELL_LIMIT"]
+           "cell_spread", "run_cells", "TASK_CELL_LIMIT", "options_cell_mode"]
 
 log = logging.getLogger(__name__)
+
+#: records up to which ``cell_mode: auto`` runs a whole cell as one task
+TASK_CELL_LIMIT = OPTIONS["task_cell_limit"].default   # declared in sdcdist.options
+
+
+def options_cell_mode(options: dict[str, Any], n: int, *, cells: int | None = None,
+                      workers: int = 1) -> str:
+    """:func:`sdcdist.parallel.cell_mode` for a spec's ``options`` (``cell_mode`` and
+    ``task_cell_limit``, their defaults when the spec leaves them out)."""
+    return cell_mode(options.get("cell_mode", OPTIONS["cell_mode"].default), n,
+                     limit=options.get("task_cell_limit", TASK_CELL_LIMIT), cells=cells,
+                     workers=workers)
 
 
 @dataclass
@@ -439,7 +452,7 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
                             "resumed; write to another --out, or pass --overwrite")
     todo = [c for c in cells if not done[c.d, c.m, c.p, c.replicate]]
     options = dict(spec.options)
-    mode = cell_mode(options, max(md.values.shape[0] for md, _ in data), cells=len(todo),
+    mode = options_cell_mode(options, max(md.values.shape[0] for md, _ in data), cells=len(todo),
                      workers=Runner(client).n_workers)
     group = cubemod._group(out)
     bar = _bar(len(todo), progress)

@@ -26,21 +26,10 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
+from ..text import redact, slug, unique_slugs
 
 __all__ = ["PathOrURL", "check_output", "redact", "slug", "unique_slugs", "check_host",
            "StrictCommand", "RETIRED"]
-
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]*@")
-
-
-def redact(text: str) -> str:
-    """``text`` with the user-info of every URL in it replaced by ``***``.
-
-    >>> redact("cannot read 's3://user:SECRET@bucket/x.zarr'")
-    "cannot read 's3://***@bucket/x.zarr'"
-    """
-    return _USERINFO.sub(r"\1***@", str(text))
-
 
 def _is_url(value: str) -> bool:
     return "://" in value
@@ -179,39 +168,6 @@ def _probe(folder: Path, what: str) -> None:
         os.unlink(name)
     except OSError:
         pass
-
-
-_SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def slug(name: str) -> str:
-    """A file-name-safe form of ``name``: letters, digits, ``.``, ``_``, ``-`` only.
-
-    Separators and ``..`` cannot survive, so the result never leaves its folder.
-
-    >>> slug("sub/../../x")
-    'sub_x'
-    >>> slug("census")
-    'census'
-    """
-    s = _SLUG_BAD.sub("_", str(name))
-    s = re.sub(r"\.{2,}", "_", s)
-    s = re.sub(r"_+", "_", s).strip("._-")
-    return s or "dataset"
-
-
-def unique_slugs(names: list[str]) -> dict[str, str]:
-    """:func:`slug` of each name, with ``-2``, ``-3``... added where two would collide."""
-    out: dict[str, str] = {}
-    used: set[str] = set()
-    for n in names:
-        s = base = slug(n)
-        i = 2
-        while s.lower() in used:
-            s, i = f"{base}-{i}", i + 1
-        used.add(s.lower())
-        out[n] = s
-    return out
 
 
 _LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")

@@ -17,7 +17,7 @@ import numpy as np
 from .. import options as _options
 from ..errors import SdcInputError, param_error, unknown_name_error
 
-__all__ = ["MaskingMethod", "REGISTRY", "register", "get_method"]
+__all__ = ["MaskingMethod", "REGISTRY", "register", "get_method", "options_of"]
 
 
 @dataclass(frozen=True)
@@ -204,6 +204,12 @@ def get_method(name: str) -> MaskingMethod:
         return REGISTRY[name]
     except (KeyError, TypeError):
         raise unknown_name_error("masking method", name, REGISTRY) from None
+
+
+def options_of(name: str) -> list[_options.Option]:
+    """The options (:class:`sdcdist.options.Option`) masking method ``name`` accepts,
+    spec-settable and API-only, in its declaration order."""
+    return [_options.OPTIONS[n] for n in get_method(name).options]
 
 
 #: the pipelines built so far (a pipeline is a pure function of its name)

@@ -500,7 +500,7 @@ def frequencies_wildcard(codes: np.ndarray, weights: np.ndarray | None = None
     -------
     fk, Fk : ndarray, shape (n,)
     """
-    from ..metrics.frequency import combo_table, combo_frequencies
+    from ..keytables import combo_table, combo_frequencies
     table = combo_table(codes, weights)
     fk_u, Fk_u = combo_frequencies(table)
     return fk_u[table["inverse"]], Fk_u[table["inverse"]]

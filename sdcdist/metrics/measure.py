@@ -13,7 +13,7 @@ from ..parallel import Runner
 from ._registry import MeasureContext, MetricResult, constant_columns, get_metric
 from .keysets import default_keysets
 
-__all__ = ["measure", "expand_requirements"]
+__all__ = ["measure", "expand_requirements", "options_of"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,16 @@ def expand_requirements(names: Sequence[str]) -> list[str]:
     for n in names:
         visit(n)
     return out
+
+
+def options_of(name: str) -> list:
+    """The options (:class:`sdcdist.options.Option`) metric ``name`` reads, its own and
+    those of the metrics it is computed from, in declaration order. Unknown metric: the
+    standard error listing the valid names."""
+    from ..options import OPTIONS
+    get_metric(name)
+    used = {o for m in expand_requirements([name]) for o in get_metric(m).options}
+    return [OPTIONS[n] for n in OPTIONS if n in used]
 
 
 def _handle(runner: Runner, data: Any) -> tuple[Any, tuple[int, int]]:

@@ -188,7 +188,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
     # -- errors --------------------------------------------------------------------
     @app.exception_handler(SdcInputError)
     async def _input_error(request: Request, exc: SdcInputError) -> JSONResponse:
-        from ..cli._paths import redact
+        from ..text import redact
         return JSONResponse({"detail": redact(str(exc))}, status_code=422)
 
     @app.exception_handler(RequestValidationError)
@@ -208,7 +208,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        from ..cli._common import _where
+        from ..text import raised_where as _where
         from .jobs import disk_full
         if disk_full(exc):
             event(log, "disk full", logging.ERROR, kind=type(exc).__name__,
@@ -356,7 +356,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
     def methods(who: str = Who) -> list[dict[str, Any]]:
         """The masking methods a spec may name (the registry of `sdcdist methods`)."""
         from ..masking import REGISTRY
-        from ..options import for_method
+        from ..masking import options_of as for_method
         return [{"name": n, "param": m.param, "kind": m.kind,
                  "range": None if m.kind == "none" else m.allowed_text(),
                  "low": None if m.kind == "none" else _clean(float(m.low)),
@@ -394,8 +394,8 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
                who: str = Who) -> dict[str, Any]:
         """Upload a dataset, validated exactly as `sdcdist ingest` validates a file. The
         answer lists each column's type (numeric or categorical) and roles in `schema`."""
-        from ..cli._common import split_list
-        from ..cli._paths import slug
+        from ..text import split_list
+        from ..text import slug
         from ..data import ingest, open_microdata
         from .limits import chunk_rows_for, scan_upload
         from .security import MAX_NAME_BYTES
@@ -631,7 +631,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
               dataset: str | None = None, who: str = Who) -> Response:
         """Cells (replicate means) matching a filter, as `sdcdist query`: `where` compares
         metric names with numbers joined by and/or (`DLD < 5 and IL1s < 20`)."""
-        from ..cli._common import split_list
+        from ..text import split_list
         from ..cube import check_metrics
         from ..query import query as run_query
 
@@ -657,7 +657,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         """The ranking table of `sdcdist report`, as csv, md, html or json (which also says
         what it was ranked by and why, and explains each metric: unit, which end is
         better, definition)."""
-        from ..cli._common import split_list
+        from ..text import split_list
         from ..errors import check_choice
         from ..report import html_table, markdown_table, ranking_table
         check_choice("format", format, ["csv", "md", "html", "json"])
@@ -720,7 +720,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
               metric: str | None, target: float | None, metrics: str | None,
               by: str | None, top: int | None, dataset: str | None) -> tuple[bytes, str]:
         from .. import report as rp
-        from ..cli._common import split_list
+        from ..text import split_list
         c = open_audit_cube(audit_id, who)
         tmp = store.root / "tmp" / f"{new_id('plot')}.png"
         try:
