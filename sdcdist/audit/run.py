@@ -42,7 +42,8 @@ from .plan import Cell, plan_cells
 from .spec import AuditSpec, DatasetSpec, load_spec
 
 __all__ = ["run_audit", "load_dataset", "load_data", "AuditResult", "mask_cell", "measure_cell", "cell_task",
-           "cell_spread", "run_cells", "TASK_CELL_LIMIT", "options_cell_mode"]
+           "cell_spread", "run_cells", "TASK_CELL_LIMIT", "options_cell_mode",
+           "spec_method_options", "library_versions"]
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
         _check_keys(spec, md, ds.name, keysets)
         for ms in spec.methods:
             check_data(ms.name, md.values, ms.params,
-                       _method_options(spec, md.columns, md.roles, ms.name,
+                       spec_method_options(spec, md.columns, md.roles, ms.name,
                                        categorical=md.categories))
         data.append((md, keysets))
     return data
@@ -217,7 +218,7 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
 # the numpy side of a cell (runs on workers)
 
 
-def _method_options(spec: AuditSpec, md_columns: tuple[str, ...], roles: dict,
+def spec_method_options(spec: AuditSpec, md_columns: tuple[str, ...], roles: dict,
                     name: str, *, categorical: Any = ()) -> dict[str, Any]:
     """The spec's options of method ``name``, plus the dataset's roles, column names and
     categorical columns for a method that takes them (built as ``sdcdist mask`` builds
@@ -316,7 +317,8 @@ def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microd
 # the driver
 
 
-def _versions() -> dict[str, str]:
+def library_versions() -> dict[str, str]:
+    """The installed versions of sdcdist and the libraries a cube's numbers depend on."""
     import importlib.metadata as md
     out = {}
     for pkg in ("sdcdist", "numpy", "scipy", "pandas", "dask", "distributed", "zarr", "xarray",
@@ -372,7 +374,7 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
         replicates=spec.replicates, datasets=[d.name for d in spec.datasets],
         keysets={d.name: ks for d, (_, ks) in zip(spec.datasets, data)},
         attrs={"spec": spec.raw, "spec_sha256": spec.sha256, "datasets": fingerprints,
-               "versions": _versions(), "conventions": cubemod.conventions(spec.options),
+               "versions": library_versions(), "conventions": cubemod.conventions(spec.options),
                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "title": f"sdcdist audit {spec.name!r}"})
     return True
@@ -381,7 +383,7 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
 def _no_done_cell(out: str) -> bool:
     """Whether ``out`` is an sdcdist cube in which no cell is marked done."""
     try:
-        if "spec_sha256" not in cubemod._group(out, "r").attrs:
+        if "spec_sha256" not in cubemod.open_group(out, "r").attrs:
             return False
         done = cubemod.done_cells(out)
     except Exception:   # not a cube, or unreadable: open_cube says why below
@@ -454,7 +456,7 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
     options = dict(spec.options)
     mode = options_cell_mode(options, max(md.values.shape[0] for md, _ in data), cells=len(todo),
                      workers=Runner(client).n_workers)
-    group = cubemod._group(out)
+    group = cubemod.open_group(out)
     bar = _bar(len(todo), progress)
 
     def write(cell: Cell, res: dict[str, np.ndarray]) -> None:
@@ -467,7 +469,7 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
     if todo:
         need = sorted({c.d for c in todo})
         executor = CellExecutor(Runner(client), {d: data[d][0].values for d in need})
-        mopts = {(d, m.name): _method_options(spec, data[d][0].columns, data[d][0].roles,
+        mopts = {(d, m.name): spec_method_options(spec, data[d][0].columns, data[d][0].roles,
                                               m.name, categorical=data[d][0].categories)
                  for d in need for m in spec.methods}
         run_cells(executor, todo, data, mopts, spec.metrics, options, mode=mode,

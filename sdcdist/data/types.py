@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import SdcInputError, column_positions
 
 __all__ = ["MAX_LEVELS", "ROLES", "label_order", "encode_column", "LabelCollector",
-           "check_roles", "check_weights", "categorical_positions"]
+           "check_roles", "check_weights"]
 
 #: Most distinct values a categorical column may have (more looks like an identifier
 #: or free text, which is no quasi-identifier a frequency table can use).
@@ -113,13 +113,6 @@ def encode_column(values: Any, labels: Sequence[str]) -> np.ndarray:
                             f"{len(labels)} categories")
     codes[codes < 0] = np.nan
     return codes
-
-
-def categorical_positions(columns: Sequence[str],
-                          categories: Mapping[str, Sequence[str]] | None) -> list[int]:
-    """0-based positions of the categorical columns among ``columns``."""
-    cats = categories or {}
-    return [j for j, c in enumerate(columns) if c in cats]
 
 
 def check_roles(columns: Sequence[str], roles: Mapping[str, Sequence[str]],

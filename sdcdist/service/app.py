@@ -273,7 +273,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
         """The audit's cube in memory, opened (and integrity-checked) once per state of
         the audit: a finished audit's cube is read from disk once, a running one's again
         after each new cell. The 16 most recently used cubes are kept."""
-        from ..cube import _as_cube, open_cube
+        from ..cube import as_cube, open_cube
         a = own_audit(audit_id, who)
         path = store.cube_path(audit_id)
         if not path.exists():
@@ -288,7 +288,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
                 import xarray as xr
                 open_cube(str(path), squeeze=False)      # its checks: integrity, metadata
                 # read whole arrays at once: much faster than Dask's chunk-by-chunk tasks
-                cube = _as_cube(xr.open_zarr(str(path), consolidated=False,
+                cube = as_cube(xr.open_zarr(str(path), consolidated=False,
                                              chunks=None).load())
                 with cubes_lock:
                     cubes.pop(audit_id, None)
@@ -298,7 +298,7 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
             else:
                 cube = hit[1]
         if squeeze and cube.sizes["dataset"] == 1:
-            return _as_cube(cube.isel(dataset=0))
+            return as_cube(cube.isel(dataset=0))
         return cube
 
     def open_audit_cube(audit_id: str, who: str) -> Any:
