@@ -57,7 +57,7 @@ import pandas as pd
 import xarray as xr
 
 from . import integrity
-from .errors import SdcInputError
+from .errors import SdcInputError, unreadable_error
 
 __all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_cells",
            "cell_table",
@@ -218,8 +218,7 @@ def open_cube(url: str, *, squeeze: bool = True) -> Cube:
     try:
         ds = xr.open_zarr(str(url), consolidated=False)
     except Exception as exc:
-        raise SdcInputError(f"cannot open {str(url)!r} as an sdcdist cube "
-                            f"({type(exc).__name__}); check the path") from None
+        raise unreadable_error("an sdcdist cube", url, type(exc).__name__) from None
     if "value" not in ds or "done" not in ds:
         raise SdcInputError(f"{str(url)!r} is a Zarr store but not an sdcdist cube")
     integrity.verify_group(str(url))  # small: a corrupted chunk is reported here

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SdcInputError, one_of, option_error, unknown_name_error
+from .errors import SdcInputError, one_of, option_error, unknown_name_error, value_error
 from .limits import MAX_DENSE, MAX_TOP_C
 
 __all__ = ["Option", "Check", "OPTIONS", "declare", "defaults", "get_option", "check_option",
@@ -274,8 +274,8 @@ def validate(options: Any, *, scopes: Iterable[str] = ("metric", "audit"),
     if options is None:
         return {}
     if not isinstance(options, Mapping):
-        raise SdcInputError(f"{what} must be a mapping of option names to values "
-                            f"(e.g. {{chunk_rows: 65536}}). Got {options!r} instead.")
+        raise value_error(what, "a mapping of option names to values (e.g. "
+                          "{chunk_rows: 65536})", options)
     valid = [n for n in names(tuple(scopes)) if OPTIONS[n].spec]
     for key, value in options.items():
         if key not in valid:
@@ -295,8 +295,8 @@ def validate_method_options(method: Any, options: Any, *, api: bool = False
         return {}
     name = method.name
     if not isinstance(options, Mapping):
-        raise SdcInputError(f"the options of {name} must be a mapping of option names to "
-                            f"values. Got {options!r} instead.")
+        raise value_error(f"the options of {name}", "a mapping of option names to values",
+                          options)
     valid = [n for n in method.options if api or OPTIONS[n].spec]
     for key, value in options.items():
         if key not in valid:

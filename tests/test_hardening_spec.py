@@ -200,7 +200,7 @@ def test_duplicate_keys_are_refused(tmp_path):
 
 
 def test_unknown_keys_of_mixed_types_are_named():
-    with pytest.raises(SdcInputError, match=r"unknown key\(s\) \[1, 'colour'\] in the spec"):
+    with pytest.raises(SdcInputError, match=r"Unknown key\(s\) \[1, 'colour'\] in the spec"):
         parse_spec({**BASE, 1: "a", "colour": "blue"})
 
 

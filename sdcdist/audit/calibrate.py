@@ -44,7 +44,7 @@ import pandas as pd
 import xarray as xr
 
 from .. import cube as cubemod
-from ..errors import SdcInputError, check_choice, param_error
+from ..errors import SdcInputError, check_choice, param_error, unreadable_error
 from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from .plan import Cell, cell_seed
@@ -379,8 +379,7 @@ def open_calibration(url: str) -> cubemod.Cube:
     try:
         ds = xr.open_zarr(str(url), consolidated=False)
     except Exception as exc:
-        raise SdcInputError(f"cannot open {str(url)!r} as a calibration cube "
-                            f"({type(exc).__name__}); check the path") from None
+        raise unreadable_error("a calibration cube", url, type(exc).__name__) from None
     if "calibrated_param" not in ds:
         raise SdcInputError(f"{str(url)!r} is not a calibration cube (no calibrated_param)")
     return cubemod.as_cube(ds.load())

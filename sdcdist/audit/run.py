@@ -32,7 +32,7 @@ import numpy as np
 from .. import cube as cubemod
 from ..data import Microdata, is_store, load_microdata, reference_file
 from ..data.synth import generate
-from ..errors import SdcInputError
+from ..errors import SdcInputError, missing_file_error
 from ..masking import check_data, get_method, method_options
 from ..metrics import MeasureContext, default_keysets, get_metric
 from ..options import OPTIONS
@@ -94,8 +94,8 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
         if "://" not in path and not Path(path).is_absolute():
             path = str(Path(spec.base_dir) / path)
         if not is_store(path) and not Path(path).exists():
-            raise SdcInputError(f"dataset file {d.path!r} does not exist (paths in a spec are "
-                                "relative to the spec file)")
+            raise missing_file_error("dataset file", d.path,
+                                     "paths in a spec are relative to the spec file")
         md = load_microdata(path, columns=list(d.columns) if d.columns else None,
                             categorical=list(d.categorical) if d.categorical else None,
                             allow_constant=True,

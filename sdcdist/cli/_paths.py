@@ -25,7 +25,7 @@ from typing import Any
 
 import click
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, value_error
 from ..text import redact, slug, unique_slugs
 
 __all__ = ["PathOrURL", "check_output", "redact", "slug", "unique_slugs", "check_host",
@@ -185,8 +185,8 @@ def check_host(host: str) -> str:
     if name.endswith("."):
         name = name[:-1]
     if not name or len(name) > 253 or not all(_LABEL.match(x) for x in name.split(".")):
-        raise SdcInputError(f"--host must be a DNS name (letters, digits, '-', dot-separated) "
-                            f"or an IP address. Got {host!r} instead.")
+        raise value_error("--host", "a DNS name (letters, digits, '-', dot-separated) or an "
+                          "IP address", host)
     return h
 
 
@@ -284,9 +284,8 @@ def check_scheduler(address: str | None, security: Any) -> None:
     m = _SCHEDULER.match(a)
     if not m or (m.group("proto") and m.group("proto") not in _PROTOCOLS) or \
             (m.group("port") and not 0 < int(m.group("port")) < 65536):
-        raise SdcInputError(f"--scheduler must be an address like tcp://HOST:8786 or "
-                            f"tls://HOST:8786 (protocols {', '.join(_PROTOCOLS)}). "
-                            f"Got {redact(address)!r} instead.")
+        raise value_error("--scheduler", "an address like tcp://HOST:8786 or tls://HOST:8786 "
+                          f"(protocols {', '.join(_PROTOCOLS)})", redact(address))
     if m.group("proto") in ("tls", "wss") and security is None:
         import dask.config
         if not dask.config.get("distributed.comm.tls.ca-file", None):

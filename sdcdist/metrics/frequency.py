@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
+from ..errors import SdcInputError, column_positions, weight_error
 from ..keytables import (apply_lookup, combo_frequencies, combo_table, merge_tables,
                          unique_rows)
 from ..parallel import map_reduce
@@ -151,10 +151,7 @@ def _table(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], bool, tuple[
                        ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
                        args=(tuple(pos), w))
         if t["bad_weights"]:
-            raise SdcInputError(
-                f"weight column {ctx.weight!r} has {t['bad_weights']} values that are zero, "
-                "negative or missing; sampling weights must be positive: fix them, or leave "
-                "the weight role out")
+            raise weight_error(ctx.weight, bad=int(t["bad_weights"]))
         return frequency_summary(t, w is not None)
     return ctx.cached(("frequency", keys, w), compute), w is not None, keys
 

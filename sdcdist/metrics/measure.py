@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
+from ..errors import SdcInputError, column_positions, value_error, weight_error
 from ..parallel import Runner
 from ._registry import MeasureContext, MetricResult, constant_columns, get_metric
 from .keysets import default_keysets
@@ -54,7 +54,7 @@ def _handle(runner: Runner, data: Any) -> tuple[Any, tuple[int, int]]:
     # on the memory layout (a CSV read into memory comes column-major)
     arr = np.ascontiguousarray(data, dtype=np.float64)
     if arr.ndim != 2:
-        raise SdcInputError(f"microdata must be 2-D (records x variables); got shape {arr.shape}")
+        raise value_error("microdata", "2-D (records x variables)", got_text=f"shape {arr.shape}")
     return runner.share(arr), arr.shape  # type: ignore[return-value]
 
 
@@ -152,9 +152,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                 f"file's {list(columns)}; {', '.join(same)} compare the files column by "
                 "column, so both files need the same columns in the same order")
     if weight is not None and weight in set(categorical or ()):
-        raise SdcInputError(f"weight column {weight!r} is categorical; a sampling weight must "
-                            "be a numeric column of positive values: name the weight column "
-                            "(--weight), or leave the weight out")
+        raise weight_error(weight, fix="name a numeric weight column (--weight), or leave "
+                           "the weight out")
     # the sampling weight is never a linkage key: it is not masked, and an intruder does
     # not know it (it would link every record to itself)
     shared = [c for c in columns if c in set(masked_columns) and c != weight]

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 from fastapi import HTTPException, Request
 from fastapi.responses import Response
 
+from .config import ServiceConfig
 from .results import ResultCache
 from .schema import column_schema
 from .security import FailureLimiter
 from .store import Store, audit_out
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers
-    from .app import ServiceConfig
     from .jobs import JobRunner
 
 __all__ = ["Service", "clean", "records", "json_answer", "version", "NO_CUBE_YET"]
