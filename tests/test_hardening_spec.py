@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 import sdcdist.limits
 import sdcdist.yamlsafe
+import sdcdist.text
 from sdcdist.audit import load_spec, parse_spec
 from sdcdist.cli import main
 from sdcdist.data.synth import COLUMNS
@@ -50,7 +51,7 @@ def _write(tmp_path, text: str | bytes, name: str = "spec.yaml"):
     return p
 
 
-@pytest.mark.parametrize("module", [sdcdist.limits, sdcdist.yamlsafe])
+@pytest.mark.parametrize("module", [sdcdist.limits, sdcdist.yamlsafe, sdcdist.text])
 def test_documented_examples_run(module):
     res = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert res.attempted > 0 and res.failed == 0
