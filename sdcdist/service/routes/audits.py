@@ -34,9 +34,9 @@ def router(svc: Service) -> APIRouter:
     Who = Depends(svc.principal)
 
     @r.post("/v1/audits", status_code=202, tags=["audits"],
-              openapi_extra={"requestBody": {"required": True, "content": {
-                  "application/yaml": {"schema": {"type": "string"}},
-                  "application/json": {"schema": {"type": "object"}}}}})
+            openapi_extra={"requestBody": {"required": True, "content": {
+                "application/yaml": {"schema": {"type": "string"}},
+                "application/json": {"schema": {"type": "object"}}}}})
     async def submit(request: Request, who: str = Who) -> dict[str, Any]:
         """Submit an audit spec (YAML or JSON) naming its data by `dataset: {id: ...}`
         (an uploaded dataset), `reference`, `synthetic`, or a `path` inside the root."""

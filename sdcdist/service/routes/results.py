@@ -146,7 +146,7 @@ def router(svc: Service) -> APIRouter:
         return await svc.cached(audit_id, who, ("report", by, format, metrics, top, dataset), make)
 
     @r.get("/v1/audits/{audit_id}/plot", tags=["results"],
-             response_class=Response, responses={200: {"content": {"image/png": {}}}})
+           response_class=Response, responses={200: {"content": {"image/png": {}}}})
     async def plot(audit_id: str, kind: str = "tradeoff", risk: str | None = None,
              loss: str | None = None, metric: str | None = None,
              target: float | None = None, metrics: str | None = None,
@@ -213,7 +213,7 @@ def router(svc: Service) -> APIRouter:
         return await svc.cached(audit_id, who, ("summary",), make)
 
     @r.get("/v1/audits/{audit_id}/cube.zarr.zip", tags=["results"],
-             response_class=FileResponse)
+           response_class=FileResponse)
     def cube_zip(audit_id: str, who: str = Who) -> FileResponse:
         """The cube itself, a zipped Zarr store (open it with `sdcdist.connect(...).cube()`,
         or unzip it and use `sdcdist.cube.open_cube`)."""
