@@ -113,6 +113,14 @@ CONVENTIONS = {
                     "risk; unlinked in DLD, DLD2, DRL2 (the masked record has no block) and "
                     "PDL (no original record links to it); a disagreement on that column in "
                     "PLD/PLD20 (never agrees; the record may still pair through other keys)",
+    "attribute_disclosure": "l-diversity, t-closeness, beta-likeness and delta-disclosure "
+                            "per class of the categorical keys in the released file: a "
+                            "missing key value is a category of its own (no wildcard), a "
+                            "missing confidential value is left out; the file's figure is "
+                            "the worst class over the confidential columns (pycanon's); "
+                            "t-closeness ordered on numeric and tclose_ordered columns, equal "
+                            "distance on nominal ones; *_fail = % of classes failing on any "
+                            "confidential column",
     "key_roles": "the sampling weight is never a linkage key (left out of default key sets, "
                  "refused in named ones); a constant numeric column (a survey year) is left "
                  "out of the default key sets",

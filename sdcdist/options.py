@@ -440,6 +440,22 @@ declare("id_p", tuple(range(1, 11)), Check("a non-empty list of percentages in [
                                            _percentages),
         "the percentages p of ID1 and ID2 (averaged over them)")
 declare("sdid_k", 0.05, number(low=0), "SDID interval half-width in masked sds")
+# -- attribute disclosure (l-diversity, t-closeness, beta-likeness, delta-disclosure) --
+declare("ldiv_l", 2, number(low=1),
+        "the l a key class must reach in distinct, entropy and recursive l-diversity (the "
+        "ldiv_*_fail metrics)")
+declare("ldiv_c", 2, number(above=0),
+        "the c of recursive (c,l)-diversity (sdcMicro's l_recurs_c)")
+declare("tclose_t", 0.2, number(0, 1),
+        "the t a key class's earth mover's distance may not exceed (tclose_fail)")
+declare("likeness_beta", 1.0, number(above=0),
+        "the beta of beta-likeness (beta_basic_fail, beta_enhanced_fail)")
+declare("privacy_delta", 1.0, number(above=0),
+        "the delta of delta-disclosure privacy (delta_disc_fail)")
+declare("tclose_ordered", None, optional(Check("a list of column names", _column_list),
+                                       "none: categorical columns are nominal"),
+        "categorical confidential columns whose codes are ordered (ordinal): t-closeness "
+        "uses the ordered distance on them, as on numeric columns")
 # -- the audit driver --
 declare("cell_mode", "auto", choice("auto", "task", "distributed"),
         "run each cell in one task, spread over the cluster (distributed), or task up to "

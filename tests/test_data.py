@@ -164,6 +164,7 @@ SHIPPED_SHA256 = {
     "census": "40fb91564d4379274610e941161fd38729adb471bddb9c71d7c01ef142fd0f5b",
     "tarragona": "d5f719a134a3476b2157d9675d1a2b211dbc06ad6109685ad1e4b7847cfa45a4",
     "household": "2d28251253250606412b0669b80bcd6e0038081e2d3c4de9611a744333f9fe3d",
+    "free1": "24f83522093196022947e4dec7f8bdcedcee9def7506ab84c49b9c840ca07373",
 }
 
 
@@ -195,7 +196,7 @@ def test_reference_folder_override(monkeypatch, tmp_path):
     assert reference_file("census") == tmp_path / "census.csv"
     with pytest.raises(SdcInputError, match="'tarragona.csv' not found in .*SDCDIST_REFDATA"):
         reference_file("tarragona")
-    with pytest.raises(SdcInputError, match="Unknown reference file 'adult'.*census, household"):
+    with pytest.raises(SdcInputError, match="Unknown reference file 'adult'.*census, free1, household"):
         reference_file("adult")
 
 

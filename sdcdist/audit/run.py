@@ -242,13 +242,15 @@ def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
                  ) -> dict[str, np.ndarray]:
     """Every metric of one cell, as the vectors the cube stores.
 
-    ``types``: ``{"categorical": [names], "weight": name or None}`` of the dataset.
+    ``types``: ``{"categorical": [names], "weight": name or None, "confidential":
+    [names]}`` of the dataset.
     """
     types = types or {}
     ctx = MeasureContext(runner, X, Xm, shape_original=shape, shape_masked=shape,
                          columns=columns, keysets=keysets, seed=cell.seed, options=options,
                          categorical=types.get("categorical", ()),
-                         weight=types.get("weight"))
+                         weight=types.get("weight"),
+                         confidential=types.get("confidential", ()))
     K, S = len(metrics), max(len(keysets), 1)
     out = {"values": np.full(K, np.nan), "keyset_values": np.full((K, S), np.nan),
            "excluded": np.zeros(K, np.int32), "flags": np.zeros(K, np.int8)}
@@ -283,10 +285,12 @@ def cell_spread(runner: Runner, X: Any, shape: tuple[int, int], columns: tuple[s
 
 
 def _types(md: Microdata) -> dict[str, Any] | None:
-    """The dataset's categorical columns and weight, for its metrics (None: all numeric)."""
-    if not md.categories and md.weight is None:
+    """The dataset's categorical columns, weight and confidential columns, for its metrics
+    (None: all numeric, no roles they read)."""
+    conf = list(md.roles.get("confidential") or ())
+    if not md.categories and md.weight is None and not conf:
         return None
-    return {"categorical": md.categorical, "weight": md.weight}
+    return {"categorical": md.categorical, "weight": md.weight, "confidential": conf}
 
 
 def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microdata, list]],

@@ -57,12 +57,16 @@ def _same_file(a: str, b: str) -> bool:
 @json_flag
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seeds the random tie-breaking of CRL.")
+@click.option("--confidential", default=None, metavar="A,B,...",
+              help="Confidential columns of the attribute-disclosure metrics (l-diversity, "
+                   "t-closeness, beta-likeness, delta-disclosure; default: the store's "
+                   "confidential role).")
 @typed_input_options
 @cluster_options(local=True)
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
-         as_json: bool, seed: int, categorical: str | None, weight: str | None,
-         na_values: str | None,
+         as_json: bool, seed: int, confidential: str | None, categorical: str | None,
+         weight: str | None, na_values: str | None,
          where: ClusterOptions) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
@@ -105,6 +109,15 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         names = [n for n in names if not (get_metric(n).categorical
                                           and not get_metric(n).keysets)]
     weight = weight or b.weight or a.weight
+    conf = names_option(confidential, "--confidential") or \
+        list(b.roles.get("confidential") or a.roles.get("confidential") or [])
+    if conf:
+        from ..errors import column_positions
+        column_positions(conf, b.columns, what="confidential column", where="the masked file")
+    elif not metric_names:
+        # the attribute-disclosure metrics need confidential columns: none here
+        from ..metrics.attribute import MEASURES
+        names = [n for n in names if n not in MEASURES and n[:-5] not in MEASURES]
     if weight is not None:
         from ..errors import column_positions
         column_positions([weight], b.columns, what="weight column", where="the masked file")
@@ -132,7 +145,7 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     with cluster(where, quiet=True) as client:
         res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
                       keysets=ks, seed=seed, options=opts, truth=truth, client=client,
-                      categorical=categ, weight=weight)
+                      categorical=categ, weight=weight, confidential=conf)
     matched = ""
     from ..linkage import truth_counts
     if truth is not None:

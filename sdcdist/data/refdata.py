@@ -1,6 +1,6 @@
 """The reference microdata files shipped with sdcdist.
 
-Three public test files live in the package (``sdcdist/data/reference/``,
+Four public test files live in the package (``sdcdist/data/reference/``,
 provenance in the README.md there):
 
 - ``census``: the CASC "Census" file, 1080 x 13 continuous variables;
@@ -10,7 +10,9 @@ provenance in the README.md there):
   ``sampling_weight`` column is constant, so select the columns to audit
   (``dataset: {reference: household, columns: [...]}``) or give it the
   ``weight`` role; sdcdist reads the codes as numbers unless the dataset names
-  them in ``categorical:`` (``examples/household.yaml``).
+  them in ``categorical:`` (``examples/household.yaml``);
+- ``free1``: the CASC / mu-Argus demo file, 4000 x 10 columns (categorical codes,
+  ``INCOME``, ``WEIGHT``), used for the attribute-disclosure comparisons.
 
 When ``$SDCDIST_REFDATA`` is set, the files are read from that folder instead
 (the same file names).
@@ -28,7 +30,7 @@ __all__ = ["reference_dir", "reference_file", "REFERENCE_FILES"]
 
 #: short name -> file name, in the package folder ``sdcdist/data/reference``.
 REFERENCE_FILES = {"census": "census.csv", "tarragona": "tarragona.csv",
-                   "household": "household.csv"}
+                   "household": "household.csv", "free1": "free1.csv"}
 
 
 def reference_dir() -> Path:
@@ -45,7 +47,7 @@ def reference_file(name: str) -> Path:
 
     Parameters
     ----------
-    name : {"census", "tarragona", "household"}
+    name : {"census", "tarragona", "household", "free1"}
 
     Returns
     -------

@@ -204,6 +204,8 @@ class MeasureContext:
         Names of the categorical columns (codes; the same in both files).
     weight : str or None
         The sampling-weight column, read by the frequency risk metrics.
+    confidential : sequence of str
+        The confidential columns, read by the attribute-disclosure metrics.
     """
 
     def __init__(self, runner: Runner, original: Any, masked: Any, *,
@@ -212,7 +214,8 @@ class MeasureContext:
                  seed: np.random.SeedSequence | None = None,
                  options: Mapping[str, Any] | None = None, truth: Any = None,
                  masked_columns: Sequence[str] | None = None,
-                 categorical: Sequence[str] = (), weight: str | None = None):
+                 categorical: Sequence[str] = (), weight: str | None = None,
+                 confidential: Sequence[str] = ()):
         self.runner = runner
         self.original = original
         self.masked = masked
@@ -233,6 +236,7 @@ class MeasureContext:
         self.categorical = tuple(c for c in categorical
                                  if c in set(self.columns) | set(self.masked_columns))
         self.weight = weight
+        self.confidential = tuple(confidential or ())
         self._cache: dict[Any, Any] = {}
         self.results: dict[str, MetricResult] = {}
         self._numeric: MeasureContext | None = None

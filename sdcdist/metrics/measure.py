@@ -66,7 +66,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             truth: np.ndarray | None = None,
             masked_columns: Sequence[str] | None = None,
             categorical: Sequence[str] | None = None,
-            weight: str | None = None) -> dict[str, MetricResult]:
+            weight: str | None = None,
+            confidential: Sequence[str] | None = None) -> dict[str, MetricResult]:
     """Measure information loss and disclosure risk of ``masked`` against ``original``.
 
     Parameters
@@ -102,6 +103,10 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
     weight : str, optional
         The sampling-weight column. Default: the ``weight`` role of ``masked``
         (else of ``original``) when a Microdata.
+    confidential : list of str, optional
+        The confidential columns of the attribute-disclosure metrics (``ldiv_*``,
+        ``tclose``, ``beta_*``, ``delta_disc``). Default: the ``confidential`` role of
+        ``masked`` (else of ``original``) when a Microdata.
 
     Returns
     -------
@@ -123,6 +128,11 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
     if weight is None:
         weight = next((md.weight for md in (masked, original)
                        if isinstance(md, Microdata) and md.weight), None)
+    if confidential is None:
+        confidential = next((list(md.roles.get("confidential") or ())
+                             for md in (masked, original)
+                             if isinstance(md, Microdata) and md.roles.get("confidential")),
+                            [])
     if columns is None:
         columns = original.columns if isinstance(original, Microdata) else None
     if masked_columns is None and isinstance(masked, Microdata) and columns is not None \
@@ -212,7 +222,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
     ctx = MeasureContext(runner, A, B, shape_original=shape_a, shape_masked=shape_b,
                          columns=columns, keysets=keysets or default_keysets(shared),
                          seed=ss, options=options, truth=t, masked_columns=masked_columns,
-                         categorical=categorical, weight=weight)
+                         categorical=categorical, weight=weight,
+                         confidential=confidential)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)
