@@ -57,13 +57,13 @@ import pandas as pd
 import xarray as xr
 
 from . import integrity
-from .errors import SdcInputError
+from .errors import SdcInputError, unreadable_error
 
 __all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_cells",
            "cell_table",
            "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
            "crossing", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS", "PRL_COUNTING",
-           "conventions"]
+           "conventions", "as_cube", "open_group"]
 
 #: The decisions of CATALOG.md where the papers are ambiguous, recorded in every cube.
 CONVENTIONS = {
@@ -211,7 +211,9 @@ class Cube(xr.Dataset):
         return out
 
 
-def _as_cube(ds: xr.Dataset) -> Cube:
+def as_cube(ds: xr.Dataset) -> Cube:
+    """``ds`` (a cube opened or built with plain xarray) as a :class:`Cube`, whose ``sel``
+    takes ``method=`` as a label."""
     return Cube(ds.data_vars, coords=ds.coords, attrs=ds.attrs)
 
 
@@ -224,19 +226,18 @@ def open_cube(url: str, *, squeeze: bool = True) -> Cube:
     try:
         ds = xr.open_zarr(str(url), consolidated=False)
     except Exception as exc:
-        raise SdcInputError(f"cannot open {str(url)!r} as an sdcdist cube "
-                            f"({type(exc).__name__}); check the path") from None
+        raise unreadable_error("an sdcdist cube", url, type(exc).__name__) from None
     if "value" not in ds or "done" not in ds:
         raise SdcInputError(f"{str(url)!r} is a Zarr store but not an sdcdist cube")
     integrity.verify_group(str(url))  # small: a corrupted chunk is reported here
-    group = _group(str(url), "r")
+    group = open_group(str(url), "r")
     problems = integrity.check_metadata(group, str(url))
     if problems:
         raise integrity.metadata_error(str(url), problems)
     integrity.check_cube_cells(group, str(url))   # a done cell's lost chunk is not NaN
     if squeeze and "dataset" in ds.dims and ds.sizes["dataset"] == 1:
         ds = ds.isel(dataset=0)
-    return _as_cube(ds)
+    return as_cube(ds)
 
 
 def create_cube(store: str, *, methods: Sequence[str], param_names: Sequence[str],
@@ -288,7 +289,7 @@ def create_cube(store: str, *, methods: Sequence[str], param_names: Sequence[str
     for name in ds.variables:  # every array, coordinates too, is checksummed
         encoding.setdefault(name, {})["compressors"] = integrity.compressors()
     ds.to_zarr(store, mode="w-", encoding=encoding, consolidated=False)
-    g = _group(store)
+    g = open_group(store)
     # each cell's fingerprint, written with the cell (zeros: not written)
     g.create_array(integrity.CELL_DIGESTS, shape=(D, M, P, R, 32), chunks=(1, 1, 1, 1, 32),
                    dtype="uint8", fill_value=0, compressors=integrity.compressors())
@@ -301,7 +302,8 @@ def _strings(items: Sequence[str]) -> np.ndarray:
     return np.array([str(i) for i in items], dtype=object)
 
 
-def _group(store: str, mode: str = "r+") -> Any:
+def open_group(store: str, mode: str = "r+") -> Any:
+    """The cube's root Zarr group (``mode`` ``"r"`` to read, ``"r+"`` to write cells)."""
     import zarr
     return zarr.open_group(store, mode=mode)
 
@@ -313,7 +315,7 @@ def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
 
     ``d``, ``m``, ``p``, ``r`` index the dataset, method, parameter and replicate.
     """
-    g = _group(store) if isinstance(store, str) else store
+    g = open_group(store) if isinstance(store, str) else store
 
     def arr(name: str) -> Any:
         # every chunk of a done cell is stored, even an all-NaN one, so that a missing
@@ -336,11 +338,11 @@ def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
 
 def done_cells(store: str) -> np.ndarray:
     """The ``done`` array (dataset, method, param, replicate) as int8."""
-    return np.asarray(_group(store, "r")["done"][:])
+    return np.asarray(open_group(store, "r")["done"][:])
 
 
 def set_attrs(store: str, **attrs: Any) -> None:
-    g = _group(store)
+    g = open_group(store)
     g.attrs.update({k: (json.dumps(v, sort_keys=True) if not isinstance(v, str) else v)
                     for k, v in attrs.items()})
     manifest = g.attrs.get(integrity.INTEGRITY_ATTR)
@@ -381,7 +383,7 @@ def select_dataset(cube: xr.Dataset, dataset: str | None = None) -> xr.Dataset:
         raise SdcInputError(f"the cube has no dataset {dataset!r}. Datasets in this cube: "
                             f"{', '.join(names)}.")
     out = cube.sel(dataset=dataset)
-    return _as_cube(out) if not isinstance(out, Cube) else out
+    return as_cube(out) if not isinstance(out, Cube) else out
 
 
 def check_metrics(cube: xr.Dataset, names: Sequence[str]) -> None:
@@ -658,4 +660,4 @@ def example_cube() -> Cube:
                             "dataset": "example", "param_name": ("method", ["p", "p"]),
                             "metric_kind": ("metric", ["risk", "loss"]),
                             "ascending": ("metric", np.array([1, 1], np.int8))})
-    return _as_cube(ds)
+    return as_cube(ds)

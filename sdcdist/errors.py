@@ -1,7 +1,7 @@
 """The one exception users see, and the message templates that go with it.
 
-Every message a user can cause is built from one of these templates, so the
-same mistake always reads the same way:
+A mistake of a kind that recurs is worded by one template here, so the same
+mistake always reads the same way wherever it is made:
 
 - a parameter (:func:`param_error`):
   ``The 'k' parameter of micmul must be an integer in [2, n/2]. Got 1 instead.``
@@ -11,6 +11,20 @@ same mistake always reads the same way:
   :func:`check_choice`): ``Unknown metric 'DDL'. Valid metrics: DLD, ...``
 - a column (:func:`column_error`, :func:`column_positions`):
   ``Unknown key column 'AGI' in the masked file. Valid columns: WAGES, TAXINC.``
+- any other value of the wrong type or out of range: a spec field, a command-line
+  value, an array's shape (:func:`value_error`):
+  ``'methods' must be a non-empty list of {name, params}. Got {} instead.``
+- keys a mapping does not take (:func:`unknown_keys_error`):
+  ``Unknown key(s) ['sed'] in the spec. Valid keys: dataset, methods, seed.``
+- a sampling-weight column that is not one (:func:`weight_error`);
+- a file that does not exist (:func:`missing_file_error`) or cannot be opened as what
+  it should be (:func:`unreadable_error`):
+  ``The spec file 'a.yaml' does not exist.``,
+  ``Cannot open 'x.zarr' as an sdcdist cube (no zarr.json); check the path.``
+
+A mistake that is made in one place only (a spec naming its data twice, a cube
+written by an older version) is worded where it is raised, in the same voice: the
+culprit by name, what is wrong, and the fix. Messages never hold a record value.
 """
 
 from __future__ import annotations
@@ -18,7 +32,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 __all__ = ["SdcInputError", "param_error", "option_error", "unknown_name_error",
-           "check_choice", "one_of", "column_error", "column_positions"]
+           "check_choice", "one_of", "column_error", "column_positions", "value_error",
+           "unknown_keys_error", "missing_file_error", "unreadable_error", "weight_error"]
+
+_NOTHING = object()
 
 
 class SdcInputError(ValueError):
@@ -124,3 +141,84 @@ def column_positions(names: Iterable[str], columns: Sequence[str], *, what: str 
     if missing:
         raise column_error(missing, columns, what=what, where=where)
     return [pos[c] for c in names]
+
+
+def value_error(what: str, allowed: str, got: object = _NOTHING, *, got_text: str = "",
+                hint: str = "") -> SdcInputError:
+    """The standard message for a value of the wrong type or out of range that is not a
+    parameter or an option: a spec field, a command-line value, an array's shape.
+
+    ``got`` is shown with ``repr`` (``got_text`` instead when given); never pass a record
+    value. ``hint`` adds the fix when ``allowed`` does not say it.
+
+    >>> str(value_error("'replicates'", "an integer in [1, 1000]", 0))
+    "'replicates' must be an integer in [1, 1000]. Got 0 instead."
+    >>> str(value_error("microdata", "2-D (records x variables)", got_text="shape (3,)"))
+    'microdata must be 2-D (records x variables). Got shape (3,) instead.'
+    >>> str(value_error("'metrics'", "a non-empty list of metric names"))
+    "'metrics' must be a non-empty list of metric names."
+    """
+    msg = f"{what} must be {allowed}."
+    if got_text:
+        msg += f" Got {got_text} instead."
+    elif got is not _NOTHING:
+        msg += f" Got {got!r} instead."
+    return SdcInputError(f"{msg} {hint}" if hint else msg)
+
+
+def unknown_keys_error(where: str, bad: Iterable[str], valid: Iterable[str]
+                       ) -> SdcInputError:
+    """The standard message for keys a mapping (a spec, one of its sections) does not take.
+
+    >>> str(unknown_keys_error("the spec", ["sed"], ["seed", "dataset", "methods"]))
+    "Unknown key(s) ['sed'] in the spec. Valid keys: dataset, methods, seed."
+    """
+    return SdcInputError(f"Unknown key(s) {sorted(bad, key=str)} in {where}. Valid keys: "
+                         f"{', '.join(sorted(map(str, valid)))}.")
+
+
+def missing_file_error(what: str, path: object, hint: str = "") -> SdcInputError:
+    """The standard message for a file or store that does not exist.
+
+    >>> str(missing_file_error("spec file", "a.yaml"))
+    "The spec file 'a.yaml' does not exist."
+    >>> str(missing_file_error("dataset file", "d.csv", "paths are relative to the spec"))
+    "The dataset file 'd.csv' does not exist; paths are relative to the spec."
+    """
+    return SdcInputError(f"The {what} {str(path)!r} does not exist"
+                         + (f"; {hint}." if hint else "."))
+
+
+def unreadable_error(what: str, path: object, reason: str, hint: str = "check the path"
+                     ) -> SdcInputError:
+    """The standard message for a file that exists but cannot be opened as ``what``.
+
+    ``reason`` names the exception or what is missing, never file content.
+
+    >>> str(unreadable_error("an sdcdist cube", "x.zarr", "no zarr.json"))
+    "Cannot open 'x.zarr' as an sdcdist cube (no zarr.json); check the path."
+    """
+    return SdcInputError(f"Cannot open {str(path)!r} as {what} ({reason}); {hint}.")
+
+
+def weight_error(column: str, *, bad: int = 0, fix: str = "leave the weight role out"
+                 ) -> SdcInputError:
+    """The standard message for a sampling-weight column that cannot be one: categorical
+    (``bad=0``) or with ``bad`` values that are zero, negative or missing (a count, never
+    the values).
+
+    >>> str(weight_error("w", bad=3))  # doctest: +NORMALIZE_WHITESPACE
+    "Weight column 'w' has 3 values that are zero, negative or missing; sampling weights
+    must be positive (a record stands for at least one unit): fix or drop those records,
+    or leave the weight role out."
+    >>> str(weight_error("w"))  # doctest: +NORMALIZE_WHITESPACE
+    "Weight column 'w' is categorical; a sampling weight must be a numeric column of
+    positive values: leave the weight role out."
+    """
+    if bad:
+        return SdcInputError(
+            f"Weight column {column!r} has {bad} values that are zero, negative or missing; "
+            "sampling weights must be positive (a record stands for at least one unit): fix "
+            f"or drop those records, or {fix}.")
+    return SdcInputError(f"Weight column {column!r} is categorical; a sampling weight must be "
+                         f"a numeric column of positive values: {fix}.")

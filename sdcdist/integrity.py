@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SdcInputError
+from .errors import SdcInputError, unreadable_error
 
 __all__ = ["CorruptChunkError", "MissingChunkError", "CorruptStoreError", "compressors", "read",
            "verify_group", "is_checksum_error", "seal", "check_metadata", "missing_chunks",
@@ -466,9 +466,8 @@ def _verify_dataset(group: Any, store: str, report: VerifyReport,
                 for block in iter(lambda: f.read(1 << 20), b""):
                     h.update(block)
         except OSError as exc:
-            raise SdcInputError(f"cannot read the source file "
-                                f"{os.path.basename(str(source))!r} ({type(exc).__name__}); "
-                                "check the path") from None
+            raise unreadable_error("the source file", os.path.basename(str(source)),
+                                   type(exc).__name__) from None
         if attrs.get("sha256") != h.hexdigest():
             report.problems.append(f"the source file {os.path.basename(str(source))!r} is not "
                                    "the one this store was ingested from (SHA-256 differs)")

@@ -43,7 +43,7 @@ sdcdist.errors.SdcInputError: --rows must be an integer in [3, 1000000000] (10^9
 
 from __future__ import annotations
 
-from .errors import SdcInputError
+from .errors import SdcInputError, value_error
 
 __all__ = ["LIMITS", "MAX_ROWS", "MAX_COLUMNS", "MAX_MEMORY_BYTES", "MAX_REPLICATES",
            "MAX_CELLS", "MAX_TOP_C", "MAX_DENSE", "MAX_CHUNK_ROWS", "MAX_QUERY_DEPTH", "MAX_SPEC_BYTES", "MAX_YAML_DEPTH",
@@ -101,10 +101,9 @@ def check_rows(rows: object, *, columns: int, what: str, in_memory: bool,
     """
     if isinstance(rows, bool) or not isinstance(rows, int) or not \
             MIN_ROWS <= rows <= MAX_ROWS:
-        raise SdcInputError(
-            f"{what} must be an integer in [{MIN_ROWS}, {MAX_ROWS}] (10^9 records of "
-            f"{MAX_COLUMNS} columns are about 100 GB, the largest file sdcdist generates). "
-            f"Got {rows!r} instead.")
+        raise value_error(what, f"an integer in [{MIN_ROWS}, {MAX_ROWS}] (10^9 records of "
+                          f"{MAX_COLUMNS} columns are about 100 GB, the largest file sdcdist "
+                          "generates)", rows)
     need = rows * columns * 8
     if in_memory and need > MAX_MEMORY_BYTES:
         most = MAX_MEMORY_BYTES // (columns * 8)

@@ -13,8 +13,9 @@ This module is the only list of them:
 - :func:`validate` and :func:`validate_method_options` refuse unknown or
   ill-typed values with the standard messages of :mod:`sdcdist.errors`; the spec
   parser and :class:`~sdcdist.metrics.MeasureContext` call them;
-- :func:`for_metric` and :func:`for_method` list the options a metric or a
-  masking method reads (metrics and methods declare them when they register);
+- the registries say which options a metric or a masking method reads
+  (:func:`sdcdist.metrics.options_of`, :func:`sdcdist.masking.options_of`): each
+  declares them when it registers. This module imports neither (it sits below them);
 - ``docs/catalog.md`` has a table of them (:func:`sdcdist.docs.options_table`).
 
 Scopes: ``"metric"`` options are read by the metrics (``ctx.options``),
@@ -33,12 +34,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SdcInputError, one_of, option_error, unknown_name_error
+from .errors import SdcInputError, one_of, option_error, unknown_name_error, value_error
 from .limits import MAX_DENSE, MAX_TOP_C
 
 __all__ = ["Option", "Check", "OPTIONS", "declare", "defaults", "get_option", "check_option",
-           "validate", "validate_method_options", "parse_items", "read_items", "for_metric",
-           "for_method", "names", "prl_names", "PRL_EM_DEFAULTS", "PRL_BLOCK_ROWS",
+           "validate", "validate_method_options", "parse_items", "read_items", "names",
+           "prl_names", "PRL_EM_DEFAULTS", "PRL_BLOCK_ROWS",
            "integer", "number", "choice", "optional", "default_text", "SCOPES"]
 
 SCOPES = ("metric", "audit", "method")
@@ -282,8 +283,8 @@ def validate(options: Any, *, scopes: Iterable[str] = ("metric", "audit"),
     if options is None:
         return {}
     if not isinstance(options, Mapping):
-        raise SdcInputError(f"{what} must be a mapping of option names to values "
-                            f"(e.g. {{chunk_rows: 65536}}). Got {options!r} instead.")
+        raise value_error(what, "a mapping of option names to values (e.g. "
+                          "{chunk_rows: 65536})", options)
     valid = [n for n in names(tuple(scopes)) if OPTIONS[n].spec]
     for key, value in options.items():
         if key not in valid:
@@ -303,8 +304,8 @@ def validate_method_options(method: Any, options: Any, *, api: bool = False
         return {}
     name = method.name
     if not isinstance(options, Mapping):
-        raise SdcInputError(f"the options of {name} must be a mapping of option names to "
-                            f"values. Got {options!r} instead.")
+        raise value_error(f"the options of {name}", "a mapping of option names to values",
+                          options)
     valid = [n for n in method.options if api or OPTIONS[n].spec]
     for key, value in options.items():
         if key not in valid:
@@ -343,21 +344,6 @@ def parse_items(items: Iterable[str], *, scopes: Iterable[str] = ("metric",)
     ``crl_external=[V4,V12]``, ``prl_blocking=null`` (see :func:`read_items`).
     """
     return validate(read_items(items), scopes=scopes, what="--option")
-
-
-def for_metric(name: str) -> list[Option]:
-    """The options metric ``name`` reads, its own and those of the metrics it is computed
-    from, in declaration order. Unknown metric: the standard error."""
-    from .metrics import expand_requirements, get_metric
-    get_metric(name)
-    used = {o for m in expand_requirements([name]) for o in get_metric(m).options}
-    return [OPTIONS[n] for n in OPTIONS if n in used]
-
-
-def for_method(name: str) -> list[Option]:
-    """The options masking method ``name`` accepts (spec-settable and API-only)."""
-    from .masking import get_method
-    return [OPTIONS[n] for n in get_method(name).options]
 
 
 def prl_names() -> tuple[str, ...]:

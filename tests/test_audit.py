@@ -39,7 +39,7 @@ def _spec(**changes):
      r"The 'p' parameter of noise must be a fraction in \[0.001, 1\]. Got 5 instead."),
     ({"methods": [{"name": "noise"}]}, r"needs 'params'"),
     ({"replicates": 0}, r"'replicates' must be an integer in \[1, 1000\]"),
-    ({"colour": "blue"}, r"unknown key\(s\) \['colour'\] in the spec"),
+    ({"colour": "blue"}, r"Unknown key\(s\) \['colour'\] in the spec"),
     ({"keysets": [["V1", []]]}, r"key set 1 must be a list of column names"),
     ({"keysets": [[]]}, r"empty key set"),
     ({"options": {"chunkrows": 5}}, r"Unknown option 'chunkrows'. Valid options: .*chunk_rows"),

@@ -46,11 +46,11 @@ def test_ingest_messages_name_the_column_never_a_value(tmp_path):
     with pytest.raises(SdcInputError, match="column 'x' has 1 missing values") as e:
         ingest(src, str(tmp_path / "a0.zarr"), columns=["town", "x"], na_values=["3.0"])
     assert "Secretville" not in str(e.value) and "Hush" not in str(e.value)
-    with pytest.raises(SdcInputError, match="weight column 'w' has 1 values that are zero"):
+    with pytest.raises(SdcInputError, match="Weight column 'w' has 1 values that are zero"):
         ingest(src, str(tmp_path / "b.zarr"), columns=["x", "w"], roles={"weight": ["w"]})
     df["town"] = df["town"].fillna("Hush")
     df.to_csv(src, index=False)
-    with pytest.raises(SdcInputError, match="weight column 'town' is categorical"):
+    with pytest.raises(SdcInputError, match="Weight column 'town' is categorical"):
         ingest(src, str(tmp_path / "c.zarr"), columns=["town", "x"], roles={"weight": ["town"]})
     with pytest.raises(SdcInputError, match="Unknown categorical column 'nope'"):
         ingest(src, str(tmp_path / "d.zarr"), categorical=["nope"])

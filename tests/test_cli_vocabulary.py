@@ -104,6 +104,56 @@ def test_short_flags_mean_one_thing_and_out_has_none():
         assert len(longs) == 1, (flag, longs)
 
 
+def _option_commands():
+    """Every command (groups walked) that takes ``--option``, by click introspection."""
+    import click
+
+    from sdcdist.cli import main
+
+    def walk(cmd, name):
+        if isinstance(cmd, click.Group):
+            for n, c in cmd.commands.items():
+                yield from walk(c, n)
+        else:
+            yield name, cmd
+    return {name: cmd for name, cmd in walk(main, "sdcdist")
+            if any("--option" in getattr(p, "opts", ()) for p in cmd.params)}
+
+
+def test_the_computing_commands_are_those_that_take_options():
+    cmds = _option_commands()
+    assert set(cmds) == set(COMPUTING)
+    for name, cmd in cmds.items():
+        (opt,) = [p for p in cmd.params if "--option" in getattr(p, "opts", ())]
+        assert opt.opts == ["-o", "--option"] or sorted(opt.opts) == ["--option", "-o"], name
+        assert opt.multiple and not opt.is_flag, name
+
+
+@pytest.mark.parametrize("name", COMPUTING)
+def test_every_command_checks_options_against_the_registry(run, num, tmp_path, name):
+    """``-o KEY=VALUE`` is read by one parser and checked by the option registry in every
+    command that takes it: an unknown key names the valid ones, a bad value the bounds, and
+    ``-o FILE`` (the old ``--out``) names ``--out``. Nothing is computed or written."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"dataset: {{path: {num}}}\nmethods: [{{name: noise, params: [0.1]}}]\n"
+                    "metrics: [IL1s]\n")
+    out = tmp_path / {"link": "out.parquet", "mask": "out.csv"}.get(name, "out.zarr")
+    args = {"measure": [num, num, "--local"],
+            "risk": [num, num, "--metric", "DLD", "--local"],
+            "link": [num, num, "--keys", "A", "--out", out, "--local"],
+            "mask": [num, "--method", "micz", "-p", "3", "--out", out],
+            "audit": [spec, "--out", out],
+            "calibrate": [spec, "--risk", "DLD", "--target", "5", "--out", out]}[name]
+    # mask takes the method's own options (its registry entry), the others computation options
+    key, bad = ("leftover", "leftover=sideways") if name == "mask" else \
+        ("chunk_rows", "chunk_rows=0")
+    res = run(name, *args, "-o", "no_such_option=1")
+    _user_error(res, "'no_such_option'", key)
+    _user_error(run(name, *args, "--option", bad), key)
+    _user_error(run(name, *args, "-o", tmp_path / "file.csv"), "--out FILE")
+    assert not out.exists()
+
+
 def test_old_spellings_name_the_new_one(run, num, tmp_path):
     cube = _cube(tmp_path / "c.zarr")
     _user_error(run("risk", num, num, "-m", "DLD", "--local"), "--metric")

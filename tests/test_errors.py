@@ -90,3 +90,103 @@ def test_the_helper_is_used_where_columns_are_named(tmp_path):
     with pytest.raises(SdcInputError, match=r"^Unknown CRL column 'x' in the original file"):
         measure(X, X, ["CRL"], columns=["a", "b", "c"],
                 options={"crl_external": ["x"], "crl_released": ["a"]})
+
+
+# ---------------------------------------------------------------------------
+# the templates of the common kinds, and the rule that they are used
+
+from pathlib import Path  # noqa: E402
+import ast  # noqa: E402
+import re  # noqa: E402
+
+from sdcdist.errors import (missing_file_error, unknown_keys_error, unreadable_error,  # noqa: E402
+                            value_error, weight_error)
+
+
+def test_templates_of_the_common_kinds():
+    assert str(value_error("'methods'", "a non-empty list of {name, params}")) == \
+        "'methods' must be a non-empty list of {name, params}."
+    assert str(value_error("--host", "a DNS name", "a b")) == \
+        "--host must be a DNS name. Got 'a b' instead."
+    assert str(value_error("x", "text", got_text="a list", hint="Give text.")) == \
+        "x must be text. Got a list instead. Give text."
+    assert str(unknown_keys_error("the spec", [1, "colour"], {"seed", "name"})) == \
+        "Unknown key(s) [1, 'colour'] in the spec. Valid keys: name, seed."
+    assert str(missing_file_error("spec file", Path("a.yaml"))) == \
+        "The spec file 'a.yaml' does not exist."
+    assert str(unreadable_error("an sdcdist cube", "c.zarr", "FileNotFoundError")) == \
+        "Cannot open 'c.zarr' as an sdcdist cube (FileNotFoundError); check the path."
+    assert str(weight_error("w", bad=2)).startswith(
+        "Weight column 'w' has 2 values that are zero, negative or missing")
+    assert "is categorical" in str(weight_error("w", fix="drop it"))
+    for e in (value_error("a", "b"), unknown_keys_error("a", [], []),
+              missing_file_error("a", "b"), unreadable_error("a", "b", "c"), weight_error("w")):
+        assert isinstance(e, SdcInputError)
+
+
+#: message shapes that have a template in sdcdist/errors.py: an ad hoc raise of one fails
+TEMPLATED = {
+    "value_error / param_error / option_error":
+        r"^(\{\}|'[^']*'|--\S+|[Tt]he [\w' ]+?) must be |must be .*Got .* instead",
+    "unknown_name_error / unknown_keys_error / column_error": r"^[Uu]nknown |Valid \w+: ",
+    "missing_file_error": r"does not exist",
+    "unreadable_error": r"^[Cc]annot (open|read) ",
+    "weight_error": r"^[Ww]eight column .*(is categorical|values that are zero)",
+}
+PACKAGE = Path(errors.__file__).parent
+#: modules being rewritten elsewhere (their messages move to the templates as they are)
+EXEMPT = ("linkage/", "data/io.py", "cli/link.py")
+
+
+def _text(node: ast.AST) -> str:
+    out = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            out.append(n.value)
+        elif isinstance(n, ast.FormattedValue):
+            out.append("{}")
+    return "".join(out)
+
+
+def ad_hoc_templated(source: str, filename: str = "<string>") -> list[str]:
+    """``file:line: kind`` for each ``raise SdcInputError("...")`` of a templated kind."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and \
+                getattr(node.exc.func, "id", "") == "SdcInputError":
+            text = _text(node.exc)
+            for kind, pattern in TEMPLATED.items():
+                if re.search(pattern, text):
+                    found.append(f"{filename}:{node.lineno}: {kind}")
+                    break
+    return found
+
+
+def test_every_mistake_of_a_templated_kind_uses_its_template():
+    paths = [p for p in sorted(PACKAGE.rglob("*.py")) if p.name != "errors.py"
+             and not p.relative_to(PACKAGE).as_posix().startswith(EXEMPT)]
+    assert len(paths) > 60
+    bad = [v for p in paths for v in ad_hoc_templated(p.read_text(), str(p.relative_to(PACKAGE)))]
+    assert not bad, "ad hoc messages of a kind that has a template:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("source", [
+    'raise SdcInputError(f"{what} must be an integer. Got {v!r} instead.")',
+    'raise SdcInputError("\'metrics\' must be a non-empty list of metric names")',
+    'raise SdcInputError(f"unknown key(s) {bad} in {what}. Valid keys: {k}.")',
+    'raise SdcInputError(f"spec file {p!r} does not exist")',
+    'raise SdcInputError(f"cannot open {p!r} as a cube ({e}); check the path")',
+    'raise SdcInputError(f"weight column {w!r} is categorical; use a numeric one")',
+])
+def test_the_scan_catches_ad_hoc_messages_of_templated_kinds(source):
+    assert len(ad_hoc_templated(source, "m.py")) == 1
+
+
+@pytest.mark.parametrize("source", [
+    'raise value_error("\'metrics\'", "a non-empty list of metric names")',
+    'raise SdcInputError("give exactly one of --risk METRIC or --utility METRIC")',
+    'raise SdcInputError(f"method {m!r} is listed twice; put all its values in one list")',
+    'raise SdcInputError(f"{m} needs --param: its {p!r} parameter must be {allowed}")',
+])
+def test_the_scan_lets_one_off_messages_through(source):
+    assert ad_hoc_templated(source) == []

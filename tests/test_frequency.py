@@ -128,9 +128,9 @@ def test_frequency_metric_bad_input(rng):
     X[3, 2] = 0.0
     md = from_array(X, ["a", "b", "w"], roles={"key": ["a", "b"]},
                     categories={"a": ["x", "y", "z"], "b": ["u", "v"]})
-    with pytest.raises(SdcInputError, match=r"weight column 'w' has 1 values that are zero"):
+    with pytest.raises(SdcInputError, match=r"Weight column 'w' has 1 values that are zero"):
         measure(md, md, ["ER"], weight="w")
-    with pytest.raises(SdcInputError, match=r"weight column 'w' has 1 values that are zero"):
+    with pytest.raises(SdcInputError, match=r"Weight column 'w' has 1 values that are zero"):
         from_array(X, ["a", "b", "w"], roles={"key": ["a", "b"], "weight": ["w"]},
                    categories={"a": ["x", "y", "z"], "b": ["u", "v"]})
     X[3, 2] = -2.0

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from sdcdist.cli._common import table_paths
-from sdcdist.cli._paths import redact, slug, unique_slugs
+from sdcdist.text import redact, slug, unique_slugs
 from sdcdist.cube import create_cube, write_cell
 from sdcdist.limits import MAX_ROWS, MAX_TOP_C
 

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 import sdcdist.limits
 import sdcdist.yamlsafe
+import sdcdist.text
 from sdcdist.audit import load_spec, parse_spec
 from sdcdist.cli import main
 from sdcdist.data.synth import COLUMNS
@@ -50,7 +51,7 @@ def _write(tmp_path, text: str | bytes, name: str = "spec.yaml"):
     return p
 
 
-@pytest.mark.parametrize("module", [sdcdist.limits, sdcdist.yamlsafe])
+@pytest.mark.parametrize("module", [sdcdist.limits, sdcdist.yamlsafe, sdcdist.text])
 def test_documented_examples_run(module):
     res = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert res.attempted > 0 and res.failed == 0
@@ -200,7 +201,7 @@ def test_duplicate_keys_are_refused(tmp_path):
 
 
 def test_unknown_keys_of_mixed_types_are_named():
-    with pytest.raises(SdcInputError, match=r"unknown key\(s\) \[1, 'colour'\] in the spec"):
+    with pytest.raises(SdcInputError, match=r"Unknown key\(s\) \[1, 'colour'\] in the spec"):
         parse_spec({**BASE, 1: "a", "colour": "blue"})
 
 

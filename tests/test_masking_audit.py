@@ -54,7 +54,7 @@ def test_ipso_without_roles_is_a_clear_error(tmp_path):
 
 
 def test_method_options_one_builder_for_mask_and_audit():
-    from sdcdist.audit.run import _method_options
+    from sdcdist.audit.run import spec_method_options
     from sdcdist.masking import method_options, missing_roles
     cols = ("A", "B", "C", "D")
     roles = {"confidential": ["B", "A"], "key": ["D"]}
@@ -74,5 +74,5 @@ def test_method_options_one_builder_for_mask_and_audit():
     assert missing_roles("noise", {}) == []
     # the audit builds them the same way, from the spec's options and the dataset's roles
     spec = _spec([{"name": "ipso_a", "params": [0]}, {"name": "noise", "params": [0.1]}])
-    assert _method_options(spec, cols, roles, "ipso_a") == opts
-    assert _method_options(spec, cols, roles, "noise") == {}
+    assert spec_method_options(spec, cols, roles, "ipso_a") == opts
+    assert spec_method_options(spec, cols, roles, "noise") == {}

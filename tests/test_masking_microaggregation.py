@@ -248,7 +248,8 @@ def test_leftover_middle_hand_example():
 
 @pytest.mark.parametrize("name", ["micir", "micz", "micpcp"])
 def test_leftover_is_a_declared_method_option(name, small):
-    from sdcdist.options import for_method, validate_method_options
+    from sdcdist.masking import options_of as for_method
+    from sdcdist.options import validate_method_options
     assert "leftover" in [o.name for o in for_method(name)]
     assert validate_method_options(REGISTRY[name], {"leftover": "middle"}) == \
         {"leftover": "middle"}

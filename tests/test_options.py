@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from sdcdist import options as opt
+from sdcdist import masking, metrics
 from sdcdist.audit import parse_spec
 from sdcdist.errors import SdcInputError
 from sdcdist.masking import REGISTRY as METHODS
@@ -153,8 +154,8 @@ def test_methods_declare_registered_options():
     for name, m in METHODS.items():
         for o in m.options:
             assert opt.OPTIONS[o].scope == "method", (name, o)
-        assert [o.name for o in opt.for_method(name)] == list(m.options)
-    assert [o.name for o in opt.for_method("ipso_a")] == ["roles", "columns"]
+        assert [o.name for o in masking.options_of(name)] == list(m.options)
+    assert [o.name for o in masking.options_of("ipso_a")] == ["roles", "columns"]
     from sdcdist.masking._registry import register
     with pytest.raises(ValueError, match="not a declared method option"):
         register("zz_m", param="p", kind="float", random=False, description="x",
@@ -166,14 +167,14 @@ def test_metrics_declare_registered_options():
     for name, m in METRICS.items():
         for o in m.options:
             assert o in opt.OPTIONS and opt.OPTIONS[o].scope == "metric", (name, o)
-    names = [o.name for o in opt.for_metric("PLD")]
+    names = [o.name for o in metrics.options_of("PLD")]
     assert names[0] == "prl_method" and "prl_t" in names and "chunk_rows" not in names
     # a composite metric lists the options of the metrics it is computed from
     assert {"chunk_rows", "block_memory", "prl_t", "id_p"} <= \
-        {o.name for o in opt.for_metric("Score")}
-    assert [o.name for o in opt.for_metric("IL2")] == ["chunk_rows"]
+        {o.name for o in metrics.options_of("Score")}
+    assert [o.name for o in metrics.options_of("IL2")] == ["chunk_rows"]
     with pytest.raises(SdcInputError, match="Unknown metric 'DDL'"):
-        opt.for_metric("DDL")
+        metrics.options_of("DDL")
     with pytest.raises(ValueError, match="not a declared metric option"):
         _registry.register("zz_metric", kind="loss", description="x", options=("nope",))
     assert "zz_metric" not in METRICS
@@ -210,7 +211,7 @@ def test_each_metric_reads_only_the_options_it_declares(rng):
         rec = _Recording(ctx.options)
         ctx.options = rec
         ctx.measure(name)
-        declared = {o.name for o in opt.for_metric(name)}
+        declared = {o.name for o in metrics.options_of(name)}
         assert rec.read <= declared, (name, rec.read - declared)
         assert rec.read, name                  # every metric here reads some option
 

@@ -225,10 +225,14 @@ def test_cell_executor_raises_the_failure_of_a_cell(client):
 
 
 def test_cell_mode_resolves_auto():
-    assert cell_mode({}, 20_000) == "task" and cell_mode({}, 20_001) == "distributed"
-    assert cell_mode({"task_cell_limit": 10}, 11) == "distributed"
-    assert cell_mode({"cell_mode": "task"}, 10**9) == "task"
-    assert cell_mode({"cell_mode": "distributed"}, 5) == "distributed"
+    assert cell_mode("auto", 20_000, limit=20_000) == "task"
+    assert cell_mode("auto", 20_001, limit=20_000) == "distributed"
+    assert cell_mode("auto", 11, limit=10) == "distributed"
+    assert cell_mode("task", 10**9, limit=20_000) == "task"
+    assert cell_mode("distributed", 5, limit=20_000) == "distributed"
+    from sdcdist.audit.run import options_cell_mode
+    assert options_cell_mode({}, 20_000) == "task" and options_cell_mode({}, 20_001) == "distributed"
+    assert options_cell_mode({"task_cell_limit": 10}, 11) == "distributed"
 
 
 def _cal_spec(mode):
@@ -319,9 +323,9 @@ def test_map_concurrent_runs_pieces_at_once(client):
     assert Runner(client).map_concurrent(piece, [1, 2]) == [10, 20]
     assert Runner(None).map_concurrent(lambda x: x + 1, [1, 2, 3]) == [2, 3, 4]
     # few cells on several workers: each cell's own tasks are spread
-    assert cell_mode({}, 1000, cells=1, workers=2) == "distributed"
-    assert cell_mode({}, 1000, cells=40, workers=2) == "task"
-    assert cell_mode({"cell_mode": "task"}, 1000, cells=1, workers=2) == "task"
+    assert cell_mode("auto", 1000, limit=20_000, cells=1, workers=2) == "distributed"
+    assert cell_mode("auto", 1000, limit=20_000, cells=40, workers=2) == "task"
+    assert cell_mode("task", 1000, limit=20_000, cells=1, workers=2) == "task"
 
 
 def test_keysets_in_parallel_give_the_same_values(census, client):

@@ -164,7 +164,7 @@ def test_type_clash_names_only_columns_both_files_hold(run, tmp_path):
 
 def test_a_categorical_weight_is_called_categorical(original):
     from sdcdist import SdcInputError
-    with pytest.raises(SdcInputError, match="weight column 'r' is categorical"):
+    with pytest.raises(SdcInputError, match="Weight column 'r' is categorical"):
         measure(original, original, ["uniques"], weight="r")
 
 

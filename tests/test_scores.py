@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sdcdist.cube import _as_cube, ranks
+from sdcdist.cube import as_cube, ranks
 from sdcdist.metrics import REGISTRY, MeasureContext, MetricResult, expand_requirements
 from sdcdist.metrics.scores import SCORE_WEIGHTS
 from sdcdist.parallel import Runner
@@ -70,7 +70,7 @@ def _hand_cube(values: np.ndarray, metrics: list[str], ascending: list[int]) -> 
                             "param_name": ("method", ["p", "k"]),
                             "metric_kind": ("metric", ["risk"] * len(metrics)),
                             "ascending": ("metric", np.array(ascending, np.int8))})
-    return _as_cube(ds)
+    return as_cube(ds)
 
 
 def test_scores_from_a_hand_made_cube():

@@ -44,12 +44,12 @@ import pandas as pd
 import xarray as xr
 
 from .. import cube as cubemod
-from ..errors import SdcInputError, check_choice, param_error
+from ..errors import SdcInputError, check_choice, param_error, unreadable_error
 from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from .plan import Cell, cell_seed
-from ..parallel import CellExecutor, Runner, cell_mode
-from .run import _method_options, _versions, load_data, run_cells
+from ..parallel import CellExecutor, Runner
+from .run import spec_method_options, library_versions, load_data, options_cell_mode, run_cells
 from .spec import AuditSpec, load_spec
 
 __all__ = ["calibrate", "CalibrationResult", "calibration_table", "open_calibration"]
@@ -272,10 +272,10 @@ class _Evaluator:
     def __init__(self, spec: AuditSpec, data: list, client: Any):
         self.spec, self.data = spec, data
         self.options = dict(spec.options)
-        self.mode = cell_mode(self.options, max(md.values.shape[0] for md, _ in data))
+        self.mode = options_cell_mode(self.options, max(md.values.shape[0] for md, _ in data))
         self.executor = CellExecutor(Runner(client),
                                      {d: md.values for d, (md, _) in enumerate(data)})
-        self.mopts = {(d, m.name): _method_options(spec, data[d][0].columns,
+        self.mopts = {(d, m.name): spec_method_options(spec, data[d][0].columns,
                                                    data[d][0].roles, m.name,
                                                    categorical=data[d][0].categories)
                       for d in range(len(data)) for m in spec.methods}
@@ -365,7 +365,7 @@ def _result_dataset(spec: AuditSpec, data: list, curves: list[_Curve], values: d
                "datasets": json.dumps([{"name": d.name, "sha256": md.sha256,
                                         "shape": list(md.values.shape)}
                                        for d, (md, _) in zip(spec.datasets, data)]),
-               "versions": json.dumps(_versions()),
+               "versions": json.dumps(library_versions()),
                "conventions": json.dumps(cubemod.conventions(spec.options), sort_keys=True),
                "status_meaning": json.dumps(STATUS),
                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
@@ -379,11 +379,10 @@ def open_calibration(url: str) -> cubemod.Cube:
     try:
         ds = xr.open_zarr(str(url), consolidated=False)
     except Exception as exc:
-        raise SdcInputError(f"cannot open {str(url)!r} as a calibration cube "
-                            f"({type(exc).__name__}); check the path") from None
+        raise unreadable_error("a calibration cube", url, type(exc).__name__) from None
     if "calibrated_param" not in ds:
         raise SdcInputError(f"{str(url)!r} is not a calibration cube (no calibrated_param)")
-    return cubemod._as_cube(ds.load())
+    return cubemod.as_cube(ds.load())
 
 
 def calibration_table(ds: xr.Dataset, dataset: str | None = None) -> pd.DataFrame:

@@ -32,18 +32,32 @@ import numpy as np
 from .. import cube as cubemod
 from ..data import Microdata, is_store, load_microdata, reference_file
 from ..data.synth import generate
-from ..errors import SdcInputError
+from ..errors import SdcInputError, missing_file_error
 from ..masking import check_data, get_method, method_options
 from ..metrics import MeasureContext, default_keysets, get_metric
-from ..parallel import TASK_CELL_LIMIT, CellExecutor, Runner, cell_mode
+from ..options import OPTIONS
+from ..parallel import CellExecutor, Runner, cell_mode
 from ..storage import local_path
 from .plan import Cell, plan_cells
 from .spec import AuditSpec, DatasetSpec, load_spec
 
 __all__ = ["run_audit", "load_dataset", "load_data", "AuditResult", "mask_cell", "measure_cell", "cell_task",
-           "cell_spread", "run_cells", "TASK_CELL_LIMIT"]
+           "cell_spread", "run_cells", "TASK_CELL_LIMIT", "options_cell_mode",
+           "spec_method_options", "library_versions"]
 
 log = logging.getLogger(__name__)
+
+#: records up to which ``cell_mode: auto`` runs a whole cell as one task
+TASK_CELL_LIMIT = OPTIONS["task_cell_limit"].default   # declared in sdcdist.options
+
+
+def options_cell_mode(options: dict[str, Any], n: int, *, cells: int | None = None,
+                      workers: int = 1) -> str:
+    """:func:`sdcdist.parallel.cell_mode` for a spec's ``options`` (``cell_mode`` and
+    ``task_cell_limit``, their defaults when the spec leaves them out)."""
+    return cell_mode(options.get("cell_mode", OPTIONS["cell_mode"].default), n,
+                     limit=options.get("task_cell_limit", TASK_CELL_LIMIT), cells=cells,
+                     workers=workers)
 
 
 @dataclass
@@ -80,8 +94,8 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
         if "://" not in path and not Path(path).is_absolute():
             path = str(Path(spec.base_dir) / path)
         if not is_store(path) and not Path(path).exists():
-            raise SdcInputError(f"dataset file {d.path!r} does not exist (paths in a spec are "
-                                "relative to the spec file)")
+            raise missing_file_error("dataset file", d.path,
+                                     "paths in a spec are relative to the spec file")
         md = load_microdata(path, columns=list(d.columns) if d.columns else None,
                             categorical=list(d.categorical) if d.categorical else None,
                             allow_constant=True,
@@ -125,7 +139,7 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
         _check_keys(spec, md, ds.name, keysets)
         for ms in spec.methods:
             check_data(ms.name, md.values, ms.params,
-                       _method_options(spec, md.columns, md.roles, ms.name,
+                       spec_method_options(spec, md.columns, md.roles, ms.name,
                                        categorical=md.categories))
         data.append((md, keysets))
     return data
@@ -204,7 +218,7 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
 # the numpy side of a cell (runs on workers)
 
 
-def _method_options(spec: AuditSpec, md_columns: tuple[str, ...], roles: dict,
+def spec_method_options(spec: AuditSpec, md_columns: tuple[str, ...], roles: dict,
                     name: str, *, categorical: Any = ()) -> dict[str, Any]:
     """The spec's options of method ``name``, plus the dataset's roles, column names and
     categorical columns for a method that takes them (built as ``sdcdist mask`` builds
@@ -307,7 +321,8 @@ def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microd
 # the driver
 
 
-def _versions() -> dict[str, str]:
+def library_versions() -> dict[str, str]:
+    """The installed versions of sdcdist and the libraries a cube's numbers depend on."""
     import importlib.metadata as md
     out = {}
     for pkg in ("sdcdist", "numpy", "scipy", "pandas", "dask", "distributed", "zarr", "xarray",
@@ -363,7 +378,7 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
         replicates=spec.replicates, datasets=[d.name for d in spec.datasets],
         keysets={d.name: ks for d, (_, ks) in zip(spec.datasets, data)},
         attrs={"spec": spec.raw, "spec_sha256": spec.sha256, "datasets": fingerprints,
-               "versions": _versions(), "conventions": cubemod.conventions(spec.options),
+               "versions": library_versions(), "conventions": cubemod.conventions(spec.options),
                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "title": f"sdcdist audit {spec.name!r}"})
     return True
@@ -372,7 +387,7 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
 def _no_done_cell(out: str) -> bool:
     """Whether ``out`` is an sdcdist cube in which no cell is marked done."""
     try:
-        if "spec_sha256" not in cubemod._group(out, "r").attrs:
+        if "spec_sha256" not in cubemod.open_group(out, "r").attrs:
             return False
         done = cubemod.done_cells(out)
     except Exception:   # not a cube, or unreadable: open_cube says why below
@@ -443,9 +458,9 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
                             "resumed; write to another --out, or pass --overwrite")
     todo = [c for c in cells if not done[c.d, c.m, c.p, c.replicate]]
     options = dict(spec.options)
-    mode = cell_mode(options, max(md.values.shape[0] for md, _ in data), cells=len(todo),
+    mode = options_cell_mode(options, max(md.values.shape[0] for md, _ in data), cells=len(todo),
                      workers=Runner(client).n_workers)
-    group = cubemod._group(out)
+    group = cubemod.open_group(out)
     bar = _bar(len(todo), progress)
 
     def write(cell: Cell, res: dict[str, np.ndarray]) -> None:
@@ -458,7 +473,7 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
     if todo:
         need = sorted({c.d for c in todo})
         executor = CellExecutor(Runner(client), {d: data[d][0].values for d in need})
-        mopts = {(d, m.name): _method_options(spec, data[d][0].columns, data[d][0].roles,
+        mopts = {(d, m.name): spec_method_options(spec, data[d][0].columns, data[d][0].roles,
                                               m.name, categorical=data[d][0].categories)
                  for d in need for m in spec.methods}
         run_cells(executor, todo, data, mopts, spec.metrics, options, mode=mode,

@@ -50,7 +50,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import options as optionsmod
-from ..errors import SdcInputError, check_choice
+from ..errors import (SdcInputError, check_choice, missing_file_error, unknown_keys_error,
+                      value_error)
 from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from ..storage import refuse_credentials
@@ -120,21 +121,20 @@ class AuditSpec:
 def _unknown_keys(what: str, d: Mapping[str, Any], allowed: set[str]) -> None:
     bad = sorted(set(d) - allowed, key=str)
     if bad:
-        raise SdcInputError(f"unknown key(s) {bad} in {what}. Valid keys: "
-                            f"{', '.join(sorted(allowed))}.")
+        raise unknown_keys_error(what, bad, allowed)
 
 
 def _int(what: str, v: Any, low: int, high: int | None = None, why: str = "") -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < low or \
             (high is not None and v > high):
         rng = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise SdcInputError(f"{what} must be an integer {rng}{why}. Got {v!r} instead.")
+        raise value_error(what, f"an integer {rng}{why}", v)
     return v
 
 
 def _str_list(what: str, v: Any) -> tuple[str, ...]:
     if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
-        raise SdcInputError(f"{what} must be a list of column names. Got {v!r} instead.")
+        raise value_error(what, "a list of column names", v)
     dup = sorted({x for x in v if v.count(x) > 1})
     if dup:
         raise SdcInputError(f"{what} ({', '.join(v)}) names column(s) {dup} more than once; "
@@ -145,7 +145,8 @@ def _str_list(what: str, v: Any) -> tuple[str, ...]:
 def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSpec:
     """Validate a spec dict (as loaded from YAML) into an :class:`AuditSpec`."""
     if not isinstance(doc, Mapping):
-        raise SdcInputError("the audit spec must be a mapping (YAML keys and values)")
+        raise value_error("the audit spec", "a mapping (YAML keys and values)",
+                          got_text=f"a {type(doc).__name__}")
     refuse_credentials(doc)
     _unknown_keys("the spec", doc, _TOP)
     for req in ("methods", "metrics"):
@@ -163,7 +164,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
         datasets = (_dataset(doc["dataset"], "'dataset'"),)
     else:
         if not isinstance(doc["datasets"], list) or not doc["datasets"]:
-            raise SdcInputError("'datasets' must be a non-empty list of dataset mappings")
+            raise value_error("'datasets'", "a non-empty list of dataset mappings")
         datasets = tuple(_dataset(d, f"datasets[{i}]") for i, d in enumerate(doc["datasets"]))
         names = [d.name for d in datasets]
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -172,14 +173,14 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
                                 "dataset its own 'name'")
 
     if not isinstance(doc["methods"], list) or not doc["methods"]:
-        raise SdcInputError("'methods' must be a non-empty list of {name, params}")
+        raise value_error("'methods'", "a non-empty list of {name, params}")
     methods = []
     seen = set()
     for i, m in enumerate(doc["methods"]):
         if isinstance(m, str):
             m = {"name": m}
         if not isinstance(m, Mapping) or "name" not in m:
-            raise SdcInputError(f"methods[{i}] must be a mapping with a 'name'")
+            raise value_error(f"methods[{i}]", "a mapping with a 'name'")
         _unknown_keys(f"methods[{i}]", m, _METHOD)
         meth = get_method(m["name"])
         if meth.name in seen:
@@ -204,7 +205,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
     if isinstance(metrics, str):
         metrics = [metrics]
     if not isinstance(metrics, list) or not metrics:
-        raise SdcInputError("'metrics' must be a non-empty list of metric names")
+        raise value_error("'metrics'", "a non-empty list of metric names")
     for k in metrics:
         get_metric(k)
     metrics = tuple(expand_requirements(metrics))
@@ -213,8 +214,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
     keysets = doc.get("keysets", "prefixes")
     if keysets != "prefixes":
         if not isinstance(keysets, list) or not keysets:
-            raise SdcInputError("'keysets' must be 'prefixes' or a non-empty list of column "
-                                "lists")
+            raise value_error("'keysets'", "'prefixes' or a non-empty list of column lists")
         keysets = [list(_str_list(f"key set {i + 1}", k)) for i, k in enumerate(keysets)]
         if any(len(k) == 0 for k in keysets):
             raise SdcInputError("an empty key set was given; every key set needs at least "
@@ -237,7 +237,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
 def _dataset(d: Any, what: str) -> DatasetSpec:
     """Validate one dataset mapping."""
     if not isinstance(d, Mapping):
-        raise SdcInputError(f"{what} must be a mapping with 'path', 'synthetic' or 'reference'")
+        raise value_error(what, "a mapping with 'path', 'synthetic' or 'reference'")
     if "id_column" in d:
         raise SdcInputError(
             f"{what} has 'id_column', which an audit does not use: it masks each dataset "
@@ -254,7 +254,7 @@ def _dataset(d: Any, what: str) -> DatasetSpec:
     if "synthetic" in d:
         s = d["synthetic"]
         if not isinstance(s, Mapping):
-            raise SdcInputError(f"'{what}.synthetic' must be a mapping {{rows, columns, seed}}")
+            raise value_error(f"'{what}.synthetic'", "a mapping {rows, columns, seed}")
         _unknown_keys(f"{what}.synthetic", s, {"rows", "columns", "seed"})
         columns = _int(f"{what}.synthetic.columns", s.get("columns", 8), 1,
                        limits.MAX_COLUMNS, " (the generator has 13 variables)")
@@ -286,8 +286,7 @@ def _na_values(what: str, v: Any) -> tuple[str, ...]:
     from ..data.parse import missing_markers
     if not isinstance(v, (list, tuple)) or not all(
             isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in v):
-        raise SdcInputError(f"{what} must be a list of missing-value markers, e.g. "
-                            f"[NA, '-99']. Got {v!r} instead.")
+        raise value_error(what, "a list of missing-value markers, e.g. [NA, '-99']", v)
     return tuple(sorted(missing_markers([str(x) for x in v])))
 
 
@@ -328,7 +327,7 @@ def read_spec_text(path: str | Path) -> str:
         with path.open("rb") as f:
             data = f.read(limits.MAX_SPEC_BYTES + 1)
     except FileNotFoundError:
-        raise SdcInputError(f"spec file {str(path)!r} does not exist") from None
+        raise missing_file_error("spec file", path) from None
     except IsADirectoryError:
         raise SdcInputError(f"spec file {str(path)!r} is a folder; give the YAML file "
                             "itself") from None

@@ -24,7 +24,8 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
-from ._paths import PathOrURL, check_output, check_scheduler, redact, unique_slugs
+from ..text import raised_where, redact, split_list, unique_slugs
+from ._paths import PathOrURL, check_output, check_scheduler
 
 __all__ = ["main", "EXIT_FAILURE", "EXIT_USER", "ClusterOptions", "cluster_options",
            "choose_where", "in_process_reason",
@@ -91,7 +92,7 @@ class SdcGroup(click.Group):
                            "worker holding some data died. Cells already written are kept: "
                            "rerun the same command to resume.", err=True)
             else:
-                where = _where(exc)
+                where = raised_where(exc)
                 _log_failure(ctx, "unexpected failure", exc, where=where)
                 click.echo(f"Error: unexpected failure ({type(exc).__name__} in {where}). "
                            "Rerun with 'sdcdist --debug ...' for the traceback and report it "
@@ -117,22 +118,6 @@ def _log_failure(ctx: click.Context, event: str, exc: BaseException, **fields: A
     the ``Error:`` line says it all)."""
     if (ctx.obj or {}).get("log_format") == "json":
         log.error(event, extra={"fields": {"kind": type(exc).__name__, **fields}})
-
-
-def _where(exc: BaseException) -> str:
-    """``file:line`` where ``exc`` was raised, and the innermost sdcdist frame if elsewhere."""
-    import traceback
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not frames:
-        return "?"
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # .../sdcdist
-    ours = [f for f in frames if os.path.abspath(f.filename).startswith(pkg + os.sep)]
-    last = frames[-1]
-    where = f"{os.path.basename(last.filename)}:{last.lineno}"
-    if ours and ours[-1] is not last:
-        where += f", called from {os.path.relpath(ours[-1].filename, os.path.dirname(pkg))}" \
-                 f":{ours[-1].lineno}"
-    return where
 
 
 @click.group(cls=SdcGroup, context_settings={"help_option_names": ["-h", "--help"],
@@ -398,11 +383,6 @@ def make_security(tls_ca: str | None, tls_cert: str | None, tls_key: str | None)
 # ---------------------------------------------------------------------------
 # option values
 
-def split_list(s: str) -> list[str]:
-    """``"A, B,,C"`` -> ``["A", "B", "C"]``: a comma-separated option value."""
-    return [c.strip() for c in s.split(",") if c.strip()]
-
-
 def names_option(value: str | None, what: str) -> list[str] | None:
     """A comma-separated list of names given to option ``what``: None when not given;
     refused when empty (``--categorical ''``) or when a name comes twice (``--keys r,r``)."""
@@ -512,7 +492,7 @@ def table_outputs(f: Any) -> Any:
 def table_paths(outputs: dict[str, str | None],
                 datasets: list[str | None]) -> dict[str | None, dict[str, str]]:
     """The files each dataset's table goes to: with several datasets, the dataset's name,
-    made safe for a file name (:func:`~sdcdist.cli._paths.slug`), goes into each name."""
+    made safe for a file name (:func:`~sdcdist.text.slug`), goes into each name."""
     several = len(datasets) > 1
     slugs = unique_slugs([str(d) for d in datasets if d is not None]) if several else {}
     out: dict[str | None, dict[str, str]] = {}

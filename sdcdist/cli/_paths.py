@@ -25,22 +25,11 @@ from typing import Any
 
 import click
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, value_error
+from ..text import redact, slug, unique_slugs
 
 __all__ = ["PathOrURL", "check_output", "redact", "slug", "unique_slugs", "check_host",
            "StrictCommand", "RETIRED"]
-
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]*@")
-
-
-def redact(text: str) -> str:
-    """``text`` with the user-info of every URL in it replaced by ``***``.
-
-    >>> redact("cannot read 's3://user:SECRET@bucket/x.zarr'")
-    "cannot read 's3://***@bucket/x.zarr'"
-    """
-    return _USERINFO.sub(r"\1***@", str(text))
-
 
 def _is_url(value: str) -> bool:
     return "://" in value
@@ -181,39 +170,6 @@ def _probe(folder: Path, what: str) -> None:
         pass
 
 
-_SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def slug(name: str) -> str:
-    """A file-name-safe form of ``name``: letters, digits, ``.``, ``_``, ``-`` only.
-
-    Separators and ``..`` cannot survive, so the result never leaves its folder.
-
-    >>> slug("sub/../../x")
-    'sub_x'
-    >>> slug("census")
-    'census'
-    """
-    s = _SLUG_BAD.sub("_", str(name))
-    s = re.sub(r"\.{2,}", "_", s)
-    s = re.sub(r"_+", "_", s).strip("._-")
-    return s or "dataset"
-
-
-def unique_slugs(names: list[str]) -> dict[str, str]:
-    """:func:`slug` of each name, with ``-2``, ``-3``... added where two would collide."""
-    out: dict[str, str] = {}
-    used: set[str] = set()
-    for n in names:
-        s = base = slug(n)
-        i = 2
-        while s.lower() in used:
-            s, i = f"{base}-{i}", i + 1
-        used.add(s.lower())
-        out[n] = s
-    return out
-
-
 _LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 
 
@@ -229,8 +185,8 @@ def check_host(host: str) -> str:
     if name.endswith("."):
         name = name[:-1]
     if not name or len(name) > 253 or not all(_LABEL.match(x) for x in name.split(".")):
-        raise SdcInputError(f"--host must be a DNS name (letters, digits, '-', dot-separated) "
-                            f"or an IP address. Got {host!r} instead.")
+        raise value_error("--host", "a DNS name (letters, digits, '-', dot-separated) or an "
+                          "IP address", host)
     return h
 
 
@@ -328,9 +284,8 @@ def check_scheduler(address: str | None, security: Any) -> None:
     m = _SCHEDULER.match(a)
     if not m or (m.group("proto") and m.group("proto") not in _PROTOCOLS) or \
             (m.group("port") and not 0 < int(m.group("port")) < 65536):
-        raise SdcInputError(f"--scheduler must be an address like tcp://HOST:8786 or "
-                            f"tls://HOST:8786 (protocols {', '.join(_PROTOCOLS)}). "
-                            f"Got {redact(address)!r} instead.")
+        raise value_error("--scheduler", "an address like tcp://HOST:8786 or tls://HOST:8786 "
+                          f"(protocols {', '.join(_PROTOCOLS)})", redact(address))
     if m.group("proto") in ("tls", "wss") and security is None:
         import dask.config
         if not dask.config.get("distributed.comm.tls.ca-file", None):

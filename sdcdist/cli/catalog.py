@@ -20,7 +20,7 @@ def methods(names: tuple[str, ...], markdown: bool) -> None:
     """
     if names:
         from ..masking import get_method
-        from ..options import for_method
+        from ..masking import options_of as for_method
         for name in names:
             m = get_method(name)
             rng = "no parameter" if m.kind == "none" else f"{m.param}: {m.allowed_text()}"
@@ -51,7 +51,7 @@ def metrics(names: tuple[str, ...], markdown: bool) -> None:
     """
     if names:
         from ..metrics import get_metric
-        from ..options import for_metric
+        from ..metrics import options_of as for_metric
         for name in names:
             m = get_metric(name)
             click.echo(f"{m.name} ({m.kind}{', per key set' if m.keysets else ''}): "

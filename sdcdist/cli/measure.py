@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, missing_file_error
 from ..limits import MAX_CHUNK_ROWS
 from ._paths import PathOrURL
 from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_flag, main,
@@ -31,8 +31,8 @@ def _open_input(path: str, what: str, categorical: list[str] | None = None,
         labels = dict(attrs.get("categories") or {})
         return (StoredArray(path), cols, [c for c in cols if c in labels], w[0], labels)
     if not Path(path).exists():
-        raise SdcInputError(f"the {what} file {path!r} does not exist; give a CSV, Parquet "
-                            f"file or an sdcdist Zarr store")
+        raise missing_file_error(f"{what} file", path,
+                                 "give a CSV, Parquet file or an sdcdist Zarr store")
     md = load_microdata(path, allow_constant=True, categorical=categorical,
                         na_values=na_values)
     return md.values, md.columns, md.categorical, md.weight, dict(md.categories)

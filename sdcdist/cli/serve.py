@@ -29,8 +29,8 @@ def _hash_token(ctx: click.Context, param: click.Parameter, value: str | None) -
     standard input when it is not a terminal) and exit."""
     if value is None or ctx.resilient_parsing:
         return
-    from ..service.auth import _NAME, hash_token, new_token
-    if not _NAME.match(value):
+    from ..service.auth import PRINCIPAL_NAME, hash_token, new_token
+    if not PRINCIPAL_NAME.match(value):
         raise click.BadParameter("a principal name is letters, digits and ._@- (at most "
                                  "64 characters)", ctx, param)
     given = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.readline().strip()

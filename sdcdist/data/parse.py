@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, value_error
 
 __all__ = ["missing_markers", "missing_mask", "parse_numbers", "labels_text", "TypeScan",
            "column_kind", "NUMERIC", "CATEGORICAL"]
@@ -57,9 +57,9 @@ def missing_markers(na_values: Iterable[str] | str | None) -> frozenset[str]:
     out = set()
     for m in items:
         if not isinstance(m, str):
-            raise SdcInputError(f"missing-value markers (na_values) must be text; got a "
-                                f"{type(m).__name__}. Give them as a list of strings, e.g. "
-                                "[NA, '-99']")
+            raise value_error("missing-value markers (na_values)", "text",
+                              got_text=f"a {type(m).__name__}",
+                              hint="Give them as a list of strings, e.g. [NA, '-99'].")
         if not m.strip():
             raise SdcInputError("a missing-value marker (na_values) is empty; an empty cell "
                                 "is missing anyway: name only non-empty markers, e.g. NA,-99")

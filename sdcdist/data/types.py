@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
+from ..errors import SdcInputError, column_positions, unknown_name_error, weight_error
 
 __all__ = ["MAX_LEVELS", "ROLES", "label_order", "encode_column", "LabelCollector",
-           "check_roles", "check_weights", "categorical_positions"]
+           "check_roles", "check_weights"]
 
 #: Most distinct values a categorical column may have (more looks like an identifier
 #: or free text, which is no quasi-identifier a frequency table can use).
@@ -115,13 +115,6 @@ def encode_column(values: Any, labels: Sequence[str]) -> np.ndarray:
     return codes
 
 
-def categorical_positions(columns: Sequence[str],
-                          categories: Mapping[str, Sequence[str]] | None) -> list[int]:
-    """0-based positions of the categorical columns among ``columns``."""
-    cats = categories or {}
-    return [j for j, c in enumerate(columns) if c in cats]
-
-
 def check_roles(columns: Sequence[str], roles: Mapping[str, Sequence[str]],
                 categorical: Iterable[str] = (), *, source: str = "the data") -> None:
     """Refuse unknown roles, unknown columns, and a weight that is not one numeric column.
@@ -131,16 +124,15 @@ def check_roles(columns: Sequence[str], roles: Mapping[str, Sequence[str]],
     cats = set(categorical)
     for r, cols in roles.items():
         if r not in ROLES:
-            raise SdcInputError(f"unknown role {r!r} in {source}. Valid roles: "
-                                f"{', '.join(ROLES)}.")
+            raise unknown_name_error(f"role in {source}", r, ROLES)
         column_positions(cols, columns, what=f"{r} column")
     w = list(roles.get("weight") or [])
     if len(w) > 1:
         raise SdcInputError(f"{source} names {len(w)} weight columns ({', '.join(w)}); give "
                             "one sampling-weight column")
     if w and w[0] in cats:
-        raise SdcInputError(f"weight column {w[0]!r} is categorical; a sampling weight must "
-                            "be a numeric column of positive values")
+        raise weight_error(w[0], fix="name a numeric column as the weight, or leave the "
+                           "weight role out")
     clash = [c for c in w if c in set(roles.get("key") or [])]
     if clash:
         raise SdcInputError(f"column {clash[0]!r} is both a key and the weight; a sampling "
@@ -152,7 +144,4 @@ def check_weights(w: np.ndarray, name: str) -> None:
     w = np.asarray(w, dtype=np.float64)
     bad = ~(np.isfinite(w) & (w > 0))
     if bad.any():
-        raise SdcInputError(
-            f"weight column {name!r} has {int(bad.sum())} values that are zero, negative or "
-            "missing; sampling weights must be positive (a record stands for at least one "
-            "unit): fix or drop those records, or leave the weight role out")
+        raise weight_error(name, bad=int(bad.sum()))

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, value_error
 
 __all__ = ["check_column_names", "check_values", "first_rows", "MIN_RECORDS"]
 
@@ -144,8 +144,8 @@ def check_values(values: np.ndarray, names: Sequence[str], source: str = "the da
     """Validate an in-memory (n, m) array; raise :class:`SdcInputError` on a problem."""
     values = np.asarray(values)
     if values.ndim != 2:
-        raise SdcInputError(f"{source} must be 2-D (records x variables); got shape "
-                            f"{values.shape}")
+        raise value_error(source, "2-D (records x variables)",
+                          got_text=f"shape {values.shape}")
     check_column_names(names, source)
     if values.shape[1] != len(names):
         raise SdcInputError(f"{source} has {values.shape[1]} columns but {len(names)} names")

@@ -47,7 +47,7 @@ def block_keys(X: Any, cols: tuple[int, ...], radix: tuple[int, ...],
     """
     A = np.array(X[:, list(cols)], dtype=np.float64)
     if lookups is not None:
-        from ..metrics.frequency import apply_lookup
+        from ..keytables import apply_lookup
         for j, lk in enumerate(lookups):
             A[:, j] = apply_lookup(A[:, j], lk)
     miss = np.isnan(A).any(axis=1)

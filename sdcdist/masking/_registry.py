@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import options as _options
-from ..errors import SdcInputError, param_error, unknown_name_error
+from ..errors import SdcInputError, param_error, unknown_name_error, value_error
 
-__all__ = ["MaskingMethod", "REGISTRY", "register", "get_method"]
+__all__ = ["MaskingMethod", "REGISTRY", "register", "get_method", "options_of"]
 
 
 @dataclass(frozen=True)
@@ -206,6 +206,12 @@ def get_method(name: str) -> MaskingMethod:
         raise unknown_name_error("masking method", name, REGISTRY) from None
 
 
+def options_of(name: str) -> list[_options.Option]:
+    """The options (:class:`sdcdist.options.Option`) masking method ``name`` accepts,
+    spec-settable and API-only, in its declaration order."""
+    return [_options.OPTIONS[n] for n in get_method(name).options]
+
+
 #: the pipelines built so far (a pipeline is a pure function of its name)
 _PIPELINES: dict[str, MaskingMethod] = {}
 
@@ -290,10 +296,9 @@ def check_pipeline_options(meth: MaskingMethod, options: object) -> dict:
         m = get_method(step)
         given = options.get(step)
         if given is not None and not isinstance(given, dict):
-            raise SdcInputError(f"the options of step {step} of pipeline {meth.name} must be a "
-                                f"mapping of option names to values, e.g. {{{step}: "
-                                f"{{{m.param}: ...}}}}. Got {type(given).__name__} "
-                                "instead.")
+            raise value_error(f"the options of step {step} of pipeline {meth.name}",
+                              f"a mapping of option names to values, e.g. {{{step}: "
+                              f"{{{m.param}: ...}}}}", got_text=f"a {type(given).__name__}")
         own = dict(given or {})
         last = i == len(meth.steps) - 1
         if m.kind != "none" and not last:

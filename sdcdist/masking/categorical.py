@@ -502,7 +502,7 @@ def frequencies_wildcard(codes: np.ndarray, weights: np.ndarray | None = None
     -------
     fk, Fk : ndarray, shape (n,)
     """
-    from ..metrics.frequency import combo_table, combo_frequencies
+    from ..keytables import combo_table, combo_frequencies
     table = combo_table(codes, weights)
     fk_u, Fk_u = combo_frequencies(table)
     return fk_u[table["inverse"]], Fk_u[table["inverse"]]
@@ -595,7 +595,7 @@ def _give_back(orig: np.ndarray, out: np.ndarray, k: int, order: np.ndarray) -> 
     can refuse, have indexes of their own.
     """
     from operator import itemgetter
-    from ..metrics.frequency import combo_frequencies, combo_table
+    from ..keytables import combo_frequencies, combo_table
     n, q = out.shape
     sup = np.argwhere(np.isnan(out) & ~np.isnan(orig))
     if sup.shape[0] == 0:

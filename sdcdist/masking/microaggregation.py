@@ -62,9 +62,6 @@ def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return out
 
 
-LEFTOVER = ("end", "middle")
-
-
 def consecutive_groups(score: np.ndarray, k: int, leftover: str = "end") -> np.ndarray:
     """Group labels: records sorted by ``score`` (ties by record order), cut into groups of k.
 

@@ -9,7 +9,8 @@ from ._registry import (DEFAULT_OPTIONS, REGISTRY, MeasureContext, Metric, Metri
                         get_metric, register)
 from .keysets import KeySets, default_keysets
 from . import infoloss, prl, ranks, risk, scores, utility, frequency, attribute  # noqa: F401  (register metrics)
-from .measure import expand_requirements, measure
+from .measure import expand_requirements, measure, options_of
 
 __all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",
-           "measure", "default_keysets", "KeySets", "expand_requirements", "DEFAULT_OPTIONS"]
+           "measure", "default_keysets", "KeySets", "expand_requirements", "options_of",
+           "DEFAULT_OPTIONS"]

@@ -122,6 +122,10 @@ def constant_columns(X: Any, cols: Sequence[int]) -> list[bool]:
         out.append(bool(x.size == 0 or x.min() == x.max()))
     return out
 
+def take_columns(A: np.ndarray, pos: list[int]) -> np.ndarray:
+    """The columns ``pos`` of ``A`` (n x m) as a C-ordered n x len(pos) array."""
+    return np.ascontiguousarray(A[:, pos])
+
 #: Defaults of the options metrics read, from their one declaration in :mod:`sdcdist.options`.
 DEFAULT_OPTIONS: dict[str, Any] = _options.defaults("metric")
 
@@ -244,10 +248,9 @@ class MeasureContext:
                  **extra: Any) -> "MeasureContext":
         """This context on the columns ``keep_a`` (original) and ``keep_b`` (masked), key
         sets touching ``drop`` left out."""
-        from .risk import _take_columns
         return MeasureContext(
-            self.runner, self.runner.task(_take_columns, self.original, keep_a),
-            self.runner.task(_take_columns, self.masked, keep_b),
+            self.runner, self.runner.task(take_columns, self.original, keep_a),
+            self.runner.task(take_columns, self.masked, keep_b),
             shape_original=(self.shape_original[0], len(keep_a)),
             shape_masked=(self.shape_masked[0], len(keep_b)),
             columns=[self.columns[j] for j in keep_a],

@@ -60,9 +60,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import SdcInputError, column_positions
+from ..keytables import unique_rows
 from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
-from .frequency import _unique_rows, frequency_keys
+from .frequency import frequency_keys
 
 __all__ = ["pair_table", "merge_pairs", "class_measures", "attribute_summary",
            "confidential_columns", "MEASURES"]
@@ -134,7 +135,7 @@ def _group(rows: np.ndarray, value: np.ndarray, count: np.ndarray) -> dict[str, 
     """Sum ``count`` over equal (row, value) pairs; sorted by row then value."""
     if rows.shape[0] == 0:
         return _empty(rows.shape[1])
-    urows, cls = _unique_rows(rows)
+    urows, cls = unique_rows(rows)
     uval, vid = np.unique(value, return_inverse=True)
     key = cls * np.int64(uval.size) + vid.reshape(-1)
     ukey, inv = np.unique(key, return_inverse=True)
@@ -296,7 +297,7 @@ def attribute_summary(tables: dict[str, dict[str, Any]], *, ordered: Sequence[st
     if allrows.shape[0] == 0:
         raise SdcInputError("the confidential column(s) " f"{cols} have no known value in the "
                             "released file; attribute disclosure needs at least one")
-    urows, inv = _unique_rows(allrows)
+    urows, inv = unique_rows(allrows)
     n_classes = urows.shape[0]
     off = np.cumsum([0] + [tables[col]["rows"].shape[0] for col in cols])
     fails = {name: np.zeros(n_classes, bool) for name, v in MEASURES.items() if v[1]}

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
+from ..errors import SdcInputError, column_positions, value_error, weight_error
 from ..parallel import Runner
 from ._registry import MeasureContext, MetricResult, constant_columns, get_metric
 from .keysets import default_keysets
 
-__all__ = ["measure", "expand_requirements"]
+__all__ = ["measure", "expand_requirements", "options_of"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,16 @@ def expand_requirements(names: Sequence[str]) -> list[str]:
     return out
 
 
+def options_of(name: str) -> list:
+    """The options (:class:`sdcdist.options.Option`) metric ``name`` reads, its own and
+    those of the metrics it is computed from, in declaration order. Unknown metric: the
+    standard error listing the valid names."""
+    from ..options import OPTIONS
+    get_metric(name)
+    used = {o for m in expand_requirements([name]) for o in get_metric(m).options}
+    return [OPTIONS[n] for n in OPTIONS if n in used]
+
+
 def _handle(runner: Runner, data: Any) -> tuple[Any, tuple[int, int]]:
     from ..data import Microdata, StoredArray
     if isinstance(data, Microdata):
@@ -44,7 +54,7 @@ def _handle(runner: Runner, data: Any) -> tuple[Any, tuple[int, int]]:
     # on the memory layout (a CSV read into memory comes column-major)
     arr = np.ascontiguousarray(data, dtype=np.float64)
     if arr.ndim != 2:
-        raise SdcInputError(f"microdata must be 2-D (records x variables); got shape {arr.shape}")
+        raise value_error("microdata", "2-D (records x variables)", got_text=f"shape {arr.shape}")
     return runner.share(arr), arr.shape  # type: ignore[return-value]
 
 
@@ -152,9 +162,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                 f"file's {list(columns)}; {', '.join(same)} compare the files column by "
                 "column, so both files need the same columns in the same order")
     if weight is not None and weight in set(categorical or ()):
-        raise SdcInputError(f"weight column {weight!r} is categorical; a sampling weight must "
-                            "be a numeric column of positive values: name the weight column "
-                            "(--weight), or leave the weight out")
+        raise weight_error(weight, fix="name a numeric weight column (--weight), or leave "
+                           "the weight out")
     # the sampling weight is never a linkage key: it is not masked, and an intruder does
     # not know it (it would link every record to itself)
     shared = [c for c in columns if c in set(masked_columns) and c != weight]

@@ -45,7 +45,7 @@ from ..linkage import distance
 from ..linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
 from ..linkage.truth import invert_truth, row_truth
 from ..parallel import add_dicts, map_reduce, tree_reduce
-from ._registry import MeasureContext, MetricResult, register
+from ._registry import MeasureContext, MetricResult, register, take_columns
 
 __all__ = ["interval_counts", "key_positions", "crl_links"]
 
@@ -112,11 +112,7 @@ def _transformed(ctx: MeasureContext, keys: tuple[int, ...], kind: str) -> tuple
         return M, O
     pos = [union.index(k) for k in keys]
     return ctx.cached(("transform", kind, keys), lambda: (
-        ctx.runner.task(_take_columns, M, pos), ctx.runner.task(_take_columns, O, pos)))
-
-
-def _take_columns(A: np.ndarray, pos: list[int]) -> np.ndarray:
-    return np.ascontiguousarray(A[:, pos])
+        ctx.runner.task(take_columns, M, pos), ctx.runner.task(take_columns, O, pos)))
 
 
 def _transformed_columns(ctx: MeasureContext, keys: tuple[int, ...], kind: str

@@ -24,7 +24,7 @@ never starts a cluster.
 
 from __future__ import annotations
 
-from .cells import TASK_CELL_LIMIT, CellExecutor, cell_mode
+from .cells import CellExecutor, cell_mode
 from .pairs import indexed_reduce, pair_block_rows, pairwise_reduce
 from .reduce import add_dicts, chunk_bounds, map_reduce, tree_reduce
 from .runner import Local, Runner, one_blas_thread
@@ -32,4 +32,4 @@ from .sort import SortedFile, distributed_sort
 
 __all__ = ["Runner", "Local", "one_blas_thread", "tree_reduce", "map_reduce", "chunk_bounds", "add_dicts",
            "pairwise_reduce", "pair_block_rows", "indexed_reduce", "distributed_sort",
-           "SortedFile", "CellExecutor", "cell_mode", "TASK_CELL_LIMIT"]
+           "SortedFile", "CellExecutor", "cell_mode"]

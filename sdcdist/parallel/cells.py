@@ -11,8 +11,8 @@ results:
   pair-block tasks) spread over the cluster; several cells are driven at
   once from a few threads so the workers stay busy.
 
-``cell_mode: auto`` picks ``task`` up to ``task_cell_limit`` records
-(:data:`TASK_CELL_LIMIT`) and ``distributed`` above (:func:`cell_mode`).
+``cell_mode: auto`` picks ``task`` up to ``task_cell_limit`` records and
+``distributed`` above (:func:`cell_mode`; the caller passes both options in).
 
 Each cell's result is handed to ``on_done`` as soon as it is ready, in this
 thread (so the caller may write it to a store); on a failure the cells not
@@ -27,29 +27,31 @@ import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ..options import OPTIONS
 from .runner import Runner, lost_scheduler
 
-__all__ = ["CellExecutor", "cell_mode", "TASK_CELL_LIMIT"]
-
-#: records up to which ``cell_mode: auto`` runs a whole cell as one task
-TASK_CELL_LIMIT = OPTIONS["task_cell_limit"].default   # declared in sdcdist.options
+__all__ = ["CellExecutor", "cell_mode"]
 
 C = TypeVar("C")
 
 
-def cell_mode(options: Mapping[str, Any], n: int, *, cells: int | None = None,
+def cell_mode(mode: str, n: int, *, limit: int, cells: int | None = None,
               workers: int = 1) -> str:
     """``task`` or ``distributed``: the ``cell_mode`` option, ``auto`` resolved for ``n`` rows.
 
-    ``auto`` is ``task`` up to ``task_cell_limit`` rows, unless there are fewer
-    ``cells`` than twice the ``workers``: then whole-cell tasks would leave
-    workers idle, and ``distributed`` spreads each cell's own tasks (its key
-    sets at once) over them. Both modes give the same cube bit for bit.
+    Parameters
+    ----------
+    mode : {"auto", "task", "distributed"}
+        The ``cell_mode`` option.
+    n : int
+        Records in the largest input file.
+    limit : int
+        The ``task_cell_limit`` option: ``auto`` is ``task`` up to ``limit`` rows,
+        unless there are fewer ``cells`` than twice the ``workers``: then whole-cell
+        tasks would leave workers idle, and ``distributed`` spreads each cell's own
+        tasks (its key sets at once) over them. Both modes give the same cube bit for bit.
     """
-    mode = options.get("cell_mode", "auto")
     if mode == "auto":
-        limit = int(options.get("task_cell_limit", TASK_CELL_LIMIT))
+        limit = int(limit)
         few = cells is not None and workers > 1 and cells < 2 * workers
         return "task" if n <= limit and not few else "distributed"
     return mode

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from ..errors import SdcInputError
 
-__all__ = ["Tokens", "hash_token", "new_token"]
+__all__ = ["Tokens", "hash_token", "new_token", "PRINCIPAL_NAME"]
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+#: a principal's name in a tokens file (``sdcdist serve --hash-token NAME`` checks it too)
+PRINCIPAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 
 
 def new_token() -> str:
@@ -127,7 +128,7 @@ def _parse(line: str, name: str, lineno: int) -> _Entry:
                         "'NAME scrypt:N:r:p:SALT:HEX'; make lines with "
                         "'sdcdist serve --hash-token NAME'")
     parts = line.split()
-    if len(parts) != 2 or not _NAME.match(parts[0]):
+    if len(parts) != 2 or not PRINCIPAL_NAME.match(parts[0]):
         raise bad
     principal, stored = parts
     fields = stored.split(":")

@@ -286,5 +286,5 @@ def _reason(client: Any, audit_id: str, exc: BaseException) -> str:
 
 
 def _message(exc: BaseException) -> str:
-    from ..cli._paths import redact
+    from ..text import redact
     return redact(str(exc))

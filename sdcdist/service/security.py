@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, value_error
 
 __all__ = ["check_data_path", "principal_area", "RequestGuard", "FailureLimiter",
            "check_json_depth", "parse_last_event_id", "CSRF_HEADER", "loopback_hosts",
@@ -171,8 +171,8 @@ def parse_last_event_id(value: str | None) -> int:
         return 0
     v = value.strip()
     if not v.isdigit() or len(v) > 18:
-        raise SdcInputError("Last-Event-ID must be the number of an event this stream sent "
-                            "(an integer from 0 to 10^18)")
+        raise value_error("Last-Event-ID", "the number of an event this stream sent (an "
+                          "integer from 0 to 10^18)")
     return int(v)
 
 

@@ -263,10 +263,6 @@ class Store:
                           "status IN (?,?)",
                           (status, time.time(), error, audit_id, *ACTIVE)).rowcount > 0
 
-    def active_count(self) -> int:
-        return self._one("SELECT COUNT(*) AS n FROM audits WHERE status IN (?,?)",
-                         ACTIVE)["n"]
-
 
 def _dataset_out(d: dict[str, Any]) -> dict[str, Any]:
     return {"id": d["id"], "name": d["name"], "filename": d["filename"], "rows": d["rows"],

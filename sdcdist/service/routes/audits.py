@@ -1,0 +1,204 @@
+"""Audits: submit a spec, list, show, resume, cancel, and follow one (server-sent events).
+
+A spec names its data by an uploaded dataset's id (:func:`resolve_spec` replaces it by
+the stored path), ``reference``, ``synthetic``, or a ``path`` inside the root.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import StreamingResponse
+
+from ...errors import SdcInputError
+from ...logs import event
+from ..helpers import Service
+from ..store import ACTIVE, Store, audit_out, new_id
+
+__all__ = ["router", "cancel_reason", "parse_body", "resolve_spec"]
+
+log = logging.getLogger("sdcdist.service")
+
+
+def router(svc: Service) -> APIRouter:
+    """The routes of the audits (``/v1/audits``, ``/v1/audits/{id}``, its resume and events),
+    on the shared state ``svc``."""
+    r = APIRouter()
+    store, config, runner = svc.store, svc.config, svc.runner
+    Who = Depends(svc.principal)
+
+    @r.post("/v1/audits", status_code=202, tags=["audits"],
+            openapi_extra={"requestBody": {"required": True, "content": {
+                "application/yaml": {"schema": {"type": "string"}},
+                "application/json": {"schema": {"type": "object"}}}}})
+    async def submit(request: Request, who: str = Who) -> dict[str, Any]:
+        """Submit an audit spec (YAML or JSON) naming its data by `dataset: {id: ...}`
+        (an uploaded dataset), `reference`, `synthetic`, or a `path` inside the root."""
+        body = await request.body()
+        return await asyncio.to_thread(_submit, body,
+                                       request.headers.get("content-type", ""), who)
+
+    def _submit(body: bytes, ctype: str, who: str) -> dict[str, Any]:
+        from ...audit import parse_spec, plan_cells
+        from ..limits import check_submission
+        doc = parse_body(body, ctype)
+        resolved = resolve_spec(doc, who, store, config.allow_urls)
+        spec = parse_spec(resolved, base_dir=store.root)
+        check_submission(spec, config.limits)   # against the data, in bounded memory
+        audit_id = new_id("au")
+        if not store.add_audit(audit_id, who, name=spec.name, spec=spec.raw,
+                               cells_total=len(plan_cells(spec)), limit=config.max_audits):
+            raise HTTPException(429, f"you have {config.max_audits} audits queued or "
+                                     "running, the most this service allows at once; wait "
+                                     "for one to finish or cancel one")
+        event(log, "audit accepted", audit=audit_id, principal=who,
+              cells=len(plan_cells(spec)))
+        if runner is not None:
+            runner.notify()
+        return {"id": audit_id, "status": "queued"}
+
+    @r.get("/v1/audits", tags=["audits"])
+    def list_audits(who: str = Who) -> list[dict[str, Any]]:
+        """Your audits, oldest first."""
+        return [svc.shown(a) for a in store.audits(who)]
+
+    @r.get("/v1/audits/{audit_id}", tags=["audits"])
+    def get_audit(audit_id: str, who: str = Who) -> dict[str, Any]:
+        """Status (queued, running, done, failed, cancelled), cells done of total, times,
+        error, and a `note` when an active audit waits (e.g. the cluster has no
+        workers)."""
+        return svc.shown(svc.own_audit(audit_id, who))
+
+    @r.post("/v1/audits/{audit_id}/resume", status_code=202, tags=["audits"])
+    def resume(audit_id: str, who: str = Who) -> dict[str, Any]:
+        """Put a failed or cancelled audit back in the queue: it resumes from its cube,
+        computing only the cells not written yet (409 for an active or done audit)."""
+        a = svc.own_audit(audit_id, who)
+        if not store.requeue(audit_id, who):
+            raise HTTPException(409, f"audit {audit_id!r} is {a['status']}; only a failed or "
+                                     "cancelled audit can be resumed")
+        event(log, "audit resumed", audit=audit_id, principal=who)
+        if runner is not None:
+            runner.notify()
+        return svc.shown(svc.own_audit(audit_id, who))
+
+    @r.delete("/v1/audits/{audit_id}", tags=["audits"])
+    def cancel(audit_id: str, who: str = Who) -> dict[str, Any]:
+        """Cancel a queued or running audit (the cells already written stay in its cube)."""
+        a = svc.own_audit(audit_id, who)
+        if a["status"] in ACTIVE:
+            store.finish(audit_id, "cancelled", cancel_reason(a, who))
+            if runner is not None:
+                runner.cancel(audit_id)
+            event(log, "audit cancelled", audit=audit_id, principal=who)
+        return audit_out(svc.own_audit(audit_id, who))
+
+    @r.get("/v1/audits/{audit_id}/events", tags=["audits"])
+    async def events(audit_id: str, request: Request, who: str = Who) -> StreamingResponse:
+        """Server-sent events: `cell` for each finished cell (ids 1, 2, ... within the
+        audit), then one `status` when the audit ends. `Last-Event-ID` resumes after an
+        event already seen."""
+        from ..security import parse_last_event_id
+        svc.own_audit(audit_id, who)
+        after = parse_last_event_id(request.headers.get("last-event-id"))
+
+        async def stream() -> Any:
+            last = after
+            while True:
+                a = await asyncio.to_thread(store.audit, audit_id)
+                rows = await asyncio.to_thread(store.cells, audit_id, last)
+                for c in rows:
+                    last = c["n"]          # numbered within this audit
+                    data = {"dataset": c["dataset"], "method": c["method"],
+                            "param": c["param"], "replicate": c["replicate"],
+                            "run": c["run"]}
+                    yield f"id: {last}\nevent: cell\ndata: {json.dumps(data)}\n\n"
+                if a is None or a["status"] not in ACTIVE:
+                    out = audit_out(a) if a else {"status": "deleted"}
+                    yield f"event: status\ndata: {json.dumps(out)}\n\n"
+                    return
+                if await request.is_disconnected():
+                    return
+                yield ": keep-alive\n\n" if not rows else ""
+                await asyncio.sleep(0.3)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+    return r
+
+
+def cancel_reason(a: Mapping[str, Any], who: str) -> str:
+    """What a cancelled audit says: who cancelled it, when, and what is kept."""
+    when = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime())
+    if a["status"] == "queued" and not a["cells_done"]:
+        return f"cancelled by {who} at {when}, before it started; nothing was computed"
+    if not a["cells_done"]:
+        return f"cancelled by {who} at {when} while running, before any cell had finished"
+    return (f"cancelled by {who} at {when} while running; the {a['cells_done']} cells "
+            "finished before that stay in its cube and can be queried")
+
+
+def parse_body(body: bytes, ctype: str) -> Any:
+    """A spec from a request body: JSON by its content type, else YAML (as a spec file)."""
+    from ...yamlsafe import load_yaml
+    if not body.strip():
+        raise SdcInputError("the request has no spec; send the YAML or JSON of an audit spec "
+                            "(see examples/demo.yaml)")
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise SdcInputError("the spec is not UTF-8 text; send it as UTF-8") from None
+    if "json" in ctype.lower():
+        from ...limits import MAX_YAML_DEPTH
+        from ..security import check_json_depth
+        check_json_depth(text, MAX_YAML_DEPTH)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SdcInputError(f"the spec is not valid JSON (line {exc.lineno}, column "
+                                f"{exc.colno}: {exc.msg})") from None
+    return load_yaml(text, what="the spec")
+
+
+def resolve_spec(doc: Any, who: str, store: Store, allow_urls: tuple[str, ...] = ()) -> Any:
+    """The spec with each `dataset: {id: ...}` replaced by its stored path, and each
+    `path` checked to stay inside the root."""
+    if not isinstance(doc, Mapping):
+        return doc                       # parse_spec says what is wrong
+    out = dict(doc)
+    if isinstance(doc.get("dataset"), Mapping):
+        out["dataset"] = resolve_dataset(doc["dataset"], "'dataset'", who, store,
+                                          allow_urls)
+    if isinstance(doc.get("datasets"), list):
+        out["datasets"] = [resolve_dataset(d, f"datasets[{i}]", who, store, allow_urls)
+                           if isinstance(d, Mapping) else d
+                           for i, d in enumerate(doc["datasets"])]
+    return out
+
+
+def resolve_dataset(d: Mapping[str, Any], what: str, who: str, store: Store,
+                     allow_urls: tuple[str, ...] = ()) -> dict:
+    d = dict(d)
+    if "id" in d:
+        if any(k in d for k in ("path", "synthetic", "reference")):
+            raise SdcInputError(f"{what} has 'id' and another source; name the data by one "
+                                "of 'id' (an uploaded dataset), 'reference' or 'synthetic'")
+        dataset_id = str(d.pop("id"))
+        row = store.dataset(dataset_id, who)
+        if row is None:
+            raise SdcInputError(f"{what} names dataset id {dataset_id!r}, which is not one "
+                                "of your uploads; GET /v1/datasets lists them")
+        d["path"] = f"datasets/{dataset_id}.zarr"
+        d.setdefault("name", row["name"])
+        return d
+    if "path" in d:
+        from ..security import check_data_path
+        check_data_path(str(d["path"]), what, store.root, who, allow_urls)
+    return d

@@ -1,0 +1,129 @@
+"""Datasets: upload (validated as ``sdcdist ingest`` validates a file), list, show, delete.
+
+No answer holds a record value: names, schemas, roles, counts and hashes only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, File, Form, HTTPException, UploadFile
+
+from ...errors import SdcInputError
+from ...logs import event
+from ..helpers import Service
+from ..store import ACTIVE, new_id
+
+#: files an upload may be (the formats `sdcdist ingest` reads)
+UPLOAD_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".txt", ".parquet", ".pq")
+
+__all__ = ["router"]
+
+log = logging.getLogger("sdcdist.service")
+
+
+def router(svc: Service) -> APIRouter:
+    """The routes of the datasets (``/v1/datasets``), on the shared state ``svc``."""
+    r = APIRouter()
+    store, config = svc.store, svc.config
+    Who = Depends(svc.principal)
+
+    @r.post("/v1/datasets", status_code=201, tags=["datasets"])
+    def upload(file: UploadFile = File(..., description="CSV (.csv, .csv.gz, .tsv) or "
+                                                          "Parquet file"),
+               name: str | None = Form(None, description="Dataset name (default: the "
+                                                        "file name without extension)"),
+               keys: str | None = Form(None, description="Key columns, comma-separated"),
+               confidential: str | None = Form(None, description="Confidential columns, "
+                                                                 "comma-separated"),
+               columns: str | None = Form(None, description="Keep only these columns"),
+               categorical: str | None = Form(None, description="Integer-coded columns "
+                                              "to store as categorical, comma-separated "
+                                              "(text columns are categorical anyway)"),
+               weight: str | None = Form(None, description="The sampling-weight column "
+                                                           "(positive values)"),
+               who: str = Who) -> dict[str, Any]:
+        """Upload a dataset, validated exactly as `sdcdist ingest` validates a file. The
+        answer lists each column's type (numeric or categorical) and roles in `schema`."""
+        from ...text import slug, split_list
+        from ...data import ingest, open_microdata
+        from ..limits import chunk_rows_for, scan_upload
+        from ..security import MAX_NAME_BYTES
+        filename = Path(file.filename or "upload.csv").name
+        if len(filename.encode()) > MAX_NAME_BYTES or any(ord(c) < 32 for c in filename):
+            raise SdcInputError(f"the file name is longer than {MAX_NAME_BYTES} bytes or holds "
+                                "a control character; rename the file")
+        low = filename.lower()
+        if not low.endswith(UPLOAD_SUFFIXES):
+            raise SdcInputError(f"cannot tell the format of {filename!r}; upload CSV (.csv, "
+                                ".csv.gz, .tsv) or Parquet (.parquet) files")
+        ext = next(s for s in sorted(UPLOAD_SUFFIXES, key=len, reverse=True) if low.endswith(s))
+        stem = slug(filename[:-len(ext)])[:100] or "data"
+        dataset_id = new_id("ds")
+        tmp = store.root / "tmp" / dataset_id
+        tmp.mkdir(parents=True, mode=0o700)
+        final = store.dataset_path(dataset_id)
+        try:
+            src = tmp / (stem + ext)
+            with open(os.open(src, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+                shutil.copyfileobj(file.file, f, 2**20)
+            shape = scan_upload(src, config.limits)
+            roles = {}
+            if keys:
+                roles["key"] = split_list(keys)
+            if confidential:
+                roles["confidential"] = split_list(confidential)
+            if weight and weight.strip():
+                roles["weight"] = [weight.strip()]
+            from ...data.io import DEFAULT_CHUNK_ROWS
+            ingest(src, final, roles=roles, columns=split_list(columns) if columns else None,
+                   categorical=split_list(categorical) if categorical else None,
+                   chunk_rows=chunk_rows_for(shape[1] if shape else 1, DEFAULT_CHUNK_ROWS))
+            store.private(final)
+            attrs = dict(open_microdata(final).attrs)
+            ds_name = (name or stem).strip() or stem
+            store.add_dataset(dataset_id, who, name=ds_name, filename=filename,
+                              rows=int(attrs["n_records"]), columns=list(attrs["columns"]),
+                              roles=dict(attrs.get("roles") or {}),
+                              sha256=str(attrs["sha256"]))
+        except BaseException:
+            shutil.rmtree(final, ignore_errors=True)
+            raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        event(log, "dataset uploaded", dataset=dataset_id, principal=who,
+              rows=int(attrs["n_records"]), columns=len(attrs["columns"]))
+        d = store.dataset(dataset_id, who)
+        return {"id": dataset_id, "rows": d["rows"], "columns": d["columns"],
+                "sha256": d["sha256"], "name": d["name"], "roles": d["roles"],
+                "schema": svc.dataset_schema(dataset_id)}
+
+    @r.get("/v1/datasets", tags=["datasets"])
+    def list_datasets(who: str = Who) -> list[dict[str, Any]]:
+        """Your datasets: names, schemas and roles (never values)."""
+        return [{**d, "schema": svc.dataset_schema(d["id"])} for d in store.datasets(who)]
+
+    @r.get("/v1/datasets/{dataset_id}", tags=["datasets"])
+    def get_dataset(dataset_id: str, who: str = Who) -> dict[str, Any]:
+        """One dataset's schema and roles (never values)."""
+        d = svc.own_dataset(dataset_id, who)
+        return {**d, "schema": svc.dataset_schema(dataset_id)}
+
+    @r.delete("/v1/datasets/{dataset_id}", tags=["datasets"])
+    def delete_dataset(dataset_id: str, who: str = Who) -> dict[str, Any]:
+        """Delete a dataset (refused while an audit of yours that uses it is active)."""
+        svc.own_dataset(dataset_id, who)
+        ref = f"datasets/{dataset_id}.zarr"
+        if any(ref in a["spec"] for a in store.audits(who) if a["status"] in ACTIVE):
+            raise HTTPException(409, f"dataset {dataset_id!r} is used by an audit that is "
+                                     "queued or running; cancel it or wait for it first")
+        store.delete_dataset(dataset_id, who)
+        shutil.rmtree(store.dataset_path(dataset_id), ignore_errors=True)
+        event(log, "dataset deleted", dataset=dataset_id, principal=who)
+        return {"id": dataset_id, "deleted": True}
+
+    return r
