@@ -87,7 +87,7 @@ def test_unreadable_and_missing_files(tmp_path):
         ingest(tmp_path / "nope.csv", str(tmp_path / "d.zarr"))
     bad = tmp_path / "broken.parquet"
     bad.write_bytes(b"this is not parquet")
-    with pytest.raises(SdcInputError, match="cannot read 'broken.parquet' as Parquet"):
+    with pytest.raises(SdcInputError, match="Cannot open 'broken.parquet' as a Parquet file"):
         ingest(bad, str(tmp_path / "d.zarr"))
     with pytest.raises(SdcInputError, match="cannot tell the format"):
         ingest(tmp_path / "x.xlsx", str(tmp_path / "d.zarr"))

@@ -135,7 +135,7 @@ TEMPLATED = {
 }
 PACKAGE = Path(errors.__file__).parent
 #: modules being rewritten elsewhere (their messages move to the templates as they are)
-EXEMPT = ("linkage/", "data/io.py", "cli/link.py")
+EXEMPT: tuple[str, ...] = ()
 
 
 def _text(node: ast.AST) -> str:

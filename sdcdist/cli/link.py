@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, unknown_name_error
 from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_flag, main,
                       na_values_option, names_option, option_items)
 from ._paths import PathOrURL, check_output
@@ -76,8 +76,7 @@ def prl_settings(flags: dict[str, Any], option_items: tuple[str, ...],
     given = read_items(option_items)
     for key in given:
         if key not in NAMES:
-            raise SdcInputError(f"`sdcdist link` reads the PRL options only; {key!r} is not "
-                                f"one. Valid options: {', '.join(NAMES)}.")
+            raise unknown_name_error("PRL option", key, NAMES)
     values: dict[str, Any] = {}
     for name in NAMES:
         text = flags.get(name)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
+from ..errors import SdcInputError, column_positions, missing_file_error, unreadable_error
 from .validate import check_column_names
 
 __all__ = ["read_typed_frames"]
@@ -226,7 +226,7 @@ def _source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
 
     kind = _source_kind(source)
     if not source.exists():
-        raise SdcInputError(f"{str(source)!r} does not exist; check the path")
+        raise missing_file_error("data file", source, "check the path")
     if source.stat().st_size == 0:
         raise SdcInputError(f"{source.name!r} is empty; it needs a header row and at least "
                             "3 records")
@@ -261,8 +261,8 @@ def _source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
         import pyarrow.parquet as pq
         pf = pq.ParquetFile(source)
     except Exception as exc:  # pyarrow raises several types for unreadable files
-        raise SdcInputError(f"cannot read {source.name!r} as Parquet ({type(exc).__name__}); "
-                            "check that the file is a complete Parquet file") from None
+        raise unreadable_error("a Parquet file", source.name, type(exc).__name__,
+                               "check that the file is a complete Parquet file") from None
     header = list(pf.schema_arrow.names)
     check_column_names(header, repr(source.name))
     names = _select(header, columns, source.name)

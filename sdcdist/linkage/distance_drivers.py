@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, option_error
 from ..parallel import Runner, indexed_reduce, pair_block_rows, pairwise_reduce
 from . import distance
 from .truth import row_truth
@@ -104,8 +104,7 @@ def _combine(*parts: dict) -> dict:
 
 def _check_method(method: str) -> None:
     if method not in LINK_METHODS:
-        raise SdcInputError(f"The 'linkage_method' option must be one of "
-                            f"{', '.join(LINK_METHODS)}. Got {method!r} instead.")
+        raise option_error("linkage_method", f"one of {', '.join(LINK_METHODS)}", method)
 
 
 # -- drivers -------------------------------------------------------------------------
