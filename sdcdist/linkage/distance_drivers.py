@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, option_error
+from ..errors import option_error
 from ..parallel import Runner, indexed_reduce, pair_block_rows, pairwise_reduce
 from . import distance
 from .truth import row_truth
