@@ -316,3 +316,50 @@ def test_a_new_module_falls_in_its_package_layer(tmp_path):
     assert layer_of("pkg.mid.deep.new", layers) == 2
     assert layer_of("pkg", layers) == 3
     assert unplaced(files, layers) == ["pkg.orphan"]
+
+
+def private_reaches(package: Path) -> list[str]:
+    """``file:line: module.name`` for each private name (``_x``, not dunder) one module of
+    ``package`` takes from another: ``from .m import _x`` or ``m._x`` on an imported module."""
+    root = package.parent
+    top = package.name
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+        modules: set[str] = set()          # names bound to modules of the package
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                inside = node.level > 0 or (node.module or "").split(".")[0] == top
+                if not inside:
+                    continue
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        found.append(f"{rel}:{node.lineno}: {node.module or '.'}.{a.name}")
+                    modules.add(a.asname or a.name)
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] == top:
+                        modules.add(a.asname or a.name.split(".")[0])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id in modules and node.attr.startswith("_") \
+                    and not node.attr.startswith("__"):
+                found.append(f"{rel}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_reaches_into_another_modules_private_names():
+    found = private_reaches(PACKAGE)
+    assert not found, "private names used across modules:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("files, expect", [
+    ({"mid/b.py": "from .a import _hidden\n", "mid/a.py": "_hidden = 1\n"},
+     ["pkg/mid/b.py:1: a._hidden"]),
+    ({"top.py": "from .mid import a\n\nY = a._hidden\n", "mid/a.py": "_hidden = 1\n"},
+     ["pkg/top.py:3: a._hidden"]),
+    ({"top.py": "from .mid import a\n\nY = a.__name__\n"}, []),
+])
+def test_the_private_name_scan_catches_reaches(tmp_path, files, expect):
+    assert private_reaches(_package(tmp_path, files)) == expect

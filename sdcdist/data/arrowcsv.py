@@ -240,11 +240,11 @@ def read_typed(source: Path, columns: Sequence[str] | None, chunk_rows: int,
 
     Returns the column names and ``{column: labels}``.
     """
-    from .sources import _csv_header, _source_frames, _source_kind, read_typed_frames
-    names = _source_frames(source, columns, chunk_rows)[0]      # checks: path, header
-    if _source_kind(source) == "csv":
+    from .sources import csv_header, source_frames, source_kind, read_typed_frames
+    names = source_frames(source, columns, chunk_rows)[0]      # checks: path, header
+    if source_kind(source) == "csv":
         sep = "\t" if source.suffix.lower() == ".tsv" else ","
-        header = _csv_header(source, sep)
+        header = csv_header(source, sep)
         if len(header) > 1:
             try:
                 return _read_arrow(source, header, names, sep, categorical, start, write,

@@ -25,10 +25,10 @@ from ..errors import SdcInputError, column_positions, param_error
 from .arrowcsv import read_typed
 from .microdata import (DEFAULT_CHUNK_ROWS, Microdata, align_categories, check_typed,
                         file_sha256_in_background, from_array, is_store, values_fingerprint)
-from .staging import (_CleanOnSigterm, _new_values_array, _open_group, _Staging, _temp_name,
+from .staging import (CleanOnSigterm, new_values_array, open_zarr_group, Staging, temp_name,
                       remove_stale_temps)
-from .sources import _source_frames
-from .stores import StoredArray, _check_fingerprint, _store_group, open_microdata
+from .sources import source_frames
+from .stores import StoredArray, check_fingerprint, store_group, open_microdata
 from .validate import ValueChecker, check_column_names
 
 __all__ = ["Microdata", "align_categories", "ingest", "open_microdata", "load_microdata",
@@ -88,13 +88,13 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
     if chunk_rows < 1:
         raise param_error("chunk_rows", "ingest", "an integer >= 1", chunk_rows)
     roles = {k: list(v) for k, v in (roles or {}).items()}
-    with _Staging(store, overwrite) as tmp:
-        group = _open_group(tmp, "w")
+    with Staging(store, overwrite) as tmp:
+        group = open_zarr_group(tmp, "w")
         state: dict[str, Any] = {}
 
         def start() -> None:
             if "arr" not in state:
-                state["arr"] = _new_values_array(group, 0, len(state["names"]), chunk_rows)
+                state["arr"] = new_values_array(group, 0, len(state["names"]), chunk_rows)
             state["arr"].resize((0, len(state["names"])))
             state.update(n=0, digest=integrity.ValuesDigest(),
                          checker=ValueChecker(state["names"], repr(source.name)))
@@ -126,7 +126,7 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
 
 
 def _source_names(source: Path, columns: Sequence[str] | None, chunk_rows: int) -> list[str]:
-    return _source_frames(source, columns, chunk_rows)[0]
+    return source_frames(source, columns, chunk_rows)[0]
 
 
 def _check_source_roles(names: Sequence[str], roles: Mapping[str, Sequence[str]],
@@ -166,9 +166,9 @@ def write_microdata(md: Microdata, store: str | os.PathLike, *,
                                               .astype(np.int64), categories=list(labels))
         final = Path(out).resolve()
         remove_stale_temps(final)
-        tmp = str(_temp_name(final))
+        tmp = str(temp_name(final))
         try:
-            with _CleanOnSigterm(tmp):
+            with CleanOnSigterm(tmp):
                 if low.endswith(".csv"):
                     df.to_csv(tmp, index=False, float_format="%.17g")
                 else:
@@ -178,10 +178,10 @@ def write_microdata(md: Microdata, store: str | os.PathLike, *,
             if os.path.exists(tmp):
                 os.remove(tmp)
         return out
-    with _Staging(store, overwrite) as tmp:
-        group = _open_group(tmp, "w")
+    with Staging(store, overwrite) as tmp:
+        group = open_zarr_group(tmp, "w")
         n, m = md.values.shape
-        arr = _new_values_array(group, n, m, chunk_rows)
+        arr = new_values_array(group, n, m, chunk_rows)
         arr[:] = md.values
         group.attrs.update({"columns": list(md.columns), "roles": md.roles, "n_records": n,
                             "categories": md.categories,
@@ -210,11 +210,11 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
     if isinstance(source, Microdata):
         return source
     if is_store(source):
-        group = _store_group(source)
+        group = store_group(source)
         names = tuple(group.attrs["columns"])
         values = np.asarray(integrity.read(group["values"], store=str(source), name="values",
                                            complete=True), dtype=np.float64)
-        _check_fingerprint(group, values, str(source))
+        check_fingerprint(group, values, str(source))
         check_column_names(list(names), repr(str(source)))
         md = Microdata(values, names, dict(group.attrs.get("roles", {})),
                        group.attrs.get("sha256"), dict(group.attrs.get("categories", {})))

@@ -21,13 +21,13 @@ import numpy as np
 from ..errors import SdcInputError, column_positions, missing_file_error, unreadable_error
 from .validate import check_column_names
 
-__all__ = ["read_typed_frames"]
+__all__ = ["read_typed_frames", "source_kind", "source_frames", "csv_header"]
 
 # ---------------------------------------------------------------------------
 # reading sources chunk by chunk
 
 
-def _source_kind(source: Path) -> str:
+def source_kind(source: Path) -> str:
     suffix = "".join(source.suffixes[-2:]).lower()
     if suffix.endswith((".parquet", ".pq")):
         return "parquet"
@@ -60,7 +60,7 @@ def _read_error(source: Path, exc: BaseException) -> SdcInputError:
                          "the path and that it is a complete text CSV file")
 
 
-def _csv_header(source: Path, sep: str) -> list[str]:
+def csv_header(source: Path, sep: str) -> list[str]:
     try:
         with _open_text(source) as f:
             row = next(csv.reader(f, delimiter=sep), None)
@@ -213,7 +213,7 @@ def _select(header: Sequence[str], columns: Sequence[str] | None, name: str) -> 
     return list(columns)
 
 
-def _source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
+def source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
                    ) -> tuple[list[str], Any]:
     """The selected column names and ``frames(usecols)``, a factory of iterators of
     pandas DataFrames of columns ``usecols``.
@@ -224,7 +224,7 @@ def _source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
     """
     import pandas as pd
 
-    kind = _source_kind(source)
+    kind = source_kind(source)
     if not source.exists():
         raise missing_file_error("data file", source, "check the path")
     if source.stat().st_size == 0:
@@ -232,7 +232,7 @@ def _source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
                             "3 records")
     if kind == "csv":
         sep = "\t" if source.suffix.lower() == ".tsv" else ","
-        header = _csv_header(source, sep)
+        header = csv_header(source, sep)
         check_column_names(header, repr(source.name))
         names = _select(header, columns, source.name)
         checked = [False]
@@ -309,10 +309,10 @@ def _column_labels(series: Any, text: np.ndarray | None, miss: np.ndarray) -> np
     """The labels of one chunk of a categorical column (None where missing): text
     verbatim; a typed number column's values as text (whole numbers without ``.0``)."""
     from .parse import labels_text
-    from .types import _as_text
+    from .types import as_text
     if text is not None:
         return labels_text(text, miss)
-    out = _as_text(series)
+    out = as_text(series)
     out[miss] = None
     return out
 
@@ -341,7 +341,7 @@ def read_typed_frames(source: Path, columns: Sequence[str] | None, chunk_rows: i
     from .parse import CATEGORICAL, TypeScan, missing_markers, parse_numbers
     from .types import LabelCollector, encode_column
 
-    names, frames = _source_frames(source, columns, chunk_rows)
+    names, frames = source_frames(source, columns, chunk_rows)
     markers = missing_markers(na_values)
     nmark = _numeric_markers(markers)
     declared = list(dict.fromkeys(categorical or []))
@@ -358,7 +358,7 @@ def read_typed_frames(source: Path, columns: Sequence[str] | None, chunk_rows: i
             text, v, miss = _column_cells(df[c], markers, nmark)
             if text is None:
                 bad = np.zeros(miss.shape, dtype=bool)
-            elif _source_kind(source) == "csv":
+            elif source_kind(source) == "csv":
                 v, bad = parse_numbers(text, miss)
             else:
                 if c not in typed_text:

@@ -21,14 +21,15 @@ import numpy as np
 from .. import integrity
 from ..errors import SdcInputError
 
-__all__ = ["remove_stale_temps"]
+__all__ = ["remove_stale_temps", "open_zarr_group", "Staging", "new_values_array", "temp_name",
+           "CleanOnSigterm"]
 
-def _open_group(store: str, mode: str) -> Any:
+def open_zarr_group(store: str, mode: str) -> Any:
     import zarr
     return zarr.open_group(store, mode=mode)
 
 
-def _new_values_array(group: Any, n: int, m: int, chunk_rows: int) -> Any:
+def new_values_array(group: Any, n: int, m: int, chunk_rows: int) -> Any:
     rows = chunk_rows if n == 0 else max(1, min(chunk_rows, n))
     return group.create_array("values", shape=(n, m), chunks=(rows, m),
                               dtype="float64", dimension_names=("record", "variable"),
@@ -40,7 +41,7 @@ class _Terminated(BaseException):
     nothing on the way swallows it)."""
 
 
-def _temp_name(final: Path) -> Path:
+def temp_name(final: Path) -> Path:
     """``.NAME.tmp-HOST-PID-RANDOM`` next to ``final``: whose write it is, so a later
     write can tell a dead writer's leftovers from a live one's."""
     host = socket.gethostname().replace("/", "_") or "host"
@@ -106,7 +107,7 @@ def remove_stale_temps(final: str | os.PathLike) -> list[str]:
     return removed
 
 
-class _CleanOnSigterm:
+class CleanOnSigterm:
     """Around a local staged write: SIGTERM removes the temporary path, then the signal
     is delivered again to the previous handler (by default the process ends as it would
     have). Installed only in the main thread; the previous handler is restored on exit."""
@@ -139,7 +140,7 @@ class _CleanOnSigterm:
                           else signal.SIG_DFL)
             self.installed = False
 
-    def __enter__(self) -> "_CleanOnSigterm":
+    def __enter__(self) -> "CleanOnSigterm":
         if threading.current_thread() is threading.main_thread():
             prev = signal.getsignal(signal.SIGTERM)
             if prev is not signal.SIG_IGN:
@@ -164,12 +165,12 @@ def _remove(path: str) -> None:
             pass
 
 
-class _Staging:
+class Staging:
     """Write a local store under a temporary name, then move it into place.
 
     A failed write leaves nothing behind; an existing store is replaced only
     with ``overwrite=True`` and only after the new one is complete. SIGTERM
-    during the write removes the temporary folder (see :class:`_CleanOnSigterm`);
+    during the write removes the temporary folder (see :class:`CleanOnSigterm`);
     leftovers of writers killed outright (SIGKILL) are removed by the next
     write to the same path (:func:`remove_stale_temps`).
     """
@@ -179,7 +180,7 @@ class _Staging:
         self.remote = "://" in self.final and not self.final.startswith("file://")
         if self.final.startswith("file://"):
             self.final = self.final[len("file://"):]
-        self.guard: _CleanOnSigterm | None = None
+        self.guard: CleanOnSigterm | None = None
         if not self.remote:
             if Path(self.final).exists() and not overwrite:
                 raise SdcInputError(f"{self.final!r} already exists; pass --overwrite "
@@ -187,13 +188,13 @@ class _Staging:
             final = Path(self.final).resolve()
             final.parent.mkdir(parents=True, exist_ok=True)
             remove_stale_temps(final)
-            self.path = str(_temp_name(final))
+            self.path = str(temp_name(final))
         else:
             self.path = self.final
 
     def __enter__(self) -> str:
         if not self.remote:
-            self.guard = _CleanOnSigterm(self.path)
+            self.guard = CleanOnSigterm(self.path)
             self.guard.__enter__()
         return self.path
 

@@ -10,15 +10,15 @@ import numpy as np
 
 from .. import integrity
 from ..errors import SdcInputError
-from .staging import _open_group
+from .staging import open_zarr_group
 
-__all__ = ["StoredArray", "open_microdata"]
+__all__ = ["StoredArray", "open_microdata", "store_group", "check_fingerprint"]
 
-def _store_group(store: str | os.PathLike) -> Any:
+def store_group(store: str | os.PathLike) -> Any:
     """Open a dataset store; its metadata is checked against its manifest."""
     s = str(store)
     try:
-        group = _open_group(s, "r")
+        group = open_zarr_group(s, "r")
         group["values"]
     except Exception:
         raise SdcInputError(f"{s!r} is not an sdcdist Zarr store (no 'values' array); "
@@ -42,7 +42,7 @@ class StoredArray:
 
     def _array(self) -> Any:
         if self._arr is None:
-            self._arr = _store_group(self.url)["values"]
+            self._arr = store_group(self.url)["values"]
         return self._arr
 
     def __getitem__(self, key: Any) -> np.ndarray:
@@ -78,7 +78,7 @@ def open_microdata(store_or_url: str | os.PathLike) -> Any:
     from dask.base import tokenize
 
     url = str(store_or_url)
-    group = _store_group(url)
+    group = store_group(url)
     arr = group["values"]
     # chunks are read through StoredArray: checksums, missing chunks (no NaN fill)
     data = dsa.from_array(StoredArray(url), chunks=tuple(arr.chunks), asarray=False,
@@ -91,7 +91,7 @@ def open_microdata(store_or_url: str | os.PathLike) -> Any:
     return da
 
 
-def _check_fingerprint(group: Any, values: np.ndarray, store: str) -> None:
+def check_fingerprint(group: Any, values: np.ndarray, store: str) -> None:
     """A fully read store's values must hash to the fingerprint sealed at write time."""
     manifest = group.attrs.get(integrity.INTEGRITY_ATTR)
     want = manifest.get("values", {}).get("sha256") if isinstance(manifest, Mapping) else None

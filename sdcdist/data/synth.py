@@ -17,7 +17,7 @@ import numpy as np
 from .. import integrity
 from ..errors import SdcInputError, param_error
 from .microdata import DEFAULT_CHUNK_ROWS, Microdata
-from .staging import _new_values_array, _open_group, _Staging
+from .staging import new_values_array, open_zarr_group, Staging
 
 __all__ = ["COLUMNS", "generate", "generate_block", "write_synthetic", "BLOCK"]
 
@@ -110,9 +110,9 @@ def write_synthetic(store: str, n: int, *, columns: int = 8, seed: int = 0,
         raise param_error("chunk_rows", "synth", "an integer >= 1", chunk_rows)
     import hashlib
     digest = hashlib.sha256(f"sdcdist-synth:{seed}:{n}:{columns}".encode()).hexdigest()
-    with _Staging(store, overwrite) as tmp:
-        group = _open_group(tmp, "w")
-        arr = _new_values_array(group, n, columns, chunk_rows)
+    with Staging(store, overwrite) as tmp:
+        group = open_zarr_group(tmp, "w")
+        arr = new_values_array(group, n, columns, chunk_rows)
         buf: list[np.ndarray] = []
         buffered = 0
         written = 0

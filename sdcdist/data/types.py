@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import SdcInputError, column_positions, unknown_name_error, weight_error
 
 __all__ = ["MAX_LEVELS", "ROLES", "label_order", "encode_column", "LabelCollector",
-           "check_roles", "check_weights"]
+           "check_roles", "check_weights", "as_text"]
 
 #: Most distinct values a categorical column may have (more looks like an identifier
 #: or free text, which is no quasi-identifier a frequency table can use).
@@ -52,7 +52,7 @@ def label_order(labels: Iterable[str]) -> list[str]:
     return sorted({str(x) for x in labels}, key=_sort_key)
 
 
-def _as_text(values: Any) -> np.ndarray:
+def as_text(values: Any) -> np.ndarray:
     """An object array of str (None where missing) from a pandas Series or array."""
     import pandas as pd
     s = pd.Series(values, copy=False)
@@ -82,7 +82,7 @@ class LabelCollector:
     def update(self, frame: Any) -> None:
         import pandas as pd
         for c in self.names:
-            vals = pd.unique(_as_text(frame[c]))
+            vals = pd.unique(as_text(frame[c]))
             self.labels[c].update(v for v in vals if v is not None)
             if len(self.labels[c]) > MAX_LEVELS:
                 raise SdcInputError(
@@ -104,7 +104,7 @@ def encode_column(values: Any, labels: Sequence[str]) -> np.ndarray:
         A value not among the labels (never shown).
     """
     import pandas as pd
-    text = _as_text(values)
+    text = as_text(values)
     cat = pd.Categorical(text, categories=list(labels))
     codes = cat.codes.astype(np.float64)
     bad = (codes < 0) & pd.notna(text)
