@@ -230,7 +230,7 @@ def test_default_dense_path_is_exact_on_tie_heavy_rectangles(shape, maximize, mo
     """assign's dense path (exact_dense above EXACT_MIN) gives scipy's optimal total on
     tie-heavy integer weights, square and rectangular, maximising and minimising."""
     from scipy.optimize import linear_sum_assignment
-    monkeypatch.setattr(assignment, "EXACT_MIN", 2)
+    monkeypatch.setattr(assignment.dense, "EXACT_MIN", 2)
     W = _tie_heavy(np.random.default_rng(sum(shape)), *shape)
     r0, c0 = linear_sum_assignment(W, maximize=maximize)
     r, c, info = assign(W, maximize=maximize)
@@ -249,10 +249,10 @@ def test_dense_unmatched_value_is_exact(maximize, auction, monkeypatch):
     n = 200 if auction else 180
     W = _tie_heavy(rng, n, n - 40)
     u = rng.integers(-3, 3, size=n).astype(float)
-    monkeypatch.setattr(assignment, "EXACT_MIN", None)
+    monkeypatch.setattr(assignment.dense, "EXACT_MIN", None)
     r0, c0, _ = assign(W, maximize=maximize, unmatched=u)
-    monkeypatch.setattr(assignment, "EXACT_MIN", 2)
-    monkeypatch.setattr(assignment, "AUCTION_MIN", 2 if auction else None)
+    monkeypatch.setattr(assignment.dense, "EXACT_MIN", 2)
+    monkeypatch.setattr(assignment.auction, "AUCTION_MIN", 2 if auction else None)
     r, c, _ = assign(W, maximize=maximize, unmatched=u)
 
     def value(r, c):
@@ -382,7 +382,7 @@ def test_auction_start_is_exact_on_tie_heavy_weights(shape, maximize, monkeypatc
     small tie-heavy integer matrices with equal rows and columns, square and rectangular,
     maximising and minimising: scipy's optimal total, proved by the dual certificate."""
     from scipy.optimize import linear_sum_assignment
-    monkeypatch.setattr(assignment, "AUCTION_MIN", 2)
+    monkeypatch.setattr(assignment.auction, "AUCTION_MIN", 2)
     W = _tie_heavy(np.random.default_rng(7 + sum(shape)), *shape)
     r0, c0 = linear_sum_assignment(W, maximize=maximize)
     r, c, info = assign(W, maximize=maximize)
@@ -397,7 +397,7 @@ def test_auction_start_is_exact_on_tie_heavy_weights(shape, maximize, monkeypatc
 def test_auction_start_deterministic_and_content_ties(monkeypatch):
     """Same matrix, same pairs; under assign_by_content, shuffled copies of both files give
     the same pairs of record values (identical records are interchangeable)."""
-    monkeypatch.setattr(assignment, "AUCTION_MIN", 2)
+    monkeypatch.setattr(assignment.auction, "AUCTION_MIN", 2)
     rng = np.random.default_rng(2)
     V = rng.integers(0, 4, size=(250, 3)).astype(float)     # many identical records
     U = np.where(rng.random(V.shape) < 0.7, V, rng.integers(0, 4, size=V.shape))
@@ -475,7 +475,7 @@ def test_auction_cut_short_still_exact(unmatched, monkeypatch):
     solve still starts from a feasible graph and the certificate rounds reach scipy's
     optimum."""
     from scipy.optimize import linear_sum_assignment
-    monkeypatch.setattr(assignment, "AUCTION_MAX_SCANS", 0)
+    monkeypatch.setattr(assignment.auction, "AUCTION_MAX_SCANS", 0)
     rng = np.random.default_rng(9)
     W = _tie_heavy(rng, 120, 150)
     u = rng.integers(-4, 2, size=120).astype(float) if unmatched else None
