@@ -228,7 +228,7 @@ def test_every_option_key_read_in_the_source_is_declared():
         seen |= set(_READ.findall(text))
         if re.search(r"\bo\s*=\s*ctx\.options\b", text):
             seen |= set(_READ_O.findall(text))
-    assert {"chunk_rows", "prl_t", "gdbrl_candidates", "cell_mode", "roles"} <= seen
+    assert {"chunk_rows", "gdbrl_candidates", "cell_mode", "roles", "sdid_k"} <= seen
     undeclared = seen - set(opt.OPTIONS)
     assert not undeclared, f"read but not declared in sdcdist/options.py: {sorted(undeclared)}"
 

@@ -19,38 +19,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import SdcInputError
-from ..linkage.prl import PRLResult, probabilistic_linkage
+from ..options import prl_names
+from ..linkage.prl import PRLResult, PRLSettings, probabilistic_linkage
 from ._registry import MeasureContext, MetricResult, register
 
 __all__ = ["prl_linkage", "em_note"]
 
-PRL_OPTIONS = ("prl_method", "prl_t", "prl_weights", "prl_top_c", "prl_dense_limit", "prl_blocking",
-               "prl_block_rows", "prl_em", "prl_unmatched", "prl_counting")
+#: the options every PRL metric reads: all of the registry's ``prl_*`` options
+PRL_OPTIONS = prl_names()
 
 
 def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
     """Probabilistic linkage of the masked to the original file on ``keys`` (cached)."""
     def run() -> PRLResult:
-        o = ctx.options
-        blocking = o["prl_blocking"]
-        if blocking is not None:
-            name, width = (blocking, 0) if isinstance(blocking, str) else blocking
-            names = [ctx.columns[k] for k in keys]
-            if name not in names:
-                raise SdcInputError(f"the blocking column {name!r} is not in the key set "
-                                    f"{names}; block on a column of every key set (e.g. the "
-                                    "first key)")
-            blocking = (names.index(name), int(width))
-        br = o["prl_block_rows"]
+        settings = PRLSettings.from_options({n: ctx.options[n] for n in PRL_OPTIONS})
         return probabilistic_linkage(
             ctx.runner, ctx.original, ctx.masked, ctx.shape_original[0], ctx.shape_masked[0],
-            keys, method=o["prl_method"], t=o["prl_t"], weights=o["prl_weights"],
-            truth=ctx.truth,
+            keys, settings=settings, truth=ctx.truth,
             categorical=[ctx.columns[k] in ctx.categorical for k in keys],
-            top_c=int(o["prl_top_c"]), dense_limit=int(o["prl_dense_limit"]),
-            block_rows=tuple(br) if br else None, blocking=blocking, em_options=o["prl_em"],
-            unmatched=o["prl_unmatched"], counting=o["prl_counting"])
+            key_names=[ctx.columns[k] for k in keys])
     return ctx.cached(("prl", keys), run)
 
 
