@@ -144,9 +144,10 @@ def test_every_command_checks_options_against_the_registry(run, num, tmp_path, n
             "mask": [num, "--method", "micz", "-p", "3", "--out", out],
             "audit": [spec, "--out", out],
             "calibrate": [spec, "--risk", "DLD", "--target", "5", "--out", out]}[name]
-    # mask takes the method's own options (its registry entry), the others computation options
-    key, bad = ("leftover", "leftover=sideways") if name == "mask" else \
-        ("chunk_rows", "chunk_rows=0")
+    # mask takes the method's own options (its registry entry), link the PRL options, the
+    # others computation options
+    key, bad = {"mask": ("leftover", "leftover=sideways"),
+                "link": ("prl_top_c", "prl_top_c=0")}.get(name, ("chunk_rows", "chunk_rows=0"))
     res = run(name, *args, "-o", "no_such_option=1")
     _user_error(res, "'no_such_option'", key)
     _user_error(run(name, *args, "--option", bad), key)

@@ -212,7 +212,7 @@ def test_ingested_store_is_sealed_and_verifiable(tmp_path):
     other = _csv(tmp_path / "y.csv", "A,B,C\n" + _good_rows(51))
     assert any("not the one this store was ingested from" in p
                for p in verify_store(out, source=other).problems)
-    with pytest.raises(SdcInputError, match="cannot read the source file"):
+    with pytest.raises(SdcInputError, match="Cannot open 'gone.csv' as the source file"):
         verify_store(out, source=tmp_path / "gone.csv")
     assert "fingerprint: matches" in "\n".join(rep.lines())
 
