@@ -57,7 +57,7 @@ def _tie_heavy(rng):
 
 @pytest.mark.parametrize("options", [{"block_rows": (7, 11)}, {"block_rows": (64, 5)},
                                      {"linkage_method": "brute", "block_rows": (13, 17)},
-                                     {"linkage_method": "brute", "block_rows": (3, 2)}, {}])
+                                     {"linkage_method": "brute", "block_rows": (5, 3)}, {}])
 def test_dmt_equals_brute_force(rng, client, options):
     opts = {**DMT, **options}
     for label, X, Y, truth in _tie_heavy(rng):
