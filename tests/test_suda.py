@@ -202,6 +202,30 @@ def test_refusals():
         assert f"Got {bad!r} instead." in str(e.value)
 
 
+def test_too_many_subsets_asks_for_a_maximum_size():
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, (50, 17)).astype(np.float64)
+    cols = [f"k{j}" for j in range(17)]
+    with pytest.raises(SdcInputError, match=r"131071 key subsets .* 'suda_max_size' option "
+                                            r"to at most 8"):
+        measure(X, X, ["suda_mean"], columns=cols, categorical=cols)
+    res = measure(X, X, ["msu_total"], columns=cols, categorical=cols,
+                  options={"suda_max_size": 2})
+    np.testing.assert_array_equal(res["msu_total"].info["msu_by_size"]["2"],
+                                  brute_msu(X, 2)[:, 1].sum())
+
+
+def test_map_batches_keeps_item_order():
+    from sdcdist.parallel import map_batches
+
+    def double(batch):
+        return [2 * x for x in batch]
+    for tasks in (None, 1, 3, 50):
+        assert map_batches(Runner(None), double, list(range(10)), tasks=tasks) == \
+            [2 * x for x in range(10)]
+    assert map_batches(Runner(None), double, []) == []
+
+
 def test_registered_as_risk_metrics():
     for name in NAMES:
         m = REGISTRY[name]

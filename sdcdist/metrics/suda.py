@@ -57,13 +57,16 @@ from ..parallel import Runner, map_batches, map_reduce
 from ._registry import MeasureContext, MetricResult, register
 from .frequency import frequency_keys
 
-__all__ = ["hash_uniques", "suda_weights", "msu_search", "suda_scores", "suda2_records", "suda_summary",
+__all__ = ["MAX_SUBSETS", "hash_uniques", "suda_weights", "msu_search", "suda_scores", "suda2_records", "suda_summary",
            "MSU_SIZES"]
 
 #: the MSU sizes with their own count metric (msu1, msu2, msu3); the others are in info
 MSU_SIZES = (1, 2, 3)
 
 _LIMIT = np.int64(2 ** 62)
+
+#: most key subsets a search may visit (all subsets of 16 keys); beyond, suda_max_size
+MAX_SUBSETS = 2 ** 16 - 1
 
 
 # -- numba kernels ------------------------------------------------------------------------
@@ -222,6 +225,14 @@ def msu_search(runner: Runner, rows: np.ndarray, count: np.ndarray, *,
     count = np.ascontiguousarray(count, dtype=np.int64)
     D, q = rows.shape
     K = q if max_size is None else max(0, min(int(max_size), q))
+    n_subsets = sum(math.comb(q, k) for k in range(1, K + 1))
+    if n_subsets > MAX_SUBSETS:
+        fit = max(k for k in range(1, q + 1)
+                  if sum(math.comb(q, i) for i in range(1, k + 1)) <= MAX_SUBSETS)
+        raise SdcInputError(
+            f"SUDA2 would search {n_subsets} key subsets ({q} key columns, MSUs of up to {K}), "
+            f"more than {MAX_SUBSETS}: set the 'suda_max_size' option to at most {fit}, or "
+            "name fewer categorical keys")
     uniques = np.flatnonzero(count == 1).astype(np.int64)
     C = uniques.size
     counts = np.zeros((K + 1, C), np.int64)
@@ -235,16 +246,16 @@ def msu_search(runner: Runner, rows: np.ndarray, count: np.ndarray, *,
     count_h = runner.share(count)
     multi_h = runner.share(np.flatnonzero(count > 1).astype(np.int64))
     # blocked[S]: packed bits of the uniques that can have no MSU through S (a missing value
-    # on S, or unique on S); None: all of them
-    blocked: dict[tuple[int, ...], np.ndarray | None] = {(): np.zeros_like(known[0])}
+    # on S, or unique on S); a subset absent from it blocks them all
+    blocked: dict[tuple[int, ...], np.ndarray] = {(): np.zeros_like(known[0])}
     for k in range(1, K + 1):
         work: list[tuple[tuple[int, ...], np.ndarray]] = []
-        for S in combinations(range(q), k):
+        for S in _candidates(blocked, q, k):
             e = known[S[0]].copy()
             for v in S[1:]:
                 e &= known[v]
             for i in range(k):
-                b = blocked[S[:i] + S[i + 1:]]
+                b = blocked.get(S[:i] + S[i + 1:])
                 if b is None:
                     e[:] = 0
                     break
@@ -256,18 +267,40 @@ def msu_search(runner: Runner, rows: np.ndarray, count: np.ndarray, *,
             break
         res = map_batches(runner, _unique_batch, [(S, uniques[idx]) for S, idx in work],
                           shared=(codes_h, count_h, cards, multi_h), tasks=tasks)
-        nxt: dict[tuple[int, ...], np.ndarray | None] = {}
+        nxt: dict[tuple[int, ...], np.ndarray] = {}
         for (S, idx), u in zip(work, res):
             msu = idx[u]
             counts[k, msu] += 1
             per_column[list(S), k] += msu.size
-            free = np.zeros(C, bool)
-            free[idx[~u]] = True
-            nxt[S] = np.packbits(~free)
-        for S in combinations(range(q), k):
-            nxt.setdefault(S, None)
-        blocked = nxt
+            if msu.size < idx.size:
+                free = np.zeros(C, bool)
+                free[idx[~u]] = True
+                nxt[S] = np.packbits(~free)
+        blocked = nxt                      # a subset left out blocks every record
         out["subsets"] += len(work)
+    return out
+
+
+def _candidates(blocked: dict[tuple[int, ...], np.ndarray], q: int, k: int
+                ) -> list[tuple[int, ...]]:
+    """The key subsets of k columns whose every subset of k - 1 columns leaves some record
+    free (present in ``blocked``, SUDA2's pruning), in lexicographic order: joins of two
+    such subsets sharing their first k - 2 columns (every column, for k = 1)."""
+    if k == 1:
+        return [(j,) for j in range(q)]
+    live = sorted(blocked)
+    out = []
+    i = 0
+    while i < len(live):
+        j = i
+        while j < len(live) and live[j][:-1] == live[i][:-1]:
+            j += 1
+        for a in range(i, j):
+            for b in range(a + 1, j):
+                S = live[a] + (live[b][-1],)
+                if all(S[:t] + S[t + 1:] in blocked for t in range(k - 2)):
+                    out.append(S)
+        i = j
     return out
 
 
