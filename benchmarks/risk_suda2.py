@@ -10,7 +10,8 @@ structure and holds many new combinations (and many special uniques). sdcdist co
 SUDA2 metrics (all MSU sizes, as sdcMicro) in this process; sdcMicro 5.8.1 runs ``suda2``
 on the same CSV under ``/usr/bin/time -v`` (system R). Both compute the same per-record
 scores, so the table also prints the mean SUDA and DIS-SUDA scores of both. Wall time covers
-the computation only (not reading the CSV); peak memory is the maximum resident set of
+the computation only (not reading the CSV), as does sdcdist's CPU time (printed below the
+table, with the Rscript process' user + system time, for loaded machines); peak memory is the maximum resident set of
 sdcdist's process (``ru_maxrss``, the process' high-water mark so far) and of the Rscript
 process. An sdcMicro run that does not finish within --timeout seconds is reported as such.
 """
@@ -60,12 +61,11 @@ def run_sdcdist(d: pd.DataFrame) -> dict:
     from sdcdist.metrics import measure
     from sdcdist.metrics.suda import METRICS
     X = d.to_numpy(np.float64)
-    t = time.perf_counter()
-    res = measure(X, X, list(METRICS), columns=KEYS, categorical=KEYS,
-                  options={"chunk_rows": 250_000})
-    sec = time.perf_counter() - t
+    t, cpu = time.perf_counter(), time.process_time()
+    res = measure(X, X, list(METRICS), columns=KEYS, categorical=KEYS)
+    sec, cpu = time.perf_counter() - t, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": sec, "peak_mb": peak, "suda_mean": res["suda_mean"].value,
+    return {"seconds": sec, "cpu": cpu, "peak_mb": peak, "suda_mean": res["suda_mean"].value,
             "dis_suda_mean": res["dis_suda_mean"].value, "suda_share": res["suda_share"].value}
 
 
@@ -83,7 +83,10 @@ def run_sdcmicro(path: str, timeout: float) -> dict | None:
         raise RuntimeError(f"Rscript failed: {p.stderr[-2000:]}")
     out = dict(line.split(" ", 1) for line in p.stdout.strip().splitlines())
     peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    user = float(re.search(r"User time \(seconds\): ([\d.]+)", p.stderr).group(1))
+    system = float(re.search(r"System time \(seconds\): ([\d.]+)", p.stderr).group(1))
     return {"seconds": float(out["seconds"]), "peak_mb": int(peak.group(1)) / 1024,
+            "cpu": user + system,
             "suda_mean": float(out["suda_mean"]),
             "dis_suda_mean": float(out["dis_suda_mean"]),
             "suda_share": float(out["suda_share"])}
@@ -117,6 +120,12 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{'suda2':<8} {n:>9} {ours['seconds']:>10.2f} {ours['peak_mb']:>10.0f} "
                   f"{theirs['seconds']:>12.2f} {theirs['peak_mb']:>11.0f} "
                   f"{theirs['seconds'] / ours['seconds']:>6.1f}x")
+    print()
+    print("CPU seconds (sdcdist: this process during the computation; sdcMicro: the whole "
+          "Rscript process, reading the CSV included):")
+    for n, ours, theirs in rows:
+        other = "-" if theirs is None else f"{theirs['cpu']:.2f}"
+        print(f"  n={n:<9} {ours['cpu']:.2f} / {other}")
     print()
     print("figures (sdcdist / sdcMicro):")
     for n, ours, theirs in rows:

@@ -112,28 +112,44 @@ def _densify(key: np.ndarray, valid: np.ndarray) -> np.int64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _keys(codes: np.ndarray, cols: np.ndarray, cards: np.ndarray, rows: np.ndarray,
-          key: np.ndarray) -> np.int64:
-    """Mixed-radix key of each of ``rows`` on the columns ``cols`` (-1: a missing value);
-    returns the key space (keys are renumbered densely where it would overflow)."""
-    valid = np.ones(rows.size, np.bool_)
-    key[:] = 0
+def _keys(codes: np.ndarray, cols: np.ndarray, cards: np.ndarray, multi: np.ndarray,
+          targets: np.ndarray) -> tuple:
+    """Mixed-radix keys on the columns ``cols`` of the targets and of the ``multi`` rows
+    that can share a target's values.
+
+    Column by column, a multi row is dropped as soon as its code (or a missing value) is
+    no target's code on that column, so later columns read only the survivors. Returns the
+    key space (keys are renumbered densely where it would overflow int64), the surviving
+    multi rows, their keys and the targets' keys.
+    """
+    m = multi.copy()
+    na = m.size
+    mkey = np.zeros(na, np.int64)
+    tkey = np.zeros(targets.size, np.int64)
     space = np.int64(1)
     for t in range(cols.size):
         col = codes[cols[t]]
         c = np.int64(cards[cols[t]])
         if space > _LIMIT // c:
-            space = _densify(key, valid)
-        for i in range(rows.size):
-            if valid[i]:
-                v = col[rows[i]]
-                if v < 0:
-                    valid[i] = False
-                    key[i] = -1
-                else:
-                    key[i] = key[i] * c + v
+            both = np.concatenate((mkey[:na], tkey))
+            space = _densify(both, np.ones(both.size, np.bool_))
+            mkey[:na] = both[:na]
+            tkey[:] = both[na:]
+        present = np.zeros(c, np.bool_)
+        for i in range(targets.size):
+            v = col[targets[i]]
+            present[v] = True
+            tkey[i] = tkey[i] * c + v
+        w = 0
+        for i in range(na):
+            v = col[m[i]]
+            if v >= 0 and present[v]:
+                m[w] = m[i]
+                mkey[w] = mkey[i] * c + v
+                w += 1
+        na = w
         space *= c
-    return space
+    return space, m[:na], mkey[:na], tkey
 
 
 @numba.njit(cache=True, nogil=True)
@@ -148,38 +164,34 @@ def _unique_on(codes: np.ndarray, count: np.ndarray, cols: np.ndarray, cards: np
     of ``cols``: any other row of one record is alone on ``cols`` or has a missing value
     there, and matches no target). A row with a missing value on ``cols`` matches nothing.
     """
-    nm, nt = multi.size, targets.size
-    rows = np.empty(nm + nt, np.int64)
-    rows[:nm] = multi
-    rows[nm:] = targets
-    key = np.empty(rows.size, np.int64)
-    space = _keys(codes, cols, cards, rows, key)
+    space, m, mkey, tkey = _keys(codes, cols, cards, multi, targets)
+    nt = targets.size
     out = np.empty(nt, np.bool_)
-    if space <= 32 * rows.size + (1 << 20):
+    if space <= 32 * (m.size + nt) + (1 << 20):
         # saturating counts 0, 1, 2+ in a direct table
         tab = np.zeros(space, np.uint8)
-        for i in range(rows.size):
-            k = key[i]
-            if k >= 0 and tab[k] < 2:
-                tab[k] = 2 if count[rows[i]] > 1 else tab[k] + 1
+        for i in range(m.size):
+            tab[mkey[i]] = 2                  # a multi row holds several records
         for t in range(nt):
-            out[t] = tab[key[nm + t]] == 1
+            k = tkey[t]
+            if tab[k] < 2:
+                tab[k] += 1
+        for t in range(nt):
+            out[t] = tab[tkey[t]] == 1
         return out
-    size = _table_size(rows.size)
+    size = _table_size(m.size + nt)
     mask = np.int64(size - 1)
     slots = np.full(size, -1, np.int64)
     sums = np.zeros(size, np.int64)
-    for i in range(rows.size):
-        k = key[i]
-        if k < 0:
-            continue
+    for i in range(m.size + nt):
+        k = mkey[i] if i < m.size else tkey[i - m.size]
         s = _slot(k, mask)
         while slots[s] != -1 and slots[s] != k:
             s = (s + 1) & mask
         slots[s] = k
-        sums[s] += count[rows[i]]
+        sums[s] += count[m[i]] if i < m.size else 1
     for t in range(nt):
-        k = key[nm + t]
+        k = tkey[t]
         s = _slot(k, mask)
         while slots[s] != k:
             s = (s + 1) & mask
@@ -191,7 +203,9 @@ def _unique_batch(batch: list[tuple[tuple[int, ...], np.ndarray]], codes: np.nda
                   count: np.ndarray, cards: np.ndarray, multi: np.ndarray
                   ) -> list[np.ndarray]:
     """Task: for each (key subset, target rows), which targets are unique on the subset."""
-    return [_unique_on(codes, count, np.asarray(S, np.int64), cards, multi, targets)
+    # the columns with most categories first: they drop the most multi rows
+    return [_unique_on(codes, count, np.asarray(sorted(S, key=lambda j: -cards[j]), np.int64),
+                       cards, multi, targets)
             for S, targets in batch]
 
 
