@@ -15,8 +15,8 @@ categorical key columns of the masked (released) file:
   m = max(key columns, 3) (``suda_original_scores`` true, sdcMicro's default, from
   Elliot et al.), or w(k) = (2^(m-k) - 1) k! (m-k)! / m! (false: the IHSN
   program's scores); sdcMicro pads one or two keys with constant columns, hence the 3;
-- DIS-SUDA score of a record with score s > 0 (0 otherwise), with U the number of
-  sample uniques on all keys, P twice the number of key combinations held by
+- DIS-SUDA score of a record with score s > 0 (0 otherwise), with U sdcMicro's count of
+  sample uniques on all keys (:func:`hash_uniques`), P twice the number of key combinations held by
   exactly two records, f the sampling fraction (option ``suda_dis_fraction``,
   default 0.01), Q = 1 + (8 - m) / 20 and A = Σ_r s_r^-Q over the records with a
   positive score: D = U f / (U f + P (1 - f)) and
