@@ -121,6 +121,15 @@ CONVENTIONS = {
                             "t-closeness ordered on numeric and tclose_ordered columns, equal "
                             "distance on nominal ones; *_fail = % of classes failing on any "
                             "confidential column",
+    "synthetic_distances": "DCR, NNDR: SDMetrics 0.32.0's distance (mean over the columns "
+                           "both files share, weight left out, of min(|x - y| / R, 1) with R "
+                           "the reference file's range, 1 for R = 0 and different values; "
+                           "0/1 for categorical codes; missing: 0 if both, 1 if one), "
+                           "exact; medians of numpy; a duplicate training record counts "
+                           "in NNDR's second distance; NNDR 1 where both distances are 0; "
+                           "dcr_baseline's random file drawn per column as SDMetrics "
+                           "draws it from the metric's generator; CategoricalCAP: a "
+                           "missing value is a value of its own",
     "key_roles": "the sampling weight is never a linkage key (left out of default key sets, "
                  "refused in named ones); a constant numeric column (a survey year) is left "
                  "out of the default key sets",

@@ -227,3 +227,67 @@ def test_messages_hold_no_record_value():
     with pytest.raises(SdcInputError) as e:
         measure(X, X, ["dcr_holdout_median"])
     assert "123456" not in str(e.value)
+
+
+# -- a holdout in a spec and on the command line ---------------------------------------
+
+def _household_split(tmp_path):
+    d = pd.read_csv(ROOT / "sdcdist" / "data" / "reference" / "household.csv")
+    d = d[["urbrur", "water", "sex", "roof", "age", "income"]]
+    d.iloc[:600].to_csv(tmp_path / "train.csv", index=False)
+    d.iloc[600:1200].to_csv(tmp_path / "hold.csv", index=False)
+    return d
+
+
+@pytest.mark.slow
+def test_audit_reads_the_holdout_of_the_spec(tmp_path):
+    from sdcdist.audit import parse_spec, run_audit
+    from sdcdist.cube import open_cube
+    _household_split(tmp_path)
+    spec = {"name": "syn", "seed": 1,
+            "dataset": {"name": "hh", "path": "train.csv", "holdout": "hold.csv",
+                        "categorical": ["urbrur", "water", "sex", "roof"],
+                        "roles": {"key": ["urbrur", "water", "sex"],
+                                  "confidential": ["roof"]}},
+            "methods": [{"name": "noise", "params": [0.01]}],
+            "metrics": ["dcr_overfit", "dcr_closer_train", "dcr_train_median", "cap"]}
+    out = tmp_path / "c.zarr"
+    run_audit(parse_spec(spec, base_dir=tmp_path), out)
+    cube = open_cube(out)
+    assert "SDMetrics 0.32.0" in json.loads(cube.attrs["conventions"])["synthetic_distances"]
+    assert "holdout" in json.loads(cube.attrs["datasets"])[0]
+    v = cube["value"].isel(method=0, param=0, replicate=0)
+    vals = {str(m): float(x) for m, x in zip(cube["metric"].values, v.values)}
+    # a lightly noised release lies closer to its training records than to the holdout
+    assert vals["dcr_closer_train"] > 0.9 and vals["dcr_overfit"] < 0.2
+    assert 0 < vals["dcr_train_median"] < 0.05 and 0 <= vals["cap"] <= 1
+
+
+def test_spec_refuses_holdout_metrics_without_a_holdout():
+    from sdcdist.audit import parse_spec
+    spec = {"dataset": {"reference": "household"}, "methods": [{"name": "noise",
+                                                               "params": [0.1]}],
+            "metrics": ["dcr_overfit"]}
+    with pytest.raises(SdcInputError, match="holdout"):
+        parse_spec(spec)
+    spec["dataset"]["holdout"] = "h.csv"
+    with pytest.raises(SdcInputError, match="no 'path'"):
+        parse_spec(spec)
+
+
+@pytest.mark.slow
+def test_cli_risk_with_a_holdout(tmp_path, run):
+    d = _household_split(tmp_path)
+    d.iloc[:600].sample(frac=1.0, random_state=1).to_csv(tmp_path / "rel.csv", index=False)
+    args = [tmp_path / "train.csv", tmp_path / "rel.csv", "--categorical",
+            "urbrur,water,sex,roof", "--json"]
+    res = run("risk", *args, "--holdout", tmp_path / "hold.csv", "--metric",
+              "dcr_overfit,dcr_closer_train,dcr_train_median,nndr_median")
+    assert res.exit_code == 0, res.output
+    m = json.loads(res.output[res.output.index("{"):])["metrics"]
+    assert m["dcr_train_median"]["value"] == 0.0          # every record copies one
+    assert m["dcr_closer_train"]["value"] > 0.9
+    res = run("risk", *args, "--metric", "dcr_overfit")
+    assert res.exit_code == 2 and "--holdout" in res.output
+    res = run("risk", *args, "--metric", "dcr_train_median")   # no holdout needed
+    assert res.exit_code == 0, res.output

@@ -78,10 +78,17 @@ from ._registry import MeasureContext, MetricResult, register
 from .attribute import confidential_columns
 from .frequency import frequency_keys
 
-__all__ = ["DcrColumns", "column_summary", "merge_summaries", "dcr_columns",
+__all__ = ["HOLDOUT_METRICS", "DISTANCE_METRICS", "DcrColumns", "column_summary", "merge_summaries", "dcr_columns",
            "dcr_distances", "embed", "DcrIndex", "build_dcr_index", "dcr_top2",
            "merge_top2", "random_like", "cap_table", "merge_cap_tables", "cap_score",
            "nndr", "overfit_figures", "baseline_figures"]
+
+#: The metrics that read a holdout file.
+HOLDOUT_METRICS = ("dcr_holdout_median", "dcr_closer_train", "dcr_overfit")
+
+#: The distance metrics (they read every shared column, categorical or not).
+DISTANCE_METRICS = ("dcr_train_median", "dcr_holdout_median", "dcr_closer_train",
+                    "dcr_overfit", "dcr_baseline", "nndr_median")
 
 #: Relative and absolute slack between cKDTree's L1 sums and the exact distances.
 _SLACK = 1e-9
