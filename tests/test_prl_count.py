@@ -468,3 +468,16 @@ def test_linkage_dense_kernel_same_as_hash(client, monkeypatch, use_client):
         assert r.fit.p == old.fit.p and r.correct == old.correct
         np.testing.assert_array_equal(r.cols_a, old.cols_a)
         np.testing.assert_array_equal(r.weights, old.weights)
+
+
+def test_count_tasks_cover_every_pair_once():
+    for K, kernel in ((8, "dense"), (13, "hash")):
+        cmp = prl.comparison(K)
+        seen = np.zeros((1000, 700), dtype=np.int64)
+        tasks = blocks.count_tasks(1000, 700, cmp, (128, 64))
+        for a0, a1, b0, b1 in tasks:
+            seen[a0:a1, b0:b1] += 1
+        assert (seen == 1).all()
+        # the dense kernel takes all of B's rows per task here (its histogram is read once
+        # per task); the hash kernel keeps the blocks of prl_block_rows
+        assert len(tasks) == (8 if kernel == "dense" else 8 * 11)

@@ -42,9 +42,9 @@ from .weights import WeightParams, dense_weights, pair_weights
 
 log = logging.getLogger(__name__)
 
-__all__ = ["blocked_pattern_counts", "choose_counting", "counted_pattern_counts", "counted_topc",
-           "blocked_topc", "dense_assign", "AUTO_MIN_PAIRS", "MAX_SHARE", "MAX_SHARE_LEVELS",
-           "MAX_INDEX_BYTES", "MAX_DENSE_PATTERNS", "SAMPLE_ROWS"]
+__all__ = ["blocked_pattern_counts", "count_tasks", "choose_counting", "counted_pattern_counts",
+           "counted_topc", "blocked_topc", "dense_assign", "AUTO_MIN_PAIRS", "MAX_SHARE", "MAX_SHARE_LEVELS",
+           "MAX_INDEX_BYTES", "MAX_DENSE_PATTERNS", "SAMPLE_ROWS", "DENSE_TASK_PAIRS"]
 
 AUTO_MIN_PAIRS = 2**32
 
@@ -167,6 +167,25 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
     return {"rows": r, "cols": c, "w": W[r, c], "info": info, "wtrue": wtrue}
 
 
+#: Pairs per task of the dense histogram kernel at least (B rows per task raised from
+#: ``prl_block_rows`` up to this): the histogram of the whole pattern space is zeroed and
+#: read once per task, and fewer partial counts are merged.
+DENSE_TASK_PAIRS = 2**31
+
+
+def count_tasks(n_a: int, n_b: int, cmp: Comparison, rows: tuple[int, int]
+                ) -> list[tuple[int, int, int, int]]:
+    """The blocks ``(a0, a1, b0, b1)`` of all pairs, one task each: ``rows`` rows of A by
+    ``rows`` rows of B, B's rows raised to :data:`DENSE_TASK_PAIRS` pairs per task with
+    the dense kernel. Depends only on the sizes, so the tiling (and, integer counts, the
+    result) never depends on the cluster."""
+    rb = int(rows[1])
+    if pattern_kernel(cmp) == "dense":
+        rb = max(rb, DENSE_TASK_PAIRS // max(1, int(rows[0])))
+    return [(a0, a1, b0, b1) for a0, a1 in chunk_bounds(n_a, int(rows[0]))
+            for b0, b1 in chunk_bounds(n_b, rb)]
+
+
 def blocked_pattern_counts(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                            cmp: Comparison, *, rows: tuple[int, int],
                            blocking: tuple[int, int] | None = None
@@ -179,8 +198,7 @@ def blocked_pattern_counts(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     """
     if blocking is None:
         parts = [runner.task(_count_block, a0, a1, b0, b1, A, B, cmp)
-                 for a0, a1 in chunk_bounds(n_a, rows[0])
-                 for b0, b1 in chunk_bounds(n_b, rows[1])]
+                 for a0, a1, b0, b1 in count_tasks(n_a, n_b, cmp, rows)]
     else:
         parts = [runner.task(_count_window, b0, b1, A, B, cmp, blocking)
                  for b0, b1 in chunk_bounds(n_b, rows[1])]
