@@ -507,7 +507,9 @@ def _enum_share(lo, hi, nlev):
 
 
 def enumerated_share(a: dict, index: dict, cmp: Comparison) -> float:
-    """Share of the pairs of ``a`` x B that :func:`count_block` enumerates (at most ~1).
+    """Share of the pairs of ``a`` x B that :func:`count_block` enumerates, bounded from
+    above: a pair agreeing on several narrower columns counts once per column, so the
+    share exceeds 1 when the columns agree often (the default's levels up to 1 sd).
 
     ``index``: :func:`build_index` or :func:`sorted_columns` of B."""
     lo, hi = rank_ranges(a, index, cmp)
