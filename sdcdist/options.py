@@ -473,6 +473,20 @@ declare("tclose_ordered", None, optional(Check("a list of column names", _column
                                        "none: categorical columns are nominal"),
         "categorical confidential columns whose codes are ordered (ordinal): t-closeness "
         "uses the ordered distance on them, as on numeric columns")
+# -- model-based risk (log-linear models, sdcMicro's modRisk) --
+declare("modrisk_method", "default", choice("default", "CE", "PML", "weightedLLM", "IPF"),
+        "the log-linear fit of modrisk_*: default (Poisson model of the sample counts), CE "
+        "(Clogg-Eliason offset), PML (pseudo maximum likelihood on the rounded weight "
+        "sums), weightedLLM (the weight sum as a covariate), IPF (iterative proportional "
+        "fitting, main effects only)")
+declare("modrisk_formula", None, optional(Check("a model formula such as '~ a + b + a:b'",
+                                                lambda v: isinstance(v, str) and bool(v.strip())),
+                                          "the main effects of the categorical keys"),
+        "the log-linear model of modrisk_*: main effects and interactions of categorical "
+        "columns ('~ a + b + c + a:b', 'a*b' for a + b + a:b)")
+declare("modrisk_bound", None, optional(number(above=0), "no bound"),
+        "modrisk_*: only key cells with at most this many records count in the divisor "
+        "(sdcMicro's bound)")
 # -- the audit driver --
 declare("cell_mode", "auto", choice("auto", "task", "distributed"),
         "run each cell in one task, spread over the cluster (distributed), or task up to "
