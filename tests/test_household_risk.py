@@ -346,3 +346,30 @@ def test_model_risk_bad_input(rng, opts, match):
     md, _ = _small(rng)
     with pytest.raises(SdcInputError, match=match):
         measure(md, md, ["modrisk_gr1"], options=opts)
+
+
+# -- the command line ----------------------------------------------------------------------
+
+def test_cli_ingest_and_risk_with_a_household(run, tmp_path, rng):
+    n = 60
+    X = np.column_stack([rng.integers(0, 4, n), rng.integers(0, 3, n), rng.uniform(1, 9, n),
+                         rng.permutation(np.arange(n) // 3)])
+    pd.DataFrame(X, columns=["r", "s", "w", "hh"]).to_csv(tmp_path / "a.csv", index=False)
+    res = run("ingest", tmp_path / "a.csv", tmp_path / "bad.zarr", "--categorical", "r,s",
+              "--keys", "r,hh", "--household", "hh")
+    assert res.exit_code == 2 and "never a linkage key" in res.output
+    assert not (tmp_path / "bad.zarr").exists()
+    res = run("ingest", tmp_path / "a.csv", tmp_path / "a.zarr", "--categorical", "r,s",
+              "--weight", "w", "--household", "hh")
+    assert res.exit_code == 0, res.output
+    res = run("risk", tmp_path / "a.zarr", tmp_path / "a.zarr", "--metric", "HR_mean,HR_ER",
+              "--keys", "r,s", "--json")
+    assert res.exit_code == 0, res.output
+    res = run("risk", tmp_path / "a.zarr", tmp_path / "a.zarr", "--metric", "HR_mean",
+              "--keys", "r,hh")
+    assert res.exit_code == 2 and "never a linkage key" in res.output
+    # without a household id the default metrics leave HR_* out
+    res = run("risk", tmp_path / "a.csv", tmp_path / "a.csv", "--categorical", "r,s",
+              "--weight", "w", "--keys", "r,s", "--json")
+    assert res.exit_code == 0, res.output
+    assert "HR_mean" not in res.output and "modrisk_gr1" in res.output

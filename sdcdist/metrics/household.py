@@ -47,7 +47,10 @@ from ._registry import MeasureContext, MetricResult, register
 from .attribute import merge_pairs, pair_table
 from .frequency import frequency_keys, individual_risk
 
-__all__ = ["household_summary", "household_risks", "household_column"]
+__all__ = ["household_summary", "household_risks", "household_column", "METRICS"]
+
+#: the household risk metrics
+METRICS = ("HR_mean", "HR_ER", "HR_max")
 
 
 def _chunk(start: int, stop: int, X: Any, keys: Sequence[int], w: int | None, h: int
