@@ -373,3 +373,15 @@ def test_cli_ingest_and_risk_with_a_household(run, tmp_path, rng):
               "--weight", "w", "--keys", "r,s", "--json")
     assert res.exit_code == 0, res.output
     assert "HR_mean" not in res.output and "modrisk_gr1" in res.output
+
+
+def test_cli_link_refuses_the_household_as_key(run, tmp_path, rng):
+    n = 30
+    X = np.column_stack([rng.normal(size=n), rng.normal(size=n), np.arange(n) // 3])
+    pd.DataFrame(X, columns=["x", "y", "hh"]).to_csv(tmp_path / "a.csv", index=False)
+    assert run("ingest", tmp_path / "a.csv", tmp_path / "a.zarr", "--household",
+               "hh").exit_code == 0
+    res = run("link", tmp_path / "a.zarr", tmp_path / "a.zarr", "--keys", "x,hh", "--out",
+              tmp_path / "p.parquet")
+    assert res.exit_code == 2 and "never a linkage key" in res.output
+    assert not (tmp_path / "p.parquet").exists()
