@@ -4,10 +4,11 @@ and 1,000,000 records.
     .venv/bin/python benchmarks/risk_household.py [--sizes 100000,1000000] [--timeout 900]
 
 A seeded synthetic file from the household file (sdcdist/data/reference/household.csv):
-whole households drawn with replacement, each copy with a household id of its own, so the
-household sizes and the members' key values are the survey's. Keys urbrur, roof, walls,
-water, sex (household risk) and the model ~ urbrur + roof + walls + water + sex + age
-(model-based risk, method "default": 42,240 cells); the weight is household_weights scaled to a population of 1,000 times
+whole households drawn with replacement, each copy with a household id of its own and its
+members' ages moved by a random -3..3 years (so that copies differ), so the household sizes
+and the other key values are the survey's. Keys urbrur, roof, water,
+sex, age, relat (household risk) and the model ~ urbrur + roof + water + sex + age + relat
+(model-based risk, main effects, method "default": about 137,000 cells); the weight is household_weights scaled to a population of 1,000 times
 the file (sdcMicro's modRisk needs sum(1/w) < 1 in its large cells, else its sum turns
 NaN). sdcdist computes HR_mean, HR_ER, HR_max (with the individual risks) and the four
 modrisk_* figures in this process from an in-memory array; sdcMicro 5.8.1 (system R)
@@ -33,8 +34,8 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 
-KEYS = ["urbrur", "roof", "walls", "water", "sex"]
-MODEL = ["urbrur", "roof", "walls", "water", "sex", "age"]
+KEYS = ["urbrur", "roof", "water", "sex", "age", "relat"]
+MODEL = KEYS
 CODED = sorted(set(KEYS + MODEL))
 
 R_SCRIPT = r"""
@@ -44,15 +45,15 @@ d <- read.csv(args[1])
 what <- args[2]
 t <- proc.time()[["elapsed"]]
 if (what == "household") {
-  r <- measure_risk(d, keyVars = c("urbrur", "roof", "walls", "water", "sex"), w = "w",
-                    hid = "hid")
+  r <- measure_risk(d, keyVars = c("urbrur", "roof", "water", "sex", "age", "relat"),
+                    w = "w", hid = "hid")
   out <- sprintf('{"hier_risk": %.17g, "hier_risk_ER": %.17g}', r$hier_risk, r$hier_risk_ER)
 } else {
-  vars <- c("urbrur", "roof", "walls", "water", "sex", "age")
+  vars <- c("urbrur", "roof", "water", "sex", "age", "relat")
   x <- d[, c(vars, "w")]
   for (v in vars) x[[v]] <- factor(x[[v]])
   r <- modRisk(x, method = "default", weights = "w",
-               formulaM = ~ urbrur + roof + walls + water + sex + age)
+               formulaM = ~ urbrur + roof + water + sex + age + relat)
   out <- sprintf('{"gr1": %.17g, "gr2": %.17g}', r$gr1, r$gr2)
 }
 secs <- proc.time()[["elapsed"]] - t
@@ -62,20 +63,20 @@ cat(sub("}$", sprintf(', "seconds": %.6f}', secs), out), "\n")
 
 def synthetic(n: int, seed: int = 20261127) -> pd.DataFrame:
     from sdcdist.data import reference_file
-    d = pd.read_csv(reference_file("household"))
+    d = pd.read_csv(reference_file("household")).sort_values("ori_hid", kind="stable")
     rng = np.random.default_rng(seed)
-    groups = [g for _, g in d.groupby("ori_hid", sort=True)]
-    parts, total, hid = [], 0, 0
-    while total < n:
-        for i in rng.integers(0, len(groups), 1000):
-            g = groups[i].copy()
-            g["hid"] = hid
-            hid += 1
-            parts.append(g)
-            total += len(g)
-            if total >= n:
-                break
-    out = pd.concat(parts, ignore_index=True).iloc[:n]
+    hid = d["ori_hid"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, hid[1:] != hid[:-1]])
+    sizes = np.diff(np.r_[starts, len(d)])
+    # whole households drawn with replacement until n records
+    draws = rng.integers(0, starts.size, 2 * n // int(sizes.mean()) + 10)
+    cum = np.cumsum(sizes[draws])
+    draws = draws[:int(np.searchsorted(cum, n)) + 1]
+    rows = np.concatenate([np.arange(starts[i], starts[i] + sizes[i]) for i in draws])[:n]
+    out = d.iloc[rows].reset_index(drop=True)
+    out["hid"] = np.repeat(np.arange(draws.size), sizes[draws])[:n]
+    # each copy's members' ages moved by up to 3 years, so that copies differ in their keys
+    out["age"] = np.clip(out["age"].to_numpy() + rng.integers(-3, 4, n), 0, None)
     out["w"] = out["household_weights"] * 1000 * (n / len(d))
     return out[CODED + ["hid", "w"]]
 
