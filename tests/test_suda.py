@@ -230,3 +230,21 @@ def test_registered_as_risk_metrics():
     for name in NAMES:
         m = REGISTRY[name]
         assert m.kind == "risk" and m.categorical and not m.same_shape and m.unit
+
+
+def test_risk_without_metric_names_skips_suda_on_too_many_keys(run, tmp_path, rng):
+    """`sdcdist risk` with its default metrics on 17 categorical keys: SUDA2 over every
+    subset would be refused, so it is left out with a note (the other metrics run); named
+    with --metric and a suda_max_size it runs."""
+    cols = [f"k{i}" for i in range(17)]
+    df = pd.DataFrame({c: rng.choice(["a", "b", "c"], 40) for c in cols})
+    path = tmp_path / "cat.csv"
+    df.to_csv(path, index=False)
+    res = run("risk", path, path, "--local")
+    assert res.exit_code == 0, res.output
+    assert "17 categorical keys: skipping suda_share" in res.output
+    assert "suda_max_size=" in res.output and "uniques" in res.output
+    res = run("risk", path, path, "--local", "--metric", "suda_share", "-o",
+              "suda_max_size=2")
+    assert res.exit_code == 0, res.output
+    assert "suda_share" in res.output

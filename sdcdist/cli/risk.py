@@ -155,6 +155,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         names = _applicable(names, ks or default_keysets([c for c in a.columns
                                                            if c in b.columns]),
                             categ, [c for c in b.columns if c not in categ])
+    if not metric_names and categ and "suda_max_size" not in opts:
+        names = _without_oversized_suda(names, ks, key_list, categ, b.columns)
     from ._common import choose_where, in_process_reason
     where = choose_where(where, in_process_reason(names, a.shape[0], b.shape[0]))
     with cluster(where, quiet=True) as client:
@@ -197,6 +199,28 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                                             and c != weight and c not in gone])
             for v, k in zip(r.per_keyset, labels):
                 click.echo(f"  {','.join(k):30s} {v:12.6g}")
+
+
+def _without_oversized_suda(names: list[str], keysets: Any, key_list: list[str] | None,
+                            categorical: list[str], columns: list[str]) -> list[str]:
+    """The default metrics without SUDA2's when its search over every subset of the
+    categorical keys would be refused (more than 16 keys); a note on stderr says how to
+    ask for it."""
+    import math
+
+    from ..metrics.suda import MAX_SUBSETS, METRICS
+    cand = ([c for k in keysets for c in k] if keysets else key_list or list(columns))
+    q = len({c for c in cand if c in categorical})
+    if 2 ** q - 1 <= MAX_SUBSETS:
+        return names
+    fit = max(k for k in range(1, q + 1)
+              if sum(math.comb(q, i) for i in range(1, k + 1)) <= MAX_SUBSETS)
+    skip = [n for n in names if n in METRICS]
+    if skip:
+        click.echo(f"{q} categorical keys: skipping {', '.join(skip)} (SUDA2 over every subset "
+                   f"of them is too large; ask with --metric and -o suda_max_size={fit} or "
+                   "less)", err=True)
+    return [n for n in names if n not in skip]
 
 
 def _applicable(names: list[str], keysets: Any, categorical: list[str],
