@@ -183,6 +183,12 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
                     dataset: DatasetSpec | None = None) -> list[tuple[str, ...]]:
     d = dataset if dataset is not None else spec.dataset
     w = md.weight
+    h = md.household
+    if h is not None and h in (md.roles.get("key") or d.keys or ()):
+        raise SdcInputError(
+            f"the keys of dataset {d.name!r} hold its household id column {h!r}; a household "
+            "id is never a linkage key (it identifies the household, not a trait an intruder "
+            "knows): leave it out of 'keys'")
     if w is not None and w in (md.roles.get("key") or d.keys or ()):
         raise SdcInputError(
             f"the keys of dataset {d.name!r} hold its weight column {w!r}; the sampling "
@@ -195,7 +201,7 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
         const = constant_columns(md.values, range(len(md.columns)))
         gone = [c for c, k in zip(md.columns, const) if k and c not in md.categories]
         base = [c for c in (md.roles.get("key") or d.keys or md.columns)
-                if c != w and c not in gone]
+                if c not in (w, h) and c not in gone]
         if gone and any(c in gone for c in (md.roles.get("key") or d.keys or md.columns)):
             log.warning("dataset %r: constant column(s) %s left out of the default key sets: "
                         "linkage cannot use a column with one value", d.name, gone)
@@ -206,6 +212,11 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
         return default_keysets(base)
     for ks in spec.keysets:
         md.column_index(ks, what="key set column")
+        if h is not None and h in ks:
+            raise SdcInputError(
+                f"key set {list(ks)} of the spec holds the household id column {h!r} of "
+                f"dataset {d.name!r}; a household id is never a linkage key: leave it out of "
+                "the key sets")
         if w is not None and w in ks:
             raise SdcInputError(
                 f"key set {list(ks)} of the spec holds the weight column {w!r} of dataset "
@@ -250,7 +261,8 @@ def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
                          columns=columns, keysets=keysets, seed=cell.seed, options=options,
                          categorical=types.get("categorical", ()),
                          weight=types.get("weight"),
-                         confidential=types.get("confidential", ()))
+                         confidential=types.get("confidential", ()),
+                         household=types.get("household"))
     K, S = len(metrics), max(len(keysets), 1)
     out = {"values": np.full(K, np.nan), "keyset_values": np.full((K, S), np.nan),
            "excluded": np.zeros(K, np.int32), "flags": np.zeros(K, np.int8)}
@@ -288,9 +300,10 @@ def _types(md: Microdata) -> dict[str, Any] | None:
     """The dataset's categorical columns, weight and confidential columns, for its metrics
     (None: all numeric, no roles they read)."""
     conf = list(md.roles.get("confidential") or ())
-    if not md.categories and md.weight is None and not conf:
+    if not md.categories and md.weight is None and not conf and md.household is None:
         return None
-    return {"categorical": md.categorical, "weight": md.weight, "confidential": conf}
+    return {"categorical": md.categorical, "weight": md.weight, "confidential": conf,
+            "household": md.household}
 
 
 def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microdata, list]],

@@ -61,12 +61,15 @@ def _same_file(a: str, b: str) -> bool:
               help="Confidential columns of the attribute-disclosure metrics (l-diversity, "
                    "t-closeness, beta-likeness, delta-disclosure; default: the store's "
                    "confidential role).")
+@click.option("--household", default=None, metavar="COLUMN",
+              help="Household id column of the household risk metrics (HR_*; default: the "
+                   "store's household role); never a linkage key.")
 @typed_input_options
 @cluster_options(local=True)
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
-         as_json: bool, seed: int, confidential: str | None, categorical: str | None,
-         weight: str | None, na_values: str | None,
+         as_json: bool, seed: int, confidential: str | None, household: str | None,
+         categorical: str | None, weight: str | None, na_values: str | None,
          where: ClusterOptions) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
@@ -118,6 +121,18 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         # the attribute-disclosure metrics need confidential columns: none here
         from ..metrics.attribute import MEASURES
         names = [n for n in names if n not in MEASURES and n[:-5] not in MEASURES]
+    if household is not None and not household.strip():
+        raise SdcInputError("--household was given without a name; give the household id "
+                            "column, or leave --household out")
+    household = household or b.household or a.household
+    if household is not None:
+        from ..errors import column_positions
+        column_positions([household], b.columns, what="household id column",
+                         where="the masked file")
+    elif not metric_names:
+        # the household risk metrics need a household id: none here
+        from ..metrics.household import METRICS as HOUSEHOLD
+        names = [n for n in names if n not in HOUSEHOLD]
     if weight is not None:
         from ..errors import column_positions
         column_positions([weight], b.columns, what="weight column", where="the masked file")
@@ -147,7 +162,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     with cluster(where, quiet=True) as client:
         res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
                       keysets=ks, seed=seed, options=opts, truth=truth, client=client,
-                      categorical=categ, weight=weight, confidential=conf)
+                      categorical=categ, weight=weight, confidential=conf,
+                      household=household)
     matched = ""
     from ..linkage import truth_counts
     if truth is not None:
