@@ -121,6 +121,13 @@ CONVENTIONS = {
                             "t-closeness ordered on numeric and tclose_ordered columns, equal "
                             "distance on nominal ones; *_fail = % of classes failing on any "
                             "confidential column",
+    "special_uniques": "SUDA2 minimal sample uniques (MSUs) of the categorical keys in the "
+                       "released file, as sdcMicro's suda2: a missing key value is never "
+                       "part of an MSU and matches nothing; SUDA score = sum over a "
+                       "record's MSUs of (m - size)!, m = max(keys, 3); DIS-SUDA with "
+                       "sampling fraction suda_dis_fraction in sdcMicro's single "
+                       "precision; MSUs up to suda_max_size (default all keys); "
+                       "suda_share, suda_mean, dis_suda_mean over all records",
     "synthetic_distances": "DCR, NNDR: SDMetrics 0.32.0's distance (mean over the columns "
                            "both files share, weight left out, of min(|x - y| / R, 1) with R "
                            "the reference file's range, 1 for R = 0 and different values; "
@@ -157,8 +164,10 @@ DLD_CONVENTIONS = {
 #: How PRL obtains its pattern counts (option ``prl_counting``); the counts are the same.
 PRL_COUNTING = {
     "auto": "count exactly without enumerating the pairs from 2**32 pairs on, unless that "
-            "would be slower; all pairs below",
-    "pairs": "every pair compared",
+            "would be slower (then every pair compared, candidates by branch and bound); "
+            "all pairs below",
+    "pairs": "every pair compared (pattern codes counted in a dense histogram up to 2**26 "
+             "patterns, in a hash table above; the same integers)",
     "count": "counted exactly without enumerating the pairs (sorted ranks, wavelet box "
              "counts, inclusion-exclusion); identical to all pairs",
 }

@@ -211,6 +211,12 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
                     dataset: DatasetSpec | None = None) -> list[tuple[str, ...]]:
     d = dataset if dataset is not None else spec.dataset
     w = md.weight
+    h = md.household
+    if h is not None and h in (md.roles.get("key") or d.keys or ()):
+        raise SdcInputError(
+            f"the keys of dataset {d.name!r} hold its household id column {h!r}; a household "
+            "id is never a linkage key (it identifies the household, not a trait an intruder "
+            "knows): leave it out of 'keys'")
     if w is not None and w in (md.roles.get("key") or d.keys or ()):
         raise SdcInputError(
             f"the keys of dataset {d.name!r} hold its weight column {w!r}; the sampling "
@@ -223,7 +229,7 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
         const = constant_columns(md.values, range(len(md.columns)))
         gone = [c for c, k in zip(md.columns, const) if k and c not in md.categories]
         base = [c for c in (md.roles.get("key") or d.keys or md.columns)
-                if c != w and c not in gone]
+                if c not in (w, h) and c not in gone]
         if gone and any(c in gone for c in (md.roles.get("key") or d.keys or md.columns)):
             log.warning("dataset %r: constant column(s) %s left out of the default key sets: "
                         "linkage cannot use a column with one value", d.name, gone)
@@ -234,6 +240,11 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
         return default_keysets(base)
     for ks in spec.keysets:
         md.column_index(ks, what="key set column")
+        if h is not None and h in ks:
+            raise SdcInputError(
+                f"key set {list(ks)} of the spec holds the household id column {h!r} of "
+                f"dataset {d.name!r}; a household id is never a linkage key: leave it out of "
+                "the key sets")
         if w is not None and w in ks:
             raise SdcInputError(
                 f"key set {list(ks)} of the spec holds the weight column {w!r} of dataset "
@@ -280,6 +291,7 @@ def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
                          categorical=types.get("categorical", ()),
                          weight=types.get("weight"),
                          confidential=types.get("confidential", ()),
+                         household=types.get("household"),
                          holdout=None if H is None else runner.share(H),
                          shape_holdout=None if H is None else H.shape)
     K, S = len(metrics), max(len(keysets), 1)
@@ -319,9 +331,11 @@ def _types(md: Microdata, holdout: Microdata | None = None) -> dict[str, Any] | 
     """The dataset's categorical columns, weight and confidential columns and its holdout
     file, for its metrics (None: all numeric, no roles they read, no holdout)."""
     conf = list(md.roles.get("confidential") or ())
-    if not md.categories and md.weight is None and not conf and holdout is None:
+    if not md.categories and md.weight is None and not conf and md.household is None \
+            and holdout is None:
         return None
-    out = {"categorical": md.categorical, "weight": md.weight, "confidential": conf}
+    out = {"categorical": md.categorical, "weight": md.weight, "confidential": conf,
+           "household": md.household}
     if holdout is not None:
         out["holdout"] = holdout.values
     return out

@@ -446,8 +446,10 @@ _DCR_OPTIONS = ("block_memory", "block_rows", "chunk_rows")
 
 
 def _dcr_column_names(ctx: MeasureContext, name: str) -> list[str]:
-    """The columns the distance uses: those both files share, the weight left out."""
-    cols = [c for c in ctx.columns if c in set(ctx.masked_columns) and c != ctx.weight]
+    """The columns the distance uses: those both files share, the weight and the household
+    id left out."""
+    cols = [c for c in ctx.columns if c in set(ctx.masked_columns)
+            and c not in (ctx.weight, getattr(ctx, "household", None))]
     if not cols:
         raise SdcInputError(f"{name} compares released records with training records on the "
                             "columns both files share, and they share none besides the "
