@@ -208,6 +208,11 @@ class MeasureContext:
         The confidential columns, read by the attribute-disclosure metrics.
     household : str or None
         The household id column, read by the household risk metrics (never a key).
+    holdout : array handle or None
+        A holdout file (records of the original's population the release was not made
+        from; the original's columns), read by the DCR metrics of
+        :mod:`sdcdist.metrics.synthetic`.
+    shape_holdout : tuple or None
     """
 
     def __init__(self, runner: Runner, original: Any, masked: Any, *,
@@ -217,8 +222,11 @@ class MeasureContext:
                  options: Mapping[str, Any] | None = None, truth: Any = None,
                  masked_columns: Sequence[str] | None = None,
                  categorical: Sequence[str] = (), weight: str | None = None,
-                 confidential: Sequence[str] = (), household: str | None = None):
+                 confidential: Sequence[str] = (), household: str | None = None,
+                 holdout: Any = None, shape_holdout: tuple[int, int] | None = None):
         self.runner = runner
+        self.holdout = holdout
+        self.shape_holdout = tuple(shape_holdout) if shape_holdout is not None else None
         self.original = original
         self.masked = masked
         self.shape_original = tuple(shape_original)

@@ -68,7 +68,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             categorical: Sequence[str] | None = None,
             weight: str | None = None,
             confidential: Sequence[str] | None = None,
-            household: str | None = None) -> dict[str, MetricResult]:
+            household: str | None = None,
+            holdout: Any = None) -> dict[str, MetricResult]:
     """Measure information loss and disclosure risk of ``masked`` against ``original``.
 
     Parameters
@@ -112,6 +113,10 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         The household id column of the household risk metrics (``HR_*``); never a
         linkage key. Default: the ``household`` role of ``masked`` (else of
         ``original``) when a Microdata.
+    holdout : ndarray (n_h, m), Microdata or StoredArray, optional
+        A holdout file: records of the original's population that the release was not
+        made from, with the original's columns (same codes for the same categories).
+        Read by ``dcr_holdout_median``, ``dcr_closer_train`` and ``dcr_overfit``.
 
     Returns
     -------
@@ -151,6 +156,15 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
     B, shape_b = _handle(runner, masked)
     if columns is None:
         columns = [f"V{j + 1}" for j in range(shape_a[1])]
+    H, shape_h = (None, None) if holdout is None else _handle(runner, holdout)
+    if shape_h is not None:
+        if isinstance(holdout, Microdata) and tuple(holdout.columns) != tuple(columns):
+            raise SdcInputError(f"the holdout file's columns {list(holdout.columns)} differ "
+                                f"from the original file's {list(columns)}; give the holdout "
+                                "the original's columns in the same order")
+        if shape_h[1] != shape_a[1]:
+            raise SdcInputError(f"the holdout file has {shape_h[1]} columns and the original "
+                                f"file {shape_a[1]}; give the holdout the original's columns")
     if masked_columns is None:
         if shape_a[1] != shape_b[1]:
             raise SdcInputError(f"the original file has {shape_a[1]} columns and the masked "
@@ -245,7 +259,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                          columns=columns, keysets=keysets or default_keysets(shared),
                          seed=ss, options=options, truth=t, masked_columns=masked_columns,
                          categorical=categorical, weight=weight,
-                         confidential=confidential, household=household)
+                         confidential=confidential, household=household,
+                         holdout=H, shape_holdout=shape_h)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)
