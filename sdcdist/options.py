@@ -485,6 +485,20 @@ declare("suda_original_scores", True, Check("true or false", lambda v: isinstanc
         "(false), sdcMicro's original_scores")
 declare("suda_missing", None, optional(number(), "only NaN is missing"),
         "a key code that SUDA2 also treats as missing (sdcMicro's missing, e.g. -999)")
+# -- model-based risk (log-linear models, sdcMicro's modRisk) --
+declare("modrisk_method", "default", choice("default", "CE", "PML", "weightedLLM", "IPF"),
+        "the log-linear fit of modrisk_*: default (Poisson model of the sample counts), CE "
+        "(Clogg-Eliason offset), PML (pseudo maximum likelihood on the rounded weight "
+        "sums), weightedLLM (the weight sum as a covariate), IPF (iterative proportional "
+        "fitting, main effects only)")
+declare("modrisk_formula", None, optional(Check("a model formula such as '~ a + b + a:b'",
+                                                lambda v: isinstance(v, str) and bool(v.strip())),
+                                          "the main effects of the categorical keys"),
+        "the log-linear model of modrisk_*: main effects and interactions of categorical "
+        "columns ('~ a + b + c + a:b', 'a*b' for a + b + a:b)")
+declare("modrisk_bound", None, optional(number(above=0), "no bound"),
+        "modrisk_*: only key cells with at most this many records count in the divisor "
+        "(sdcMicro's bound)")
 # -- the audit driver --
 declare("cell_mode", "auto", choice("auto", "task", "distributed"),
         "run each cell in one task, spread over the cluster (distributed), or task up to "

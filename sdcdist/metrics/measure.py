@@ -67,7 +67,9 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             masked_columns: Sequence[str] | None = None,
             categorical: Sequence[str] | None = None,
             weight: str | None = None,
-            confidential: Sequence[str] | None = None) -> dict[str, MetricResult]:
+            confidential: Sequence[str] | None = None,
+            household: str | None = None,
+            holdout: Any = None) -> dict[str, MetricResult]:
     """Measure information loss and disclosure risk of ``masked`` against ``original``.
 
     Parameters
@@ -107,6 +109,14 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         The confidential columns of the attribute-disclosure metrics (``ldiv_*``,
         ``tclose``, ``beta_*``, ``delta_disc``). Default: the ``confidential`` role of
         ``masked`` (else of ``original``) when a Microdata.
+    household : str, optional
+        The household id column of the household risk metrics (``HR_*``); never a
+        linkage key. Default: the ``household`` role of ``masked`` (else of
+        ``original``) when a Microdata.
+    holdout : ndarray (n_h, m), Microdata or StoredArray, optional
+        A holdout file: records of the original's population that the release was not
+        made from, with the original's columns (same codes for the same categories).
+        Read by ``dcr_holdout_median``, ``dcr_closer_train`` and ``dcr_overfit``.
 
     Returns
     -------
@@ -133,6 +143,9 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                              for md in (masked, original)
                              if isinstance(md, Microdata) and md.roles.get("confidential")),
                             [])
+    if household is None:
+        household = next((md.household for md in (masked, original)
+                          if isinstance(md, Microdata) and md.household), None)
     if columns is None:
         columns = original.columns if isinstance(original, Microdata) else None
     if masked_columns is None and isinstance(masked, Microdata) and columns is not None \
@@ -143,6 +156,15 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
     B, shape_b = _handle(runner, masked)
     if columns is None:
         columns = [f"V{j + 1}" for j in range(shape_a[1])]
+    H, shape_h = (None, None) if holdout is None else _handle(runner, holdout)
+    if shape_h is not None:
+        if isinstance(holdout, Microdata) and tuple(holdout.columns) != tuple(columns):
+            raise SdcInputError(f"the holdout file's columns {list(holdout.columns)} differ "
+                                f"from the original file's {list(columns)}; give the holdout "
+                                "the original's columns in the same order")
+        if shape_h[1] != shape_a[1]:
+            raise SdcInputError(f"the holdout file has {shape_h[1]} columns and the original "
+                                f"file {shape_a[1]}; give the holdout the original's columns")
     if masked_columns is None:
         if shape_a[1] != shape_b[1]:
             raise SdcInputError(f"the original file has {shape_a[1]} columns and the masked "
@@ -166,7 +188,21 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                            "the weight out")
     # the sampling weight is never a linkage key: it is not masked, and an intruder does
     # not know it (it would link every record to itself)
-    shared = [c for c in columns if c in set(masked_columns) and c != weight]
+    shared = [c for c in columns if c in set(masked_columns) and c not in (weight, household)]
+    if household is not None:
+        if household == weight:
+            raise SdcInputError(f"column {household!r} is both the household id and the "
+                                "weight; give it one role")
+        if household in set(confidential or ()):
+            raise SdcInputError(f"column {household!r} is both the household id and a "
+                                "confidential column; give it one role")
+        if keysets is not None:
+            with_hid = [list(ks) for ks in keysets if household in ks]
+            if with_hid:
+                raise SdcInputError(
+                    f"key set {with_hid[0]} holds the household id column {household!r}; a "
+                    "household id is never a linkage key (it identifies the household, not a "
+                    "trait an intruder knows): leave it out of the key sets")
     if keysets is not None and weight is not None:
         with_weight = [list(ks) for ks in keysets if weight in ks]
         if with_weight:
@@ -223,7 +259,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                          columns=columns, keysets=keysets or default_keysets(shared),
                          seed=ss, options=options, truth=t, masked_columns=masked_columns,
                          categorical=categorical, weight=weight,
-                         confidential=confidential)
+                         confidential=confidential, household=household,
+                         holdout=H, shape_holdout=shape_h)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)
