@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from sdcdist.errors import SdcInputError
 from sdcdist.metrics import REGISTRY, measure
@@ -85,6 +85,7 @@ def brute(keys: np.ndarray, values: np.ndarray, *, ordered: bool, c: float, l0: 
     out: dict = {n: [] for n in MEASURES}
     fails = {n: 0 for n in MEASURES if MEASURES[n][1]}
     groups = [g for _, g in df.groupby(list(range(keys.shape[1])))]
+    near = False
     for g in groups:
         q = g["v"].value_counts(normalize=True).reindex(vals, fill_value=0.0).to_numpy()
         r = np.sort(g["v"].value_counts().to_numpy())[::-1]
@@ -109,6 +110,11 @@ def brute(keys: np.ndarray, values: np.ndarray, *, ordered: bool, c: float, l0: 
                          "beta_basic", "beta_enhanced", "delta_disc"),
                         (dist, ent, rec, emd, beta, enh, delta)):
             out[n].append(x)
+        # a measure on its threshold (EMD 0.3 = t 0.3 in exact arithmetic) passes or fails
+        # by the last bit of a sum whose order differs between implementations
+        near |= any(abs(x - thr) <= 1e-9 * max(1.0, abs(thr))
+                    for x, thr in ((ent, l0), (emd, t0), (beta, b0), (delta, d0)))
+        near |= bool((np.abs(rel - np.minimum(b0, -np.log(p.to_numpy()))) <= 1e-9).any())
         fails["ldiv_distinct"] += dist < l0
         fails["ldiv_entropy"] += ent < l0
         fails["ldiv_recursive"] += rec < l0
@@ -129,10 +135,12 @@ def brute(keys: np.ndarray, values: np.ndarray, *, ordered: bool, c: float, l0: 
     else:
         res["cl_c"] = float("nan")
     res["classes"] = len(groups)
+    res["near_threshold"] = near
     return res
 
 
 @settings(max_examples=25, deadline=None)
+@example(seed=1, n=5, chunk=1, numeric=True, levels=2)   # a class's EMD equal to t
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), chunk=st.integers(1, 25),
        numeric=st.booleans(), levels=st.integers(1, 4))
 def test_chunked_equals_brute_force(seed, n, chunk, numeric, levels):
@@ -153,6 +161,8 @@ def test_chunked_equals_brute_force(seed, n, chunk, numeric, levels):
                   confidential=["s"], options=opts)
     ref = brute(keys, v, ordered=numeric, c=1.5, l0=2, t0=0.3, b0=0.8, d0=0.7)
     for n_ in NAMES:
+        if n_.endswith("_fail") and ref["near_threshold"]:
+            continue           # decided by rounding (seed=1, n=5, chunk=1: an EMD of 0.3)
         if n_ == "cl_c" and math.isnan(ref["cl_c"]):
             assert math.isnan(res[n_].value)
             continue
