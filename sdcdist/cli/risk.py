@@ -118,6 +118,10 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         # the attribute-disclosure metrics need confidential columns: none here
         from ..metrics.attribute import MEASURES
         names = [n for n in names if n not in MEASURES and n[:-5] not in MEASURES]
+    if not metric_names:
+        # the singling-out, linkability and inference attacks are asked for by name
+        from ..metrics.attacks import ATTACK_METRICS
+        names = [n for n in names if n not in ATTACK_METRICS]
     if weight is not None:
         from ..errors import column_positions
         column_positions([weight], b.columns, what="weight column", where="the masked file")

@@ -206,6 +206,10 @@ class MeasureContext:
         The sampling-weight column, read by the frequency risk metrics.
     confidential : sequence of str
         The confidential columns, read by the attribute-disclosure metrics.
+    control : array handle or None
+        The control set of the singling-out, linkability and inference attacks:
+        original records held out of what was masked, shape ``(n_c, m)`` with the
+        original file's columns (``shape_control``).
     """
 
     def __init__(self, runner: Runner, original: Any, masked: Any, *,
@@ -215,8 +219,11 @@ class MeasureContext:
                  options: Mapping[str, Any] | None = None, truth: Any = None,
                  masked_columns: Sequence[str] | None = None,
                  categorical: Sequence[str] = (), weight: str | None = None,
-                 confidential: Sequence[str] = ()):
+                 confidential: Sequence[str] = (), control: Any = None,
+                 shape_control: tuple[int, int] | None = None):
         self.runner = runner
+        self.control = control
+        self.shape_control = tuple(shape_control) if shape_control is not None else None
         self.original = original
         self.masked = masked
         self.shape_original = tuple(shape_original)

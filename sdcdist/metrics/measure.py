@@ -67,7 +67,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             masked_columns: Sequence[str] | None = None,
             categorical: Sequence[str] | None = None,
             weight: str | None = None,
-            confidential: Sequence[str] | None = None) -> dict[str, MetricResult]:
+            confidential: Sequence[str] | None = None,
+            control: Any = None) -> dict[str, MetricResult]:
     """Measure information loss and disclosure risk of ``masked`` against ``original``.
 
     Parameters
@@ -107,6 +108,12 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         The confidential columns of the attribute-disclosure metrics (``ldiv_*``,
         ``tclose``, ``beta_*``, ``delta_disc``). Default: the ``confidential`` role of
         ``masked`` (else of ``original``) when a Microdata.
+    control : ndarray (n_c, m), Microdata or StoredArray, optional
+        The control set of the singling-out, linkability and inference attacks
+        (``so_uni``, ``so_multi``, ``linkability``, ``inference`` and their
+        ``_lo``, ``_hi``, ``_base``): original records, with the original file's
+        columns, that were held out of what was masked. Without it those risks are
+        the main attacks' success rates.
 
     Returns
     -------
@@ -219,11 +226,15 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                                 f"record ({shape_b[0]}); got shape {np.shape(truth)}")
         counts = check_truth(np.asarray(truth), shape_a[0])
         t = runner.share(np.asarray(truth, dtype=np.int64))
+    C, shape_c = (None, None) if control is None else _handle(runner, control)
+    if shape_c is not None and shape_c[1] != shape_a[1]:
+        raise SdcInputError(f"the control set has {shape_c[1]} columns and the original file "
+                            f"{shape_a[1]}; give the control set the original file's columns")
     ctx = MeasureContext(runner, A, B, shape_original=shape_a, shape_masked=shape_b,
                          columns=columns, keysets=keysets or default_keysets(shared),
                          seed=ss, options=options, truth=t, masked_columns=masked_columns,
                          categorical=categorical, weight=weight,
-                         confidential=confidential)
+                         confidential=confidential, control=C, shape_control=shape_c)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)
