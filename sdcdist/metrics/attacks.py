@@ -250,26 +250,22 @@ def _count_kernel(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.nda
     return out
 
 
-@numba.njit(cache=True, nogil=True)
-def _hash_kernel(B: np.ndarray) -> np.ndarray:
-    n, m = B.shape
-    out = np.empty(n, dtype=np.uint64)
-    for r in range(n):
-        h = np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(m)
-        for c in range(m):
-            z = h ^ B[r, c]
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            h = z ^ (z >> np.uint64(31))
-        out[r] = h
-    return out
+def _mix_np(z: np.ndarray) -> np.ndarray:
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 def row_hashes(X: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each row's values (missing values and -0.0 made canonical)."""
     Y = np.asarray(X, dtype=np.float64) + 0.0
     Y[np.isnan(Y)] = np.nan
-    return _hash_kernel(np.ascontiguousarray(Y).view(np.uint64))
+    B = np.ascontiguousarray(Y).view(np.uint64)
+    h = np.full(B.shape[0], np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(B.shape[1]), np.uint64)
+    with np.errstate(over="ignore"):
+        for c in range(B.shape[1]):
+            h = _mix_np(h ^ B[:, c])
+    return h
 
 
 # -- chunk tasks ------------------------------------------------------------------------
@@ -495,37 +491,38 @@ def control_correction(matches: np.ndarray, n_control: int, n_ori: int) -> float
 
 def _univariate(vals: list, is_cat: np.ndarray, n_attacks: int, rng: np.random.Generator
                 ) -> list[list[tuple[int, int, float]]]:
-    cands: list[list[tuple[int, int, float]]] = []
+    """anonymeter's univariate queries: every candidate (a single missing value, the
+    minimum and maximum of a numeric column, a value held by one record), in random
+    order, the first ``n_attacks`` that single out in the release."""
+    cols, ops, vs, ok = [], [], [], []
     for j, (u, cnt, nan) in enumerate(vals):
         if nan == 1:
-            cands.append([(j, ISNULL, 0.0)])
+            cols.append([j]); ops.append([ISNULL]); vs.append([0.0]); ok.append([True])
         if not is_cat[j] and u.size:
-            cands += [[(j, LE, float(u[0]))], [(j, GE, float(u[-1]))]]
-        cands += [[(j, EQ, float(v))] for v in u[cnt == 1]]
-    order = rng.permutation(len(cands))
-    # which candidates single out in the release: rare values and a single missing value
-    # do by construction; the min / max queries do when the extreme value is rare
-    out: list[list[tuple[int, int, float]]] = []
-    seen: set = set()
-    for i in order:
-        q = cands[i]
-        (j, op, v), = q
-        u, cnt, _ = vals[j]
-        if op == LE and cnt[0] != 1 or op == GE and cnt[-1] != 1:
-            continue
-        key = _key(q)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(q)
-        if len(out) >= n_attacks:
-            break
-    return out
+            cols.append([j, j]); ops.append([LE, GE]); vs.append([u[0], u[-1]])
+            # min / max single out when the extreme value is held by one record
+            ok.append([cnt[0] == 1, cnt[-1] == 1])
+        rare = u[cnt == 1]
+        cols.append(np.full(rare.size, j)); ops.append(np.full(rare.size, EQ))
+        vs.append(rare); ok.append(np.ones(rare.size, bool))
+    cols_a = np.concatenate([np.asarray(x, np.int64) for x in cols]) if cols else \
+        np.zeros(0, np.int64)
+    ops_a = np.concatenate([np.asarray(x, np.int64) for x in ops]) if ops else cols_a
+    vs_a = np.concatenate([np.asarray(x, np.float64) for x in vs]) if vs else \
+        np.zeros(0)
+    ok_a = np.concatenate([np.asarray(x, bool) for x in ok]) if ok else np.zeros(0, bool)
+    order = rng.permutation(cols_a.size)
+    take = order[ok_a[order]][:n_attacks]
+    return [[(int(cols_a[i]), int(ops_a[i]), float(vs_a[i]))] for i in take]
 
 
 def _multivariate(ctx: MeasureContext, S: Any, n_s: int, keep: np.ndarray, cols: list[int],
                   is_cat: np.ndarray, vals: list, n_attacks: int, n_cols: int,
                   max_attempts: int, rng: np.random.Generator) -> tuple[list, int]:
+    """anonymeter's multivariate queries: a random distinct record's values in ``n_cols``
+    random columns (``==`` categorical, ``>=`` above the median, else ``<=``, ``is
+    missing``), kept when they single out in the release and were not kept before; batches
+    of candidates until ``n_attacks`` are found or ``max_attempts`` were tried."""
     med = np.full(len(cols), np.nan)
     for j, (u, cnt, _) in enumerate(vals):
         if u.size:
@@ -541,27 +538,23 @@ def _multivariate(ctx: MeasureContext, S: Any, n_s: int, keep: np.ndarray, cols:
     seen: set = set()
     attempts = 0
     batch = 1000
+    keep_h = ctx.runner.share(keep)
     while len(out) < n_attacks and attempts < max_attempts:
         b = min(batch, max_attempts - attempts)
         pick = kept[rng.integers(0, kept.size, size=b)]
         recs = take_rows(ctx, S, n_s, pick, cols)
         chosen = np.sort(np.argsort(rng.random((b, m)), axis=1)[:, :n_cols], axis=1)
-        qs = []
-        for i in range(b):
-            q = []
-            for j in chosen[i]:
-                v = recs[i, j]
-                if np.isnan(v):
-                    q.append((int(j), ISNULL, 0.0))
-                elif is_cat[j]:
-                    q.append((int(j), EQ, float(v)))
-                else:
-                    q.append((int(j), GE if v > med[j] else LE, float(v)))
-            qs.append(q)
-        cnt = count_queries(ctx, S, n_s, keep, cols, _pack(qs, n_cols), cap=2)
-        for q, c in zip(qs, cnt):
-            if c != 1:
-                continue
+        v = np.take_along_axis(recs, chosen, 1) + 0.0
+        nan = np.isnan(v)
+        with np.errstate(invalid="ignore"):
+            ops = np.where(nan, ISNULL, np.where(is_cat[chosen], EQ,
+                                                 np.where(v > med[chosen], GE, LE)))
+        v = np.where(nan, 0.0, v)
+        cnt = map_reduce(ctx.runner, _chunk_counts, _add_counts, [S], n_s,
+                         chunk_rows=_chunk_rows_opt(ctx),
+                         args=(keep_h, cols, {"cols": chosen, "ops": ops, "vals": v}, 2))["n"]
+        for i in np.flatnonzero(cnt == 1):
+            q = [(int(c), int(o), float(x)) for c, o, x in zip(chosen[i], ops[i], v[i])]
             key = _key(q)
             if key in seen:
                 continue
