@@ -486,6 +486,10 @@ declare("attack_columns", None, optional(Check("a list of column names", _column
 declare("so_n_cols", 3, _INT1, "columns per multivariate singling-out query")
 declare("so_max_attempts", 10_000_000, _INT1,
         "most candidate queries the multivariate singling-out attacker tries")
+declare("so_control_scale", "fit", choice("fit", "sizes", "none"),
+        "singling out: how the control set's successes are scaled to the original file's size: "
+        "the fitted singling-out model (fit), (n_control + 1) / (n_original + 1) as anonymeter "
+        "1.1.0's fit comes out (sizes), or not at all (none)")
 declare("link_aux", None, optional(Check("two non-empty lists of column names",
                                          lambda v: _is_list(v) and len(v) == 2 and all(
                                              _is_list(x) and _column_list(x) for x in v)),

@@ -29,8 +29,11 @@ risk below its baseline means the attack did no better than guessing.
   random columns (categorical: ``==``; numeric: ``>=`` above the column's median,
   else ``<=``; missing: ``is missing``). Baseline: random values and operators
   (numeric ``== != > < >= <=``, categorical ``== !=``). The control's successes are
-  scaled to ``ori``'s size by the model of Cohen and Nissim fitted as anonymeter does
-  (to the exact expected successes on random subsets instead of five draws per size).
+  scaled to ``ori``'s size by the model of Cohen and Nissim fitted as anonymeter describes
+  it (to the exact expected successes on random subsets instead of five draws per size;
+  option ``so_control_scale``). anonymeter 1.1.0 fits the model to the number of queries
+  instead of their successes, so its scale comes out as (n_control + 1) / (n_original + 1)
+  (``so_control_scale: sizes`` reproduces it).
 - Linkability: each target record is split into the columns of the attacker's two
   files (``link_aux``); each half finds its ``link_neighbors`` nearest released
   records; a link succeeds when the two sets share a record. Baseline: two random
@@ -59,7 +62,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numba
 import numpy as np
 from scipy.optimize import curve_fit
 from scipy.special import gammaln
@@ -67,6 +69,8 @@ from scipy.stats import norm
 
 from ..errors import SdcInputError, column_positions, option_error
 from ..parallel import map_reduce, pair_block_rows, pairwise_reduce
+from ._attack_kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, count_kernel as
+                              _count_kernel, knn_kernel as _knn_kernel)
 from ._registry import MeasureContext, MetricResult, register
 
 __all__ = ["success_rate", "residual", "bound_risk", "risk_from_counts", "gower_knn",
@@ -81,8 +85,6 @@ ATTACKS = {
     "inference": "inference of a secret column from the attacker's columns",
 }
 
-# query operators
-EQ, NE, GT, LT, GE, LE, ISNULL, NOTNULL = range(8)
 _NUM_OPS = np.array([EQ, NE, GT, LT, GE, LE])
 _CAT_OPS = np.array([EQ, NE])
 
@@ -145,110 +147,6 @@ def risk_from_counts(n: tuple[int, int, int | None], success: int, baseline: int
 
 
 # -- kernels --------------------------------------------------------------------------------
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _mix(z: np.uint64) -> np.uint64:
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@numba.njit(cache=True, nogil=True)
-def _knn_kernel(Q: np.ndarray, C: np.ndarray, inv_range: np.ndarray, is_cat: np.ndarray,
-                k: int, a_off: int, b_off: int, salt: np.uint64
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The k nearest rows of C to each row of Q, by (distance, tie key); the tie key of
-    (target i, row r) is a hash of (salt, i, r): ties are broken at random, reproducibly."""
-    a, b, m = Q.shape[0], C.shape[0], Q.shape[1]
-    D = np.full((a, k), np.inf)
-    T = np.full((a, k), np.iinfo(np.uint64).max, dtype=np.uint64)
-    Ix = np.full((a, k), -1, dtype=np.int64)
-    for i in range(a):
-        hi = _mix(salt ^ _mix(np.uint64(i + a_off) + np.uint64(0x9E3779B97F4A7C15)))
-        for j in range(b):
-            d = 0.0
-            for c in range(m):
-                x = Q[i, c]
-                y = C[j, c]
-                xn = np.isnan(x)
-                yn = np.isnan(y)
-                if is_cat[c]:
-                    if xn and yn:
-                        continue
-                    if xn or yn or x != y:
-                        d += 1.0
-                else:
-                    if xn and yn:
-                        d += 1.0
-                    elif xn or yn:
-                        d = np.inf
-                        break
-                    else:
-                        d += abs(x - y) * inv_range[c]
-            last = k - 1
-            if d > D[i, last]:
-                continue
-            r = j + b_off
-            t = _mix(hi ^ np.uint64(r))
-            if d < D[i, last] or t < T[i, last]:
-                p = last
-                while p > 0 and (d < D[i, p - 1] or (d == D[i, p - 1] and t < T[i, p - 1])):
-                    D[i, p] = D[i, p - 1]
-                    T[i, p] = T[i, p - 1]
-                    Ix[i, p] = Ix[i, p - 1]
-                    p -= 1
-                D[i, p] = d
-                T[i, p] = t
-                Ix[i, p] = r
-    return D, T, Ix
-
-
-@numba.njit(cache=True, nogil=True)
-def _count_kernel(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.ndarray,
-                  vals: np.ndarray, cap: int) -> np.ndarray:
-    nq, t = cols.shape
-    out = np.zeros(nq, dtype=np.int64)
-    for q in range(nq):
-        cnt = 0
-        for r in range(X.shape[0]):
-            if not keep[r]:
-                continue
-            ok = True
-            for s in range(t):
-                c = cols[q, s]
-                if c < 0:
-                    continue
-                x = X[r, c]
-                op = ops[q, s]
-                if op == 6:
-                    ok = np.isnan(x)
-                elif op == 7:
-                    ok = not np.isnan(x)
-                elif np.isnan(x):
-                    ok = False
-                else:
-                    v = vals[q, s]
-                    if op == 0:
-                        ok = x == v
-                    elif op == 1:
-                        ok = x != v
-                    elif op == 2:
-                        ok = x > v
-                    elif op == 3:
-                        ok = x < v
-                    elif op == 4:
-                        ok = x >= v
-                    else:
-                        ok = x <= v
-                if not ok:
-                    break
-            if ok:
-                cnt += 1
-                if cap > 0 and cnt >= cap:
-                    break
-        out[q] = cnt
-    return out
-
 
 def _mix_np(z: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -627,9 +525,16 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
         matches = count_queries(ctx, ctx.control, n_c, keep_c, cols, q, cap=0)
         control = float((matches == 1).sum())
         nd_c, nd_o = int(keep_c.sum()), int(keep_o.sum())
-        corr = control_correction(matches, nd_c, nd_o) if nd_c != nd_o else 1.0
+        how = o["so_control_scale"]
+        if nd_c == nd_o or how == "none":
+            corr = 1.0
+        elif how == "sizes":
+            corr = (nd_c + 1.0) / (nd_o + 1.0)
+        else:
+            corr = control_correction(matches, nd_c, nd_o)
+        info.update(distinct_control=nd_c, control_correction=corr,
+                    control_unscaled=int(control))
         control *= corr
-        info.update(distinct_control=nd_c, control_correction=corr)
     res = risk_from_counts((n_attacks, n_attacks, n_attacks if control is not None else None),
                            success, baseline, control, float(o["attack_confidence"]))
     res.update(info)
@@ -804,7 +709,8 @@ def _figures(ctx: MeasureContext, attack: str) -> dict[str, Any]:
 
 
 _OPTIONS = ("chunk_rows", "block_memory", "block_rows", "attack_n", "attack_confidence",
-            "attack_columns", "so_n_cols", "so_max_attempts", "link_aux", "link_neighbors",
+            "attack_columns", "so_n_cols", "so_max_attempts", "so_control_scale", "link_aux",
+            "link_neighbors",
             "infer_secret", "infer_aux", "infer_tolerance")
 _REF = "Giomi et al. (2023), anonymeter; Article 29 Working Party opinion 05/2014"
 
