@@ -175,6 +175,12 @@ def test_query_counts_against_brute_force():
         return int(ok.sum())
     want = np.array([brute(q) for q in range(nq)])
     q = {"cols": cols, "ops": ops, "vals": vals}
+    from sdcdist.metrics._attack_kernels import count_kernel
+    from sdcdist.metrics.attacks import count_numpy
+    for cap in (0, 2):
+        want_c = np.minimum(want, cap) if cap else want
+        assert np.array_equal(count_kernel(X, keep, cols, ops, vals, cap), want_c)
+        assert np.array_equal(count_numpy(X, keep, cols, ops, vals, cap), want_c)
     for chunk in (65536, 7, 1):
         ctx = _ctx(X, X, chunk_rows=chunk)
         got = count_queries(ctx, X, 300, keep, [0, 1, 2, 3], q, cap=0)
