@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import logging
+import os
+
 import numpy as np
 import pytest
 
@@ -30,6 +34,35 @@ def census():
 @pytest.fixture(scope="session")
 def tarragona():
     return load_microdata(reference_file("tarragona"))
+
+
+class _UnretrievedFutures(logging.Handler):
+    """Records asyncio's "exception was never retrieved" reports, with the running test."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if "never retrieved" in msg:
+            where = os.environ.get("PYTEST_CURRENT_TEST", "between tests")
+            self.seen.append(f"{where}: {msg.splitlines()[0]}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_unretrieved_futures():
+    """Fails the session if any event loop (an in-process cluster's, a client's) dropped a
+    future whose exception nobody read: a teardown that leaks a failed task. Set up first,
+    so it is torn down after every other session fixture (the shared cluster included)."""
+    handler = _UnretrievedFutures()
+    log = logging.getLogger("asyncio")
+    log.addHandler(handler)
+    yield handler
+    gc.collect()
+    log.removeHandler(handler)
+    assert not handler.seen, "asyncio futures failed and were never awaited:\n" + "\n".join(
+        handler.seen)
 
 
 @pytest.fixture(scope="session")

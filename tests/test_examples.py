@@ -11,11 +11,14 @@ so for them ``tests/data/example_values_fingerprints.json`` holds the hashes of
 against the values. Every other metric must come out identical.
 
 ``dmt_table2`` (177 cells, about a minute on two idle cores and several under
-load) runs in full only with ``SDCDIST_FULL_EXAMPLES=1``. By default it runs on
-one or two parameters of each of its 12 methods (24 cells, every family of
-Table 2 with its PRL); ``tests/data/dmt_table2_subset_fingerprints.json`` holds
-the fingerprints of that cube, made by the same code as the full baseline, and
-each of its cells was checked equal to the full baseline cube's.
+load) and ``drs_equal_risk`` (117 cells, each with two propensity-score fits)
+run in full only with ``SDCDIST_FULL_EXAMPLES=1``. By default each runs on one
+or two parameters of each of its methods (``dmt_table2``: 24 cells, every
+family of Table 2 with its PRL; ``drs_equal_risk``: 24 cells, the small and
+the large end of each curve of Figure 1); ``tests/data/<spec>_subset_fingerprints.json``
+holds the fingerprints of that cube, made by the same code as the full
+baseline, and each of its cells was checked equal to the full baseline cube's
+(a cell's seed depends on its method, parameter and replicate, not on the grid).
 
 A deliberate change of an example's numbers regenerates its fingerprints with
 ``python tests/data/make_fingerprints.py NAME ...`` (``--subset`` for the
@@ -48,7 +51,10 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 FINGERPRINTS = json.loads((DATA / "example_fingerprints.json").read_text())
-SUBSET = json.loads((DATA / "dmt_table2_subset_fingerprints.json").read_text())
+#: spec -> {"params": method -> the parameters run by default, "fingerprints": metric -> hash
+#: (["values", hash] for a metric of VALUES_ONLY)}
+SUBSETS = {p.name.removesuffix("_subset_fingerprints.json"): json.loads(p.read_text())
+           for p in sorted(DATA.glob("*_subset_fingerprints.json"))}
 CHANGED_ON_PURPOSE = {"RR", "PDL"}
 #: metric -> values-only fingerprint, for metrics whose flag changed on purpose
 VALUES_ONLY = json.loads((DATA / "example_values_fingerprints.json").read_text())
@@ -61,7 +67,10 @@ def test_every_example_has_fingerprints():
     for name, fps in FINGERPRINTS.items():
         spec = load_spec(ROOT / "examples" / f"{name}.yaml")
         assert set(fps) == set(spec.metrics) - CHANGED_ON_PURPOSE, name
-    assert set(SUBSET["fingerprints"]) == set(FINGERPRINTS[SUBSET["spec"]])
+    assert set(SUBSETS) == {"dmt_table2", "drs_equal_risk"}
+    for name, sub in SUBSETS.items():
+        assert sub["spec"] == name
+        assert set(sub["fingerprints"]) == set(FINGERPRINTS[name]), name
 
 
 def _audit(spec, out, client) -> dict[str, str]:
@@ -88,27 +97,35 @@ def _check_saturation_flags(out) -> None:
 
 def _assert_same(name: str, got: dict[str, str], want: dict[str, str]) -> None:
     want = {m: ("values", VALUES_ONLY[m]) if m in VALUES_ONLY else h for m, h in want.items()}
+    _assert_equal(name, got, want)
+
+
+def _assert_equal(name: str, got: dict, want: dict) -> None:
+    got = {m: tuple(h) if isinstance(h, (list, tuple)) else h for m, h in got.items()}
+    want = {m: tuple(h) if isinstance(h, (list, tuple)) else h for m, h in want.items()}
     differ = [m for m, h in want.items() if got.get(m) != h]
     assert not differ, f"{name}: the values of {differ} changed"
 
 
 @pytest.mark.parametrize("name", sorted(FINGERPRINTS))
 def test_example_cube_is_unchanged(name, client, tmp_path):
-    if name == SUBSET["spec"] and not FULL:
+    if name in SUBSETS and not FULL:
         pytest.skip(f"{name} in full takes minutes; set SDCDIST_FULL_EXAMPLES=1 (its subset "
                     "runs in test_example_subset_is_unchanged)")
     got = _audit(ROOT / "examples" / f"{name}.yaml", tmp_path / f"{name}.zarr", client)
     _assert_same(name, got, FINGERPRINTS[name])
 
 
-def test_example_subset_is_unchanged(client, tmp_path):
-    """``dmt_table2`` on a few parameters of each method: same seeds, same cells."""
-    path = ROOT / "examples" / f"{SUBSET['spec']}.yaml"
+@pytest.mark.parametrize("name", sorted(SUBSETS))
+def test_example_subset_is_unchanged(name, client, tmp_path):
+    """The spec on a few parameters of each method: same seeds, same cells."""
+    sub = SUBSETS[name]
+    path = ROOT / "examples" / f"{name}.yaml"
     doc = yaml.safe_load(path.read_text())
     for m in doc["methods"]:
         if "params" in m:
-            m["params"] = SUBSET["params"][m["name"]]
-    assert {m["name"] for m in doc["methods"] if "params" in m} == set(SUBSET["params"])
+            m["params"] = sub["params"][m["name"]]
+    assert {m["name"] for m in doc["methods"] if "params" in m} == set(sub["params"])
     spec = parse_spec(doc, base_dir=path.parent)
     got = _audit(spec, tmp_path / "subset.zarr", client)
-    _assert_same(f"{SUBSET['spec']} (subset)", got, SUBSET["fingerprints"])
+    _assert_equal(f"{name} (subset)", got, sub["fingerprints"])

@@ -129,7 +129,8 @@ def _finish_rows(a0, a1, merged, Q, C):
     return merged
 
 
-@pytest.mark.parametrize("rows", [(1, 1), (7, 5), (13, 40), (100, 100)])
+@pytest.mark.parametrize("rows", [(1, 9), (7, 1), (13, 40), (100, 100)])  # 1-row blocks on
+# each side without 37 x 41 one-pair tasks
 def test_indexed_reduce_equals_brute_force(rng, client, rows):
     Q = rng.integers(0, 20, 37).astype(float)           # ties with the candidates
     C = rng.integers(0, 20, 41).astype(float)
@@ -152,11 +153,12 @@ def test_indexed_reduce_equals_brute_force(rng, client, rows):
 
 @pytest.mark.parametrize("chunk_rows,bucket_rows", [(1, 5), (9, 20), (64, 64), (200, None)])
 def test_distributed_sort_equals_np_sort(rng, client, chunk_rows, bucket_rows):
-    X = np.column_stack([rng.standard_normal(150), rng.integers(0, 4, 150).astype(float),
-                         np.r_[-0.0, 0.0, rng.exponential(size=148)]])
+    n = 40 if chunk_rows == 1 else 150          # one-row chunks: 40 of them are enough
+    X = np.column_stack([rng.standard_normal(n), rng.integers(0, 4, n).astype(float),
+                         np.r_[-0.0, 0.0, rng.exponential(size=n - 2)]])
     seeds = np.array([5, 6, 7], dtype=np.uint64)
     for r in _runners(client):
-        S = distributed_sort(r, r.share(X), 150, (0, 1, 2), chunk_rows=chunk_rows,
+        S = distributed_sort(r, r.share(X), n, (0, 1, 2), chunk_rows=chunk_rows,
                              seeds=seeds, bucket_rows=bucket_rows)
         buckets = r.result(S.buckets)
         for j in range(3):

@@ -1,10 +1,10 @@
 """Regenerate the example fingerprints of ``tests/test_examples.py`` after a deliberate change.
 
     python tests/data/make_fingerprints.py demo ywc_domingo     # full runs of these specs
-    python tests/data/make_fingerprints.py --subset             # the dmt_table2 subset only
+    python tests/data/make_fingerprints.py --subset             # the subsets only
     python tests/data/make_fingerprints.py --subset dmt_table2  # both (dmt_table2 takes minutes)
     python tests/data/make_fingerprints.py --all                # every spec of examples/ and
-                                                                # the subset
+                                                                # every subset
 
 Each named spec of ``examples/`` is audited on an in-process cluster like the
 test's ``client`` fixture (two workers of one thread), and its per-metric
@@ -13,9 +13,9 @@ fingerprints (:func:`sdcdist.testing.cube_fingerprints`) replace its entry in
 (``example_values_fingerprints.json``: ``PS``, ``PS2``) get their values-only
 hash updated there and keep their old entry in ``example_fingerprints.json``,
 which the test does not compare; ``RR`` and ``PDL`` are left out as the test
-leaves them out. ``--subset`` reruns the ``dmt_table2`` subset (the parameters
-listed in ``dmt_table2_subset_fingerprints.json``) and rewrites its
-fingerprints. Only the files of the runs asked for are rewritten; review the
+leaves them out. ``--subset`` reruns each subset (the parameters listed in
+``<spec>_subset_fingerprints.json``: ``dmt_table2``, ``drs_equal_risk``) and
+rewrites its fingerprints (``["values", hash]`` for ``PS``/``PS2``). Only the files of the runs asked for are rewritten; review the
 diff (``git diff tests/data``) and say in the commit which metrics changed and why.
 """
 
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 FULL_FILE = DATA / "example_fingerprints.json"
 VALUES_FILE = DATA / "example_values_fingerprints.json"
-SUBSET_FILE = DATA / "dmt_table2_subset_fingerprints.json"
+SUBSET_FILES = sorted(DATA.glob("*_subset_fingerprints.json"))
 CHANGED_ON_PURPOSE = {"RR", "PDL"}   # as tests/test_examples.py
 
 
@@ -42,7 +42,7 @@ def _dump(path: Path, obj: dict) -> None:
 
 
 def subset_spec(subset: dict):
-    """The parsed ``dmt_table2`` spec restricted to the subset's parameters."""
+    """The parsed spec ``subset["spec"]`` restricted to the subset's parameters."""
     import yaml
 
     from sdcdist.audit import parse_spec
@@ -69,8 +69,9 @@ def fingerprints(spec, out: Path, client, values_only: set[str]) -> tuple[dict, 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="*", help="spec names of examples/ (file stems)")
-    ap.add_argument("--subset", action="store_true", help="the dmt_table2 subset")
-    ap.add_argument("--all", action="store_true", help="every spec and the subset")
+    ap.add_argument("--subset", action="store_true",
+                    help="the subsets (dmt_table2, drs_equal_risk) that the tests run by default")
+    ap.add_argument("--all", action="store_true", help="every spec and every subset")
     args = ap.parse_args(argv)
     known = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
     names = known if args.all else args.names
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     from sdcdist.audit import load_spec
     full_fp = json.loads(FULL_FILE.read_text())
     values_fp = json.loads(VALUES_FILE.read_text())
-    subset = json.loads(SUBSET_FILE.read_text())
+    subsets = {p: json.loads(p.read_text()) for p in SUBSET_FILES}
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as client, \
             tempfile.TemporaryDirectory() as tmp:
@@ -100,18 +101,20 @@ def main(argv: list[str] | None = None) -> int:
             full_fp[name] = entry
             values_fp.update(vals)
             print(f"{name}: {len(entry)} metrics, changed: {changed or 'none'}")
-        if args.subset or args.all:
-            got, _ = fingerprints(subset_spec(subset), Path(tmp) / "subset.zarr", client, set())
+        for subset in subsets.values() if args.subset or args.all else ():
+            got, vals = fingerprints(subset_spec(subset), Path(tmp) / "subset.zarr", client,
+                                     set(values_fp))
             keep = set(full_fp[subset["spec"]])
-            entry = {m: h for m, h in got.items() if m in keep}
+            entry = {m: (["values", vals[m]] if m in vals else h)
+                     for m, h in got.items() if m in keep}
             changed = sorted(m for m in entry if subset["fingerprints"].get(m) != entry[m])
             subset["fingerprints"] = entry
             print(f"{subset['spec']} subset: {len(entry)} metrics, changed: {changed or 'none'}")
     if names:
         _dump(FULL_FILE, full_fp)
         _dump(VALUES_FILE, values_fp)
-    if args.subset or args.all:
-        _dump(SUBSET_FILE, subset)
+    for path, subset in subsets.items() if args.subset or args.all else ():
+        _dump(path, subset)
     return 0
 
 
