@@ -3,6 +3,7 @@ at 100,000 and 1,000,000 records, and sdcdist's distance linkage (DLD) as a stro
 linkability attack.
 
     .venv/bin/python benchmarks/risk_anonymeter.py [--sizes 100000,1000000] [--timeout 900]
+                                                   [--attacks so_uni,so_multi,...]
 
 A seeded synthetic mixed file of n records (age, income, hours, sex, region); 20% of the
 records are held out as the control set, the other 80% are masked (noise on the three
@@ -143,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--attacks", default=",".join(ATTACKS + ["DLD"]),
+                    help="rows to run, among " + ", ".join(ATTACKS + ["DLD"]))
     ap.add_argument("--child", nargs=2, metavar=("ATTACK", "FOLDER"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             for k, d in zip(("original", "released", "control"), synthetic(n)):
                 d.to_csv(f"{tmp}/{k}.csv", index=False)
-            for attack in ATTACKS + ["DLD"]:
+            for attack in [x.strip() for x in a.attacks.split(",") if x.strip()]:
                 mine = _run([sys.executable, __file__, "--child", attack, tmp], a.timeout)
                 if attack == "DLD":
                     theirs, t_text = None, "(no peer)"
@@ -181,11 +184,11 @@ def main(argv: list[str] | None = None) -> int:
                          if ok and theirs and "error" not in theirs else
                          (f">{a.timeout / mine['seconds']:.0f}x" if ok and attack in dnf
                           and theirs is None and t_text.startswith("did") else "-"))
+                their_mb = theirs["peak_mb"] if theirs and "error" not in theirs else float("nan")
                 line = (f"{'DLD (sdcdist)' if attack == 'DLD' else attack:<12} {n:>9} "
                         f"{mine['seconds'] if ok else float('nan'):>10.2f} "
                         f"{mine['peak_mb'] if ok else float('nan'):>6.0f} "
-                        f"{t_text:>13} "
-                        f"{theirs['peak_mb'] if theirs and 'error' not in theirs else float('nan'):>6.0f} "
+                        f"{t_text:>13} {their_mb:>6.0f} "
                         f"{ratio:>7}  {_fig(mine):<26} {_fig(theirs):<26}")
                 if not ok:
                     line += f"  sdcdist: {'timeout' if mine is None else mine['error']}"
