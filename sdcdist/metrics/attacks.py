@@ -511,9 +511,18 @@ def _multivariate(ctx: MeasureContext, S: Any, n_s: int, keep: np.ndarray, cols:
             ops = np.where(nan, ISNULL, np.where(is_cat[chosen], EQ,
                                                  np.where(v > med[chosen], GE, LE)))
         v = np.where(nan, 0.0, v)
-        cnt = map_reduce(ctx.runner, _chunk_counts, _add_counts, [S], n_s,
-                         chunk_rows=_chunk_rows_opt(ctx),
-                         args=(keep_h, cols, {"cols": chosen, "ops": ops, "vals": v}, 2))["n"]
+        qd = {"cols": chosen, "ops": ops, "vals": v}
+        # most candidates match two records among the first rows: only the others are
+        # counted over the whole file (the same counts, a fraction of the work)
+        first = ctx.runner.call(_chunk_counts, 0, min(n_s, _chunk_rows_opt(ctx)), S, keep_h,
+                                cols, qd, 2)["n"]
+        alive = first <= 1
+        cnt = np.full(b, 2, np.int64)
+        if alive.any():
+            cnt[alive] = map_reduce(ctx.runner, _chunk_counts, _add_counts, [S], n_s,
+                                    chunk_rows=_chunk_rows_opt(ctx),
+                                    args=(keep_h, cols, {k: x[alive] for k, x in qd.items()},
+                                          2))["n"]
         for i in np.flatnonzero(cnt == 1):
             q = [(int(c), int(o), float(x)) for c, o, x in zip(chosen[i], ops[i], v[i])]
             key = _key(q)
