@@ -121,6 +121,13 @@ CONVENTIONS = {
                             "t-closeness ordered on numeric and tclose_ordered columns, equal "
                             "distance on nominal ones; *_fail = % of classes failing on any "
                             "confidential column",
+    "special_uniques": "SUDA2 minimal sample uniques (MSUs) of the categorical keys in the "
+                       "released file, as sdcMicro's suda2: a missing key value is never "
+                       "part of an MSU and matches nothing; SUDA score = sum over a "
+                       "record's MSUs of (m - size)!, m = max(keys, 3); DIS-SUDA with "
+                       "sampling fraction suda_dis_fraction in sdcMicro's single "
+                       "precision; MSUs up to suda_max_size (default all keys); "
+                       "suda_share, suda_mean, dis_suda_mean over all records",
     "key_roles": "the sampling weight is never a linkage key (left out of default key sets, "
                  "refused in named ones); a constant numeric column (a survey year) is left "
                  "out of the default key sets",

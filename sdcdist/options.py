@@ -473,6 +473,32 @@ declare("tclose_ordered", None, optional(Check("a list of column names", _column
                                        "none: categorical columns are nominal"),
         "categorical confidential columns whose codes are ordered (ordinal): t-closeness "
         "uses the ordered distance on them, as on numeric columns")
+# -- special uniques (SUDA2) --
+declare("suda_max_size", None, optional(integer(1), "all the key columns, as sdcMicro"),
+        "largest minimal sample unique (key columns) SUDA2 searches; larger ones are left "
+        "out of the SUDA scores")
+declare("suda_dis_fraction", 0.01, Check("a number in (0, 1)",
+                                         lambda v: _is_number(v) and 0 < v < 1),
+        "the sampling fraction of the DIS-SUDA scores (sdcMicro's DisFraction)")
+declare("suda_original_scores", True, Check("true or false", lambda v: isinstance(v, bool)),
+        "SUDA scores as Elliot et al. (true: w(k) = (m - k)!) or as the IHSN program "
+        "(false), sdcMicro's original_scores")
+declare("suda_missing", None, optional(number(), "only NaN is missing"),
+        "a key code that SUDA2 also treats as missing (sdcMicro's missing, e.g. -999)")
+# -- model-based risk (log-linear models, sdcMicro's modRisk) --
+declare("modrisk_method", "default", choice("default", "CE", "PML", "weightedLLM", "IPF"),
+        "the log-linear fit of modrisk_*: default (Poisson model of the sample counts), CE "
+        "(Clogg-Eliason offset), PML (pseudo maximum likelihood on the rounded weight "
+        "sums), weightedLLM (the weight sum as a covariate), IPF (iterative proportional "
+        "fitting, main effects only)")
+declare("modrisk_formula", None, optional(Check("a model formula such as '~ a + b + a:b'",
+                                                lambda v: isinstance(v, str) and bool(v.strip())),
+                                          "the main effects of the categorical keys"),
+        "the log-linear model of modrisk_*: main effects and interactions of categorical "
+        "columns ('~ a + b + c + a:b', 'a*b' for a + b + a:b)")
+declare("modrisk_bound", None, optional(number(above=0), "no bound"),
+        "modrisk_*: only key cells with at most this many records count in the divisor "
+        "(sdcMicro's bound)")
 # -- the three criteria of the Article 29 Working Party (singling out, linkability, inference) --
 declare("attack_n", 500, _INT1,
         "attacks per attack kind: targets of linkability and inference, queries of singling out")
@@ -480,7 +506,7 @@ declare("attack_confidence", 0.95, Check("a number strictly between 0 and 1",
                                          lambda v: _is_number(v) and 0 < v < 1),
         "confidence level of the attacks' risk intervals (Wilson score)")
 declare("attack_columns", None, optional(Check("a list of column names", _column_list),
-                                         "every column but the weight"),
+                                         "every column but the weight and the household id"),
         "the columns the singling-out attacker queries (and the default linkability and "
         "inference columns)")
 declare("so_n_cols", 3, _INT1, "columns per multivariate singling-out query")

@@ -208,7 +208,8 @@ def test_each_metric_reads_only_the_options_it_declares(rng):
                              columns=["V1", "V2", "V3"], keysets=[("V1", "V2")],
                              seed=np.random.SeedSequence(3),
                              categorical=("V1", "V2") if cat else (),
-                             confidential=("V3",) if cat else ())
+                             confidential=("V3",) if cat else (),
+                             household="V3" if cat else None)
         rec = _Recording(ctx.options)
         ctx.options = rec
         ctx.measure(name)

@@ -153,7 +153,9 @@ def split_control(md: Microdata, share: float | None, seed: int, d: int,
 
     The held-out records are drawn without replacement by a generator seeded from the
     spec's seed and the dataset's position (the same records on every run); the others,
-    in their order, are what the audit masks and measures. ``share`` None: unchanged.
+    in their order, are what the audit masks and measures. With a household id column,
+    whole households are held out (households in random order until the share is
+    reached). ``share`` None: unchanged.
     """
     if share is None:
         return md
@@ -166,7 +168,21 @@ def split_control(md: Microdata, share: float | None, seed: int, d: int,
             "leaves both (e.g. 0.2 on a larger file)")
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(d, stable_id("control"))))
     held = np.zeros(n, bool)
-    held[rng.choice(n, size=n_c, replace=False)] = True
+    if md.household is not None:
+        # whole households: the first households of a random order, up to the share
+        hid = md.values[:, md.columns.index(md.household)]
+        _, inv, sizes = np.unique(hid, return_inverse=True, return_counts=True)
+        order = rng.permutation(sizes.size)
+        take = order[:int(np.searchsorted(np.cumsum(sizes[order]), n_c)) + 1]
+        held[np.isin(inv.reshape(-1), take)] = True
+        n_c = int(held.sum())
+        if n - n_c < 2:
+            raise SdcInputError(
+                f"The 'control' option holds out {n_c} of the {n} records of dataset "
+                f"{name!r} (whole households), leaving fewer than 2 to mask; choose a "
+                "smaller share")
+    else:
+        held[rng.choice(n, size=n_c, replace=False)] = True
     return Microdata(np.ascontiguousarray(md.values[~held]), md.columns, md.roles, md.sha256,
                      md.categories, control=np.ascontiguousarray(md.values[held]))
 
@@ -209,6 +225,12 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
                     dataset: DatasetSpec | None = None) -> list[tuple[str, ...]]:
     d = dataset if dataset is not None else spec.dataset
     w = md.weight
+    h = md.household
+    if h is not None and h in (md.roles.get("key") or d.keys or ()):
+        raise SdcInputError(
+            f"the keys of dataset {d.name!r} hold its household id column {h!r}; a household "
+            "id is never a linkage key (it identifies the household, not a trait an intruder "
+            "knows): leave it out of 'keys'")
     if w is not None and w in (md.roles.get("key") or d.keys or ()):
         raise SdcInputError(
             f"the keys of dataset {d.name!r} hold its weight column {w!r}; the sampling "
@@ -221,7 +243,7 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
         const = constant_columns(md.values, range(len(md.columns)))
         gone = [c for c, k in zip(md.columns, const) if k and c not in md.categories]
         base = [c for c in (md.roles.get("key") or d.keys or md.columns)
-                if c != w and c not in gone]
+                if c not in (w, h) and c not in gone]
         if gone and any(c in gone for c in (md.roles.get("key") or d.keys or md.columns)):
             log.warning("dataset %r: constant column(s) %s left out of the default key sets: "
                         "linkage cannot use a column with one value", d.name, gone)
@@ -232,6 +254,11 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
         return default_keysets(base)
     for ks in spec.keysets:
         md.column_index(ks, what="key set column")
+        if h is not None and h in ks:
+            raise SdcInputError(
+                f"key set {list(ks)} of the spec holds the household id column {h!r} of "
+                f"dataset {d.name!r}; a household id is never a linkage key: leave it out of "
+                "the key sets")
         if w is not None and w in ks:
             raise SdcInputError(
                 f"key set {list(ks)} of the spec holds the weight column {w!r} of dataset "
@@ -278,6 +305,7 @@ def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
                          categorical=types.get("categorical", ()),
                          weight=types.get("weight"),
                          confidential=types.get("confidential", ()),
+                         household=types.get("household"),
                          control=None if control is None else runner.share(control),
                          shape_control=None if control is None else control.shape)
     K, S = len(metrics), max(len(keysets), 1)
@@ -317,9 +345,11 @@ def _types(md: Microdata) -> dict[str, Any] | None:
     """The dataset's categorical columns, weight and confidential columns, for its metrics
     (None: all numeric, no roles they read)."""
     conf = list(md.roles.get("confidential") or ())
-    if not md.categories and md.weight is None and not conf and md.control is None:
+    if not md.categories and md.weight is None and not conf and md.household is None \
+            and md.control is None:
         return None
-    out = {"categorical": md.categorical, "weight": md.weight, "confidential": conf}
+    out = {"categorical": md.categorical, "weight": md.weight, "confidential": conf,
+           "household": md.household}
     if md.control is not None:
         out["control"] = md.control
     return out

@@ -31,13 +31,17 @@ __all__ = ["ingest", "synth", "mask"]
 @click.option("--weight", default=None, metavar="COLUMN",
               help="The sampling-weight column (positive values), used by the frequency "
                    "risk metrics.")
+@click.option("--household", default=None, metavar="COLUMN",
+              help="The household id column (household role), read by the household risk "
+                   "metrics (HR_*); never a linkage key.")
 @click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=65_536, show_default=True,
               help="Records per Zarr chunk.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
 @na_values_option
 def ingest(source: str, store: str, columns: str | None, keys: str | None,
            confidential: str | None, categorical: str | None, weight: str | None,
-           chunk_rows: int, overwrite: bool, na_values: str | None) -> None:
+           household: str | None, chunk_rows: int, overwrite: bool,
+           na_values: str | None) -> None:
     """Validate a CSV or Parquet file and store it as Zarr.
 
     Text columns and those named by --categorical are stored as categorical
@@ -64,6 +68,11 @@ def ingest(source: str, store: str, columns: str | None, keys: str | None,
         roles["confidential"] = conf
     if weight:
         roles["weight"] = [weight]
+    if household is not None and not household.strip():
+        raise SdcInputError("--household was given without a name; give the household id "
+                            "column, or leave --household out")
+    if household:
+        roles["household"] = [household]
     do_ingest(source, store, chunk_rows=chunk_rows, overwrite=overwrite, roles=roles,
               columns=cols, categorical=cats, na_values=na_values)
     da = open_microdata(store)

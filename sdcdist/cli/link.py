@@ -145,6 +145,11 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     B = load_microdata(masked, na_values=na_values)
     from ..data import align_categories
     A, B = align_categories(A, B)
+    hid = [h for h in dict.fromkeys((A.household, B.household)) if h in key_list]
+    if hid:
+        raise SdcInputError(f"--keys holds the household id column {hid[0]!r}; a household "
+                            "id is never a linkage key (it identifies the household, not a "
+                            "trait an intruder knows): leave it out of --keys")
     # text keys (categorical in the files) are compared by equality too
     cats = list(dict.fromkeys(cats + [k for k in key_list
                                       if k in A.categories or k in B.categories]))

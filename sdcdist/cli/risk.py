@@ -61,12 +61,15 @@ def _same_file(a: str, b: str) -> bool:
               help="Confidential columns of the attribute-disclosure metrics (l-diversity, "
                    "t-closeness, beta-likeness, delta-disclosure; default: the store's "
                    "confidential role).")
+@click.option("--household", default=None, metavar="COLUMN",
+              help="Household id column of the household risk metrics (HR_*; default: the "
+                   "store's household role); never a linkage key.")
 @typed_input_options
 @cluster_options(local=True)
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
-         as_json: bool, seed: int, confidential: str | None, categorical: str | None,
-         weight: str | None, na_values: str | None,
+         as_json: bool, seed: int, confidential: str | None, household: str | None,
+         categorical: str | None, weight: str | None, na_values: str | None,
          where: ClusterOptions) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
@@ -118,6 +121,18 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         # the attribute-disclosure metrics need confidential columns: none here
         from ..metrics.attribute import MEASURES
         names = [n for n in names if n not in MEASURES and n[:-5] not in MEASURES]
+    if household is not None and not household.strip():
+        raise SdcInputError("--household was given without a name; give the household id "
+                            "column, or leave --household out")
+    household = household or b.household or a.household
+    if household is not None:
+        from ..errors import column_positions
+        column_positions([household], b.columns, what="household id column",
+                         where="the masked file")
+    elif not metric_names:
+        # the household risk metrics need a household id: none here
+        from ..metrics.household import METRICS as HOUSEHOLD
+        names = [n for n in names if n not in HOUSEHOLD]
     if not metric_names:
         # the singling-out, linkability and inference attacks are asked for by name
         from ..metrics.attacks import ATTACK_METRICS
@@ -144,12 +159,15 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         names = _applicable(names, ks or default_keysets([c for c in a.columns
                                                            if c in b.columns]),
                             categ, [c for c in b.columns if c not in categ])
+    if not metric_names and categ and "suda_max_size" not in opts:
+        names = _without_oversized_suda(names, ks, key_list, categ, b.columns)
     from ._common import choose_where, in_process_reason
     where = choose_where(where, in_process_reason(names, a.shape[0], b.shape[0]))
     with cluster(where, quiet=True) as client:
         res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
                       keysets=ks, seed=seed, options=opts, truth=truth, client=client,
-                      categorical=categ, weight=weight, confidential=conf)
+                      categorical=categ, weight=weight, confidential=conf,
+                      household=household)
     matched = ""
     from ..linkage import truth_counts
     if truth is not None:
@@ -185,6 +203,28 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                                             and c != weight and c not in gone])
             for v, k in zip(r.per_keyset, labels):
                 click.echo(f"  {','.join(k):30s} {v:12.6g}")
+
+
+def _without_oversized_suda(names: list[str], keysets: Any, key_list: list[str] | None,
+                            categorical: list[str], columns: list[str]) -> list[str]:
+    """The default metrics without SUDA2's when its search over every subset of the
+    categorical keys would be refused (more than 16 keys); a note on stderr says how to
+    ask for it."""
+    import math
+
+    from ..metrics.suda import MAX_SUBSETS, METRICS
+    cand = ([c for k in keysets for c in k] if keysets else key_list or list(columns))
+    q = len({c for c in cand if c in categorical})
+    if 2 ** q - 1 <= MAX_SUBSETS:
+        return names
+    fit = max(k for k in range(1, q + 1)
+              if sum(math.comb(q, i) for i in range(1, k + 1)) <= MAX_SUBSETS)
+    skip = [n for n in names if n in METRICS]
+    if skip:
+        click.echo(f"{q} categorical keys: skipping {', '.join(skip)} (SUDA2 over every subset "
+                   f"of them is too large; ask with --metric and -o suda_max_size={fit} or "
+                   "less)", err=True)
+    return [n for n in names if n not in skip]
 
 
 def _applicable(names: list[str], keysets: Any, categorical: list[str],

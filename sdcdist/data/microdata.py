@@ -61,6 +61,12 @@ class Microdata:
         w = self.roles.get("weight") or []
         return w[0] if w else None
 
+    @property
+    def household(self) -> str | None:
+        """The household id column's name, or None."""
+        h = self.roles.get("household") or []
+        return h[0] if h else None
+
     def select(self, names: Sequence[str]) -> "Microdata":
         """These columns only (roles and categories restricted to them)."""
         idx = self.column_index(names)

@@ -23,14 +23,14 @@ import numpy as np
 from ..errors import SdcInputError, column_positions, unknown_name_error, weight_error
 
 __all__ = ["MAX_LEVELS", "ROLES", "label_order", "encode_column", "LabelCollector",
-           "check_roles", "check_weights", "as_text"]
+           "check_roles", "check_household_role", "check_weights", "as_text"]
 
 #: Most distinct values a categorical column may have (more looks like an identifier
 #: or free text, which is no quasi-identifier a frequency table can use).
 MAX_LEVELS = 100_000
 
 #: The roles a column may have.
-ROLES = ("key", "confidential", "weight")
+ROLES = ("key", "confidential", "weight", "household")
 
 
 def _sort_key(label: str) -> tuple:
@@ -137,6 +137,25 @@ def check_roles(columns: Sequence[str], roles: Mapping[str, Sequence[str]],
     if clash:
         raise SdcInputError(f"column {clash[0]!r} is both a key and the weight; a sampling "
                             "weight is not a quasi-identifier: give it one role")
+    check_household_role(roles, source=source)
+
+
+def check_household_role(roles: Mapping[str, Sequence[str]], *, source: str = "the data"
+                         ) -> None:
+    """Refuse more than one household id column, and a household id that is also a key,
+    the weight or confidential (names only in messages)."""
+    h = list(roles.get("household") or [])
+    if len(h) > 1:
+        raise SdcInputError(f"{source} names {len(h)} household id columns ({', '.join(h)}); "
+                            "give one household id column")
+    for other, why in (("key", "a household id is never a linkage key (it identifies the "
+                               "household, not a trait an intruder knows)"),
+                       ("weight", "a household id is not a sampling weight"),
+                       ("confidential", "a household id is not a confidential attribute")):
+        clash = [c for c in h if c in set(roles.get(other) or [])]
+        if clash:
+            raise SdcInputError(f"column {clash[0]!r} is both the household id and a "
+                                f"{other} column of {source}; {why}: give it one role")
 
 
 def check_weights(w: np.ndarray, name: str) -> None:

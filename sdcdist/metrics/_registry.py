@@ -206,6 +206,8 @@ class MeasureContext:
         The sampling-weight column, read by the frequency risk metrics.
     confidential : sequence of str
         The confidential columns, read by the attribute-disclosure metrics.
+    household : str or None
+        The household id column, read by the household risk metrics (never a key).
     control : array handle or None
         The control set of the singling-out, linkability and inference attacks:
         original records held out of what was masked, shape ``(n_c, m)`` with the
@@ -219,8 +221,8 @@ class MeasureContext:
                  options: Mapping[str, Any] | None = None, truth: Any = None,
                  masked_columns: Sequence[str] | None = None,
                  categorical: Sequence[str] = (), weight: str | None = None,
-                 confidential: Sequence[str] = (), control: Any = None,
-                 shape_control: tuple[int, int] | None = None):
+                 confidential: Sequence[str] = (), household: str | None = None,
+                 control: Any = None, shape_control: tuple[int, int] | None = None):
         self.runner = runner
         self.control = control
         self.shape_control = tuple(shape_control) if shape_control is not None else None
@@ -244,6 +246,7 @@ class MeasureContext:
                                  if c in set(self.columns) | set(self.masked_columns))
         self.weight = weight
         self.confidential = tuple(confidential or ())
+        self.household = household
         self._cache: dict[Any, Any] = {}
         self.results: dict[str, MetricResult] = {}
         self._numeric: MeasureContext | None = None
@@ -269,7 +272,8 @@ class MeasureContext:
         """This context restricted to the numeric columns (without the categorical columns
         and the weight): where numeric-only losses and utilities are computed."""
         if self._numeric is None:
-            drop = set(self.categorical) | ({self.weight} if self.weight else set())
+            drop = set(self.categorical) | ({self.weight} if self.weight else set()) | \
+                ({self.household} if self.household else set())
             keep_a = [j for j, c in enumerate(self.columns) if c not in drop]
             keep_b = [j for j, c in enumerate(self.masked_columns) if c not in drop]
             if not keep_a or not keep_b:
@@ -299,7 +303,7 @@ class MeasureContext:
             log.warning("constant column(s) %s left out of the metrics that divide by a "
                         "column's standard deviation", list(left))
             ctx = self._without(drop, keep_a, keep_b, categorical=self.categorical,
-                                weight=self.weight)
+                                weight=self.weight, household=self.household)
             ctx._scaled = ctx
             ctx.constant_left_out = left
             self._scaled = ctx

@@ -750,7 +750,9 @@ def _attack_columns(ctx: MeasureContext, name: str) -> tuple[list[int], np.ndarr
     """Positions (original file) of the attacker's columns and whether each is categorical."""
     given = ctx.options["attack_columns"]
     if given is None:
-        names = [c for c in ctx.columns if c != ctx.weight and c in set(ctx.masked_columns)]
+        hh = getattr(ctx, "household", None)
+        names = [c for c in ctx.columns if c not in (ctx.weight, hh)
+                 and c in set(ctx.masked_columns)]
     else:
         names = [given] if isinstance(given, str) else list(given)
     if not names:

@@ -68,6 +68,7 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             categorical: Sequence[str] | None = None,
             weight: str | None = None,
             confidential: Sequence[str] | None = None,
+            household: str | None = None,
             control: Any = None) -> dict[str, MetricResult]:
     """Measure information loss and disclosure risk of ``masked`` against ``original``.
 
@@ -108,6 +109,10 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         The confidential columns of the attribute-disclosure metrics (``ldiv_*``,
         ``tclose``, ``beta_*``, ``delta_disc``). Default: the ``confidential`` role of
         ``masked`` (else of ``original``) when a Microdata.
+    household : str, optional
+        The household id column of the household risk metrics (``HR_*``); never a
+        linkage key. Default: the ``household`` role of ``masked`` (else of
+        ``original``) when a Microdata.
     control : ndarray (n_c, m), Microdata or StoredArray, optional
         The control set of the singling-out, linkability and inference attacks
         (``so_uni``, ``so_multi``, ``linkability``, ``inference`` and their
@@ -140,6 +145,9 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                              for md in (masked, original)
                              if isinstance(md, Microdata) and md.roles.get("confidential")),
                             [])
+    if household is None:
+        household = next((md.household for md in (masked, original)
+                          if isinstance(md, Microdata) and md.household), None)
     if columns is None:
         columns = original.columns if isinstance(original, Microdata) else None
     if masked_columns is None and isinstance(masked, Microdata) and columns is not None \
@@ -173,7 +181,21 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                            "the weight out")
     # the sampling weight is never a linkage key: it is not masked, and an intruder does
     # not know it (it would link every record to itself)
-    shared = [c for c in columns if c in set(masked_columns) and c != weight]
+    shared = [c for c in columns if c in set(masked_columns) and c not in (weight, household)]
+    if household is not None:
+        if household == weight:
+            raise SdcInputError(f"column {household!r} is both the household id and the "
+                                "weight; give it one role")
+        if household in set(confidential or ()):
+            raise SdcInputError(f"column {household!r} is both the household id and a "
+                                "confidential column; give it one role")
+        if keysets is not None:
+            with_hid = [list(ks) for ks in keysets if household in ks]
+            if with_hid:
+                raise SdcInputError(
+                    f"key set {with_hid[0]} holds the household id column {household!r}; a "
+                    "household id is never a linkage key (it identifies the household, not a "
+                    "trait an intruder knows): leave it out of the key sets")
     if keysets is not None and weight is not None:
         with_weight = [list(ks) for ks in keysets if weight in ks]
         if with_weight:
@@ -234,7 +256,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                          columns=columns, keysets=keysets or default_keysets(shared),
                          seed=ss, options=options, truth=t, masked_columns=masked_columns,
                          categorical=categorical, weight=weight,
-                         confidential=confidential, control=C, shape_control=shape_c)
+                         confidential=confidential, household=household,
+                         control=C, shape_control=shape_c)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)

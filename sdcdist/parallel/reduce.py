@@ -15,7 +15,7 @@ from typing import Any
 
 from .runner import Runner
 
-__all__ = ["tree_reduce", "map_reduce", "chunk_bounds", "add_dicts"]
+__all__ = ["tree_reduce", "map_reduce", "chunk_bounds", "add_dicts", "map_batches"]
 
 
 def tree_reduce(runner: Runner, combine: Callable, handles: Sequence[Any],
@@ -65,4 +65,29 @@ def add_dicts(*parts: dict) -> dict:
     for p in parts[1:]:
         for k, v in p.items():
             out[k] = out[k] + v
+    return out
+
+
+def map_batches(runner: Runner, fn: Callable, items: Sequence[Any], *, shared: tuple = (),
+                tasks: int | None = None) -> list[Any]:
+    """``[fn(x) ...]`` over independent items, in contiguous batches, one task per batch.
+
+    ``fn(batch, *shared)`` takes a list of items and returns a list of as many results;
+    ``shared`` are handles (from :meth:`Runner.share`) or values every batch reads. The
+    batches are ``tasks`` contiguous slices of ``items`` (default: four per worker, one
+    without a client); results come back in ``items`` order, so when each item's result
+    depends only on the item, the list is the same for any batching and worker count.
+    """
+    items = list(items)
+    if not items:
+        return []
+    if tasks is None:
+        tasks = 1 if runner.client is None else 4 * max(runner.n_workers, 1)
+    tasks = max(1, min(int(tasks), len(items)))
+    edges = [round(i * len(items) / tasks) for i in range(tasks + 1)]
+    handles = [runner.task(fn, items[a:b], *shared) for a, b in zip(edges[:-1], edges[1:])
+               if b > a]
+    out: list[Any] = []
+    for part in runner.result(handles):
+        out.extend(part)
     return out

@@ -1,0 +1,138 @@
+"""Special uniques (SUDA2): sdcdist against sdcMicro's suda2 at 100,000 and 1,000,000 records.
+
+    .venv/bin/python benchmarks/risk_suda2.py [--sizes 100000,1000000] [--timeout 900]
+
+A seeded synthetic file drawn from the household reference file's key distributions: each
+record starts as the key combination of a random household record (urbrur, roof, walls,
+water, electcon, relat, sex, hhcivil and age), and each of its keys is redrawn from that
+key's marginal distribution with probability 0.3, so the file keeps much of the joint
+structure and holds many new combinations (and many special uniques). sdcdist computes its
+SUDA2 metrics (all MSU sizes, as sdcMicro) in this process; sdcMicro 5.8.1 runs ``suda2``
+on the same CSV under ``/usr/bin/time -v`` (system R). Both compute the same per-record
+scores, so the table also prints the mean SUDA and DIS-SUDA scores of both. Wall time covers
+the computation only (not reading the CSV), as does sdcdist's CPU time (printed below the
+table, with the Rscript process' user + system time, for loaded machines); peak memory is the maximum resident set of
+sdcdist's process (``ru_maxrss``, the process' high-water mark so far) and of the Rscript
+process. An sdcMicro run that does not finish within --timeout seconds is reported as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil", "age"]
+
+R_SCRIPT = r"""
+suppressMessages(library(sdcMicro))
+args <- commandArgs(trailingOnly = TRUE)
+d <- read.csv(args[1])
+t <- proc.time()[["elapsed"]]
+s <- suda2(d, variables = colnames(d))
+t <- proc.time()[["elapsed"]] - t
+cat(sprintf("seconds %.6f\nsuda_mean %.17g\ndis_suda_mean %.17g\nsuda_share %.17g\n", t,
+            mean(s$score), mean(s$disScore), 100 * mean(s$score > 0)))
+"""
+
+
+def synthetic(n: int, seed: int = 20261127) -> pd.DataFrame:
+    """``n`` records of the household file's nine keys (see the module)."""
+    rng = np.random.default_rng(seed)
+    hh = pd.read_csv(ROOT / "sdcdist" / "data" / "reference" / "household.csv")[KEYS]
+    H = hh.to_numpy(np.int64)
+    X = H[rng.integers(0, H.shape[0], n)]
+    for j in range(X.shape[1]):
+        redraw = rng.random(n) < 0.3
+        X[redraw, j] = H[rng.integers(0, H.shape[0], int(redraw.sum())), j]
+    return pd.DataFrame(X, columns=KEYS)
+
+
+def run_sdcdist(d: pd.DataFrame) -> dict:
+    from sdcdist.metrics import measure
+    from sdcdist.metrics.suda import METRICS
+    X = d.to_numpy(np.float64)
+    t, cpu = time.perf_counter(), time.process_time()
+    res = measure(X, X, list(METRICS), columns=KEYS, categorical=KEYS)
+    sec, cpu = time.perf_counter() - t, time.process_time() - cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": sec, "cpu": cpu, "peak_mb": peak, "suda_mean": res["suda_mean"].value,
+            "dis_suda_mean": res["dis_suda_mean"].value, "suda_share": res["suda_share"].value}
+
+
+def run_sdcmicro(path: str, timeout: float) -> dict | None:
+    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as f:
+        f.write(R_SCRIPT)
+    try:
+        p = subprocess.run(["/usr/bin/time", "-v", "Rscript", f.name, path],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        os.unlink(f.name)
+    if p.returncode != 0:
+        raise RuntimeError(f"Rscript failed: {p.stderr[-2000:]}")
+    out = dict(line.split(" ", 1) for line in p.stdout.strip().splitlines())
+    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    user = float(re.search(r"User time \(seconds\): ([\d.]+)", p.stderr).group(1))
+    system = float(re.search(r"System time \(seconds\): ([\d.]+)", p.stderr).group(1))
+    return {"seconds": float(out["seconds"]), "peak_mb": int(peak.group(1)) / 1024,
+            "cpu": user + system,
+            "suda_mean": float(out["suda_mean"]),
+            "dis_suda_mean": float(out["dis_suda_mean"]),
+            "suda_share": float(out["suda_share"])}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--timeout", type=float, default=900.0,
+                    help="seconds sdcMicro may take per size (default 15 min)")
+    args = ap.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in [int(s) for s in args.sizes.split(",")]:
+            d = synthetic(n)
+            path = os.path.join(tmp, f"keys_{n}.csv")
+            d.to_csv(path, index=False)
+            ours = run_sdcdist(d)
+            theirs = run_sdcmicro(path, args.timeout)
+            rows.append((n, ours, theirs))
+    print(f"SUDA2 on {len(KEYS)} categorical keys (all MSU sizes), synthetic household keys")
+    head = (f"{'measure':<8} {'n':>9} {'sdcdist s':>10} {'sdcdist MB':>10} "
+            f"{'sdcMicro s':>12} {'sdcMicro MB':>11} {'ratio':>7}")
+    print(head)
+    print("-" * len(head))
+    for n, ours, theirs in rows:
+        if theirs is None:
+            print(f"{'suda2':<8} {n:>9} {ours['seconds']:>10.2f} {ours['peak_mb']:>10.0f} "
+                  f"{'did not finish in ' + str(int(args.timeout // 60)) + ' min':>31}")
+        else:
+            print(f"{'suda2':<8} {n:>9} {ours['seconds']:>10.2f} {ours['peak_mb']:>10.0f} "
+                  f"{theirs['seconds']:>12.2f} {theirs['peak_mb']:>11.0f} "
+                  f"{theirs['seconds'] / ours['seconds']:>6.1f}x")
+    print()
+    print("CPU seconds (sdcdist: this process during the computation; sdcMicro: the whole "
+          "Rscript process, reading the CSV included):")
+    for n, ours, theirs in rows:
+        other = "-" if theirs is None else f"{theirs['cpu']:.2f}"
+        print(f"  n={n:<9} {ours['cpu']:.2f} / {other}")
+    print()
+    print("figures (sdcdist / sdcMicro):")
+    for n, ours, theirs in rows:
+        for k in ("suda_share", "suda_mean", "dis_suda_mean"):
+            other = "-" if theirs is None else f"{theirs[k]:.12g}"
+            print(f"  n={n:<9} {k:<14} {ours[k]:.12g} / {other}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,394 @@
+"""Model-based risk: log-linear models of the key cell counts (Skinner and Holmes 1998;
+Skinner and Shlomo 2008), as sdcMicro's ``modRisk`` computes it.
+
+The cells are the combinations of the levels of the model's categorical columns
+(every combination, the empty ones too: the cross product of the levels present
+in the released file). Each cell j has its sample count f_j, weight sum w_j and
+π_j = Σ 1 / w over its records (the sum of inclusion probabilities; 1 per record
+without a weight column). A Poisson log-linear model with the formula's main
+effects and interactions (treatment contrasts, as R's ``glm``) gives each cell
+its fitted λ_j; for the method (option ``modrisk_method``):
+
+- ``default``: the model of the counts f_j;
+- ``CE`` (Clogg and Eliason): f_j with the offset log(f_j / w_j + 0.1) (log 0.1 in
+  an empty cell);
+- ``PML`` (pseudo maximum likelihood): the model of round(w_j Σf / Σw);
+- ``weightedLLM``: the counts with w_j as one more covariate;
+- ``IPF``: the main-effects model fitted by iterative proportional fitting (MASS's
+  ``loglm``, tolerance 0.1 on the margins, at most 40 cycles); refused with
+  interactions.
+
+The Poisson models are fitted by R's ``glm.fit`` iterations (start μ = y + 0.1,
+iteratively reweighted least squares, stopping when the relative change of the
+deviance is below 1e-8, at most 25 iterations), so the fitted values are sdcMicro's
+up to rounding. For each sample unique (f_j = 1), with v_j = (1 - π_j) λ_j:
+
+- P(F_j = 1 | f_j = 1) = exp(-v_j);
+- E(1 / F_j | f_j = 1) = (1 - exp(-v_j)) / v_j.
+
+Metrics (released file):
+
+- ``modrisk_tau1``: Σ over the sample uniques of exp(-v_j), the expected number of
+  sample uniques that are population uniques;
+- ``modrisk_tau2``: Σ of (1 - exp(-v_j)) / v_j, the expected number of correct matches
+  of the sample uniques (expected re-identifications);
+- ``modrisk_gr1``, ``modrisk_gr2``: sdcMicro's ``gr1`` and ``gr2``, tau1 and tau2
+  divided by the number of non-empty cells with at most ``modrisk_bound`` records.
+
+Conventions: a record with a missing value in a model column belongs to no cell (left
+out, counted in ``excluded``), as ``glm`` drops such cells; a column with one level
+adds nothing to the model (R refuses it); where v_j <= 0 (π_j >= 1: weights of at most
+1, the sample is the population there) both risks are 1 (sdcMicro gives 0/0 = NaN for
+the second at v_j = 0); only the sample uniques enter the sums (sdcMicro multiplies
+every cell's risk by [f_j = 1], so an overflowing exp() in a large cell turns its sums
+into NaN).
+
+Map / combine / aggregate over record chunks: each chunk returns the table of its
+distinct (cell, weight) pairs with their counts (:func:`sdcdist.metrics.attribute.pair_table`),
+merged by exact integer counts into one sorted table, so the sums w_j and π_j (over
+distinct weights in increasing order), the fit and the figures are the same for any
+chunking and worker count. The fit is on the client, on the cells (not the records).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from ..errors import SdcInputError, column_positions, weight_error
+from ..parallel import map_reduce, one_blas_thread
+from ._registry import MeasureContext, MetricResult, register
+from .attribute import merge_pairs, pair_table
+from .frequency import frequency_keys
+
+__all__ = ["parse_formula", "poisson_glm", "ipf_main_effects", "modrisk_summary",
+           "MODRISK_METHODS", "MAX_CELLS", "MAX_DESIGN"]
+
+MODRISK_METHODS = ("default", "CE", "PML", "weightedLLM", "IPF")
+#: most cells (combinations of the model columns' levels) a model may have
+MAX_CELLS = 5_000_000
+#: most entries (cells x parameters) of a design matrix
+MAX_DESIGN = 25_000_000
+_EPS = np.finfo(np.float64).eps
+
+
+def parse_formula(text: str, columns: Sequence[str]) -> tuple[list[str], list[tuple[str, ...]]]:
+    """The columns and terms of a model formula ``'~ a + b + c + a:b'`` (``a*b``: a + b + a:b).
+
+    Returns the main-effect columns in order of appearance and the terms (tuples of
+    column names, each once). Every interaction's lower-order terms must be in the
+    model (a hierarchical model); unknown columns raise listing the valid ones.
+    """
+    body = text.strip()
+    if body.startswith("~"):
+        body = body[1:]
+    if "~" in body or not body.strip():
+        raise SdcInputError(f"modrisk_formula must be a right-hand side such as '~ a + b + "
+                            f"a:b'; got {text!r}")
+    terms: list[tuple[str, ...]] = []
+    for part in body.split("+"):
+        part = part.strip()
+        if not part:
+            raise SdcInputError(f"modrisk_formula {text!r} has an empty term; join column "
+                                "names with + (main effects), : (interactions) or *")
+        if "*" in part:
+            names = [p.strip() for p in part.split("*")]
+            new = [c for r in range(1, len(names) + 1) for c in itertools.combinations(names, r)]
+        else:
+            new = [tuple(p.strip() for p in part.split(":"))]
+        for t in new:
+            if any(not c for c in t) or len(set(t)) != len(t):
+                raise SdcInputError(f"modrisk_formula {text!r} has a malformed term "
+                                    f"{':'.join(t)!r}; name each column once per term")
+            column_positions(t, columns, what="modrisk_formula column")
+            key = tuple(sorted(t, key=list(columns).index))
+            if key not in terms:
+                terms.append(key)
+    have = set(terms)
+    for t in terms:
+        for r in range(1, len(t)):
+            for sub in itertools.combinations(t, r):
+                if sub not in have:
+                    raise SdcInputError(
+                        f"modrisk_formula {text!r} holds the interaction {':'.join(t)} "
+                        f"without its term {':'.join(sub)}; give a hierarchical model (every "
+                        f"lower-order term of an interaction, e.g. {'*'.join(t)})")
+    main = [t[0] for t in terms if len(t) == 1]
+    return main, terms
+
+
+def design_matrix(levels: Sequence[int], terms: Sequence[tuple[int, ...]]) -> np.ndarray:
+    """Treatment-contrast design of the full grid of cells (C order over the columns).
+
+    ``levels``: the number of levels of each column; ``terms``: tuples of column
+    positions. Columns: the intercept, then for each term the products of its columns'
+    indicators of levels 2..L. Shape (prod(levels), P).
+    """
+    idx = np.indices(levels).reshape(len(levels), -1)
+    G = idx.shape[1]
+    widths = [int(np.prod([levels[j] - 1 for j in t])) for t in terms]
+    X = np.zeros((G, 1 + sum(widths)))
+    X[:, 0] = 1.0
+    off = 1
+    for t, wd in zip(terms, widths):
+        if wd:
+            ok = np.ones(G, bool)
+            code = np.zeros(G, np.int64)
+            for j in t:
+                ok &= idx[j] >= 1
+                code = code * (levels[j] - 1) + (idx[j] - 1)
+            rows = np.flatnonzero(ok)
+            X[rows, off + code[rows]] = 1.0
+        off += wd
+    return X
+
+
+def _poisson_dev(y: np.ndarray, mu: np.ndarray) -> float:
+    r = mu.copy()
+    p = y > 0
+    r[p] = y[p] * np.log(y[p] / mu[p]) - (y[p] - mu[p])
+    return float(np.sum(2.0 * r))
+
+
+def poisson_glm(X: np.ndarray, y: np.ndarray, offset: np.ndarray | None = None, *,
+                epsilon: float = 1e-8, maxit: int = 25) -> tuple[np.ndarray, int, bool]:
+    """Fitted means of a Poisson log-linear model, by R's ``glm.fit`` iterations.
+
+    Parameters
+    ----------
+    X : ndarray (G, P)
+        Design matrix.
+    y : ndarray (G,)
+        Non-negative responses.
+    offset : ndarray (G,), optional
+
+    Returns
+    -------
+    mu : ndarray (G,)
+        Fitted means.
+    iterations : int
+    converged : bool
+        Whether the relative change of the deviance fell below ``epsilon``.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    off = np.zeros_like(y) if offset is None else np.asarray(offset, dtype=np.float64)
+    eta = np.log(y + 0.1)
+    mu = np.maximum(np.exp(eta), _EPS)
+    devold = _poisson_dev(y, mu)
+    converged = False
+    it = 0
+    with one_blas_thread():
+        for it in range(1, maxit + 1):
+            d = np.maximum(np.exp(eta), _EPS)           # d mu / d eta
+            z = (eta - off) + (y - mu) / d
+            w = np.sqrt(d * d / mu)
+            # QR with column pivoting (R's dqrls pivots too): a rank-deficient design
+            # gives the same fitted values
+            beta = scipy.linalg.lstsq(X * w[:, None], z * w, lapack_driver="gelsy",
+                                      check_finite=False)[0]
+            eta = X @ beta + off
+            mu = np.maximum(np.exp(eta), _EPS)
+            dev = _poisson_dev(y, mu)
+            if abs(dev - devold) / (abs(dev) + 0.1) < epsilon:
+                converged = True
+                break
+            devold = dev
+    return mu, it, converged
+
+
+def ipf_main_effects(table: np.ndarray, *, eps: float = 0.1, maxit: int = 40
+                     ) -> tuple[np.ndarray, int, bool]:
+    """Fitted counts of the main-effects (independence) model by iterative proportional
+    fitting, as R's ``loglin`` (start 1; a cycle adjusts each one-way margin in turn; stop
+    when no fitted margin was more than ``eps`` off at the start of its adjustment)."""
+    fit = np.ones(table.shape)
+    d = table.ndim
+    it = 0
+    for it in range(1, maxit + 1):
+        xmax = 0.0
+        for j in range(d):
+            axes = tuple(a for a in range(d) if a != j)
+            obs = table.sum(axis=axes)
+            cur = fit.sum(axis=axes)
+            xmax = max(xmax, float(np.abs(cur - obs).max()))
+            adj = np.divide(obs, cur, out=np.zeros_like(cur), where=cur > 0)
+            shape = [1] * d
+            shape[j] = -1
+            fit = fit * adj.reshape(shape)
+        if xmax < eps:
+            return fit, it, True
+    return fit, it, False
+
+
+def _chunk(start: int, stop: int, X: Any, cols: Sequence[int], w: int | None) -> dict[str, Any]:
+    block = np.asarray(X[start:stop], dtype=np.float64)
+    bad = 0
+    if w is not None:
+        wv = block[:, w]
+        bad = int((~(np.isfinite(wv) & (wv > 0))).sum())
+    else:
+        wv = np.ones(block.shape[0])
+    return {"tables": {"cells": pair_table(block[:, list(cols)], wv)}, "bad_weights": bad}
+
+
+def _merge(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"tables": merge_pairs(*[p["tables"] for p in parts]),
+            "bad_weights": sum(int(p["bad_weights"]) for p in parts)}
+
+
+def modrisk_summary(table: dict[str, Any], terms: Sequence[tuple[int, ...]], *,
+                    method: str, bound: float | None) -> dict[str, Any]:
+    """The model-based risks from the merged (cell, weight) table.
+
+    Parameters
+    ----------
+    table : dict
+        ``rows`` (N, d) codes (-1 missing), ``value`` weights, ``count`` records, sorted
+        by row then value.
+    terms : sequence of tuple of int
+        Model terms as column positions 0..d-1 (all main effects included).
+    method : {"default", "CE", "PML", "weightedLLM", "IPF"}
+    bound : float or None
+        Cells with more records do not count in the divisor of gr1, gr2.
+
+    Returns
+    -------
+    dict
+        ``modrisk_tau1``, ``modrisk_tau2``, ``modrisk_gr1``, ``modrisk_gr2``, ``cells``,
+        ``uniques``, ``excluded`` (records with a missing model value), ``iterations``,
+        ``converged``.
+    """
+    rows, val, cnt = table["rows"], table["value"], table["count"]
+    d = rows.shape[1]
+    levels = [np.unique(rows[rows[:, j] >= 0, j]) for j in range(d)]
+    nlev = [int(lv.size) for lv in levels]
+    complete = (rows >= 0).all(axis=1)
+    excluded = int(cnt[~complete].sum())
+    if not complete.any():
+        raise SdcInputError("every record has a missing value in a column of the model "
+                            "(modrisk_formula); the model needs complete records")
+    G = int(np.prod(nlev, dtype=np.float64))
+    P = 1 + sum(int(np.prod([nlev[j] - 1 for j in t])) for t in terms) + \
+        (method == "weightedLLM")
+    if G > MAX_CELLS or (method != "IPF" and G * P > MAX_DESIGN):
+        raise SdcInputError(
+            f"the model of modrisk has {G} cells and {P} parameters, more than it fits "
+            f"({MAX_CELLS} cells, {MAX_DESIGN} design entries); use fewer or coarser model "
+            "columns (modrisk_formula), or recode the keys first")
+    r, v, c = rows[complete], val[complete], cnt[complete].astype(np.float64)
+    cell = np.zeros(r.shape[0], np.int64)
+    for j in range(d):
+        cell = cell * nlev[j] + np.searchsorted(levels[j], r[:, j])
+    counts = np.bincount(cell, weights=c, minlength=G)
+    # sorted by cell then weight: sums over the distinct weights in increasing order
+    weights = np.bincount(cell, weights=v * c, minlength=G)
+    incl = np.bincount(cell, weights=c / v, minlength=G)
+    converged, iterations = True, 0
+    if method == "IPF":
+        fit, iterations, converged = ipf_main_effects(counts.reshape(nlev))
+        lam = fit.reshape(-1)
+    else:
+        X = design_matrix(nlev, terms)
+        offset = None
+        y = counts
+        if method == "CE":
+            ec = np.divide(counts, weights, out=np.zeros(G), where=weights > 0)
+            offset = np.log(ec + 0.1)
+        elif method == "PML":
+            # the scale over every record (sdcMicro's sums include the cells with a
+            # missing value)
+            f = float(cnt.sum()) / math.fsum((val * cnt).tolist())
+            y = np.rint(weights * f)
+        elif method == "weightedLLM":
+            X = np.column_stack([X, weights])
+        lam, iterations, converged = poisson_glm(X, y, offset)
+    sel = (counts > 0) & (lam > 0)
+    if bound is not None:
+        sel &= counts <= bound
+    ncell = int(sel.sum())
+    uni = sel & (counts == 1)
+    vv = (1.0 - incl[uni]) * lam[uni]
+    pos = vv > 0
+    r1 = np.ones(vv.size)
+    r2 = np.ones(vv.size)
+    r1[pos] = np.exp(-vv[pos])
+    r2[pos] = -np.expm1(-vv[pos]) / vv[pos]
+    tau1, tau2 = math.fsum(r1.tolist()), math.fsum(r2.tolist())
+    return {"modrisk_tau1": tau1, "modrisk_tau2": tau2,
+            "modrisk_gr1": tau1 / ncell if ncell else 0.0,
+            "modrisk_gr2": tau2 / ncell if ncell else 0.0,
+            "cells": G, "nonempty_cells": ncell, "uniques": int(uni.sum()),
+            "excluded": excluded, "iterations": iterations, "converged": bool(converged)}
+
+
+def _summary(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], str, list[str]]:
+    formula = ctx.options["modrisk_formula"]
+    method = ctx.options["modrisk_method"]
+    bound = ctx.options["modrisk_bound"]
+    if formula is None:
+        keys = list(frequency_keys(ctx, name))
+        formula = "~ " + " + ".join(keys)
+    cols, terms = parse_formula(formula, ctx.masked_columns)
+    bad = [c for c in cols if c not in ctx.categorical]
+    if bad:
+        raise SdcInputError(
+            f"{name} models counts of categorical columns, and the model's column(s) {bad} "
+            "are numeric; declare them categorical (ingest --categorical, or 'categorical:' in "
+            "the spec's dataset) or leave them out of modrisk_formula")
+    for role, col in (("weight", ctx.weight), ("household id", ctx.household)):
+        if col is not None and col in cols:
+            raise SdcInputError(f"modrisk_formula holds the {role} column {col!r}; it is no "
+                                "key an intruder knows: leave it out of the model")
+    if method == "IPF" and any(len(t) > 1 for t in terms):
+        raise SdcInputError(f"modrisk_method 'IPF' fits main effects only, and "
+                            f"modrisk_formula {formula!r} has interactions; use another "
+                            "modrisk_method or leave the interactions out")
+    pos = tuple(column_positions(cols, ctx.masked_columns, what="modrisk_formula column",
+                                 where="the masked file"))
+    tpos = [tuple(cols.index(c) for c in t) for t in terms]
+    w = None
+    if ctx.weight is not None and ctx.weight in ctx.masked_columns:
+        w = ctx.masked_columns.index(ctx.weight)
+
+    def compute() -> dict[str, Any]:
+        t = map_reduce(ctx.runner, _chunk, _merge, [ctx.masked], ctx.shape_masked[0],
+                       chunk_rows=int(ctx.options["chunk_rows"]), args=(pos, w))
+        if t["bad_weights"]:
+            raise weight_error(ctx.weight, bad=int(t["bad_weights"]))
+        return modrisk_summary(t["tables"]["cells"], tpos, method=method, bound=bound)
+    key = ("modrisk", tuple(cols), tuple(tpos), method, bound, w)
+    return ctx.cached(key, compute), formula, cols
+
+
+_OPTIONS = ("chunk_rows", "modrisk_method", "modrisk_formula", "modrisk_bound")
+
+
+def _metric(name: str, description: str, unit: str) -> None:
+    def func(ctx: MeasureContext) -> MetricResult:
+        s, formula, cols = _summary(ctx, name)
+        return MetricResult(s[name], excluded=s["excluded"], flag=0 if s["converged"] else 1,
+                            info={"formula": formula, "method": ctx.options["modrisk_method"],
+                                  "columns": cols, "weighted": ctx.weight is not None,
+                                  **{k: s[k] for k in ("cells", "nonempty_cells", "uniques",
+                                                       "iterations", "converged")}})
+    register(name, kind="risk", same_shape=False, categorical=True, options=_OPTIONS,
+             description=description, unit=unit,
+             reference="Skinner and Holmes (1998); Skinner and Shlomo (2008); sdcMicro "
+                       "modRisk")(func)
+
+
+_metric("modrisk_tau1", "log-linear model: expected number of sample uniques that are "
+        "population uniques, sum of exp(-(1 - pi) lambda) over the sample-unique cells",
+        "records")
+_metric("modrisk_tau2", "log-linear model: expected number of correct matches of the sample "
+        "uniques (expected re-identifications), sum of (1 - exp(-v)) / v, v = (1 - pi) lambda",
+        "records")
+_metric("modrisk_gr1", "log-linear model: sdcMicro modRisk's gr1, modrisk_tau1 divided by "
+        "the number of non-empty key cells (within modrisk_bound)", "ratio")
+_metric("modrisk_gr2", "log-linear model: sdcMicro modRisk's gr2, modrisk_tau2 divided by "
+        "the number of non-empty key cells (within modrisk_bound)", "ratio")

@@ -1,0 +1,547 @@
+"""Special uniques: SUDA2's minimal sample uniques, SUDA and DIS-SUDA scores.
+
+A record is a *sample unique* on a set S of key columns when no other record of
+the released file has its values on S. S is a *minimal sample unique* (MSU) of
+the record when, moreover, the record is not unique on any proper subset of S
+(uniqueness is monotone, so it suffices that it is not unique on any S minus one
+column). A record with small MSUs is a *special unique*: an intruder needs few
+of its key values to single it out. Definitions and conventions follow sdcMicro's
+``suda2`` (Manning, Haglin and Keane 2008; Elliot et al. 2002), on the
+categorical key columns of the masked (released) file:
+
+- a missing key value (NaN, or the code of the option ``suda_missing``) is never
+  part of an MSU, and matches no value of another record;
+- SUDA score of a record: Σ over its MSUs S of w(|S|), with w(k) = (m - k)! for
+  m = max(key columns, 3) (``suda_original_scores`` true, sdcMicro's default, from
+  Elliot et al.), or w(k) = (2^(m-k) - 1) k! (m-k)! / m! (false: the IHSN
+  program's scores); sdcMicro pads one or two keys with constant columns, hence the 3;
+- DIS-SUDA score of a record with score s > 0 (0 otherwise), with U sdcMicro's count of
+  sample uniques on all keys (:func:`hash_uniques`), P twice the number of key combinations held by
+  exactly two records, f the sampling fraction (option ``suda_dis_fraction``,
+  default 0.01), Q = 1 + (8 - m) / 20 and A = Σ_r s_r^-Q over the records with a
+  positive score: D = U f / (U f + P (1 - f)) and
+  dis = 1 / (1 + (U / D - U) / (s^Q A)), D, Q and U / D - U in single precision
+  as sdcMicro computes them;
+- MSUs are searched up to ``suda_max_size`` columns (default: all, as sdcMicro);
+  the weights stay (m - k)!, so a smaller maximum leaves out the MSUs larger than
+  it (the smallest weights) and never changes the others.
+
+How it runs. A record-chunk reduction (:func:`sdcdist.parallel.map_reduce`) builds the
+table of distinct key combinations with their record counts (as the frequency
+metrics); only combinations held by one record can have MSUs. The search then goes
+level by level over the key subsets of 1, 2, ... columns, with SUDA2's pruning: a
+record is *eligible* on S when it has no missing value on S and is not unique on
+any S minus one column; a subset with no eligible record is never counted. The
+subsets of a level are independent tasks (:func:`sdcdist.parallel.map_batches`), each
+counting its key combinations over the distinct combinations with a numba kernel
+(a direct count table, or open hashing on large key spaces) and returning which
+of its eligible records are unique. Everything is integer until the scores, which
+the client computes in a fixed order, so every figure is the same bit for bit for
+any chunking, batching and worker count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from itertools import combinations
+from typing import Any
+
+import numba
+import numpy as np
+
+from ..errors import SdcInputError, column_positions
+from ..keytables import combo_table, merge_tables
+from ..parallel import Runner, map_batches, map_reduce
+from ._registry import MeasureContext, MetricResult, register
+from .frequency import frequency_keys
+
+__all__ = ["MAX_SUBSETS", "hash_uniques", "suda_weights", "msu_search", "suda_scores", "suda2_records", "suda_summary",
+           "MSU_SIZES"]
+
+#: the MSU sizes with their own count metric (msu1, msu2, msu3); the others are in info
+MSU_SIZES = (1, 2, 3)
+
+_LIMIT = np.int64(2 ** 62)
+
+#: most key subsets a search may visit (all subsets of 16 keys); beyond, suda_max_size
+MAX_SUBSETS = 2 ** 16 - 1
+
+
+# -- numba kernels ------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot(key: np.int64, mask: np.int64) -> np.int64:
+    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64((h >> np.uint64(17)) ^ h) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def _table_size(n: int) -> int:
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    return size
+
+
+@numba.njit(cache=True, nogil=True)
+def _densify(key: np.ndarray, valid: np.ndarray) -> np.int64:
+    """Renumber the valid keys 0..G-1 in order of first appearance; returns G."""
+    n = 0
+    for i in range(key.size):
+        if valid[i]:
+            n += 1
+    size = _table_size(n)
+    mask = np.int64(size - 1)
+    slots = np.full(size, -1, np.int64)
+    ids = np.empty(size, np.int64)
+    g = np.int64(0)
+    for i in range(key.size):
+        if not valid[i]:
+            continue
+        s = _slot(key[i], mask)
+        while slots[s] != -1 and slots[s] != key[i]:
+            s = (s + 1) & mask
+        if slots[s] == -1:
+            slots[s] = key[i]
+            ids[s] = g
+            g += 1
+        key[i] = ids[s]
+    return g
+
+
+@numba.njit(cache=True, nogil=True)
+def _keys(codes: np.ndarray, cols: np.ndarray, cards: np.ndarray, multi: np.ndarray,
+          targets: np.ndarray) -> tuple:
+    """Mixed-radix keys on the columns ``cols`` of the targets and of the ``multi`` rows
+    that can share a target's values.
+
+    Column by column, a multi row is dropped as soon as its code (or a missing value) is
+    no target's code on that column, so later columns read only the survivors. Returns the
+    key space (keys are renumbered densely where it would overflow int64), the surviving
+    multi rows, their keys and the targets' keys.
+    """
+    m = multi.copy()
+    na = m.size
+    mkey = np.zeros(na, np.int64)
+    tkey = np.zeros(targets.size, np.int64)
+    space = np.int64(1)
+    for t in range(cols.size):
+        col = codes[cols[t]]
+        c = np.int64(cards[cols[t]])
+        if space > _LIMIT // c:
+            both = np.concatenate((mkey[:na], tkey))
+            space = _densify(both, np.ones(both.size, np.bool_))
+            mkey[:na] = both[:na]
+            tkey[:] = both[na:]
+        present = np.zeros(c, np.bool_)
+        for i in range(targets.size):
+            v = col[targets[i]]
+            present[v] = True
+            tkey[i] = tkey[i] * c + v
+        w = 0
+        for i in range(na):
+            v = col[m[i]]
+            if v >= 0 and present[v]:
+                m[w] = m[i]
+                mkey[w] = mkey[i] * c + v
+                w += 1
+        na = w
+        space *= c
+    return space, m[:na], mkey[:na], tkey
+
+
+@numba.njit(cache=True, nogil=True)
+def _unique_on(codes: np.ndarray, count: np.ndarray, cols: np.ndarray, cards: np.ndarray,
+               multi: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Whether each target row is the only record with its values on the columns ``cols``.
+
+    ``codes`` (q, D) the distinct key combinations by column (codes 0..cards-1, -1
+    missing), ``count`` (D,) their records. Only the rows that can share a target's
+    values are counted: ``multi``, the rows held by several records, and the targets
+    (rows of one record with no missing value on ``cols`` that are unique on no subset
+    of ``cols``: any other row of one record is alone on ``cols`` or has a missing value
+    there, and matches no target). A row with a missing value on ``cols`` matches nothing.
+    """
+    space, m, mkey, tkey = _keys(codes, cols, cards, multi, targets)
+    nt = targets.size
+    out = np.empty(nt, np.bool_)
+    if space <= 32 * (m.size + nt) + (1 << 20):
+        # saturating counts 0, 1, 2+ in a direct table
+        tab = np.zeros(space, np.uint8)
+        for i in range(m.size):
+            tab[mkey[i]] = 2                  # a multi row holds several records
+        for t in range(nt):
+            k = tkey[t]
+            if tab[k] < 2:
+                tab[k] += 1
+        for t in range(nt):
+            out[t] = tab[tkey[t]] == 1
+        return out
+    size = _table_size(m.size + nt)
+    mask = np.int64(size - 1)
+    slots = np.full(size, -1, np.int64)
+    sums = np.zeros(size, np.int64)
+    for i in range(m.size + nt):
+        k = mkey[i] if i < m.size else tkey[i - m.size]
+        s = _slot(k, mask)
+        while slots[s] != -1 and slots[s] != k:
+            s = (s + 1) & mask
+        slots[s] = k
+        sums[s] += count[m[i]] if i < m.size else 1
+    for t in range(nt):
+        k = tkey[t]
+        s = _slot(k, mask)
+        while slots[s] != k:
+            s = (s + 1) & mask
+        out[t] = sums[s] == 1
+    return out
+
+
+def _unique_batch(batch: list[tuple[tuple[int, ...], np.ndarray]], codes: np.ndarray,
+                  count: np.ndarray, cards: np.ndarray, multi: np.ndarray
+                  ) -> list[np.ndarray]:
+    """Task: for each (key subset, target rows), which targets are unique on the subset."""
+    # the columns with most categories first: they drop the most multi rows
+    return [_unique_on(codes, count, np.asarray(sorted(S, key=lambda j: -cards[j]), np.int64),
+                       cards, multi, targets)
+            for S, targets in batch]
+
+
+# -- the search ---------------------------------------------------------------------------
+
+def msu_search(runner: Runner, rows: np.ndarray, count: np.ndarray, *,
+               max_size: int | None = None, tasks: int | None = None) -> dict[str, Any]:
+    """Count the minimal sample uniques of every sample unique, by size.
+
+    Parameters
+    ----------
+    runner : Runner
+    rows : int ndarray, shape (D, q)
+        Distinct key combinations (codes >= 0, -1 missing).
+    count : int ndarray, shape (D,)
+        Records of each combination.
+    max_size : int or None
+        Largest MSU searched (None: q).
+    tasks : int or None
+        Tasks per level of key subsets (:func:`~sdcdist.parallel.map_batches`; default four
+        per worker); the result does not depend on it.
+
+    Returns
+    -------
+    dict
+        ``uniques`` (C,) the rows held by one record; ``counts`` (K + 1, C) int64, the
+        MSUs of size k of each (row 0 unused); ``per_column`` (q, K + 1) int64, the MSUs of
+        each size that contain each column; ``subsets`` the key subsets counted.
+    """
+    rows = np.ascontiguousarray(rows, dtype=np.int32)
+    count = np.ascontiguousarray(count, dtype=np.int64)
+    D, q = rows.shape
+    K = q if max_size is None else max(0, min(int(max_size), q))
+    n_subsets = sum(math.comb(q, k) for k in range(1, K + 1))
+    if n_subsets > MAX_SUBSETS:
+        fit = max(k for k in range(1, q + 1)
+                  if sum(math.comb(q, i) for i in range(1, k + 1)) <= MAX_SUBSETS)
+        raise SdcInputError(
+            f"SUDA2 would search {n_subsets} key subsets ({q} key columns, MSUs of up to {K}), "
+            f"more than {MAX_SUBSETS}: set the 'suda_max_size' option to at most {fit}, or "
+            "name fewer categorical keys")
+    uniques = np.flatnonzero(count == 1).astype(np.int64)
+    C = uniques.size
+    counts = np.zeros((K + 1, C), np.int64)
+    per_column = np.zeros((q, K + 1), np.int64)
+    out = {"uniques": uniques, "counts": counts, "per_column": per_column, "subsets": 0}
+    if C == 0 or K == 0:
+        return out
+    cards = (rows.max(axis=0).astype(np.int64) + 1).clip(min=1) if D else np.ones(q, np.int64)
+    known = [np.packbits(rows[uniques, j] >= 0) for j in range(q)]
+    codes_h = runner.share(np.ascontiguousarray(rows.T))
+    count_h = runner.share(count)
+    multi_h = runner.share(np.flatnonzero(count > 1).astype(np.int64))
+    # blocked[S]: packed bits of the uniques that can have no MSU through S (a missing value
+    # on S, or unique on S); a subset absent from it blocks them all
+    blocked: dict[tuple[int, ...], np.ndarray] = {(): np.zeros_like(known[0])}
+    for k in range(1, K + 1):
+        work: list[tuple[tuple[int, ...], np.ndarray]] = []
+        for S in _candidates(blocked, q, k):
+            e = known[S[0]].copy()
+            for v in S[1:]:
+                e &= known[v]
+            for i in range(k):
+                b = blocked.get(S[:i] + S[i + 1:])
+                if b is None:
+                    e[:] = 0
+                    break
+                e &= ~b
+            idx = np.flatnonzero(np.unpackbits(e, count=C))
+            if idx.size:
+                work.append((S, idx))
+        if not work:
+            break
+        res = map_batches(runner, _unique_batch, [(S, uniques[idx]) for S, idx in work],
+                          shared=(codes_h, count_h, cards, multi_h), tasks=tasks)
+        nxt: dict[tuple[int, ...], np.ndarray] = {}
+        for (S, idx), u in zip(work, res):
+            msu = idx[u]
+            counts[k, msu] += 1
+            per_column[list(S), k] += msu.size
+            if msu.size < idx.size:
+                free = np.zeros(C, bool)
+                free[idx[~u]] = True
+                nxt[S] = np.packbits(~free)
+        blocked = nxt                      # a subset left out blocks every record
+        out["subsets"] += len(work)
+    return out
+
+
+def _candidates(blocked: dict[tuple[int, ...], np.ndarray], q: int, k: int
+                ) -> list[tuple[int, ...]]:
+    """The key subsets of k columns whose every subset of k - 1 columns leaves some record
+    free (present in ``blocked``, SUDA2's pruning), in lexicographic order: joins of two
+    such subsets sharing their first k - 2 columns (every column, for k = 1)."""
+    if k == 1:
+        return [(j,) for j in range(q)]
+    live = sorted(blocked)
+    out = []
+    i = 0
+    while i < len(live):
+        j = i
+        while j < len(live) and live[j][:-1] == live[i][:-1]:
+            j += 1
+        for a in range(i, j):
+            for b in range(a + 1, j):
+                S = live[a] + (live[b][-1],)
+                if all(S[:t] + S[t + 1:] in blocked for t in range(k - 2)):
+                    out.append(S)
+        i = j
+    return out
+
+
+def suda_weights(m: int, *, original_scores: bool = True) -> np.ndarray:
+    """The weight w(k) of an MSU of k columns, k = 0..m (w(0) = 0), as sdcMicro's suda2.
+
+    ``m`` is the number of key columns (sdcMicro pads it to at least 3).
+    """
+    m = max(int(m), 3)
+    w = np.zeros(m + 1)
+    for k in range(1, m + 1):
+        if original_scores:
+            w[k] = float(math.factorial(m - k))
+        else:
+            w[k] = float(Fraction((2 ** (m - k) - 1) * math.factorial(k)
+                                  * math.factorial(m - k), math.factorial(m)))
+    return w
+
+
+def suda_scores(counts: np.ndarray, n_keys: int, uniques: int, pairs: int, *,
+                dis_fraction: float = 0.01, original_scores: bool = True
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """SUDA and DIS-SUDA scores from the MSU counts by size.
+
+    Parameters
+    ----------
+    counts : int ndarray, shape (K + 1, r)
+        MSUs of size k of each of r records (row 0 unused).
+    n_keys : int
+        Key columns m.
+    uniques : int
+        Records unique on all keys (U).
+    pairs : int
+        Records whose key combination is held by exactly two records (P).
+    dis_fraction, original_scores
+        As sdcMicro's ``DisFraction`` and ``original_scores``.
+
+    Returns
+    -------
+    score, dis : float ndarray, shape (r,)
+    """
+    m = max(int(n_keys), 3)
+    w = suda_weights(n_keys, original_scores=original_scores)
+    score = np.zeros(counts.shape[1])
+    for k in range(1, counts.shape[0]):
+        score += counts[k] * w[k]
+    f32 = np.float32
+    f, U, P = f32(dis_fraction), f32(uniques), f32(pairs)
+    dis = np.zeros_like(score)
+    pos = score > 0
+    if not pos.any():
+        return score, dis
+    with np.errstate(divide="ignore", invalid="ignore"):
+        D = U * f / (U * f + P * (f32(1.0) - f))
+        t = float(f32(U / D) - U)
+    Q = float(f32(1.0) + (f32(8.0) - f32(m)) / f32(20.0))
+    sq = score[pos] ** Q
+    A = float(np.cumsum(1.0 / sq)[-1])       # in record order, as sdcMicro
+    dis[pos] = 1.0 / (1.0 + t / (sq * A))
+    return score, dis
+
+
+def hash_uniques(rows: np.ndarray, count: np.ndarray, missing: float | None = None) -> int:
+    """sdcMicro's count U of sample uniques: the records alone in their 16-bit hash bucket.
+
+    sdcMicro's suda2 counts as unique only the records that share their bucket of a 16-bit
+    rotate-and-add hash of the key codes with no other record (a unique sharing its bucket
+    is missed). U enters the DIS-SUDA score only through single-precision rounding (in exact
+    arithmetic U / D - U = P (1 - f) / f), so this count makes the scores equal sdcMicro's to
+    the last bit. ``rows`` (D, q) codes (-1 missing, hashed as ``missing``, default -999),
+    padded with constant columns of 1 to three columns as sdcMicro does.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.shape[0] == 0:
+        return 0
+    miss = -999 if missing is None else int(missing)
+    V = np.where(rows < 0, miss, rows)
+    if V.shape[1] < 3:
+        V = np.column_stack([V] + [np.ones(V.shape[0], np.int64)] * (3 - V.shape[1]))
+    h = np.zeros(V.shape[0], np.int64)
+    for j in range(V.shape[1]):
+        carry = (h >> 15) & 1
+        h = ((h << 1) + V[:, j] + carry) & 0xFFFF
+    bucket = np.bincount(h, weights=count, minlength=1 << 16)
+    return int(((count == 1) & (bucket[h] == 1)).sum())
+
+
+def _table_chunk(start: int, stop: int, X: Any, keys: Sequence[int], missing: float | None
+                 ) -> dict[str, Any]:
+    block = np.asarray(X[start:stop], dtype=np.float64)[:, list(keys)]
+    if missing is not None:
+        block[block == missing] = np.nan
+    t = combo_table(block)
+    t.pop("inverse")
+    return t
+
+
+def suda_summary(runner: Runner, table: dict[str, Any], n_keys: int, *,
+                 max_size: int | None, dis_fraction: float, original_scores: bool,
+                 columns: Sequence[str], missing: float | None = None) -> dict[str, Any]:
+    """Every file-level SUDA figure from the merged key-combination table."""
+    rows, count = table["rows"], table["count"]
+    n = int(count.sum())
+    s = msu_search(runner, rows, count, max_size=max_size)
+    pairs = 2 * int((count == 2).sum())
+    score, dis = suda_scores(s["counts"], n_keys, hash_uniques(rows, count, missing), pairs,
+                             dis_fraction=dis_fraction, original_scores=original_scores)
+    K = s["counts"].shape[0] - 1
+    by_size = s["counts"].sum(axis=1)
+    out = {"suda_share": 100.0 * int((score > 0).sum()) / n if n else 0.0,
+           "suda_mean": math.fsum(score) / n if n else 0.0,
+           "suda_max": float(score.max()) if score.size else 0.0,
+           "dis_suda_mean": math.fsum(dis) / n if n else 0.0,
+           "dis_suda_max": float(dis.max()) if dis.size else 0.0,
+           "msu_total": float(by_size[1:].sum())}
+    for k in MSU_SIZES:
+        out[f"msu{k}"] = float(by_size[k]) if k <= K else 0.0
+    w = suda_weights(n_keys, original_scores=original_scores)[:K + 1]
+    total = math.fsum(score)
+    contrib = {c: (100.0 * math.fsum(s["per_column"][j] * w) / total if total else 0.0)
+               for j, c in enumerate(columns)}
+    out["info"] = {"keys": list(columns), "max_size": K, "records": n,
+                   "sample_uniques": int(s["uniques"].size), "pairs": pairs,
+                   "msu_by_size": {str(k): int(by_size[k]) for k in range(1, K + 1)},
+                   "column_contributions": contrib, "subsets_counted": int(s["subsets"])}
+    return out
+
+
+def suda2_records(codes: np.ndarray, *, max_size: int | None = None,
+                  dis_fraction: float = 0.01, original_scores: bool = True,
+                  missing: float | None = None, runner: Runner | None = None
+                  ) -> dict[str, np.ndarray]:
+    """Per-record SUDA2 results of one file of key codes (sdcMicro's ``suda2`` output).
+
+    Parameters
+    ----------
+    codes : ndarray, shape (n, m)
+        Categorical key codes (NaN, or ``missing``, a missing value).
+    max_size, dis_fraction, original_scores, missing
+        As the options ``suda_max_size``, ``suda_dis_fraction``, ``suda_original_scores``
+        and ``suda_missing``.
+    runner : Runner, optional
+        Where the subset tasks run (default: here).
+
+    Returns
+    -------
+    dict
+        ``score`` and ``dis`` (n,) float64; ``msu`` (n, K) int64, the MSUs of each size
+        1..K of each record.
+    """
+    runner = runner or Runner(None)
+    X = np.asarray(codes, dtype=np.float64)
+    if missing is not None:
+        X = np.where(X == missing, np.nan, X)
+    t = combo_table(X)
+    s = msu_search(runner, t["rows"], t["count"], max_size=max_size)
+    pairs = 2 * int((t["count"] == 2).sum())
+    score, dis = suda_scores(s["counts"], X.shape[1],
+                             hash_uniques(t["rows"], t["count"], missing), pairs,
+                             dis_fraction=dis_fraction, original_scores=original_scores)
+    D = t["rows"].shape[0]
+    rs, rd = np.zeros(D), np.zeros(D)
+    rs[s["uniques"]], rd[s["uniques"]] = score, dis
+    msu = np.zeros((D, s["counts"].shape[0] - 1), np.int64)
+    msu[s["uniques"]] = s["counts"][1:].T
+    inv = t["inverse"]
+    return {"score": rs[inv], "dis": rd[inv], "msu": msu[inv]}
+
+
+# -- the metrics --------------------------------------------------------------------------
+
+def _summary(ctx: MeasureContext, name: str) -> dict[str, Any]:
+    keys = frequency_keys(ctx, name)
+    both = [c for c in ctx.confidential if c in keys]
+    if both:
+        raise SdcInputError(
+            f"column(s) {both} are both confidential and key columns of {name}; a confidential "
+            "column is what an intruder wants to learn, not what he knows: leave it out of "
+            "the keys or of the confidential columns")
+    if ctx.weight is not None and ctx.weight in keys:
+        raise SdcInputError(f"the weight column {ctx.weight!r} is a key column of {name}; "
+                            "leave it out of the keys")
+    pos = tuple(column_positions(keys, ctx.masked_columns, what="key column",
+                                 where="the masked file"))
+    o = ctx.options
+    max_size = o["suda_max_size"]
+    missing = o["suda_missing"]
+    missing = None if missing is None else float(missing)
+    opts = (max_size, float(o["suda_dis_fraction"]), bool(o["suda_original_scores"]), missing)
+
+    def compute() -> dict[str, Any]:
+        t = map_reduce(ctx.runner, _table_chunk, merge_tables, [ctx.masked],
+                       ctx.shape_masked[0], chunk_rows=int(o["chunk_rows"]),
+                       args=(pos, missing))
+        return suda_summary(ctx.runner, t, len(keys), max_size=opts[0], dis_fraction=opts[1],
+                            original_scores=opts[2], columns=keys, missing=missing)
+    return ctx.cached(("suda2", keys) + opts, compute)
+
+
+_OPTIONS = ("chunk_rows", "suda_max_size", "suda_dis_fraction", "suda_original_scores",
+            "suda_missing")
+_REF = ("Elliot, Manning and Ford (2002); Manning, Haglin and Keane (2008); sdcMicro "
+        "suda2")
+
+#: metric -> (unit, description)
+METRICS: dict[str, tuple[str, str]] = {
+    "suda_share": ("% of records", "% of records with at least one minimal sample unique "
+                   "(special uniques, SUDA2) among the categorical keys"),
+    "suda_mean": ("SUDA score", "mean SUDA score of the records (sum over a record's MSUs "
+                  "of (m - size)!; sdcMicro suda2)"),
+    "suda_max": ("SUDA score", "largest SUDA score of a record"),
+    "dis_suda_mean": ("DIS-SUDA score (0 to 1)", "mean DIS-SUDA score of the records "
+                      "(sdcMicro suda2, sampling fraction suda_dis_fraction)"),
+    "dis_suda_max": ("DIS-SUDA score (0 to 1)", "largest DIS-SUDA score of a record"),
+    "msu_total": ("MSUs", "minimal sample uniques found (all sizes up to suda_max_size)"),
+    **{f"msu{k}": ("MSUs", f"minimal sample uniques of {k} key column{'s' if k > 1 else ''}")
+       for k in MSU_SIZES},
+}
+
+
+def _register(name: str, unit: str, description: str) -> None:
+    def func(ctx: MeasureContext) -> MetricResult:
+        s = _summary(ctx, name)
+        return MetricResult(s[name], info=dict(s["info"]))
+    register(name, kind="risk", same_shape=False, categorical=True, options=_OPTIONS,
+             unit=unit, reference=_REF, description=description + " (released file)")(func)
+
+
+for _name, (_unit, _desc) in METRICS.items():
+    _register(_name, _unit, _desc)
