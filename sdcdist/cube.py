@@ -128,6 +128,15 @@ CONVENTIONS = {
                        "sampling fraction suda_dis_fraction in sdcMicro's single "
                        "precision; MSUs up to suda_max_size (default all keys); "
                        "suda_share, suda_mean, dis_suda_mean over all records",
+    "synthetic_distances": "DCR, NNDR: SDMetrics 0.32.0's distance (mean over the columns "
+                           "both files share, weight left out, of min(|x - y| / R, 1) with R "
+                           "the reference file's range, 1 for R = 0 and different values; "
+                           "0/1 for categorical codes; missing: 0 if both, 1 if one), "
+                           "exact; medians of numpy; a duplicate training record counts "
+                           "in NNDR's second distance; NNDR 1 where both distances are 0; "
+                           "dcr_baseline's random file drawn per column as SDMetrics "
+                           "draws it from the metric's generator; CategoricalCAP: a "
+                           "missing value is a value of its own",
     "key_roles": "the sampling weight is never a linkage key (left out of default key sets, "
                  "refused in named ones); a constant numeric column (a survey year) is left "
                  "out of the default key sets",
@@ -155,8 +164,10 @@ DLD_CONVENTIONS = {
 #: How PRL obtains its pattern counts (option ``prl_counting``); the counts are the same.
 PRL_COUNTING = {
     "auto": "count exactly without enumerating the pairs from 2**32 pairs on, unless that "
-            "would be slower; all pairs below",
-    "pairs": "every pair compared",
+            "would be slower (then every pair compared, candidates by branch and bound); "
+            "all pairs below",
+    "pairs": "every pair compared (pattern codes counted in a dense histogram up to 2**26 "
+             "patterns, in a hash table above; the same integers)",
     "count": "counted exactly without enumerating the pairs (sorted ranks, wavelet box "
              "counts, inclusion-exclusion); identical to all pairs",
 }

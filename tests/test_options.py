@@ -209,7 +209,9 @@ def test_each_metric_reads_only_the_options_it_declares(rng):
                              seed=np.random.SeedSequence(3),
                              categorical=("V1", "V2") if cat else (),
                              confidential=("V3",) if cat else (),
-                             household="V3" if cat else None)
+                             household="V3" if cat else None,
+                             holdout=codes[::2] if cat else X[::2],   # the DCR metrics
+                             shape_holdout=(X.shape[0] // 2, X.shape[1]))
         rec = _Recording(ctx.options)
         ctx.options = rec
         ctx.measure(name)

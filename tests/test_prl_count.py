@@ -7,6 +7,7 @@ from sdcdist.data import synth
 from sdcdist.errors import SdcInputError
 from sdcdist.linkage import prl
 from sdcdist.linkage.prl import blocks, counting, topc
+from sdcdist.linkage.prl.comparison import transposed
 from sdcdist.linkage.prl import blocked_pattern_counts, probabilistic_linkage
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.options import validate
@@ -155,8 +156,9 @@ def test_linkage_same_pld_both_paths(client):
         np.testing.assert_array_equal(res[c].cols_a, res["pairs"].cols_a)
         np.testing.assert_array_equal(res[c].weights, res["pairs"].weights)
     assert res["count"].info["counting"] == "count"
-    assert res["auto"].info["counting"] == "pairs (small)"
-    assert res["pairs"].info["counting"] == "pairs"
+    assert res["auto"].info["counting"] == "pairs, dense histogram kernel (small)"
+    assert res["pairs"].info["counting"] == "pairs, dense histogram kernel"
+    assert res["pairs"].info["pattern_kernel"] == "dense"
 
 
 def test_refusals():
@@ -175,7 +177,8 @@ def test_refusals():
     try:
         blocks.AUTO_MIN_PAIRS = 1
         path, _, info = blocks.choose_counting(runner, Ap, Ap, n, n, cmp)
-        assert path == "pairs" and info["counting"] == "pairs (counting would be slower)"
+        assert path == "pairs" and info["counting"] == ("pairs, dense histogram kernel "
+                                                        "(counting would be slower)")
     finally:
         blocks.AUTO_MIN_PAIRS = old
     with pytest.raises(SdcInputError, match="prl_counting"):
@@ -292,7 +295,7 @@ def test_multi_level_refused_where_slower(caplog):
     A, B = _tie_heavy(400, 4, seed=3)
     A[:, :3] = 1.0
     B[:, :2] = 1.0                                   # 2 columns agree on every pair,
-    B[:, 2] = np.where(np.arange(400) < 240, 1.0, 1000.0)   # a third on 60% of them
+    B[:, 2] = np.where(np.arange(400) < 100, 1.0, 1000.0)   # a third on 25% of them
     for t, expect in ((0.05, "count"), ((0.05, 0.1), "pairs")):
         cmp = prl.comparison(4, method="l", t=t)
         Ap = runner.task(prl.prepare_side, A, tuple(range(4)), cmp, side="a")
@@ -303,7 +306,9 @@ def test_multi_level_refused_where_slower(caplog):
             path, _, info = blocks.choose_counting(runner, Ap, Bp, 400, 400, cmp)
         finally:
             blocks.AUTO_MIN_PAIRS = old
-        assert 0.4 < info["enumerated_share_estimate"] < 0.75
+        # between the limits: counted with one level, all pairs with several (an
+        # enumerated multi-level pair costs several dense all-pairs kernel pairs)
+        assert blocks.MAX_SHARE_LEVELS < info["enumerated_share_estimate"] < blocks.MAX_SHARE
         assert path == expect
         # a large file falling back to pairs says so in the log (no record values)
         warned = [r.getMessage() for r in caplog.records if "one by one" in r.getMessage()]
@@ -330,3 +335,149 @@ def test_pattern_space_too_large_to_count_densely():
     finally:
         blocks.AUTO_MIN_PAIRS = old
     assert path == "pairs" and ix is None and "too many patterns" in info["counting"]
+
+
+# ---- the dense histogram kernel of all pairs (the default comparison at scale) -------------
+
+def _tie_heavy_cat(n, K, seed):
+    """:func:`_tie_heavy` with NaN, and the last key column a categorical code (NaN too)."""
+    A, B = _tie_heavy(n, K, seed)
+    rng = np.random.default_rng(seed)
+    A[:, K - 1] = rng.integers(0, 4, n)
+    B[:, K - 1] = np.where(rng.random(n) < 0.8, A[:, K - 1], rng.integers(0, 4, n))
+    A[::37, K - 1] = np.nan
+    B[::41, K - 1] = np.nan
+    return A, B, [False] * (K - 1) + [True]
+
+
+def _brute_s(A, B, cmp):
+    """Sparse counts of the ``s`` comparison written straight from the CATALOG: level =
+    number of tolerances t sd(A column) that |a - b| exceeds (NaN exceeds all)."""
+    sd = np.nanstd(A, axis=0, ddof=1)
+    code = np.zeros((B.shape[0], A.shape[0]), dtype=np.int64)
+    for k, (lev, cat) in enumerate(zip(cmp.levels, cmp.categorical)):
+        d = np.abs(A[:, k][None, :] - B[:, k][:, None])
+        lv = ~(d <= 0.0) if cat else sum(~(d <= sd[k] * t) for t in lev)
+        code += lv.astype(np.int64) * int(cmp.radix[k])
+    return prl.sparse_counts(code.ravel())
+
+
+def _same(x, y):
+    np.testing.assert_array_equal(x[0], y[0])
+    np.testing.assert_array_equal(x[1], y[1])
+
+
+@pytest.mark.parametrize("K,options", [
+    (8, {}),                                            # the default: 6^8 patterns
+    (10, {}),                                           # 6^10, one histogram
+    (5, {"method": "l", "t": (0.02, 0.05, 0.2)}),       # per-row tolerances, interleaved
+    (4, {"t": (0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)}),     # more tolerances than unrolled
+])
+def test_dense_kernel_equals_hash_and_brute_force(K, options):
+    A, B, cat = _tie_heavy_cat(2000, K, seed=K)
+    cmp = prl.comparison(K, categorical=cat, **options)
+    assert prl.patterns.pattern_kernel(cmp) == "dense"
+    a, b = _sides(A, B, cmp)
+    dense = prl.pattern_counts(a, b, cmp)
+    _same(dense, prl.pattern_counts(a, b, cmp, kernel="hash"))
+    if not options:
+        sub = {"v": b["v"][:300]}
+        _same(prl.pattern_counts(a, sub, cmp, kernel="dense"), _brute_s(A, B[:300], cmp))
+    # uint32 histograms flushed into int64 every few pairs: the same counts
+    avT, tolT = transposed(a)
+    tc, const = prl.patterns._const_tolerances(tolT, cmp.n_levels)
+    assert bool(const[-1]) and bool(np.all(const)) == (options.get("method", "s") == "s")
+    flushed = prl.patterns._counts_flat(avT, tolT, tc, const, b["v"][:50], cmp.n_levels,
+                                        cmp.radix, cmp.n_patterns, 1, 3000)
+    assert flushed[0].size == cmp.n_patterns                # it did flush
+    _same(prl.patterns._sparse_of_hist(*flushed),
+          prl.pattern_counts(a, {"v": b["v"][:50]}, cmp, kernel="hash"))
+
+
+def test_dense_kernel_blocking_windows_and_20000_records():
+    A, B, cat = _tie_heavy_cat(20_000, 6, seed=5)
+    cmp = prl.comparison(6, categorical=cat)
+    a, b = _sides(A, B, cmp)
+    sub = {"v": b["v"][::20]}                               # 20,000 x 1,000 pairs
+    _same(prl.pattern_counts(a, sub, cmp), prl.pattern_counts(a, sub, cmp, kernel="hash"))
+    lo, hi, order = blocks._window(a, sub, 0, 300)           # a sorted-neighbourhood window
+    _same(prl.pattern_counts(a, sub, cmp, lo=lo, hi=hi, aidx=order),
+          prl.pattern_counts(a, sub, cmp, lo=lo, hi=hi, aidx=order, kernel="hash"))
+
+
+def test_pattern_space_too_large_for_the_dense_histogram_uses_the_hash_kernel():
+    A, B, cat = _tie_heavy_cat(60, 11, seed=1)              # 6^10 x 2 > 2^26 patterns
+    cmp = prl.comparison(11, categorical=cat)
+    assert cmp.n_patterns > prl.patterns.DENSE_PATTERN_SPACE
+    assert prl.patterns.pattern_kernel(cmp) == "hash"
+    a, b = _sides(A, B, cmp)
+    _same(prl.pattern_counts(a, b, cmp), _brute_s(A, B, cmp))
+    with pytest.raises(ValueError, match="hash kernel"):
+        prl.pattern_counts(a, b, cmp, kernel="dense")
+    runner = Runner()
+    path, _, info = blocks.choose_counting(runner, a, b, 60, 60, cmp, mode="pairs")
+    assert info == {"pattern_kernel": "hash", "counting": "pairs, hash kernel"}
+
+
+def test_auto_takes_the_dense_kernel_for_the_default_at_200000_records(caplog):
+    """The decision at 200,000 records, from B's sorted columns and a sample of A (no
+    index, no counting): the default's levels make the counting path slower, so all
+    pairs through the dense histogram kernel, and the info and the log say so."""
+    n, K = 200_000, 8
+    rng = np.random.default_rng(3)
+    A = np.round(rng.lognormal(3, 1, (n, K)), 1)
+    B = A + rng.normal(0, np.sqrt(0.1), (n, K)) * A.std(axis=0)
+    cmp = prl.comparison(K)
+    runner = Runner()
+    Ap = runner.task(prl.prepare_side, A, tuple(range(K)), cmp, side="a")
+    Bp = runner.task(prl.prepare_side, B, tuple(range(K)), cmp, side="b")
+    path, index, info = blocks.choose_counting(runner, Ap, Bp, n, n, cmp)
+    assert path == "pairs" and index is None
+    assert info["pattern_kernel"] == "dense"
+    assert info["counting"] == "pairs, dense histogram kernel (counting would be slower)"
+    assert info["enumerated_share_estimate"] > blocks.MAX_SHARE_LEVELS
+    assert any("dense histogram kernel" in r.getMessage() for r in caplog.records)
+    with pytest.raises(SdcInputError, match="slower than all pairs"):
+        blocks.choose_counting(runner, Ap, Bp, n, n, cmp, mode="count")
+
+
+@pytest.mark.parametrize("use_client", [False, True])
+def test_linkage_dense_kernel_same_as_hash(client, monkeypatch, use_client):
+    """Default comparison, tie-heavy keys with NaN and a categorical key: the dense kernel
+    (locally or on the cluster) gives the hash kernel's counts, EM, candidates and PLD;
+    so does auto past AUTO_MIN_PAIRS (all pairs, candidates by branch and bound)."""
+    A, B, cat = _tie_heavy_cat(3000, 6, seed=7)
+    cols = tuple(range(6))
+
+    def link(runner, **kw):
+        return probabilistic_linkage(runner, A, B, 3000, 3000, cols, categorical=cat,
+                                     dense_limit=100, **kw)
+    new = link(Runner(client if use_client else None), counting="pairs")
+    monkeypatch.setattr(blocks, "AUTO_MIN_PAIRS", 1)
+    auto = link(Runner(), counting="auto")
+    monkeypatch.setattr(prl.patterns, "DENSE_PATTERN_SPACE", 1)      # the hash kernel
+    old = link(Runner(), counting="pairs")
+    assert old.info["pattern_kernel"] == "hash" and new.info["pattern_kernel"] == "dense"
+    assert auto.info["counting"] == "pairs, dense histogram kernel (counting would be slower)"
+    assert auto.info["candidates"] == "branch and bound (KD-tree of A)"
+    assert new.info["candidates"] == "all pairs"
+    for r in (new, auto):
+        _same(r.counts, old.counts)
+        for x, y in zip(r.fit.m + r.fit.u, old.fit.m + old.fit.u):
+            np.testing.assert_array_equal(x, y)
+        assert r.fit.p == old.fit.p and r.correct == old.correct
+        np.testing.assert_array_equal(r.cols_a, old.cols_a)
+        np.testing.assert_array_equal(r.weights, old.weights)
+
+
+def test_count_tasks_cover_every_pair_once():
+    for K, kernel in ((8, "dense"), (13, "hash")):
+        cmp = prl.comparison(K)
+        seen = np.zeros((1000, 700), dtype=np.int64)
+        tasks = blocks.count_tasks(1000, 700, cmp, (128, 64))
+        for a0, a1, b0, b1 in tasks:
+            seen[a0:a1, b0:b1] += 1
+        assert (seen == 1).all()
+        # the dense kernel takes all of B's rows per task here (its histogram is read once
+        # per task); the hash kernel keeps the blocks of prl_block_rows
+        assert len(tasks) == (8 if kernel == "dense" else 8 * 11)

@@ -118,6 +118,34 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
     return out
 
 
+def load_holdouts(spec: AuditSpec, data: list[tuple[Microdata, Any]]) -> dict[int, Microdata]:
+    """The holdout file of each dataset that names one (``holdout:``), read as the dataset
+    is (its columns, categorical columns and missing-value markers), categories coded as
+    the dataset's."""
+    from ..data import align_categories
+    out = {}
+    for i, (ds, (md, _)) in enumerate(zip(spec.datasets, data)):
+        if ds.holdout is None:
+            continue
+        path = ds.holdout
+        if "://" not in path and not Path(path).is_absolute():
+            path = str(Path(spec.base_dir) / path)
+        if not is_store(path) and not Path(path).exists():
+            raise missing_file_error("holdout file", ds.holdout,
+                                     "paths in a spec are relative to the spec file")
+        h = load_microdata(path, columns=list(md.columns),
+                           categorical=list(ds.categorical) if ds.categorical else None,
+                           allow_constant=True,
+                           na_values=list(ds.na_values) if ds.na_values else None)
+        wrong = sorted(set(h.categorical) ^ set(md.categorical))
+        if wrong:
+            raise SdcInputError(f"column(s) {wrong} of dataset {ds.name!r} are categorical in "
+                                "one of the dataset and its holdout file and numeric in the "
+                                "other; give both the same types")
+        out[i] = align_categories(md, h)[1]
+    return out
+
+
 def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
     """Every dataset of the spec, read and checked, with its key sets.
 
@@ -296,16 +324,19 @@ def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
     """Every metric of one cell, as the vectors the cube stores.
 
     ``types``: ``{"categorical": [names], "weight": name or None, "confidential":
-    [names]}`` of the dataset.
+    [names], "holdout": ndarray}`` of the dataset (the holdout only when it names one).
     """
     types = types or {}
     control = types.get("control")
+    H = types.get("holdout")
     ctx = MeasureContext(runner, X, Xm, shape_original=shape, shape_masked=shape,
                          columns=columns, keysets=keysets, seed=cell.seed, options=options,
                          categorical=types.get("categorical", ()),
                          weight=types.get("weight"),
                          confidential=types.get("confidential", ()),
                          household=types.get("household"),
+                         holdout=None if H is None else runner.share(H),
+                         shape_holdout=None if H is None else H.shape,
                          control=None if control is None else runner.share(control),
                          shape_control=None if control is None else control.shape)
     K, S = len(metrics), max(len(keysets), 1)
@@ -341,15 +372,17 @@ def cell_spread(runner: Runner, X: Any, shape: tuple[int, int], columns: tuple[s
     return measure_cell(runner, X, Xm, shape, columns, keysets, metrics, cell, options, types)
 
 
-def _types(md: Microdata) -> dict[str, Any] | None:
-    """The dataset's categorical columns, weight and confidential columns, for its metrics
-    (None: all numeric, no roles they read)."""
+def _types(md: Microdata, holdout: Microdata | None = None) -> dict[str, Any] | None:
+    """The dataset's categorical columns, weight and confidential columns and its holdout
+    file, for its metrics (None: all numeric, no roles they read, no holdout)."""
     conf = list(md.roles.get("confidential") or ())
     if not md.categories and md.weight is None and not conf and md.household is None \
-            and md.control is None:
+            and holdout is None and md.control is None:
         return None
     out = {"categorical": md.categorical, "weight": md.weight, "confidential": conf,
            "household": md.household}
+    if holdout is not None:
+        out["holdout"] = holdout.values
     if md.control is not None:
         out["control"] = md.control
     return out
@@ -358,23 +391,29 @@ def _types(md: Microdata) -> dict[str, Any] | None:
 def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microdata, list]],
               method_options: dict[tuple[int, str], dict[str, Any]], metrics: tuple[str, ...],
               options: dict[str, Any], *, mode: str,
-              on_done: Callable[[Cell, dict[str, np.ndarray]], None]) -> None:
+              on_done: Callable[[Cell, dict[str, np.ndarray]], None],
+              holdouts: dict[int, Microdata] | None = None) -> None:
     """Mask and measure ``cells``; ``on_done(cell, result)`` as each finishes.
 
     The input of a cell is ``executor.inputs[cell.d]``; ``data[d]`` is (Microdata,
     key sets) of dataset ``d``; ``method_options`` is keyed by (dataset, method).
-    The audit and the calibration both run their cells here.
+    The audit and the calibration both run their cells here. ``holdouts``: the holdout
+    file of each dataset that has one (:func:`load_holdouts`).
     """
+    holdouts = holdouts or {}
+
     def whole_args(c: Cell) -> tuple:
         md, keysets = data[c.d]
-        extra = (_types(md),) if _types(md) else ()
+        types = _types(md, holdouts.get(c.d))
+        extra = (types,) if types else ()
         return (md.columns, keysets, metrics, c, method_options[c.d, c.method], options,
                 *extra)
 
     def spread(runner: Runner, X: Any, c: Cell) -> dict[str, np.ndarray]:
         md, keysets = data[c.d]
         return cell_spread(runner, X, md.values.shape, md.columns, keysets, metrics, c,
-                           method_options[c.d, c.method], options, _types(md))
+                           method_options[c.d, c.method], options,
+                           _types(md, holdouts.get(c.d)))
     executor.run(cells, mode=mode, input_of=lambda c: c.d, whole=cell_task,
                  whole_args=whole_args, spread=spread, on_done=on_done)
 
@@ -397,7 +436,7 @@ def library_versions() -> dict[str, str]:
 
 
 def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
-                  overwrite: bool) -> bool:
+                  overwrite: bool, holdouts: dict[int, Microdata] | None = None) -> bool:
     """Create the cube, or check that an existing one was made by this spec from this data.
 
     An existing local cube without any finished cell holds nothing to resume (a
@@ -406,6 +445,8 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
     """
     fingerprints = [{"name": ds.name, "sha256": md.sha256, "shape": list(md.values.shape),
                      "columns": list(md.columns)} for ds, (md, _) in zip(spec.datasets, data)]
+    for i, h in (holdouts or {}).items():
+        fingerprints[i]["holdout"] = {"sha256": h.sha256, "shape": list(h.values.shape)}
     exists = Path(out).exists() if "://" not in out else _remote_exists(out)
     if exists and not overwrite and "://" not in out and _no_done_cell(out):
         overwrite = True
@@ -426,7 +467,7 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
                 "--overwrite to discard it")
         old_fp = json.loads(cube.attrs.get("datasets", "[]"))
         for o, f in zip(old_fp, fingerprints):
-            if o.get("sha256") != f["sha256"]:
+            if o.get("sha256") != f["sha256"] or o.get("holdout") != f.get("holdout"):
                 raise SdcInputError(f"the cube {out!r} was made from different data (the "
                                     f"SHA-256 of dataset {f['name']!r} differs); write to "
                                     "another --out, or --overwrite")
@@ -500,10 +541,11 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
     out = local_path(str(out))
     if data is None:
         data = load_data(spec)
-    created = _prepare_cube(spec, out, data, overwrite)
+    holdouts = load_holdouts(spec, data)
+    created = _prepare_cube(spec, out, data, overwrite, holdouts)
     written = [0]
     try:
-        return _run(spec, out, data, client, progress, on_cell, t0, written)
+        return _run(spec, out, data, client, progress, on_cell, t0, written, holdouts)
     except BaseException:
         if created and not written[0] and "://" not in out:
             shutil.rmtree(out, ignore_errors=True)
@@ -511,8 +553,8 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
 
 
 def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
-         on_cell: Callable[[Cell], None] | None, t0: float, written: list[int]
-         ) -> AuditResult:
+         on_cell: Callable[[Cell], None] | None, t0: float, written: list[int],
+         holdouts: dict[int, Microdata] | None = None) -> AuditResult:
     cells = plan_cells(spec)
     done = cubemod.done_cells(out)
     if done.ndim != 4:
@@ -539,7 +581,7 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
                                               m.name, categorical=data[d][0].categories)
                  for d in need for m in spec.methods}
         run_cells(executor, todo, data, mopts, spec.metrics, options, mode=mode,
-                  on_done=write)
+                  on_done=write, holdouts=holdouts)
     cubemod.set_attrs(out, finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return AuditResult(out, len(todo), len(cells) - len(todo), len(cells),
                        time.perf_counter() - t0, mode)

@@ -63,7 +63,7 @@ __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec",
 _TOP = {"name", "seed", "dataset", "datasets", "methods", "replicates", "metrics", "keysets", "options",
         "description"}
 _DATASET = {"name", "path", "synthetic", "reference", "columns", "keys", "roles", "categorical",
-            "na_values"}
+            "na_values", "holdout"}
 _SOURCES = ("path", "synthetic", "reference")
 _METHOD = {"name", "params", "options"}
 
@@ -80,6 +80,8 @@ class DatasetSpec:
     categorical: tuple[str, ...] | None = None
     #: cells that mean "missing" besides empty cells (CSV and Parquet files)
     na_values: tuple[str, ...] | None = None
+    #: a holdout file (records of the population the masked files are not made from)
+    holdout: str | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,14 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
     for k in metrics:
         get_metric(k)
     metrics = tuple(expand_requirements(metrics))
+    from ..metrics.synthetic import HOLDOUT_METRICS
+    need = [k for k in metrics if k in HOLDOUT_METRICS]
+    lacking = [d.name for d in datasets if d.holdout is None]
+    if need and lacking:
+        raise SdcInputError(f"{', '.join(need)} compare the masked files with a holdout file, "
+                            f"and dataset(s) {lacking} name none; give each dataset a "
+                            "'holdout:' (a file of records with the dataset's columns that "
+                            "were not masked), or leave these metrics out")
     _check_cells(datasets, methods, replicates)
 
     keysets = doc.get("keysets", "prefixes")
@@ -278,7 +288,21 @@ def _dataset(d: Any, what: str) -> DatasetSpec:
         roles={str(k): list(_str_list(f"{what}.roles.{k}", v)) for k, v in roles.items()},
         categorical=_str_list(f"{what}.categorical", d["categorical"])
         if "categorical" in d else None,
-        na_values=_na_values(f"{what}.na_values", d["na_values"]) if "na_values" in d else None)
+        na_values=_na_values(f"{what}.na_values", d["na_values"]) if "na_values" in d else None,
+        holdout=_holdout(d, what))
+
+
+def _holdout(d: Mapping[str, Any], what: str) -> str | None:
+    if "holdout" not in d:
+        return None
+    h = d["holdout"]
+    if not isinstance(h, str) or not h:
+        raise value_error(f"{what}.holdout", "the path of a CSV, Parquet or Zarr file", h)
+    if "path" not in d:
+        raise SdcInputError(f"{what} has a 'holdout' but no 'path': a holdout is a file of "
+                            "records held out of a dataset read from a file; give the "
+                            "dataset's 'path' too, or leave 'holdout' out")
+    return h
 
 
 def _na_values(what: str, v: Any) -> tuple[str, ...]:
@@ -310,7 +334,8 @@ def _raw_dataset(d: DatasetSpec) -> dict[str, Any]:
         "keys": list(d.keys) if d.keys else None,
         "roles": d.roles or None,
         "categorical": list(d.categorical) if d.categorical else None,
-        "na_values": list(d.na_values) if d.na_values else None}.items() if v is not None}
+        "na_values": list(d.na_values) if d.na_values else None,
+        "holdout": d.holdout}.items() if v is not None}
 
 
 def read_spec_text(path: str | Path) -> str:

@@ -255,7 +255,9 @@ def in_process_reason(metrics: Any, n_original: int, n_masked: int) -> str | Non
     linking) compare pairs of records and fit while the pairs are few.
     """
     from ..metrics import expand_requirements, get_metric
-    pairwise = [n for n in expand_requirements(list(metrics)) if get_metric(n).keysets]
+    from ..metrics.synthetic import DISTANCE_METRICS
+    pairwise = [n for n in expand_requirements(list(metrics))
+                if get_metric(n).keysets or n in DISTANCE_METRICS]
     if not pairwise:
         return "the metrics read each record once"
     if n_original * n_masked <= IN_PROCESS_PAIRS:

@@ -166,7 +166,8 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         echo_json({"out": out, "pairs": len(res.pairs), "masked_records": B.shape[0],
                    **{k: info[k] for k in ("pairs_compared", "assignment", "blocking",
                                            "em_iterations", "em_loglik", "em_converged",
-                                           "p_match", "pairs_enumerated", "pairs_weighed")
+                                           "p_match", "counting", "pattern_kernel",
+                                           "candidates", "pairs_enumerated", "pairs_weighed")
                       if k in info},
                    "PLD": res.pld, "PLD20": res.pld20, "matched": res.matched,
                    "unmatched": res.unmatched})
@@ -179,6 +180,9 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         click.echo(f"warning: EM did not converge within {info['em_iterations']} iterations "
                    f"(parameters still moving by {settings.em.tol:g} or more); raise max_iter "
                    "(--em '{max_iter: N}')")
+    if "counting" in info:
+        click.echo(f"pattern counts: {info['counting']}"
+                   + (f"; candidates: {info['candidates']}" if "candidates" in info else ""))
     if "pairs_enumerated" in info:
         click.echo(f"counting path: {info['pairs_enumerated']} pairs enumerated for the "
                    f"pattern counts, {info.get('pairs_weighed', 0)} weighed for the candidates")

@@ -64,12 +64,17 @@ def _same_file(a: str, b: str) -> bool:
 @click.option("--household", default=None, metavar="COLUMN",
               help="Household id column of the household risk metrics (HR_*; default: the "
                    "store's household role); never a linkage key.")
+@click.option("--holdout", default=None, type=PathOrURL("input"), metavar="FILE",
+              help="Holdout file: records of ORIGINAL's population that MASKED was not made "
+                   "from, with ORIGINAL's columns (read by dcr_holdout_median, "
+                   "dcr_closer_train and dcr_overfit).")
 @typed_input_options
 @cluster_options(local=True)
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
          as_json: bool, seed: int, confidential: str | None, household: str | None,
          categorical: str | None, weight: str | None, na_values: str | None,
+         holdout: str | None,
          where: ClusterOptions) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
@@ -79,7 +84,9 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     as a JSON object. Without --metric, the metrics that do not apply are left
     out with a note on stderr: those comparing the files record by record when
     their shapes differ, and the numeric-only linkage metrics (RR, GDBRL) when
-    a key set holds a categorical column.
+    a key set holds a categorical column, and the holdout metrics without
+    --holdout. With --holdout, the DCR metrics compare MASKED (a synthetic release)
+    with ORIGINAL (its training file) and with the holdout.
     """
     from ..metrics import REGISTRY, default_keysets, get_metric, measure
     names = [n for item in metric_names for n in split_list(item)]
@@ -105,12 +112,27 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     from ._common import check_same_types
     check_same_types(a.categorical, b.categorical, b.columns, original, masked, a.columns)
     from ..data import align_categories
+    h = None
+    if holdout is not None:
+        h, _ = _load_with_id(holdout, None, "holdout", cats, na_values)
+        if tuple(h.columns) != tuple(a.columns):
+            raise SdcInputError(f"the holdout file's columns {list(h.columns)} differ from "
+                                f"the original file's {list(a.columns)}; give the holdout "
+                                "the original's columns in the same order (--holdout)")
+        check_same_types(a.categorical, h.categorical, h.columns, original, holdout,
+                         a.columns)
+        a, h = align_categories(a, h)
+    elif not metric_names:
+        from ..metrics.synthetic import HOLDOUT_METRICS
+        names = [n for n in names if n not in HOLDOUT_METRICS]
     a, b = align_categories(a, b)
     categ = list(dict.fromkeys(a.categorical + b.categorical))
     if not metric_names and not categ:
         # the frequency metrics count categorical keys: none here
+        from ..metrics.synthetic import DISTANCE_METRICS
         names = [n for n in names if not (get_metric(n).categorical
-                                          and not get_metric(n).keysets)]
+                                          and not get_metric(n).keysets)
+                 or n in DISTANCE_METRICS]
     weight = weight or b.weight or a.weight
     conf = names_option(confidential, "--confidential") or \
         list(b.roles.get("confidential") or a.roles.get("confidential") or [])
@@ -118,9 +140,10 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         from ..errors import column_positions
         column_positions(conf, b.columns, what="confidential column", where="the masked file")
     elif not metric_names:
-        # the attribute-disclosure metrics need confidential columns: none here
+        # the attribute-disclosure metrics and cap need confidential columns: none here
         from ..metrics.attribute import MEASURES
-        names = [n for n in names if n not in MEASURES and n[:-5] not in MEASURES]
+        names = [n for n in names if n not in MEASURES and n[:-5] not in MEASURES
+                 and n != "cap"]
     if household is not None and not household.strip():
         raise SdcInputError("--household was given without a name; give the household id "
                             "column, or leave --household out")
@@ -167,7 +190,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
                       keysets=ks, seed=seed, options=opts, truth=truth, client=client,
                       categorical=categ, weight=weight, confidential=conf,
-                      household=household)
+                      household=household,
+                      holdout=h.values if h is not None else None)
     matched = ""
     from ..linkage import truth_counts
     if truth is not None:

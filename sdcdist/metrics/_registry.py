@@ -208,6 +208,11 @@ class MeasureContext:
         The confidential columns, read by the attribute-disclosure metrics.
     household : str or None
         The household id column, read by the household risk metrics (never a key).
+    holdout : array handle or None
+        A holdout file (records of the original's population the release was not made
+        from; the original's columns), read by the DCR metrics of
+        :mod:`sdcdist.metrics.synthetic`.
+    shape_holdout : tuple or None
     control : array handle or None
         The control set of the singling-out, linkability and inference attacks:
         original records held out of what was masked, shape ``(n_c, m)`` with the
@@ -222,8 +227,11 @@ class MeasureContext:
                  masked_columns: Sequence[str] | None = None,
                  categorical: Sequence[str] = (), weight: str | None = None,
                  confidential: Sequence[str] = (), household: str | None = None,
+                 holdout: Any = None, shape_holdout: tuple[int, int] | None = None,
                  control: Any = None, shape_control: tuple[int, int] | None = None):
         self.runner = runner
+        self.holdout = holdout
+        self.shape_holdout = tuple(shape_holdout) if shape_holdout is not None else None
         self.control = control
         self.shape_control = tuple(shape_control) if shape_control is not None else None
         self.original = original

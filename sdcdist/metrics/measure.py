@@ -69,6 +69,7 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             weight: str | None = None,
             confidential: Sequence[str] | None = None,
             household: str | None = None,
+            holdout: Any = None,
             control: Any = None) -> dict[str, MetricResult]:
     """Measure information loss and disclosure risk of ``masked`` against ``original``.
 
@@ -113,6 +114,10 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         The household id column of the household risk metrics (``HR_*``); never a
         linkage key. Default: the ``household`` role of ``masked`` (else of
         ``original``) when a Microdata.
+    holdout : ndarray (n_h, m), Microdata or StoredArray, optional
+        A holdout file: records of the original's population that the release was not
+        made from, with the original's columns (same codes for the same categories).
+        Read by ``dcr_holdout_median``, ``dcr_closer_train`` and ``dcr_overfit``.
     control : ndarray (n_c, m), Microdata or StoredArray, optional
         The control set of the singling-out, linkability and inference attacks
         (``so_uni``, ``so_multi``, ``linkability``, ``inference`` and their
@@ -158,6 +163,15 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
     B, shape_b = _handle(runner, masked)
     if columns is None:
         columns = [f"V{j + 1}" for j in range(shape_a[1])]
+    H, shape_h = (None, None) if holdout is None else _handle(runner, holdout)
+    if shape_h is not None:
+        if isinstance(holdout, Microdata) and tuple(holdout.columns) != tuple(columns):
+            raise SdcInputError(f"the holdout file's columns {list(holdout.columns)} differ "
+                                f"from the original file's {list(columns)}; give the holdout "
+                                "the original's columns in the same order")
+        if shape_h[1] != shape_a[1]:
+            raise SdcInputError(f"the holdout file has {shape_h[1]} columns and the original "
+                                f"file {shape_a[1]}; give the holdout the original's columns")
     if masked_columns is None:
         if shape_a[1] != shape_b[1]:
             raise SdcInputError(f"the original file has {shape_a[1]} columns and the masked "
@@ -257,6 +271,7 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                          seed=ss, options=options, truth=t, masked_columns=masked_columns,
                          categorical=categorical, weight=weight,
                          confidential=confidential, household=household,
+                         holdout=H, shape_holdout=shape_h,
                          control=C, shape_control=shape_c)
     out = {}
     for name in expand_requirements(metrics):

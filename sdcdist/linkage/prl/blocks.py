@@ -15,7 +15,11 @@ reference); ``count`` takes the counting path, or refuses when it would be slowe
 than :data:`MAX_SHARE` of the pairs enumerated on a sample of A,
 :data:`MAX_SHARE_LEVELS` with multi-level comparisons) or its index would not fit
 :data:`MAX_INDEX_BYTES`; ``auto`` counts when there are at least :data:`AUTO_MIN_PAIRS`
-pairs and neither limit is hit, and enumerates all pairs otherwise.
+pairs and neither limit is hit, and enumerates all pairs otherwise. All pairs are
+counted by the dense histogram kernel when the pattern space has at most
+:data:`~sdcdist.linkage.prl.patterns.DENSE_PATTERN_SPACE` patterns (the default
+comparison on up to 10 key columns), by the hash kernel above; the info's
+``counting`` says which path and kernel ran and why, ``pattern_kernel`` the kernel.
 """
 
 from __future__ import annotations
@@ -30,27 +34,28 @@ from ...options import PRL_BLOCK_ROWS
 from ...parallel import Runner, add_dicts, chunk_bounds, pairwise_reduce, tree_reduce
 from ..assignment import assign_by_content, content_order, identical_classes
 from .comparison import Comparison, prepare_side
-from .counting import build_index, count_block, enumerated_share, index_bytes, sample_rows
-from .patterns import merge_counts, pattern_counts
+from .counting import (build_index, count_block, enumerated_share, index_bytes, sample_rows,
+                       sorted_columns)
+from .patterns import merge_counts, pattern_counts, pattern_kernel
 from .topc import build_tree, merge_topc, split_scale, topc_block, topc_search
 from .weights import WeightParams, dense_weights, pair_weights
 
 log = logging.getLogger(__name__)
 
-__all__ = ["blocked_pattern_counts", "choose_counting", "counted_pattern_counts", "counted_topc",
-           "blocked_topc", "dense_assign", "AUTO_MIN_PAIRS", "MAX_SHARE", "MAX_SHARE_LEVELS",
-           "MAX_INDEX_BYTES", "MAX_DENSE_PATTERNS", "SAMPLE_ROWS"]
+__all__ = ["blocked_pattern_counts", "count_tasks", "choose_counting", "counted_pattern_counts",
+           "counted_topc", "blocked_topc", "dense_assign", "AUTO_MIN_PAIRS", "MAX_SHARE", "MAX_SHARE_LEVELS",
+           "MAX_INDEX_BYTES", "MAX_DENSE_PATTERNS", "SAMPLE_ROWS", "DENSE_TASK_PAIRS"]
 
 AUTO_MIN_PAIRS = 2**32
 
 #: Largest share of the pairs the counting path may enumerate one by one (binary
-#: comparisons: an enumerated pair costs ~0.7 of an all-pairs comparison, measured at
-#: 200,000 records; a margin for the sampling).
-MAX_SHARE = 0.75
+#: comparisons: an enumerated pair costs ~2 pairs of the dense all-pairs kernel,
+#: measured on 59,315 x 8 synthetic records; a margin for the sampling).
+MAX_SHARE = 0.4
 
-#: The same with several levels per column (an enumerated pair costs ~1.6 of an
-#: all-pairs comparison there: break-even near 0.6).
-MAX_SHARE_LEVELS = 0.4
+#: The same with several levels per column (an enumerated pair costs ~7 pairs of the
+#: dense all-pairs kernel there, ~30 with the default ``s`` levels: break-even below 0.15).
+MAX_SHARE_LEVELS = 0.1
 
 #: Largest index of B (bytes) the counting path builds (it is held by every worker).
 MAX_INDEX_BYTES = 3 * 2**30
@@ -162,6 +167,25 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
     return {"rows": r, "cols": c, "w": W[r, c], "info": info, "wtrue": wtrue}
 
 
+#: Pairs per task of the dense histogram kernel at least (B rows per task raised from
+#: ``prl_block_rows`` up to this): the histogram of the whole pattern space is zeroed and
+#: read once per task, and fewer partial counts are merged.
+DENSE_TASK_PAIRS = 2**31
+
+
+def count_tasks(n_a: int, n_b: int, cmp: Comparison, rows: tuple[int, int]
+                ) -> list[tuple[int, int, int, int]]:
+    """The blocks ``(a0, a1, b0, b1)`` of all pairs, one task each: ``rows`` rows of A by
+    ``rows`` rows of B, B's rows raised to :data:`DENSE_TASK_PAIRS` pairs per task with
+    the dense kernel. Depends only on the sizes, so the tiling (and, integer counts, the
+    result) never depends on the cluster."""
+    rb = int(rows[1])
+    if pattern_kernel(cmp) == "dense":
+        rb = max(rb, DENSE_TASK_PAIRS // max(1, int(rows[0])))
+    return [(a0, a1, b0, b1) for a0, a1 in chunk_bounds(n_a, int(rows[0]))
+            for b0, b1 in chunk_bounds(n_b, rb)]
+
+
 def blocked_pattern_counts(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                            cmp: Comparison, *, rows: tuple[int, int],
                            blocking: tuple[int, int] | None = None
@@ -174,8 +198,7 @@ def blocked_pattern_counts(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     """
     if blocking is None:
         parts = [runner.task(_count_block, a0, a1, b0, b1, A, B, cmp)
-                 for a0, a1 in chunk_bounds(n_a, rows[0])
-                 for b0, b1 in chunk_bounds(n_b, rows[1])]
+                 for a0, a1, b0, b1 in count_tasks(n_a, n_b, cmp, rows)]
     else:
         parts = [runner.task(_count_window, b0, b1, A, B, cmp, blocking)
                  for b0, b1 in chunk_bounds(n_b, rows[1])]
@@ -188,8 +211,12 @@ def _index(B: dict, cmp: Comparison) -> dict:
     return build_index(B, cmp)
 
 
-def _share(A: dict, index: dict, cmp: Comparison, rows: np.ndarray) -> float:
-    return enumerated_share({k: v[rows] for k, v in A.items()}, index, cmp)
+def _share(A: dict, B: dict, cmp: Comparison, rows: np.ndarray) -> float:
+    return enumerated_share({k: v[rows] for k, v in A.items()}, sorted_columns(B, cmp), cmp)
+
+
+def _kernel_text(cmp: Comparison) -> str:
+    return {"dense": "dense histogram kernel", "hash": "hash kernel"}[pattern_kernel(cmp)]
 
 
 def _count(a0: int, a1: int, A: dict, index: dict, cmp: Comparison) -> dict:
@@ -207,7 +234,10 @@ def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     path : {"pairs", "count"}
     index : handle of the index of B (``None`` for pairs)
     info : dict
-        ``counting`` (the path and why), ``enumerated_share_estimate``.
+        ``counting`` (the path, the all-pairs kernel and why), ``pattern_kernel``
+        (all pairs: ``dense`` or ``hash``, :func:`~sdcdist.linkage.prl.patterns.pattern_kernel`),
+        ``enumerated_share_estimate`` (when sampled: from B's sorted columns alone, the
+        whole index is built only for the counting path).
 
     Raises
     ------
@@ -215,25 +245,28 @@ def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         ``mode="count"`` with a blocking rule, an index too large, or a
         counting path slower than all pairs.
     """
+    kernel = {"pattern_kernel": pattern_kernel(cmp)}
     if mode == "pairs":
-        return "pairs", None, {"counting": "pairs"}
+        return "pairs", None, {**kernel, "counting": f"pairs, {_kernel_text(cmp)}"}
     def pairs(why: str, refusal: str, info: dict | None = None) -> tuple[str, Any, dict]:
         # prl_counting=count insists on the counting path: refuse; auto falls back to pairs
         if mode == "count":
             raise SdcInputError(refusal)
         if blocking is None:
             # a file this large takes long pair by pair: say why, and what would count instead
-            log.warning("PRL: all %.3g record pairs are compared one by one, since %s; the "
-                        "counting path needs key columns that agree less often (e.g. "
-                        "prl_method l with one tolerance)", float(n_a) * float(n_b), why)
-        return "pairs", None, {**(info or {}), "counting": f"pairs ({why})"}
+            log.warning("PRL: all %.3g record pairs are compared one by one (%s), since %s; "
+                        "the counting path needs key columns that agree less often (e.g. "
+                        "prl_method l with one tolerance)", float(n_a) * float(n_b),
+                        _kernel_text(cmp), why)
+        return "pairs", None, {**(info or {}), **kernel,
+                               "counting": f"pairs, {_kernel_text(cmp)} ({why})"}
 
     if blocking is not None:
         return pairs("blocking", "prl_counting=count counts all pairs and cannot follow a "
                                  "blocking rule; drop prl_blocking or use prl_counting=pairs")
     K = len(cmp.levels)
     if mode == "auto" and int(n_a) * int(n_b) < AUTO_MIN_PAIRS:
-        return "pairs", None, {"counting": "pairs (small)"}
+        return "pairs", None, {**kernel, "counting": f"pairs, {_kernel_text(cmp)} (small)"}
     if cmp.n_patterns > MAX_DENSE_PATTERNS:
         # the counting kernel adds into a dense vector over all patterns, per block
         return pairs("too many patterns to count densely",
@@ -246,9 +279,9 @@ def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                      f"the counting index of the masked file would take {need / 2**30:.1f} "
                      f"GiB (limit {MAX_INDEX_BYTES / 2**30:.0f} GiB) with {K} key columns; "
                      "use fewer key columns or prl_counting=pairs")
-    index = runner.task(_index, B, cmp)
+    # the share from B's sorted columns alone: the whole index only when it will be used
     rows = sample_rows(int(n_a), SAMPLE_ROWS)
-    share = float(runner.call(_share, A, index, cmp, rows))
+    share = float(runner.call(_share, A, B, cmp, rows))
     info = {"enumerated_share_estimate": share}
     limit = MAX_SHARE if bool(np.all(cmp.n_levels == 2)) else MAX_SHARE_LEVELS
     if share > limit:
@@ -257,6 +290,7 @@ def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                      f"pairs one by one (more than {100 * limit:.0f}%), slower than all "
                      "pairs: the key columns agree too often at these tolerances; use "
                      "prl_counting=pairs or auto", info)
+    index = runner.task(_index, B, cmp)
     return "count", index, {**info, "counting": "count"}
 
 

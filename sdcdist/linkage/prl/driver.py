@@ -22,6 +22,7 @@ from ...errors import SdcInputError, param_error
 from ...parallel import Runner
 from ..assignment import Candidates, assign_by_content
 from ..truth import row_truth
+from . import blocks as _blocks
 from .blocks import (blocked_pattern_counts, blocked_topc, choose_counting, classes_of,
                      content_order_of, counted_pattern_counts, counted_topc, dense_assign,
                      prepare_sides)
@@ -218,12 +219,17 @@ def candidates(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparis
                wp: WeightParams, truth: Any, s: PRLSettings,
                blocking: tuple[int, int] | None, path: str, cinfo: dict) -> dict:
     """Each B record's ``top_c`` best A records and its true pair's weight:
-    ``{"idx", "w", "wtrue"}``. On the counting path, by branch and bound (the same
-    candidates as all pairs; ``cinfo["pairs_weighed"]`` set)."""
-    if blocking is None and path == "count":
+    ``{"idx", "w", "wtrue"}``. On the counting path, and with ``prl_counting=auto``
+    from :data:`~sdcdist.linkage.prl.blocks.AUTO_MIN_PAIRS` pairs on, by branch and
+    bound (the same candidates as all pairs; ``cinfo["pairs_weighed"]`` set);
+    ``cinfo["candidates"]`` says which."""
+    if blocking is None and (path == "count" or (s.counting == "auto"
+                                                 and n_a * n_b >= _blocks.AUTO_MIN_PAIRS)):
         cand, cinfo["pairs_weighed"] = counted_topc(runner, A, B, n_b, cmp, wp, s.top_c, truth,
                                                     rows=s.block_rows[1])
+        cinfo["candidates"] = "branch and bound (KD-tree of A)"
         return cand
+    cinfo["candidates"] = "all pairs"
     return blocked_topc(runner, A, B, n_a, n_b, cmp, wp, s.top_c, truth, rows=s.block_rows,
                         blocking=blocking)
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from .comparison import Comparison, all_rows, transposed
 
-__all__ = ["pattern_counts", "sparse_counts", "merge_counts", "DENSE_PATTERN_SPACE"]
+__all__ = ["pattern_counts", "pattern_kernel", "sparse_counts", "merge_counts",
+           "DENSE_PATTERN_SPACE", "KERNELS"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -39,20 +40,168 @@ def _codes_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, radix, code):
     return n
 
 
-#: Largest pattern space counted with a dense histogram inside a block (then
-#: compressed); above it a block counts into an open-addressing hash table.
-DENSE_PATTERN_SPACE = 1 << 16
+#: Largest pattern space counted in a dense histogram (uint32 per pattern: 256 MiB at
+#: the limit, held by the task for the length of a block); above it a block counts into
+#: an open-addressing hash table (:func:`_counts_hash`, slower but of any size).
+DENSE_PATTERN_SPACE = 1 << 26
+
+#: Pattern spaces up to this size are counted through several interleaved histograms
+#: (a run of equal codes does not serialise the increments); above, one (cache-bound).
+_INTERLEAVE_SPACE = 1 << 16
+
+#: A rows per chunk of the dense kernel: the chunk's values stay in cache while every B
+#: row of the block is compared with it.
+_CHUNK_ROWS = 1024
+
+#: Tolerances per column compared in one unrolled pass (padded with -1, never met).
+_UNROLL = 5
+
+
+def _const_tolerances(tolT: np.ndarray, nlev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Columns whose tolerances are the same on every A row (the ``s`` method, categorical
+    columns), as a ``(K, max(5, L))`` table padded with -1, and a flag per column.
+
+    A column flagged constant is compared with the very tolerance value the per-row
+    array holds, so the predicate, and the counts, are the same bit for bit."""
+    K = tolT.shape[0]
+    L = max(_UNROLL, tolT.shape[1])
+    tc = np.full((K, L), -1.0)
+    const = np.zeros(K, dtype=np.bool_)
+    for k in range(K):
+        nl = int(nlev[k]) - 1
+        t = tolT[k, :nl, :]
+        if t.shape[1] == 0 or bool(np.all(t == t[:, :1])):
+            const[k] = True
+            if t.shape[1]:
+                tc[k, :nl] = t[:, 0]
+    return tc, const
+
 
 @numba.njit(cache=True, nogil=True)
-def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns):
-    # four interleaved histograms: runs of the same pattern do not serialise the increments
-    counts = np.zeros((4, n_patterns), dtype=np.int64)
+def _codes_chunk(avT, tolT, tc, const, x, c0, c1, nlev, radix, code, cnt):
+    # code[q] (int32) of A rows c0 + q, q < c1 - c0, against B values x: column by
+    # column over contiguous A values; a column's level is its number of tolerances
+    # missed, L - #(|a - b| <= t_l) (NaN meets none), the predicate of _codes_row
+    n = c1 - c0
+    for q in range(n):
+        code[q] = 0
+    for k in range(avT.shape[0]):
+        xk = x[k]
+        r = np.int32(radix[k])
+        L = np.int32(nlev[k] - 1)
+        a = avT[k, c0:c1]
+        if const[k] and L <= 5:
+            t0 = tc[k, 0]
+            t1 = tc[k, 1]
+            t2 = tc[k, 2]
+            t3 = tc[k, 3]
+            t4 = tc[k, 4]
+            if L == 1:
+                for q in range(n):
+                    d = abs(a[q] - xk)
+                    code[q] += (L - np.int32(d <= t0)) * r
+            else:
+                for q in range(n):
+                    d = abs(a[q] - xk)
+                    met = (np.int32(d <= t0) + np.int32(d <= t1) + np.int32(d <= t2)
+                           + np.int32(d <= t3) + np.int32(d <= t4))
+                    code[q] += (L - met) * r
+        else:
+            for q in range(n):
+                cnt[q] = L
+            for l in range(L):
+                if const[k]:
+                    t = tc[k, l]
+                    for q in range(n):
+                        cnt[q] -= np.int32(abs(a[q] - xk) <= t)
+                else:
+                    tl = tolT[k, l, c0:c1]
+                    for q in range(n):
+                        cnt[q] -= np.int32(abs(a[q] - xk) <= tl[q])
+            for q in range(n):
+                code[q] += cnt[q] * r
+    return n
+
+
+#: Most pairs counted into the uint32 histograms before they are added into int64.
+_FLUSH_PAIRS = (1 << 32) - 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _counts_flat(avT, tolT, tc, const, bv, nlev, radix, n_patterns, nhist, flush):
+    # all pairs of a block: dense uint32 histograms of the whole pattern space, flushed
+    # into int64 before any entry could overflow; returns (int64 total or empty, hists)
+    na = avT.shape[1]
+    h = np.zeros((nhist, n_patterns), dtype=np.uint32)
+    total = np.zeros(0, dtype=np.int64)
+    code = np.empty(_CHUNK_ROWS, dtype=np.int32)
+    cnt = np.empty(_CHUNK_ROWS, dtype=np.int32)
+    since = 0
+    for c0 in range(0, na, _CHUNK_ROWS):
+        c1 = min(na, c0 + _CHUNK_ROWS)
+        for j in range(bv.shape[0]):
+            if since + (c1 - c0) > flush:
+                if total.size == 0:
+                    total = np.zeros(n_patterns, dtype=np.int64)
+                for g in range(nhist):
+                    for p in range(n_patterns):
+                        total[p] += h[g, p]
+                        h[g, p] = 0
+                since = 0
+            n = _codes_chunk(avT, tolT, tc, const, bv[j], c0, c1, nlev, radix, code, cnt)
+            since += n
+            if nhist == 4:
+                for q in range(n):
+                    h[q & 3, code[q]] += np.uint32(1)
+            elif nhist == 2:
+                for q in range(n):
+                    h[q & 1, code[q]] += np.uint32(1)
+            else:
+                for q in range(n):
+                    h[0, code[q]] += np.uint32(1)
+    return total, h
+
+
+@numba.njit(cache=True, nogil=True)
+def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns, nhist,
+                  flush):
+    # pairs of blocking windows: codes per B row as _codes_row, dense uint32 histograms
+    total = np.zeros(0, dtype=np.int64)
+    h = np.zeros((nhist, n_patterns), dtype=np.uint32)
     code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
+    since = 0
     for j in range(bv.shape[0]):
+        if since + (hi[j] - lo[j]) > flush:
+            if total.size == 0:
+                total = np.zeros(n_patterns, dtype=np.int64)
+            for g in range(nhist):
+                for p in range(n_patterns):
+                    total[p] += h[g, p]
+                    h[g, p] = 0
+            since = 0
         n = _codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, code)
+        since += n
         for q in range(n):
-            counts[q & 3, code[q]] += 1
-    return counts.sum(axis=0)
+            h[q & (nhist - 1), code[q]] += np.uint32(1)
+    return total, h
+
+
+def _sparse_of_hist(total: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The occurring codes and their counts of the dense kernels' output."""
+    if h.shape[0] == 1:
+        nz = np.flatnonzero(h[0])
+        c = h[0, nz].astype(np.int64)
+    else:
+        s = h.sum(axis=0, dtype=np.int64)
+        nz = np.flatnonzero(s)
+        c = s[nz]
+    if total.size:
+        c = c + total[nz]          # a flushed pattern may be absent since: merge both
+        extra = np.setdiff1d(np.flatnonzero(total), nz)
+        if extra.size:
+            return sparse_counts(np.concatenate([nz, extra]),
+                                 np.concatenate([c, total[extra]]))
+    return nz.astype(np.int64), c
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -158,9 +307,19 @@ def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.
 
 
 
+#: Pattern count kernels (:func:`pattern_counts`).
+KERNELS = ("auto", "dense", "hash")
+
+
+def pattern_kernel(cmp: Comparison) -> str:
+    """The kernel :func:`pattern_counts` uses by default: ``dense`` (a histogram of the
+    whole pattern space, :data:`DENSE_PATTERN_SPACE` patterns at most) or ``hash``."""
+    return "dense" if cmp.n_patterns <= DENSE_PATTERN_SPACE else "hash"
+
+
 def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None = None,
-                   hi: np.ndarray | None = None, aidx: np.ndarray | None = None
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   hi: np.ndarray | None = None, aidx: np.ndarray | None = None,
+                   kernel: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """Sparse counts of the comparison patterns over pairs of a block.
 
     Parameters
@@ -170,6 +329,16 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
     lo, hi, aidx : int arrays, optional
         Restrict B row ``j`` to the A rows ``aidx[lo[j]:hi[j]]`` (a blocking
         window); default all pairs of the block.
+    kernel : {"auto", "dense", "hash"}
+        ``dense``: each pair's pattern code (mixed radix) counted in uint32
+        histograms of the whole pattern space, flushed into int64 before they
+        could overflow; on all pairs of a block the levels are computed column
+        by column over chunks of contiguous A values, a column whose tolerance
+        is the same on every A row (``s``, categorical) compared with it as a
+        scalar (vectorised). ``hash``: an open-addressing hash table of the
+        occurring codes, for pattern spaces of any size. ``auto``:
+        :func:`pattern_kernel`. All give the same counts: the same predicate
+        ``|a - b| <= tol`` in float64, integer counts.
 
     Returns
     -------
@@ -177,13 +346,26 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
         The patterns that occur (increasing codes) and their pair counts, as
         :func:`sparse_counts`; :func:`merge_counts` adds blocks up.
     """
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}; got {kernel!r}")
+    if kernel == "auto":
+        kernel = pattern_kernel(cmp)
+    if kernel == "dense" and cmp.n_patterns > DENSE_PATTERN_SPACE:
+        raise ValueError(f"{cmp.n_patterns} patterns exceed the dense kernel's "
+                         f"{DENSE_PATTERN_SPACE}; use the hash kernel")
     identity = lo is None
     if identity:
         lo, hi, aidx = all_rows(b["v"].shape[0], a["v"].shape[0])
     avT, tolT = transposed(a)
-    if cmp.n_patterns <= DENSE_PATTERN_SPACE:
-        d = _counts_dense(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix,
-                          cmp.n_patterns)
-        nz = np.flatnonzero(d)
-        return nz.astype(np.int64), d[nz]
+    if kernel == "dense":
+        P = int(cmp.n_patterns)
+        nhist = 4 if P <= _INTERLEAVE_SPACE else 1
+        if identity:
+            tc, const = _const_tolerances(tolT, cmp.n_levels)
+            total, h = _counts_flat(avT, tolT, tc, const, np.ascontiguousarray(b["v"]),
+                                    cmp.n_levels, cmp.radix, P, nhist, _FLUSH_PAIRS)
+        else:
+            total, h = _counts_dense(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels,
+                                     cmp.radix, P, nhist, _FLUSH_PAIRS)
+        return _sparse_of_hist(total, h)
     return _counts_hash(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix)
