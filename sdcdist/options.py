@@ -499,10 +499,48 @@ declare("modrisk_formula", None, optional(Check("a model formula such as '~ a + 
 declare("modrisk_bound", None, optional(number(above=0), "no bound"),
         "modrisk_*: only key cells with at most this many records count in the divisor "
         "(sdcMicro's bound)")
+# -- the three criteria of the Article 29 Working Party (singling out, linkability, inference) --
+declare("attack_n", 500, _INT1,
+        "attacks per attack kind: targets of linkability and inference, queries of singling out")
+declare("attack_confidence", 0.95, Check("a number strictly between 0 and 1",
+                                         lambda v: _is_number(v) and 0 < v < 1),
+        "confidence level of the attacks' risk intervals (Wilson score)")
+declare("attack_columns", None, optional(Check("a list of column names", _column_list),
+                                         "every column but the weight and the household id"),
+        "the columns the singling-out attacker queries (and the default linkability and "
+        "inference columns)")
+declare("so_n_cols", 3, _INT1, "columns per multivariate singling-out query")
+declare("so_max_attempts", 10_000_000, _INT1,
+        "most candidate queries the multivariate singling-out attacker tries")
+declare("so_control_scale", "fit", choice("fit", "sizes", "none"),
+        "singling out: how the control set's successes are scaled to the original file's size: "
+        "the fitted singling-out model (fit), (n_control + 1) / (n_original + 1) as anonymeter "
+        "1.1.0's fit comes out (sizes), or not at all (none)")
+declare("link_aux", None, optional(Check("two non-empty lists of column names",
+                                         lambda v: _is_list(v) and len(v) == 2 and all(
+                                             _is_list(x) and _column_list(x) for x in v)),
+                                   "the attack columns split in two halves"),
+        "linkability: the columns of the attacker's two files")
+declare("link_neighbors", 1, _INT1,
+        "linkability: a link is found when the two halves share one of this many nearest "
+        "released records")
+declare("infer_secret", None, optional(Check("a column name", lambda v: isinstance(v, str)
+                                             and bool(v)), "the first confidential column"),
+        "inference: the secret column the attacker guesses")
+declare("infer_aux", None, optional(Check("a list of column names", _column_list),
+                                    "the attack columns but the secret"),
+        "inference: the columns the attacker knows")
+declare("infer_tolerance", 0.05, number(low=0),
+        "inference on a numeric secret: a guess is right within this relative difference")
 # -- the audit driver --
 declare("cell_mode", "auto", choice("auto", "task", "distributed"),
         "run each cell in one task, spread over the cluster (distributed), or task up to "
         "task_cell_limit records (auto)", scope="audit")
+declare("control", None, optional(Check("a number strictly between 0 and 1",
+                                        lambda v: _is_number(v) and 0 < v < 1),
+                                  "no control set"),
+        "share of each dataset's records held out of masking as the control set of the "
+        "singling-out, linkability and inference attacks", scope="audit")
 declare("task_cell_limit", 20_000, _INT1,
         "largest file (records) that cell_mode auto runs as one task per cell", scope="audit")
 # -- masking methods --

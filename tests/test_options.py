@@ -111,7 +111,8 @@ def test_options_that_are_no_mapping_or_unknown_are_refused():
     with pytest.raises(SdcInputError, match=r"'options' must be a mapping.*Got \[1, 2\] instead"):
         _spec(options=[1, 2])
     with pytest.raises(SdcInputError, match=r"^Unknown option 'chunkrows'. Valid options: "
-                                            r"block_memory, .*chunk_rows, .*task_cell_limit"):
+                                            r"attack_columns, .*block_memory, .*chunk_rows, "
+                                            r".*task_cell_limit"):
         _spec(options={"chunkrows": 5})
     # a method option is not a computation option, nor an API-only one
     for name in ("roles", "info"):

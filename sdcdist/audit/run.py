@@ -35,6 +35,7 @@ from ..data.synth import generate
 from ..errors import SdcInputError, missing_file_error
 from ..masking import check_data, get_method, method_options
 from ..metrics import MeasureContext, default_keysets, get_metric
+from ..metrics._registry import stable_id
 from ..options import OPTIONS
 from ..parallel import CellExecutor, Runner, cell_mode
 from ..storage import local_path
@@ -165,12 +166,53 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
                 "has none: name its integer-coded categorical columns in the dataset's "
                 "'categorical:' (text columns are categorical anyway)")
         _check_keys(spec, md, ds.name, keysets)
+        md = split_control(md, spec.options.get("control"), spec.seed, len(data), ds.name)
         for ms in spec.methods:
             check_data(ms.name, md.values, ms.params,
                        spec_method_options(spec, md.columns, md.roles, ms.name,
                                        categorical=md.categories))
         data.append((md, keysets))
     return data
+
+
+def split_control(md: Microdata, share: float | None, seed: int, d: int,
+                  name: str) -> Microdata:
+    """The dataset with a ``share`` of its records held out as the control set.
+
+    The held-out records are drawn without replacement by a generator seeded from the
+    spec's seed and the dataset's position (the same records on every run); the others,
+    in their order, are what the audit masks and measures. With a household id column,
+    whole households are held out (households in random order until the share is
+    reached). ``share`` None: unchanged.
+    """
+    if share is None:
+        return md
+    n = md.values.shape[0]
+    n_c = int(round(share * n))
+    if n_c < 1 or n - n_c < 2:
+        raise SdcInputError(
+            f"The 'control' option holds out {n_c} of the {n} records of dataset {name!r}, "
+            "leaving no control set or fewer than 2 records to mask; choose a share that "
+            "leaves both (e.g. 0.2 on a larger file)")
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(d, stable_id("control"))))
+    held = np.zeros(n, bool)
+    if md.household is not None:
+        # whole households: the first households of a random order, up to the share
+        hid = md.values[:, md.columns.index(md.household)]
+        _, inv, sizes = np.unique(hid, return_inverse=True, return_counts=True)
+        order = rng.permutation(sizes.size)
+        take = order[:int(np.searchsorted(np.cumsum(sizes[order]), n_c)) + 1]
+        held[np.isin(inv.reshape(-1), take)] = True
+        n_c = int(held.sum())
+        if n - n_c < 2:
+            raise SdcInputError(
+                f"The 'control' option holds out {n_c} of the {n} records of dataset "
+                f"{name!r} (whole households), leaving fewer than 2 to mask; choose a "
+                "smaller share")
+    else:
+        held[rng.choice(n, size=n_c, replace=False)] = True
+    return Microdata(np.ascontiguousarray(md.values[~held]), md.columns, md.roles, md.sha256,
+                     md.categories, control=np.ascontiguousarray(md.values[held]))
 
 
 def _check_keys(spec: AuditSpec, md: Microdata, name: str, keysets: Any) -> None:
@@ -285,6 +327,7 @@ def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
     [names], "holdout": ndarray}`` of the dataset (the holdout only when it names one).
     """
     types = types or {}
+    control = types.get("control")
     H = types.get("holdout")
     ctx = MeasureContext(runner, X, Xm, shape_original=shape, shape_masked=shape,
                          columns=columns, keysets=keysets, seed=cell.seed, options=options,
@@ -293,7 +336,9 @@ def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
                          confidential=types.get("confidential", ()),
                          household=types.get("household"),
                          holdout=None if H is None else runner.share(H),
-                         shape_holdout=None if H is None else H.shape)
+                         shape_holdout=None if H is None else H.shape,
+                         control=None if control is None else runner.share(control),
+                         shape_control=None if control is None else control.shape)
     K, S = len(metrics), max(len(keysets), 1)
     out = {"values": np.full(K, np.nan), "keyset_values": np.full((K, S), np.nan),
            "excluded": np.zeros(K, np.int32), "flags": np.zeros(K, np.int8)}
@@ -332,12 +377,14 @@ def _types(md: Microdata, holdout: Microdata | None = None) -> dict[str, Any] | 
     file, for its metrics (None: all numeric, no roles they read, no holdout)."""
     conf = list(md.roles.get("confidential") or ())
     if not md.categories and md.weight is None and not conf and md.household is None \
-            and holdout is None:
+            and holdout is None and md.control is None:
         return None
     out = {"categorical": md.categorical, "weight": md.weight, "confidential": conf,
            "household": md.household}
     if holdout is not None:
         out["holdout"] = holdout.values
+    if md.control is not None:
+        out["control"] = md.control
     return out
 
 

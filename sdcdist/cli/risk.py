@@ -156,6 +156,10 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         # the household risk metrics need a household id: none here
         from ..metrics.household import METRICS as HOUSEHOLD
         names = [n for n in names if n not in HOUSEHOLD]
+    if not metric_names:
+        # the singling-out, linkability and inference attacks are asked for by name
+        from ..metrics.attacks import ATTACK_METRICS
+        names = [n for n in names if n not in ATTACK_METRICS]
     if weight is not None:
         from ..errors import column_positions
         column_positions([weight], b.columns, what="weight column", where="the masked file")

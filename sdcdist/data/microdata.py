@@ -37,6 +37,10 @@ class Microdata:
         ``{column: [label, ...]}`` for the categorical columns: their values are
         the codes 0..L-1 of these labels (NaN where missing); see
         :mod:`sdcdist.data.types`. Columns not listed are numeric.
+    control : ndarray or None
+        Records held out of masking (the audit's ``control`` share): the control
+        set of the singling-out, linkability and inference attacks, shape
+        ``(n_c, m)``; ``values`` then holds the other records.
     """
 
     values: np.ndarray
@@ -44,6 +48,7 @@ class Microdata:
     roles: dict[str, list[str]] = field(default_factory=dict)
     sha256: str | None = None
     categories: dict[str, list[str]] = field(default_factory=dict)
+    control: np.ndarray | None = None
 
     @property
     def categorical(self) -> list[str]:

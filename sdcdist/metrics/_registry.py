@@ -213,6 +213,10 @@ class MeasureContext:
         from; the original's columns), read by the DCR metrics of
         :mod:`sdcdist.metrics.synthetic`.
     shape_holdout : tuple or None
+    control : array handle or None
+        The control set of the singling-out, linkability and inference attacks:
+        original records held out of what was masked, shape ``(n_c, m)`` with the
+        original file's columns (``shape_control``).
     """
 
     def __init__(self, runner: Runner, original: Any, masked: Any, *,
@@ -223,10 +227,13 @@ class MeasureContext:
                  masked_columns: Sequence[str] | None = None,
                  categorical: Sequence[str] = (), weight: str | None = None,
                  confidential: Sequence[str] = (), household: str | None = None,
-                 holdout: Any = None, shape_holdout: tuple[int, int] | None = None):
+                 holdout: Any = None, shape_holdout: tuple[int, int] | None = None,
+                 control: Any = None, shape_control: tuple[int, int] | None = None):
         self.runner = runner
         self.holdout = holdout
         self.shape_holdout = tuple(shape_holdout) if shape_holdout is not None else None
+        self.control = control
+        self.shape_control = tuple(shape_control) if shape_control is not None else None
         self.original = original
         self.masked = masked
         self.shape_original = tuple(shape_original)

@@ -69,7 +69,8 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             weight: str | None = None,
             confidential: Sequence[str] | None = None,
             household: str | None = None,
-            holdout: Any = None) -> dict[str, MetricResult]:
+            holdout: Any = None,
+            control: Any = None) -> dict[str, MetricResult]:
     """Measure information loss and disclosure risk of ``masked`` against ``original``.
 
     Parameters
@@ -117,6 +118,12 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         A holdout file: records of the original's population that the release was not
         made from, with the original's columns (same codes for the same categories).
         Read by ``dcr_holdout_median``, ``dcr_closer_train`` and ``dcr_overfit``.
+    control : ndarray (n_c, m), Microdata or StoredArray, optional
+        The control set of the singling-out, linkability and inference attacks
+        (``so_uni``, ``so_multi``, ``linkability``, ``inference`` and their
+        ``_lo``, ``_hi``, ``_base``): original records, with the original file's
+        columns, that were held out of what was masked. Without it those risks are
+        the main attacks' success rates.
 
     Returns
     -------
@@ -255,12 +262,17 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                                 f"record ({shape_b[0]}); got shape {np.shape(truth)}")
         counts = check_truth(np.asarray(truth), shape_a[0])
         t = runner.share(np.asarray(truth, dtype=np.int64))
+    C, shape_c = (None, None) if control is None else _handle(runner, control)
+    if shape_c is not None and shape_c[1] != shape_a[1]:
+        raise SdcInputError(f"the control set has {shape_c[1]} columns and the original file "
+                            f"{shape_a[1]}; give the control set the original file's columns")
     ctx = MeasureContext(runner, A, B, shape_original=shape_a, shape_masked=shape_b,
                          columns=columns, keysets=keysets or default_keysets(shared),
                          seed=ss, options=options, truth=t, masked_columns=masked_columns,
                          categorical=categorical, weight=weight,
                          confidential=confidential, household=household,
-                         holdout=H, shape_holdout=shape_h)
+                         holdout=H, shape_holdout=shape_h,
+                         control=C, shape_control=shape_c)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)

@@ -1,0 +1,117 @@
+"""The numba kernels of the singling-out, linkability and inference attacks
+(:mod:`sdcdist.metrics.attacks`): plain functions on arrays, no scheduling."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["knn_kernel", "count_kernel", "EQ", "NE", "GT", "LT", "GE", "LE", "ISNULL",
+           "NOTNULL"]
+
+#: query operators (``count_kernel``)
+EQ, NE, GT, LT, GE, LE, ISNULL, NOTNULL = range(8)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mix(z: np.uint64) -> np.uint64:
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True, nogil=True)
+def knn_kernel(Q: np.ndarray, C: np.ndarray, inv_range: np.ndarray, is_cat: np.ndarray,
+                k: int, a_off: int, b_off: int, salt: np.uint64
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The k nearest rows of C to each row of Q, by (distance, tie key); the tie key of
+    (target i, row r) is a hash of (salt, i, r): ties are broken at random, reproducibly."""
+    a, b, m = Q.shape[0], C.shape[0], Q.shape[1]
+    D = np.full((a, k), np.inf)
+    T = np.full((a, k), np.iinfo(np.uint64).max, dtype=np.uint64)
+    Ix = np.full((a, k), -1, dtype=np.int64)
+    for i in range(a):
+        hi = _mix(salt ^ _mix(np.uint64(i + a_off) + np.uint64(0x9E3779B97F4A7C15)))
+        for j in range(b):
+            d = 0.0
+            for c in range(m):
+                x = Q[i, c]
+                y = C[j, c]
+                xn = np.isnan(x)
+                yn = np.isnan(y)
+                if is_cat[c]:
+                    if xn and yn:
+                        continue
+                    if xn or yn or x != y:
+                        d += 1.0
+                else:
+                    if xn and yn:
+                        d += 1.0
+                    elif xn or yn:
+                        d = np.inf
+                        break
+                    else:
+                        d += abs(x - y) * inv_range[c]
+            last = k - 1
+            if d > D[i, last]:
+                continue
+            r = j + b_off
+            t = _mix(hi ^ np.uint64(r))
+            if d < D[i, last] or t < T[i, last]:
+                p = last
+                while p > 0 and (d < D[i, p - 1] or (d == D[i, p - 1] and t < T[i, p - 1])):
+                    D[i, p] = D[i, p - 1]
+                    T[i, p] = T[i, p - 1]
+                    Ix[i, p] = Ix[i, p - 1]
+                    p -= 1
+                D[i, p] = d
+                T[i, p] = t
+                Ix[i, p] = r
+    return D, T, Ix
+
+
+@numba.njit(cache=True, nogil=True)
+def count_kernel(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.ndarray,
+                  vals: np.ndarray, cap: int) -> np.ndarray:
+    nq, t = cols.shape
+    out = np.zeros(nq, dtype=np.int64)
+    for q in range(nq):
+        cnt = 0
+        for r in range(X.shape[0]):
+            if not keep[r]:
+                continue
+            ok = True
+            for s in range(t):
+                c = cols[q, s]
+                if c < 0:
+                    continue
+                x = X[r, c]
+                op = ops[q, s]
+                if op == 6:
+                    ok = np.isnan(x)
+                elif op == 7:
+                    ok = not np.isnan(x)
+                elif np.isnan(x):
+                    ok = False
+                else:
+                    v = vals[q, s]
+                    if op == 0:
+                        ok = x == v
+                    elif op == 1:
+                        ok = x != v
+                    elif op == 2:
+                        ok = x > v
+                    elif op == 3:
+                        ok = x < v
+                    elif op == 4:
+                        ok = x >= v
+                    else:
+                        ok = x <= v
+                if not ok:
+                    break
+            if ok:
+                cnt += 1
+                if cap > 0 and cnt >= cap:
+                    break
+        out[q] = cnt
+    return out
