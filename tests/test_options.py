@@ -13,6 +13,7 @@ from sdcdist import options as opt
 from sdcdist import masking, metrics
 from sdcdist.audit import parse_spec
 from sdcdist.errors import SdcInputError
+from sdcdist.metrics.attacks import ATTACK_METRICS
 from sdcdist.masking import REGISTRY as METHODS
 from sdcdist.metrics import DEFAULT_OPTIONS, MeasureContext, measure
 from sdcdist.metrics import REGISTRY as METRICS
@@ -208,7 +209,7 @@ def test_each_metric_reads_only_the_options_it_declares(rng):
                              columns=["V1", "V2", "V3"], keysets=[("V1", "V2")],
                              seed=np.random.SeedSequence(3),
                              categorical=("V1", "V2") if cat else (),
-                             confidential=("V3",) if cat else (),
+                             confidential=("V3",) if cat or name in ATTACK_METRICS else (),
                              household="V3" if cat else None,
                              holdout=codes[::2] if cat else X[::2],   # the DCR metrics
                              shape_holdout=(X.shape[0] // 2, X.shape[1]))
