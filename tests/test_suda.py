@@ -244,6 +244,7 @@ def test_risk_without_metric_names_skips_suda_on_too_many_keys(run, tmp_path, rn
     assert res.exit_code == 0, res.output
     assert "17 categorical keys: skipping suda_share" in res.output
     assert "suda_max_size=" in res.output and "uniques" in res.output
+    assert "skipping modrisk_tau1" in res.output      # 3^17 cells: more than a model fits
     res = run("risk", path, path, "--local", "--metric", "suda_share", "-o",
               "suda_max_size=2")
     assert res.exit_code == 0, res.output

@@ -182,8 +182,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         names = _applicable(names, ks or default_keysets([c for c in a.columns
                                                            if c in b.columns]),
                             categ, [c for c in b.columns if c not in categ])
-    if not metric_names and categ and "suda_max_size" not in opts:
-        names = _without_oversized_suda(names, ks, key_list, categ, b.columns)
+    if not metric_names and categ:
+        names = _without_oversized_models(names, ks, key_list, categ, b, opts)
     from ._common import choose_where, in_process_reason
     where = choose_where(where, in_process_reason(names, a.shape[0], b.shape[0]))
     with cluster(where, quiet=True) as client:
@@ -229,25 +229,41 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                 click.echo(f"  {','.join(k):30s} {v:12.6g}")
 
 
-def _without_oversized_suda(names: list[str], keysets: Any, key_list: list[str] | None,
-                            categorical: list[str], columns: list[str]) -> list[str]:
-    """The default metrics without SUDA2's when its search over every subset of the
-    categorical keys would be refused (more than 16 keys); a note on stderr says how to
-    ask for it."""
+def _without_oversized_models(names: list[str], keysets: Any, key_list: list[str] | None,
+                              categorical: list[str], b: Any, opts: dict) -> list[str]:
+    """The default metrics without those that would refuse the file for its number of
+    categorical keys: SUDA2's search over every subset of them (more than 16 keys) and the
+    log-linear model of modrisk (more cells than it fits). A note on stderr says how to ask
+    for them."""
     import math
 
-    from ..metrics.suda import MAX_SUBSETS, METRICS
-    cand = ([c for k in keysets for c in k] if keysets else key_list or list(columns))
-    q = len({c for c in cand if c in categorical})
-    if 2 ** q - 1 <= MAX_SUBSETS:
-        return names
-    fit = max(k for k in range(1, q + 1)
-              if sum(math.comb(q, i) for i in range(1, k + 1)) <= MAX_SUBSETS)
-    skip = [n for n in names if n in METRICS]
-    if skip:
-        click.echo(f"{q} categorical keys: skipping {', '.join(skip)} (SUDA2 over every subset "
-                   f"of them is too large; ask with --metric and -o suda_max_size={fit} or "
-                   "less)", err=True)
+    import numpy as np
+
+    from ..metrics import modrisk, suda
+    cand = ([c for k in keysets for c in k] if keysets else key_list or list(b.columns))
+    keys = [c for c in dict.fromkeys(cand) if c in categorical]
+    q = len(keys)
+    skip: list[str] = []
+    if "suda_max_size" not in opts and 2 ** q - 1 > suda.MAX_SUBSETS:
+        fit = max(k for k in range(1, q + 1)
+                  if sum(math.comb(q, i) for i in range(1, k + 1)) <= suda.MAX_SUBSETS)
+        gone = [n for n in names if n in suda.METRICS]
+        if gone:
+            click.echo(f"{q} categorical keys: skipping {', '.join(gone)} (SUDA2 over every "
+                       f"subset of them is too large; ask with --metric and "
+                       f"-o suda_max_size={fit} or less)", err=True)
+        skip += gone
+    if "modrisk_formula" not in opts and keys:
+        cells = 1.0
+        for c in keys:
+            col = np.asarray(b.values[:, b.columns.index(c)], dtype=np.float64)
+            cells *= max(1, np.unique(col[~np.isnan(col)]).size)
+        gone = [n for n in names if n.startswith("modrisk_")]
+        if cells > modrisk.MAX_CELLS and gone:
+            click.echo(f"{q} categorical keys make a log-linear model of {cells:.3g} cells: "
+                       f"skipping {', '.join(gone)} (ask with --metric and -o "
+                       "modrisk_formula=... on fewer or coarser keys)", err=True)
+            skip += gone
     return [n for n in names if n not in skip]
 
 

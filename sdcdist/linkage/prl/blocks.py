@@ -57,6 +57,11 @@ MAX_SHARE = 0.4
 #: dense all-pairs kernel there, ~30 with the default ``s`` levels: break-even below 0.15).
 MAX_SHARE_LEVELS = 0.1
 
+#: ``prl_counting=count`` insists on the counting path: it is refused only beyond these
+#: shares (binary, several levels), where it would enumerate most pairs anyway.
+FORCED_MAX_SHARE = 0.75
+FORCED_MAX_SHARE_LEVELS = 0.4
+
 #: Largest index of B (bytes) the counting path builds (it is held by every worker).
 MAX_INDEX_BYTES = 3 * 2**30
 #: largest pattern space the counting path counts in (a dense int64 vector per block)
@@ -283,7 +288,11 @@ def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     rows = sample_rows(int(n_a), SAMPLE_ROWS)
     share = float(runner.call(_share, A, B, cmp, rows))
     info = {"enumerated_share_estimate": share}
-    limit = MAX_SHARE if bool(np.all(cmp.n_levels == 2)) else MAX_SHARE_LEVELS
+    binary = bool(np.all(cmp.n_levels == 2))
+    if mode == "count":
+        limit = FORCED_MAX_SHARE if binary else FORCED_MAX_SHARE_LEVELS
+    else:
+        limit = MAX_SHARE if binary else MAX_SHARE_LEVELS
     if share > limit:
         return pairs("counting would be slower",
                      f"the counting path would compare {100 * share:.0f}% of the record "
