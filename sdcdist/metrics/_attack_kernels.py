@@ -6,7 +6,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["knn_kernel", "count_kernel", "EQ", "NE", "GT", "LT", "GE", "LE", "ISNULL",
+__all__ = ["knn_kernel", "count_kernel", "count_numpy", "NUMPY_QUERIES", "EQ", "NE", "GT", "LT", "GE", "LE", "ISNULL",
            "NOTNULL"]
 
 #: query operators (``count_kernel``)
@@ -114,4 +114,65 @@ def count_kernel(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.ndar
                 if cap > 0 and cnt >= cap:
                     break
         out[q] = cnt
+    return out
+
+
+#: up to this many queries a chunk counts them with numpy (no compiled kernel to load);
+#: the batches of the multivariate search use the kernel, which stops at ``cap`` matches
+NUMPY_QUERIES = 4096
+
+
+def count_numpy(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.ndarray,
+                vals: np.ndarray, cap: int) -> np.ndarray:
+    """The records (rows with ``keep``) each query matches: the compiled kernel's counts,
+    with numpy (a comparison with a missing value is false)."""
+    out = np.zeros(cols.shape[0], np.int64)
+    nan = np.isnan(X)
+    valid = cols >= 0
+    single = valid.sum(axis=1) == 1
+    # one-term queries: counts from each column's sorted known values
+    if single.any():
+        first = np.argmax(valid, axis=1)
+        sc = cols[np.arange(cols.shape[0]), first]
+        so = ops[np.arange(cols.shape[0]), first]
+        sv = vals[np.arange(cols.shape[0]), first]
+        for c in np.unique(sc[single]):
+            sel = np.flatnonzero(single & (sc == c))
+            xs = np.sort(X[keep & ~nan[:, c], c])
+            n_known = xs.size
+            n_null = int(np.count_nonzero(keep & nan[:, c]))
+            left = np.searchsorted(xs, sv[sel], side="left")
+            right = np.searchsorted(xs, sv[sel], side="right")
+            o = so[sel]
+            cnt = np.select([o == EQ, o == NE, o == GT, o == LT, o == GE, o == LE,
+                             o == ISNULL, o == NOTNULL],
+                            [right - left, n_known - (right - left), n_known - right, left,
+                             n_known - left, right, np.full(sel.size, n_null),
+                             np.full(sel.size, n_known)])
+            out[sel] = np.minimum(cnt, cap) if cap > 0 else cnt
+    with np.errstate(invalid="ignore"):
+        for i in np.flatnonzero(~single):
+            m = keep.copy()
+            for c, o, v in zip(cols[i], ops[i], vals[i]):
+                if c < 0:
+                    continue
+                x = X[:, c]
+                if o == ISNULL:
+                    m &= nan[:, c]
+                elif o == NOTNULL:
+                    m &= ~nan[:, c]
+                elif o == EQ:
+                    m &= x == v
+                elif o == NE:
+                    m &= (x != v) & ~nan[:, c]
+                elif o == GT:
+                    m &= x > v
+                elif o == LT:
+                    m &= x < v
+                elif o == GE:
+                    m &= x >= v
+                else:
+                    m &= x <= v
+            n = int(np.count_nonzero(m))
+            out[i] = min(n, cap) if cap > 0 else n
     return out

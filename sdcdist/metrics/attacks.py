@@ -69,12 +69,13 @@ from scipy.stats import norm
 
 from ..errors import SdcInputError, column_positions, option_error
 from ..parallel import map_reduce, pair_block_rows, pairwise_reduce
-from ._attack_kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, count_kernel as
-                              _count_kernel, knn_kernel as _knn_kernel)
+from ._attack_kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, NUMPY_QUERIES,
+                              count_kernel as _count_kernel, count_numpy,
+                              knn_kernel as _knn_kernel)
 from ._registry import MeasureContext, MetricResult, register
 
 __all__ = ["success_rate", "residual", "bound_risk", "risk_from_counts", "gower_knn",
-           "count_queries", "singling_out", "linkability", "inference", "ATTACKS",
+           "count_queries", "count_numpy", "singling_out", "linkability", "inference", "ATTACKS",
            "ATTACK_METRICS", "control_correction", "row_hashes"]
 
 #: attack metric -> description
@@ -204,70 +205,9 @@ def _chunk_counts(start: int, stop: int, X: Any, keep: np.ndarray | None,
                   cols: Sequence[int], q: dict[str, np.ndarray], cap: int) -> dict[str, Any]:
     B = _block(X, start, stop, cols)
     k = np.ones(stop - start, np.bool_) if keep is None else keep[start:stop]
-    if q["cols"].shape[0] <= _NUMPY_QUERIES:
+    if q["cols"].shape[0] <= NUMPY_QUERIES:
         return {"n": count_numpy(B, k, q["cols"], q["ops"], q["vals"], cap), "cap": cap}
     return {"n": _count_kernel(B, k, q["cols"], q["ops"], q["vals"], cap), "cap": cap}
-
-
-#: up to this many queries a chunk counts them with numpy (no compiled kernel to load);
-#: the batches of the multivariate search use the kernel, which stops at ``cap`` matches
-_NUMPY_QUERIES = 4096
-
-
-def count_numpy(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.ndarray,
-                vals: np.ndarray, cap: int) -> np.ndarray:
-    """The records (rows with ``keep``) each query matches: the compiled kernel's counts,
-    with numpy (a comparison with a missing value is false)."""
-    out = np.zeros(cols.shape[0], np.int64)
-    nan = np.isnan(X)
-    valid = cols >= 0
-    single = valid.sum(axis=1) == 1
-    # one-term queries: counts from each column's sorted known values
-    if single.any():
-        first = np.argmax(valid, axis=1)
-        sc = cols[np.arange(cols.shape[0]), first]
-        so = ops[np.arange(cols.shape[0]), first]
-        sv = vals[np.arange(cols.shape[0]), first]
-        for c in np.unique(sc[single]):
-            sel = np.flatnonzero(single & (sc == c))
-            xs = np.sort(X[keep & ~nan[:, c], c])
-            n_known = xs.size
-            n_null = int(np.count_nonzero(keep & nan[:, c]))
-            left = np.searchsorted(xs, sv[sel], side="left")
-            right = np.searchsorted(xs, sv[sel], side="right")
-            o = so[sel]
-            cnt = np.select([o == EQ, o == NE, o == GT, o == LT, o == GE, o == LE,
-                             o == ISNULL, o == NOTNULL],
-                            [right - left, n_known - (right - left), n_known - right, left,
-                             n_known - left, right, np.full(sel.size, n_null),
-                             np.full(sel.size, n_known)])
-            out[sel] = np.minimum(cnt, cap) if cap > 0 else cnt
-    with np.errstate(invalid="ignore"):
-        for i in np.flatnonzero(~single):
-            m = keep.copy()
-            for c, o, v in zip(cols[i], ops[i], vals[i]):
-                if c < 0:
-                    continue
-                x = X[:, c]
-                if o == ISNULL:
-                    m &= nan[:, c]
-                elif o == NOTNULL:
-                    m &= ~nan[:, c]
-                elif o == EQ:
-                    m &= x == v
-                elif o == NE:
-                    m &= (x != v) & ~nan[:, c]
-                elif o == GT:
-                    m &= x > v
-                elif o == LT:
-                    m &= x < v
-                elif o == GE:
-                    m &= x >= v
-                else:
-                    m &= x <= v
-            n = int(np.count_nonzero(m))
-            out[i] = min(n, cap) if cap > 0 else n
-    return out
 
 
 def _add_counts(*parts: dict[str, Any]) -> dict[str, Any]:
