@@ -6,7 +6,8 @@ k-anonymity), which both read key combinations:
 
 - :func:`combo_table`: the distinct combinations of one block with their record
   counts and weight sums; :func:`merge_tables` merges such tables (the
-  ``combine`` of a record-chunk reduction);
+  ``combine`` of a record-chunk reduction). Weight sums are exact (below), so a
+  merged table has the same bits whatever the chunking and the merge order;
 - :func:`combo_frequencies`: ``f_k`` and ``F_k`` of each combination, a missing
   value matching every category of its key (sdcMicro's ``freqCalc``);
 - :func:`apply_lookup`: codes mapped through a recoding lookup;
@@ -15,11 +16,14 @@ k-anonymity), which both read key combinations:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numba
 import numpy as np
 
-__all__ = ["combo_table", "merge_tables", "combo_frequencies", "apply_lookup", "unique_rows"]
+__all__ = ["combo_table", "merge_tables", "combo_frequencies", "apply_lookup", "unique_rows",
+           "exact_group_sums", "exact_to_float"]
 
 _MAX_PACK = 2 ** 62
 
@@ -77,27 +81,32 @@ def combo_table(codes: np.ndarray, weights: np.ndarray | None = None) -> dict[st
     -------
     dict
         ``rows`` (U, q) int64 (-1: missing), ``count`` (U,) int64, ``weight`` (U,)
-        float64 (the counts when unweighted), ``inverse`` (n,) the row of each record.
+        float64 (the correctly rounded exact weight sums; the counts when unweighted),
+        ``inverse`` (n,) the row of each record; weighted, ``exact`` the exact sums
+        (for :func:`merge_tables` and :func:`combo_frequencies`).
     """
     codes = np.asarray(codes, dtype=np.float64)
     rows = np.where(np.isnan(codes), -1, codes).astype(np.int64)
     u, inv = unique_rows(rows)
     count = np.bincount(inv, minlength=u.shape[0]).astype(np.int64)
-    w = count.astype(np.float64) if weights is None else \
-        np.bincount(inv, weights=np.asarray(weights, dtype=np.float64), minlength=u.shape[0])
-    return {"rows": u, "count": count, "weight": w, "inverse": inv}
+    out = {"rows": u, "count": count, "weight": count.astype(np.float64), "inverse": inv}
+    if weights is not None:
+        out["exact"] = exact_group_sums(np.asarray(weights, dtype=np.float64), inv, u.shape[0])
+        out["weight"] = exact_to_float(out["exact"])
+    return out
 
 
 def merge_tables(*tables: dict[str, Any]) -> dict[str, Any]:
-    """``combine``: merge combination tables, adding counts and weights (argument order)."""
+    """``combine``: merge combination tables, adding counts and weights exactly."""
     rows = np.concatenate([t["rows"] for t in tables])
     u, inv = unique_rows(rows)
     count = np.bincount(inv, weights=np.concatenate([t["count"] for t in tables]),
                         minlength=u.shape[0]).astype(np.int64)
-    weight = np.bincount(inv, weights=np.concatenate([t["weight"] for t in tables]),
-                         minlength=u.shape[0])
-    out = {"rows": u, "count": count, "weight": weight,
+    out = {"rows": u, "count": count, "weight": count.astype(np.float64),
            "bad_weights": sum(int(t.get("bad_weights", 0)) for t in tables)}
+    if any("exact" in t for t in tables):
+        out["exact"] = _merge_exact([_exact_of(t) for t in tables], inv, u.shape[0])
+        out["weight"] = exact_to_float(out["exact"])
     return out
 
 
@@ -112,10 +121,14 @@ def combo_frequencies(table: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     miss = rows < 0
     if not miss.any():
         return count.astype(np.float64), weight.astype(np.float64)
+    ex = _exact_of(table)
+    lo, (digits,) = _align([ex])
+    special = ex["special"]
     pats, pat_of = np.unique(miss, axis=0, return_inverse=True)
     pat_of = pat_of.reshape(-1)
     fk = np.zeros(rows.shape[0])
-    Fk = np.zeros(rows.shape[0])
+    Fd = np.zeros(digits.shape)          # digit sums below 2**53: exact in any order
+    Fs = None if special is None else np.zeros(rows.shape[0])
     for s in range(pats.shape[0]):
         us = np.flatnonzero(pat_of == s)
         for t in range(pats.shape[0]):
@@ -126,9 +139,12 @@ def combo_frequencies(table: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
             iv, iu = inv[:vs.size], inv[vs.size:]
             m = int(inv.max()) + 1 if inv.size else 0
             c = np.bincount(iv, weights=count[vs].astype(np.float64), minlength=m)
-            w = np.bincount(iv, weights=weight[vs], minlength=m)
             fk[us] += c[iu]
-            Fk[us] += w[iu]
+            for k in range(digits.shape[1]):
+                Fd[us, k] += np.bincount(iv, weights=digits[vs, k], minlength=m)[iu]
+            if Fs is not None:
+                Fs[us] += np.bincount(iv, weights=special[vs], minlength=m)[iu]
+    Fk = exact_to_float(_normalise({"lo": lo, "digits": Fd, "special": Fs}))
     return fk, Fk
 
 
@@ -139,4 +155,195 @@ def apply_lookup(codes: np.ndarray, lookup: np.ndarray | None) -> np.ndarray:
     out = np.full(codes.shape, np.nan)
     ok = ~np.isnan(codes) & (codes >= 0) & (codes < lookup.size)
     out[ok] = lookup[codes[ok].astype(np.int64)]
+    return out
+
+
+# -- exact weight sums ------------------------------------------------------------------------
+#
+# A float sum rounded at every step depends on the order of its terms, so a combination's
+# weight sum would depend on which chunk each record fell in. Each weight is split exactly
+# into 24-bit digits on one fixed grid of bit positions (limb k holds the bits 24k..24k+23,
+# k from -45 to 43 covers every finite float64), and digits are added per combination and
+# limb as floats: a digit is below 2**24, so a sum of up to 2**29 of them is an integer
+# below 2**53, exact whatever the order. Carries are then propagated ("normalised"), so the
+# digits of a table are the exact sum's unique expansion, and the float is its correct
+# rounding. Non-finite weights (refused by the metrics, but a table may hold them) are
+# summed apart: NaN, +inf or -inf whatever the order.
+
+_LIMB = 24
+_RADIX = float(2 ** _LIMB)
+
+
+@numba.njit(cache=True)
+def _add_digits(bits: np.ndarray, inv: np.ndarray, lo: int, out: np.ndarray
+                ) -> None:  # pragma: no cover
+    """Add the signed 24-bit digits of each finite value (``bits``: the int64 view of
+    float64 values) into ``out[group, limb - lo]``; a value with biased exponent E and
+    53-bit mantissa M is M * 2**(max(E, 1) - 1075)."""
+    for i in range(bits.size):
+        b = bits[i]
+        e = (b >> 52) & 0x7FF
+        if e == 0x7FF:
+            continue
+        m = b & 0xFFFFFFFFFFFFF
+        if e == 0:
+            e = 1
+        else:
+            m |= 0x10000000000000
+        if m == 0:
+            continue
+        p = e - 1075
+        k = p // 24                       # floor division: the limb of the lowest bit
+        r = p - 24 * k
+        sgn = -1.0 if b < 0 else 1.0
+        g = inv[i]
+        col = k - lo
+        out[g, col] += sgn * ((m & ((1 << (24 - r)) - 1)) << r)
+        m >>= 24 - r
+        while m:
+            col += 1
+            out[g, col] += sgn * (m & 0xFFFFFF)
+            m >>= 24
+
+
+def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int) -> dict[str, Any]:
+    """The exact sums of ``weights`` (n,) per group ``inv`` (n,), 0..groups-1: ``lo`` the
+    lowest limb, ``digits`` (groups, L), ``special`` the non-finite sums (or None)."""
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    inv = np.ascontiguousarray(inv, dtype=np.int64)
+    special = None
+    if not np.isfinite(w).all():
+        bad = ~np.isfinite(w)
+        special = np.bincount(inv[bad], weights=w[bad], minlength=groups)
+    bits = w.view(np.int64)
+    e = (bits >> 52) & 0x7FF
+    use = (e != 0x7FF) & (w != 0)
+    if not use.any():
+        return {"lo": 0, "digits": np.zeros((groups, 0)), "special": special}
+    p = np.maximum(e[use], 1) - 1075
+    lo = int(p.min()) // _LIMB
+    L = (int(p.max()) + 52) // _LIMB - lo + 1
+    digits = np.zeros((groups, L))
+    if w.size > 2 ** 29:                  # digit sums must stay below 2**53
+        raise ValueError("exact group sums take at most 2**29 values at a time")
+    _add_digits(bits, inv, lo, digits)
+    return _normalise({"lo": lo, "digits": digits, "special": special})
+
+
+@numba.njit(cache=True)
+def _carry_rows(d: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+    """Each row's unique expansion: digits in [0, 2**24) of the magnitude, carrying the
+    row's sign (``out`` has three more limbs than ``d``; |d| < 2**53)."""
+    U, L = d.shape
+    for i in range(U):
+        for sgn in (1, -1):
+            c = 0
+            for k in range(L + 3):
+                v = c + (sgn * np.int64(d[i, k]) if k < L else 0)
+                out[i, k] = sgn * (v & 0xFFFFFF)          # floor mod and floor division
+                c = v >> 24
+            if c == 0:                                     # else the sum's sign is -sgn
+                break
+
+
+def _normalise(ex: dict[str, Any]) -> dict[str, Any]:
+    """The unique expansion of each sum: digits of magnitude below 2**24, all of the sum's
+    sign; all-zero limbs at both ends dropped."""
+    raw = np.ascontiguousarray(ex["digits"], dtype=np.float64)
+    if raw.shape[1] == 0:
+        return ex
+    d = np.empty((raw.shape[0], raw.shape[1] + 3))
+    _carry_rows(raw, d)
+    nz = np.flatnonzero(d.any(axis=0))
+    if nz.size == 0:
+        return {"lo": 0, "digits": d[:, :0], "special": ex["special"]}
+    return {"lo": ex["lo"] + int(nz[0]), "digits": d[:, nz[0]:nz[-1] + 1],
+            "special": ex["special"]}
+
+
+def _exact_of(table: dict[str, Any]) -> dict[str, Any]:
+    """A table's exact weight sums (its float weights, exactly, when it has none)."""
+    if "exact" in table:
+        return table["exact"]
+    w = table["weight"]
+    return exact_group_sums(w, np.arange(w.size), w.size)
+
+
+def _align(parts: list[dict[str, Any]]) -> tuple[int, list[np.ndarray]]:
+    """The digits of several sums on one common range of limbs."""
+    have = [p for p in parts if p["digits"].shape[1]]
+    if not have:
+        return 0, [np.zeros((p["digits"].shape[0], 0)) for p in parts]
+    lo = min(p["lo"] for p in have)
+    hi = max(p["lo"] + p["digits"].shape[1] for p in have)
+    out = []
+    for p in parts:
+        d = np.zeros((p["digits"].shape[0], hi - lo))
+        if p["digits"].shape[1]:
+            d[:, p["lo"] - lo:p["lo"] - lo + p["digits"].shape[1]] = p["digits"]
+        out.append(d)
+    return lo, out
+
+
+def _group_sum(lo: int, digits: np.ndarray, special: np.ndarray | None, inv: np.ndarray,
+               groups: int) -> dict[str, Any]:
+    """Exact sums of aligned digit rows per group (each limb's digits add exactly)."""
+    d = np.zeros((groups, digits.shape[1]))
+    for k in range(digits.shape[1]):
+        d[:, k] = np.bincount(inv, weights=digits[:, k], minlength=groups)
+    sp = None if special is None else np.bincount(inv, weights=special, minlength=groups)
+    return _normalise({"lo": lo, "digits": d, "special": sp})
+
+
+def _merge_exact(parts: list[dict[str, Any]], inv: np.ndarray, groups: int) -> dict[str, Any]:
+    lo, digits = _align(parts)
+    sp = None
+    if any(p["special"] is not None for p in parts):
+        sp = np.concatenate([p["special"] if p["special"] is not None
+                             else np.zeros(p["digits"].shape[0]) for p in parts])
+    return _group_sum(lo, np.concatenate(digits), sp, inv, groups)
+
+
+@numba.njit(cache=True)
+def _round_rows(d: np.ndarray, lo: int, out: np.ndarray) -> None:  # pragma: no cover
+    """The correctly rounded float of each row's expansion (digits of one sign)."""
+    U, L = d.shape
+    v = np.empty(L)
+    for i in range(U):
+        sgn = 1.0
+        for k in range(L):
+            if d[i, k] < 0:
+                sgn = -1.0
+        for k in range(L):
+            v[k] = math.ldexp(sgn * d[i, k], 24 * (lo + k))
+        # Python's fsum ending on a non-overlapping expansion: add from the top limb until
+        # an addition is inexact; a tie rounded down with a positive tail below goes up
+        hi = 0.0
+        for k in range(L - 1, -1, -1):
+            x = hi
+            hi = x + v[k]
+            err = v[k] - (hi - x)
+            if err != 0.0:
+                if err > 0.0:
+                    tail = False
+                    for j in range(k):
+                        if v[j] != 0.0:
+                            tail = True
+                    if tail:
+                        y = 2.0 * err
+                        x = hi + y
+                        if x - hi == y:
+                            hi = x
+                break
+        out[i] = sgn * hi
+
+
+def exact_to_float(ex: dict[str, Any]) -> np.ndarray:
+    """The correctly rounded float64 of each exact sum (round half to even)."""
+    d = np.ascontiguousarray(ex["digits"], dtype=np.float64)
+    out = np.zeros(d.shape[0])
+    if d.shape[1]:
+        _round_rows(d, int(ex["lo"]), out)
+    if ex["special"] is not None:
+        out = out + ex["special"]
     return out

@@ -7,8 +7,10 @@ of re-identification (the Benedetti-Franconi estimate that sdcMicro's
 
 Map / combine / aggregate over record chunks (:func:`sdcdist.parallel.map_reduce`):
 each chunk returns the table of its distinct key combinations with their record
-counts and weight sums (:func:`sdcdist.keytables.combo_table`); tables are merged by key
-(:func:`~sdcdist.keytables.merge_tables`) in a fixed tree; the client turns the merged table into
+counts and exact weight sums (:func:`sdcdist.keytables.combo_table`); tables are merged by
+key (:func:`~sdcdist.keytables.merge_tables`), adding the weights exactly, so the merged
+table and every metric have the same bits whatever the chunking and the worker count; the
+client turns the merged table into
 the per-combination frequencies ``f_k`` (records) and ``F_k`` (weights) and the
 metrics. Memory is one chunk plus the table of distinct combinations, so 10
 million records work.
@@ -40,6 +42,7 @@ weight enters through F in the individual risk.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,7 +94,7 @@ def frequency_summary(table: dict[str, Any], weighted: bool) -> dict[str, float]
     out = {"uniques": 100.0 * float(count[fk == 1].sum()) / n}
     for k in K_VIOLATIONS:
         out[f"kviol{k}"] = 100.0 * float(count[fk < k].sum()) / n
-    er = float(np.dot(count, r))
+    er = math.fsum((count * r).tolist())     # exact sum: no BLAS split, no order
     out.update(ER=er, IR_mean=er / n, IR_max=float(r.max()) if r.size else 0.0)
     return out
 
