@@ -106,7 +106,8 @@ class Service:
                confidential: str | list[str] | None = None,
                columns: str | list[str] | None = None,
                categorical: str | list[str] | None = None,
-               weight: str | None = None) -> dict[str, Any]:
+               weight: str | None = None,
+               household: str | None = None) -> dict[str, Any]:
         """Upload a CSV or Parquet file with its columns' roles, as ``sdcdist ingest``.
 
         Parameters
@@ -118,6 +119,8 @@ class Service:
         categorical : integer-coded columns to store as categorical (text columns are
             categorical anyway)
         weight : the sampling-weight column (positive values)
+        household : the household id column (for the household risks HR_*; never a key,
+            the weight or confidential)
 
         Returns
         -------
@@ -132,7 +135,8 @@ class Service:
                                   "confidential": csv(confidential),
                                   "columns": csv(columns),
                                   "categorical": csv(categorical),
-                                  "weight": weight}.items() if v}
+                                  "weight": weight,
+                                  "household": household}.items() if v}
         p = Path(path)
         with p.open("rb") as f:
             return self.request("POST", "/v1/datasets", files={"file": (p.name, f)},

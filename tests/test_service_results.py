@@ -101,6 +101,35 @@ def test_upload_takes_categorical_and_weight_and_lists_each_column(svc, tmp_path
     assert r.status_code == 422 and "NOPE" in r.json()["detail"]
 
 
+def test_upload_takes_the_household_role_and_refuses_it_as_a_key(svc, tmp_path):
+    """The household id column is a role of the upload, as ``ingest --household``: it shows
+    in the roles and the schema, the OpenAPI form declares it, and it is refused as a key
+    (or the weight), as the CLI refuses it."""
+    md = generate(60, columns=2, seed=1)
+    X = np.column_stack([md.values, np.arange(60) % 3, np.arange(60) // 2,
+                         1.0 + np.arange(60) % 5])
+    csv = tmp_path / "h.csv"
+    write_microdata(Microdata(X, [*md.columns, "REGION", "HID", "W"]), csv)
+    with csv.open("rb") as f:
+        r = svc.post("/v1/datasets", files={"file": ("h.csv", f)},
+                     data={"keys": "REGION", "categorical": "REGION", "weight": "W",
+                           "household": "HID"})
+    assert r.status_code == 201, r.text
+    d = r.json()
+    assert d["roles"] == {"key": ["REGION"], "weight": ["W"], "household": ["HID"]}
+    assert {c["name"]: c["roles"] for c in d["schema"]}["HID"] == ["household"]
+    form = svc.get("/openapi.json").json()["components"]["schemas"]
+    body = next(v for k, v in form.items() if k.startswith("Body_upload"))
+    assert "household" in body["properties"]
+    for data, why in (({"keys": "REGION,HID", "household": "HID"}, "never a linkage key"),
+                      ({"weight": "W", "household": "W"}, "not a sampling weight"),
+                      ({"household": "NOPE"}, "NOPE")):
+        with csv.open("rb") as f:
+            r = svc.post("/v1/datasets", files={"file": ("h.csv", f)}, data=data)
+        assert r.status_code == 422 and why in r.json()["detail"], (data, r.text)
+    assert len(svc.get("/v1/datasets").json()) == 1          # nothing half-written
+
+
 def test_a_text_column_shows_as_categorical_in_the_upload_answer(svc, tmp_path):
     csv = tmp_path / "t.csv"
     rows = "\n".join(f"{i * 1.5},{(i * 7) % 11 + 0.5},{'abc'[i % 3]}" for i in range(30))

@@ -15,7 +15,7 @@ from typing import Any
 __all__ = ["column_schema", "ROLES"]
 
 #: the roles a column may have, as ``sdcdist ingest`` takes them
-ROLES = ("key", "confidential", "weight")
+ROLES = ("key", "confidential", "weight", "household")
 
 
 def column_schema(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:

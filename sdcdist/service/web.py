@@ -2,8 +2,8 @@
 
 For a data-protection officer rather than a programmer:
 
-- **Upload** a file with its roles (key, confidential, weight columns, integer-coded
-  categorical columns); the answer lists every column's type and roles, so a column
+- **Upload** a file with its roles (key, confidential, weight, household id columns,
+  integer-coded categorical columns); the answer lists every column's type and roles, so a column
   read as categorical by accident shows at once.
 - **Build an audit** from forms: the registered masking methods (with their parameter
   range, a parameter list and a grid builder), the registered metrics (grouped by kind,
@@ -70,6 +70,7 @@ in the result. API reference: <a href="docs">/docs</a>.</small>
 <label title="the sensitive columns (needed by the IPSO methods)">Confidential <input id="upload-confidential" name="confidential" size="14"></label>
 <label title="integer-coded columns that are categories, not numbers (text columns are categorical anyway)">Categorical <input id="upload-categorical" name="categorical" size="14"></label>
 <label title="the sampling-weight column (positive values; never masked)">Weight <input id="upload-weight" name="weight" size="8"></label>
+<label title="the household id column, for the household risks HR_* (never a key)">Household id <input id="upload-household" name="household" size="8"></label>
 <label title="keep only these columns (leave identifiers out)">Only columns <input id="upload-columns" name="columns" size="18"></label>
 <button id="upload-submit" type="submit">Upload</button>
 </form>
@@ -275,7 +276,7 @@ function showKeys() {
 $("upload-form").onsubmit = async (ev) => {
   ev.preventDefault();
   const fd = new FormData($("upload-form"));
-  for (const k of ["name", "keys", "confidential", "categorical", "weight", "columns"]) {
+  for (const k of ["name", "keys", "confidential", "categorical", "weight", "household", "columns"]) {
     if (!String(fd.get(k) || "").trim()) fd.delete(k);
   }
   const out = $("upload-result");

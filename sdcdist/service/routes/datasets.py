@@ -46,6 +46,9 @@ def router(svc: Service) -> APIRouter:
                                               "(text columns are categorical anyway)"),
                weight: str | None = Form(None, description="The sampling-weight column "
                                                            "(positive values)"),
+               household: str | None = Form(None, description="The household id column "
+                                            "(household risk; never a key, a weight or "
+                                            "confidential)"),
                who: str = Who) -> dict[str, Any]:
         """Upload a dataset, validated exactly as `sdcdist ingest` validates a file. The
         answer lists each column's type (numeric or categorical) and roles in `schema`."""
@@ -79,6 +82,9 @@ def router(svc: Service) -> APIRouter:
                 roles["confidential"] = split_list(confidential)
             if weight and weight.strip():
                 roles["weight"] = [weight.strip()]
+            if household and household.strip():
+                # ingest refuses it as a key, the weight or confidential, as the CLI's
+                roles["household"] = [household.strip()]
             from ...data.io import DEFAULT_CHUNK_ROWS
             ingest(src, final, roles=roles, columns=split_list(columns) if columns else None,
                    categorical=split_list(categorical) if categorical else None,
