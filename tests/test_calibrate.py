@@ -162,3 +162,35 @@ def test_several_datasets_and_curve_plot(tmp_path):
     assert (tmp_path / "f.svg").stat().st_size > 1000 and out.endswith(".svg")
     with pytest.raises(SdcInputError, match="choose one"):
         plot_risk_curves(cal, metric="t_risk", out=str(tmp_path / "g.svg"))
+
+
+def test_the_spec_holdout_reaches_the_probes(tmp_path):
+    """A calibrate spec whose dataset names a holdout file measures the holdout metrics
+    (dcr_*) at the calibrated parameter, as an audit of that parameter would."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from sdcdist.audit import run_audit
+    from sdcdist.cube import open_cube
+    d = pd.read_csv(Path(__file__).parents[1] / "sdcdist" / "data" / "reference" /
+                    "household.csv")[["urbrur", "water", "sex", "age", "income"]]
+    d.iloc[:150].to_csv(tmp_path / "train.csv", index=False)
+    d.iloc[150:300].to_csv(tmp_path / "hold.csv", index=False)
+    cats = ["urbrur", "water", "sex"]
+    spec = parse_spec({"name": "cal", "seed": 3,
+                       "dataset": {"name": "s", "path": "train.csv", "holdout": "hold.csv",
+                                   "categorical": cats},
+                       "methods": [{"name": "t_shift", "params": [0.0, 4.0]}],
+                       "metrics": ["dcr_holdout_median", "dcr_overfit"],
+                       "keysets": [["urbrur", "water"]]}, base_dir=tmp_path)
+    t = calibrate(spec, metric="t_risk", target=0.6, tol=1e-6, out=tmp_path / "c.zarr").table
+    a = t.loc["t_shift", "param"]
+    got = open_calibration(tmp_path / "c.zarr")["value"].sel(dataset="s", method="t_shift")
+    assert t.loc["t_shift", "status"] == "ok" and 0 < a < 4
+    doc = {**spec.raw, "methods": [{"name": "t_shift", "params": [float(a)]}]}
+    run_audit(parse_spec(doc, base_dir=tmp_path), tmp_path / "a.zarr")
+    cube = open_cube(tmp_path / "a.zarr")
+    for m in ("dcr_holdout_median", "dcr_overfit"):
+        want = float(cube["value"].sel(method="t_shift", metric=m).isel(param=0, replicate=0))
+        assert np.isfinite(want) and float(got.sel(metric=m)) == want, m

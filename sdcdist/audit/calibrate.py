@@ -49,7 +49,8 @@ from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from .plan import Cell, cell_seed
 from ..parallel import CellExecutor, Runner
-from .run import spec_method_options, library_versions, load_data, options_cell_mode, run_cells
+from .run import (spec_method_options, library_versions, load_data, load_holdouts,
+                  options_cell_mode, run_cells)
 from .spec import AuditSpec, load_spec
 
 __all__ = ["calibrate", "CalibrationResult", "calibration_table", "open_calibration"]
@@ -279,6 +280,7 @@ class _Evaluator:
                                                    data[d][0].roles, m.name,
                                                    categorical=data[d][0].categories)
                       for d in range(len(data)) for m in spec.methods}
+        self.holdouts = load_holdouts(spec, data)     # the dcr_* metrics read them
         self.cache: dict[tuple, dict[str, list[float]]] = {}
         self.probes = 0
 
@@ -305,7 +307,7 @@ class _Evaluator:
         def keep(c: Cell, res: dict[str, np.ndarray]) -> None:
             results[slot_of[id(c)]] = res
         run_cells(self.executor, cells, self.data, self.mopts, metrics, self.options,
-                  mode=self.mode, on_done=keep)
+                  mode=self.mode, on_done=keep, holdouts=self.holdouts)
         for (p, c), res in zip(jobs, results):
             slot = self.cache.setdefault((p, metrics), {m: [] for m in metrics})
             for i, m in enumerate(metrics):
