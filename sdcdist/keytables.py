@@ -11,7 +11,14 @@ k-anonymity), which both read key combinations:
 - :func:`combo_frequencies`: ``f_k`` and ``F_k`` of each combination, a missing
   value matching every category of its key (sdcMicro's ``freqCalc``);
 - :func:`apply_lookup`: codes mapped through a recoding lookup;
-- :func:`unique_rows`: distinct rows in sorted order with the inverse index.
+- :func:`unique_rows`: distinct rows in sorted order with the inverse index;
+- :func:`key_rows`, :func:`check_codes`: key codes as table rows, and the check that
+  a categorical column holds codes 0, 1, 2, ... (NaN missing).
+
+A table row holds -1 for a missing value, so a categorical value is a code 0..L-1:
+every reader makes them so (ingest gives each distinct value of a categorical column,
+"-1" too, a code of its own in label order), and a negative or fractional "code" is
+refused rather than counted as missing or merged with another category.
 """
 
 from __future__ import annotations
@@ -22,8 +29,10 @@ from typing import Any
 import numba
 import numpy as np
 
+from .errors import SdcInputError
+
 __all__ = ["combo_table", "merge_tables", "combo_frequencies", "apply_lookup", "unique_rows",
-           "exact_group_sums", "exact_to_float"]
+           "exact_group_sums", "exact_to_float", "key_rows", "check_codes", "weighted_chunk"]
 
 _MAX_PACK = 2 ** 62
 
@@ -44,6 +53,63 @@ def _pack(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     for j in range(rows.shape[1]):
         key = key * int(radix[j]) + shifted[:, j]
     return key, radix
+
+
+def _not_codes(codes: np.ndarray) -> np.ndarray:
+    """Per column, how many values are neither NaN nor a code 0, 1, 2, ... (below 2**53)."""
+    with np.errstate(invalid="ignore"):
+        ok = np.isnan(codes) | ((codes >= 0) & (codes < 2.0 ** 53) & (codes == np.floor(codes)))
+    return (~ok).sum(axis=0)
+
+
+def check_codes(codes: np.ndarray, names: list[str], *, where: str = "the data") -> None:
+    """Refuse a categorical column holding something other than codes 0, 1, 2, ... or NaN.
+
+    Parameters
+    ----------
+    codes : ndarray, shape (n, q)
+        The categorical columns.
+    names : list of str, length q
+    """
+    bad = _not_codes(np.asarray(codes, dtype=np.float64).reshape(-1, len(names)))
+    for name, k in zip(names, bad.tolist()):
+        if k:
+            raise SdcInputError(
+                f"categorical column {name!r} of {where} has {k} values that are not codes "
+                "0, 1, 2, ... (negative, fractional or infinite numbers); sdcdist keeps "
+                "negative codes for missing values: read the file with load_microdata or "
+                "ingest (each distinct value becomes a category with a code of its own), "
+                "build it with from_array(categories=...), or recode the column to 0..L-1 "
+                "with NaN for a missing value")
+
+
+def key_rows(codes: np.ndarray) -> np.ndarray:
+    """Table rows (int64, -1 missing) of key codes (NaN missing), refusing a value that is
+    not a code 0, 1, 2, ... (it would be counted as missing, or merged with a category)."""
+    codes = np.asarray(codes, dtype=np.float64)
+    bad = int(_not_codes(codes).sum()) if codes.size else 0
+    if bad:
+        raise SdcInputError(
+            f"{bad} categorical key values are not codes 0, 1, 2, ... (negative, fractional "
+            "or infinite numbers); sdcdist keeps negative codes for missing values: read "
+            "the file with load_microdata or ingest, or recode the keys to 0..L-1 with NaN "
+            "for a missing value")
+    return np.where(np.isnan(codes), -1, codes).astype(np.int64)
+
+
+def weighted_chunk(X: Any, start: int, stop: int, keys: Any, w: int | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Records ``start:stop`` of ``X`` as the weighted key tables read them.
+
+    Returns the block (stop - start, p) float64, its key codes (the columns ``keys``), its
+    weights (column ``w``; ones without one) and how many weights are not finite positive
+    numbers (the caller refuses the file when any is).
+    """
+    block = np.asarray(X[start:stop], dtype=np.float64)
+    if w is None:
+        return block, block[:, list(keys)], np.ones(block.shape[0]), 0
+    wv = block[:, w]
+    return block, block[:, list(keys)], wv, int((~(np.isfinite(wv) & (wv > 0))).sum())
 
 
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,8 +151,7 @@ def combo_table(codes: np.ndarray, weights: np.ndarray | None = None) -> dict[st
         ``inverse`` (n,) the row of each record; weighted, ``exact`` the exact sums
         (for :func:`merge_tables` and :func:`combo_frequencies`).
     """
-    codes = np.asarray(codes, dtype=np.float64)
-    rows = np.where(np.isnan(codes), -1, codes).astype(np.int64)
+    rows = key_rows(codes)
     u, inv = unique_rows(rows)
     count = np.bincount(inv, minlength=u.shape[0]).astype(np.int64)
     out = {"rows": u, "count": count, "weight": count.astype(np.float64), "inverse": inv}

@@ -249,3 +249,51 @@ def test_weight_sums_are_exact_whatever_the_split(rng):
         match = ((codes[:, 0] == row[0]) & (np.isnan(codes[:, 1]) | (row[1] < 0) |
                                             (codes[:, 1] == row[1])))
         assert Fk[u] == math.fsum(w[match])
+
+
+# a categorical key with a real category "-1" and missing values (empty cells); sdcMicro
+# 5.8.1 measure_risk(d, keyVars = c("a", "b"), w = "w") on this file (read.csv: NA is
+# missing, -1 a category) gives these figures (freqCalc's fk per record)
+MINUS_ONE_CSV = """a,b,w
+-1,0,10
+-1,0,12.5
+-1,1,3
+0,0,7
+0,0,8
+,0,20
+1,1,4
+1,1,6
+1,0,9
+-1,,15
+0,1,2.5
+1,1,30
+"""
+SDCMICRO_MINUS_ONE = {"fk": [4, 4, 2, 3, 3, 7, 3, 3, 2, 5, 1, 3],
+                      "IR_mean": 0.085936422641961385, "ER": 1.0312370717035366,
+                      "IR_max": 0.61086048791610348}
+
+
+def test_a_category_minus_one_is_no_missing_value(tmp_path):
+    """A categorical value -1 is a category of its own, never the missing marker: read from
+    a file it gets a code of its own and the frequency risks are sdcMicro's (which reads NA,
+    not -1, as missing); an in-memory "code" -1 is refused instead of being counted as
+    missing (it used to be, silently)."""
+    from sdcdist.data import load_microdata
+    path = tmp_path / "m.csv"
+    path.write_text(MINUS_ONE_CSV)
+    md = load_microdata(path, categorical=["a", "b"])
+    assert md.categories["a"] == ["-1", "0", "1"]
+    kw = {"keysets": [["a", "b"]], "weight": "w"}
+    r = measure(md, md, ["IR_mean", "IR_max", "ER", "uniques"], **kw)
+    for k in ("IR_mean", "IR_max", "ER"):
+        assert r[k].value == pytest.approx(SDCMICRO_MINUS_ONE[k], rel=1e-14), k
+    assert r["uniques"].value == pytest.approx(100 / 12)       # the record (0, 1)
+    t = combo_table(md.values[:, :2])
+    assert combo_frequencies(t)[0][t["inverse"]].tolist() == SDCMICRO_MINUS_ONE["fk"]
+    raw = md.values.copy()
+    raw[:, 0] -= 1                                   # the labels as numbers: -1, 0, 1, NaN
+    with pytest.raises(SdcInputError, match="categorical column 'a' of the original file "
+                                            "has 4 values that are not codes"):
+        measure(raw, raw, ["IR_mean"], columns=list(md.columns), categorical=["a", "b"], **kw)
+    with pytest.raises(SdcInputError, match="not codes 0, 1, 2"):
+        combo_table(raw[:, :2])

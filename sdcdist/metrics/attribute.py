@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SdcInputError, column_positions
-from ..keytables import unique_rows
+from ..keytables import key_rows, unique_rows
 from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
 from .frequency import frequency_keys
@@ -125,7 +125,7 @@ def pair_table(keys: np.ndarray, values: np.ndarray) -> dict[str, Any]:
     keys = np.asarray(keys, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     known = ~np.isnan(values)
-    rows = np.where(np.isnan(keys[known]), -1, keys[known]).astype(np.int64)
+    rows = key_rows(keys[known])
     t = _group(rows, values[known] + 0.0, np.ones(int(known.sum()), np.int64))
     t["missing"] = np.int64((~known).sum())
     return t

@@ -58,6 +58,23 @@ def _handle(runner: Runner, data: Any) -> tuple[Any, tuple[int, int]]:
     return runner.share(arr), arr.shape  # type: ignore[return-value]
 
 
+def _check_codes(categorical: Sequence[str] | None, inputs: Sequence[tuple[Any, Any, str]]
+                 ) -> None:
+    """The categorical columns of in-memory inputs hold codes 0, 1, 2, ... or NaN (a store
+    written by sdcdist does)."""
+    from ..data import Microdata, StoredArray
+    from ..keytables import check_codes
+    for data, cols, what in inputs:
+        if data is None or isinstance(data, StoredArray) or not categorical or cols is None:
+            continue
+        arr = np.asarray(data.values if isinstance(data, Microdata) else data)
+        if arr.ndim != 2 or arr.shape[1] != len(cols):
+            continue                               # refused below with its own message
+        cats = [c for c in categorical if c in cols]
+        if cats:
+            check_codes(arr[:, [list(cols).index(c) for c in cats]], cats, where=what)
+
+
 def measure(original: Any, masked: Any, metrics: Sequence[str], *,
             columns: Sequence[str] | None = None,
             keysets: Sequence[Sequence[str]] | None = None,
@@ -190,6 +207,10 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
                 f"the masked file's columns {list(masked_columns)} differ from the original "
                 f"file's {list(columns)}; {', '.join(same)} compare the files column by "
                 "column, so both files need the same columns in the same order")
+    _check_codes(categorical, ((original, columns, "the original file"),
+                               (masked, masked_columns, "the masked file"),
+                               (holdout, columns, "the holdout file"),
+                               (control, columns, "the control set")))
     if weight is not None and weight in set(categorical or ()):
         raise weight_error(weight, fix="name a numeric weight column (--weight), or leave "
                            "the weight out")
