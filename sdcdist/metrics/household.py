@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SdcInputError, column_positions, weight_error
-from ..keytables import combo_frequencies, unique_rows
+from ..keytables import combo_frequencies, unique_rows, weighted_chunk
 from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
 from .attribute import merge_pairs, pair_table
@@ -55,14 +55,7 @@ METRICS = ("HR_mean", "HR_ER", "HR_max")
 
 def _chunk(start: int, stop: int, X: Any, keys: Sequence[int], w: int | None, h: int
            ) -> dict[str, Any]:
-    block = np.asarray(X[start:stop], dtype=np.float64)
-    k = block[:, list(keys)]
-    bad = 0
-    if w is not None:
-        wv = block[:, w]
-        bad = int((~(np.isfinite(wv) & (wv > 0))).sum())
-    else:
-        wv = np.ones(block.shape[0])
+    block, k, wv, bad = weighted_chunk(X, start, stop, keys, w)
     return {"tables": {"weights": pair_table(k, wv), "households": pair_table(k, block[:, h])},
             "bad_weights": bad}
 

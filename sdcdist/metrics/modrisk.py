@@ -61,6 +61,7 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import SdcInputError, column_positions, weight_error
+from ..keytables import weighted_chunk
 from ..parallel import map_reduce, one_blas_thread
 from ._registry import MeasureContext, MetricResult, register
 from .attribute import merge_pairs, pair_table
@@ -226,14 +227,8 @@ def ipf_main_effects(table: np.ndarray, *, eps: float = 0.1, maxit: int = 40
 
 
 def _chunk(start: int, stop: int, X: Any, cols: Sequence[int], w: int | None) -> dict[str, Any]:
-    block = np.asarray(X[start:stop], dtype=np.float64)
-    bad = 0
-    if w is not None:
-        wv = block[:, w]
-        bad = int((~(np.isfinite(wv) & (wv > 0))).sum())
-    else:
-        wv = np.ones(block.shape[0])
-    return {"tables": {"cells": pair_table(block[:, list(cols)], wv)}, "bad_weights": bad}
+    _, k, wv, bad = weighted_chunk(X, start, stop, cols, w)
+    return {"tables": {"cells": pair_table(k, wv)}, "bad_weights": bad}
 
 
 def _merge(*parts: dict[str, Any]) -> dict[str, Any]:
