@@ -733,17 +733,19 @@ def _register(attack: str, desc: str) -> None:
     def info(f: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in f.items() if k not in ("risk",)}
 
-    for suffix, field_, what in (("", "risk", "risk (residual over the control set)"),
-                                 ("_lo", "lo", "lower bound of the risk's interval"),
-                                 ("_hi", "hi", "upper bound of the risk's interval"),
-                                 ("_base", "baseline", "risk of the random-guess baseline")):
+    for suffix, field_, part, what in (
+            ("", "risk", "", "risk (residual over the control set)"),
+            ("_lo", "lo", "lo", "lower bound of the risk's interval"),
+            ("_hi", "hi", "hi", "upper bound of the risk's interval"),
+            ("_base", "baseline", "base", "risk of the random-guess baseline")):
         def func(ctx: MeasureContext, field_: str = field_, name: str = attack + suffix
                  ) -> MetricResult:
             f = _figures(ctx, attack)
             return MetricResult(float(f[field_]), info=info(f))
         register(attack + suffix, kind="risk", same_shape=False,
                  random=True, options=_OPTIONS, unit="share of attacks (0 to 1)",
-                 reference=_REF, description=f"{desc}: {what}")(func)
+                 reference=_REF, description=f"{desc}: {what}",
+                 part_of=attack if part else "", part=part)(func)
 
 
 for _a, _d in ATTACKS.items():
