@@ -28,7 +28,7 @@ def _metrics_for(cube: xr.Dataset, by: str, metrics: Sequence[str] | None) -> li
     """The metrics of a ranking table: the given ones, else the parts of the score ``by``
     (Table 2 shows IL, DLD, PLD, ID1 beside Score), else every metric of the cube; each
     with the companions the cube has (``so_uni_lo``, ``so_uni_hi``, ``so_uni_base``:
-    :func:`sdcdist.metrics.companions`), those of ``by`` too."""
+    :func:`sdcdist.metrics.companions`); ``by`` and its companions are not among them."""
     from .metrics.scores import SCORE_WEIGHTS
     have = [str(m) for m in cube["metric"].values]
     if metrics:
@@ -37,7 +37,9 @@ def _metrics_for(cube: xr.Dataset, by: str, metrics: Sequence[str] | None) -> li
         out = list(SCORE_WEIGHTS[by])
     else:
         out = [m for m in have if m != by]
-    return [m for m in _with_companions([*out, by], have) if m != by]
+    from .metrics import companions
+    mine = set(companions(by).values())
+    return [m for m in _with_companions(out, have) if m != by and m not in mine]
 
 
 def _with_companions(names: Sequence[str], have: Sequence[str]) -> list[str]:
@@ -142,8 +144,9 @@ def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = 
     Returns
     -------
     pandas.DataFrame
-        Index (method, param); columns ``param_name``, the metrics, ``by``, then
-        ``"<metric> rank"`` for each (companions excepted) and ``"<by> rank"``;
+        Index (method, param); columns ``param_name``, the metrics, ``by`` (and its
+        companions), then ``"<metric> rank"`` for each (companions excepted) and
+        ``"<by> rank"``;
         sorted by ``by`` (best first, NaN last).
     """
     cube = with_scores(cube, [by, *(metrics or [])])
@@ -152,12 +155,15 @@ def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = 
     table = cell_table(cube, dataset=dataset)
     if table.empty:
         raise SdcInputError("the cube has no finished cells yet; run the audit first")
+    from .metrics import companions
+    by_parts = [c for c in companions(by, [str(m) for m in cube["metric"].values]).values()
+                if c not in shown]
     ranked = [m for m in shown if _ranked(m)] + [by]
     rk = ranks(cube, ranked, dataset=dataset)
     out = pd.DataFrame(index=table.index)
     out["param_name"] = table["param_name"]
     out["replicates"] = table["replicates"]
-    for m in [*shown, by]:
+    for m in [*shown, by, *by_parts]:
         out[m] = table[m]
     for m in ranked:
         out[f"{m} rank"] = rk[m]
