@@ -146,8 +146,7 @@ def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = 
     pandas.DataFrame
         Index (method, param); columns ``param_name``, the metrics, ``by`` (and its
         companions), then ``"<metric> rank"`` for each (companions excepted) and
-        ``"<by> rank"``;
-        sorted by ``by`` (best first, NaN last).
+        ``"<by> rank"``; sorted by ``by`` (best first, NaN last).
     """
     cube = with_scores(cube, [by, *(metrics or [])])
     shown = _metrics_for(cube, by, metrics)

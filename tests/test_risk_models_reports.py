@@ -246,3 +246,12 @@ def test_risk_takes_a_control_set(run, released):
     r = run("risk", released / "o.csv", released / "m.csv", "--control",
             released / "bad.csv", "--metric", "so_uni")
     assert r.exit_code == 2 and "control file's columns" in r.output
+
+
+def test_service_default_ranking_leaves_companions_out(cube):
+    """The service's balanced rank averages the risk ranks: an interval bound or a
+    baseline is not a risk of its own there either."""
+    from sdcdist.service.results import default_ranking
+    r = default_ranking(cube)
+    assert r["by"] == "balanced" and "so_uni" in r["parts"]
+    assert not any(is_companion(p) for p in r["parts"])
