@@ -19,6 +19,9 @@ from sdcdist.masking import get_method
 from sdcdist.masking._roles import method_options
 from sdcdist.metrics import REGISTRY, companions, is_companion
 
+#: an audit of 4 cells on 600 records and several CLI runs: about 30 s on two idle cores
+pytestmark = pytest.mark.slow
+
 #: one metric of each family, with the direction a reader expects: True = a smaller value
 #: is safer (rank 1 = smallest)
 FAMILIES = {
