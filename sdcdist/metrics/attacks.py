@@ -63,9 +63,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import curve_fit
 from scipy.special import gammaln
-from scipy.stats import norm
 
 from ..errors import SdcInputError, column_positions, option_error
 from ..parallel import map_reduce, pair_block_rows, pairwise_reduce
@@ -94,6 +92,8 @@ _CAT_OPS = np.array([EQ, NE])
 
 def success_rate(n_total: float, n_success: float, confidence: float) -> tuple[float, float]:
     """Wilson score estimate of a success rate and its error (anonymeter's ``success_rate``)."""
+    from scipy.stats import norm   # imported here: scipy.stats takes a second to import
+
     z = float(norm.ppf(0.5 * (1.0 + confidence)))
     z2 = z * z
     var = n_success * (n_total - n_success) / n_total
@@ -384,6 +384,8 @@ def control_correction(matches: np.ndarray, n_control: int, n_ori: int) -> float
         return 1.0
     w0 = 1.0 / sizes.max()
     n0 = 1.0 / _so_model(sizes.max(), w0, 1.0)
+    from scipy.optimize import curve_fit   # imported here: it takes a second
+
     popt, _ = curve_fit(_so_model, sizes.astype(np.float64), exp, bounds=(0, (1, np.inf)),
                         p0=(w0, float(n0)))
     den = float(_so_model(N, *popt))
