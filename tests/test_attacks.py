@@ -229,6 +229,9 @@ def test_indexed_query_counts_against_brute_force():
         for cap in (0, 2):
             got = reduce_chunks(runner, _index_counts, _add_counts, states, args=(q, cap))["n"]
             assert np.array_equal(got, np.minimum(want, cap) if cap else want), (chunk, cap)
+        got = count_queries(_ctx(X, X, chunk_rows=chunk), X, 300, keep, [0, 1, 2, 3], q, cap=0,
+                            indexed=True)
+        assert np.array_equal(got, want)
 
 
 def test_multivariate_figures_unchanged():

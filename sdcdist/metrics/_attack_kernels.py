@@ -7,7 +7,8 @@ import numba
 import numpy as np
 
 __all__ = ["knn_kernel", "count_kernel", "count_numpy", "count_index_kernel", "query_index",
-           "count_indexed", "EQ", "NE", "GT", "LT", "GE", "LE", "ISNULL", "NOTNULL"]
+           "count_indexed", "NUMPY_QUERIES", "EQ", "NE", "GT", "LT", "GE", "LE", "ISNULL",
+           "NOTNULL"]
 
 #: query operators (``count_kernel``)
 EQ, NE, GT, LT, GE, LE, ISNULL, NOTNULL = range(8)
@@ -190,11 +191,14 @@ def count_index_kernel(X: np.ndarray, rows: np.ndarray, ptr: np.ndarray, values:
     return out
 
 
+#: up to this many queries a chunk counts them with numpy (no compiled kernel to load)
+NUMPY_QUERIES = 4096
+
+
 def count_numpy(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.ndarray,
                 vals: np.ndarray, cap: int) -> np.ndarray:
     """The records (rows with ``keep``) each query matches: the compiled kernel's counts,
-    with numpy (a comparison with a missing value is false). :func:`count_kernel` and this
-    scan every row: the plain references the tests hold :func:`count_indexed` to."""
+    with numpy (a comparison with a missing value is false)."""
     out = np.zeros(cols.shape[0], np.int64)
     nan = np.isnan(X)
     valid = cols >= 0

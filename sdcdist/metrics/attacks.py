@@ -71,8 +71,9 @@ from scipy.stats import norm
 
 from ..errors import SdcInputError, column_positions, option_error
 from ..parallel import map_chunks, map_reduce, pair_block_rows, pairwise_reduce, reduce_chunks
-from ._attack_kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, count_indexed,
-                              count_numpy, knn_kernel as _knn_kernel, query_index)
+from ._attack_kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, NUMPY_QUERIES,
+                              count_indexed, count_kernel as _count_kernel, count_numpy,
+                              knn_kernel as _knn_kernel, query_index)
 from ._registry import MeasureContext, MetricResult, register
 
 __all__ = ["success_rate", "residual", "bound_risk", "risk_from_counts", "gower_knn",
@@ -202,6 +203,15 @@ def _chunk_rows(start: int, stop: int, X: Any, rows: np.ndarray,
     return {"rows": [sel], "values": [_block(X, start, stop, cols)[sel - start]]}
 
 
+def _chunk_counts(start: int, stop: int, X: Any, keep: np.ndarray | None,
+                  cols: Sequence[int], q: dict[str, np.ndarray], cap: int) -> dict[str, Any]:
+    B = _block(X, start, stop, cols)
+    k = np.ones(stop - start, np.bool_) if keep is None else keep[start:stop]
+    if q["cols"].shape[0] <= NUMPY_QUERIES:
+        return {"n": count_numpy(B, k, q["cols"], q["ops"], q["vals"], cap), "cap": cap}
+    return {"n": _count_kernel(B, k, q["cols"], q["ops"], q["vals"], cap), "cap": cap}
+
+
 def _chunk_index(start: int, stop: int, X: Any, keep: np.ndarray | None, cols: Sequence[int]
                  ) -> dict[str, Any]:
     k = np.ones(stop - start, np.bool_) if keep is None else keep[start:stop]
@@ -280,14 +290,20 @@ def take_rows(ctx: MeasureContext, X: Any, n: int, rows: np.ndarray,
 
 
 def count_queries(ctx: MeasureContext, X: Any, n: int, keep: np.ndarray | None,
-                  cols: Sequence[int], q: dict[str, np.ndarray], *, cap: int) -> np.ndarray:
+                  cols: Sequence[int], q: dict[str, np.ndarray], *, cap: int,
+                  indexed: bool = False) -> np.ndarray:
     """Records (kept rows) each query matches, over record chunks; ``cap`` > 0: counts
-    stop at ``cap`` (enough to tell 0, 1 and more). Each chunk is indexed (its rows sorted
-    by each column, :func:`query_index`) and a query tests only the rows of its most
-    selective term."""
+    stop at ``cap`` (enough to tell 0, 1 and more). ``indexed``: each chunk is indexed
+    first (its rows sorted by each column, :func:`query_index`) and a query tests only
+    the rows of its most selective term (for conjunctions; one-term queries are counted
+    from sorted values without it). The same counts either way."""
     if q["cols"].shape[0] == 0:
         return np.zeros(0, np.int64)
     keep_h = None if keep is None else ctx.runner.share(keep)
+    if not indexed:
+        return map_reduce(ctx.runner, _chunk_counts, _add_counts, [X], n,
+                          chunk_rows=_chunk_rows_opt(ctx),
+                          args=(keep_h, list(cols), q, cap))["n"]
     chunks = map_chunks(ctx.runner, _chunk_index, [X], n, chunk_rows=_chunk_rows_opt(ctx),
                         args=(keep_h, list(cols)))
     return reduce_chunks(ctx.runner, _index_counts, _add_counts, chunks, args=(q, cap))["n"]
@@ -535,10 +551,12 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
                                           n_attacks, n_cols, int(o["so_max_attempts"]), rng)
     width = max(n_cols, 1)
     q = _pack(queries, width)
-    success = int((count_queries(ctx, ctx.original, n_o, keep_o, cols, q, cap=2) == 1).sum())
+    multi = mode != "univariate"
+    success = int((count_queries(ctx, ctx.original, n_o, keep_o, cols, q, cap=2,
+                                 indexed=multi) == 1).sum())
     base_q = _pack(_random_queries(vals, is_cat, n_attacks, n_cols, rng), width)
-    baseline = int((count_queries(ctx, ctx.original, n_o, keep_o, cols, base_q, cap=2)
-                    == 1).sum())
+    baseline = int((count_queries(ctx, ctx.original, n_o, keep_o, cols, base_q, cap=2,
+                                  indexed=multi) == 1).sum())
     control = None
     info: dict[str, Any] = {"queries": len(queries), "distinct_original": int(keep_o.sum()),
                             "distinct_released": int(keep_s.sum())}
@@ -547,7 +565,7 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
     if ctx.control is not None:
         n_c = ctx.shape_control[0]
         keep_c = distinct_rows(ctx, ctx.control, n_c, cols)
-        matches = count_queries(ctx, ctx.control, n_c, keep_c, cols, q, cap=0)
+        matches = count_queries(ctx, ctx.control, n_c, keep_c, cols, q, cap=0, indexed=multi)
         control = float((matches == 1).sum())
         nd_c, nd_o = int(keep_c.sum()), int(keep_o.sum())
         how = o["so_control_scale"]
