@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from sdcdist.linkage import prl
+from sdcdist.linkage.prl import topc
 from sdcdist.linkage.prl.comparison import transposed
 
 
@@ -68,3 +69,23 @@ def test_uint16_histogram_wraps_exactly():
                                         cmp.n_patterns, 1, 70_000)
     assert flushed[0].size == cmp.n_patterns
     _same(prl.patterns._sparse_of_hist(*flushed), dense)
+
+
+@pytest.mark.parametrize("method", ["s", "l"])
+def test_search_linear_six_levels_equals_all_pairs(method):
+    """The candidate search's branch-free linear weight of six-level columns (NaN, exact
+    agreement on tolerance 0, ties, per-row tolerances with ``l``): the all-pairs
+    candidates and weights, bit for bit."""
+    K = 4
+    A, B = _rounded(900, K, seed=3)
+    cmp = prl.comparison(K, method=method, t=(0, 0.1, 0.25, 0.5, 1.0))
+    a, b = _sides(A, B[:400], cmp)
+    counts = prl.pattern_counts(a, b, cmp)
+    N = 900 * 400
+    wp = prl.weight_params(prl.em(counts, cmp, p_start=400 / N, p_max=400 / N), cmp)
+    ref = prl.topc_block(a, b, cmp, wp, 20)
+    for leaf in (16, 128):
+        tree = topc.build_tree(a, leaf_size=leaf, scale=topc.split_scale(wp, cmp))
+        got = topc.topc_search(tree, b, cmp, wp, 20)
+        np.testing.assert_array_equal(got["idx"], ref["idx"])
+        np.testing.assert_array_equal(got["w"], ref["w"])

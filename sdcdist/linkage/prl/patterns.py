@@ -473,7 +473,11 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
         could overflow; on all pairs of a block the levels are computed column
         by column over chunks of contiguous A values, a column whose tolerance
         is the same on every A row (``s``, categorical) compared with it as a
-        scalar (vectorised). ``hash``: an open-addressing hash table of the
+        scalar (vectorised, two such columns per pass). The block's A rows are
+        first sorted by the last column: where its tolerances are the same on
+        every row, the rows meeting each tolerance form one run per B row,
+        found by binary search with the very predicate, so that column costs
+        nothing per pair and a run scatters into one part of the histogram. ``hash``: an open-addressing hash table of the
         occurring codes, for pattern spaces of any size. ``auto``:
         :func:`pattern_kernel`. All give the same counts: the same predicate
         ``|a - b| <= tol`` in float64, integer counts.
