@@ -20,7 +20,8 @@ LONG_FILES_FIRST = (
     "test_cluster.py", "test_planted_value.py", "test_examples.py", "test_study.py",
     "test_hardening_cluster.py", "test_service.py", "test_prl_count.py",
     "test_service_durable.py", "test_prl.py", "test_dld_dmt.py", "test_audit.py",
-    "test_deploy.py", "test_cli_startup.py", "test_service_web.py", "test_linkage.py",
+    "test_deploy.py", "test_cli_startup.py", "test_risk_models_reports.py",
+    "test_service_web.py", "test_linkage.py",
 )
 
 
