@@ -137,6 +137,18 @@ CONVENTIONS = {
                            "dcr_baseline's random file drawn per column as SDMetrics "
                            "draws it from the metric's generator; CategoricalCAP: a "
                            "missing value is a value of its own",
+    "household_risk": "HR_*: household risk 1 - prod(1 - r_k) over a household's members "
+                      "with the individual risk r_k of the frequency metrics (sdcMicro's "
+                      "measure_risk with hid, fast_hier); the household id is never masked "
+                      "and never a key",
+    "model_risk": "modrisk_*: Skinner-Holmes risk of the sample uniques from a Poisson "
+                  "log-linear model of every combination of the key levels present "
+                  "(sdcMicro's modRisk; modrisk_method, modrisk_formula)",
+    "attacks": "so_uni, so_multi, linkability, inference as anonymeter 1.1.0 defines them: "
+               "Wilson score rates, risk (r_main - r_control) / (1 - r_control) bounded to "
+               "[0, 1] (r_main without a control set); _lo, _hi its interval at "
+               "attack_confidence, _base the random-guess baseline's rate, recorded beside "
+               "the risk and not ranked on their own; ties broken by a hash",
     "key_roles": "the sampling weight is never a linkage key (left out of default key sets, "
                  "refused in named ones); a constant numeric column (a survey year) is left "
                  "out of the default key sets",

@@ -26,7 +26,9 @@ IMAGE_FORMATS = (".png", ".svg", ".pdf")
 
 def _metrics_for(cube: xr.Dataset, by: str, metrics: Sequence[str] | None) -> list[str]:
     """The metrics of a ranking table: the given ones, else the parts of the score ``by``
-    (Table 2 shows IL, DLD, PLD, ID1 beside Score), else every metric of the cube."""
+    (Table 2 shows IL, DLD, PLD, ID1 beside Score), else every metric of the cube; each
+    with the companions the cube has (``so_uni_lo``, ``so_uni_hi``, ``so_uni_base``:
+    :func:`sdcdist.metrics.companions`); ``by`` and its companions are not among them."""
     from .metrics.scores import SCORE_WEIGHTS
     have = [str(m) for m in cube["metric"].values]
     if metrics:
@@ -35,7 +37,29 @@ def _metrics_for(cube: xr.Dataset, by: str, metrics: Sequence[str] | None) -> li
         out = list(SCORE_WEIGHTS[by])
     else:
         out = [m for m in have if m != by]
-    return [m for m in out if m != by]
+    from .metrics import companions
+    mine = set(companions(by).values())
+    return [m for m in _with_companions(out, have) if m != by and m not in mine]
+
+
+def _with_companions(names: Sequence[str], have: Sequence[str]) -> list[str]:
+    """``names`` with the companions among ``have`` of each, right after it."""
+    from .metrics import companions
+    out: list[str] = []
+    for n in names:
+        if n not in out:
+            out.append(n)
+        for c in companions(n, have).values():
+            if c not in out and c not in names:
+                out.append(c)
+    return out
+
+
+def _ranked(name: str) -> bool:
+    """Whether a ranking table ranks ``name``: every metric but a companion (an interval
+    bound or a baseline is read beside its metric, not ranked on its own)."""
+    from .metrics import is_companion
+    return not is_companion(name)
 
 
 def add_scores(cube: xr.Dataset, names: Sequence[str] | None = None) -> xr.Dataset:
@@ -112,13 +136,17 @@ def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = 
     ``ascending = 0``, such as RR, rank 1 is the largest value); ties get the
     average rank; NaN cells get no rank. ``metrics`` defaults to the parts of
     the score ``by`` (IL, DLD, PLD, ID1 for ``Score``), else all metrics.
+    A metric's companions in the cube (the bounds ``_lo``, ``_hi`` of an attack's
+    confidence interval and its baseline ``_base``) come along as columns
+    without a rank of their own; the bounds are the means of the replicates'
+    bounds.
 
     Returns
     -------
     pandas.DataFrame
-        Index (method, param); columns ``param_name``, the metrics, ``by``, then
-        ``"<metric> rank"`` for each and ``"<by> rank"``; sorted by ``by`` (best
-        first, NaN last).
+        Index (method, param); columns ``param_name``, the metrics, ``by`` (and its
+        companions), then ``"<metric> rank"`` for each (companions excepted) and
+        ``"<by> rank"``; sorted by ``by`` (best first, NaN last).
     """
     cube = with_scores(cube, [by, *(metrics or [])])
     shown = _metrics_for(cube, by, metrics)
@@ -126,13 +154,17 @@ def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = 
     table = cell_table(cube, dataset=dataset)
     if table.empty:
         raise SdcInputError("the cube has no finished cells yet; run the audit first")
-    rk = ranks(cube, [*shown, by], dataset=dataset)
+    from .metrics import companions
+    by_parts = [c for c in companions(by, [str(m) for m in cube["metric"].values]).values()
+                if c not in shown]
+    ranked = [m for m in shown if _ranked(m)] + [by]
+    rk = ranks(cube, ranked, dataset=dataset)
     out = pd.DataFrame(index=table.index)
     out["param_name"] = table["param_name"]
     out["replicates"] = table["replicates"]
-    for m in [*shown, by]:
+    for m in [*shown, by, *by_parts]:
         out[m] = table[m]
-    for m in [*shown, by]:
+    for m in ranked:
         out[f"{m} rank"] = rk[m]
     return out.sort_values([f"{by} rank"], kind="stable", na_position="last")
 
@@ -145,17 +177,38 @@ def cell_label(method: str, param_name: str, param: float) -> str:
 
 
 def _display(df: pd.DataFrame, digits: int) -> pd.DataFrame:
+    """The table as text cells; a metric whose interval bounds are columns too is shown
+    as ``value [lo, hi]`` (the bound columns dropped)."""
+    from .metrics import companions
     show = df.reset_index()
     show.insert(0, "cell", [cell_label(m, n, p) for m, n, p in
                             zip(show["method"], show["param_name"], show["param"])])
     show = show.drop(columns=["method", "param", "param_name", "replicates"],
                      errors="ignore")
+    merged = {}
+    for c in show.columns:
+        parts = companions(c, list(show.columns)) if not c.endswith(" rank") else {}
+        if "lo" in parts and "hi" in parts and show[c].dtype.kind == "f" and not any(
+                f"{parts[b]} rank" in show.columns for b in ("lo", "hi")):
+            merged[c] = (parts["lo"], parts["hi"])
     for c in show.columns:
         if c.endswith(" rank"):
             show[c] = show[c].map(lambda v: "" if pd.isna(v) else f"{v:g}")
+        elif c in merged:
+            lo, hi = merged[c]
+            show[c] = [_interval(v, a, b, digits) for v, a, b in
+                       zip(show[c], show[lo], show[hi])]
         elif show[c].dtype.kind == "f":
             show[c] = show[c].map(lambda v: _number(v, digits))
-    return show
+    show = show.drop(columns=[b for pair in merged.values() for b in pair])
+    return show.rename(columns={c: f"{c} [lo, hi]" for c in merged})
+
+
+def _interval(v: float, lo: float, hi: float, digits: int) -> str:
+    """``"0.42 [0.35, 0.49]"``; the value alone where a bound is missing."""
+    if pd.isna(lo) or pd.isna(hi):
+        return _number(v, digits)
+    return f"{_number(v, digits)} [{_number(lo, digits)}, {_number(hi, digits)}]"
 
 
 def _number(v: float, digits: int) -> str:
@@ -238,7 +291,9 @@ def plot_tradeoff(cube: xr.Dataset, *, risk: str, loss: str, out: str,
     """Scatter of ``risk`` against ``loss`` per method (replicate means), Pareto front marked.
 
     Any pair of metrics works; each metric's ``ascending`` coordinate says which
-    end is better when the front is found. Writes PNG, SVG or PDF by the
+    end is better when the front is found. A metric with a confidence interval in the
+    cube (``so_uni`` with ``so_uni_lo`` and ``so_uni_hi``) is drawn with error bars
+    (the mean of the replicates' bounds). Writes PNG, SVG or PDF by the
     extension of ``out``; returns ``out``.
     """
     plt = _figure(out)
@@ -250,10 +305,15 @@ def plot_tradeoff(cube: xr.Dataset, *, risk: str, loss: str, out: str,
     asc = metric_ascending(cube)
     front = pareto_mask(t[risk].to_numpy() * (1 if asc[risk] else -1),
                         t[loss].to_numpy() * (1 if asc[loss] else -1))
+    have = [str(m) for m in cube["metric"].values]
     fig, ax = plt.subplots(figsize=(7, 5), dpi=120)
     for method, g in t.groupby("method", sort=False):
         g = g.sort_values("param")
-        ax.plot(g[loss], g[risk], "o-", label=method, alpha=0.8, ms=4)
+        line, = ax.plot(g[loss], g[risk], "o-", label=method, alpha=0.8, ms=4)
+        xerr, yerr = _interval_errors(g, loss, have), _interval_errors(g, risk, have)
+        if xerr is not None or yerr is not None:
+            ax.errorbar(g[loss], g[risk], xerr=xerr, yerr=yerr, fmt="none",
+                        ecolor=line.get_color(), alpha=0.6, capsize=2, lw=1)
         if g["param_name"].iloc[0] != "none":
             for _, row in g.iterrows():
                 ax.annotate(f"{row['param']:g}", (row[loss], row[risk]), fontsize=6,
@@ -265,9 +325,25 @@ def plot_tradeoff(cube: xr.Dataset, *, risk: str, loss: str, out: str,
     ax.set_xlabel(_axis_label(loss, asc[loss]))
     ax.set_ylabel(_axis_label(risk, asc[risk]))
     ax.set_title(title or f"{risk} against {loss}")
+    if _interval_errors(t, risk, have) is not None or _interval_errors(t, loss, have) is not None:
+        ax.text(0.99, 0.01, "bars: confidence interval (mean of the replicates' bounds)",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=6, color="grey")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     return _save(plt, fig, out)
+
+
+def _interval_errors(t: pd.DataFrame, metric: str, have: Sequence[str]
+                     ) -> np.ndarray | None:
+    """Error bars (2 x rows: below, above) of ``metric`` from its confidence interval
+    bounds (``<metric>_lo``, ``<metric>_hi``) when the cube has them, else None."""
+    from .metrics import companions
+    parts = companions(metric, have)
+    if "lo" not in parts or "hi" not in parts:
+        return None
+    v = t[metric].to_numpy(float)
+    lo, hi = t[parts["lo"]].to_numpy(float), t[parts["hi"]].to_numpy(float)
+    return np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)])
 
 
 def _axis_label(metric: str, ascending: bool) -> str:
@@ -302,7 +378,9 @@ def plot_risk_curves(cube: xr.Dataset, *, metric: str, out: str,
                      title: str | None = None, dataset: str | None = None) -> str:
     """Each method's ``metric`` against its parameter (like Figure 1 of Domingo-Ferrer,
     Ricci and Soria): one panel per method, the mean over replicates with a band of
-    ±1 sd, and ``target`` as a horizontal line.
+    ±1 sd, and ``target`` as a horizontal line. A metric with a confidence interval
+    in the cube (``so_uni`` with ``so_uni_lo``, ``so_uni_hi``) gets error bars from
+    the mean of the replicates' bounds.
 
     ``cube`` may also be a calibration cube (:mod:`sdcdist.audit.calibrate`): the
     curves are then its probes and the calibrated parameters are marked.
@@ -328,6 +406,12 @@ def plot_risk_curves(cube: xr.Dataset, *, metric: str, out: str,
     if bad:
         raise SdcInputError(f"the cube has no method(s) {bad}. Methods in this cube: "
                             f"{', '.join(all_methods)}.")
+    bounds: tuple[str, ...] = ()
+    if not calibration:
+        from .metrics import companions
+        parts = companions(metric, [str(m) for m in cube["metric"].values])
+        if "lo" in parts and "hi" in parts:
+            bounds = (parts["lo"], parts["hi"])
     n = len(methods)
     cols = min(n, 4)
     rows = -(-n // cols)
@@ -358,8 +442,14 @@ def plot_risk_curves(cube: xr.Dataset, *, metric: str, out: str,
             mean = v.mean("replicate", skipna=True).values[done]
             sd = v.std("replicate", skipna=True).values[done]
             if ps.size:
-                ax.plot(ps, mean, "o-", ms=3)
+                line, = ax.plot(ps, mean, "o-", ms=3)
                 ax.fill_between(ps, mean - sd, mean + sd, alpha=0.2)
+                if bounds:
+                    lo, hi = (cube["value"].isel(method=mi).sel(metric=b).load()
+                              .mean("replicate", skipna=True).values[done] for b in bounds)
+                    ax.errorbar(ps, mean, yerr=np.vstack([np.clip(mean - lo, 0, None),
+                                                          np.clip(hi - mean, 0, None)]),
+                                fmt="none", ecolor=line.get_color(), capsize=2, lw=1)
         if target is not None:
             ax.axhline(target, color="grey", ls=":", lw=1)
         ax.set_title(m, fontsize=9)
@@ -369,7 +459,8 @@ def plot_risk_curves(cube: xr.Dataset, *, metric: str, out: str,
         ax.axis("off")
     for ax in axes[:, 0]:
         ax.set_ylabel(metric)
-    fig.suptitle(title or f"{metric} against each method's parameter", fontsize=10)
+    fig.suptitle(title or f"{metric} against each method's parameter"
+                 + (" (bars: confidence interval)" if bounds else ""), fontsize=10)
     return _save(plt, fig, out)
 
 
@@ -378,11 +469,13 @@ def plot_rank_heatmap(cube: xr.Dataset, *, out: str, metrics: Sequence[str] | No
                       title: str | None = None, dataset: str | None = None) -> str:
     """Heatmap of each metric's rank (rows: cells, best by ``by`` first; columns: metrics).
 
-    Rank 1 (best) is dark; cells with no value are blank.
+    Rank 1 (best) is dark; cells with no value are blank. Without ``metrics``, every
+    metric of the cube but the companions (interval bounds, baselines).
     """
     plt = _figure(out)
     cube = with_scores(cube, [*(metrics or []), *([by] if by else [])])
-    names = list(metrics) if metrics else [str(m) for m in cube["metric"].values]
+    names = list(metrics) if metrics else [str(m) for m in cube["metric"].values
+                                           if _ranked(str(m))]
     if by is not None and by not in names:
         names = [by, *names]
     rk = ranks(cube, names, dataset=dataset)

@@ -11,11 +11,13 @@ so for them ``tests/data/example_values_fingerprints.json`` holds the hashes of
 against the values. Every other metric must come out identical.
 
 ``dmt_table2`` (177 cells, about a minute on two idle cores and several under
-load) and ``drs_equal_risk`` (117 cells, each with two propensity-score fits)
+load), ``drs_equal_risk`` (117 cells, each with two propensity-score fits) and
+``household_risks`` (10 cells of some 40 risk figures each, about 30 s of CPU)
 run in full only with ``SDCDIST_FULL_EXAMPLES=1``. By default each runs on one
 or two parameters of each of its methods (``dmt_table2``: 24 cells, every
 family of Table 2 with its PRL; ``drs_equal_risk``: 24 cells, the small and
-the large end of each curve of Figure 1); ``tests/data/<spec>_subset_fingerprints.json``
+the large end of each curve of Figure 1; ``household_risks``: 5 cells, one
+parameter of each method); ``tests/data/<spec>_subset_fingerprints.json``
 holds the fingerprints of that cube, made by the same code as the full
 baseline, and each of its cells was checked equal to the full baseline cube's
 (a cell's seed depends on its method, parameter and replicate, not on the grid).
@@ -67,7 +69,7 @@ def test_every_example_has_fingerprints():
     for name, fps in FINGERPRINTS.items():
         spec = load_spec(ROOT / "examples" / f"{name}.yaml")
         assert set(fps) == set(spec.metrics) - CHANGED_ON_PURPOSE, name
-    assert set(SUBSETS) == {"dmt_table2", "drs_equal_risk"}
+    assert set(SUBSETS) == {"dmt_table2", "drs_equal_risk", "household_risks"}
     for name, sub in SUBSETS.items():
         assert sub["spec"] == name
         assert set(sub["fingerprints"]) == set(FINGERPRINTS[name]), name

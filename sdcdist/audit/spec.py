@@ -53,7 +53,7 @@ from .. import options as optionsmod
 from ..errors import (SdcInputError, check_choice, missing_file_error, unknown_keys_error,
                       value_error)
 from ..masking import get_method
-from ..metrics import expand_requirements, get_metric
+from ..metrics import companions, expand_requirements, get_metric
 from ..storage import refuse_credentials
 from .. import limits
 
@@ -210,7 +210,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
         raise value_error("'metrics'", "a non-empty list of metric names")
     for k in metrics:
         get_metric(k)
-    metrics = tuple(expand_requirements(metrics))
+    metrics = tuple(with_companions(expand_requirements(metrics)))
     from ..metrics.synthetic import HOLDOUT_METRICS
     need = [k for k in metrics if k in HOLDOUT_METRICS]
     lacking = [d.name for d in datasets if d.holdout is None]
@@ -389,3 +389,21 @@ def load_spec(path: str | Path, *, options: Mapping[str, Any] | None = None) -> 
             optionsmod.validate(base, what="'options'")      # the standard refusal
         doc = {**doc, "options": {**(base or {}), **options}}
     return parse_spec(doc, base_dir=path.resolve().parent)
+
+
+def with_companions(names: list[str]) -> list[str]:
+    """``names`` with each metric's companions (the bounds of its confidence interval and
+    its baseline: ``so_uni_lo``, ``so_uni_hi``, ``so_uni_base`` after ``so_uni``) right
+    after it, unless named already: a cube records an interval metric with its interval.
+
+    >>> with_companions(["DLD", "so_uni"])
+    ['DLD', 'so_uni', 'so_uni_lo', 'so_uni_hi', 'so_uni_base']
+    """
+    out: list[str] = []
+    for n in names:
+        if n not in out:
+            out.append(n)
+        for c in companions(n).values():
+            if c not in out and c not in names:
+                out.append(c)
+    return out

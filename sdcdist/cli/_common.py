@@ -554,3 +554,26 @@ def check_same_types(cat_a: list[str], cat_b: list[str], cols_b: Any, original: 
                 f"{Path(a).name!r} but numeric in {Path(b).name!r}; a column has one type in "
                 "both files: fix the text values, or declare the column categorical for both "
                 "(--categorical)")
+
+
+def interval_figures(name: str, res: Any) -> dict[str, Any]:
+    """The confidence interval and baseline of an interval metric (the attacks: their
+    ``lo``, ``hi`` and ``baseline``, kept in the result's detail) for JSON output:
+    ``{"interval": [lo, hi], "baseline": b}``; empty for other metrics."""
+    from ..metrics import companions
+    if not companions(name) or "lo" not in res.info or "hi" not in res.info:
+        return {}
+    out: dict[str, Any] = {"interval": [float(res.info["lo"]), float(res.info["hi"])]}
+    if "baseline" in res.info:
+        out["baseline"] = float(res.info["baseline"])
+    return out
+
+
+def interval_text(name: str, res: Any) -> str:
+    """``"  [0.012, 0.061], baseline 0.019"`` for an interval metric, else empty."""
+    f = interval_figures(name, res)
+    if not f:
+        return ""
+    lo, hi = f["interval"]
+    base = f", baseline {f['baseline']:.4g}" if "baseline" in f else ""
+    return f"  [{lo:.4g}, {hi:.4g}]{base}"

@@ -18,24 +18,27 @@ __all__ = ["measure_cmd"]
 
 def _open_input(path: str, what: str, categorical: list[str] | None = None,
                 na_values: str | None = None
-                ) -> tuple[Any, tuple[str, ...], list[str], str | None, dict]:
+                ) -> tuple[Any, tuple[str, ...], list[str], str | None, dict, dict]:
     """A Zarr store as a lazily read array (tasks read their own rows), else loaded; with
-    its column names, categorical columns, weight column and category labels."""
+    its column names, categorical columns, weight column, category labels and roles."""
     from pathlib import Path
 
     from ..data import StoredArray, is_store, load_microdata, open_microdata
     if is_store(path):
         attrs = open_microdata(path).attrs
         cols = tuple(str(c) for c in attrs["columns"])
-        w = (attrs.get("roles") or {}).get("weight") or [None]
+        roles = dict(attrs.get("roles") or {})
+        w = roles.get("weight") or [None]
         labels = dict(attrs.get("categories") or {})
-        return (StoredArray(path), cols, [c for c in cols if c in labels], w[0], labels)
+        return (StoredArray(path), cols, [c for c in cols if c in labels], w[0], labels,
+                roles)
     if not Path(path).exists():
         raise missing_file_error(f"{what} file", path,
                                  "give a CSV, Parquet file or an sdcdist Zarr store")
     md = load_microdata(path, allow_constant=True, categorical=categorical,
                         na_values=na_values)
-    return md.values, md.columns, md.categorical, md.weight, dict(md.categories)
+    return (md.values, md.columns, md.categorical, md.weight, dict(md.categories),
+            dict(md.roles))
 
 
 def _aligned(A: Any, B: Any, cols_a: tuple[str, ...], cols_b: tuple[str, ...],
@@ -70,12 +73,18 @@ def _aligned(A: Any, B: Any, cols_a: tuple[str, ...], cols_b: tuple[str, ...],
 @click.option("--keys", default=None, metavar="A,B,...",
               help="Key columns (the frequency risk metrics count the combinations of the "
                    "categorical ones); default: all columns.")
+@click.option("--confidential", default=None, metavar="A,B,...",
+              help="Confidential columns of the attribute-disclosure metrics, cap and the "
+                   "inference attack (default: the store's confidential role).")
+@click.option("--household", default=None, metavar="COLUMN",
+              help="Household id column of the household risk metrics (HR_*; default: the "
+                   "store's household role); never a linkage key.")
 @cluster_options(local=True)
 def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                 keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
                 option_items: tuple[str, ...], categorical: str | None, keys: str | None,
-                weight: str | None, na_values: str | None,
-                where: ClusterOptions) -> None:
+                weight: str | None, na_values: str | None, confidential: str | None,
+                household: str | None, where: ClusterOptions) -> None:
     """Measure information loss, utility (and risk) of MASKED against ORIGINAL.
 
     Both files must have the same records in the same order and the same
@@ -100,8 +109,9 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
             raise SdcInputError("chunk_rows is given twice (--chunk-rows and --option "
                                 "chunk_rows=...); give it once")
         options["chunk_rows"] = chunk_rows
-    A, cols_a, cat_a, w_a, labels_a = _open_input(original, "original", cats, na_values)
-    B, cols_b, cat_b, w_b, labels_b = _open_input(masked, "masked", cats, na_values)
+    A, cols_a, cat_a, w_a, labels_a, roles_a = _open_input(original, "original", cats,
+                                                           na_values)
+    B, cols_b, cat_b, w_b, labels_b, roles_b = _open_input(masked, "masked", cats, na_values)
     # default: every loss and utility metric (those of categorical columns when there are any)
     names = names or \
         [n for n, m in REGISTRY.items() if m.kind in ("loss", "utility")
@@ -120,21 +130,37 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     if weight is not None and weight not in cols_a:
         from ..errors import column_error
         raise column_error([weight], cols_a, what="weight column")
-    from ._common import choose_where, in_process_reason
+    conf = names_option(confidential, "--confidential") or \
+        list(roles_b.get("confidential") or roles_a.get("confidential") or [])
+    if conf:
+        from ..errors import column_positions
+        column_positions(conf, cols_a, what="confidential column", where="the files")
+    if household is not None and not household.strip():
+        raise SdcInputError("--household was given without a name; give the household id "
+                            "column, or leave --household out")
+    household = household or (roles_b.get("household") or roles_a.get("household")
+                              or [None])[0]
+    if household is not None and household not in cols_a:
+        from ..errors import column_error
+        raise column_error([household], cols_a, what="household id column")
+    from ._common import choose_where, in_process_reason, interval_figures, interval_text
     where = choose_where(where, in_process_reason(names, A.shape[0], B.shape[0]))
     with cluster(where, quiet=True) as client:
         res = measure(A, B, names, columns=list(cols_a), keysets=keysets, seed=seed,
                       options=options, client=client,
-                      categorical=list(dict.fromkeys(cat_a + cat_b)), weight=weight)
+                      categorical=list(dict.fromkeys(cat_a + cat_b)), weight=weight,
+                      confidential=conf, household=household)
     if as_json:
         echo_json({n: {"value": r.value, "kind": REGISTRY[n].kind,
                        "excluded": r.excluded, "flag": r.flag,
-                       **({"per_keyset": list(r.per_keyset)} if r.per_keyset else {})}
+                       **({"per_keyset": list(r.per_keyset)} if r.per_keyset else {}),
+                       **interval_figures(n, r)}
                    for n, r in res.items()})
         return
     click.echo(f"{'metric':10s} {'kind':8s} {'value':>14s} {'excluded':>9s} {'flag':>5s}")
     for n, r in res.items():
-        click.echo(f"{n:10s} {REGISTRY[n].kind:8s} {r.value:14.6g} {r.excluded:9d} {r.flag:5d}")
+        click.echo(f"{n:10s} {REGISTRY[n].kind:8s} {r.value:14.6g} {r.excluded:9d} {r.flag:5d}"
+                   + interval_text(n, r))
     from ..metrics.prl import em_note
     for n, r in res.items():
         note = em_note(n, r)

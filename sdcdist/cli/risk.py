@@ -68,13 +68,17 @@ def _same_file(a: str, b: str) -> bool:
               help="Holdout file: records of ORIGINAL's population that MASKED was not made "
                    "from, with ORIGINAL's columns (read by dcr_holdout_median, "
                    "dcr_closer_train and dcr_overfit).")
+@click.option("--control", default=None, type=PathOrURL("input"), metavar="FILE",
+              help="Control set of the singling-out, linkability and inference attacks: "
+                   "original records held out of what MASKED was made from, with "
+                   "ORIGINAL's columns (without it, an attack's risk is its success rate).")
 @typed_input_options
 @cluster_options(local=True)
 def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | None,
          keysets: tuple[str, ...], id_column: str | None, option_items: tuple[str, ...],
          as_json: bool, seed: int, confidential: str | None, household: str | None,
          categorical: str | None, weight: str | None, na_values: str | None,
-         holdout: str | None,
+         holdout: str | None, control: str | None,
          where: ClusterOptions) -> None:
     """Disclosure risk of MASKED (the released file) against ORIGINAL (the intruder's file).
 
@@ -125,6 +129,19 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     elif not metric_names:
         from ..metrics.synthetic import HOLDOUT_METRICS
         names = [n for n in names if n not in HOLDOUT_METRICS]
+    c_set = None
+    if control is not None:
+        c_set, _ = _load_with_id(control, None, "control", cats, na_values)
+        if tuple(c_set.columns) != tuple(a.columns):
+            raise SdcInputError(f"the control file's columns {list(c_set.columns)} differ "
+                                f"from the original file's {list(a.columns)}; give the "
+                                "control set the original's columns in the same order "
+                                "(--control)")
+        check_same_types(a.categorical, c_set.categorical, c_set.columns, original, control,
+                         a.columns)
+        a, c_set = align_categories(a, c_set)
+        if h is not None:
+            a, h = align_categories(a, h)
     a, b = align_categories(a, b)
     categ = list(dict.fromkeys(a.categorical + b.categorical))
     if not metric_names and not categ:
@@ -184,14 +201,15 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                             categ, [c for c in b.columns if c not in categ])
     if not metric_names and categ:
         names = _without_oversized_models(names, ks, key_list, categ, b, opts)
-    from ._common import choose_where, in_process_reason
+    from ._common import choose_where, in_process_reason, interval_figures, interval_text
     where = choose_where(where, in_process_reason(names, a.shape[0], b.shape[0]))
     with cluster(where, quiet=True) as client:
         res = measure(a.values, b.values, names, columns=a.columns, masked_columns=b.columns,
                       keysets=ks, seed=seed, options=opts, truth=truth, client=client,
                       categorical=categ, weight=weight, confidential=conf,
                       household=household,
-                      holdout=h.values if h is not None else None)
+                      holdout=h.values if h is not None else None,
+                      control=c_set.values if c_set is not None else None)
     matched = ""
     from ..linkage import truth_counts
     if truth is not None:
@@ -205,6 +223,7 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                    "truth": f"column {id_column}" if id_column else "row order",
                    **({"matched": truth_counts(truth)} if truth is not None else {}),
                    "metrics": {n: {"value": res[n].value, "flag": res[n].flag,
+                                   **interval_figures(n, res[n]),
                                    **({"per_keyset": {",".join(k): v for v, k in
                                                       zip(res[n].per_keyset, labels)}}
                                       if res[n].per_keyset and len(res[n].per_keyset) > 1
@@ -220,7 +239,7 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     for n in names:
         r = res[n]
         extra = " (approximate: sparse candidates)" if r.flag else ""
-        click.echo(f"{n:8s} {r.value:12.6g}{extra}")
+        click.echo(f"{n:8s} {r.value:12.6g}{interval_text(n, r)}{extra}")
         if r.per_keyset and len(r.per_keyset) > 1:
             gone = set(r.info.get("constant_keys_left_out") or ())
             labels = ks or default_keysets([c for c in a.columns if c in b.columns

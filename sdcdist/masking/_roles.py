@@ -47,7 +47,8 @@ def method_options(method: str | MaskingMethod, *, columns: Sequence[str],
         Names of the categorical columns (or ``{name: labels}``): passed as
         ``categorical`` positions (numeric methods carry them through
         unchanged), and their labels as ``labels`` to a method taking them.
-        The ``weight`` role's column is passed as ``keep``: never masked.
+        The ``weight`` role's column and the ``household`` role's column (a household
+        id) are passed as ``keep``: never masked.
 
     Returns
     -------
@@ -73,8 +74,10 @@ def method_options(method: str | MaskingMethod, *, columns: Sequence[str],
     if cats or meth.acts_on == "categorical":
         opts["categorical"] = column_positions(cats, columns, what="categorical column")
     weight = [c for c in ((roles or {}).get("weight") or []) if c in set(columns)]
-    if weight:
-        opts["keep"] = column_positions(weight, columns, what="weight column")
+    household = [c for c in ((roles or {}).get("household") or []) if c in set(columns)]
+    if weight or household:
+        opts["keep"] = column_positions(weight, columns, what="weight column") + \
+            column_positions(household, columns, what="household id column")
     if "labels" in meth.options and "labels" not in opts and isinstance(categorical, Mapping):
         opts["labels"] = {c: list(categorical[c]) for c in cats}
     return opts

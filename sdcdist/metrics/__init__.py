@@ -6,7 +6,7 @@
 """
 
 from ._registry import (DEFAULT_OPTIONS, REGISTRY, MeasureContext, Metric, MetricResult,
-                        get_metric, register)
+                        companions, get_metric, is_companion, register)
 from .keysets import KeySets, default_keysets
 from . import infoloss, prl, ranks, risk, scores, utility, frequency, attribute, suda, synthetic  # noqa: F401
 from . import household, modrisk, attacks  # noqa: F401,E402  (register metrics)
@@ -14,4 +14,4 @@ from .measure import expand_requirements, measure, options_of
 
 __all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",
            "measure", "default_keysets", "KeySets", "expand_requirements", "options_of",
-           "DEFAULT_OPTIONS"]
+           "DEFAULT_OPTIONS", "companions", "is_companion"]

@@ -26,7 +26,8 @@ from ..parallel import Runner
 from .keysets import KEYSET_DEFAULTS, default_keysets
 
 __all__ = ["Metric", "MetricResult", "MeasureContext", "REGISTRY", "register",
-           "get_metric", "stable_id", "DEFAULT_OPTIONS", "default_keysets"]
+           "get_metric", "stable_id", "DEFAULT_OPTIONS", "default_keysets", "PARTS",
+           "companions", "is_companion"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,13 @@ class Metric:
     unit : str
         What its value counts, for people reading it ("% of records",
         "standard deviations", ...); shown beside the value by the service's page.
+    part_of : str
+        For a companion figure of another metric, that metric's name (``so_uni`` for
+        ``so_uni_lo``); empty for a metric in its own right. Ranking tables give a
+        companion no rank of its own and plots draw the interval of its metric.
+    part : {"", "lo", "hi", "base"}
+        What the companion is: the lower or upper bound of its metric's confidence
+        interval, or the figure of the baseline (random-guess) attack.
     """
 
     name: str
@@ -82,6 +90,12 @@ class Metric:
     keyset_default: str = "prefixes"
     categorical: bool = False
     unit: str = ""
+    part_of: str = ""
+    part: str = ""
+
+
+#: What a companion metric can be (:attr:`Metric.part`).
+PARTS = ("lo", "hi", "base")
 
 
 @dataclass
@@ -134,13 +148,17 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
              keysets: bool = False, requires: Sequence[str] = (), ascending: bool = True,
              same_shape: bool = True, random: bool = False,
              options: Sequence[str] = (), keyset_default: str = "prefixes",
-             categorical: bool = False, unit: str = "") -> Callable:
+             categorical: bool = False, unit: str = "", part_of: str = "",
+             part: str = "") -> Callable:
     """Decorator: register ``func`` as the metric ``name``.
 
     ``options`` names the options of :mod:`sdcdist.options` the metric reads;
     ``keyset_default`` what a key-set metric links on when no key sets are named;
-    ``unit`` what its value counts.
+    ``unit`` what its value counts; ``part_of`` and ``part`` make it a companion
+    (interval bound or baseline) of another metric.
     """
+    if bool(part_of) != bool(part) or (part and part not in PARTS):
+        raise ValueError(f"metric {name!r}: part_of and part go together, part one of {PARTS}")
     if kind not in ("loss", "utility", "risk", "score"):
         raise ValueError(f"bad metric kind {kind!r}")
     if keyset_default not in KEYSET_DEFAULTS:
@@ -153,10 +171,31 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
         REGISTRY[name] = Metric(name, kind, func, description, reference, keysets,
                                 tuple(requires), ascending, same_shape, random, used,
                                 keyset_default=keyset_default, categorical=categorical,
-                                unit=unit)
+                                unit=unit, part_of=part_of, part=part)
         return func
 
     return deco
+
+
+def is_companion(name: str) -> bool:
+    """Whether ``name`` is a registered companion (interval bound or baseline) of a metric."""
+    m = REGISTRY.get(str(name))
+    return bool(m is not None and m.part_of)
+
+
+def companions(name: str, have: Sequence[str] | None = None) -> dict[str, str]:
+    """The companions of metric ``name``: part (``lo``, ``hi``, ``base``) -> metric name,
+    only those among ``have`` when given.
+
+    >>> companions("so_uni")
+    {'lo': 'so_uni_lo', 'hi': 'so_uni_hi', 'base': 'so_uni_base'}
+    >>> companions("DLD")
+    {}
+    """
+    out = {m.part: m.name for m in REGISTRY.values() if m.part_of == name}
+    if have is not None:
+        out = {p: n for p, n in out.items() if n in set(have)}
+    return {p: out[p] for p in PARTS if p in out}
 
 
 def get_metric(name: str) -> Metric:

@@ -101,7 +101,9 @@ def default_ranking(cube: Any) -> dict[str, Any]:
             return {"by": s, "risk": None, "loss": None, "parts": [], "why":
                     f"{s}: {REGISTRY[s].description}" if s in REGISTRY else s,
                     "warning": None}
-    risks = [m for m, k in kinds.items() if k == "risk"]
+    from ..metrics import is_companion
+    # an interval bound or a baseline is read beside its risk, never ranked on its own
+    risks = [m for m, k in kinds.items() if k == "risk" and not is_companion(m)]
     losses = [m for m, k in kinds.items() if k in ("loss", "utility")]
     warning = None
     if not risks or not losses:

@@ -14,8 +14,8 @@ fingerprints (:func:`sdcdist.testing.cube_fingerprints`) replace its entry in
 hash updated there and keep their old entry in ``example_fingerprints.json``,
 which the test does not compare; ``RR`` and ``PDL`` are left out as the test
 leaves them out. ``--subset`` reruns each subset (the parameters listed in
-``<spec>_subset_fingerprints.json``: ``dmt_table2``, ``drs_equal_risk``) and
-rewrites its fingerprints (``["values", hash]`` for ``PS``/``PS2``). Only the files of the runs asked for are rewritten; review the
+``<spec>_subset_fingerprints.json``: ``dmt_table2``, ``drs_equal_risk``,
+``household_risks``) and rewrites its fingerprints (``["values", hash]`` for ``PS``/``PS2``). Only the files of the runs asked for are rewritten; review the
 diff (``git diff tests/data``) and say in the commit which metrics changed and why.
 """
 
@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="*", help="spec names of examples/ (file stems)")
     ap.add_argument("--subset", action="store_true",
-                    help="the subsets (dmt_table2, drs_equal_risk) that the tests run by default")
+                    help="the subsets (dmt_table2, drs_equal_risk, household_risks) that the tests "
+                         "run by default")
     ap.add_argument("--all", action="store_true", help="every spec and every subset")
     args = ap.parse_args(argv)
     known = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
