@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.sdcdist-installed
-# test processes (pytest-xdist); each file runs whole in one of them
+# test processes (pytest-xdist); each file runs whole in one of them, the longest
+# first (tests/conftest.py orders them)
 TEST_PROCS ?= 2
 
 .PHONY: demo test install bench clean
@@ -24,7 +25,7 @@ demo: $(STAMP)
 	@echo "cube: demo-output/demo.zarr   table: demo-output/ranking.csv   plot: demo-output/tradeoff.png"
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do \

@@ -213,6 +213,10 @@ def test_each_metric_reads_only_the_options_it_declares(rng):
                              household="V3" if cat else None,
                              holdout=codes[::2] if cat else X[::2],   # the DCR metrics
                              shape_holdout=(X.shape[0] // 2, X.shape[1]))
+        if name.startswith("so_multi"):
+            # 40 records leave few unique predicates: uncapped, the attacker tries its
+            # default 10,000,000 queries (about two minutes per figure)
+            ctx.options["so_max_attempts"] = 5000
         rec = _Recording(ctx.options)
         ctx.options = rec
         ctx.measure(name)

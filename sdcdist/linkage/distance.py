@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
-from scipy.stats import rankdata
 
 from ..errors import SdcInputError
 
@@ -413,6 +412,8 @@ def rank_columns(X: np.ndarray, cols: tuple[int, ...], n_ref: int | None = None)
     With ``n_ref`` (the other file's size, when the two differ) ranks are
     mapped onto the scale 1..n_ref: ``(r - 0.5) n_ref / n + 0.5``.
     """
+    from scipy.stats import rankdata   # imported here: scipy.stats takes a second
+
     A = np.asarray(X[:, list(cols)], dtype=np.float64)
     R = rankdata(A, method="average", axis=0)
     n = A.shape[0]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["knn_kernel", "count_kernel", "count_numpy", "NUMPY_QUERIES", "EQ", "NE", "GT", "LT", "GE", "LE", "ISNULL",
+__all__ = ["knn_kernel", "count_kernel", "count_numpy", "count_index_kernel", "query_index",
+           "count_indexed", "NUMPY_QUERIES", "EQ", "NE", "GT", "LT", "GE", "LE", "ISNULL",
            "NOTNULL"]
 
 #: query operators (``count_kernel``)
@@ -71,8 +72,33 @@ def knn_kernel(Q: np.ndarray, C: np.ndarray, inv_range: np.ndarray, is_cat: np.n
 
 
 @numba.njit(cache=True, nogil=True)
+def _term(x: float, op: int, v: float) -> bool:
+    """Whether value ``x`` satisfies the query term ``op v`` (a comparison with a missing
+    value is false)."""
+    if op == 6:
+        return np.isnan(x)
+    if op == 7:
+        return not np.isnan(x)
+    if np.isnan(x):
+        return False
+    if op == 0:
+        return x == v
+    if op == 1:
+        return x != v
+    if op == 2:
+        return x > v
+    if op == 3:
+        return x < v
+    if op == 4:
+        return x >= v
+    return x <= v
+
+
+@numba.njit(cache=True, nogil=True)
 def count_kernel(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.ndarray,
                   vals: np.ndarray, cap: int) -> np.ndarray:
+    """The rows with ``keep`` each query (``cols``, ``ops``, ``vals``: (nq, t), column -1
+    an unused term) matches; ``cap`` > 0: counting stops at ``cap``."""
     nq, t = cols.shape
     out = np.zeros(nq, dtype=np.int64)
     for q in range(nq):
@@ -83,31 +109,8 @@ def count_kernel(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.ndar
             ok = True
             for s in range(t):
                 c = cols[q, s]
-                if c < 0:
-                    continue
-                x = X[r, c]
-                op = ops[q, s]
-                if op == 6:
-                    ok = np.isnan(x)
-                elif op == 7:
-                    ok = not np.isnan(x)
-                elif np.isnan(x):
+                if c >= 0 and not _term(X[r, c], ops[q, s], vals[q, s]):
                     ok = False
-                else:
-                    v = vals[q, s]
-                    if op == 0:
-                        ok = x == v
-                    elif op == 1:
-                        ok = x != v
-                    elif op == 2:
-                        ok = x > v
-                    elif op == 3:
-                        ok = x < v
-                    elif op == 4:
-                        ok = x >= v
-                    else:
-                        ok = x <= v
-                if not ok:
                     break
             if ok:
                 cnt += 1
@@ -117,8 +120,78 @@ def count_kernel(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.ndar
     return out
 
 
-#: up to this many queries a chunk counts them with numpy (no compiled kernel to load);
-#: the batches of the multivariate search use the kernel, which stops at ``cap`` matches
+@numba.njit(cache=True, nogil=True)
+def _search(values: np.ndarray, a: int, b: int, v: float, right: bool) -> int:
+    """``a + np.searchsorted(values[a:b], v, side)`` (no missing value among them)."""
+    lo, hi = a, b
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if values[mid] < v or (right and values[mid] == v):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True)
+def count_index_kernel(X: np.ndarray, rows: np.ndarray, ptr: np.ndarray, values: np.ndarray,
+                       cols: np.ndarray, ops: np.ndarray, vals: np.ndarray, cap: int
+                       ) -> np.ndarray:
+    """As :func:`count_kernel` on an indexed block (:func:`query_index`): each query tests
+    only the rows of its most selective term, one contiguous range of ``rows`` (every kept
+    row when no term narrows them: ``!=`` terms only)."""
+    nq, t = cols.shape
+    m = (ptr.size - 2) // 2
+    out = np.zeros(nq, dtype=np.int64)
+    for q in range(nq):
+        lo = ptr[2 * m]
+        hi = ptr[2 * m + 1]
+        for s in range(t):
+            c = cols[q, s]
+            if c < 0:
+                continue
+            op = ops[q, s]
+            v = vals[q, s]
+            a = ptr[c]
+            b = ptr[c + 1]
+            if op == 6:
+                la, hb = ptr[m + c], ptr[m + c + 1]
+            elif op == 7:
+                la, hb = a, b
+            elif op == 1:
+                continue
+            elif np.isnan(v):
+                la, hb = a, a                  # x op NaN holds for no x
+            elif op == 0:
+                la, hb = _search(values, a, b, v, False), _search(values, a, b, v, True)
+            elif op == 2:
+                la, hb = _search(values, a, b, v, True), b
+            elif op == 3:
+                la, hb = a, _search(values, a, b, v, False)
+            elif op == 4:
+                la, hb = _search(values, a, b, v, False), b
+            else:
+                la, hb = a, _search(values, a, b, v, True)
+            if hb - la < hi - lo:
+                lo, hi = la, hb
+        cnt = 0
+        for p in range(lo, hi):
+            r = rows[p]
+            ok = True
+            for s in range(t):
+                c = cols[q, s]
+                if c >= 0 and not _term(X[r, c], ops[q, s], vals[q, s]):
+                    ok = False
+                    break
+            if ok:
+                cnt += 1
+                if cap > 0 and cnt >= cap:
+                    break
+        out[q] = cnt
+    return out
+
+
+#: up to this many queries a chunk counts them with numpy (no compiled kernel to load)
 NUMPY_QUERIES = 4096
 
 
@@ -176,3 +249,44 @@ def count_numpy(X: np.ndarray, keep: np.ndarray, cols: np.ndarray, ops: np.ndarr
             n = int(np.count_nonzero(m))
             out[i] = min(n, cap) if cap > 0 else n
     return out
+
+
+# -- an index of a record chunk for query counts ---------------------------------------------
+
+def query_index(B: np.ndarray, keep: np.ndarray) -> dict[str, np.ndarray]:
+    """The kept rows of a block ``B`` (r, m), arranged so that the rows any query term can
+    match are one contiguous range of ``rows``.
+
+    ``rows`` holds, for each column j, the kept rows with a known value sorted by value
+    (``ptr[j]:ptr[j + 1]``, their values ``values[ptr[j]:ptr[j + 1]]``), then for each column
+    the kept rows missing there (``ptr[m + j]:ptr[m + j + 1]``), then every kept row
+    (``ptr[2m]:ptr[2m + 1]``).
+    """
+    B = np.ascontiguousarray(B, dtype=np.float64)
+    m = B.shape[1]
+    kept = np.flatnonzero(keep)
+    known, missing, values = [], [], []
+    for j in range(m):
+        x = B[kept, j]
+        nan = np.isnan(x)
+        o = np.argsort(x[~nan], kind="stable")
+        known.append(kept[~nan][o])
+        values.append(x[~nan][o])
+        missing.append(kept[nan])
+    parts = known + missing + [kept]
+    ptr = np.cumsum([0] + [p.size for p in parts]).astype(np.int64)
+    rows = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+    vals = np.concatenate(values) if values else np.zeros(0)
+    return {"X": B, "rows": rows, "ptr": ptr, "values": vals}
+
+
+def count_indexed(ix: dict[str, np.ndarray], cols: np.ndarray, ops: np.ndarray,
+                  vals: np.ndarray, cap: int) -> np.ndarray:
+    """The kept rows of an indexed block (:func:`query_index`) each query matches
+    (:func:`count_kernel`'s counts), testing only the rows of its most selective term."""
+    if cols.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    return count_index_kernel(ix["X"], ix["rows"], ix["ptr"], ix["values"],
+                              np.ascontiguousarray(cols, np.int64),
+                              np.ascontiguousarray(ops, np.int64),
+                              np.ascontiguousarray(vals, np.float64), cap)

@@ -49,10 +49,12 @@ unequal categories; 1 where both are missing; a pair with one value missing in a
 numeric column is farther than any complete pair (anonymeter's NaN distance sorts
 last). Ties go to the lowest row.
 
-Work on the cluster: counts of queries over record chunks (:func:`map_reduce`, exact
-integer sums), nearest-neighbour searches as blocks of targets x released rows
-(:func:`pairwise_reduce`), each block keeping its k nearest by (distance, row): any
-chunking and worker count gives the same figures, bit for bit. Singling out works on
+Work on the cluster: counts of queries over record chunks (exact integer sums; each
+chunk is indexed once, its rows sorted by each column, and a query tests only the rows
+of its most selective term: :func:`map_chunks`, :func:`reduce_chunks`),
+nearest-neighbour searches as blocks of targets x released rows (:func:`pairwise_reduce`),
+each block keeping its k nearest by (distance, row): any chunking and worker count gives
+the same figures, bit for bit. Singling out works on
 distinct records (a record's 64-bit hash of its values; the first of equal records
 is kept).
 """
@@ -63,15 +65,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import curve_fit
 from scipy.special import gammaln
-from scipy.stats import norm
 
 from ..errors import SdcInputError, column_positions, option_error
-from ..parallel import map_reduce, pair_block_rows, pairwise_reduce
+from ..parallel import map_chunks, map_reduce, pair_block_rows, pairwise_reduce, reduce_chunks
 from ._attack_kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, NUMPY_QUERIES,
-                              count_kernel as _count_kernel, count_numpy,
-                              knn_kernel as _knn_kernel)
+                              count_indexed, count_kernel as _count_kernel, count_numpy,
+                              knn_kernel as _knn_kernel, query_index)
 from ._registry import MeasureContext, MetricResult, register
 
 __all__ = ["success_rate", "residual", "bound_risk", "risk_from_counts", "gower_knn",
@@ -94,6 +94,8 @@ _CAT_OPS = np.array([EQ, NE])
 
 def success_rate(n_total: float, n_success: float, confidence: float) -> tuple[float, float]:
     """Wilson score estimate of a success rate and its error (anonymeter's ``success_rate``)."""
+    from scipy.stats import norm   # imported here: scipy.stats takes a second to import
+
     z = float(norm.ppf(0.5 * (1.0 + confidence)))
     z2 = z * z
     var = n_success * (n_total - n_success) / n_total
@@ -210,6 +212,22 @@ def _chunk_counts(start: int, stop: int, X: Any, keep: np.ndarray | None,
     return {"n": _count_kernel(B, k, q["cols"], q["ops"], q["vals"], cap), "cap": cap}
 
 
+def _chunk_index(start: int, stop: int, X: Any, keep: np.ndarray | None, cols: Sequence[int]
+                 ) -> dict[str, Any]:
+    k = np.ones(stop - start, np.bool_) if keep is None else keep[start:stop]
+    return {"start": start, "ix": query_index(_block(X, start, stop, cols), k)}
+
+
+def _index_counts(state: dict[str, Any], q: dict[str, np.ndarray], cap: int) -> dict[str, Any]:
+    return {"n": count_indexed(state["ix"], q["cols"], q["ops"], q["vals"], cap), "cap": cap}
+
+
+def _index_rows(state: dict[str, Any], rows: np.ndarray) -> dict[str, Any]:
+    X, a = state["ix"]["X"], state["start"]
+    at = np.flatnonzero((rows >= a) & (rows < a + X.shape[0]))
+    return {"at": [at], "values": [X[rows[at] - a]]}
+
+
 def _add_counts(*parts: dict[str, Any]) -> dict[str, Any]:
     n = parts[0]["n"].copy()
     for p in parts[1:]:
@@ -272,15 +290,23 @@ def take_rows(ctx: MeasureContext, X: Any, n: int, rows: np.ndarray,
 
 
 def count_queries(ctx: MeasureContext, X: Any, n: int, keep: np.ndarray | None,
-                  cols: Sequence[int], q: dict[str, np.ndarray], *, cap: int) -> np.ndarray:
+                  cols: Sequence[int], q: dict[str, np.ndarray], *, cap: int,
+                  indexed: bool = False) -> np.ndarray:
     """Records (kept rows) each query matches, over record chunks; ``cap`` > 0: counts
-    stop at ``cap`` (enough to tell 0, 1 and more)."""
+    stop at ``cap`` (enough to tell 0, 1 and more). ``indexed``: each chunk is indexed
+    first (its rows sorted by each column, :func:`query_index`) and a query tests only
+    the rows of its most selective term (for conjunctions; one-term queries are counted
+    from sorted values without it). The same counts either way."""
     if q["cols"].shape[0] == 0:
         return np.zeros(0, np.int64)
     keep_h = None if keep is None else ctx.runner.share(keep)
-    return map_reduce(ctx.runner, _chunk_counts, _add_counts, [X], n,
-                      chunk_rows=_chunk_rows_opt(ctx),
-                      args=(keep_h, list(cols), q, cap))["n"]
+    if not indexed:
+        return map_reduce(ctx.runner, _chunk_counts, _add_counts, [X], n,
+                          chunk_rows=_chunk_rows_opt(ctx),
+                          args=(keep_h, list(cols), q, cap))["n"]
+    chunks = map_chunks(ctx.runner, _chunk_index, [X], n, chunk_rows=_chunk_rows_opt(ctx),
+                        args=(keep_h, list(cols)))
+    return reduce_chunks(ctx.runner, _index_counts, _add_counts, chunks, args=(q, cap))["n"]
 
 
 def _knn_block(a0: int, a1: int, b0: int, b1: int, T: np.ndarray, X: Any,
@@ -384,6 +410,8 @@ def control_correction(matches: np.ndarray, n_control: int, n_ori: int) -> float
         return 1.0
     w0 = 1.0 / sizes.max()
     n0 = 1.0 / _so_model(sizes.max(), w0, 1.0)
+    from scipy.optimize import curve_fit   # imported here: it takes a second
+
     popt, _ = curve_fit(_so_model, sizes.astype(np.float64), exp, bounds=(0, (1, np.inf)),
                         p0=(w0, float(n0)))
     den = float(_so_model(N, *popt))
@@ -439,11 +467,16 @@ def _multivariate(ctx: MeasureContext, S: Any, n_s: int, keep: np.ndarray, cols:
     seen: set = set()
     attempts = 0
     batch = 1000
-    keep_h = ctx.runner.share(keep)
+    # each chunk of the release indexed once (rows sorted by each column): a query's count
+    # reads only the rows of its most selective term
+    chunks = map_chunks(ctx.runner, _chunk_index, [S], n_s, chunk_rows=_chunk_rows_opt(ctx),
+                        args=(ctx.runner.share(keep), cols))
     while len(out) < n_attacks and attempts < max_attempts:
         b = min(batch, max_attempts - attempts)
         pick = kept[rng.integers(0, kept.size, size=b)]
-        recs = take_rows(ctx, S, n_s, pick, cols)
+        got = reduce_chunks(ctx.runner, _index_rows, _cat_lists, chunks, args=(pick,))
+        recs = np.empty((b, m))
+        recs[np.concatenate(got["at"])] = np.concatenate(got["values"])
         chosen = np.sort(np.argsort(rng.random((b, m)), axis=1)[:, :n_cols], axis=1)
         v = np.take_along_axis(recs, chosen, 1) + 0.0
         nan = np.isnan(v)
@@ -452,17 +485,15 @@ def _multivariate(ctx: MeasureContext, S: Any, n_s: int, keep: np.ndarray, cols:
                                                  np.where(v > med[chosen], GE, LE)))
         v = np.where(nan, 0.0, v)
         qd = {"cols": chosen, "ops": ops, "vals": v}
-        # most candidates match two records among the first rows: only the others are
-        # counted over the whole file (the same counts, a fraction of the work)
-        first = ctx.runner.call(_chunk_counts, 0, min(n_s, _chunk_rows_opt(ctx)), S, keep_h,
-                                cols, qd, 2)["n"]
+        # most candidates match two records in the first chunk: only the others are
+        # counted in the other chunks (the same counts, a fraction of the work)
+        first = ctx.runner.call(_index_counts, chunks[0], qd, 2)["n"]
         alive = first <= 1
-        cnt = np.full(b, 2, np.int64)
-        if alive.any():
-            cnt[alive] = map_reduce(ctx.runner, _chunk_counts, _add_counts, [S], n_s,
-                                    chunk_rows=_chunk_rows_opt(ctx),
-                                    args=(keep_h, cols, {k: x[alive] for k, x in qd.items()},
-                                          2))["n"]
+        cnt = np.minimum(first, 2)
+        if alive.any() and len(chunks) > 1:
+            rest = reduce_chunks(ctx.runner, _index_counts, _add_counts, chunks[1:],
+                                 args=({k: x[alive] for k, x in qd.items()}, 2))["n"]
+            cnt[alive] = np.minimum(first[alive] + rest, 2)
         for i in np.flatnonzero(cnt == 1):
             q = [(int(c), int(o), float(x)) for c, o, x in zip(chosen[i], ops[i], v[i])]
             key = _key(q)
@@ -522,10 +553,12 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
                                           n_attacks, n_cols, int(o["so_max_attempts"]), rng)
     width = max(n_cols, 1)
     q = _pack(queries, width)
-    success = int((count_queries(ctx, ctx.original, n_o, keep_o, cols, q, cap=2) == 1).sum())
+    multi = mode != "univariate"
+    success = int((count_queries(ctx, ctx.original, n_o, keep_o, cols, q, cap=2,
+                                 indexed=multi) == 1).sum())
     base_q = _pack(_random_queries(vals, is_cat, n_attacks, n_cols, rng), width)
-    baseline = int((count_queries(ctx, ctx.original, n_o, keep_o, cols, base_q, cap=2)
-                    == 1).sum())
+    baseline = int((count_queries(ctx, ctx.original, n_o, keep_o, cols, base_q, cap=2,
+                                  indexed=multi) == 1).sum())
     control = None
     info: dict[str, Any] = {"queries": len(queries), "distinct_original": int(keep_o.sum()),
                             "distinct_released": int(keep_s.sum())}
@@ -534,7 +567,7 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
     if ctx.control is not None:
         n_c = ctx.shape_control[0]
         keep_c = distinct_rows(ctx, ctx.control, n_c, cols)
-        matches = count_queries(ctx, ctx.control, n_c, keep_c, cols, q, cap=0)
+        matches = count_queries(ctx, ctx.control, n_c, keep_c, cols, q, cap=0, indexed=multi)
         control = float((matches == 1).sum())
         nd_c, nd_o = int(keep_c.sum()), int(keep_o.sum())
         how = o["so_control_scale"]

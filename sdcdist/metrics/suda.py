@@ -71,7 +71,7 @@ MAX_SUBSETS = 2 ** 16 - 1
 
 # -- numba kernels ------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _slot(key: np.int64, mask: np.int64) -> np.int64:
     h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
     return np.int64((h >> np.uint64(17)) ^ h) & mask
@@ -86,20 +86,16 @@ def _table_size(n: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _densify(key: np.ndarray, valid: np.ndarray) -> np.int64:
-    """Renumber the valid keys 0..G-1 in order of first appearance; returns G."""
-    n = 0
-    for i in range(key.size):
-        if valid[i]:
-            n += 1
-    size = _table_size(n)
+def _densify(key: np.ndarray) -> np.int64:
+    """Renumber the keys 0..G-1 in order of first appearance; returns G."""
+    size = _table_size(key.size)
     mask = np.int64(size - 1)
-    slots = np.full(size, -1, np.int64)
+    slots = np.empty(size, np.int64)
+    for i in range(size):
+        slots[i] = -1
     ids = np.empty(size, np.int64)
     g = np.int64(0)
     for i in range(key.size):
-        if not valid[i]:
-            continue
         s = _slot(key[i], mask)
         while slots[s] != -1 and slots[s] != key[i]:
             s = (s + 1) & mask
@@ -122,20 +118,33 @@ def _keys(codes: np.ndarray, cols: np.ndarray, cards: np.ndarray, multi: np.ndar
     key space (keys are renumbered densely where it would overflow int64), the surviving
     multi rows, their keys and the targets' keys.
     """
-    m = multi.copy()
-    na = m.size
-    mkey = np.zeros(na, np.int64)
-    tkey = np.zeros(targets.size, np.int64)
+    na = multi.size
+    m = np.empty(na, np.int64)
+    mkey = np.empty(na, np.int64)
+    for i in range(na):
+        m[i] = multi[i]
+        mkey[i] = 0
+    tkey = np.empty(targets.size, np.int64)
+    for i in range(targets.size):
+        tkey[i] = 0
     space = np.int64(1)
     for t in range(cols.size):
         col = codes[cols[t]]
         c = np.int64(cards[cols[t]])
         if space > _LIMIT // c:
-            both = np.concatenate((mkey[:na], tkey))
-            space = _densify(both, np.ones(both.size, np.bool_))
-            mkey[:na] = both[:na]
-            tkey[:] = both[na:]
-        present = np.zeros(c, np.bool_)
+            both = np.empty(na + tkey.size, np.int64)
+            for i in range(na):
+                both[i] = mkey[i]
+            for i in range(tkey.size):
+                both[na + i] = tkey[i]
+            space = _densify(both)
+            for i in range(na):
+                mkey[i] = both[i]
+            for i in range(tkey.size):
+                tkey[i] = both[na + i]
+        present = np.empty(c, np.bool_)
+        for i in range(c):
+            present[i] = False
         for i in range(targets.size):
             v = col[targets[i]]
             present[v] = True
@@ -169,7 +178,9 @@ def _unique_on(codes: np.ndarray, count: np.ndarray, cols: np.ndarray, cards: np
     out = np.empty(nt, np.bool_)
     if space <= 32 * (m.size + nt) + (1 << 20):
         # saturating counts 0, 1, 2+ in a direct table
-        tab = np.zeros(space, np.uint8)
+        tab = np.empty(space, np.uint8)
+        for i in range(space):
+            tab[i] = 0
         for i in range(m.size):
             tab[mkey[i]] = 2                  # a multi row holds several records
         for t in range(nt):
@@ -181,8 +192,11 @@ def _unique_on(codes: np.ndarray, count: np.ndarray, cols: np.ndarray, cards: np
         return out
     size = _table_size(m.size + nt)
     mask = np.int64(size - 1)
-    slots = np.full(size, -1, np.int64)
-    sums = np.zeros(size, np.int64)
+    slots = np.empty(size, np.int64)
+    sums = np.empty(size, np.int64)
+    for i in range(size):
+        slots[i] = -1
+        sums[i] = 0
     for i in range(m.size + nt):
         k = mkey[i] if i < m.size else tkey[i - m.size]
         s = _slot(k, mask)

@@ -28,7 +28,6 @@ from typing import Any
 import numba
 import numpy as np
 from scipy import sparse
-from scipy.optimize import linprog
 
 from ..parallel import add_dicts, map_reduce, one_blas_thread
 from ._registry import MeasureContext, MetricResult, register
@@ -231,6 +230,8 @@ def transport_emd(a: np.ndarray, wa: np.ndarray, b: np.ndarray, wb: np.ndarray) 
     total = min(wa.sum(), wb.sum())
     wb = wb * (total / wb.sum())
     wa = wa * (total / wa.sum())
+    from scipy.optimize import linprog   # imported here: scipy.optimize takes a second
+
     res = linprog(d.ravel(), A_eq=A, b_eq=np.concatenate([wa, wb]), bounds=(0, None),
                   method="highs")
     if res.status != 0:                          # pragma: no cover - balanced problems solve

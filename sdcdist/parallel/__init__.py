@@ -8,7 +8,9 @@ here; nothing else calls a Dask client.
   future without a client);
 - :mod:`.reduce`: :func:`tree_reduce`, :func:`map_reduce` over record chunks,
   :func:`chunk_bounds`, :func:`add_dicts`, :func:`map_batches` (independent items in
-  contiguous batches, e.g. the key subsets of SUDA2);
+  contiguous batches, e.g. the key subsets of SUDA2), :func:`map_chunks` and
+  :func:`reduce_chunks` (a per-chunk state built once, e.g. an index, read by many
+  reductions);
 - :mod:`.pairs`: the pair space tiled into blocks (:func:`pairwise_reduce`,
   :func:`pair_block_rows`) or queried through one index per candidate block
   (:func:`indexed_reduce`);
@@ -27,11 +29,12 @@ from __future__ import annotations
 
 from .cells import CellExecutor, cell_mode
 from .pairs import indexed_reduce, pair_block_rows, pairwise_reduce
-from .reduce import add_dicts, chunk_bounds, map_batches, map_reduce, tree_reduce
+from .reduce import (add_dicts, chunk_bounds, map_batches, map_chunks, map_reduce, reduce_chunks,
+                     tree_reduce)
 from .runner import Local, Runner, one_blas_thread
 from .sort import SortedFile, distributed_sort
 
 __all__ = ["Runner", "Local", "one_blas_thread", "tree_reduce", "map_reduce", "chunk_bounds", "add_dicts",
-           "map_batches",
+           "map_batches", "map_chunks", "reduce_chunks",
            "pairwise_reduce", "pair_block_rows", "indexed_reduce", "distributed_sort",
            "SortedFile", "CellExecutor", "cell_mode"]

@@ -15,7 +15,8 @@ from typing import Any
 
 from .runner import Runner
 
-__all__ = ["tree_reduce", "map_reduce", "chunk_bounds", "add_dicts", "map_batches"]
+__all__ = ["tree_reduce", "map_reduce", "chunk_bounds", "add_dicts", "map_batches", "map_chunks",
+           "reduce_chunks"]
 
 
 def tree_reduce(runner: Runner, combine: Callable, handles: Sequence[Any],
@@ -57,6 +58,25 @@ def map_reduce(runner: Runner, chunk_fn: Callable, combine: Callable,
              for s, e in chunk_bounds(n, chunk_rows)]
     total = runner.result(tree_reduce(runner, combine, parts, split_every))
     return aggregate(total) if aggregate is not None else total
+
+
+def map_chunks(runner: Runner, chunk_fn: Callable, arrays: Sequence[Any], n: int, *,
+               chunk_rows: int, args: tuple = ()) -> list[Any]:
+    """``chunk_fn(start, stop, *arrays, *args)`` as one task per record chunk; the handles.
+
+    For a per-chunk state that later tasks read many times (e.g. an index of the chunk's
+    records): each stays where it was computed for as long as its handle lives. Chunks
+    are those of :func:`map_reduce` (:func:`chunk_bounds`), in order.
+    """
+    return [runner.task(chunk_fn, s, e, *arrays, *args) for s, e in chunk_bounds(n, chunk_rows)]
+
+
+def reduce_chunks(runner: Runner, fn: Callable, combine: Callable, handles: Sequence[Any], *,
+                  args: tuple = (), split_every: int = 8) -> Any:
+    """``combine`` over ``fn(state, *args)`` for the chunk states of :func:`map_chunks`,
+    by the fixed tree of :func:`tree_reduce`; the value."""
+    parts = [runner.task(fn, h, *args) for h in handles]
+    return runner.result(tree_reduce(runner, combine, parts, split_every))
 
 
 def add_dicts(*parts: dict) -> dict:

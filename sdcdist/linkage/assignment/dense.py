@@ -8,7 +8,6 @@ from typing import Any
 
 import numba
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from . import auction as prices
 from .sparse import ARR_BIDS, arr, csr, offer, reopen_rows, solve_min, ssp
@@ -132,6 +131,13 @@ def minmax(X):
             if x > hi:
                 hi = x
     return lo, hi
+
+
+def linear_sum_assignment(*args: Any, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`scipy.optimize.linear_sum_assignment`, imported on first use (scipy.optimize
+    takes about a second to import, which every command would pay)."""
+    from scipy.optimize import linear_sum_assignment as lsa
+    return lsa(*args, **kwargs)
 
 
 def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = None,

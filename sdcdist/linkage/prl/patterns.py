@@ -77,49 +77,141 @@ def _const_tolerances(tolT: np.ndarray, nlev: np.ndarray) -> tuple[np.ndarray, n
     return tc, const
 
 
-@numba.njit(cache=True, nogil=True)
-def _codes_chunk(avT, tolT, tc, const, x, c0, c1, nlev, radix, code, cnt):
-    # code[q] (int32) of A rows c0 + q, q < c1 - c0, against B values x: column by
-    # column over contiguous A values; a column's level is its number of tolerances
-    # missed, L - #(|a - b| <= t_l) (NaN meets none), the predicate of _codes_row
+_FAST = dict(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+
+
+@numba.njit(inline="always", **_FAST)
+def _add_column(avT, tolT, tc, const, xk, k, c0, c1, nlev, radix, code, cnt):
+    # code[q] += level * radix of column k, A rows c0 + q against the B value xk; the
+    # level is the number of tolerances missed, L - #(|a - b| <= t_l) (NaN meets none)
     n = c1 - c0
+    r = radix[k]
+    L = nlev[k] - 1
+    a = avT[k, c0:c1]
+    if const[k] and L <= _UNROLL:
+        t0 = tc[k, 0]
+        t1 = tc[k, 1]
+        t2 = tc[k, 2]
+        t3 = tc[k, 3]
+        t4 = tc[k, 4]
+        for q in range(n):
+            d = abs(a[q] - xk)
+            met = (np.int64(d <= t0) + np.int64(d <= t1) + np.int64(d <= t2)
+                   + np.int64(d <= t3) + np.int64(d <= t4))
+            code[q] += (L - met) * r
+        return
     for q in range(n):
-        code[q] = 0
-    for k in range(avT.shape[0]):
-        xk = x[k]
-        r = np.int32(radix[k])
-        L = np.int32(nlev[k] - 1)
-        a = avT[k, c0:c1]
-        if const[k] and L <= 5:
-            t0 = tc[k, 0]
-            t1 = tc[k, 1]
-            t2 = tc[k, 2]
-            t3 = tc[k, 3]
-            t4 = tc[k, 4]
-            if L == 1:
-                for q in range(n):
-                    d = abs(a[q] - xk)
-                    code[q] += (L - np.int32(d <= t0)) * r
-            else:
-                for q in range(n):
-                    d = abs(a[q] - xk)
-                    met = (np.int32(d <= t0) + np.int32(d <= t1) + np.int32(d <= t2)
-                           + np.int32(d <= t3) + np.int32(d <= t4))
-                    code[q] += (L - met) * r
+        cnt[q] = L
+    for l in range(L):
+        if const[k]:
+            t = tc[k, l]
+            for q in range(n):
+                cnt[q] -= np.int64(abs(a[q] - xk) <= t)
         else:
+            tl = tolT[k, l, c0:c1]
             for q in range(n):
-                cnt[q] = L
-            for l in range(L):
-                if const[k]:
-                    t = tc[k, l]
-                    for q in range(n):
-                        cnt[q] -= np.int32(abs(a[q] - xk) <= t)
-                else:
-                    tl = tolT[k, l, c0:c1]
-                    for q in range(n):
-                        cnt[q] -= np.int32(abs(a[q] - xk) <= tl[q])
-            for q in range(n):
-                code[q] += cnt[q] * r
+                cnt[q] -= np.int64(abs(a[q] - xk) <= tl[q])
+    for q in range(n):
+        code[q] += cnt[q] * r
+
+
+@numba.njit(inline="always", **_FAST)
+def _add_two_columns(avT, tc, x, k, k2, c0, c1, nlev, radix, code):
+    # _add_column of two constant-tolerance columns in one pass over the A rows
+    n = c1 - c0
+    r1 = radix[k]
+    r2 = radix[k2]
+    L1 = nlev[k] - 1
+    L2 = nlev[k2] - 1
+    x1 = x[k]
+    x2 = x[k2]
+    u0, u1, u2, u3, u4 = tc[k, 0], tc[k, 1], tc[k, 2], tc[k, 3], tc[k, 4]
+    w0, w1, w2, w3, w4 = tc[k2, 0], tc[k2, 1], tc[k2, 2], tc[k2, 3], tc[k2, 4]
+    a1 = avT[k, c0:c1]
+    a2 = avT[k2, c0:c1]
+    for q in range(n):
+        d = abs(a1[q] - x1)
+        e = abs(a2[q] - x2)
+        m1 = (np.int64(d <= u0) + np.int64(d <= u1) + np.int64(d <= u2)
+              + np.int64(d <= u3) + np.int64(d <= u4))
+        m2 = (np.int64(e <= w0) + np.int64(e <= w1) + np.int64(e <= w2)
+              + np.int64(e <= w3) + np.int64(e <= w4))
+        code[q] += (L1 - m1) * r1 + (L2 - m2) * r2
+
+
+@numba.njit(inline="always", **_FAST)
+def _first_in(a, lo, hi, x, t):
+    # first p in [lo, hi) with a[p] >= x or |a[p] - x| <= t: false then true on a sorted
+    # a, as the computed |a - x| (monotone rounding) falls towards x and rises beyond it
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if a[m] >= x or abs(a[m] - x) <= t:
+            hi = m
+        else:
+            lo = m + 1
+    return lo
+
+
+@numba.njit(inline="always", **_FAST)
+def _first_out(a, lo, hi, x, t):
+    # first p in [lo, hi) with a[p] > x and not |a[p] - x| <= t (false then true)
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if a[m] > x and not abs(a[m] - x) <= t:
+            hi = m
+        else:
+            lo = m + 1
+    return lo
+
+
+@numba.njit(inline="always", **_FAST)
+def _fill_sorted(a, tc, x, ks, c0, c1, nfin, L, r, code, bnd):
+    # code[q] = level * r of the sorted column ks (values a, NaN from nfin on) for A rows
+    # c0 + q: the rows meeting tolerance l form the interval [lo_l, hi_l) (nested), found
+    # by binary search with the very predicate |a - x| <= t; no per-pair work
+    e1 = min(c1, nfin)
+    for l in range(L):
+        bnd[l] = _first_in(a, c0, max(c0, e1), x, tc[ks, L - 1 - l])
+    for l in range(L):
+        bnd[L + l] = _first_out(a, bnd[L - 1] if L else c0, max(c0, e1), x, tc[ks, l])
+    p = c0
+    for s in range(2 * L + 1):
+        e = bnd[s] if s < 2 * L else c1
+        v = (L - s if s <= L else s - L) * r
+        for i in range(p, e):
+            code[i - c0] = v
+        if e > p:
+            p = e
+
+
+@numba.njit(**_FAST)
+def _codes_chunk(avT, tolT, tc, const, x, c0, c1, nlev, radix, code, cnt, ks, nfin, bnd):
+    # code[q] (int64) of A rows c0 + q, q < c1 - c0, against B values x: column by column
+    # over contiguous A values. ks >= 0: A is sorted by column ks (NaN last, nfin finite)
+    # and that column's levels come from _fill_sorted (for a finite x); two columns
+    # with constant tolerances are added in one pass
+    n = c1 - c0
+    K = avT.shape[0]
+    skip = -1
+    if ks >= 0 and np.isfinite(x[ks]):
+        _fill_sorted(avT[ks], tc, x[ks], ks, c0, c1, nfin, nlev[ks] - 1, radix[ks], code, bnd)
+        skip = ks
+    else:
+        for q in range(n):
+            code[q] = 0
+    k = 0
+    while k < K:
+        if k == skip:
+            k += 1
+            continue
+        k2 = k + 1 if k + 1 != skip else k + 2
+        if (k2 < K and const[k] and const[k2] and nlev[k] - 1 <= _UNROLL
+                and nlev[k2] - 1 <= _UNROLL):
+            _add_two_columns(avT, tc, x, k, k2, c0, c1, nlev, radix, code)
+            k = k2 + 1
+        else:
+            _add_column(avT, tolT, tc, const, x[k], k, c0, c1, nlev, radix, code, cnt)
+            k += 1
     return n
 
 
@@ -127,15 +219,50 @@ def _codes_chunk(avT, tolT, tc, const, x, c0, c1, nlev, radix, code, cnt):
 _FLUSH_PAIRS = (1 << 32) - 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(**_FAST)
+def _sort_column(avT, tc, const, nlev):
+    # the column whose levels _fill_sorted gives (the last: the largest radix, so that a
+    # run of one level scatters into one sixth of the histogram), or -1 where it cannot:
+    # per-row tolerances, more than _UNROLL, or a tolerance that is not finite and >= 0
+    ks = avT.shape[0] - 1
+    if ks < 0 or not const[ks] or nlev[ks] - 1 > _UNROLL:
+        return -1
+    for l in range(nlev[ks] - 1):
+        if not (tc[ks, l] >= 0.0 and np.isfinite(tc[ks, l])):
+            return -1
+    return ks
+
+
+@numba.njit(**_FAST)
 def _counts_flat(avT, tolT, tc, const, bv, nlev, radix, n_patterns, nhist, flush):
-    # all pairs of a block: dense uint32 histograms of the whole pattern space, flushed
-    # into int64 before any entry could overflow; returns (int64 total or empty, hists)
+    # all pairs of a block: dense histograms of the whole pattern space, flushed into int64
+    # before any entry could overflow; returns (int64 total or empty, uint32 hists). A is
+    # first sorted by the last column (counts do not depend on the order of the pairs).
+    # One histogram: uint16 counts (half the cache footprint), a wrap adds 2^16 to uint32
     na = avT.shape[1]
+    ks = _sort_column(avT, tc, const, nlev)
+    nfin = na
+    if ks >= 0:
+        key = avT[ks]
+        fin = np.flatnonzero(key == key)
+        perm = np.concatenate((fin[np.argsort(key[fin])], np.flatnonzero(key != key)))
+        nfin = fin.size
+        avT2 = np.empty_like(avT)
+        tolT2 = np.empty_like(tolT)
+        for p in range(na):
+            i = perm[p]
+            for k in range(avT.shape[0]):
+                avT2[k, p] = avT[k, i]
+                for l in range(tolT.shape[1]):
+                    tolT2[k, l, p] = tolT[k, l, i]
+        avT = avT2
+        tolT = tolT2
     h = np.zeros((nhist, n_patterns), dtype=np.uint32)
+    h16 = np.zeros(n_patterns if nhist == 1 else 0, dtype=np.uint16)
     total = np.zeros(0, dtype=np.int64)
-    code = np.empty(_CHUNK_ROWS, dtype=np.int32)
-    cnt = np.empty(_CHUNK_ROWS, dtype=np.int32)
+    code = np.empty(_CHUNK_ROWS, dtype=np.int64)
+    cnt = np.empty(_CHUNK_ROWS, dtype=np.int64)
+    bnd = np.empty(2 * _UNROLL + 2, dtype=np.int64)
     since = 0
     for c0 in range(0, na, _CHUNK_ROWS):
         c1 = min(na, c0 + _CHUNK_ROWS)
@@ -147,8 +274,12 @@ def _counts_flat(avT, tolT, tc, const, bv, nlev, radix, n_patterns, nhist, flush
                     for p in range(n_patterns):
                         total[p] += h[g, p]
                         h[g, p] = 0
+                for p in range(h16.size):
+                    total[p] += h16[p]
+                    h16[p] = 0
                 since = 0
-            n = _codes_chunk(avT, tolT, tc, const, bv[j], c0, c1, nlev, radix, code, cnt)
+            n = _codes_chunk(avT, tolT, tc, const, bv[j], c0, c1, nlev, radix, code, cnt, ks,
+                             nfin, bnd)
             since += n
             if nhist == 4:
                 for q in range(n):
@@ -157,8 +288,15 @@ def _counts_flat(avT, tolT, tc, const, bv, nlev, radix, n_patterns, nhist, flush
                 for q in range(n):
                     h[q & 1, code[q]] += np.uint32(1)
             else:
+                h0 = h[0]
                 for q in range(n):
-                    h[0, code[q]] += np.uint32(1)
+                    c = code[q]
+                    v = np.uint16(h16[c] + 1)
+                    h16[c] = v
+                    if v == 0:
+                        h0[c] += np.uint32(65536)
+    for p in range(h16.size):
+        h[0, p] += h16[p]
     return total, h
 
 
@@ -335,7 +473,11 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
         could overflow; on all pairs of a block the levels are computed column
         by column over chunks of contiguous A values, a column whose tolerance
         is the same on every A row (``s``, categorical) compared with it as a
-        scalar (vectorised). ``hash``: an open-addressing hash table of the
+        scalar (vectorised, two such columns per pass). The block's A rows are
+        first sorted by the last column: where its tolerances are the same on
+        every row, the rows meeting each tolerance form one run per B row,
+        found by binary search with the very predicate, so that column costs
+        nothing per pair and a run scatters into one part of the histogram. ``hash``: an open-addressing hash table of the
         occurring codes, for pattern spaces of any size. ``auto``:
         :func:`pattern_kernel`. All give the same counts: the same predicate
         ``|a - b| <= tol`` in float64, integer counts.

@@ -1,0 +1,91 @@
+"""The dense pattern-count kernel's sorted column and uint16 histogram, and the candidate
+search's kernels: the same counts and candidates as the all-pairs hash kernel / pass."""
+
+import numpy as np
+import pytest
+
+from sdcdist.linkage import prl
+from sdcdist.linkage.prl import topc
+from sdcdist.linkage.prl.comparison import transposed
+
+
+def _same(x, y):
+    np.testing.assert_array_equal(x[0], y[0])
+    np.testing.assert_array_equal(x[1], y[1])
+
+
+def _sides(A, B, cmp):
+    cols = tuple(range(A.shape[1]))
+    return (prl.prepare_side(A, cols, cmp, side="a"), prl.prepare_side(B, cols, cmp, side="b"))
+
+
+def _rounded(n, K, seed):
+    """Tie-heavy numeric keys with NaN everywhere, the last column included (values on a
+    coarse grid, so that differences land exactly on the tolerances)."""
+    rng = np.random.default_rng(seed)
+    A = np.round(rng.normal(size=(n, K)) * 4) / 4
+    B = A + np.round(rng.normal(size=(n, K)) * 2) / 8
+    A[rng.random((n, K)) < 0.05] = np.nan
+    B[rng.random((n, K)) < 0.05] = np.nan
+    return A, B
+
+
+@pytest.mark.parametrize("K", [1, 3, 8])
+def test_sorted_last_column_equals_hash(K):
+    """The last column (sorted, levels by binary search) on numeric 's' keys with NaN, ties,
+    differences exactly on a tolerance and infinite values: the hash kernel's counts."""
+    A, B = _rounded(700, K, seed=K)
+    cmp = prl.comparison(K)
+    a, b = _sides(A, B, cmp)
+    # infinities after the tolerances are fixed (finite): A and B, both signs
+    a["v"][::53, K - 1] = np.inf
+    a["v"][7::61, K - 1] = -np.inf
+    b["v"][::47, K - 1] = np.inf
+    b["v"][5::59, K - 1] = -np.inf
+    _same(prl.pattern_counts(a, b, cmp, kernel="dense"),
+          prl.pattern_counts(a, b, cmp, kernel="hash"))
+    # -0.0 and 0.0 are equal values
+    a["v"][::3, K - 1] = -0.0
+    b["v"][::4, K - 1] = 0.0
+    _same(prl.pattern_counts(a, b, cmp, kernel="dense"),
+          prl.pattern_counts(a, b, cmp, kernel="hash"))
+
+
+def test_uint16_histogram_wraps_exactly():
+    """More than 2^16 pairs of one pattern (all records equal) and flushes into int64: the
+    uint16 histogram's wraps are carried, the counts exact."""
+    K = 8
+    A = np.zeros((400, K))
+    B = np.zeros((300, K))
+    A[:10] = 1.0                         # a second pattern, and a spread for the sd
+    cmp = prl.comparison(K)
+    a, b = _sides(A, B, cmp)
+    dense = prl.pattern_counts(a, b, cmp, kernel="dense")
+    _same(dense, prl.pattern_counts(a, b, cmp, kernel="hash"))
+    assert dense[1].max() == 390 * 300 > 1 << 16
+    avT, tolT = transposed(a)
+    tc, const = prl.patterns._const_tolerances(tolT, cmp.n_levels)
+    flushed = prl.patterns._counts_flat(avT, tolT, tc, const, b["v"], cmp.n_levels, cmp.radix,
+                                        cmp.n_patterns, 1, 70_000)
+    assert flushed[0].size == cmp.n_patterns
+    _same(prl.patterns._sparse_of_hist(*flushed), dense)
+
+
+@pytest.mark.parametrize("method", ["s", "l"])
+def test_search_linear_six_levels_equals_all_pairs(method):
+    """The candidate search's branch-free linear weight of six-level columns (NaN, exact
+    agreement on tolerance 0, ties, per-row tolerances with ``l``): the all-pairs
+    candidates and weights, bit for bit."""
+    K = 4
+    A, B = _rounded(900, K, seed=3)
+    cmp = prl.comparison(K, method=method, t=(0, 0.1, 0.25, 0.5, 1.0))
+    a, b = _sides(A, B[:400], cmp)
+    counts = prl.pattern_counts(a, b, cmp)
+    N = 900 * 400
+    wp = prl.weight_params(prl.em(counts, cmp, p_start=400 / N, p_max=400 / N), cmp)
+    ref = prl.topc_block(a, b, cmp, wp, 20)
+    for leaf in (16, 128):
+        tree = topc.build_tree(a, leaf_size=leaf, scale=topc.split_scale(wp, cmp))
+        got = topc.topc_search(tree, b, cmp, wp, 20)
+        np.testing.assert_array_equal(got["idx"], ref["idx"])
+        np.testing.assert_array_equal(got["w"], ref["w"])
