@@ -22,7 +22,9 @@ masked records linked to their own record) and wall time of
 * recordlinkage (ECM), likewise the strongest of: one binary feature per level
   |a - b| <= 0.1, 0.25, 0.5, 1 sd per column (ECM takes binary features), or the
   linear similarity binarised at 0.5 sd; each scored by best link (ties 1/t) and
-  by its 1-1 greedy linking,
+  by its 1-1 greedy linking; ECM with its documented defaults (100 iterations,
+  atol 1e-4: a tighter bound never finished Census and re-identifies no more,
+  see ``run_peer.recordlinkage``),
 
 for Census (1080 x 13), Tarragona (834 x 13), a synthetic 10,000 x 10 file
 skewed like a tax file (zeros, values rounded to 2 significant digits, so
@@ -30,7 +32,11 @@ repeated) and a synthetic 59,315 x 10 file; all numeric columns as one key
 set; masked file = additive noise with variance 0.1 var (noise p = sqrt(0.1)),
 seed 1. sdcdist compares all pairs. The peers compare all pairs up to
 ``--peer-max-pairs`` (recordlinkage holds every pair in pandas); above, the
-blocking their docs recommend, and the table says so.
+blocking their docs recommend, and the table says so. Each peer gets ``--timeout``
+seconds a file; it prints a line after each finished set-up, so on a timeout its
+row is the strongest set-up that finished, and says which did not (with no
+finished set-up the row says it did not finish). The peers run with one BLAS
+thread (``PEER_ENV``).
 
 The peers are not sdcdist dependencies: ``sh benchmarks/peers/setup.sh``
 installs them into ``benchmarks/.venv-peers``, and they run there as
@@ -38,12 +44,14 @@ subprocesses (``benchmarks/peers/run_peer.py``); a missing venv skips them.
 
     python benchmarks/prl.py [--files census,tarragona,synth10k,synth59k] [--workers 2]
                              [--variants default,step,l] [--peers splink,recordlinkage]
+                             [--peer-max-pairs 2e7] [--timeout 3600]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -54,6 +62,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 PEER_PY = HERE / ".venv-peers" / "bin" / "python"
+#: one BLAS thread in the peers: numpy's BLAS otherwise starts a thread a core and, on a busy
+#: machine, spins; recordlinkage's ECM (a few small dot products an iteration) ran 3x slower
+PEER_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1"}
 FILES = ("census", "tarragona", "synth10k", "synth59k")
 #: sdcdist rows: name -> (label, keywords of probabilistic_linkage)
 VARIANTS = {
@@ -116,9 +128,16 @@ def run_peer(tool: str, X: np.ndarray, Y: np.ndarray, max_pairs: float,
         try:
             p = subprocess.run([str(PEER_PY), str(HERE / "peers" / "run_peer.py"), tool, str(f),
                                 "--max-pairs", str(max_pairs)], capture_output=True,
-                               text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"error": f"did not finish within {timeout:.0f} s"}
+                               text=True, timeout=timeout, env=PEER_ENV)
+        except subprocess.TimeoutExpired as e:
+            # the peers print a line after each finished set-up: keep the last one
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            lines = [x for x in out.splitlines() if x.startswith("{")]
+            if not lines:
+                return {"error": f"did not finish within {timeout:.0f} s"}
+            r = json.loads(lines[-1])
+            r["note"] += f"; the remaining set-ups did not finish within {timeout:.0f} s"
+            return r
     lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
     if p.returncode != 0 or not lines:
         return {"error": f"failed: {p.stderr.strip().splitlines()[-1:]}"}
