@@ -129,6 +129,12 @@ def test_household_id_is_never_masked(cube, hh_csv):
     Y = get_method("noise")(X, 0.5, rng=np.random.default_rng(0), **opts)
     assert np.array_equal(Y[:, 5], X[:, 5]) and np.array_equal(Y[:, 6], X[:, 6])
     assert not np.array_equal(Y[:, 4], X[:, 4])
+    # a categorical household id, and no key role to limit what PRAM masks
+    cat_opts = method_options("pram", columns=COLS, roles={"household": ["ori_hid"]},
+                              categorical=[*KEYS, "ori_hid"])
+    Z = get_method("pram")(X, 0.5, rng=np.random.default_rng(0), **cat_opts)
+    assert np.array_equal(Z[:, 5], X[:, 5])
+    assert any(not np.array_equal(Z[:, COLS.index(k)], X[:, COLS.index(k)]) for k in KEYS)
 
 
 def test_ranking_table_ranks_by_direction_and_leaves_companions_unranked(cube):

@@ -106,9 +106,11 @@ class MaskingMethod:
         """Check the parameter, then mask ``X`` (n x p float64). Returns a new array.
 
         ``categorical``: 0-based positions of the categorical columns (codes);
-        ``keep``: numeric columns never masked (the sampling weight). A numeric
-        method masks the other columns only (its ``roles`` and ``columns``
-        options are narrowed to them) and copies these through unchanged.
+        ``keep``: columns never masked (the sampling weight, the household id). A
+        numeric method masks the other columns only (its ``roles`` and ``columns``
+        options are narrowed to them) and copies these through unchanged; a
+        categorical method's output keeps them as they were, even where they are
+        categorical and no key role limits what it masks.
         """
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
@@ -123,6 +125,9 @@ class MaskingMethod:
                 options["keep"] = list(keep)
             out = np.asarray(self.func(X, arg, rng=rng, categorical=cats, **options),
                              dtype=np.float64)
+            kept = sorted({int(j) for j in keep})
+            if kept and out.shape == X.shape:
+                out[:, kept] = X[:, kept]
             return out
         cats = sorted(set(cats) | {int(j) for j in keep})
         if not cats:
