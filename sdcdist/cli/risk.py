@@ -15,6 +15,22 @@ from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_
 __all__ = ["risk"]
 
 
+def _load_beside(a: Any, path: str, what: str, original: str,
+                 categorical: list[str] | None, na_values: str | None) -> tuple[Any, Any]:
+    """A file that goes with the original ``a`` (the ``holdout`` or ``control`` set): loaded,
+    checked to have the original's columns and types, and its categories aligned with
+    ``a``'s. Returns (``a``, the file), both with the shared categories."""
+    from ..data import align_categories
+    from ._common import check_same_types
+    x, _ = _load_with_id(path, None, what, categorical, na_values)
+    if tuple(x.columns) != tuple(a.columns):
+        raise SdcInputError(f"the {what} file's columns {list(x.columns)} differ from the "
+                            f"original file's {list(a.columns)}; give the {what} file the "
+                            f"original's columns in the same order (--{what})")
+    check_same_types(a.categorical, x.categorical, x.columns, original, path, a.columns)
+    return align_categories(a, x)
+
+
 def _load_with_id(path: str, id_column: str | None, what: str,
                   categorical: list[str] | None = None,
                   na_values: str | None = None) -> tuple[Any, Any]:
@@ -118,28 +134,13 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     from ..data import align_categories
     h = None
     if holdout is not None:
-        h, _ = _load_with_id(holdout, None, "holdout", cats, na_values)
-        if tuple(h.columns) != tuple(a.columns):
-            raise SdcInputError(f"the holdout file's columns {list(h.columns)} differ from "
-                                f"the original file's {list(a.columns)}; give the holdout "
-                                "the original's columns in the same order (--holdout)")
-        check_same_types(a.categorical, h.categorical, h.columns, original, holdout,
-                         a.columns)
-        a, h = align_categories(a, h)
+        a, h = _load_beside(a, holdout, "holdout", original, cats, na_values)
     elif not metric_names:
         from ..metrics.synthetic import HOLDOUT_METRICS
         names = [n for n in names if n not in HOLDOUT_METRICS]
     c_set = None
     if control is not None:
-        c_set, _ = _load_with_id(control, None, "control", cats, na_values)
-        if tuple(c_set.columns) != tuple(a.columns):
-            raise SdcInputError(f"the control file's columns {list(c_set.columns)} differ "
-                                f"from the original file's {list(a.columns)}; give the "
-                                "control set the original's columns in the same order "
-                                "(--control)")
-        check_same_types(a.categorical, c_set.categorical, c_set.columns, original, control,
-                         a.columns)
-        a, c_set = align_categories(a, c_set)
+        a, c_set = _load_beside(a, control, "control", original, cats, na_values)
         if h is not None:
             a, h = align_categories(a, h)
     a, b = align_categories(a, b)
