@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             values_fp.update(vals)
             print(f"{name}: {len(entry)} metrics, changed: {changed or 'none'}")
         for subset in subsets.values() if args.subset or args.all else ():
-            got, vals = fingerprints(subset_spec(subset), Path(tmp) / "subset.zarr", client,
-                                     set(values_fp))
+            out = Path(tmp) / f"{subset['spec']}_subset.zarr"     # a cube per subset
+            got, vals = fingerprints(subset_spec(subset), out, client, set(values_fp))
             keep = set(full_fp[subset["spec"]])
             entry = {m: (["values", vals[m]] if m in vals else h)
                      for m, h in got.items() if m in keep}
