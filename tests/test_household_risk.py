@@ -385,3 +385,22 @@ def test_cli_link_refuses_the_household_as_key(run, tmp_path, rng):
               tmp_path / "p.parquet")
     assert res.exit_code == 2 and "never a linkage key" in res.output
     assert not (tmp_path / "p.parquet").exists()
+
+
+def test_weighted_chunk_tables_merge_to_the_whole_file_tables(rng):
+    """The combine shared by the household and model-based risks: chunk tables merged in
+    any grouping equal the whole file's table, and the bad weights add up."""
+    from sdcdist.metrics.attribute import merge_weighted_tables, pair_table
+    keys = rng.integers(0, 3, (90, 2)).astype(float)
+    keys[::13, 1] = np.nan
+    w = rng.choice([1.5, 2.0, 7.25], 90)
+    cuts = [0, 7, 40, 41, 90]
+    parts = [{"tables": {"cells": pair_table(keys[a:b], w[a:b])}, "bad_weights": i}
+             for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]))]
+    whole = pair_table(keys, w)
+    for merged in (merge_weighted_tables(*parts),
+                   merge_weighted_tables(merge_weighted_tables(*parts[:2]),
+                                         merge_weighted_tables(*parts[2:]))):
+        assert merged["bad_weights"] == 0 + 1 + 2 + 3
+        for f in ("rows", "value", "count", "missing"):
+            np.testing.assert_array_equal(merged["tables"]["cells"][f], whole[f])

@@ -65,8 +65,8 @@ from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
 from .frequency import frequency_keys
 
-__all__ = ["pair_table", "merge_pairs", "class_measures", "attribute_summary",
-           "confidential_columns", "MEASURES"]
+__all__ = ["pair_table", "merge_pairs", "merge_weighted_tables", "class_measures",
+           "attribute_summary", "confidential_columns", "MEASURES"]
 
 #: measure -> (best-is-largest, threshold option or None, unit, description)
 MEASURES: dict[str, tuple[bool, str | None, str, str]] = {
@@ -155,6 +155,18 @@ def merge_pairs(*tables: dict[str, Any]) -> dict[str, Any]:
         m["missing"] = np.int64(sum(int(t["missing"]) for t in ts))
         out[col] = m
     return out
+
+
+def merge_weighted_tables(*parts: dict[str, Any]) -> dict[str, Any]:
+    """``combine`` of the weighted chunk results (household and model-based risk).
+
+    Each part is ``{"tables": {name: pair table}, "bad_weights": int}`` (the tables of
+    :func:`pair_table` over the key codes of
+    :func:`~sdcdist.keytables.weighted_chunk`, the count of its bad weights); the
+    tables are merged by :func:`merge_pairs` and the bad weights added.
+    """
+    return {"tables": merge_pairs(*[p["tables"] for p in parts]),
+            "bad_weights": sum(int(p["bad_weights"]) for p in parts)}
 
 
 def _chunk_pairs(start: int, stop: int, X: Any, keys: Sequence[int],

@@ -44,7 +44,7 @@ from ..errors import SdcInputError, column_positions, weight_error
 from ..keytables import combo_frequencies, unique_rows, weighted_chunk
 from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
-from .attribute import merge_pairs, pair_table
+from .attribute import merge_weighted_tables, pair_table
 from .frequency import frequency_keys, individual_risk
 
 __all__ = ["household_summary", "household_risks", "household_column", "METRICS"]
@@ -58,11 +58,6 @@ def _chunk(start: int, stop: int, X: Any, keys: Sequence[int], w: int | None, h:
     block, k, wv, bad = weighted_chunk(X, start, stop, keys, w)
     return {"tables": {"weights": pair_table(k, wv), "households": pair_table(k, block[:, h])},
             "bad_weights": bad}
-
-
-def _merge(*parts: dict[str, Any]) -> dict[str, Any]:
-    return {"tables": merge_pairs(*[p["tables"] for p in parts]),
-            "bad_weights": sum(int(p["bad_weights"]) for p in parts)}
 
 
 def household_risks(tables: dict[str, dict[str, Any]], weighted: bool
@@ -147,8 +142,9 @@ def _summary(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], tuple[str,
         w = ctx.masked_columns.index(ctx.weight)
 
     def compute() -> dict[str, Any]:
-        t = map_reduce(ctx.runner, _chunk, _merge, [ctx.masked], ctx.shape_masked[0],
-                       chunk_rows=int(ctx.options["chunk_rows"]), args=(pos, w, hpos))
+        t = map_reduce(ctx.runner, _chunk, merge_weighted_tables, [ctx.masked],
+                       ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
+                       args=(pos, w, hpos))
         if t["bad_weights"]:
             raise weight_error(ctx.weight, bad=int(t["bad_weights"]))
         miss = int(t["tables"]["households"]["missing"])

@@ -64,7 +64,7 @@ from ..errors import SdcInputError, column_positions, weight_error
 from ..keytables import weighted_chunk
 from ..parallel import map_reduce, one_blas_thread
 from ._registry import MeasureContext, MetricResult, register
-from .attribute import merge_pairs, pair_table
+from .attribute import merge_weighted_tables, pair_table
 from .frequency import frequency_keys
 
 __all__ = ["parse_formula", "poisson_glm", "ipf_main_effects", "modrisk_summary",
@@ -231,11 +231,6 @@ def _chunk(start: int, stop: int, X: Any, cols: Sequence[int], w: int | None) ->
     return {"tables": {"cells": pair_table(k, wv)}, "bad_weights": bad}
 
 
-def _merge(*parts: dict[str, Any]) -> dict[str, Any]:
-    return {"tables": merge_pairs(*[p["tables"] for p in parts]),
-            "bad_weights": sum(int(p["bad_weights"]) for p in parts)}
-
-
 def modrisk_summary(table: dict[str, Any], terms: Sequence[tuple[int, ...]], *,
                     method: str, bound: float | None) -> dict[str, Any]:
     """The model-based risks from the merged (cell, weight) table.
@@ -351,8 +346,9 @@ def _summary(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], str, list[
         w = ctx.masked_columns.index(ctx.weight)
 
     def compute() -> dict[str, Any]:
-        t = map_reduce(ctx.runner, _chunk, _merge, [ctx.masked], ctx.shape_masked[0],
-                       chunk_rows=int(ctx.options["chunk_rows"]), args=(pos, w))
+        t = map_reduce(ctx.runner, _chunk, merge_weighted_tables, [ctx.masked],
+                       ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
+                       args=(pos, w))
         if t["bad_weights"]:
             raise weight_error(ctx.weight, bad=int(t["bad_weights"]))
         return modrisk_summary(t["tables"]["cells"], tpos, method=method, bound=bound)
