@@ -1,0 +1,358 @@
+"""Probabilistic record linkage, the EM fit (sdcdist/linkage/prl/em.py): latent models
+recovered, the constrained M-step, SQUAREM vs plain EM vs an independent numpy EM, the
+log-likelihood, a capped fit flagged."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from sdcdist.linkage import prl
+from sdcdist.linkage.prl import probabilistic_linkage
+from sdcdist.linkage.prl.em import _constrained_levels, _estep, _group_tables
+from sdcdist.masking import REGISTRY as MASKING
+from sdcdist.metrics import measure
+from sdcdist.parallel import Runner
+
+
+def _pattern_levels(cmp, codes=None):
+    """Level of each column in each pattern code (every code by default), decoded digit by
+    digit from the mixed radix."""
+    codes = np.arange(cmp.n_patterns) if codes is None else np.asarray(codes, dtype=np.int64)
+    out = np.empty((codes.size, len(cmp.levels)), dtype=np.int64)
+    rest = codes.copy()
+    for k, nl in enumerate(cmp.n_levels.tolist()):
+        out[:, k] = rest % nl
+        rest //= nl
+    return out
+
+
+@pytest.mark.parametrize("levels", [1, 3])
+def test_em_recovers_latent_model(levels):
+    """Pattern counts drawn from known m, u, P(M) (binary or 3-level comparisons)."""
+    rng = np.random.default_rng(3)
+    cmp = prl.comparison(8, t=0.05 if levels == 1 else tuple(0.05 * np.arange(1, levels)))
+    if levels == 1:
+        m0 = np.array([0.95, 0.9, 0.85, 0.8, 0.9, 0.95, 0.85, 0.9])
+        u0 = np.array([0.05, 0.1, 0.02, 0.2, 0.3, 0.1, 0.15, 0.05])
+        m, u = np.column_stack([m0, 1 - m0]), np.column_stack([u0, 1 - u0])
+    else:
+        m = np.array([[.9, .07, .03], [.85, .1, .05], [.8, .12, .08], [.9, .05, .05],
+                      [.75, .15, .1], [.9, .05, .05], [.85, .1, .05], [.8, .15, .05]])
+        u = np.array([[.05, .15, .8], [.1, .2, .7], [.02, .08, .9], [.2, .3, .5],
+                      [.3, .3, .4], [.1, .1, .8], [.15, .25, .6], [.05, .2, .75]])
+    n = 10_000                                      # two files of n records: N = n^2 pairs
+    pM, N = 0.8 / n, n * n                          # 8000 matches (P(M) <= min(n, n) / N)
+    lev = _pattern_levels(cmp)
+    pm = np.prod([m[k][lev[:, k]] for k in range(8)], axis=0)
+    pu = np.prod([u[k][lev[:, k]] for k in range(8)], axis=0)
+    counts = rng.multinomial(N, pM * pm + (1 - pM) * pu)
+    fit = prl.em(counts, cmp, p_start=1 / n, p_max=1 / n)
+    assert fit.converged and fit.iterations > 2
+    np.testing.assert_allclose(np.array(fit.m), m, atol=0.02)
+    np.testing.assert_allclose(np.array(fit.u), u, atol=0.001)
+    assert fit.p == pytest.approx(pM, rel=0.05)
+    assert np.all(np.diff(fit.history) >= -1e-6 * abs(fit.history[-1]))  # EM never goes down
+
+
+def test_em_guards_keep_weights_finite():
+    cmp = prl.comparison(2, t=0.05)
+    counts = np.array([10, 0, 0, 10_000])         # perfect separation: m, u hit 0/1
+    fit = prl.em(counts, cmp, p_start=0.001)
+    wp = prl.weight_params(fit, cmp)
+    assert np.all(np.isfinite(wp.w_agr)) and np.all(np.isfinite(wp.w_dis))
+    assert fit.clipped > 0 and 0 < fit.p < 1
+
+
+def _numpy_constrained_mstep(a, b):
+    """max sum a ln m + sum b ln u s.t. cumsum(m) >= cumsum(u) below the last level, by
+    brute force over the sets of cuts where the constraint holds with equality: such
+    cuts tie m's and u's mass on each piece, which then splits in proportion to a and b."""
+    L = a.size
+    best, arg = -np.inf, None
+    for mask in itertools.product([False, True], repeat=L - 1):
+        seg = np.concatenate([[0], np.cumsum(mask)])           # piece of each level
+        As, Bs = np.bincount(seg, a), np.bincount(seg, b)
+        w = (As + Bs) / (a.sum() + b.sum())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m = np.where(As[seg] > 0, w[seg] * a / As[seg], w[seg] * b / Bs[seg])
+            u = np.where(Bs[seg] > 0, w[seg] * b / Bs[seg], m)
+        m, u = np.nan_to_num(m), np.nan_to_num(u)
+        if np.any(np.cumsum(m)[:-1] < np.cumsum(u)[:-1] - 1e-13):
+            continue
+        with np.errstate(divide="ignore"):
+            f = np.sum(a[a > 0] * np.log(m[a > 0])) + np.sum(b[b > 0] * np.log(u[b > 0]))
+        if f > best:
+            best, arg = f, (m, u)
+    return arg
+
+
+def _numpy_em(codes, counts, nl, radix, p_start, p_max, m_start=0.9, eps=1e-9, tol=1e-10,
+              max_iter=20000):
+    """Winkler's constrained EM written independently, vectorised numpy (CATALOG.md):
+    P(M) <= p_max; per column, cumulative agreement m >= u at every tolerance (the
+    constrained maximum of the M-step when the plain one violates it); probabilities
+    clipped to [eps, 1 - eps] and renormalised; stop when no parameter's logarithm moves
+    by tol or more."""
+    c = counts.astype(float)
+    N = c.sum()
+    K = len(nl)
+    lev = (codes[:, None] // radix[None, :]) % nl[None, :]
+    onehot = [np.eye(nl[k])[lev[:, k]] for k in range(K)]          # (P, L_k)
+
+    def clip(x):
+        y = np.clip(x, eps, 1 - eps)
+        return y / y.sum()
+
+    freq = [c @ onehot[k] / N for k in range(K)]
+    u = [clip(f) for f in freq]
+    m = []
+    for k in range(K):                   # m_start on the closest level that occurs
+        mk = np.full(nl[k], (1 - m_start) / (nl[k] - 1))
+        mk[np.argmax(freq[k] > 0)] = m_start
+        m.append(mk)
+    p = min(p_start, p_max)
+    for it in range(1, max_iter + 1):
+        a = np.log(p) + sum(onehot[k] @ np.log(m[k]) for k in range(K))
+        b = np.log1p(-p) + sum(onehot[k] @ np.log(u[k]) for k in range(K))
+        g = 1 / (1 + np.exp(b - a))
+        cm, cu = c * g, c * (1 - g)
+        new_p = min(max(cm.sum() / N, 1 / N), p_max)
+        new_m, new_u = [], []
+        for k in range(K):
+            bm, bu = cm @ onehot[k], cu @ onehot[k]
+            fm, fu = bm / cm.sum(), bu / cu.sum()
+            if np.any(np.cumsum(fm)[:-1] < np.cumsum(fu)[:-1]):
+                fm, fu = _numpy_constrained_mstep(bm, bu)
+            new_m.append(clip(fm))
+            new_u.append(clip(fu))
+        change = max([abs(np.log(new_p) - np.log(p))]
+                     + [np.abs(np.log(x) - np.log(y)).max() for x, y in zip(new_m, m)]
+                     + [np.abs(np.log(x) - np.log(y)).max() for x, y in zip(new_u, u)])
+        p, m, u = new_p, new_m, new_u
+        if change < tol:
+            return m, u, p, it, True
+    return m, u, p, max_iter, False
+
+
+@pytest.mark.parametrize("method,levels", [("l", 0.05), ("l", (0.02, 0.1, 0.4)),
+                                           ("s", (0.0, 0.1, 0.25, 0.5, 1.0))])
+def test_constrained_em_equals_independent_numpy(census, method, levels):
+    """Census with additive noise (variance 0.1 var, seed 1): m, u and P(M) to 1e-8."""
+    X = census.values[:, :7].astype(float)
+    Y = MASKING["noise"](X, np.sqrt(0.1), rng=np.random.default_rng(1))
+    cmp = prl.comparison(7, method=method, t=levels)
+    a = prl.prepare_side(X, tuple(range(7)), cmp, side="a")
+    b = prl.prepare_side(Y, tuple(range(7)), cmp, side="b")
+    codes, counts = prl.pattern_counts(a, b, cmp)
+    n = X.shape[0]
+    cap = n / (n * n)
+    fit = prl.em((codes, counts), cmp, p_start=cap, p_max=cap)           # SQUAREM
+    plain = prl.em((codes, counts), cmp, p_start=cap, p_max=cap, accelerate=False)
+    m, u, p, it, ok = _numpy_em(codes, counts, cmp.n_levels, cmp.radix, cap, cap)
+    assert fit.converged and plain.converged and ok and abs(plain.iterations - it) <= 1
+    assert plain.iterations > 5 and fit.iterations <= plain.iterations
+    for f in (fit, plain):
+        assert abs(f.p - p) < 1e-8 and f.p <= cap
+        for k in range(7):
+            np.testing.assert_allclose(f.m[k], m[k], rtol=0, atol=1e-8)
+            np.testing.assert_allclose(f.u[k], u[k], rtol=0, atol=1e-8)
+            assert np.all(np.cumsum(f.m[k])[:-1] >= np.cumsum(f.u[k])[:-1] - 1e-12)
+    assert np.all(np.diff(plain.history) >= -1e-9 * abs(plain.history[-1]))
+    assert fit.loglik >= max(fit.history) - 1e-9 * abs(fit.loglik)
+
+
+@pytest.mark.parametrize("p_noise", [0.4, 0.5])
+def test_em_modes_reach_the_same_fixed_point_of_the_weights(census, p_noise):
+    """Census with noise, 4 keys: the weights are logarithms, so the EM stops on the change
+    of the parameters' logarithms; an absolute test let SQUAREM stop while a probability
+    near the 1e-9 floor still moved (level weights 1.3 and 0.8 away from plain EM's)."""
+    X = census.values[:, :4].astype(float)
+    Y = MASKING["noise"](X, p_noise, rng=np.random.default_rng(1))
+    cmp = prl.comparison(4)
+    a = prl.prepare_side(X, tuple(range(4)), cmp, side="a")
+    b = prl.prepare_side(Y, tuple(range(4)), cmp, side="b")
+    counts = prl.pattern_counts(a, b, cmp)
+    cap = 1.0 / X.shape[0]
+    fast = prl.em(counts, cmp, p_start=cap, p_max=cap)
+    plain = prl.em(counts, cmp, p_start=cap, p_max=cap, accelerate=False)
+    assert fast.converged and plain.converged and fast.iterations < plain.iterations
+    assert abs(np.log(fast.p) - np.log(plain.p)) < 1e-6
+    for f, g in zip(prl.weight_params(fast, cmp).w_level, prl.weight_params(plain, cmp).w_level):
+        np.testing.assert_allclose(f, g, rtol=0, atol=1e-6)
+    for k in range(4):
+        np.testing.assert_allclose(np.log(fast.m[k]), np.log(plain.m[k]), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(np.log(fast.u[k]), np.log(plain.u[k]), rtol=0, atol=1e-6)
+
+
+def _latent_counts(seed, K=7, n=1000):
+    """Sparse pattern counts of n x n pairs from a known 5-level model on K columns."""
+    rng = np.random.default_rng(seed)
+    cmp = prl.comparison(K, t=(0.1, 0.25, 0.5, 1.0), method="s")
+    m = rng.dirichlet([8, 3, 2, 1, 1], K)
+    u = rng.dirichlet([1, 2, 3, 5, 20], K)
+    n_m = n                                         # one match per record
+    lev_m = np.stack([rng.choice(5, n_m, p=m[k]) for k in range(K)], axis=1)
+    lev_u = np.stack([rng.choice(5, n * n - n_m, p=u[k]) for k in range(K)], axis=1)
+    codes = np.concatenate([lev_m, lev_u]) @ cmp.radix
+    uniq, counts = np.unique(codes, return_counts=True)
+    return cmp, (uniq, counts), 1.0 / n
+
+
+@pytest.mark.parametrize("fix_u", [False, True])
+def test_squarem_reaches_the_plain_em_fixed_point(fix_u):
+    """SQUAREM stops on the same rule (a plain EM step moves nothing by 1e-10) at the same
+    fixed point as plain EM, with fewer EM-map evaluations, and is deterministic."""
+    cmp, counts, cap = _latent_counts(5)
+    kw = dict(p_start=cap, p_max=cap, fix_u=fix_u)
+    fast = prl.em(counts, cmp, **kw)
+    plain = prl.em(counts, cmp, accelerate=False, **kw)
+    assert fast.converged and plain.converged
+    assert fast.iterations < plain.iterations and len(fast.history) == fast.iterations
+    assert abs(fast.p - plain.p) < 1e-8
+    for k in range(len(fast.m)):
+        np.testing.assert_allclose(fast.m[k], plain.m[k], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(fast.u[k], plain.u[k], rtol=0, atol=1e-8)
+    assert fast.loglik >= plain.loglik - 1e-10 * abs(plain.loglik)
+    # at the same budget of EM-map evaluations the accelerated fit is at least as likely
+    budget = prl.em(counts, cmp, accelerate=False, max_iter=fast.iterations, **kw)
+    assert not budget.converged and fast.loglik >= budget.loglik
+    # bit-identical across calls
+    again = prl.em(counts, cmp, **kw)
+    assert again.p == fast.p and again.history == fast.history
+    for k in range(len(fast.m)):
+        np.testing.assert_array_equal(again.m[k], fast.m[k])
+        np.testing.assert_array_equal(again.u[k], fast.u[k])
+
+
+def test_em_log_likelihood_matches_direct_evaluation():
+    """The E-step's log-likelihood (products of odds, softplus) equals the mixture
+    likelihood summed directly, also where odds leave the double range."""
+    cmp, (codes, counts), cap = _latent_counts(7, K=6, n=400)
+    fit = prl.em((codes, counts), cmp, p_start=cap, p_max=cap, max_iter=7)
+    lev = _pattern_levels(cmp, codes)
+    lm = np.log(fit.p) + sum(np.log(fit.m[k])[lev[:, k]] for k in range(6))
+    lu = np.log1p(-fit.p) + sum(np.log(fit.u[k])[lev[:, k]] for k in range(6))
+    assert fit.loglik == pytest.approx(float(np.dot(counts, np.logaddexp(lm, lu))), rel=1e-12)
+    # odds beyond the double range (m/u = 1e200 per column): the E-step goes through logs
+    K = 3
+    cmp3 = prl.comparison(K, t=(0.1, 0.5))
+    codes3 = np.arange(cmp3.n_patterns)
+    c3 = np.arange(1, codes3.size + 1, dtype=float)
+    lev3 = _pattern_levels(cmp3, codes3)
+    m = np.tile([1 - 2e-200, 1e-200, 1e-200], (K, 1))
+    u = np.tile([1e-200, 0.5, 0.5 - 1e-200], (K, 1))
+    T = np.stack([np.bincount(lev3[:, k], weights=c3, minlength=3) for k in range(K)])
+    idx, clev = _group_tables(codes3, cmp3.n_levels, cmp3.radix)
+    J = clev.shape[0]
+    bm = np.zeros((K, 3))
+    sm, ll = _estep(idx, c3, clev, cmp3.n_levels, m, u, 0.01, T, c3.sum(), bm,
+                        np.zeros((K, 3)), np.zeros(J), np.zeros(J), np.zeros(J))
+    lm = np.log(0.01) + sum(np.log(m[k])[lev3[:, k]] for k in range(K))
+    lu = np.log(0.99) + sum(np.log(u[k])[lev3[:, k]] for k in range(K))
+    g = 1 / (1 + np.exp(lu - lm))
+    assert ll == pytest.approx(float(np.dot(c3, np.logaddexp(lm, lu))), rel=1e-12)
+    assert sm == pytest.approx(float(np.dot(c3, g)), rel=1e-12)
+    for k in range(K):
+        np.testing.assert_allclose(bm[k], np.bincount(lev3[:, k], weights=c3 * g, minlength=3),
+                                   rtol=1e-12)
+
+
+def test_capped_em_is_flagged(census, tmp_path):
+    X = census.values[:300, :5].astype(float)
+    Y = MASKING["noise"](X, np.sqrt(0.1), rng=np.random.default_rng(1))
+    ok = probabilistic_linkage(Runner(), X, Y, 300, 300, tuple(range(5)))
+    assert ok.fit.converged and ok.flag == 0 and ok.info["em_converged"]
+    capped = probabilistic_linkage(Runner(), X, Y, 300, 300, tuple(range(5)),
+                                   em_options={"max_iter": 3})
+    assert not capped.fit.converged and capped.fit.iterations == 3 and capped.flag == 1
+    cols = [f"V{i}" for i in range(5)]
+    r = measure(X, Y, ["PLD"], columns=cols, keysets=[cols],
+                options={"prl_em": {"max_iter": 3}})
+    assert r["PLD"].flag == 1 and r["PLD"].info["per_keyset_info"][0]["em_converged"] is False
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    pd.DataFrame(X, columns=cols).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame(Y, columns=cols).to_csv(tmp_path / "b.csv", index=False)
+    res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                    "--keys", ",".join(cols), "--em", "{max_iter: 3}",
+                                    "--out", str(tmp_path / "p.parquet"), "--local"])
+    assert res.exit_code == 0, res.output
+    assert "EM did not converge within 3 iterations" in res.output
+    # the former flag names its replacement
+    res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                    "--keys", ",".join(cols), "--em-max-iter", "3",
+                                    "--out", str(tmp_path / "q.parquet"), "--local"])
+    assert res.exit_code == 2 and "--em '{max_iter: N}'" in res.output
+    assert not (tmp_path / "q.parquet").exists()
+
+
+def test_constrained_mstep_is_the_exact_constrained_maximum(rng):
+    """The M-step of a column under cumulative m >= u is the constrained maximum of the
+    expected complete-data log-likelihood (checked against SLSQP), the plain one when
+    that is feasible, and the pooled frequencies only when every cut is active."""
+    from scipy.optimize import minimize
+    for trial in range(12):
+        L = int(rng.integers(2, 6))
+        a = rng.gamma(1.0, 1.0, L) * 50
+        b = rng.gamma(1.0, 1.0, L) * 5000
+        if trial % 3 == 0:
+            a = a[::-1].copy()               # matches at the far levels: violated
+        m, u = np.zeros(L), np.zeros(L)
+        t = a + b
+        active = _constrained_levels(a, b, L, m, u, a.sum(), b.sum(), t, t.sum())
+        assert np.isclose(m.sum(), 1) and np.isclose(u.sum(), 1)
+        assert np.all(np.cumsum(m)[:-1] >= np.cumsum(u)[:-1] - 1e-12)
+        ref = _numpy_constrained_mstep(a, b)
+        if not active:
+            assert ref is not None
+        if np.all(np.cumsum(a / a.sum())[:-1] >= np.cumsum(b / b.sum())[:-1]):
+            assert not active
+            np.testing.assert_allclose(m, a / a.sum(), rtol=1e-12)
+            continue
+        assert active
+        np.testing.assert_allclose(m, ref[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(u, ref[1], rtol=0, atol=1e-12)
+
+        def f(x):
+            return -(a @ np.log(x[:L]) + b @ np.log(x[L:])) / (a.sum() + b.sum())
+        cons = [{"type": "eq", "fun": lambda x: x[:L].sum() - 1},
+                {"type": "eq", "fun": lambda x: x[L:].sum() - 1},
+                {"type": "ineq", "fun": lambda x: np.cumsum(x[:L] - x[L:])[:-1]}]
+        x0 = np.r_[t, t] / t.sum()
+        opt = minimize(f, x0, constraints=cons, bounds=[(1e-12, 1)] * (2 * L), method="SLSQP",
+                       options={"ftol": 1e-14, "maxiter": 500})
+        assert f(np.r_[m, u]) <= opt.fun + 1e-9                # at least as good as SLSQP
+        np.testing.assert_allclose(np.r_[m, u], opt.x, atol=1e-4)
+
+
+def test_em_with_a_partly_active_constraint_converges_to_one_fixed_point():
+    """A column whose matches sit at its second level violates m >= u at the first cut
+    only: the EM keeps that cut active (m and u tie there) and the other levels free;
+    plain EM, SQUAREM and the numpy reference reach the same point (all-or-nothing
+    pooling of such a column made plain EM cycle on large files)."""
+    rng = np.random.default_rng(11)
+    K, n = 6, 800
+    cmp = prl.comparison(K, t=(0.1, 0.25, 0.5, 1.0), method="s")
+    m = rng.dirichlet([8, 3, 2, 1, 1], K)
+    u = rng.dirichlet([1, 2, 3, 5, 20], K)
+    m[0] = [0.02, 0.7, 0.15, 0.08, 0.05]
+    u[0] = [0.1, 0.1, 0.2, 0.3, 0.3]
+    lev_m = np.stack([rng.choice(5, n, p=m[k]) for k in range(K)], axis=1)
+    lev_u = np.stack([rng.choice(5, n * n - n, p=u[k]) for k in range(K)], axis=1)
+    codes, counts = np.unique(np.concatenate([lev_m, lev_u]) @ cmp.radix, return_counts=True)
+    cap = 1.0 / n
+    fast = prl.em((codes, counts), cmp, p_start=cap, p_max=cap)
+    plain = prl.em((codes, counts), cmp, p_start=cap, p_max=cap, accelerate=False)
+    rm, ru, rp, it, ok = _numpy_em(codes, counts, cmp.n_levels, cmp.radix, cap, cap)
+    assert fast.converged and plain.converged and ok and fast.constrained > 0
+    assert fast.iterations < plain.iterations
+    for f in (fast, plain):
+        assert abs(f.p - rp) < 1e-8
+        for k in range(K):
+            np.testing.assert_allclose(f.m[k], rm[k], rtol=0, atol=1e-8)
+            np.testing.assert_allclose(f.u[k], ru[k], rtol=0, atol=1e-8)
+    cm, cu = np.cumsum(fast.m[0])[:-1], np.cumsum(fast.u[0])[:-1]
+    assert abs(cm[0] - cu[0]) < 1e-8 and np.all(cm[1:] > cu[1:] + 1e-3)
