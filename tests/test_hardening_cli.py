@@ -4,6 +4,7 @@ safe file names, ``sdcdist verify``, a closed pipe."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import subprocess
@@ -346,3 +347,50 @@ def test_dense_assignment_sizes_are_bounded(run, tmp_path):
     res = run("link", a, a, "--keys", "x,y", "--out", tmp_path / "p.parquet", "--local",
               "--dense-limit", 10**9)
     assert res.exit_code == 2 and "--dense-limit" in res.output
+
+
+def test_a_scheduler_that_accepts_and_never_answers_is_a_clear_error(run, tmp_path,
+                                                                     monkeypatch):
+    """A --scheduler port that accepts connections and stays silent (another service, a
+    stuck process): the command gives up after its timeout with exit 2 naming the address
+    and the fix (Dask's Client alone would wait for its handshake for ever)."""
+    import socket
+    import threading
+
+    from sdcdist.cli import _common
+    monkeypatch.setattr(_common, "SCHEDULER_TIMEOUT", 1.0, raising=False)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:          # accepts every connection, never writes a byte
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(srv.accept()[0])
+
+    address = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+    (tmp_path / "a.csv").write_text("x,y\n1,2\n3,4\n5,7\n8,1\n")
+    result: list = []
+    listener = threading.Thread(target=accept, daemon=True)
+    command = threading.Thread(target=lambda: result.append(run(
+        "measure", tmp_path / "a.csv", tmp_path / "a.csv", "--metric", "IL1s",
+        "--scheduler", address)), daemon=True)
+    listener.start()
+    try:
+        command.start()
+        command.join(60)            # bounded: before the fix the command never returned
+    finally:
+        stop.set()
+        listener.join(5)
+        for c in held:
+            c.close()
+        srv.close()
+    assert result, "the command still waits for a scheduler that never answers"
+    res = result[0]
+    assert res.exit_code == 2, res.output
+    assert held                     # the listener did accept the connection
+    assert f"cannot reach the Dask scheduler at {address!r}" in res.output
+    assert "did not answer within 2 s" in res.output and "check the address" in res.output

@@ -278,6 +278,51 @@ def choose_where(opts: ClusterOptions, reason: str | None) -> ClusterOptions:
     return ClusterOptions(local=True)
 
 
+#: seconds a command waits for a --scheduler to connect and answer
+SCHEDULER_TIMEOUT = 20.0
+
+
+def _scheduler_answers(address: str, security: Any, timeout: float) -> bool:
+    """Whether the scheduler at ``address`` completes Dask's handshake within ``timeout``
+    + 1 seconds (False: it accepted the connection and never answered).
+
+    ``distributed.Client(address, timeout=...)`` bounds the TCP connect but not the
+    handshake that follows, so a listener that accepts and stays silent (another
+    service's port, a stopped process) holds it for ever. The handshake is tried here
+    first, in its own thread and event loop with a hard bound one second past Dask's own
+    connect timeout, so a refused connection or a TLS failure still raises Dask's
+    ``OSError`` / ``TimeoutError`` as the Client would.
+    """
+    import asyncio
+    import threading
+
+    from distributed.comm import connect
+    args = security.get_connection_args("client") if security is not None else {}
+    outcome: list[BaseException | None] = []
+
+    async def probe() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=timeout, **args), timeout + 1)
+        await comm.close()
+
+    def attempt() -> None:
+        try:
+            asyncio.run(probe())
+            outcome.append(None)
+        except asyncio.TimeoutError:
+            outcome.append(asyncio.TimeoutError())
+        except BaseException as exc:     # handed to the caller's thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=attempt, name="sdcdist-scheduler-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 6)
+    if not outcome or isinstance(outcome[0], asyncio.TimeoutError):
+        return False
+    if outcome[0] is not None:
+        raise outcome[0]
+    return True
+
+
 @contextlib.contextmanager
 def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
     """The Dask client a command computes with: the only place the CLI starts a cluster.
@@ -305,7 +350,14 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
                                 f"{scheduler!r} is tcp://; use tls://{scheduler[6:]}")
         kwargs = {"security": security} if security is not None else {}
         try:
-            client = Client(scheduler, timeout="20s", **kwargs)
+            if not _scheduler_answers(scheduler, security, SCHEDULER_TIMEOUT):
+                raise SdcInputError(
+                    f"cannot reach the Dask scheduler at {scheduler!r}: it accepted the "
+                    f"connection but did not answer within {SCHEDULER_TIMEOUT + 1:g} s (not a "
+                    "Dask scheduler, or a stuck one); check the address (the scheduler's host "
+                    "and port, 8786 by default), and for a tls:// scheduler the --tls-* "
+                    "certificates")
+            client = Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s", **kwargs)
         except (OSError, TimeoutError) as exc:
             raise SdcInputError(f"cannot reach the Dask scheduler at {scheduler!r} "
                                 f"({type(exc).__name__}); check the address, and for a "
