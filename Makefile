@@ -9,17 +9,15 @@ TEST_PROCS ?= 2
 
 .PHONY: demo test install bench clean
 
-# PIP_UPGRADE= skips upgrading the venv's pip (any pip of Python >= 3.11 installs sdcdist);
-# PIP_FLAGS=--no-compile leaves the bytecode to the first import of each module, so only
-# the modules a run imports are compiled (.ci/run sets both: a fresh install, once)
+# PIP_UPGRADE= skips upgrading the venv's pip (any pip of Python >= 3.11 installs sdcdist;
+# .ci/run sets it: a fresh install, once)
 PIP_UPGRADE ?= 1
-PIP_FLAGS   ?=
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "sdcdist needs Python >= 3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(if $(PIP_UPGRADE),$(PY) -m pip install --quiet --upgrade pip)
-	$(PY) -m pip install --quiet $(PIP_FLAGS) -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
 install: $(STAMP)
