@@ -43,10 +43,13 @@ target's own released value wherever the labels meet. It is given the release in
 order (labels 0..n-1), so those guesses are random records' secrets; it still scores only
 the targets whose label its sample holds (about n_attacks/n of them, the others count as
 wrong), so its baseline is near 0 whatever the data. sdcdist's baseline guesses a random
-released record's secret for every target, as anonymeter's documentation describes it. The
-inference risks of the two tools are estimates from independent random targets (neither can
-draw the other's): each lies in the other's interval about 5 runs in 6, and the docs give the
-expected risk computed from every target.
+released record's secret for every target, as anonymeter's documentation describes it.
+
+The figures of the two tools are estimates from their own random queries and targets
+(neither can draw the other's; anonymeter's univariate singling-out queries also follow polars'
+group_by order, which varies from run to run at the same seed): two independent estimates
+with intervals this wide fall outside each other's about once in six. docs/catalog.md gives
+the figures of four seeds and, for inference, the risk expected over 3,000 targets.
 
 DLD (distance linkage on the three numeric columns, % of released records linked to their
 own original record) is computed on the same released and original files: a link there
@@ -229,6 +232,10 @@ def _ok(r: dict | None) -> bool:
     return r is not None and "error" not in r
 
 
+def _base(r: dict | None) -> str:
+    return f"{r['base']:.3f}" if _ok(r) and "base" in r else "-"
+
+
 def _within(mine: dict | None, theirs: dict | None) -> str:
     if not (_ok(mine) and _ok(theirs)) or "lo" not in mine:
         return ""
@@ -293,16 +300,16 @@ def main(argv: list[str] | None = None) -> int:
                               and theirs is None and t_text.startswith("did") else "-"))
                     warm = (f"{theirs['seconds'] / mine['warm']:.1f}x"
                             if ok and _ok(theirs) else "-")
-                    their_mb = theirs["peak_mb"] if _ok(theirs) else float("nan")
+                    their_mb = f"{theirs['peak_mb']:.0f}" if _ok(theirs) else "-"
                     line = (f"{'DLD (sdcdist)' if attack == 'DLD' else label:<15} {n:>9} "
                             f"{mine['seconds'] if ok else float('nan'):>9.2f} "
                             f"{mine['warm'] if ok else float('nan'):>7.2f} "
                             f"{mine['peak_mb'] if ok else float('nan'):>5.0f} "
-                            f"{t_text:>13} {their_mb:>5.0f} "
+                            f"{t_text:>13} {their_mb:>5} "
                             f"{ratio:>7} {warm:>6}  {_fig(mine):<22} "
-                            f"{mine.get('base', float('nan')) if ok else float('nan'):>5.3f}  "
+                            f"{_base(mine):>5}  "
                             f"{_fig(theirs):<22} "
-                            f"{theirs.get('base', float('nan')) if _ok(theirs) else float('nan'):>5.3f}"
+                            f"{_base(theirs):>5}"
                             f"  {_within(mine, theirs)}")
                     if not ok:
                         line += f"  sdcdist: {'timeout' if mine is None else mine['error']}"
@@ -330,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
           "in CI: sdcdist's risk within anonymeter's 95% interval. base: the baseline's "
           "risk (anonymeter's inference baseline scores only the targets whose row label its "
           "sample of released rows happens to hold, about n_attacks/n of them: near 0 "
-          "whatever the data).")
+          "whatever the data). Each tool draws its own queries and targets: the figures of "
+          "one seed are independent estimates, and anonymeter's univariate queries follow "
+          "polars' group_by order, which varies from run to run at the same seed.")
     print("DLD: share of released records distance linkage links to their own original "
           "record (the numeric columns); the linkability row of the same n is the share of "
           "targets whose two halves meet in one released record, less the control's.")
