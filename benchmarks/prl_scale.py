@@ -125,7 +125,9 @@ def _topc_path(blocks, n: int, path: str) -> str:
 
 def link(n: int, workers: int) -> dict:
     """The whole default linkage (``probabilistic_linkage``, prl_counting auto) at n records,
-    wall time: in this process (no cluster) and on a LocalCluster of ``workers``."""
+    wall time: in this process (no cluster; up to :data:`LINK_LOCAL_MAX` records) and on a
+    LocalCluster of ``workers``. Small files run twice in each place: a first call (which
+    loads the kernels it meets, or compiles them) and a second one."""
     from distributed import Client, LocalCluster
 
     from sdcdist.linkage.prl import probabilistic_linkage
@@ -133,33 +135,31 @@ def link(n: int, workers: int) -> dict:
 
     A, B = make_files(n)
     cols = tuple(range(KEYS))
-    out: dict = {"n": n, "load_start": _load()}
-    runs = []
-    if n <= LINK_LOCAL_MAX:
-        runs.append(("in-process", None))
-    runs.append((f"{workers} workers", workers))
-    probabilistic_linkage(Runner(), A[:300], B[:300], 300, 300, cols)   # load the kernels
-    out["runs"] = []
-    for label, w in runs:
-        if w is None:
+    small = n <= LINK_LOCAL_MAX
+    calls = ("first call", "again") if small else ("",)
+    out: dict = {"n": n, "load_start": _load(), "runs": []}
+
+    def timed(where: str, runner, a, b) -> None:
+        for call in calls:
             t0 = time.perf_counter()
-            res = probabilistic_linkage(Runner(), A, B, n, n, cols)
+            res = probabilistic_linkage(runner, a, b, n, n, cols)
             wall = time.perf_counter() - t0
-        else:
-            with LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
-                              dashboard_address=":0", silence_logs=40) as cluster, \
-                    Client(cluster) as client:
-                client.run(_warm)
-                runner = Runner(client)
-                Ah, Bh = runner.share(A), runner.share(B)
-                t0 = time.perf_counter()
-                res = probabilistic_linkage(runner, Ah, Bh, n, n, cols)
-                wall = time.perf_counter() - t0
-        i = res.info
-        out["runs"].append({"label": label, "wall": wall, "timings": i["timings"],
-                            "counting": i["counting"], "candidates": i.get("candidates", "-"),
-                            "assignment": i["assignment"], "em_iterations": i["em_iterations"],
-                            "pld": 100.0 * res.correct / n})
+            i = res.info
+            out["runs"].append({"label": where + (f", {call}" if call else ""), "wall": wall,
+                                "timings": i["timings"], "counting": i["counting"],
+                                "candidates": i.get("candidates", "-"),
+                                "assignment": i["assignment"],
+                                "em_iterations": i["em_iterations"],
+                                "pld": 100.0 * res.correct / n})
+
+    if small:
+        timed("in-process", Runner(), A, B)
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", silence_logs=40) as cluster, \
+            Client(cluster) as client:
+        client.run(_warm)
+        runner = Runner(client)
+        timed(f"{workers} workers", runner, runner.share(A), runner.share(B))
     out["load_end"] = _load()
     return out
 
