@@ -139,13 +139,21 @@ def link(n: int, workers: int) -> dict:
     calls = ("first call", "again") if small else ("",)
     out: dict = {"n": n, "load_start": _load(), "runs": []}
 
+    def cpu(client) -> float:
+        # CPU seconds of this process and of every worker process
+        own = time.process_time()
+        return own + (sum(client.run(time.process_time).values()) if client else 0.0)
+
     def timed(where: str, runner, a, b) -> None:
         for call in calls:
+            c0 = cpu(runner.client)
             t0 = time.perf_counter()
             res = probabilistic_linkage(runner, a, b, n, n, cols)
             wall = time.perf_counter() - t0
+            used = cpu(runner.client) - c0
             i = res.info
             out["runs"].append({"label": where + (f", {call}" if call else ""), "wall": wall,
+                                "cpu": used,
                                 "timings": i["timings"], "counting": i["counting"],
                                 "candidates": i.get("candidates", "-"),
                                 "assignment": i["assignment"],
@@ -297,15 +305,17 @@ def main() -> None:
     args = ap.parse_args()
     w = args.workers
     if args.link:
-        print("whole default linkage (probabilistic_linkage, prl_counting auto), wall s")
-        print("| records | where | wall | patterns | EM | candidates | assignment | "
+        print("whole default linkage (probabilistic_linkage, prl_counting auto), wall s "
+              "(on a shared machine the CPU time, beside it, is the steadier figure)")
+        print("| records | where | wall (CPU s, all processes) | patterns | EM | candidates | assignment | "
               "counting | candidates by | PLD % |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for n in (int(x) for x in args.link.split(",")):
             r = link(n, w)
             for x in r["runs"]:
                 t = x["timings"]
-                print(f"| {n:,} | {x['label']} | {x['wall']:.2f} | {t['patterns']:.2f} | "
+                print(f"| {n:,} | {x['label']} | {x['wall']:.2f} ({x['cpu']:.2f}) | "
+                      f"{t['patterns']:.2f} | "
                       f"{t['em']:.2f} ({x['em_iterations']} it) | {t['candidates']:.2f} | "
                       f"{t['assignment']:.2f} ({x['assignment']}) | {x['counting']} | "
                       f"{x['candidates']} | {x['pld']:.2f} |", flush=True)
