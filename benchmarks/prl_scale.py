@@ -14,8 +14,9 @@ On a LocalCluster of ``--workers`` processes (1 thread each) it prints, per size
   extrapolated from their CPU time per pair;
 - the old hash kernel on sampled blocks of the same A rows, extrapolated the same way, and
   whether its counts equal the dense kernel's there bit for bit;
-- the candidates (top 20 by weight): the branch-and-bound search auto uses from 2^32 pairs
-  on and the all-pairs pass, on the same sampled B rows, extrapolated (their weighed
+- the candidates (top 20 by weight): the branch-and-bound search (auto's from 2^24 pairs
+  on, ``blocks.topc_path``; the column "auto's candidates" says which auto takes, and the
+  total counts that one) and the all-pairs pass, on the same sampled B rows, extrapolated (their weighed
   pairs as a share, and equality of candidates and weights on the sample);
 - the EM on the (sampled) counts; peak resident memory of every process.
 
@@ -28,7 +29,14 @@ counting tasks at the largest size) / 32, plus B rows x (measured CPU s per B ro
 the candidate search at the largest size, scaled by n like its weighed share between the
 two sizes) / 32, plus the KD-tree build (n log n from the largest size, one task).
 
+With ``--link 4092,59315`` it first runs the whole default linkage
+(``probabilistic_linkage``) at those sizes on the same kind of files and prints its wall
+time and phases: in this process (up to 10,000 records) and on the cluster. (4,092: the size
+of the real utility file the issue quotes, which is not shipped; 59,315: the size of
+``benchmarks/prl.py``'s largest file.) ``--sizes ""`` skips the sampled table.
+
     python benchmarks/prl_scale.py [--sizes 200000,1000000] [--workers 2] [--full 0]
+                                   [--link 4092,59315]
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ KEYS = 8
 TOP_C = 20
 #: A rows of each sampled counting task (the task's B rows all kept)
 SAMPLE_A_ROWS = 1024
+#: ``--link`` runs in this process too (no cluster) up to this many records
+LINK_LOCAL_MAX = 10_000
 
 
 def make_files(n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -105,6 +115,63 @@ def _tree_task(A: dict, scale):
     return {"tree": tree, "t": time.thread_time() - t0}
 
 
+def _topc_path(blocks, n: int, path: str) -> str:
+    """auto's candidate search at n x n records (``blocks.topc_path``; before it existed the
+    search ran on the counting path and from ``AUTO_MIN_PAIRS`` pairs on)."""
+    if hasattr(blocks, "topc_path"):
+        return blocks.topc_path(n, n, path=path)
+    return "search" if path == "count" or n * n >= blocks.AUTO_MIN_PAIRS else "pairs"
+
+
+def link(n: int, workers: int) -> dict:
+    """The whole default linkage (``probabilistic_linkage``, prl_counting auto) at n records,
+    wall time: in this process (no cluster; up to :data:`LINK_LOCAL_MAX` records) and on a
+    LocalCluster of ``workers``. Small files run twice in each place: a first call (which
+    loads the kernels it meets, or compiles them) and a second one."""
+    from distributed import Client, LocalCluster
+
+    from sdcdist.linkage.prl import probabilistic_linkage
+    from sdcdist.parallel import Runner
+
+    A, B = make_files(n)
+    cols = tuple(range(KEYS))
+    small = n <= LINK_LOCAL_MAX
+    calls = ("first call", "again") if small else ("",)
+    out: dict = {"n": n, "load_start": _load(), "runs": []}
+
+    def cpu(client) -> float:
+        # CPU seconds of this process and of every worker process
+        own = time.process_time()
+        return own + (sum(client.run(time.process_time).values()) if client else 0.0)
+
+    def timed(where: str, runner, a, b) -> None:
+        for call in calls:
+            c0 = cpu(runner.client)
+            t0 = time.perf_counter()
+            res = probabilistic_linkage(runner, a, b, n, n, cols)
+            wall = time.perf_counter() - t0
+            used = cpu(runner.client) - c0
+            i = res.info
+            out["runs"].append({"label": where + (f", {call}" if call else ""), "wall": wall,
+                                "cpu": used,
+                                "timings": i["timings"], "counting": i["counting"],
+                                "candidates": i.get("candidates", "-"),
+                                "assignment": i["assignment"],
+                                "em_iterations": i["em_iterations"],
+                                "pld": 100.0 * res.correct / n})
+
+    if small:
+        timed("in-process", Runner(), A, B)
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", silence_logs=40) as cluster, \
+            Client(cluster) as client:
+        client.run(_warm)
+        runner = Runner(client)
+        timed(f"{workers} workers", runner, runner.share(A), runner.share(B))
+    out["load_end"] = _load()
+    return out
+
+
 def _item(d: dict, key: str):
     return d[key]
 
@@ -148,9 +215,12 @@ def bench(n: int, workers: int, full: bool, samples: int) -> dict:
         runner.result(Ap), runner.result(Bp)
         t0 = time.perf_counter()
         path, _, info = blocks.choose_counting(runner, Ap, Bp, n, n, cmp)
-        out["decision"] = f"{info['counting']} (share estimate " \
-                          f"{info.get('enumerated_share_estimate', float('nan')):.3f}, " \
-                          f"{time.perf_counter() - t0:.1f} s)"
+        share = info.get("enumerated_share_estimate")
+        # below AUTO_MIN_PAIRS auto does not sample (the small-file rule): no share to print
+        out["decision"] = f"{info['counting']} (" + (
+            "no share sampled" if share is None else f"share estimate {share:.3f}") + \
+            f", {time.perf_counter() - t0:.1f} s)"
+        out["topc_path"] = _topc_path(blocks, n, path)
         rows = (PRL_BLOCK_ROWS, PRL_BLOCK_ROWS)
         tasks = blocks.count_tasks(n, n, cmp, rows)
         out["tasks"] = len(tasks)
@@ -176,7 +246,7 @@ def bench(n: int, workers: int, full: bool, samples: int) -> dict:
         out["t_counts"] = cpu / done * pairs / workers
         out["pairs_timed"] = done
         # the old hash kernel on a few sampled blocks (the same tiling's A rows)
-        hrows = max(16, int(2.5e7 // n))
+        hrows = min(n, max(16, int(2.5e7 // n)))
         hblocks = _spread(n, hrows, 2)
         hp = runner.result([runner.task(_counts_task, Ap, Bp, cmp, s, e, 0, n, "hash")
                             for s, e in hblocks])
@@ -200,7 +270,7 @@ def bench(n: int, workers: int, full: bool, samples: int) -> dict:
         built = runner.task(_tree_task, Ap, scale)
         out["t_tree"] = runner.call(_item, built, "t")
         tree = runner.task(_item, built, "tree")
-        brows = max(32, int(5e7 // n))
+        brows = min(n, max(32, int(5e7 // n)))
         bblocks = _spread(n, brows, samples)
         ts = runner.result([runner.task(_topc_search_task, tree, Bp, cmp, wp, s, e)
                             for s, e in bblocks])
@@ -228,15 +298,37 @@ def main() -> None:
     ap.add_argument("--full", type=int, default=0,
                     help="run every counting task (not a sample) up to this size")
     ap.add_argument("--samples", type=int, default=4)
+    ap.add_argument("--link", default="",
+                    help="also run the whole default linkage at these sizes, wall time "
+                         "(e.g. 4092,59315: the size of a real utility file and of the "
+                         "59,315-record file; same synthetic 8-key files)")
     args = ap.parse_args()
     w = args.workers
+    if args.link:
+        print("whole default linkage (probabilistic_linkage, prl_counting auto), wall s "
+              "(on a shared machine the CPU time, beside it, is the steadier figure)")
+        print("| records | where | wall (CPU s, all processes) | patterns | EM | candidates | assignment | "
+              "counting | candidates by | PLD % |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for n in (int(x) for x in args.link.split(",")):
+            r = link(n, w)
+            for x in r["runs"]:
+                t = x["timings"]
+                print(f"| {n:,} | {x['label']} | {x['wall']:.2f} ({x['cpu']:.2f}) | "
+                      f"{t['patterns']:.2f} | "
+                      f"{t['em']:.2f} ({x['em_iterations']} it) | {t['candidates']:.2f} | "
+                      f"{t['assignment']:.2f} ({x['assignment']}) | {x['counting']} | "
+                      f"{x['candidates']} | {x['pld']:.2f} |", flush=True)
+            print(f"  ({r['load_start']} at start, {r['load_end']} at end)", flush=True)
+        if not args.sizes:
+            return
     rows = []
     print(f"default PRL (s, 6 levels) on {KEYS} key columns, {w} workers x 1 thread; "
           "times are task CPU s / workers (wall on idle cores) unless marked wall", flush=True)
     print("| records | auto's path | counts, dense kernel | counts, old hash kernel | "
-          "KD-tree | top-20 search (auto) | top-20 all pairs | EM | dense total | "
-          "peak RSS worker / scheduler / client |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "KD-tree | top-20 search | top-20 all pairs | auto's candidates | EM | total (auto's "
+          "paths) | peak RSS worker / scheduler / client |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in (int(x) for x in args.sizes.split(",")):
         r = bench(n, w, n <= args.full, args.samples)
         rows.append(r)
@@ -244,12 +336,15 @@ def main() -> None:
                if "wall_counts_full" in r else
                "%d A rows of %d of %d tasks sampled (%.2g pairs), extrapolated" % (
                    SAMPLE_A_ROWS, args.samples, r["tasks"], r["pairs_timed"]))
-        total = r["t_counts"] + r["t_tree"] + r["t_search"] + r["t_em"]
+        searched = r["topc_path"] == "search"
+        total = r["t_counts"] + r["t_em"] + (r["t_tree"] + r["t_search"] if searched
+                                             else r["t_topc_pairs"])
         print(f"| {n:,} | {r['decision']} | {r['t_counts']:.0f} s ({r['ns_pair_dense']:.2f} "
               f"ns/pair; {how}) | {r['t_hash']:.0f} s ({r['ns_pair_hash']:.1f} ns/pair, "
               f"2 x {r['hrows']} A rows sampled; equal {r['hash_equal']}) | {r['t_tree']:.1f} s | "
               f"{r['t_search']:.0f} s (weighs {100 * r['share_weighed']:.2f} % of pairs) | "
               f"{r['t_topc_pairs']:.0f} s (candidates equal {r['topc_equal']}) | "
+              f"{'search' if searched else 'all pairs'} | "
               f"{r['t_em']:.1f} s wall ({r['em']}) | {total:.0f} s | "
               f"{r['rss_workers']:.0f} / {r['rss_scheduler']:.0f} / {r['rss_client']:.0f} "
               f"MiB |", flush=True)

@@ -176,8 +176,8 @@ DLD_CONVENTIONS = {
 #: How PRL obtains its pattern counts (option ``prl_counting``); the counts are the same.
 PRL_COUNTING = {
     "auto": "count exactly without enumerating the pairs from 2**32 pairs on, unless that "
-            "would be slower (then every pair compared, candidates by branch and bound); "
-            "all pairs below",
+            "would be slower (then every pair compared); all pairs below; the candidates "
+            "by branch and bound from 2**24 pairs on (the same candidates), all pairs below",
     "pairs": "every pair compared (pattern codes counted in a dense histogram up to 2**26 "
              "patterns, in a hash table above; the same integers)",
     "count": "counted exactly without enumerating the pairs (sorted ranks, wavelet box "

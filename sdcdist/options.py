@@ -439,7 +439,8 @@ declare("prl_unmatched", "row_floor", choice("row_floor", None),
         "the candidates allow first)")
 declare("prl_counting", "auto", choice("auto", "pairs", "count"),
         "PRL pattern counts by comparing all pairs (pairs), exactly without enumerating them "
-        "(count; identical counts, refused where slower), or count on large files (auto)")
+        "(count; identical counts, refused where slower), or count on large files and search "
+        "the top candidates from 2^24 pairs on (auto; the same candidates)")
 # -- distance, rank and correlation linkage, interval disclosure --
 declare("gdbrl_dense_max", 5000, integer(1, MAX_DENSE),
         "largest file GDBRL links with the dense exact assignment")

@@ -481,3 +481,49 @@ def test_count_tasks_cover_every_pair_once():
         # the dense kernel takes all of B's rows per task here (its histogram is read once
         # per task); the hash kernel keeps the blocks of prl_block_rows
         assert len(tasks) == (8 if kernel == "dense" else 8 * 11)
+
+
+def test_topc_path_is_decided_apart_from_counting():
+    """auto searches the KD-tree for the candidates from AUTO_TOPC_MIN_PAIRS pairs on, far
+    below the counting path's AUTO_MIN_PAIRS (59,315 records: all pairs counted, candidates
+    searched); a blocking rule or prl_counting=pairs weighs all pairs."""
+    assert blocks.AUTO_TOPC_MIN_PAIRS < blocks.AUTO_MIN_PAIRS
+    n = 59_315
+    assert n * n < blocks.AUTO_MIN_PAIRS
+    assert blocks.topc_path(n, n) == "search"
+    assert blocks.topc_path(n, n, mode="pairs") == "pairs"
+    assert blocks.topc_path(n, n, blocking=(0, 5)) == "pairs"
+    assert blocks.topc_path(100, 100, path="count", mode="count") == "search"
+    assert blocks.topc_path(2000, 2000) == "pairs"
+    lo = blocks.AUTO_TOPC_MIN_PAIRS
+    assert blocks.topc_path(lo, 1) == "search" and blocks.topc_path(lo - 1, 1) == "pairs"
+
+
+@pytest.mark.parametrize("use_client", [False, True])
+def test_linkage_searched_candidates_below_counting(client, monkeypatch, use_client):
+    """Past AUTO_TOPC_MIN_PAIRS but below AUTO_MIN_PAIRS, auto counts all pairs and searches
+    the candidates: tie-heavy keys with NaN and a categorical key give prl_counting=pairs'
+    counts, EM, candidates, weights and PLD bit for bit, and the info says which ran."""
+    A, B, cat = _tie_heavy_cat(1500, 6, seed=11)
+    cols = tuple(range(6))
+    runner = Runner(client if use_client else None)
+
+    def link(**kw):
+        return probabilistic_linkage(runner, A, B, 1500, 1500, cols, categorical=cat,
+                                     dense_limit=100, **kw)
+    ref = link(counting="pairs")
+    monkeypatch.setattr(blocks, "AUTO_TOPC_MIN_PAIRS", 1500 * 1500)
+    auto = link(counting="auto")
+    assert auto.info["counting"] == "pairs, dense histogram kernel (small)"
+    assert auto.info["candidates"] == "branch and bound (KD-tree of A)"
+    assert ref.info["candidates"] == "all pairs"
+    assert 0 < auto.info["pairs_weighed"] <= 1500 * 1500
+    _same(auto.counts, ref.counts)
+    for x, y in zip(auto.fit.m + auto.fit.u, ref.fit.m + ref.fit.u):
+        np.testing.assert_array_equal(x, y)
+    assert auto.fit.p == ref.fit.p
+    assert auto.correct == ref.correct and auto.correct20 == ref.correct20
+    np.testing.assert_array_equal(auto.rows_b, ref.rows_b)
+    np.testing.assert_array_equal(auto.cols_a, ref.cols_a)
+    np.testing.assert_array_equal(auto.weights, ref.weights)
+    np.testing.assert_array_equal(auto.true_weight, ref.true_weight)

@@ -89,3 +89,30 @@ def test_search_linear_six_levels_equals_all_pairs(method):
         got = topc.topc_search(tree, b, cmp, wp, 20)
         np.testing.assert_array_equal(got["idx"], ref["idx"])
         np.testing.assert_array_equal(got["w"], ref["w"])
+
+
+@pytest.mark.parametrize("method", ["s", "l"])
+def test_dense_weights_branch_free_equal_pair_by_pair(method):
+    """The all-pairs weights (dense matrix and the all-pairs candidates' rows, where six-level
+    linear columns take the branch-free loop) equal the pair-by-pair formula
+    (:func:`~sdcdist.linkage.prl.weights.column_weight`) bit for bit: NaN, ties, differences
+    on the tolerances, exact agreement on tolerance 0, a categorical key beside them."""
+    K = 5
+    A, B = _rounded(300, K, seed=5)
+    A[:, 4] = np.round(np.abs(A[:, 4]))
+    B[:, 4] = A[:, 4]
+    B[::7, 4] = 0.0
+    cat = [False, False, False, False, True]
+    t = {"s": {}, "l": {"t": (0, 0.1, 0.25, 0.5, 1.0)}}[method]
+    cmp = prl.comparison(K, method=method, categorical=cat, **t)
+    a, b = _sides(A, B[:200], cmp)
+    counts = prl.pattern_counts(a, b, cmp)
+    N = 300 * 200
+    wp = prl.weight_params(prl.em(counts, cmp, p_start=200 / N, p_max=200 / N), cmp)
+    assert np.count_nonzero((cmp.rule == 2) & (cmp.n_levels == 6)) == 4
+    W = prl.dense_weights(a, b, cmp, wp)
+    jb, ia = np.divmod(np.arange(200 * 300), 300)
+    ref = prl.pair_weights(a, b, ia, jb, cmp, wp).reshape(200, 300)
+    np.testing.assert_array_equal(W, ref)
+    top = prl.topc_block(a, b, cmp, wp, 300)
+    np.testing.assert_array_equal(top["w"], np.take_along_axis(ref, top["idx"], axis=1))

@@ -220,11 +220,11 @@ def candidates(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparis
                blocking: tuple[int, int] | None, path: str, cinfo: dict) -> dict:
     """Each B record's ``top_c`` best A records and its true pair's weight:
     ``{"idx", "w", "wtrue"}``. On the counting path, and with ``prl_counting=auto``
-    from :data:`~sdcdist.linkage.prl.blocks.AUTO_MIN_PAIRS` pairs on, by branch and
-    bound (the same candidates as all pairs; ``cinfo["pairs_weighed"]`` set);
+    from :data:`~sdcdist.linkage.prl.blocks.AUTO_TOPC_MIN_PAIRS` pairs on (whichever
+    path counted; :func:`~sdcdist.linkage.prl.blocks.topc_path`), by branch and bound
+    (the same candidates as all pairs; ``cinfo["pairs_weighed"]`` set);
     ``cinfo["candidates"]`` says which."""
-    if blocking is None and (path == "count" or (s.counting == "auto"
-                                                 and n_a * n_b >= _blocks.AUTO_MIN_PAIRS)):
+    if _blocks.topc_path(n_a, n_b, mode=s.counting, path=path, blocking=blocking) == "search":
         cand, cinfo["pairs_weighed"] = counted_topc(runner, A, B, n_b, cmp, wp, s.top_c, truth,
                                                     rows=s.block_rows[1])
         cinfo["candidates"] = "branch and bound (KD-tree of A)"

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 
 from .comparison import Comparison, all_rows, transposed
-from .weights import WeightParams, column_weight, linear_at, weights_row
+from .weights import WeightParams, column_weight, linear6_all, linear_at, weights_row
 
 __all__ = ["topc_block", "merge_topc", "keep_top", "build_tree", "split_scale", "topc_search",
            "LEAF_SIZE", "GROUP_ROWS"]
@@ -306,32 +306,6 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order, o
     return tot
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _linear6_all(avT, tolT, k, s0, n, x, wl, lin, w):
-    # w[p] += column_weight(2, |a - x|, ...) of column k (6 levels) for A rows s0 + p,
-    # p < n, written without branches (selects) so that the loop vectorises: the same
-    # operations in the same order, so the same floats
-    a = avT[k, s0:s0 + n]
-    t0 = tolT[k, 0, s0:s0 + n]
-    tl = tolT[k, 4, s0:s0 + n]
-    p0, p1, p2, p3, p4, p5 = lin[k, 0, 0], lin[k, 0, 1], lin[k, 0, 2], lin[k, 0, 3], \
-        lin[k, 0, 4], lin[k, 0, 5]
-    sx = lin[k, 1]
-    sw = lin[k, 2]
-    sl = lin[k, 3]
-    wz = wl[k, 0]
-    wn = wl[k, 5]
-    for p in range(n):
-        d = abs(a[p] - x)
-        xx = d / tl[p]
-        s = (np.int64(p0 <= xx) + np.int64(p1 <= xx) + np.int64(p2 <= xx)
-             + np.int64(p3 <= xx) + np.int64(p4 <= xx) + np.int64(p5 <= xx))
-        v = sw[s] + sl[s] * (xx - sx[s])
-        v = v if xx >= 0.0 else wn
-        v = wz if (d == 0.0 and t0[p] == 0.0) else v
-        w[p] += v
-
-
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order, suf, thr, w, alive):
     # the weights of B row bj against A rows s0:s1 (into w, by position), column by column
@@ -351,7 +325,7 @@ def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order, suf,
         wak = wa[k]
         wdk = wd[k]
         if na == n and rule == 2 and nk == 6:
-            _linear6_all(avT, tolT, k, s0, n, x, wl, lin, w)
+            linear6_all(avT, tolT, k, s0, n, x, wl, lin, w)
         elif na == n:
             for p in range(n):
                 i = s0 + p
