@@ -35,7 +35,10 @@ any S minus one column; a subset with no eligible record is never counted. The
 subsets of a level are independent tasks (:func:`sdcdist.parallel.map_batches`), each
 counting its key combinations over the distinct combinations with a numba kernel
 (a direct count table, or open hashing on large key spaces) and returning which
-of its eligible records are unique. Everything is integer until the scores, which
+of its eligible records are unique. A task takes its subsets in lexicographic order and
+keeps the mixed-radix keys of every combination on their first columns on a stack, so a
+subset's keys are its prefix's keys extended by one column, shared with the subsets of
+the same prefix (a key space beyond int64 is counted from scratch, with renumbering). Everything is integer until the scores, which
 the client computes in a fixed order, so every figure is the same bit for bit for
 any chunking, batching and worker count.
 """
