@@ -239,10 +239,12 @@ def _extend(prefix: np.ndarray, col: np.ndarray, c: np.int64) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _unique_ext(prefix: np.ndarray, col: np.ndarray, c: np.int64, space: np.int64,
-                count: np.ndarray, multi: np.ndarray, targets: np.ndarray) -> np.ndarray:
+                count: np.ndarray, multi: np.ndarray, uniques: np.ndarray, ok: np.ndarray
+                ) -> np.ndarray:
     """:func:`_unique_on` from the keys ``prefix`` (D,) of all rows on the subset's first
     columns (-1: missing) and the codes ``col`` (D,) of its last column (``c``
-    categories); ``space`` bounds the keys."""
+    categories); ``space`` bounds the keys. The targets are the rows ``uniques`` (C,) where
+    ``ok`` (C,) is true; returns whether each of the C rows is a unique target."""
     m = np.empty(multi.size, np.int64)
     mkey = np.empty(multi.size, np.int64)
     w = 0
@@ -253,17 +255,33 @@ def _unique_ext(prefix: np.ndarray, col: np.ndarray, c: np.int64, space: np.int6
             m[w] = r
             mkey[w] = prefix[r] * c + v
             w += 1
-    tkey = np.empty(targets.size, np.int64)
-    for i in range(targets.size):
-        r = targets[i]
-        tkey[i] = prefix[r] * c + col[r]          # a target has no missing value on S
-    return _count_unique(space, m[:w], mkey[:w], tkey, count)
+    nt = 0
+    for i in range(ok.size):
+        if ok[i]:
+            nt += 1
+    tkey = np.empty(nt, np.int64)
+    t = 0
+    for i in range(ok.size):
+        if ok[i]:
+            r = uniques[i]
+            tkey[t] = prefix[r] * c + col[r]      # a target has no missing value on S
+            t += 1
+    u = _count_unique(space, m[:w], mkey[:w], tkey, count)
+    out = np.empty(ok.size, np.bool_)
+    t = 0
+    for i in range(ok.size):
+        out[i] = False
+        if ok[i]:
+            out[i] = u[t]
+            t += 1
+    return out
 
 
 def _unique_batch(batch: list[tuple[tuple[int, ...], np.ndarray]], codes: np.ndarray,
-                  count: np.ndarray, cards: np.ndarray, multi: np.ndarray
-                  ) -> list[np.ndarray]:
-    """Task: for each (key subset, target rows), which targets are unique on the subset.
+                  count: np.ndarray, cards: np.ndarray, multi: np.ndarray,
+                  uniques: np.ndarray) -> list[np.ndarray]:
+    """Task: for each (key subset S, mask over ``uniques`` of its targets), which of the
+    rows ``uniques`` are targets unique on S (a bool mask over ``uniques``).
 
     The keys of all rows on a subset's first columns are kept on a stack and extended one
     column at a time, so consecutive subsets sharing their first columns (lexicographic
@@ -272,14 +290,17 @@ def _unique_batch(batch: list[tuple[tuple[int, ...], np.ndarray]], codes: np.nda
     out = []
     stack: list[tuple[tuple[int, ...], np.ndarray, int]] = [((), np.zeros(codes.shape[1],
                                                                            np.int64), 1)]
-    for S, targets in batch:
+    for S, ok in batch:
         P = S[:-1]
         space = math.prod(int(cards[j]) for j in S)
         if space > _LIMIT:
             # the columns with most categories first: they drop the most multi rows
-            out.append(_unique_on(codes, count,
-                                  np.asarray(sorted(S, key=lambda j: -cards[j]), np.int64),
-                                  cards, multi, targets))
+            idx = np.flatnonzero(ok)
+            u = np.zeros(ok.size, bool)
+            u[idx] = _unique_on(codes, count,
+                                np.asarray(sorted(S, key=lambda j: -cards[j]), np.int64),
+                                cards, multi, uniques[idx])
+            out.append(u)
             continue
         while stack[-1][0] != P[:len(stack[-1][0])]:
             stack.pop()
@@ -288,7 +309,7 @@ def _unique_batch(batch: list[tuple[tuple[int, ...], np.ndarray]], codes: np.nda
             stack.append((top[0] + (j,), _extend(top[1], codes[j], np.int64(cards[j])),
                           top[2] * int(cards[j])))
         out.append(_unique_ext(stack[-1][1], codes[S[-1]], np.int64(cards[S[-1]]),
-                               np.int64(space), count, multi, targets))
+                               np.int64(space), count, multi, uniques, ok))
     return out
 
 
@@ -341,9 +362,10 @@ def msu_search(runner: Runner, rows: np.ndarray, count: np.ndarray, *,
     codes_h = runner.share(np.ascontiguousarray(rows.T))
     count_h = runner.share(count)
     multi_h = runner.share(np.flatnonzero(count > 1).astype(np.int64))
-    # free[S]: the positions (in uniques) of the records with no missing value on S that are
-    # not unique on S, nor on any of its subsets: those that can have an MSU through a
-    # superset of S. A subset absent from it frees no record.
+    # free[S]: a mask over uniques of the records with no missing value on S that are not
+    # unique on S, nor on any of its subsets: those that can have an MSU through a superset
+    # of S. A subset absent from it frees no record.
+    uniques_h = runner.share(uniques)
     free: dict[tuple[int, ...], np.ndarray] = {}
     for k in range(1, K + 1):
         work: list[tuple[tuple[int, ...], np.ndarray]] = []
@@ -356,21 +378,18 @@ def msu_search(runner: Runner, rows: np.ndarray, count: np.ndarray, *,
                 ok = free[S[1:]].copy()
                 for i in range(1, k):
                     ok &= free[S[:i] + S[i + 1:]]
-            idx = np.flatnonzero(ok)
-            if idx.size:
-                work.append((S, idx))
+            if ok.any():
+                work.append((S, ok))
         if not work:
             break
-        res = map_batches(runner, _unique_batch, [(S, uniques[idx]) for S, idx in work],
-                          shared=(codes_h, count_h, cards, multi_h), tasks=tasks)
+        res = map_batches(runner, _unique_batch, work,
+                          shared=(codes_h, count_h, cards, multi_h, uniques_h), tasks=tasks)
         nxt: dict[tuple[int, ...], np.ndarray] = {}
-        for (S, idx), u in zip(work, res):
-            msu = idx[u]
-            counts[k, msu] += 1
-            per_column[list(S), k] += msu.size
-            if msu.size < idx.size:
-                f = np.zeros(C, bool)
-                f[idx[~u]] = True
+        for (S, ok), u in zip(work, res):
+            counts[k] += u
+            per_column[list(S), k] += int(np.count_nonzero(u))
+            f = ok & ~u
+            if f.any():
                 nxt[S] = f
         free = nxt
         out["subsets"] += len(work)
