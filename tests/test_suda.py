@@ -193,28 +193,46 @@ def test_extended_keys_equal_keys_from_scratch(seed):
             np.testing.assert_array_equal(u, np.asarray(brute, bool))
 
 
+def _chunked_table(X, keys, missing, chunk_rows, start=0, stop=None):
+    from sdcdist.metrics.suda import _chunks_table, _merge_chunks, _table_chunk
+    from sdcdist.parallel import map_reduce
+    stop = len(X) if stop is None else stop
+    return map_reduce(Runner(None), lambda a, b, Y, *r: _table_chunk(a + start, b + start, Y, *r),
+                      _merge_chunks, [X], stop - start, chunk_rows=chunk_rows,
+                      args=(keys, missing), aggregate=_chunks_table)
+
+
 def test_chunk_table_equals_combo_table():
-    """The one-pass table of a record chunk is combo_table's (without the inverse): with
-    NaN and a missing code, with a key space over int64, and refusing a non-code alike."""
+    """The one-pass packed tables of record chunks, merged, are combo_table's (without the
+    inverse) for any chunking: with NaN and a missing code, with key spaces over int64 in
+    a chunk or only once merged, and refusing a non-code alike."""
     from sdcdist.metrics.suda import _table_chunk
     rng = np.random.default_rng(7)
     X = np.column_stack([_tie_heavy(rng, 500, 4), rng.integers(0, 3, 500)]).astype(float)
     X[rng.random(500) < 0.1, 1] = -999.0
     for keys, missing in (((0, 2, 3, 4), None), ((3, 1, 4), -999.0), ((2,), None)):
-        for start, stop in ((0, 500), (17, 18), (40, 40)):
-            got = _table_chunk(start, stop, X, keys, missing)
+        for start, stop in ((0, 500), (17, 18), (40, 41), (3, 450)):
             block = X[start:stop][:, list(keys)]
             if missing is not None:
                 block = np.where(block == missing, np.nan, block)
             want = combo_table(block)
-            for k in ("rows", "count", "weight"):
-                np.testing.assert_array_equal(got[k], want[k])
-                assert got[k].dtype == want[k].dtype
-    big = np.column_stack([rng.integers(0, 3, 50) * 2.0 ** 40 for _ in range(3)])
+            for chunk in (1000, 64, 7, 1):
+                got = _chunked_table(X, keys, missing, chunk, start, stop)
+                for k in ("rows", "count", "weight"):
+                    np.testing.assert_array_equal(got[k], want[k])
+                    assert got[k].dtype == want[k].dtype
+    big = rng.integers(0, 3, (120, 3)).astype(float)
+    big[:40, :2] *= [2.0 ** 40, 2.0 ** 24]          # this chunk's key space exceeds int64
+    big[40:80, 1:] *= 2.0 ** 24                     # these two fit, not merged
+    big[80:, 0] *= 2.0 ** 40
     big[::7, 1] = np.nan
-    got, want = _table_chunk(0, 50, big, (0, 1, 2), None), combo_table(big)
-    np.testing.assert_array_equal(got["rows"], want["rows"])
-    np.testing.assert_array_equal(got["count"], want["count"])
+    want = combo_table(big)
+    for chunk in (120, 40, 13):
+        got = _chunked_table(big, (0, 1, 2), None, chunk)
+        np.testing.assert_array_equal(got["rows"], want["rows"])
+        np.testing.assert_array_equal(got["count"], want["count"])
+    got = _chunked_table(big[40:], (0, 1, 2), None, 40)
+    np.testing.assert_array_equal(got["rows"], combo_table(big[40:])["rows"])
     X[3, 2] = 1.5
     with pytest.raises(SdcInputError, match="not codes 0, 1, 2"):
         _table_chunk(0, 500, X, (0, 2), None)

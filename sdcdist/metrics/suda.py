@@ -549,8 +549,11 @@ def _pack_chunk(block: np.ndarray, keys: np.ndarray, missing: float, use_missing
 
 def _table_chunk(start: int, stop: int, X: Any, keys: Sequence[int], missing: float | None
                  ) -> dict[str, Any]:
-    """The key-combination table of records ``start:stop`` (as :func:`combo_table`, without
-    the inverse), from one pass over the block."""
+    """The key-combination table of records ``start:stop`` from one pass over the block:
+    ``key`` its distinct packed keys (increasing), ``radix`` their radices and ``count``
+    their records (:func:`_merge_chunks` merges such tables, :func:`_chunks_table` turns
+    one into :func:`combo_table`'s rows and counts). Where the key space exceeds int64,
+    combo_table's table (without the inverse)."""
     block = np.asarray(X[start:stop], dtype=np.float64)
     key, radix, bad, fits = _pack_chunk(block, np.asarray(keys, np.int64),
                                         np.nan if missing is None else float(missing),
@@ -563,9 +566,55 @@ def _table_chunk(start: int, stop: int, X: Any, keys: Sequence[int], missing: fl
         t.pop("inverse")
         return t
     uk, count = np.unique(key, return_counts=True)
-    rows = _unpack(uk, radix)
-    count = count.astype(np.int64)
-    return {"rows": rows, "count": count, "weight": count.astype(np.float64)}
+    return {"key": uk, "radix": radix, "count": count.astype(np.int64)}
+
+
+@numba.njit(cache=True, nogil=True)
+def _repack(key: np.ndarray, radix: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """Packed keys with radices ``radix`` re-packed with the radices ``to`` (each at least
+    as large: the same rows, the same order)."""
+    out = np.empty(key.size, np.int64)
+    digits = np.empty(radix.size, np.int64)
+    for i in range(key.size):
+        rest = key[i]
+        for t in range(radix.size - 1, -1, -1):
+            digits[t] = rest % radix[t]
+            rest //= radix[t]
+        k = np.int64(0)
+        for t in range(radix.size):
+            k = k * to[t] + digits[t]
+        out[i] = k
+    return out
+
+
+def _as_rows(t: dict[str, Any]) -> dict[str, Any]:
+    if "key" not in t:
+        return t
+    count = t["count"]
+    return {"rows": _unpack(t["key"], t["radix"]), "count": count,
+            "weight": count.astype(np.float64)}
+
+
+def _merge_chunks(*tables: dict[str, Any]) -> dict[str, Any]:
+    """``combine`` of :func:`_table_chunk`'s tables: the packed keys re-packed with the
+    largest radices and merged (merge_tables when a table or the merged key space does not
+    fit int64)."""
+    to = np.max([t["radix"] for t in tables if "key" in t], axis=0) \
+        if all("key" in t for t in tables) else None
+    if to is None or math.prod(int(r) for r in to) > _LIMIT:
+        return merge_tables(*[_as_rows(t) for t in tables])
+    key = np.concatenate([t["key"] if np.array_equal(t["radix"], to)
+                          else _repack(t["key"], t["radix"], to) for t in tables])
+    uk, inv = np.unique(key, return_inverse=True)
+    count = np.bincount(inv.reshape(-1), weights=np.concatenate([t["count"] for t in tables]),
+                        minlength=uk.size).astype(np.int64)
+    return {"key": uk, "radix": to, "count": count}
+
+
+def _chunks_table(t: dict[str, Any]) -> dict[str, Any]:
+    """``aggregate``: combo_table's ``rows``, ``count`` and ``weight`` of a merged table."""
+    t = _as_rows(t)
+    return {"rows": t["rows"], "count": t["count"], "weight": t["weight"]}
 
 
 def suda_summary(runner: Runner, table: dict[str, Any], n_keys: int, *,
@@ -662,9 +711,9 @@ def _summary(ctx: MeasureContext, name: str) -> dict[str, Any]:
     opts = (max_size, float(o["suda_dis_fraction"]), bool(o["suda_original_scores"]), missing)
 
     def compute() -> dict[str, Any]:
-        t = map_reduce(ctx.runner, _table_chunk, merge_tables, [ctx.masked],
+        t = map_reduce(ctx.runner, _table_chunk, _merge_chunks, [ctx.masked],
                        ctx.shape_masked[0], chunk_rows=int(o["chunk_rows"]),
-                       args=(pos, missing))
+                       args=(pos, missing), aggregate=_chunks_table)
         return suda_summary(ctx.runner, t, len(keys), max_size=opts[0], dis_fraction=opts[1],
                             original_scores=opts[2], columns=keys, missing=missing)
     return ctx.cached(("suda2", keys) + opts, compute)
