@@ -7,7 +7,7 @@ record starts as the key combination of a random household record (urbrur, roof,
 water, electcon, relat, sex, hhcivil and age), and each of its keys is redrawn from that
 key's marginal distribution with probability 0.3, so the file keeps much of the joint
 structure and holds many new combinations (and many special uniques). sdcdist computes its
-SUDA2 metrics (all MSU sizes, as sdcMicro) in this process; sdcMicro 5.8.1 runs ``suda2``
+SUDA2 metrics (all MSU sizes, as sdcMicro) with ``measure``; sdcMicro 5.8.1 runs ``suda2``
 on the same CSV under ``/usr/bin/time -v`` (system R). Both compute the same per-record
 scores, so the table also prints the mean SUDA and DIS-SUDA scores of both.
 
@@ -20,8 +20,9 @@ fresh Python process that reads the same CSV before the clock:
 - *warm*: after one call on a 1,000-record file of the same keys (before the clock), so,
   like sdcMicro's, the clock covers the computation only.
 
-The ratio column uses the warm time (the like-for-like comparison); the cold ratio is
-printed beside it. Wall time covers the computation only, as does sdcdist's CPU time
+Both read the CSV before the clock (sdcdist into a row-major float64 array, the layout
+its own reader ``load_microdata`` gives). The ratio column uses the warm time (the
+like-for-like comparison); the cold ratio is printed beside it. Wall time covers the computation only, as does sdcdist's CPU time
 (printed below the table, with the Rscript process' user + system time, for loaded
 machines); peak memory is the maximum resident set of the sdcdist process (``ru_maxrss``)
 and of the Rscript process. An sdcMicro run that does not finish within --timeout seconds
@@ -74,7 +75,9 @@ def synthetic(n: int, seed: int = 20261127) -> pd.DataFrame:
 def _measure(d: pd.DataFrame) -> dict:
     from sdcdist.metrics import measure
     from sdcdist.metrics.suda import METRICS
-    X = d.to_numpy(np.float64)
+    # the row-major layout sdcdist's own reader (load_microdata) gives, made before the clock
+    # as sdcMicro's data.frame is
+    X = np.ascontiguousarray(d.to_numpy(np.float64))
     t, cpu = time.perf_counter(), time.process_time()
     res = measure(X, X, list(METRICS), columns=KEYS, categorical=KEYS)
     sec, cpu = time.perf_counter() - t, time.process_time() - cpu
