@@ -26,16 +26,22 @@ def knn_kernel(Q: np.ndarray, C: np.ndarray, inv_range: np.ndarray, is_cat: np.n
                 k: int, a_off: int, b_off: int, salt: np.uint64
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The k nearest rows of C to each row of Q, by (distance, tie key); the tie key of
-    (target i, row r) is a hash of (salt, i, r): ties are broken at random, reproducibly."""
+    (target i, row r) is a hash of (salt, i, r): ties are broken at random, reproducibly.
+    A row's distance stops accumulating once it exceeds the k-th nearest so far (its terms
+    are not negative: it cannot come back), the same result at a fraction of the work."""
     a, b, m = Q.shape[0], C.shape[0], Q.shape[1]
     D = np.full((a, k), np.inf)
     T = np.full((a, k), np.iinfo(np.uint64).max, dtype=np.uint64)
     Ix = np.full((a, k), -1, dtype=np.int64)
+    last = k - 1
     for i in range(a):
         hi = _mix(salt ^ _mix(np.uint64(i + a_off) + np.uint64(0x9E3779B97F4A7C15)))
+        worst = D[i, last]
         for j in range(b):
             d = 0.0
             for c in range(m):
+                if d > worst:
+                    break                      # farther than the k-th nearest already
                 x = Q[i, c]
                 y = C[j, c]
                 xn = np.isnan(x)
@@ -53,12 +59,11 @@ def knn_kernel(Q: np.ndarray, C: np.ndarray, inv_range: np.ndarray, is_cat: np.n
                         break
                     else:
                         d += abs(x - y) * inv_range[c]
-            last = k - 1
-            if d > D[i, last]:
+            if d > worst:
                 continue
             r = j + b_off
             t = _mix(hi ^ np.uint64(r))
-            if d < D[i, last] or t < T[i, last]:
+            if d < worst or t < T[i, last]:
                 p = last
                 while p > 0 and (d < D[i, p - 1] or (d == D[i, p - 1] and t < T[i, p - 1])):
                     D[i, p] = D[i, p - 1]
@@ -68,6 +73,7 @@ def knn_kernel(Q: np.ndarray, C: np.ndarray, inv_range: np.ndarray, is_cat: np.n
                 D[i, p] = d
                 T[i, p] = t
                 Ix[i, p] = r
+                worst = D[i, last]
     return D, T, Ix
 
 

@@ -47,13 +47,13 @@ Distance (anonymeter's Gower-like distance): the sum over columns of |x - y| / r
 for numeric columns (range over the released file and the targets), of 1 for
 unequal categories; 1 where both are missing; a pair with one value missing in a
 numeric column is farther than any complete pair (anonymeter's NaN distance sorts
-last). Ties go to the lowest row.
+last). Ties are broken at random, reproducibly, by a hash of (salt, target, row).
 
 Work on the cluster: counts of queries over record chunks (exact integer sums; each
 chunk is indexed once, its rows sorted by each column, and a query tests only the rows
 of its most selective term: :func:`map_chunks`, :func:`reduce_chunks`),
 nearest-neighbour searches as blocks of targets x released rows (:func:`pairwise_reduce`),
-each block keeping its k nearest by (distance, row): any chunking and worker count gives
+each block keeping its k nearest by (distance, tie key): any chunking and worker count gives
 the same figures, bit for bit. Singling out works on
 distinct records (a record's 64-bit hash of its values; the first of equal records
 is kept).
@@ -65,7 +65,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import gammaln, ndtri
 
 from ..errors import SdcInputError, column_positions, option_error
 from ..parallel import map_chunks, map_reduce, pair_block_rows, pairwise_reduce, reduce_chunks
@@ -94,9 +94,9 @@ _CAT_OPS = np.array([EQ, NE])
 
 def success_rate(n_total: float, n_success: float, confidence: float) -> tuple[float, float]:
     """Wilson score estimate of a success rate and its error (anonymeter's ``success_rate``)."""
-    from scipy.stats import norm   # imported here: scipy.stats takes a second to import
-
-    z = float(norm.ppf(0.5 * (1.0 + confidence)))
+    # the probit: scipy.stats.norm.ppf is ndtri (bit for bit), without importing
+    # scipy.stats (a second or more)
+    z = float(ndtri(0.5 * (1.0 + confidence)))
     z2 = z * z
     var = n_success * (n_total - n_success) / n_total
     den = n_total + z2
