@@ -49,17 +49,37 @@ def _pack(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         total *= int(r)
         if total > _MAX_PACK:
             return None
-    key = np.zeros(rows.shape[0], dtype=np.int64)
-    for j in range(rows.shape[1]):
-        key = key * int(radix[j]) + shifted[:, j]
+    key = np.ravel_multi_index(tuple(shifted.T), radix).astype(np.int64, copy=False)
     return key, radix
+
+
+def _unpack(key: np.ndarray, radix: np.ndarray) -> np.ndarray:
+    """The rows (len(key), len(radix)) int64 of packed keys (:func:`_pack`)."""
+    out = np.empty((key.size, radix.size), dtype=np.int64)
+    rest = np.array(key, dtype=np.int64)
+    for j in range(radix.size - 1, -1, -1):
+        rest, digit = np.divmod(rest, int(radix[j]))
+        out[:, j] = digit - 1
+    return out
 
 
 def _not_codes(codes: np.ndarray) -> np.ndarray:
     """Per column, how many values are neither NaN nor a code 0, 1, 2, ... (below 2**53)."""
+    if codes.ndim != 2:
+        codes = codes.reshape(codes.shape[0], -1)
+    out = np.zeros(codes.shape[1], dtype=np.int64)
+    if codes.shape[0] == 0:
+        return out
     with np.errstate(invalid="ignore"):
-        ok = np.isnan(codes) | ((codes >= 0) & (codes < 2.0 ** 53) & (codes == np.floor(codes)))
-    return (~ok).sum(axis=0)
+        for j in range(codes.shape[1]):
+            c = codes[:, j]
+            if np.fmin.reduce(c) >= 0 and np.fmax.reduce(c) < 2.0 ** 53:
+                # in range (or all NaN): count the fractional values (NaN != its floor)
+                out[j] = np.count_nonzero(np.floor(c) != c) - np.count_nonzero(np.isnan(c))
+            else:
+                ok = np.isnan(c) | ((c >= 0) & (c < 2.0 ** 53) & (c == np.floor(c)))
+                out[j] = c.size - np.count_nonzero(ok)
+    return out
 
 
 def check_codes(codes: np.ndarray, names: list[str], *, where: str = "the data") -> None:
@@ -126,11 +146,7 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     key, radix = packed
     inv, uk = pd.factorize(key, sort=True)
     uk = np.asarray(uk, dtype=np.int64)
-    out = np.empty((uk.size, rows.shape[1]), dtype=np.int64)
-    rest = uk.copy()
-    for j in range(rows.shape[1] - 1, -1, -1):
-        rest, digit = np.divmod(rest, int(radix[j]))
-        out[:, j] = digit - 1
+    out = _unpack(uk, radix)
     return out, np.asarray(inv, dtype=np.int64)
 
 

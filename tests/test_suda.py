@@ -149,6 +149,110 @@ def test_missing_code_is_missing():
         np.testing.assert_array_equal(a[k], b[k])
 
 
+# -- the kernels' fast paths against their plain versions ---------------------------------
+
+def _tie_heavy(rng, n, q, na=0.2):
+    X = np.column_stack([rng.integers(0, c, n) for c in rng.integers(1, 5, q)]).astype(float)
+    X[rng.random(X.shape) < na] = np.nan
+    return X
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_extended_keys_equal_keys_from_scratch(seed):
+    """The keys of a subset extended from its first columns' keys (on a stack shared by the
+    subsets of a task) find the same uniques as keys built column by column, and as a
+    brute-force count, also where the key space exceeds int64 (counted from scratch)."""
+    from sdcdist.metrics.suda import _unique_batch, _unique_on
+    rng = np.random.default_rng(seed)
+    q = 5
+    t = combo_table(_tie_heavy(rng, 300, q))
+    rows, count = t["rows"], t["count"]
+    codes = np.ascontiguousarray(rows.T.astype(np.int32))
+    multi = np.flatnonzero(count > 1).astype(np.int64)
+    uniques = np.flatnonzero(count == 1).astype(np.int64)
+    for cards in (rows.max(axis=0) + 1).clip(min=1), np.full(q, 2 ** 21):  # 2 columns fit
+        cards = np.asarray(cards, np.int64)
+        batch = []
+        for k in range(1, q + 1):
+            for S in combinations(range(q), k):
+                ok = (rows[uniques][:, list(S)] >= 0).all(axis=1)
+                batch.append((S, ok & (rng.random(ok.size) < 0.8)))
+        got = _unique_batch(batch, codes, count, cards, multi, uniques)
+        for (S, ok), u in zip(batch, got):
+            targets = uniques[ok]
+            assert not u[~ok].any()
+            u = u[ok]
+            scratch = _unique_on(codes, count, np.asarray(S, np.int64), cards, multi, targets)
+            np.testing.assert_array_equal(u, scratch)
+            # the kernels count the multi rows and the targets only (in a search, every
+            # other row of one record is alone on S or has a missing value there)
+            R = rows[:, list(S)]
+            counted = (R >= 0).all(axis=1) & np.isin(np.arange(len(rows)),
+                                                     np.concatenate([multi, targets]))
+            brute = [count[counted & (R == R[r]).all(axis=1)].sum() == 1 for r in targets]
+            np.testing.assert_array_equal(u, np.asarray(brute, bool))
+
+
+def _chunked_table(X, keys, missing, chunk_rows, start=0, stop=None):
+    from sdcdist.metrics.suda import _chunks_table, _merge_chunks, _table_chunk
+    from sdcdist.parallel import map_reduce
+    stop = len(X) if stop is None else stop
+    return map_reduce(Runner(None), lambda a, b, Y, *r: _table_chunk(a + start, b + start, Y, *r),
+                      _merge_chunks, [X], stop - start, chunk_rows=chunk_rows,
+                      args=(keys, missing), aggregate=_chunks_table)
+
+
+def test_chunk_table_equals_combo_table():
+    """The one-pass packed tables of record chunks, merged, are combo_table's (without the
+    inverse) for any chunking: with NaN and a missing code, with key spaces over int64 in
+    a chunk or only once merged, and refusing a non-code alike."""
+    from sdcdist.metrics.suda import _table_chunk
+    rng = np.random.default_rng(7)
+    X = np.column_stack([_tie_heavy(rng, 500, 4), rng.integers(0, 3, 500)]).astype(float)
+    X[rng.random(500) < 0.1, 1] = -999.0
+    for keys, missing in (((0, 2, 3, 4), None), ((3, 1, 4), -999.0), ((2,), None)):
+        for start, stop in ((0, 500), (17, 18), (40, 41), (3, 450)):
+            block = X[start:stop][:, list(keys)]
+            if missing is not None:
+                block = np.where(block == missing, np.nan, block)
+            want = combo_table(block)
+            for chunk in (1000, 64, 7, 1):
+                got = _chunked_table(X, keys, missing, chunk, start, stop)
+                for k in ("rows", "count", "weight"):
+                    np.testing.assert_array_equal(got[k], want[k])
+                    assert got[k].dtype == want[k].dtype
+    big = rng.integers(0, 3, (120, 3)).astype(float)
+    big[:40, :2] *= [2.0 ** 40, 2.0 ** 24]          # this chunk's key space exceeds int64
+    big[40:80, 1:] *= 2.0 ** 24                     # these two fit, not merged
+    big[80:, 0] *= 2.0 ** 40
+    big[::7, 1] = np.nan
+    want = combo_table(big)
+    for chunk in (120, 40, 13):
+        got = _chunked_table(big, (0, 1, 2), None, chunk)
+        np.testing.assert_array_equal(got["rows"], want["rows"])
+        np.testing.assert_array_equal(got["count"], want["count"])
+    got = _chunked_table(big[40:], (0, 1, 2), None, 40)
+    np.testing.assert_array_equal(got["rows"], combo_table(big[40:])["rows"])
+    X[3, 2] = 1.5
+    with pytest.raises(SdcInputError, match="not codes 0, 1, 2"):
+        _table_chunk(0, 500, X, (0, 2), None)
+
+
+def test_code_check_counts_as_the_formula():
+    from sdcdist.keytables import _not_codes
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 5, (200, 6)).astype(float)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    X[5, 1], X[9, 1], X[2, 2], X[4, 3], X[6, 3] = 0.5, -1.0, np.inf, -np.inf, 2.0 ** 53
+    X[:, 4] = np.nan
+    X[:, 5] = -2.0
+    with np.errstate(invalid="ignore"):
+        ok = np.isnan(X) | ((X >= 0) & (X < 2.0 ** 53) & (X == np.floor(X)))
+    np.testing.assert_array_equal(_not_codes(X), (~ok).sum(axis=0))
+    np.testing.assert_array_equal(_not_codes(X[:, 1]), [(~ok[:, 1]).sum()])
+    np.testing.assert_array_equal(_not_codes(X[:0]), np.zeros(6))
+
+
 # -- invariance -------------------------------------------------------------------------
 
 def _values(res):

@@ -64,15 +64,21 @@ def _check_codes(categorical: Sequence[str] | None, inputs: Sequence[tuple[Any, 
     written by sdcdist does)."""
     from ..data import Microdata, StoredArray
     from ..keytables import check_codes
+    seen: list[tuple[Any, list]] = []
     for data, cols, what in inputs:
         if data is None or isinstance(data, StoredArray) or not categorical or cols is None:
             continue
+        if any(data is d and list(cols) == c for d, c in seen):
+            continue                               # the same array, already checked
+        seen.append((data, list(cols)))
         arr = np.asarray(data.values if isinstance(data, Microdata) else data)
         if arr.ndim != 2 or arr.shape[1] != len(cols):
             continue                               # refused below with its own message
         cats = [c for c in categorical if c in cols]
         if cats:
-            check_codes(arr[:, [list(cols).index(c) for c in cats]], cats, where=what)
+            pos = [list(cols).index(c) for c in cats]
+            check_codes(arr if pos == list(range(arr.shape[1])) else arr[:, pos], cats,
+                        where=what)
 
 
 def measure(original: Any, masked: Any, metrics: Sequence[str], *,
@@ -177,7 +183,9 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         masked_columns = masked.columns
     runner = Runner(client)
     A, shape_a = _handle(runner, original)
-    B, shape_b = _handle(runner, masked)
+    # the same object as both files (a file measured against itself, e.g. a release's own
+    # risk) is copied, shared and checked once
+    B, shape_b = (A, shape_a) if masked is original else _handle(runner, masked)
     if columns is None:
         columns = [f"V{j + 1}" for j in range(shape_a[1])]
     H, shape_h = (None, None) if holdout is None else _handle(runner, holdout)

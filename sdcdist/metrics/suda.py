@@ -35,7 +35,10 @@ any S minus one column; a subset with no eligible record is never counted. The
 subsets of a level are independent tasks (:func:`sdcdist.parallel.map_batches`), each
 counting its key combinations over the distinct combinations with a numba kernel
 (a direct count table, or open hashing on large key spaces) and returning which
-of its eligible records are unique. Everything is integer until the scores, which
+of its eligible records are unique. A task takes its subsets in lexicographic order and
+keeps the mixed-radix keys of every combination on their first columns on a stack, so a
+subset's keys are its prefix's keys extended by one column, shared with the subsets of
+the same prefix (a key space beyond int64 is counted from scratch, with renumbering). Everything is integer until the scores, which
 the client computes in a fixed order, so every figure is the same bit for bit for
 any chunking, batching and worker count.
 """
@@ -52,7 +55,7 @@ import numba
 import numpy as np
 
 from ..errors import SdcInputError, column_positions
-from ..keytables import combo_table, merge_tables
+from ..keytables import _unpack, combo_table, merge_tables
 from ..parallel import Runner, map_batches, map_reduce
 from ._registry import MeasureContext, MetricResult, register
 from .frequency import frequency_keys
@@ -174,7 +177,16 @@ def _unique_on(codes: np.ndarray, count: np.ndarray, cols: np.ndarray, cards: np
     there, and matches no target). A row with a missing value on ``cols`` matches nothing.
     """
     space, m, mkey, tkey = _keys(codes, cols, cards, multi, targets)
-    nt = targets.size
+    return _count_unique(space, m, mkey, tkey, count)
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_unique(space: np.int64, m: np.ndarray, mkey: np.ndarray, tkey: np.ndarray,
+                  count: np.ndarray) -> np.ndarray:
+    """Whether each target key ``tkey`` (each of one record) is held by no other record:
+    ``m`` the multi rows (their records ``count[m]``) with keys ``mkey``, keys in
+    [0, space)."""
+    nt = tkey.size
     out = np.empty(nt, np.bool_)
     if space <= 32 * (m.size + nt) + (1 << 20):
         # saturating counts 0, 1, 2+ in a direct table
@@ -213,14 +225,92 @@ def _unique_on(codes: np.ndarray, count: np.ndarray, cols: np.ndarray, cards: np
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _extend(prefix: np.ndarray, col: np.ndarray, c: np.int64) -> np.ndarray:
+    """Mixed-radix keys of all rows on a key subset extended by one column: ``prefix``
+    (D,) the keys on the subset (-1: a missing value there), ``col`` (D,) the codes of
+    the new column (-1 missing), ``c`` its categories."""
+    out = np.empty(prefix.size, np.int64)
+    for i in range(prefix.size):
+        v = col[i]
+        out[i] = -1 if prefix[i] < 0 or v < 0 else prefix[i] * c + v
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _unique_ext(prefix: np.ndarray, col: np.ndarray, c: np.int64, space: np.int64,
+                count: np.ndarray, multi: np.ndarray, uniques: np.ndarray, ok: np.ndarray
+                ) -> np.ndarray:
+    """:func:`_unique_on` from the keys ``prefix`` (D,) of all rows on the subset's first
+    columns (-1: missing) and the codes ``col`` (D,) of its last column (``c``
+    categories); ``space`` bounds the keys. The targets are the rows ``uniques`` (C,) where
+    ``ok`` (C,) is true; returns whether each of the C rows is a unique target."""
+    m = np.empty(multi.size, np.int64)
+    mkey = np.empty(multi.size, np.int64)
+    w = 0
+    for i in range(multi.size):
+        r = multi[i]
+        v = col[r]
+        if prefix[r] >= 0 and v >= 0:
+            m[w] = r
+            mkey[w] = prefix[r] * c + v
+            w += 1
+    nt = 0
+    for i in range(ok.size):
+        if ok[i]:
+            nt += 1
+    tkey = np.empty(nt, np.int64)
+    t = 0
+    for i in range(ok.size):
+        if ok[i]:
+            r = uniques[i]
+            tkey[t] = prefix[r] * c + col[r]      # a target has no missing value on S
+            t += 1
+    u = _count_unique(space, m[:w], mkey[:w], tkey, count)
+    out = np.empty(ok.size, np.bool_)
+    t = 0
+    for i in range(ok.size):
+        out[i] = False
+        if ok[i]:
+            out[i] = u[t]
+            t += 1
+    return out
+
+
 def _unique_batch(batch: list[tuple[tuple[int, ...], np.ndarray]], codes: np.ndarray,
-                  count: np.ndarray, cards: np.ndarray, multi: np.ndarray
-                  ) -> list[np.ndarray]:
-    """Task: for each (key subset, target rows), which targets are unique on the subset."""
-    # the columns with most categories first: they drop the most multi rows
-    return [_unique_on(codes, count, np.asarray(sorted(S, key=lambda j: -cards[j]), np.int64),
-                       cards, multi, targets)
-            for S, targets in batch]
+                  count: np.ndarray, cards: np.ndarray, multi: np.ndarray,
+                  uniques: np.ndarray) -> list[np.ndarray]:
+    """Task: for each (key subset S, mask over ``uniques`` of its targets), which of the
+    rows ``uniques`` are targets unique on S (a bool mask over ``uniques``).
+
+    The keys of all rows on a subset's first columns are kept on a stack and extended one
+    column at a time, so consecutive subsets sharing their first columns (lexicographic
+    order) share that work. A subset whose key space exceeds int64 is counted from scratch
+    (:func:`_unique_on`, which renumbers its keys)."""
+    out = []
+    stack: list[tuple[tuple[int, ...], np.ndarray, int]] = [((), np.zeros(codes.shape[1],
+                                                                           np.int64), 1)]
+    for S, ok in batch:
+        P = S[:-1]
+        space = math.prod(int(cards[j]) for j in S)
+        if space > _LIMIT:
+            # the columns with most categories first: they drop the most multi rows
+            idx = np.flatnonzero(ok)
+            u = np.zeros(ok.size, bool)
+            u[idx] = _unique_on(codes, count,
+                                np.asarray(sorted(S, key=lambda j: -cards[j]), np.int64),
+                                cards, multi, uniques[idx])
+            out.append(u)
+            continue
+        while stack[-1][0] != P[:len(stack[-1][0])]:
+            stack.pop()
+        for j in P[len(stack[-1][0]):]:
+            top = stack[-1]
+            stack.append((top[0] + (j,), _extend(top[1], codes[j], np.int64(cards[j])),
+                          top[2] * int(cards[j])))
+        out.append(_unique_ext(stack[-1][1], codes[S[-1]], np.int64(cards[S[-1]]),
+                               np.int64(space), count, multi, uniques, ok))
+    return out
 
 
 # -- the search ---------------------------------------------------------------------------
@@ -269,54 +359,51 @@ def msu_search(runner: Runner, rows: np.ndarray, count: np.ndarray, *,
     if C == 0 or K == 0:
         return out
     cards = (rows.max(axis=0).astype(np.int64) + 1).clip(min=1) if D else np.ones(q, np.int64)
-    known = [np.packbits(rows[uniques, j] >= 0) for j in range(q)]
     codes_h = runner.share(np.ascontiguousarray(rows.T))
     count_h = runner.share(count)
     multi_h = runner.share(np.flatnonzero(count > 1).astype(np.int64))
-    # blocked[S]: packed bits of the uniques that can have no MSU through S (a missing value
-    # on S, or unique on S); a subset absent from it blocks them all
-    blocked: dict[tuple[int, ...], np.ndarray] = {(): np.zeros_like(known[0])}
+    # free[S]: a mask over uniques of the records with no missing value on S that are not
+    # unique on S, nor on any of its subsets: those that can have an MSU through a superset
+    # of S. A subset absent from it frees no record.
+    uniques_h = runner.share(uniques)
+    free: dict[tuple[int, ...], np.ndarray] = {}
     for k in range(1, K + 1):
         work: list[tuple[tuple[int, ...], np.ndarray]] = []
-        for S in _candidates(blocked, q, k):
-            e = known[S[0]].copy()
-            for v in S[1:]:
-                e &= known[v]
-            for i in range(k):
-                b = blocked.get(S[:i] + S[i + 1:])
-                if b is None:
-                    e[:] = 0
-                    break
-                e &= ~b
-            idx = np.flatnonzero(np.unpackbits(e, count=C))
-            if idx.size:
-                work.append((S, idx))
+        for S in _candidates(free, q, k):
+            if k == 1:
+                ok = rows[uniques, S[0]] >= 0
+            else:
+                # the subsets of k - 1 columns cover S, so a record free on all of them has
+                # no missing value on S
+                ok = free[S[1:]].copy()
+                for i in range(1, k):
+                    ok &= free[S[:i] + S[i + 1:]]
+            if ok.any():
+                work.append((S, ok))
         if not work:
             break
-        res = map_batches(runner, _unique_batch, [(S, uniques[idx]) for S, idx in work],
-                          shared=(codes_h, count_h, cards, multi_h), tasks=tasks)
+        res = map_batches(runner, _unique_batch, work,
+                          shared=(codes_h, count_h, cards, multi_h, uniques_h), tasks=tasks)
         nxt: dict[tuple[int, ...], np.ndarray] = {}
-        for (S, idx), u in zip(work, res):
-            msu = idx[u]
-            counts[k, msu] += 1
-            per_column[list(S), k] += msu.size
-            if msu.size < idx.size:
-                free = np.zeros(C, bool)
-                free[idx[~u]] = True
-                nxt[S] = np.packbits(~free)
-        blocked = nxt                      # a subset left out blocks every record
+        for (S, ok), u in zip(work, res):
+            counts[k] += u
+            per_column[list(S), k] += int(np.count_nonzero(u))
+            f = ok & ~u
+            if f.any():
+                nxt[S] = f
+        free = nxt
         out["subsets"] += len(work)
     return out
 
 
-def _candidates(blocked: dict[tuple[int, ...], np.ndarray], q: int, k: int
+def _candidates(free: dict[tuple[int, ...], np.ndarray], q: int, k: int
                 ) -> list[tuple[int, ...]]:
     """The key subsets of k columns whose every subset of k - 1 columns leaves some record
-    free (present in ``blocked``, SUDA2's pruning), in lexicographic order: joins of two
+    free (present in ``free``, SUDA2's pruning), in lexicographic order: joins of two
     such subsets sharing their first k - 2 columns (every column, for k = 1)."""
     if k == 1:
         return [(j,) for j in range(q)]
-    live = sorted(blocked)
+    live = sorted(free)
     out = []
     i = 0
     while i < len(live):
@@ -326,7 +413,7 @@ def _candidates(blocked: dict[tuple[int, ...], np.ndarray], q: int, k: int
         for a in range(i, j):
             for b in range(a + 1, j):
                 S = live[a] + (live[b][-1],)
-                if all(S[:t] + S[t + 1:] in blocked for t in range(k - 2)):
+                if all(S[:t] + S[t + 1:] in free for t in range(k - 2)):
                     out.append(S)
         i = j
     return out
@@ -416,14 +503,118 @@ def hash_uniques(rows: np.ndarray, count: np.ndarray, missing: float | None = No
     return int(((count == 1) & (bucket[h] == 1)).sum())
 
 
+@numba.njit(cache=True, nogil=True)
+def _pack_chunk(block: np.ndarray, keys: np.ndarray, missing: float, use_missing: bool
+                ) -> tuple:
+    """One int64 key per record of its codes on the columns ``keys`` of ``block`` (n, p),
+    mixed-radix on the codes + 1 (a missing value, NaN or ``missing``, is 0), so keys sort
+    as the rows of codes do. Returns the keys, the radices, and how many values are not
+    codes 0, 1, 2, ... (below 2**53); the keys are all 0 when the key space exceeds 2**62."""
+    n, q = block.shape[0], keys.size
+    radix = np.empty(q, np.int64)
+    for t in range(q):
+        radix[t] = 2
+    bad = 0
+    for i in range(n):
+        for t in range(q):
+            v = block[i, keys[t]]
+            if v != v or (use_missing and v == missing):
+                continue
+            if v >= 0 and v < 9007199254740992.0 and v == np.floor(v):
+                if np.int64(v) + 2 > radix[t]:
+                    radix[t] = np.int64(v) + 2
+            else:
+                bad += 1
+    key = np.empty(n, np.int64)
+    for i in range(n):
+        key[i] = 0
+    space = np.int64(1)
+    for t in range(q):
+        if space > _LIMIT // radix[t]:
+            return key, radix, bad, False
+        space *= radix[t]
+    if bad:
+        return key, radix, bad, True
+    for i in range(n):
+        k = np.int64(0)
+        for t in range(q):
+            v = block[i, keys[t]]
+            c = np.int64(0)
+            if not (v != v or (use_missing and v == missing)):
+                c = np.int64(v) + 1
+            k = k * radix[t] + c
+        key[i] = k
+    return key, radix, bad, True
+
+
 def _table_chunk(start: int, stop: int, X: Any, keys: Sequence[int], missing: float | None
                  ) -> dict[str, Any]:
-    block = np.asarray(X[start:stop], dtype=np.float64)[:, list(keys)]
-    if missing is not None:
-        block[block == missing] = np.nan
-    t = combo_table(block)
-    t.pop("inverse")
-    return t
+    """The key-combination table of records ``start:stop`` from one pass over the block:
+    ``key`` its distinct packed keys (increasing), ``radix`` their radices and ``count``
+    their records (:func:`_merge_chunks` merges such tables, :func:`_chunks_table` turns
+    one into :func:`combo_table`'s rows and counts). Where the key space exceeds int64,
+    combo_table's table (without the inverse)."""
+    block = np.asarray(X[start:stop], dtype=np.float64)
+    key, radix, bad, fits = _pack_chunk(block, np.asarray(keys, np.int64),
+                                        np.nan if missing is None else float(missing),
+                                        missing is not None)
+    if bad or not fits:                # refused by combo_table, or too many combinations
+        block = block[:, list(keys)]
+        if missing is not None:
+            block[block == missing] = np.nan
+        t = combo_table(block)
+        t.pop("inverse")
+        return t
+    uk, count = np.unique(key, return_counts=True)
+    return {"key": uk, "radix": radix, "count": count.astype(np.int64)}
+
+
+@numba.njit(cache=True, nogil=True)
+def _repack(key: np.ndarray, radix: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """Packed keys with radices ``radix`` re-packed with the radices ``to`` (each at least
+    as large: the same rows, the same order)."""
+    out = np.empty(key.size, np.int64)
+    digits = np.empty(radix.size, np.int64)
+    for i in range(key.size):
+        rest = key[i]
+        for t in range(radix.size - 1, -1, -1):
+            digits[t] = rest % radix[t]
+            rest //= radix[t]
+        k = np.int64(0)
+        for t in range(radix.size):
+            k = k * to[t] + digits[t]
+        out[i] = k
+    return out
+
+
+def _as_rows(t: dict[str, Any]) -> dict[str, Any]:
+    if "key" not in t:
+        return t
+    count = t["count"]
+    return {"rows": _unpack(t["key"], t["radix"]), "count": count,
+            "weight": count.astype(np.float64)}
+
+
+def _merge_chunks(*tables: dict[str, Any]) -> dict[str, Any]:
+    """``combine`` of :func:`_table_chunk`'s tables: the packed keys re-packed with the
+    largest radices and merged (merge_tables when a table or the merged key space does not
+    fit int64)."""
+    to = np.max([t["radix"] for t in tables if "key" in t], axis=0) \
+        if all("key" in t for t in tables) else None
+    if to is None or math.prod(int(r) for r in to) > _LIMIT:
+        return merge_tables(*[_as_rows(t) for t in tables])
+    key = np.concatenate([t["key"] if np.array_equal(t["radix"], to)
+                          else _repack(t["key"], t["radix"], to) for t in tables])
+    uk, inv = np.unique(key, return_inverse=True)
+    count = np.bincount(inv.reshape(-1), weights=np.concatenate([t["count"] for t in tables]),
+                        minlength=uk.size).astype(np.int64)
+    return {"key": uk, "radix": to, "count": count}
+
+
+def _chunks_table(t: dict[str, Any]) -> dict[str, Any]:
+    """``aggregate``: combo_table's ``rows``, ``count`` and ``weight`` of a merged table."""
+    t = _as_rows(t)
+    return {"rows": t["rows"], "count": t["count"], "weight": t["weight"]}
 
 
 def suda_summary(runner: Runner, table: dict[str, Any], n_keys: int, *,
@@ -520,9 +711,9 @@ def _summary(ctx: MeasureContext, name: str) -> dict[str, Any]:
     opts = (max_size, float(o["suda_dis_fraction"]), bool(o["suda_original_scores"]), missing)
 
     def compute() -> dict[str, Any]:
-        t = map_reduce(ctx.runner, _table_chunk, merge_tables, [ctx.masked],
+        t = map_reduce(ctx.runner, _table_chunk, _merge_chunks, [ctx.masked],
                        ctx.shape_masked[0], chunk_rows=int(o["chunk_rows"]),
-                       args=(pos, missing))
+                       args=(pos, missing), aggregate=_chunks_table)
         return suda_summary(ctx.runner, t, len(keys), max_size=opts[0], dis_fraction=opts[1],
                             original_scores=opts[2], columns=keys, missing=missing)
     return ctx.cached(("suda2", keys) + opts, compute)
