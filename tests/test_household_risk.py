@@ -404,3 +404,32 @@ def test_weighted_chunk_tables_merge_to_the_whole_file_tables(rng):
         assert merged["bad_weights"] == 0 + 1 + 2 + 3
         for f in ("rows", "value", "count", "missing"):
             np.testing.assert_array_equal(merged["tables"]["cells"][f], whole[f])
+
+
+def test_household_risk_keeps_the_digits_of_tiny_risks(rng):
+    """Records with risks near 1e-9 (sample uniques of huge weights): R_h is the correctly
+    rounded 1 - prod(1 - r_k) to a few ulps. Evaluated as 1 - prod(1 - r) it would keep
+    only the bits of r above 2^-53: 7 of its 16 digits lost (sdcMicro's Boole sum keeps
+    them; at 1,000,000 records the two then differed at 1e-9 relative)."""
+    from fractions import Fraction
+
+    from sdcdist.metrics.attribute import pair_table
+    from sdcdist.metrics.frequency import individual_risk
+    from sdcdist.metrics.household import household_risks
+
+    n = 400
+    keys = np.arange(n, dtype=np.float64)[:, None]        # every record a sample unique
+    w = rng.uniform(2e8, 5e9, n)
+    hid = np.sort(rng.integers(0, 120, n)).astype(np.float64)
+    tables = {"weights": pair_table(keys, w), "households": pair_table(keys, hid)}
+    risk, size = household_risks(tables, True)
+    r = individual_risk(np.ones(n, np.int64), w)           # each record's own risk
+    assert 1e-10 < r.min() and r.max() < 1e-7
+    ids = np.unique(hid)
+    assert size.tolist() == [int((hid == h).sum()) for h in ids]
+    for R, h in zip(risk, ids):
+        keep = Fraction(1)
+        for rk in r[hid == h]:
+            keep *= 1 - Fraction(float(rk))
+        exact = float(1 - keep)
+        assert abs(R - exact) <= 4 * np.spacing(exact), (R, exact)
