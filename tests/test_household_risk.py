@@ -409,7 +409,7 @@ def test_weighted_chunk_tables_merge_to_the_whole_file_tables(rng):
 def test_household_risk_keeps_the_digits_of_tiny_risks(rng):
     """Records with risks near 1e-9 (sample uniques of huge weights): R_h is the correctly
     rounded 1 - prod(1 - r_k) to a few ulps. Evaluated as 1 - prod(1 - r) it would keep
-    only the bits of r above 2^-53: 7 of its 16 digits lost (sdcMicro's Boole sum keeps
+    only the bits of r above 2^-53: only 7 of its 16 digits kept (sdcMicro's Boole sum keeps
     them; at 1,000,000 records the two then differed at 1e-9 relative)."""
     from fractions import Fraction
 

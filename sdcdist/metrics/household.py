@@ -97,7 +97,7 @@ def household_risks(tables: dict[str, dict[str, Any]], weighted: bool
     hid, rp, c = hid[order], rp[order], c[order]
     starts = np.flatnonzero(np.r_[True, hid[1:] != hid[:-1]])
     # R_h = 1 - prod(1 - r_k)^c_k, evaluated as -expm1(sum c_k log1p(-r_k)): 1 - (1 - r)
-    # keeps only the bits of r above 2^-53, so a risk of 1e-9 would lose 7 of its 16 digits
+    # keeps only the bits of r above 2^-53, so a risk of 1e-9 would keep only 7 of its 16 digits
     log_keep = c.astype(np.float64) * np.log1p(-rp)
     risk = 0.0 - np.expm1(np.add.reduceat(log_keep, starts))
     size = np.add.reduceat(c, starts)
