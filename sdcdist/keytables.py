@@ -32,7 +32,8 @@ import numpy as np
 from .errors import SdcInputError
 
 __all__ = ["combo_table", "merge_tables", "combo_frequencies", "apply_lookup", "unique_rows",
-           "exact_group_sums", "exact_to_float", "key_rows", "check_codes", "weighted_chunk"]
+           "exact_group_sums", "exact_to_float", "key_rows", "check_codes", "weighted_chunk",
+           "unpack_keys"]
 
 _MAX_PACK = 2 ** 62
 
@@ -53,7 +54,7 @@ def _pack(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return key, radix
 
 
-def _unpack(key: np.ndarray, radix: np.ndarray) -> np.ndarray:
+def unpack_keys(key: np.ndarray, radix: np.ndarray) -> np.ndarray:
     """The rows (len(key), len(radix)) int64 of packed keys (:func:`_pack`)."""
     out = np.empty((key.size, radix.size), dtype=np.int64)
     rest = np.array(key, dtype=np.int64)
@@ -146,7 +147,7 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     key, radix = packed
     inv, uk = pd.factorize(key, sort=True)
     uk = np.asarray(uk, dtype=np.int64)
-    out = _unpack(uk, radix)
+    out = unpack_keys(uk, radix)
     return out, np.asarray(inv, dtype=np.int64)
 
 

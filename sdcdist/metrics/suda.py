@@ -55,7 +55,7 @@ import numba
 import numpy as np
 
 from ..errors import SdcInputError, column_positions
-from ..keytables import _unpack, combo_table, merge_tables
+from ..keytables import combo_table, merge_tables, unpack_keys
 from ..parallel import Runner, map_batches, map_reduce
 from ._registry import MeasureContext, MetricResult, register
 from .frequency import frequency_keys
@@ -591,7 +591,7 @@ def _as_rows(t: dict[str, Any]) -> dict[str, Any]:
     if "key" not in t:
         return t
     count = t["count"]
-    return {"rows": _unpack(t["key"], t["radix"]), "count": count,
+    return {"rows": unpack_keys(t["key"], t["radix"]), "count": count,
             "weight": count.astype(np.float64)}
 
 
