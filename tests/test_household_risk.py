@@ -409,8 +409,8 @@ def test_weighted_chunk_tables_merge_to_the_whole_file_tables(rng):
 def test_household_risk_keeps_the_digits_of_tiny_risks(rng):
     """Records with risks near 1e-9 (sample uniques of huge weights): R_h is the correctly
     rounded 1 - prod(1 - r_k) to a few ulps. Evaluated as 1 - prod(1 - r) it would keep
-    only the bits of r above 2^-53: only 7 of its 16 digits kept (sdcMicro's Boole sum keeps
-    them; at 1,000,000 records the two then differed at 1e-9 relative)."""
+    only the bits of r above 2^-53: only 7 of its 16 digits kept (as sdcMicro's default
+    fast_hier does in R; see docs/catalog.md)."""
     from fractions import Fraction
 
     from sdcdist.metrics.attribute import pair_table
