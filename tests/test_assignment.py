@@ -523,6 +523,24 @@ def test_assign_by_content_columns_already_in_content_order(sparse):
     np.testing.assert_array_equal(c0, c1)
 
 
+@pytest.mark.parametrize("col_order", [False, True])
+def test_assign_by_content_rows_already_ordered(col_order):
+    """A dense matrix computed from the rows' records taken in their content order
+    (``rows_ordered=True``, what PRL's dense assignment passes) gives the very same pairs
+    as the matrix in the records' own order, permuted by assign_by_content."""
+    rng = np.random.default_rng(5)
+    V = rng.integers(0, 3, size=(150, 2)).astype(float)     # many identical records
+    U = V + rng.integers(-1, 2, size=V.shape)
+    W = -np.abs(U[:, None, :] - V[None, :, :]).sum(axis=2)
+    ro = assignment.content_order(U)
+    co = assignment.content_order(V) if col_order else None
+    r0, c0, i0 = assign_by_content(W, ro, co, maximize=True)
+    r1, c1, i1 = assign_by_content(W[ro], ro, co, rows_ordered=True, maximize=True)
+    np.testing.assert_array_equal(r0, r1)
+    np.testing.assert_array_equal(c0, c1)
+    assert i0 == i1
+
+
 @pytest.mark.parametrize("maximize", [True, False])
 @pytest.mark.parametrize("auction", [False, True])
 def test_exact_dense_optimal_under_a_large_common_offset(maximize, auction):

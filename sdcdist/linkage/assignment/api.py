@@ -123,7 +123,7 @@ def expected_hits(rows: np.ndarray, cols: np.ndarray, truth: np.ndarray,
 
 
 def assign_by_content(weights: np.ndarray | Candidates, row_order: np.ndarray,
-                      col_order: np.ndarray | None, **kw: Any
+                      col_order: np.ndarray | None, *, rows_ordered: bool = False, **kw: Any
                       ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """:func:`assign` with ties between optimal assignments broken by the records' values.
 
@@ -142,6 +142,10 @@ def assign_by_content(weights: np.ndarray | Candidates, row_order: np.ndarray,
         :func:`content_order` of the records behind rows and columns (e.g. of
         their key values); ``col_order=None`` when the columns already are in
         content order (their content order is then the identity).
+    rows_ordered : bool
+        A dense ``weights`` whose rows already are in ``row_order`` (its row q is the
+        record ``row_order[q]``; e.g. computed from the rows' records taken in that
+        order): no permuted copy is made. Rows returned are still the records' own.
     **kw
         As :func:`assign`; an ``unmatched`` array (one value per row) is permuted along.
     """
@@ -161,7 +165,10 @@ def assign_by_content(weights: np.ndarray | Candidates, row_order: np.ndarray,
         perm = Candidates(rinv[weights.rows], cols, weights.weights, weights.shape)
     else:
         W = np.asarray(weights)
-        perm = W[ro] if co is None else W[np.ix_(ro, co)]
+        if rows_ordered:
+            perm = W if co is None else W[:, co]
+        else:
+            perm = W[ro] if co is None else W[np.ix_(ro, co)]
     r, c, info = assign(perm, **kw)
     r = ro[r]
     if co is not None:

@@ -174,14 +174,18 @@ def _take(side: dict, order: np.ndarray) -> dict:
 
 def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
                   dense_limit: int, truth: np.ndarray) -> dict:
-    W = dense_weights(A, B, cmp, wp)
     # ties between optimal assignments broken by the records' values, not their order
-    # (A is already in content order: probabilistic_linkage put it there)
-    r, c, info = assign_by_content(W, content_order(B["v"]), None,
+    # (A is already in content order: probabilistic_linkage put it there); the weights'
+    # rows are B's records in content order from the start (no permuted copy of W)
+    ro = content_order(B["v"])
+    W = dense_weights(A, _take(B, ro), cmp, wp)
+    r, c, info = assign_by_content(W, ro, None, rows_ordered=True,
                                    maximize=True, dense_limit=dense_limit)
+    at = np.empty_like(ro)                  # row of W of each B record
+    at[ro] = np.arange(ro.size)
     t = np.asarray(truth, dtype=np.int64)
-    wtrue = np.where(t >= 0, W[np.arange(t.size), np.maximum(t, 0)], np.nan)
-    return {"rows": r, "cols": c, "w": W[r, c], "info": info, "wtrue": wtrue}
+    wtrue = np.where(t >= 0, W[at, np.maximum(t, 0)], np.nan)
+    return {"rows": r, "cols": c, "w": W[at[r], c], "info": info, "wtrue": wtrue}
 
 
 #: Pairs per task of the dense histogram kernel at least (B rows per task raised from
