@@ -356,3 +356,38 @@ def test_em_with_a_partly_active_constraint_converges_to_one_fixed_point():
             np.testing.assert_allclose(f.u[k], ru[k], rtol=0, atol=1e-8)
     cm, cu = np.cumsum(fast.m[0])[:-1], np.cumsum(fast.u[0])[:-1]
     assert abs(cm[0] - cu[0]) < 1e-8 and np.all(cm[1:] > cu[1:] + 1e-3)
+
+
+@pytest.mark.parametrize("extreme", [False, True])
+def test_estep_two_groups_equals_the_general_loop(extreme):
+    """The E-step's loop for two column groups (the default comparison: 8 columns of 6
+    levels) keeps a group's sum in a register; it gives the same floats as the general
+    loop, run here on the same tables with a third group of one neutral row (ratio 1,
+    log-ratio 0: exact), for every branch of the softplus (series, log1p, logs)."""
+    rng = np.random.default_rng(11)
+    K = 8
+    cmp = prl.comparison(K)                        # default: 6 levels per column
+    codes = np.unique(rng.integers(0, cmp.n_patterns, 40_000))
+    c = rng.integers(1, 1000, codes.size).astype(float)
+    idx, clev = _group_tables(codes, cmp.n_levels, cmp.radix)
+    assert idx.shape[1] == 2
+    J = clev.shape[0]
+    lev = _pattern_levels(cmp, codes)
+    T = np.stack([np.bincount(lev[:, k], weights=c, minlength=6) for k in range(K)])
+    m = rng.dirichlet(np.r_[40.0, 20, 8, 4, 2, 1], size=K)
+    u = rng.dirichlet(np.r_[1.0, 2, 4, 8, 16, 60], size=K)
+    if extreme:                                    # odds beyond the double range
+        m[:2] = [1 - 5e-200, 1e-200, 1e-200, 1e-200, 1e-200, 1e-200]
+        u[:2] = [1e-200, 0.2, 0.2, 0.2, 0.2, 0.2 - 1e-200]
+    idx3 = np.column_stack([idx, np.full(codes.size, J, dtype=idx.dtype)])
+    clev3 = np.vstack([clev, np.full((1, K), -1, dtype=clev.dtype)])
+    outs = []
+    for ix, cl in ((idx, clev), (idx3, clev3)):
+        j = cl.shape[0]
+        bm, S = np.zeros((K, 6)), np.zeros(j)
+        sm, ll = _estep(ix, c, cl, cmp.n_levels, m, u, 0.01, T, c.sum(), bm,
+                        np.zeros((K, 6)), np.zeros(j), np.zeros(j), S)
+        outs.append((sm, ll, bm, S[:J]))
+    (sm2, ll2, bm2, S2), (sm3, ll3, bm3, S3) = outs
+    assert sm2 == sm3 and ll2 == ll3
+    assert bm2.tobytes() == bm3.tobytes() and S2.tobytes() == S3.tobytes()

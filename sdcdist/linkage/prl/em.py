@@ -119,6 +119,31 @@ def _group_tables(codes: np.ndarray, nl: np.ndarray,
     return idx, np.concatenate(rows)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _softplus(e, odds, LR, idx, q):
+    # softplus(d_q) = ln(1 + e) and the match probability e / (1 + e) of pattern q from its
+    # match odds e (d_q = ln e); from the logs (odds * prod exp(LR[idx[q, g]])) where e
+    # is outside the double range (or 0)
+    if 0.0 < e < 1e-4:              # series, error < e^5/5
+        s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
+        w = e / (1.0 + e)
+    elif 1e-4 <= e < 1e300:
+        s = np.log1p(e)
+        w = e / (1.0 + e)
+    else:
+        d = np.log(odds)
+        for g in range(idx.shape[1]):
+            d += LR[idx[q, g]]
+        if d > 0.0:
+            s = d + np.log1p(np.exp(-d))
+            w = 1.0 / (1.0 + np.exp(-d))
+        else:
+            x = np.exp(d)
+            s = np.log1p(x)
+            w = x / (1.0 + x)
+    return s, w
+
+
 @numba.njit(cache=True, nogil=True)
 def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
     # E-step on sparse pattern counts. The match odds of pattern q are
@@ -151,32 +176,38 @@ def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
     odds = p / (1.0 - p)
     sp = 0.0
     sm = 0.0
-    for q in range(P):
-        e = odds
-        for g in range(G):
-            e *= R[idx[q, g]]
-        if 0.0 < e < 1e-4:              # softplus(d) = ln(1 + e): series, error < e^5/5
-            s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
-            w = e / (1.0 + e)
-        elif 1e-4 <= e < 1e300:
-            s = np.log1p(e)
-            w = e / (1.0 + e)
-        else:                           # odds outside the double range (or 0): from the logs
-            d = np.log(odds)
+    if G == 2 and P > 0:
+        # two column groups (the default comparison): the same operations in the same
+        # order as the general loop below, with the group-1 row's sum S[j1] held in a
+        # register while it repeats (codes increase, so the high group changes seldom:
+        # no store-to-load chain through S; the groups' rows are disjoint)
+        j1 = idx[0, 1]
+        a1 = S[j1]
+        for q in range(P):
+            i0 = idx[q, 0]
+            i1 = idx[q, 1]
+            s, w = _softplus(odds * R[i0] * R[i1], odds, LR, idx, q)
+            sp += c[q] * s
+            cm = c[q] * w
+            sm += cm
+            S[i0] += cm
+            if i1 != j1:
+                S[j1] = a1
+                j1 = i1
+                a1 = S[j1]
+            a1 += cm
+        S[j1] = a1
+    else:
+        for q in range(P):
+            e = odds
             for g in range(G):
-                d += LR[idx[q, g]]
-            if d > 0.0:
-                s = d + np.log1p(np.exp(-d))
-                w = 1.0 / (1.0 + np.exp(-d))
-            else:
-                x = np.exp(d)
-                s = np.log1p(x)
-                w = x / (1.0 + x)
-        sp += c[q] * s
-        cm = c[q] * w
-        sm += cm
-        for g in range(G):
-            S[idx[q, g]] += cm
+                e *= R[idx[q, g]]
+            s, w = _softplus(e, odds, LR, idx, q)
+            sp += c[q] * s
+            cm = c[q] * w
+            sm += cm
+            for g in range(G):
+                S[idx[q, g]] += cm
     bm[:, :] = 0.0
     for j in range(J):
         for k in range(K):
