@@ -31,12 +31,16 @@ two sizes) / 32, plus the KD-tree build (n log n from the largest size, one task
 
 With ``--link 4092,59315`` it first runs the whole default linkage
 (``probabilistic_linkage``) at those sizes on the same kind of files and prints its wall
-time and phases: in this process (up to 10,000 records) and on the cluster. (4,092: the size
+time and phases: in this process (up to 10,000 records; a first call, then the fastest of
+``--repeat`` warm calls) and on the cluster (not with ``--local-only``). (4,092: the size
 of the real utility file the issue quotes, which is not shipped; 59,315: the size of
-``benchmarks/prl.py``'s largest file.) ``--sizes ""`` skips the sampled table.
+``benchmarks/prl.py``'s largest file.) ``--sizes ""`` skips the sampled table. With
+``--against DIR`` the in-process linkage is also timed with the sdcdist checkout in DIR (an
+older version, say), in a subprocess right after, and the ratios are printed.
 
     python benchmarks/prl_scale.py [--sizes 200000,1000000] [--workers 2] [--full 0]
-                                   [--link 4092,59315]
+                                   [--link 4092,59315] [--repeat 3] [--local-only]
+                                   [--against DIR]
 """
 
 from __future__ import annotations
@@ -123,20 +127,18 @@ def _topc_path(blocks, n: int, path: str) -> str:
     return "search" if path == "count" or n * n >= blocks.AUTO_MIN_PAIRS else "pairs"
 
 
-def link(n: int, workers: int) -> dict:
+def link(n: int, workers: int, *, repeat: int = 3, local_only: bool = False) -> dict:
     """The whole default linkage (``probabilistic_linkage``, prl_counting auto) at n records,
     wall time: in this process (no cluster; up to :data:`LINK_LOCAL_MAX` records) and on a
-    LocalCluster of ``workers``. Small files run twice in each place: a first call (which
-    loads the kernels it meets, or compiles them) and a second one."""
-    from distributed import Client, LocalCluster
-
+    LocalCluster of ``workers`` (not with ``local_only``). Small files run a first call
+    (which loads the kernels it meets, or compiles them), then ``repeat`` more calls, of
+    which the fastest (wall) is kept: on a shared machine the others wait for a core."""
     from sdcdist.linkage.prl import probabilistic_linkage
     from sdcdist.parallel import Runner
 
     A, B = make_files(n)
     cols = tuple(range(KEYS))
     small = n <= LINK_LOCAL_MAX
-    calls = ("first call", "again") if small else ("",)
     out: dict = {"n": n, "load_start": _load(), "runs": []}
 
     def cpu(client) -> float:
@@ -144,24 +146,34 @@ def link(n: int, workers: int) -> dict:
         own = time.process_time()
         return own + (sum(client.run(time.process_time).values()) if client else 0.0)
 
+    def once(runner, a, b) -> dict:
+        c0 = cpu(runner.client)
+        t0 = time.perf_counter()
+        res = probabilistic_linkage(runner, a, b, n, n, cols)
+        wall = time.perf_counter() - t0
+        used = cpu(runner.client) - c0
+        i = res.info
+        return {"wall": wall, "cpu": used, "timings": i["timings"], "counting": i["counting"],
+                "candidates": i.get("candidates", "-"), "assignment": i["assignment"],
+                "em_iterations": i["em_iterations"], "pld": 100.0 * res.correct / n}
+
     def timed(where: str, runner, a, b) -> None:
-        for call in calls:
-            c0 = cpu(runner.client)
-            t0 = time.perf_counter()
-            res = probabilistic_linkage(runner, a, b, n, n, cols)
-            wall = time.perf_counter() - t0
-            used = cpu(runner.client) - c0
-            i = res.info
-            out["runs"].append({"label": where + (f", {call}" if call else ""), "wall": wall,
-                                "cpu": used,
-                                "timings": i["timings"], "counting": i["counting"],
-                                "candidates": i.get("candidates", "-"),
-                                "assignment": i["assignment"],
-                                "em_iterations": i["em_iterations"],
-                                "pld": 100.0 * res.correct / n})
+        if not small:
+            out["runs"].append({"label": where, **once(runner, a, b)})
+            return
+        out["runs"].append({"label": where + ", first call", **once(runner, a, b)})
+        again = [once(runner, a, b) for _ in range(max(1, repeat))]
+        best = min(again, key=lambda r: r["wall"])
+        walls = ", ".join(f"{r['wall']:.2f}" for r in again)
+        out["runs"].append({"label": where + f", warm: best of {len(again)} ({walls})",
+                            **best})
 
     if small:
         timed("in-process", Runner(), A, B)
+    if local_only:
+        out["load_end"] = _load()
+        return out
+    from distributed import Client, LocalCluster
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0", silence_logs=40) as cluster, \
             Client(cluster) as client:
@@ -170,6 +182,31 @@ def link(n: int, workers: int) -> dict:
         timed(f"{workers} workers", runner, runner.share(A), runner.share(B))
     out["load_end"] = _load()
     return out
+
+
+def link_against(n: int, other: str, repeat: int) -> dict:
+    """:func:`link` in this process only (``local_only``), run in a subprocess with the
+    sdcdist checkout in the folder ``other`` first on the path (its own compiled-kernel
+    cache in a temporary folder): a baseline measured in the same run."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "PYTHONPATH": other, "NUMBA_CACHE_DIR": cache,
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--sizes", "",
+                               "--link", str(n), "--local-only", "--repeat", str(repeat),
+                               "--json"], env=env, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _link_row(n: int, x: dict, tag: str = "") -> str:
+    t = x["timings"]
+    return (f"| {n:,} | {tag}{x['label']} | {x['wall']:.2f} ({x['cpu']:.2f}) | "
+            f"{t['patterns']:.2f} | {t['em']:.2f} ({x['em_iterations']} it) | "
+            f"{t['candidates']:.2f} | {t['assignment']:.2f} ({x['assignment']}) | "
+            f"{x['counting']} | {x['candidates']} | {x['pld']:.2f} |")
 
 
 def _item(d: dict, key: str):
@@ -302,24 +339,43 @@ def main() -> None:
                     help="also run the whole default linkage at these sizes, wall time "
                          "(e.g. 4092,59315: the size of a real utility file and of the "
                          "59,315-record file; same synthetic 8-key files)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="--link: warm calls in this process after the first, the fastest kept")
+    ap.add_argument("--local-only", action="store_true",
+                    help="--link: in this process only (no cluster)")
+    ap.add_argument("--against", default="",
+                    help="--link: also time the in-process linkage with the sdcdist checkout "
+                         "in this folder (in a subprocess, same files), and print the ratios")
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     w = args.workers
+    if args.link and args.json:
+        import json
+        print(json.dumps([link(int(x), w, repeat=args.repeat, local_only=args.local_only)
+                          for x in args.link.split(",")]))
+        return
     if args.link:
         print("whole default linkage (probabilistic_linkage, prl_counting auto), wall s "
-              "(on a shared machine the CPU time, beside it, is the steadier figure)")
-        print("| records | where | wall (CPU s, all processes) | patterns | EM | candidates | assignment | "
-              "counting | candidates by | PLD % |")
+              "(on a shared machine the CPU time, beside it, is the steadier figure); "
+              "phases in wall s: candidates = every pair's weight when the assignment is dense")
+        print("| records | where | wall (CPU s, all processes) | patterns | EM | candidates | "
+              "assignment | counting | candidates by | PLD % |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for n in (int(x) for x in args.link.split(",")):
-            r = link(n, w)
+            r = link(n, w, repeat=args.repeat, local_only=args.local_only or bool(args.against))
             for x in r["runs"]:
-                t = x["timings"]
-                print(f"| {n:,} | {x['label']} | {x['wall']:.2f} ({x['cpu']:.2f}) | "
-                      f"{t['patterns']:.2f} | "
-                      f"{t['em']:.2f} ({x['em_iterations']} it) | {t['candidates']:.2f} | "
-                      f"{t['assignment']:.2f} ({x['assignment']}) | {x['counting']} | "
-                      f"{x['candidates']} | {x['pld']:.2f} |", flush=True)
+                print(_link_row(n, x), flush=True)
             print(f"  ({r['load_start']} at start, {r['load_end']} at end)", flush=True)
+            if args.against and n <= LINK_LOCAL_MAX:
+                base = link_against(n, args.against, args.repeat)[0]
+                for x in base["runs"]:
+                    print(_link_row(n, x, f"{args.against}: "), flush=True)
+                print(f"  ({base['load_start']} at start, {base['load_end']} at end)")
+                ours, theirs = r["runs"][-1], base["runs"][-1]
+                print(f"  warm in-process, {args.against} / this checkout: wall "
+                      f"{theirs['wall'] / ours['wall']:.2f}x, CPU "
+                      f"{theirs['cpu'] / ours['cpu']:.2f}x; PLD equal: "
+                      f"{theirs['pld'] == ours['pld']}", flush=True)
         if not args.sizes:
             return
     rows = []

@@ -27,6 +27,7 @@ comparison on up to 10 key columns), by the hash kernel above; the info's
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import numpy as np
@@ -178,14 +179,17 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
     # (A is already in content order: probabilistic_linkage put it there); the weights'
     # rows are B's records in content order from the start (no permuted copy of W)
     ro = content_order(B["v"])
+    t0 = time.perf_counter()
     W = dense_weights(A, _take(B, ro), cmp, wp)
+    t_weights = time.perf_counter() - t0
     r, c, info = assign_by_content(W, ro, None, rows_ordered=True,
                                    maximize=True, dense_limit=dense_limit)
     at = np.empty_like(ro)                  # row of W of each B record
     at[ro] = np.arange(ro.size)
     t = np.asarray(truth, dtype=np.int64)
     wtrue = np.where(t >= 0, W[at, np.maximum(t, 0)], np.nan)
-    return {"rows": r, "cols": c, "w": W[at[r], c], "info": info, "wtrue": wtrue}
+    return {"rows": r, "cols": c, "w": W[at[r], c], "info": info, "wtrue": wtrue,
+            "t_weights": t_weights}
 
 
 #: Pairs per task of the dense histogram kernel at least (B rows per task raised from
@@ -423,7 +427,8 @@ def classes_of(runner: Runner, side: Any) -> np.ndarray:
 def dense_assign(runner: Runner, A: Any, B: Any, cmp: Comparison, wp: WeightParams,
                  dense_limit: int, truth: Any) -> dict:
     """All pair weights in one task and their exact 1-1 assignment (ties broken by the
-    records' values): ``rows``, ``cols``, ``w``, ``info``, ``wtrue``."""
+    records' values): ``rows``, ``cols``, ``w``, ``info``, ``wtrue`` and ``t_weights``
+    (wall seconds the weights took)."""
     return runner.call(_dense_assign, A, B, cmp, wp, dense_limit, truth)
 
 
