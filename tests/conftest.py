@@ -72,10 +72,11 @@ class _UnretrievedFutures(logging.Handler):
             if isinstance(exc, TimeoutError) and str(exc) == "Timeout":
                 # tornado's gen.with_timeout sets this bare message on its own result
                 # future when its deadline passes after the coroutine awaiting it is gone.
-                # Only distributed's internals use it here (its batched-send loop waits on
-                # a tornado Event with a deadline): an in-process cluster closed inside
-                # that wait drops the future, seen once in a test that closes a
-                # 1-worker cluster. Teardown noise of the library, never a task of ours.
+                # Only distributed's internals use it here (e.g. its batched-send loop
+                # waits on a tornado Event with a deadline): a cluster closed inside such
+                # a wait drops the future. Seen about once in ten runs of the cluster and
+                # audit tests, which close many clusters. Teardown noise of the library,
+                # never a task of ours.
                 return
             origin = f" [{type(exc).__module__}.{type(exc).__name__}: {exc}]" if exc else ""
             self.seen.append(f"{where}: {' | '.join(msg.splitlines()[:3])}{origin}")
