@@ -527,3 +527,46 @@ def test_linkage_searched_candidates_below_counting(client, monkeypatch, use_cli
     np.testing.assert_array_equal(auto.cols_a, ref.cols_a)
     np.testing.assert_array_equal(auto.weights, ref.weights)
     np.testing.assert_array_equal(auto.true_weight, ref.true_weight)
+
+
+@pytest.mark.parametrize("weights", ["linear", "step"])
+def test_topc_search_seeded_threshold_keeps_ties(weights):
+    """Each row's search starts from a threshold taken from the candidates of the row
+    searched before it. Repeated B rows (the seed then equals the row's own c-th weight)
+    and repeated A records (many pairs tied at that weight), NaN and a categorical key:
+    the all-pairs candidates, weights and tie order, bit for bit."""
+    A, B = _tie_heavy(1500, 4, seed=21)
+    A[:, 2] = np.floor(np.abs(A[:, 2])) % 3
+    B[:, 2] = np.floor(np.abs(B[:, 2])) % 3
+    A[500:1000] = A[:500]                              # every record twice in A
+    B = np.repeat(B[:150], 4, axis=0)                  # every B row four times
+    cmp = prl.comparison(4, method="s", t=(0, 0.1, 0.25, 0.5, 1),
+                         categorical=[False, False, True, False], weights=weights)
+    a, b = _sides(A, B, cmp)
+    wp = _weights_for(a, b, cmp)
+    ref = prl.topc_block(a, b, cmp, wp, 20)
+    for leaf in (8, 128):
+        got = topc.topc_search(topc.build_tree(a, leaf_size=leaf, scale=topc.split_scale(wp, cmp)),
+                               b, cmp, wp, 20)
+        np.testing.assert_array_equal(got["idx"], ref["idx"])
+        np.testing.assert_array_equal(got["w"], ref["w"])
+
+
+def test_linear_envelope_bounds_the_linear_weight():
+    """The bound of a linear column at distance x (its value there or a later point's,
+    the exact-agreement weight at 0) is at least the weight at every x' >= x."""
+    A, B = _tie_heavy(800, 3, seed=4)
+    cmp = prl.comparison(3, method="s", t=(0, 0.1, 0.25, 0.5, 1))
+    a, b = _sides(A, B, cmp)
+    wp = _weights_for(a, b, cmp)
+    env = topc.linear_envelope(wp.lin, wp.w_level)
+    xs = np.r_[0.0, np.linspace(0, 1.5, 301)[1:], 1e9]
+    for k in range(3):
+        last = int(cmp.n_levels[k]) - 1
+        f = np.array([prl.weights.linear_at(wp.lin, k, x, last) for x in xs])
+        for i, x in enumerate(xs):
+            s = int((wp.lin[k, 0, :last + 1] <= x).sum())
+            bound = max(f[i], env[k, s]) if x > 0 else env[k, -1]
+            assert bound >= f[i:].max()
+            if x == 0:
+                assert bound >= wp.w_level[k, 0]

@@ -234,8 +234,29 @@ def _tol_max(tolT, start, stop):
     return out
 
 
+def linear_envelope(lin: np.ndarray, wl: np.ndarray) -> np.ndarray:
+    """(K, P + 3) for :func:`_bound`: ``[k, s]`` (s <= P + 1) the largest weight of column
+    ``k``'s linear segments at a point right of segment ``s`` (the starts of segments
+    ``s + 1`` on; -inf if none), so that the supremum of the linear weight on ``[x, inf)``
+    is the larger of its value at ``x`` and this
+    (:func:`~sdcdist.linkage.prl.weights.linear_segments`); ``[k, -1]`` that supremum at
+    ``x = 0``, with the exact-agreement weight ``wl[k, 0]``."""
+    K, _, P1 = lin.shape
+    out = np.full((K, P1 + 2), -np.inf)
+    for k in range(K):
+        points = int(np.isfinite(lin[k, 0]).sum())
+        for s in range(P1 - 1, -1, -1):
+            out[k, s] = out[k, s + 1]
+            if s + 1 <= points and lin[k, 2, s + 1] > out[k, s]:
+                out[k, s] = lin[k, 2, s + 1]
+        # the bound at distance 0 (x = 0), as _bound computes it
+        s0 = int((lin[k, 0] <= 0.0).sum())
+        out[k, -1] = max(lin[k, 2, s0], out[k, s0], wl[k, 0]) if points else -np.inf
+    return out
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
-def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order, out):
+def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, env, rel, T, order, out):
     # an upper bound of the weight of any B row with values in the box [g0, g1] (g0 > g1
     # in a column: all NaN) with every A row of node q, and in out[pos] the bound of column
     # order[pos]. Per column: the distance between the intervals (a lower bound of every
@@ -247,37 +268,47 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order, o
         x0 = g0[k]
         x1 = g1[k]
         last = nlev[k] - 1
-        if x0 != x0 or lo[q, k] > hi[q, k] or x0 > x1:
+        lq = lo[q, k]
+        hq = hi[q, k]
+        if not (lq <= hq and x0 <= x1):
             out[pos] = wl[k, last] if step[k] else wd[k]
             tot += out[pos]
             continue
-        if x1 < lo[q, k]:
-            d = lo[q, k] - x1
-            e = lo[q, k]
-        elif x0 > hi[q, k]:
-            d = x0 - hi[q, k]
-            e = hi[q, k]
-        else:
+        d = lq - x1
+        d2 = x0 - hq
+        if d2 > d:
+            d = d2
+        if not d > 0.0:
             d = 0.0
-            e = x0
-        base = max(max(abs(lo[q, k]), abs(hi[q, k])), 0.1)
+            if step[k] == 2:
+                out[pos] = env[k, -1]           # the column's largest weight
+                tot += out[pos]
+                continue
         if step[k] == 2:
             # linear weights: a piecewise linear function of x = |a - b| / (the pair's last
             # tolerance, at most the box's largest); no pair of the box has x below xmin, so
             # the bound is the supremum on [xmin, inf): the value at xmin or a point beyond
-            tmax = base * T[k, last - 1] if rel[k] else tmx[q, k, last - 1]
-            xmin = d / tmax if tmax < np.inf else 0.0
+            # (env: the largest of those points, precomputed)
+            if rel[k]:
+                tmax = max(max(abs(lq), abs(hq)), 0.1) * T[k, last - 1]
+            else:
+                tmax = tmx[q, k, last - 1]
+            xmin = d / tmax
             if not xmin >= 0.0:
-                xmin = 0.0
-            best = linear_at(lin, k, xmin, last)
+                xmin = 0.0                      # an infinite tolerance
+            s = 0
+            for p in range(last + 1):
+                s += lin[k, 0, p] <= xmin
+            best = lin[k, 2, s] + lin[k, 3, s] * (xmin - lin[k, 1, s])
+            if env[k, s] > best:
+                best = env[k, s]
             if xmin == 0.0 and wl[k, 0] > best:
                 best = wl[k, 0]                 # d = 0: the exact-agreement weight
-            for s in range(1, last + 2):
-                if lin[k, 1, s] >= xmin and lin[k, 2, s] > best:
-                    best = lin[k, 2, s]
             out[pos] = best
             tot += best
-        elif step[k]:
+            continue
+        base = max(max(abs(lq), abs(hq)), 0.1)
+        if step[k]:
             lev = 0
             for l in range(last):
                 tl = base * T[k, l] if rel[k] else tmx[q, k, l]
@@ -354,7 +385,7 @@ def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order, suf,
 
 @numba.njit(cache=True, nogil=True)
 def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, gstart, T,
-                   nlev, wa, wd, wl, step, lin, rel, order, c, slack):
+                   nlev, wa, wd, wl, step, lin, env, rel, order, c, slack):
     # best first over the nodes of A for a group of nearby B rows at a time
     # (bv[gstart[g]:gstart[g + 1]]): a node's bound holds for every row of the group, so
     # the tree is walked once per group and each A leaf's values are read once per group;
@@ -365,6 +396,10 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
     idx = np.full((nb, c), -1, dtype=np.int64)
     wt = np.full((nb, c), -np.inf)
     filled = np.zeros(nb, dtype=np.int64)
+    sd = np.empty(nb)
+    ipos = np.empty(perm.size, dtype=np.int64)
+    for p in range(perm.size):
+        ipos[perm[p]] = p
     hb = np.empty(nn)            # heap of (bound, node), max-heap on bound
     hn = np.empty(nn, dtype=np.int64)
     width = 1
@@ -389,10 +424,26 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                     g0[k] = x
                 if x > g1[k]:
                     g1[k] = x
-        # the group's threshold: the lowest c-th weight of its rows (-inf until all filled)
-        gthr = -np.inf
+        # a first threshold of each row: its lowest weight with the candidates of the last
+        # row searched before the group (a nearby B row): c records, so at most its c-th
+        # weight; -inf until those are known
+        gthr = np.inf
+        for j in range(j0, j1):
+            sd[j] = -np.inf
+            if j0 > 0 and filled[j0 - 1] == c:
+                m = np.inf
+                for t in range(c):
+                    i = ipos[idx[j0 - 1, t]]
+                    x = 0.0
+                    for pos in range(K):
+                        k = order[pos]
+                        x += column_weight(step[k], abs(tvT[k, i] - bv[j, k]), ttolT, i, k,
+                                           nlev[k], wa[k], wd[k], wl, lin)
+                    m = min(m, x)
+                sd[j] = m
+            gthr = min(gthr, sd[j])
         size = 1
-        hb[0] = _bound(lo, hi, tmx, 0, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order,
+        hb[0] = _bound(lo, hi, tmx, 0, g0, g1, nlev, wa, wd, wl, step, lin, env, rel, T, order,
                        cb) + slack
         hn[0] = 0
         while size > 0:
@@ -421,9 +472,9 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                 s1 = stop[q]
                 for j in range(j0, j1):
                     bj = bv[j]
-                    thr = wt[j, c - 1] - slack if filled[j] == c else -np.inf
+                    thr = max(wt[j, c - 1] if filled[j] == c else -np.inf, sd[j]) - slack
                     # the row's own bound of the leaf, column by column in ``order``
-                    if _bound(lo, hi, tmx, q, bj, bj, nlev, wa, wd, wl, step, lin, rel, T, order,
+                    if _bound(lo, hi, tmx, q, bj, bj, nlev, wa, wd, wl, step, lin, env, rel, T, order,
                               cb) + slack < thr:
                         continue
                     acc = 0.0
@@ -440,10 +491,10 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                     filled[j] = f
                 gthr = np.inf
                 for j in range(j0, j1):
-                    gthr = min(gthr, wt[j, c - 1] if filled[j] == c else -np.inf)
+                    gthr = min(gthr, max(wt[j, c - 1] if filled[j] == c else -np.inf, sd[j]))
                 continue
             for ch in (left[q], right[q]):
-                b = _bound(lo, hi, tmx, ch, g0, g1, nlev, wa, wd, wl, step, lin, rel, T, order,
+                b = _bound(lo, hi, tmx, ch, g0, g1, nlev, wa, wd, wl, step, lin, env, rel, T, order,
                            cb) + slack
                 if b < gthr:
                     continue
@@ -482,7 +533,10 @@ def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int, *,
 
     Node bounds: the distance from the B value to the node's box of A values
     against the node's largest tolerance (by monotone rounding no computed
-    ``|a - b|`` is smaller, no tolerance larger), for any method.
+    ``|a - b|`` is smaller, no tolerance larger), for any method. B rows are
+    searched in the order of the leaves they fall into, and each starts from a
+    threshold: its lowest weight with the ``c`` candidates of the row searched
+    before it (at most its own c-th weight, so nothing it needs is pruned).
 
     Parameters
     ----------
@@ -523,7 +577,9 @@ def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int, *,
                                      tree["stop"], tree["left"], tree["right"], tree["lo"],
                                      tree["hi"], tree["tmx"], np.ascontiguousarray(bv[walk]),
                                      gstart, T, cmp.n_levels, wp.w_agr, wp.w_dis,
-                                     wp.w_level, wp.step, wp.lin, rel, wp.order, int(c), slack)
+                                     wp.w_level, wp.step, wp.lin,
+                                     linear_envelope(wp.lin, wp.w_level), rel, wp.order, int(c),
+                                     slack)
     out_idx = np.empty_like(idx)
     out_w = np.empty_like(w)
     out_idx[walk] = idx
