@@ -682,7 +682,13 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
     kernel : {"auto", "dense", "hash"}
         ``dense``: each pair's pattern code (mixed radix) counted in uint32
         histograms of the whole pattern space, flushed into int64 before they
-        could overflow; on all pairs of a block the levels are computed column
+        could overflow. On all pairs of a block whose every column has the same
+        tolerances on every A row (``s``, categorical; at most five a column),
+        the rank kernel: each A column is ranked once, each B row's runs of
+        ranks meeting each tolerance come from walks over the sorted values
+        with the very predicate, and a pair's level is a few int16 comparisons
+        of its rank (a uint8 histogram, wraps carried exactly). Otherwise, on
+        all pairs of a block the levels are computed column
         by column over chunks of contiguous A values, a column whose tolerance
         is the same on every A row (``s``, categorical) compared with it as a
         scalar (vectorised, two such columns per pass). The block's A rows are
