@@ -462,10 +462,17 @@ def _counts_ranked(avT, tc, bv, nlev, radix, n_patterns, nhist, flush, rank_rows
         for g0 in range(0, bv.shape[0], walk_rows):
             g1 = min(bv.shape[0], g0 + walk_rows)
             _rank_intervals(sv, nfin, tc, nlev, bv[g0:g1], cst)
+            # the B rows in the order of the last column too: consecutive B rows then
+            # meet a chunk of A rows at the same level of it, and their codes fall into
+            # the same part of the histogram (which stays in cache)
+            xl = bv[g0:g1, K - 1]
+            fb = np.flatnonzero(xl == xl)
+            ob = np.concatenate((fb[np.argsort(xl[fb])], np.flatnonzero(xl != xl)))
             for c0 in range(0, m, chunk):
                 c1 = min(m, c0 + chunk)
                 n = c1 - c0
-                for j in range(g1 - g0):
+                for jj in range(g1 - g0):
+                    j = ob[jj]
                     if since + n > flush:
                         if total.size == 0:
                             total = np.zeros(n_patterns, dtype=np.int64)
