@@ -326,23 +326,20 @@ def _rank_eligible(tc: np.ndarray, const: np.ndarray, nlev: np.ndarray) -> bool:
     return True
 
 
-@numba.njit(**_FAST)
-def _rank_side(av):
-    # per column: the A values sorted (NaN last, nfin finite) and the rank of each row
-    # (its position in that order; equal values may take any order: the predicate of a
-    # value is the same on all of its rows)
+def _rank_side(av: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column of ``av`` (K, m): the rank of each row (int16: its position in the
+    column's sorted order, NaN last; equal values in any order, the predicate of a value
+    being the same on all of its rows), the sorted values and the number of non-NaN."""
     K, m = av.shape
     rank = np.empty((K, m), dtype=np.int16)
     sv = np.empty((K, m))
     nfin = np.empty(K, dtype=np.int64)
+    pos = np.arange(m, dtype=np.int16)
     for k in range(K):
-        col = av[k]
-        fin = np.flatnonzero(col == col)
-        o = np.concatenate((fin[np.argsort(col[fin])], np.flatnonzero(col != col)))
-        for p in range(m):
-            rank[k, o[p]] = p
-            sv[k, p] = col[o[p]]
-        nfin[k] = fin.size
+        o = np.argsort(av[k], kind="stable")          # NaN last
+        rank[k, o] = pos
+        sv[k] = av[k, o]
+        nfin[k] = m - int(np.count_nonzero(np.isnan(av[k])))
     return rank, sv, nfin
 
 
@@ -374,7 +371,8 @@ def _rank_intervals(sv, nfin, tc, nlev, xb, cst):
     # [lo, hi) of ranks meeting tolerance l of column k as two constants, so that a rank r
     # meets it iff int16(r + cst[.., l]) < cst[.., _UNROLL + l] (r - lo < hi - lo unsigned,
     # shifted into signed int16). Empty ([0, 0): never met) for a non-finite B value and
-    # for the levels a column does not have
+    # for the levels a column does not have. Returns the B rows in the order of the last
+    # column (NaN last)
     nb = xb.shape[0]
     K = sv.shape[0]
     U = _UNROLL
@@ -385,6 +383,9 @@ def _rank_intervals(sv, nfin, tc, nlev, xb, cst):
                 cst[i, k, U + l] = np.int16(-32768)
     lo = np.empty(nb, dtype=np.int64)
     hi = np.empty(nb, dtype=np.int64)
+    xl = xb[:, K - 1]
+    fb = np.flatnonzero(xl == xl)
+    order = np.concatenate((fb[np.argsort(xl[fb])], np.flatnonzero(xl != xl)))
     for k in range(K):
         x = xb[:, k]
         fin = np.flatnonzero(np.isfinite(x))
@@ -396,6 +397,7 @@ def _rank_intervals(sv, nfin, tc, nlev, xb, cst):
                 i = ob[s]
                 cst[i, k, l] = np.int16(32768 - lo[s])
                 cst[i, k, U + l] = np.int16(hi[s] - lo[s] - 32768)
+    return order
 
 
 @numba.njit(inline="always", **_FAST)
@@ -412,8 +414,8 @@ def _add_ranked(rk, acc, c, L, r, n):
 
 
 @numba.njit(**_FAST)
-def _counts_ranked(avT, tc, bv, nlev, radix, n_patterns, nhist, flush, rank_rows, walk_rows,
-                   chunk):
+def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since, flush,
+                        walk_rows, chunk):
     # all pairs of a block, every column with one tolerance per level (_rank_eligible):
     # each A column is ranked once, each B row's runs of ranks meeting each tolerance come
     # from sorted walks (_rank_intervals), and a pair's level in a column is then a few
@@ -423,14 +425,13 @@ def _counts_ranked(avT, tc, bv, nlev, radix, n_patterns, nhist, flush, rank_rows
     # one level scatters into one part of the histogram). Histograms as _counts_flat:
     # nhist == 4 interleaved uint32; nhist == 1 uint8 (a sixth of the uint32 footprint
     # with the hot part in L2) whose wraps add 256 to uint32; flushed into int64 before
-    # any entry could overflow. A rows ranked rank_rows (<= _RANK_ROWS) at a time, B rows
-    # walked walk_rows at a time, codes of chunk A rows at a time. Returns (int64 total or
-    # empty, uint32 hists).
-    K, na = avT.shape
+    # any entry could overflow. Here the A rows of one ranking (_rank_side of rows sorted
+    # by the last column), B rows walked walk_rows at a time, codes of chunk A rows at a
+    # time; since pairs counted in h and h8 since the last flush. Returns (int64 total or
+    # empty, since).
+    K, m = rank.shape
     U = _UNROLL
-    h = np.zeros((nhist, n_patterns), dtype=np.uint32)
-    h8 = np.zeros(n_patterns if nhist == 1 else 0, dtype=np.uint8)
-    total = np.zeros(0, dtype=np.int64)
+    nhist, n_patterns = h.shape
     # groups of columns [gs[g], gs[g + 1]) whose partial codes fit in int16
     gs = np.empty(K + 1, dtype=np.int64)
     ng = 0
@@ -447,75 +448,80 @@ def _counts_ranked(avT, tc, bv, nlev, radix, n_patterns, nhist, flush, rank_rows
     cst = np.empty((walk_rows, K, 2 * U), dtype=np.int16)
     acc = np.empty(chunk, dtype=np.int16)
     code = np.empty(chunk, dtype=np.int32)
-    since = 0
-    for a0 in range(0, na, rank_rows):
-        a1 = min(na, a0 + rank_rows)
-        m = a1 - a0
-        key = avT[K - 1, a0:a1]
-        fin = np.flatnonzero(key == key)
-        perm = np.concatenate((fin[np.argsort(key[fin])], np.flatnonzero(key != key)))
-        av = np.empty((K, m))
-        for p in range(m):
-            for kk in range(K):
-                av[kk, p] = avT[kk, a0 + perm[p]]
-        rank, sv, nfin = _rank_side(av)
-        for g0 in range(0, bv.shape[0], walk_rows):
-            g1 = min(bv.shape[0], g0 + walk_rows)
-            _rank_intervals(sv, nfin, tc, nlev, bv[g0:g1], cst)
-            # the B rows in the order of the last column too: consecutive B rows then
-            # meet a chunk of A rows at the same level of it, and their codes fall into
-            # the same part of the histogram (which stays in cache)
-            xl = bv[g0:g1, K - 1]
-            fb = np.flatnonzero(xl == xl)
-            ob = np.concatenate((fb[np.argsort(xl[fb])], np.flatnonzero(xl != xl)))
-            for c0 in range(0, m, chunk):
-                c1 = min(m, c0 + chunk)
-                n = c1 - c0
-                for jj in range(g1 - g0):
-                    j = ob[jj]
-                    if since + n > flush:
-                        if total.size == 0:
-                            total = np.zeros(n_patterns, dtype=np.int64)
-                        for g in range(nhist):
-                            for p in range(n_patterns):
-                                total[p] += h[g, p]
-                                h[g, p] = 0
-                        for p in range(h8.size):
-                            total[p] += h8[p]
-                            h8[p] = 0
-                        since = 0
-                    since += n
-                    for g in range(ng):
+    for g0 in range(0, bv.shape[0], walk_rows):
+        g1 = min(bv.shape[0], g0 + walk_rows)
+        # the B rows in the order of the last column too: consecutive B rows then
+        # meet a chunk of A rows at the same level of it, and their codes fall into
+        # the same part of the histogram (which stays in cache)
+        ob = _rank_intervals(sv, nfin, tc, nlev, bv[g0:g1], cst)
+        for c0 in range(0, m, chunk):
+            c1 = min(m, c0 + chunk)
+            n = c1 - c0
+            for jj in range(g1 - g0):
+                j = ob[jj]
+                if since + n > flush:
+                    if total.size == 0:
+                        total = np.zeros(n_patterns, dtype=np.int64)
+                    for g in range(nhist):
+                        for p in range(n_patterns):
+                            total[p] += h[g, p]
+                            h[g, p] = 0
+                    for p in range(h8.size):
+                        total[p] += h8[p]
+                        h8[p] = 0
+                    since = 0
+                since += n
+                for g in range(ng):
+                    for q in range(n):
+                        acc[q] = 0
+                    r = 1
+                    for kk in range(gs[g], gs[g + 1]):
+                        _add_ranked(rank[kk, c0:c1], acc, cst[j, kk], nlev[kk] - 1, r,
+                                    n)
+                        r *= nlev[kk]
+                    gr = np.int32(radix[gs[g]])
+                    if g == 0:
                         for q in range(n):
-                            acc[q] = 0
-                        r = 1
-                        for kk in range(gs[g], gs[g + 1]):
-                            _add_ranked(rank[kk, c0:c1], acc, cst[j, kk], nlev[kk] - 1, r,
-                                        n)
-                            r *= nlev[kk]
-                        gr = np.int32(radix[gs[g]])
-                        if g == 0:
-                            for q in range(n):
-                                code[q] = np.int32(acc[q]) * gr
-                        else:
-                            for q in range(n):
-                                code[q] += np.int32(acc[q]) * gr
-                    if nhist == 4:
-                        for q in range(n):
-                            h[q & 3, code[q]] += np.uint32(1)
-                    elif nhist == 2:
-                        for q in range(n):
-                            h[q & 1, code[q]] += np.uint32(1)
+                            code[q] = np.int32(acc[q]) * gr
                     else:
-                        h0 = h[0]
                         for q in range(n):
-                            c = code[q]
-                            v = np.uint8(h8[c] + 1)
-                            h8[c] = v
-                            if v == 0:
-                                h0[c] += np.uint32(256)
-    for p in range(h8.size):
-        h[0, p] += h8[p]
+                            code[q] += np.int32(acc[q]) * gr
+                if nhist == 4:
+                    for q in range(n):
+                        h[q & 3, code[q]] += np.uint32(1)
+                elif nhist == 2:
+                    for q in range(n):
+                        h[q & 1, code[q]] += np.uint32(1)
+                else:
+                    h0 = h[0]
+                    for q in range(n):
+                        c = code[q]
+                        v = np.uint8(h8[c] + 1)
+                        h8[c] = v
+                        if v == 0:
+                            h0[c] += np.uint32(256)
+    return total, since
+
+
+def _counts_ranked(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.ndarray,
+                   radix: np.ndarray, n_patterns: int, nhist: int, flush: int, rank_rows: int,
+                   walk_rows: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    """All pairs of a block with :func:`_counts_ranked_rows`, the A rows ranked
+    ``rank_rows`` (at most :data:`_RANK_ROWS`) at a time in the order of the last column
+    (NaN last). Returns (int64 total or empty, uint32 hists) as :func:`_counts_flat`."""
+    K, na = avT.shape
+    h = np.zeros((nhist, n_patterns), dtype=np.uint32)
+    h8 = np.zeros(n_patterns if nhist == 1 else 0, dtype=np.uint8)
+    total = np.zeros(0, dtype=np.int64)
+    since = 0
+    for a0 in range(0, na, min(rank_rows, _RANK_ROWS)):
+        blk = avT[:, a0:a0 + min(rank_rows, _RANK_ROWS)]
+        av = np.ascontiguousarray(blk[:, np.argsort(blk[K - 1], kind="stable")])
+        rank, sv, nfin = _rank_side(av)
+        total, since = _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total,
+                                           since, flush, walk_rows, chunk)
+    if h8.size:
+        h[0] += h8
     return total, h
 
 
