@@ -116,3 +116,86 @@ def test_dense_weights_branch_free_equal_pair_by_pair(method):
     np.testing.assert_array_equal(W, ref)
     top = prl.topc_block(a, b, cmp, wp, 300)
     np.testing.assert_array_equal(top["w"], np.take_along_axis(ref, top["idx"], axis=1))
+
+
+def _brute_s(A, B, cmp):
+    """The ``s`` comparison's counts straight from the CATALOG: level = number of
+    tolerances t sd(A column) that |a - b| exceeds (NaN exceeds all)."""
+    sd = np.nanstd(A, axis=0, ddof=1)
+    code = np.zeros((B.shape[0], A.shape[0]), dtype=np.int64)
+    for k, lev in enumerate(cmp.levels):
+        d = np.abs(A[:, k][None, :] - B[:, k][:, None])
+        code += sum(~(d <= sd[k] * t) for t in lev).astype(np.int64) * int(cmp.radix[k])
+    return prl.sparse_counts(code.ravel())
+
+
+def _ranked(a, b, cmp, rank_rows, walk_rows, chunk, flush=prl.patterns._FLUSH_PAIRS):
+    avT, tolT = transposed(a)
+    tc, const = prl.patterns._const_tolerances(tolT, cmp.n_levels)
+    assert prl.patterns._rank_eligible(tc, const, cmp.n_levels)
+    P = int(cmp.n_patterns)
+    nhist = 4 if P <= prl.patterns._INTERLEAVE_SPACE else 1
+    return prl.patterns._counts_ranked(avT, tc, np.ascontiguousarray(b["v"]), cmp.n_levels,
+                                       cmp.radix, P, nhist, flush, rank_rows, walk_rows, chunk)
+
+
+@pytest.mark.parametrize("K,options", [
+    (8, {}),                                                    # the default, 6^8 patterns
+    (3, {}),                                                    # interleaved histograms
+    (4, {"t": 0.2}),                                            # binary
+    (4, {"t": [[0.1], [0, 0.5, 1.0], [0.2, 0.3], [0, 0.1, 0.25, 0.5, 1.0]]}),
+    (6, {"categorical": [False, True, False, False, False, True]}),
+])
+def test_rank_kernel_equals_hash_and_brute_force(K, options):
+    """The rank kernel (every column's tolerances the same on every row): NaN, infinities,
+    -0.0, ties, differences exactly on a tolerance, categorical codes, per-column levels;
+    A ranked and B walked in small pieces, codes in small chunks, flushed often: the hash
+    kernel's counts and the brute-force CATALOG formula's, bit for bit."""
+    A, B = _rounded(600, K, seed=K + 10)
+    cat = options.get("categorical")
+    if cat:
+        for k, c in enumerate(cat):
+            if c:
+                A[:, k] = np.round(np.abs(A[:, k]))
+                B[:, k] = np.where(np.arange(600) % 3 == 0, A[:, k], np.round(np.abs(B[:, k])))
+    cmp = prl.comparison(K, **options)
+    a, b = _sides(A, B[:450], cmp)
+    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    if not options:
+        _same(ref, _brute_s(A, B[:450], cmp))
+    _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
+    # tolerances on the values' grid (multiples of 1/8): many differences exactly on one
+    for k, lev in enumerate(cmp.levels):
+        for l, t in enumerate(lev):
+            a["tol"][:, k, l] = 0.0 if t == 0 else 0.125 * (l + 1)
+    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
+    for rank_rows, walk_rows, chunk in [(97, 31, 16), (600, 450, 2048), (256, 7, 40)]:
+        out = _ranked(a, b, cmp, rank_rows, walk_rows, chunk, flush=5000)
+        assert out[0].size == cmp.n_patterns                    # it did flush
+        _same(prl.patterns._sparse_of_hist(*out), ref)
+    # infinities (after the tolerances are fixed) and signed zeros in every column
+    for k in range(K):
+        a["v"][k::53, k] = np.inf
+        a["v"][k + 7::61, k] = -np.inf
+        b["v"][k::47, k] = np.inf
+        b["v"][k + 5::59, k] = -np.inf
+        a["v"][k + 1::9, k] = -0.0
+        b["v"][k + 2::11, k] = 0.0
+    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
+    _same(prl.patterns._sparse_of_hist(*_ranked(a, b, cmp, 97, 31, 16)), ref)
+
+
+def test_rank_kernel_takes_only_row_independent_tolerances():
+    """Per-row tolerances (``l``) and more tolerances than unrolled keep the column-by-column
+    kernel; the default comparison takes the rank kernel."""
+    def eligible(cmp, A):
+        a, _ = _sides(A, A, cmp)
+        avT, tolT = transposed(a)
+        tc, const = prl.patterns._const_tolerances(tolT, cmp.n_levels)
+        return prl.patterns._rank_eligible(tc, const, cmp.n_levels)
+    A, _ = _rounded(50, 3, seed=1)
+    assert eligible(prl.comparison(3), A)
+    assert not eligible(prl.comparison(3, method="l", t=(0.02, 0.05)), A)
+    assert not eligible(prl.comparison(3, t=(0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)), A)

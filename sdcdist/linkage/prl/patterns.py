@@ -300,6 +300,231 @@ def _counts_flat(avT, tolT, tc, const, bv, nlev, radix, n_patterns, nhist, flush
     return total, h
 
 
+# ---- the rank kernel: all pairs of a block, every column with one tolerance per level ----
+
+#: A rows ranked at a time by :func:`_counts_ranked` (their ranks are int16).
+_RANK_ROWS = 16384
+
+#: B rows whose intervals one sorted walk per column and tolerance finds.
+_WALK_ROWS = 4096
+
+#: A rows whose pattern codes are computed at a time, per B row (int16 partial codes).
+_RANK_CHUNK = 2048
+
+
+def _rank_eligible(tc: np.ndarray, const: np.ndarray, nlev: np.ndarray) -> bool:
+    """Whether :func:`_counts_ranked` counts this comparison: every column's tolerances
+    are the same on every A row (``s``, categorical), at most ``_UNROLL`` of them, finite
+    and >= 0 (so that the rows meeting one form a run of the sorted values)."""
+    for k in range(tc.shape[0]):
+        L = int(nlev[k]) - 1
+        if not const[k] or L > _UNROLL:
+            return False
+        t = tc[k, :L]
+        if not bool(np.all(np.isfinite(t) & (t >= 0.0))):
+            return False
+    return True
+
+
+def _rank_side(av: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column of ``av`` (K, m): the rank of each row (int16: its position in the
+    column's sorted order, NaN last; equal values in any order, the predicate of a value
+    being the same on all of its rows), the sorted values and the number of non-NaN."""
+    K, m = av.shape
+    rank = np.empty((K, m), dtype=np.int16)
+    sv = np.empty((K, m))
+    nfin = np.empty(K, dtype=np.int64)
+    pos = np.arange(m, dtype=np.int16)
+    for k in range(K):
+        o = np.argsort(av[k], kind="stable")          # NaN last
+        rank[k, o] = pos
+        sv[k] = av[k, o]
+        nfin[k] = m - int(np.count_nonzero(np.isnan(av[k])))
+    return rank, sv, nfin
+
+
+@numba.njit(**_FAST)
+def _walk_bounds(sv, nf, xs, t, lo, hi):
+    # for every B value x of xs (finite, increasing): the run [lo, hi) of the sorted A
+    # values sv[:nf] with |a - x| <= t, the very predicate of the other kernels: lo is the
+    # first a with a >= x or |a - x| <= t, hi the first with a > x and not |a - x| <= t.
+    # Both are false then true along sv (the computed |a - x| falls towards x and rises
+    # beyond it, rounding being monotone) and their first index never decreases as x
+    # grows, so each is one walk over sv
+    p = 0
+    e = 0
+    for i in range(xs.size):
+        x = xs[i]
+        while p < nf and not (sv[p] >= x or abs(sv[p] - x) <= t):
+            p += 1
+        lo[i] = p
+        if e < p:
+            e = p
+        while e < nf and not (sv[e] > x and not abs(sv[e] - x) <= t):
+            e += 1
+        hi[i] = e
+
+
+@numba.njit(**_FAST)
+def _rank_intervals(sv, nfin, tc, nlev, xb, cst):
+    # cst[i, k, l] and cst[i, k, _UNROLL + l], int16, for B rows xb[i]: the interval
+    # [lo, hi) of ranks meeting tolerance l of column k as two constants, so that a rank r
+    # meets it iff int16(r + cst[.., l]) < cst[.., _UNROLL + l] (r - lo < hi - lo unsigned,
+    # shifted into signed int16). Empty ([0, 0): never met) for a non-finite B value and
+    # for the levels a column does not have. Returns the B rows in the order of the last
+    # column (NaN last)
+    nb = xb.shape[0]
+    K = sv.shape[0]
+    U = _UNROLL
+    for i in range(nb):
+        for k in range(K):
+            for l in range(U):
+                cst[i, k, l] = np.int16(-32768)
+                cst[i, k, U + l] = np.int16(-32768)
+    lo = np.empty(nb, dtype=np.int64)
+    hi = np.empty(nb, dtype=np.int64)
+    xl = xb[:, K - 1]
+    fb = np.flatnonzero(xl == xl)
+    order = np.concatenate((fb[np.argsort(xl[fb])], np.flatnonzero(xl != xl)))
+    for k in range(K):
+        x = xb[:, k]
+        fin = np.flatnonzero(np.isfinite(x))
+        ob = fin[np.argsort(x[fin])]
+        xs = x[ob]
+        for l in range(nlev[k] - 1):
+            _walk_bounds(sv[k], nfin[k], xs, tc[k, l], lo, hi)
+            for s in range(ob.size):
+                i = ob[s]
+                cst[i, k, l] = np.int16(32768 - lo[s])
+                cst[i, k, U + l] = np.int16(hi[s] - lo[s] - 32768)
+    return order
+
+
+@numba.njit(inline="always", **_FAST)
+def _add_ranked(rk, acc, c, L, r, n):
+    # acc[q] += level * r of one column for the A rows of ranks rk[:n] (int16 lanes): the
+    # level is L minus the tolerances met, each met iff the rank lies in its interval
+    c0, c1, c2, c3, c4 = c[0], c[1], c[2], c[3], c[4]
+    w0, w1, w2, w3, w4 = c[5], c[6], c[7], c[8], c[9]
+    for q in range(n):
+        x = rk[q]
+        m = ((np.int16(x + c0) < w0) + (np.int16(x + c1) < w1) + (np.int16(x + c2) < w2)
+             + (np.int16(x + c3) < w3) + (np.int16(x + c4) < w4))
+        acc[q] += np.int16((L - m) * r)
+
+
+@numba.njit(**_FAST)
+def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since, flush,
+                        walk_rows, chunk):
+    # all pairs of a block, every column with one tolerance per level (_rank_eligible):
+    # each A column is ranked once, each B row's runs of ranks meeting each tolerance come
+    # from sorted walks (_rank_intervals), and a pair's level in a column is then a few
+    # int16 comparisons of its A row's rank. Partial codes of columns whose levels
+    # multiply to at most 2^15 sum in int16 (16 pairs a vector), then into the int32 code.
+    # The A rows are taken in the order of the last column (the largest radix: a run of
+    # one level scatters into one part of the histogram). Histograms as _counts_flat:
+    # nhist == 4 interleaved uint32; nhist == 1 uint8 (a sixth of the uint32 footprint
+    # with the hot part in L2) whose wraps add 256 to uint32; flushed into int64 before
+    # any entry could overflow. Here the A rows of one ranking (_rank_side of rows sorted
+    # by the last column), B rows walked walk_rows at a time, codes of chunk A rows at a
+    # time; since pairs counted in h and h8 since the last flush. Returns (int64 total or
+    # empty, since).
+    K, m = rank.shape
+    U = _UNROLL
+    nhist, n_patterns = h.shape
+    # groups of columns [gs[g], gs[g + 1]) whose partial codes fit in int16
+    gs = np.empty(K + 1, dtype=np.int64)
+    ng = 0
+    k = 0
+    while k < K:
+        gs[ng] = k
+        ng += 1
+        prod = nlev[k]
+        k += 1
+        while k < K and prod * nlev[k] <= 32768:
+            prod *= nlev[k]
+            k += 1
+    gs[ng] = K
+    cst = np.empty((walk_rows, K, 2 * U), dtype=np.int16)
+    acc = np.empty(chunk, dtype=np.int16)
+    code = np.empty(chunk, dtype=np.int32)
+    for g0 in range(0, bv.shape[0], walk_rows):
+        g1 = min(bv.shape[0], g0 + walk_rows)
+        # the B rows in the order of the last column too: consecutive B rows then
+        # meet a chunk of A rows at the same level of it, and their codes fall into
+        # the same part of the histogram (which stays in cache)
+        ob = _rank_intervals(sv, nfin, tc, nlev, bv[g0:g1], cst)
+        for c0 in range(0, m, chunk):
+            c1 = min(m, c0 + chunk)
+            n = c1 - c0
+            for jj in range(g1 - g0):
+                j = ob[jj]
+                if since + n > flush:
+                    if total.size == 0:
+                        total = np.zeros(n_patterns, dtype=np.int64)
+                    for g in range(nhist):
+                        for p in range(n_patterns):
+                            total[p] += h[g, p]
+                            h[g, p] = 0
+                    for p in range(h8.size):
+                        total[p] += h8[p]
+                        h8[p] = 0
+                    since = 0
+                since += n
+                for g in range(ng):
+                    for q in range(n):
+                        acc[q] = 0
+                    r = 1
+                    for kk in range(gs[g], gs[g + 1]):
+                        _add_ranked(rank[kk, c0:c1], acc, cst[j, kk], nlev[kk] - 1, r,
+                                    n)
+                        r *= nlev[kk]
+                    gr = np.int32(radix[gs[g]])
+                    if g == 0:
+                        for q in range(n):
+                            code[q] = np.int32(acc[q]) * gr
+                    else:
+                        for q in range(n):
+                            code[q] += np.int32(acc[q]) * gr
+                if nhist == 4:
+                    for q in range(n):
+                        h[q & 3, code[q]] += np.uint32(1)
+                elif nhist == 2:
+                    for q in range(n):
+                        h[q & 1, code[q]] += np.uint32(1)
+                else:
+                    h0 = h[0]
+                    for q in range(n):
+                        c = code[q]
+                        v = np.uint8(h8[c] + 1)
+                        h8[c] = v
+                        if v == 0:
+                            h0[c] += np.uint32(256)
+    return total, since
+
+
+def _counts_ranked(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.ndarray,
+                   radix: np.ndarray, n_patterns: int, nhist: int, flush: int, rank_rows: int,
+                   walk_rows: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    """All pairs of a block with :func:`_counts_ranked_rows`, the A rows ranked
+    ``rank_rows`` (at most :data:`_RANK_ROWS`) at a time in the order of the last column
+    (NaN last). Returns (int64 total or empty, uint32 hists) as :func:`_counts_flat`."""
+    K, na = avT.shape
+    h = np.zeros((nhist, n_patterns), dtype=np.uint32)
+    h8 = np.zeros(n_patterns if nhist == 1 else 0, dtype=np.uint8)
+    total = np.zeros(0, dtype=np.int64)
+    since = 0
+    for a0 in range(0, na, min(rank_rows, _RANK_ROWS)):
+        blk = avT[:, a0:a0 + min(rank_rows, _RANK_ROWS)]
+        av = np.ascontiguousarray(blk[:, np.argsort(blk[K - 1], kind="stable")])
+        rank, sv, nfin = _rank_side(av)
+        total, since = _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total,
+                                           since, flush, walk_rows, chunk)
+    if h8.size:
+        h[0] += h8
+    return total, h
+
+
 @numba.njit(cache=True, nogil=True)
 def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns, nhist,
                   flush):
@@ -470,7 +695,13 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
     kernel : {"auto", "dense", "hash"}
         ``dense``: each pair's pattern code (mixed radix) counted in uint32
         histograms of the whole pattern space, flushed into int64 before they
-        could overflow; on all pairs of a block the levels are computed column
+        could overflow. On all pairs of a block whose every column has the same
+        tolerances on every A row (``s``, categorical; at most five a column),
+        the rank kernel: each A column is ranked once, each B row's runs of
+        ranks meeting each tolerance come from walks over the sorted values
+        with the very predicate, and a pair's level is a few int16 comparisons
+        of its rank (a uint8 histogram, wraps carried exactly). Otherwise, on
+        all pairs of a block the levels are computed column
         by column over chunks of contiguous A values, a column whose tolerance
         is the same on every A row (``s``, categorical) compared with it as a
         scalar (vectorised, two such columns per pass). The block's A rows are
@@ -504,6 +735,11 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
         nhist = 4 if P <= _INTERLEAVE_SPACE else 1
         if identity:
             tc, const = _const_tolerances(tolT, cmp.n_levels)
+            if _rank_eligible(tc, const, cmp.n_levels) and P < (1 << 31):
+                total, h = _counts_ranked(avT, tc, np.ascontiguousarray(b["v"]),
+                                          cmp.n_levels, cmp.radix, P, nhist, _FLUSH_PAIRS,
+                                          _RANK_ROWS, _WALK_ROWS, _RANK_CHUNK)
+                return _sparse_of_hist(total, h)
             total, h = _counts_flat(avT, tolT, tc, const, np.ascontiguousarray(b["v"]),
                                     cmp.n_levels, cmp.radix, P, nhist, _FLUSH_PAIRS)
         else:
