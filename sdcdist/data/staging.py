@@ -127,12 +127,19 @@ class CleanOnSigterm:
 
     def _clean(self) -> None:
         _remove(self.path)
-        # a write already handed to Zarr's I/O thread may still land: remove it again
-        for _ in range(5):
+        # writes already handed to Zarr's I/O threads may still land (later on a loaded
+        # machine): remove again until the path has stayed absent for three checks in a
+        # row, for at most about 2 s
+        quiet = 0
+        for _ in range(40):
             time.sleep(0.05)
-            if not os.path.lexists(self.path):
-                break
-            _remove(self.path)
+            if os.path.lexists(self.path):
+                quiet = 0
+                _remove(self.path)
+            else:
+                quiet += 1
+                if quiet >= 3:
+                    break
 
     def _restore(self) -> None:
         if self.installed:
