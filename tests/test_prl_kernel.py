@@ -199,3 +199,30 @@ def test_rank_kernel_takes_only_row_independent_tolerances():
     assert eligible(prl.comparison(3), A)
     assert not eligible(prl.comparison(3, method="l", t=(0.02, 0.05)), A)
     assert not eligible(prl.comparison(3, t=(0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)), A)
+
+
+@pytest.mark.parametrize("K", [1, 8])
+def test_rank_rows_in_any_order(K):
+    """The rank kernel takes the last column's levels from its runs only when the A rows
+    are in its order (ranks = positions); A rows in any other order compute that column
+    pair by pair: the same counts as the hash kernel either way."""
+    A, B = _rounded(500, K, seed=K + 30)
+    cmp = prl.comparison(K)
+    a, b = _sides(A, B[:300], cmp)
+    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    avT, tolT = transposed(a)
+    tc, _ = prl.patterns._const_tolerances(tolT, cmp.n_levels)
+    P = int(cmp.n_patterns)
+    nhist = 4 if P <= prl.patterns._INTERLEAVE_SPACE else 1
+    for order in (np.argsort(avT[K - 1], kind="stable"), np.arange(500)[::-1]):
+        av = np.ascontiguousarray(avT[:, order])
+        rank, sv, nfin = prl.patterns._rank_side(av)
+        assert np.array_equal(rank[K - 1], np.arange(500)) == (order[0] != 499)
+        h = np.zeros((nhist, P), dtype=np.uint32)
+        h8 = np.zeros(P if nhist == 1 else 0, dtype=np.uint8)
+        total, _ = prl.patterns._counts_ranked_rows(
+            rank, sv, nfin, tc, np.ascontiguousarray(b["v"]), cmp.n_levels, cmp.radix, h, h8,
+            np.zeros(0, dtype=np.int64), 0, prl.patterns._FLUSH_PAIRS, 64, 96)
+        if h8.size:
+            h[0] += h8
+        _same(prl.patterns._sparse_of_hist(total, h), ref)

@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from .comparison import Comparison, all_rows, transposed
+from .sparse import merge_counts, sparse_counts
 
 __all__ = ["pattern_counts", "pattern_kernel", "sparse_counts", "merge_counts",
            "DENSE_PATTERN_SPACE", "KERNELS"]
@@ -306,10 +307,10 @@ def _counts_flat(avT, tolT, tc, const, bv, nlev, radix, n_patterns, nhist, flush
 _RANK_ROWS = 16384
 
 #: B rows whose intervals one sorted walk per column and tolerance finds.
-_WALK_ROWS = 4096
+_WALK_ROWS = 8192
 
 #: A rows whose pattern codes are computed at a time, per B row (int16 partial codes).
-_RANK_CHUNK = 2048
+_RANK_CHUNK = 4096
 
 
 def _rank_eligible(tc: np.ndarray, const: np.ndarray, nlev: np.ndarray) -> bool:
@@ -403,14 +404,73 @@ def _rank_intervals(sv, nfin, tc, nlev, xb, cst):
 @numba.njit(inline="always", **_FAST)
 def _add_ranked(rk, acc, c, L, r, n):
     # acc[q] += level * r of one column for the A rows of ranks rk[:n] (int16 lanes): the
-    # level is L minus the tolerances met, each met iff the rank lies in its interval
+    # level is L minus the tolerances met, each met iff the rank lies in its interval.
+    # L * r and -r are int16 before the loop (no int64 in it: 16 lanes, nothing to
+    # re-broadcast per vector); with L = 0 it adds -met * r (the caller adds the rest)
     c0, c1, c2, c3, c4 = c[0], c[1], c[2], c[3], c[4]
     w0, w1, w2, w3, w4 = c[5], c[6], c[7], c[8], c[9]
+    lr = np.int16(L * r)
+    nr = np.int16(-r)
     for q in range(n):
         x = rk[q]
-        m = ((np.int16(x + c0) < w0) + (np.int16(x + c1) < w1) + (np.int16(x + c2) < w2)
-             + (np.int16(x + c3) < w3) + (np.int16(x + c4) < w4))
-        acc[q] += np.int16((L - m) * r)
+        m = (np.int16(np.int16(x + c0) < w0) + np.int16(np.int16(x + c1) < w1)
+             + np.int16(np.int16(x + c2) < w2) + np.int16(np.int16(x + c3) < w3)
+             + np.int16(np.int16(x + c4) < w4))
+        acc[q] += lr + m * nr
+
+
+@numba.njit(inline="always", **_FAST)
+def _set_ranked(rk, acc, c, r, n):
+    # acc[q] = -r * (tolerances met) of one column (as _add_ranked with L = 0, into acc)
+    c0, c1, c2, c3, c4 = c[0], c[1], c[2], c[3], c[4]
+    w0, w1, w2, w3, w4 = c[5], c[6], c[7], c[8], c[9]
+    nr = np.int16(-r)
+    for q in range(n):
+        x = rk[q]
+        m = (np.int16(np.int16(x + c0) < w0) + np.int16(np.int16(x + c1) < w1)
+             + np.int16(np.int16(x + c2) < w2) + np.int16(np.int16(x + c3) < w3)
+             + np.int16(np.int16(x + c4) < w4))
+        acc[q] = m * nr
+
+
+@numba.njit(inline="always", **_FAST)
+def _set_sorted(c, c0, c1, r, acc, bnd):
+    # _set_ranked of a column whose ranks are the positions c0..c1-1 (the A rows in its
+    # order): the rank p meets tolerance l iff lo <= p < hi, the interval that c encodes
+    # ((p - lo) mod 2^16 < hi - lo), so the level is constant between the ends of the
+    # intervals: the very predicate at the first rank of each run, filled along it
+    U = _UNROLL
+    nb = 0
+    for l in range(U):
+        lo = (32768 - np.int64(c[l])) & 0xFFFF
+        hi = lo + ((np.int64(c[U + l]) + 32768) & 0xFFFF)
+        if c0 < lo < c1:
+            bnd[nb] = lo
+            nb += 1
+        if c0 < hi < c1:
+            bnd[nb] = hi
+            nb += 1
+    bnd[nb] = c1
+    nb += 1
+    for s in range(1, nb):
+        e = bnd[s]
+        t = s
+        while t > 0 and bnd[t - 1] > e:
+            bnd[t] = bnd[t - 1]
+            t -= 1
+        bnd[t] = e
+    nr = np.int16(-r)
+    p = c0
+    for s in range(nb):
+        e = bnd[s]
+        if e > p:
+            x = np.int16(p)
+            m = 0
+            for l in range(U):
+                m += np.int16(x + c[l]) < c[U + l]
+            v = np.int16(m * nr)
+            acc[p - c0:e - c0] = v
+            p = e
 
 
 @numba.njit(**_FAST)
@@ -445,8 +505,21 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since
             prod *= nlev[k]
             k += 1
     gs[ng] = K
+    # every tolerance missed: the code of a pair is base minus, per column, the tolerances
+    # it meets times the column's radix (partial codes relative to their group's first)
+    base = 0
+    for kk in range(K):
+        base += (nlev[kk] - 1) * radix[kk]
+    b32 = np.int32(base)
+    # the last column's ranks are the positions when the A rows are in its order
+    ordered = True
+    for i in range(m):
+        if rank[K - 1, i] != i:
+            ordered = False
+            break
+    bnd = np.empty(2 * U + 1, dtype=np.int64)
     cst = np.empty((walk_rows, K, 2 * U), dtype=np.int16)
-    acc = np.empty(chunk, dtype=np.int16)
+    acc = np.empty((ng, chunk), dtype=np.int16)
     code = np.empty(chunk, dtype=np.int32)
     for g0 in range(0, bv.shape[0], walk_rows):
         g1 = min(bv.shape[0], g0 + walk_rows)
@@ -472,30 +545,48 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since
                     since = 0
                 since += n
                 for g in range(ng):
-                    for q in range(n):
-                        acc[q] = 0
-                    r = 1
-                    for kk in range(gs[g], gs[g + 1]):
-                        _add_ranked(rank[kk, c0:c1], acc, cst[j, kk], nlev[kk] - 1, r,
-                                    n)
-                        r *= nlev[kk]
-                    gr = np.int32(radix[gs[g]])
-                    if g == 0:
-                        for q in range(n):
-                            code[q] = np.int32(acc[q]) * gr
+                    ag = acc[g]
+                    k0 = gs[g]
+                    k1 = gs[g + 1]
+                    if ordered and k1 == K:
+                        k1 = K - 1
+                        _set_sorted(cst[j, K - 1], c0, c1, radix[K - 1] // radix[k0], ag, bnd)
+                        r = 1
+                        for kk in range(k0, k1):
+                            _add_ranked(rank[kk, c0:c1], ag, cst[j, kk], 0, r, n)
+                            r *= nlev[kk]
                     else:
+                        _set_ranked(rank[k0, c0:c1], ag, cst[j, k0], 1, n)
+                        r = nlev[k0]
+                        for kk in range(k0 + 1, k1):
+                            _add_ranked(rank[kk, c0:c1], ag, cst[j, kk], 0, r, n)
+                            r *= nlev[kk]
+                # the int32 codes in one pass (group 0's radix is 1)
+                a0 = acc[0]
+                if ng == 1:
+                    for q in range(n):
+                        code[q] = np.int32(a0[q]) + b32
+                else:
+                    a1 = acc[1]
+                    r1 = np.int32(radix[gs[1]])
+                    for q in range(n):
+                        code[q] = np.int32(a0[q]) + np.int32(a1[q]) * r1 + b32
+                    for g in range(2, ng):
+                        ag = acc[g]
+                        gr = np.int32(radix[gs[g]])
                         for q in range(n):
-                            code[q] += np.int32(acc[q]) * gr
+                            code[q] += np.int32(ag[q]) * gr
+                # unsigned indices: no negative-index wraparound in the scatter
                 if nhist == 4:
                     for q in range(n):
-                        h[q & 3, code[q]] += np.uint32(1)
+                        h[np.uint32(q & 3), np.uint32(code[q])] += np.uint32(1)
                 elif nhist == 2:
                     for q in range(n):
-                        h[q & 1, code[q]] += np.uint32(1)
+                        h[np.uint32(q & 1), np.uint32(code[q])] += np.uint32(1)
                 else:
                     h0 = h[0]
                     for q in range(n):
-                        c = code[q]
+                        c = np.uint32(code[q])
                         v = np.uint8(h8[c] + 1)
                         h8[c] = v
                         if v == 0:
@@ -619,55 +710,6 @@ def _counts_hash(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix):
     ck, cv = keys[ok], vals[ok]
     o = np.argsort(ck)
     return ck[o], cv[o]
-
-
-def sparse_counts(codes: np.ndarray, counts: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Sparse pattern counts from per-pair pattern codes (or from weighted codes).
-
-    This is the one representation of pattern counts used everywhere: only the
-    patterns that occur, as two int64 arrays sorted by code, never a dense
-    vector over all ``prod(n_levels)`` patterns (13 columns x 5 levels would be
-    1.2e9 entries).
-
-    Parameters
-    ----------
-    codes : int array, shape (n,)
-        Mixed-radix pattern code of each pair (``sum_k level_k * radix_k``,
-        :attr:`Comparison.radix`), in any order, repeats allowed.
-    counts : int array, shape (n,), optional
-        Multiplicity of each entry of ``codes`` (default 1 each), e.g. to merge
-        several sparse counts: ``sparse_counts(concat(codes), concat(counts))``.
-
-    Returns
-    -------
-    codes : ndarray of int64, shape (p,)
-        The distinct codes that occur (with a non-zero count), increasing.
-    counts : ndarray of int64, shape (p,)
-        Number of pairs with each code (> 0). The result depends only on the
-        multiset of codes, so counts merge exactly in any order.
-    """
-    codes = np.asarray(codes, dtype=np.int64).ravel()
-    if counts is None:
-        u, c = np.unique(codes, return_counts=True)
-        return u.astype(np.int64), c.astype(np.int64)
-    counts = np.asarray(counts, dtype=np.int64).ravel()
-    if counts.shape != codes.shape:
-        raise ValueError("codes and counts must have the same length")
-    u, inv = np.unique(codes, return_inverse=True)
-    c = np.zeros(u.size, dtype=np.int64)
-    np.add.at(c, inv.ravel(), counts)
-    keep = c != 0
-    return u[keep].astype(np.int64), c[keep]
-
-
-def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Sum of several sparse pattern counts (:func:`sparse_counts` form); exact, order-free."""
-    if len(parts) == 1:
-        return parts[0]
-    return sparse_counts(np.concatenate([p[0] for p in parts]),
-                         np.concatenate([p[1] for p in parts]))
-
 
 
 #: Pattern count kernels (:func:`pattern_counts`).
