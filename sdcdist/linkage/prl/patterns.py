@@ -507,9 +507,13 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since
     gs[ng] = K
     # every tolerance missed: the code of a pair is base minus, per column, the tolerances
     # it meets times the column's radix (partial codes relative to their group's first)
+    # (radixes within the group read as int16 from an array: broadcast once per loop)
     base = 0
-    for kk in range(K):
-        base += (nlev[kk] - 1) * radix[kk]
+    rg = np.empty(K, dtype=np.int16)
+    for g in range(ng):
+        for kk in range(gs[g], gs[g + 1]):
+            base += (nlev[kk] - 1) * radix[kk]
+            rg[kk] = radix[kk] // radix[gs[g]]
     b32 = np.int32(base)
     # the last column's ranks are the positions when the A rows are in its order
     ordered = True
@@ -550,17 +554,12 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since
                     k1 = gs[g + 1]
                     if ordered and k1 == K:
                         k1 = K - 1
-                        _set_sorted(cst[j, K - 1], c0, c1, radix[K - 1] // radix[k0], ag, bnd)
-                        r = 1
-                        for kk in range(k0, k1):
-                            _add_ranked(rank[kk, c0:c1], ag, cst[j, kk], 0, r, n)
-                            r *= nlev[kk]
+                        _set_sorted(cst[j, K - 1], c0, c1, rg[K - 1], ag, bnd)
                     else:
-                        _set_ranked(rank[k0, c0:c1], ag, cst[j, k0], 1, n)
-                        r = nlev[k0]
-                        for kk in range(k0 + 1, k1):
-                            _add_ranked(rank[kk, c0:c1], ag, cst[j, kk], 0, r, n)
-                            r *= nlev[kk]
+                        _set_ranked(rank[k0, c0:c1], ag, cst[j, k0], rg[k0], n)
+                        k0 += 1
+                    for kk in range(k0, k1):
+                        _add_ranked(rank[kk, c0:c1], ag, cst[j, kk], 0, rg[kk], n)
                 # the int32 codes in one pass (group 0's radix is 1)
                 a0 = acc[0]
                 if ng == 1:
