@@ -24,7 +24,7 @@ from .comparison import Comparison, transposed
 from .weights import WeightParams, column_weight, linear_at
 
 __all__ = ["constant_tolerances", "ranked_eligible", "bound_tolerances", "level_bounds", "bound_table", "rank_blocks",
-           "block_intervals", "fixed_threshold", "leaf_ranked", "BOUND_SCALE", "BLOCK_ROWS",
+           "block_intervals", "fixed_threshold", "leaf_bounds", "leaf_weigh", "leaf_ranked", "BOUND_SCALE", "BLOCK_ROWS",
            "BOUND_U"]
 
 #: The fixed-point range of a pair's bound (int16 sums: at most this, plus one per column).
@@ -370,29 +370,33 @@ def fixed_threshold(thr, S, lift):
 
 
 @numba.njit(**_FAST)
-def leaf_ranked(rank, vR, s0, s1, cst, dq, tau, bj, order, step, nlev, tol1, wa, wd, wl, lin,
-                acc, buf, w):
-    """The A rows ``s0:s1`` (tree order) whose bound (the sum of their columns' bounds at
-    their intervals, in fixed point: ``dq`` per tolerance met, met iff the rank lies in its
-    run ``cst``) reaches ``tau``, into ``buf``, and their exact weights into ``w``: column
-    by column in ``order`` as every kernel adds them (the same floats). Returns how many."""
+def leaf_bounds(rank, s0, s1, cst, dq, acc):
+    """``acc[:s1 - s0]`` (int16) the fixed-point bound of each A row ``s0:s1`` (tree
+    order): the sum of its columns' bounds at their intervals, ``dq`` per tolerance met,
+    met iff the rank lies in its run ``cst``. Returns the largest."""
     n = s1 - s0
-    K = rank.shape[0]
     for q in range(n):
         acc[q] = 0
-    for k in range(K):
+    for k in range(rank.shape[0]):
         _add_bound(rank[k, s0:s1], acc, cst[k], dq[k], n)
     mx = np.int16(-32768)
     for q in range(n):
         mx = max(mx, acc[q])
-    if mx < tau:
-        return 0
+    return mx
+
+
+@numba.njit(**_FAST)
+def leaf_weigh(vR, s0, n, acc, lo, hi, bj, order, step, nlev, tol1, wa, wd, wl, lin, buf, w):
+    """The A rows ``s0 + q`` (q < n) whose bound ``acc[q]`` (:func:`leaf_bounds`) lies in
+    ``[lo, hi)``, into ``buf``, and their exact weights into ``w``: column by column in
+    ``order`` as every kernel adds them (the same floats). Returns how many."""
     npass = 0
     for q in range(n):
         buf[npass] = s0 + q
-        npass += acc[q] >= tau
+        npass += (acc[q] >= lo) & (acc[q] < hi)
     for p in range(npass):
         w[p] = 0.0
+    K = order.size
     for pos in range(K):
         k = order[pos]
         if npass == 0:
@@ -405,3 +409,14 @@ def leaf_ranked(rank, vR, s0, s1, cst, dq, tau, bj, order, step, nlev, tol1, wa,
                 w[p] += column_weight(step[k], abs(vR[i, k] - bj[k]), tol1, 0, k, nlev[k],
                                       wa[k], wd[k], wl, lin)
     return npass
+
+
+@numba.njit(**_FAST)
+def leaf_ranked(rank, vR, s0, s1, cst, dq, tau, bj, order, step, nlev, tol1, wa, wd, wl, lin,
+                acc, buf, w):
+    """The A rows ``s0:s1`` whose bound (:func:`leaf_bounds`) reaches ``tau``, into ``buf``,
+    and their exact weights into ``w`` (:func:`leaf_weigh`). Returns how many."""
+    if leaf_bounds(rank, s0, s1, cst, dq, acc) < tau:
+        return 0
+    return leaf_weigh(vR, s0, s1 - s0, acc, tau, 32768, bj, order, step, nlev, tol1, wa, wd,
+                      wl, lin, buf, w)

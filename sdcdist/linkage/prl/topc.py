@@ -11,7 +11,7 @@ import numpy as np
 
 from .comparison import Comparison, all_rows, transposed
 from .ranked import (BLOCK_ROWS, BOUND_U, block_intervals, bound_table, constant_tolerances,
-                     fixed_threshold, leaf_ranked, rank_blocks, ranked_eligible)
+                     fixed_threshold, leaf_bounds, leaf_weigh, rank_blocks, ranked_eligible)
 from .weights import WeightParams, column_weight, linear6_all, linear_at, weights_row
 
 __all__ = ["topc_block", "merge_topc", "keep_top", "build_tree", "split_scale", "topc_search",
@@ -508,9 +508,26 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                         if cst_row[bq] != j:
                             block_intervals(sk, bq, nfin[bq], bj, tb, nint, cst[bq])
                             cst_row[bq] = j
-                        na = leaf_ranked(rank, vR, s0, s1, cst[bq], dq,
-                                         fixed_threshold(thr, S, lift), bj, order, step, nlev,
-                                         tol1, wa, wd, wl, lin, acc, alive, buf)
+                        tau = fixed_threshold(thr, S, lift)
+                        if leaf_bounds(rank, s0, s1, cst[bq], dq, acc) < tau:
+                            continue
+                        n = s1 - s0
+                        top = 32768
+                        if filled[j] < c and n > c:
+                            # no list yet: first the c rows of the best bounds (or ties),
+                            # whose weights give a threshold, then the rest above it
+                            top = max(int(np.partition(acc[:n], n - c)[n - c]), tau)
+                            na = leaf_weigh(vR, s0, n, acc, top, 32768, bj, order, step, nlev,
+                                            tol1, wa, wd, wl, lin, alive, buf)
+                            visited += na
+                            f = filled[j]
+                            for t in range(na):
+                                f = keep_top(wt[j], idx[j], f, buf[t], perm[alive[t]])
+                            filled[j] = f
+                            thr = max(wt[j, c - 1] if f == c else -np.inf, sd[j]) - slack
+                            tau = fixed_threshold(thr, S, lift)
+                        na = leaf_weigh(vR, s0, n, acc, tau, top, bj, order, step, nlev, tol1,
+                                        wa, wd, wl, lin, alive, buf)
                         visited += na
                         f = filled[j]
                         for t in range(na):
