@@ -183,7 +183,7 @@ def test_leaf_keeps_every_pair_reaching_the_threshold():
             tau = ranked.fixed_threshold(thr - slack, bt["S"], bt["lift"])
             m = ranked.leaf_ranked(rk["rank"], rk["vR"], 0, n, cst, bt["dq"], tau, bj, wp.order,
                                    wp.step, cmp.n_levels, bt["tol1"], wp.w_agr, wp.w_dis,
-                                   wp.w_level, wp.lin, acc, buf, w)
+                                   wp.w_level, wp.lin, acc, buf, w, np.empty((6, n)))
             assert set(np.flatnonzero(W[j] >= thr)) <= set(buf[:m])
             np.testing.assert_array_equal(w[:m], W[j, buf[:m]])
             if kth == 1:

@@ -175,10 +175,11 @@ def _add_bound(rk, acc, c, d, n):
 
 
 @numba.njit(inline="always", **_FAST)
-def _linear6_rows(vR, k, buf, n, x, tol1, wl, lin, w):
-    # w[p] += column k's linear weight (6 levels) of A row buf[p] against the B value x:
-    # linear6_all's operations in its order (the same floats as column_weight), on rows
-    # gathered by position and a tolerance the same on every A row
+def _linear6_vals(a, n, k, x, tol1, wl, lin, w):
+    # w[p] += column k's linear weight (6 levels) of the A value a[p] (p < n, contiguous)
+    # against the B value x: linear6_all's operations in its order (the same floats as
+    # column_weight), with a tolerance the same on every A row; branch-free, so it
+    # vectorises
     t0 = tol1[k, 0, 0]
     tl = tol1[k, 4, 0]
     p0, p1, p2, p3, p4, p5 = lin[k, 0, 0], lin[k, 0, 1], lin[k, 0, 2], lin[k, 0, 3], \
@@ -192,7 +193,7 @@ def _linear6_rows(vR, k, buf, n, x, tol1, wl, lin, w):
     wz = wl[k, 0]
     wn = wl[k, 5]
     for p in range(n):
-        d = abs(vR[buf[p], k] - x)
+        d = abs(a[p] - x)
         xx = d / tl
         c = p0 <= xx
         sx, sw, sl = (x1 if c else x0), (w1 if c else w0), (l1 if c else l0)
@@ -386,37 +387,40 @@ def leaf_bounds(rank, s0, s1, cst, dq, acc):
 
 
 @numba.njit(**_FAST)
-def leaf_weigh(vR, s0, n, acc, lo, hi, bj, order, step, nlev, tol1, wa, wd, wl, lin, buf, w):
+def leaf_weigh(vR, s0, n, acc, lo, hi, bj, order, step, nlev, tol1, wa, wd, wl, lin, buf, w, g):
     """The A rows ``s0 + q`` (q < n) whose bound ``acc[q]`` (:func:`leaf_bounds`) lies in
-    ``[lo, hi)``, into ``buf``, and their exact weights into ``w``: column by column in
-    ``order`` as every kernel adds them (the same floats). Returns how many."""
+    ``[lo, hi)``, into ``buf``, and their exact weights into ``w``: their values gathered
+    column by column into ``g`` (K, >= n), then weighed column by column in ``order`` as
+    every kernel adds them (the same floats). Returns how many."""
     npass = 0
     for q in range(n):
         buf[npass] = s0 + q
         npass += (acc[q] >= lo) & (acc[q] < hi)
+    if npass == 0:
+        return 0
+    K = order.size
     for p in range(npass):
         w[p] = 0.0
-    K = order.size
+        i = buf[p]
+        for k in range(K):
+            g[k, p] = vR[i, k]
     for pos in range(K):
         k = order[pos]
-        if npass == 0:
-            break
         if step[k] == 2 and nlev[k] == 6:
-            _linear6_rows(vR, k, buf, npass, bj[k], tol1, wl, lin, w)
+            _linear6_vals(g[k], npass, k, bj[k], tol1, wl, lin, w)
         else:
             for p in range(npass):
-                i = buf[p]
-                w[p] += column_weight(step[k], abs(vR[i, k] - bj[k]), tol1, 0, k, nlev[k],
+                w[p] += column_weight(step[k], abs(g[k, p] - bj[k]), tol1, 0, k, nlev[k],
                                       wa[k], wd[k], wl, lin)
     return npass
 
 
 @numba.njit(**_FAST)
 def leaf_ranked(rank, vR, s0, s1, cst, dq, tau, bj, order, step, nlev, tol1, wa, wd, wl, lin,
-                acc, buf, w):
+                acc, buf, w, g):
     """The A rows ``s0:s1`` whose bound (:func:`leaf_bounds`) reaches ``tau``, into ``buf``,
     and their exact weights into ``w`` (:func:`leaf_weigh`). Returns how many."""
     if leaf_bounds(rank, s0, s1, cst, dq, acc) < tau:
         return 0
     return leaf_weigh(vR, s0, s1 - s0, acc, tau, 32768, bj, order, step, nlev, tol1, wa, wd,
-                      wl, lin, buf, w)
+                      wl, lin, buf, w, g)

@@ -427,6 +427,7 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
     buf = np.empty(width)
     alive = np.empty(width, dtype=np.int64)
     acc = np.empty(width, dtype=np.int16)
+    gbuf = np.empty((K, width))
     # ranked leaves: each block's rank intervals of the row being searched (cst_row: which)
     cst = np.empty((bstart.size, K, 2 * BOUND_U), dtype=np.int16)
     cst_row = np.full(bstart.size, -1, dtype=np.int64)
@@ -518,7 +519,7 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                             # whose weights give a threshold, then the rest above it
                             top = max(int(np.partition(acc[:n], n - c)[n - c]), tau)
                             na = leaf_weigh(vR, s0, n, acc, top, 32768, bj, order, step, nlev,
-                                            tol1, wa, wd, wl, lin, alive, buf)
+                                            tol1, wa, wd, wl, lin, alive, buf, gbuf)
                             visited += na
                             f = filled[j]
                             for t in range(na):
@@ -527,7 +528,7 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                             thr = max(wt[j, c - 1] if f == c else -np.inf, sd[j]) - slack
                             tau = fixed_threshold(thr, S, lift)
                         na = leaf_weigh(vR, s0, n, acc, tau, top, bj, order, step, nlev, tol1,
-                                        wa, wd, wl, lin, alive, buf)
+                                        wa, wd, wl, lin, alive, buf, gbuf)
                         visited += na
                         f = filled[j]
                         for t in range(na):
