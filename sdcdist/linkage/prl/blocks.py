@@ -354,7 +354,8 @@ def _search(b0: int, b1: int, B: dict, tree: dict, A: dict, cmp: Comparison,
     wtrue = np.full(b1 - b0, np.nan)
     wtrue[known] = pair_weights(A, b, t[known], known, cmp, wp)
     return {"idx": out["idx"], "w": out["w"], "wtrue": wtrue,
-            "visited": np.array([out["visited"]], dtype=np.int64)}
+            "visited": np.array([out["visited"]], dtype=np.int64),
+            "ranked": np.array([out["ranked"]], dtype=np.bool_)}
 
 
 def topc_path(n_a: int, n_b: int, *, mode: str = "auto", path: str = "pairs",
@@ -379,7 +380,7 @@ def topc_path(n_a: int, n_b: int, *, mode: str = "auto", path: str = "pairs",
 
 def counted_topc(runner: Runner, A: Any, B: Any, n_b: int, cmp: Comparison,
                  wp: WeightParams, c: int, truth: Any, *,
-                 rows: int = PRL_BLOCK_ROWS) -> tuple[dict, int]:
+                 rows: int = PRL_BLOCK_ROWS, info: dict | None = None) -> tuple[dict, int]:
     """Each B record's ``c`` best A records without all pairs (branch and bound).
 
     The same candidates, weights and tie order as the all-pairs pass 2 of
@@ -387,13 +388,17 @@ def counted_topc(runner: Runner, A: Any, B: Any, n_b: int, cmp: Comparison,
     builds a KD-tree of A (:func:`build_tree`), every block of B rows
     searches it (:func:`topc_search`) and adds the weight of each
     record's true pair. Returns ``{"idx", "w", "wtrue"}`` (rows of B in order)
-    and the number of pairs whose weight was computed.
+    and the number of pairs whose weight was computed; ``info["ranked"]`` says
+    whether every block bounded the leaves' pairs by ranks (:mod:`.ranked`).
     """
     tree = runner.task(_tree, A, split_scale(wp, cmp))
     parts = [runner.task(_search, b0, b1, B, tree, A, cmp, wp, int(c), truth)
              for b0, b1 in chunk_bounds(int(n_b), int(rows))]
     out = runner.result(tree_reduce(runner, _concat, parts))
     visited = int(out.pop("visited").sum())
+    ranked = bool(out.pop("ranked").all())
+    if info is not None:
+        info["ranked"] = ranked
     return out, visited
 
 

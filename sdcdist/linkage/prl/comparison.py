@@ -14,8 +14,8 @@ import numpy as np
 from ...errors import SdcInputError, param_error
 from .settings import DEFAULTS, PRLSettings
 
-__all__ = ["Comparison", "comparison", "transform", "prepare_side", "transposed", "all_rows",
-           "level", "MAX_LEVELS", "MAX_PATTERN_CODE"]
+__all__ = ["Comparison", "comparison", "transform", "prepare_side", "column_sd", "transposed",
+           "all_rows", "level", "MAX_LEVELS", "MAX_PATTERN_CODE"]
 
 
 #: Most tolerances per column (levels = tolerances + 1).
@@ -189,7 +189,7 @@ def prepare_side(X: Any, cols: tuple[int, ...], cmp: Comparison, *, side: str,
         if cmp.method == "s":
             # absolute differences in units of A's column sd (ddof=1), like comparison
             # levels on standardised differences; the whole file gives the sd
-            sd = np.nanstd(raw, axis=0, ddof=1) if raw.shape[0] > 1 else np.ones(raw.shape[1])
+            sd = column_sd(raw) if raw.shape[0] > 1 else np.ones(raw.shape[1])
             sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
             base = np.broadcast_to(sd, v.shape)
         else:
@@ -198,6 +198,32 @@ def prepare_side(X: Any, cols: tuple[int, ...], cmp: Comparison, *, side: str,
         tol = base[:, :, None] * T[None, :, :]
         tol[:, np.asarray(cmp.categorical, dtype=bool), 0] = 0.0   # equality
         out["tol"] = np.ascontiguousarray(tol)
+    return out
+
+
+def column_sd(raw: np.ndarray) -> np.ndarray:
+    """Each column's sd (ddof=1, NaN left out), the same float in every row order.
+
+    A floating-point sum depends on the order of its terms, so ``np.nanstd`` of a
+    shuffled column can differ in its last bit; through the tolerances that moves
+    every pair weight by a rounding and lets the row order pick among tied optimal
+    assignments (CATALOG PRL item 5). Each column is summed in sorted order (its
+    values alone fix the result; -0.0 counts as 0.0).
+
+    Parameters
+    ----------
+    raw : ndarray (n, K)
+
+    Returns
+    -------
+    ndarray (K,)
+        NaN for a column with fewer than two values.
+    """
+    raw = np.asarray(raw, dtype=np.float64)
+    out = np.empty(raw.shape[1])
+    for k in range(raw.shape[1]):
+        col = np.sort(raw[:, k] + 0.0)                # contiguous, NaN last
+        out[k] = np.nanstd(col, ddof=1) if np.count_nonzero(~np.isnan(col)) > 1 else np.nan
     return out
 
 

@@ -228,9 +228,11 @@ def candidates(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparis
     (the same candidates as all pairs; ``cinfo["pairs_weighed"]`` set);
     ``cinfo["candidates"]`` says which."""
     if _blocks.topc_path(n_a, n_b, mode=s.counting, path=path, blocking=blocking) == "search":
+        how: dict = {}
         cand, cinfo["pairs_weighed"] = counted_topc(runner, A, B, n_b, cmp, wp, s.top_c, truth,
-                                                    rows=s.block_rows[1])
-        cinfo["candidates"] = "branch and bound (KD-tree of A)"
+                                                    rows=s.block_rows[1], info=how)
+        cinfo["candidates"] = "branch and bound (KD-tree of A" + (
+            ", pairs of a leaf bounded by their ranks)" if how["ranked"] else ")")
         return cand
     cinfo["candidates"] = "all pairs"
     return blocked_topc(runner, A, B, n_a, n_b, cmp, wp, s.top_c, truth, rows=s.block_rows,
