@@ -482,13 +482,14 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since
     # int16 comparisons of its A row's rank. Partial codes of columns whose levels
     # multiply to at most 2^15 sum in int16 (16 pairs a vector), then into the int32 code.
     # The A rows are taken in the order of the last column (the largest radix: a run of
-    # one level scatters into one part of the histogram). Histograms as _counts_flat:
-    # nhist == 4 interleaved uint32; nhist == 1 uint8 (a sixth of the uint32 footprint
-    # with the hot part in L2) whose wraps add 256 to uint32; flushed into int64 before
-    # any entry could overflow. Here the A rows of one ranking (_rank_side of rows sorted
-    # by the last column), B rows walked walk_rows at a time, codes of chunk A rows at a
-    # time; since pairs counted in h and h8 since the last flush. Returns (int64 total or
-    # empty, since).
+    # one level scatters into one part of the histogram), whose levels then come by runs
+    # (_set_sorted; pair by pair when the rows are in another order). Histograms as
+    # _counts_flat: nhist == 4 interleaved uint32; nhist == 1 uint8 (a sixth of the uint32
+    # footprint, the hot part in L2) whose wraps add 256 to uint32; flushed into int64
+    # before any entry could overflow. Here the A rows of one ranking (_rank_side of rows
+    # sorted by the last column), B rows walked walk_rows at a time, codes of chunk A rows
+    # at a time; since pairs counted in h and h8 since the last flush. Returns (int64
+    # total or empty, since).
     K, m = rank.shape
     U = _UNROLL
     nhist, n_patterns = h.shape
