@@ -309,7 +309,9 @@ def bench(n: int, workers: int, full: bool, samples: int) -> dict:
         built = runner.task(_tree_task, Ap, scale)
         out["t_tree"] = runner.call(_item, built, "t")
         tree = runner.task(_item, built, "tree")
-        brows = min(n, max(32, int(5e7 // n)))
+        # at least 512 B rows a sample: a search task's fixed cost (the bound table,
+        # ~0.1 s) is then spread as in the real tasks of 8,192 rows, not over 50
+        brows = min(n, max(512, int(5e7 // n)))
         bblocks = _spread(n, brows, samples)
         ts = runner.result([runner.task(_topc_search_task, tree, Bp, cmp, wp, s, e)
                             for s, e in bblocks])
