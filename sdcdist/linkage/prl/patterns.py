@@ -235,6 +235,23 @@ def _sort_column(avT, tc, const, nlev):
 
 
 @numba.njit(**_FAST)
+def _flush(total, h, small):
+    # the dense kernels' histograms into the int64 total (allocated at the first flush),
+    # before any entry could overflow: h (nhist, P) uint32 and the small counters (uint8 /
+    # uint16 whose wraps h holds, or empty); all zeroed. Returns the total
+    if total.size == 0:
+        total = np.zeros(h.shape[1], dtype=np.int64)
+    for g in range(h.shape[0]):
+        for p in range(h.shape[1]):
+            total[p] += h[g, p]
+            h[g, p] = 0
+    for p in range(small.size):
+        total[p] += small[p]
+        small[p] = 0
+    return total
+
+
+@numba.njit(**_FAST)
 def _counts_flat(avT, tolT, tc, const, bv, nlev, radix, n_patterns, nhist, flush):
     # all pairs of a block: dense histograms of the whole pattern space, flushed into int64
     # before any entry could overflow; returns (int64 total or empty, uint32 hists). A is
@@ -269,15 +286,7 @@ def _counts_flat(avT, tolT, tc, const, bv, nlev, radix, n_patterns, nhist, flush
         c1 = min(na, c0 + _CHUNK_ROWS)
         for j in range(bv.shape[0]):
             if since + (c1 - c0) > flush:
-                if total.size == 0:
-                    total = np.zeros(n_patterns, dtype=np.int64)
-                for g in range(nhist):
-                    for p in range(n_patterns):
-                        total[p] += h[g, p]
-                        h[g, p] = 0
-                for p in range(h16.size):
-                    total[p] += h16[p]
-                    h16[p] = 0
+                total = _flush(total, h, h16)
                 since = 0
             n = _codes_chunk(avT, tolT, tc, const, bv[j], c0, c1, nlev, radix, code, cnt, ks,
                              nfin, bnd)
@@ -492,7 +501,7 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since
     # total or empty, since).
     K, m = rank.shape
     U = _UNROLL
-    nhist, n_patterns = h.shape
+    nhist = h.shape[0]
     # groups of columns [gs[g], gs[g + 1]) whose partial codes fit in int16
     gs = np.empty(K + 1, dtype=np.int64)
     ng = 0
@@ -538,15 +547,7 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since
             for jj in range(g1 - g0):
                 j = ob[jj]
                 if since + n > flush:
-                    if total.size == 0:
-                        total = np.zeros(n_patterns, dtype=np.int64)
-                    for g in range(nhist):
-                        for p in range(n_patterns):
-                            total[p] += h[g, p]
-                            h[g, p] = 0
-                    for p in range(h8.size):
-                        total[p] += h8[p]
-                        h8[p] = 0
+                    total = _flush(total, h, h8)
                     since = 0
                 since += n
                 for g in range(ng):
@@ -623,15 +624,11 @@ def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns
     total = np.zeros(0, dtype=np.int64)
     h = np.zeros((nhist, n_patterns), dtype=np.uint32)
     code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
+    none = np.zeros(0, dtype=np.uint8)
     since = 0
     for j in range(bv.shape[0]):
         if since + (hi[j] - lo[j]) > flush:
-            if total.size == 0:
-                total = np.zeros(n_patterns, dtype=np.int64)
-            for g in range(nhist):
-                for p in range(n_patterns):
-                    total[p] += h[g, p]
-                    h[g, p] = 0
+            total = _flush(total, h, none)
             since = 0
         n = _codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, code)
         since += n
