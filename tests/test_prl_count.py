@@ -459,7 +459,8 @@ def test_linkage_dense_kernel_same_as_hash(client, monkeypatch, use_client):
     old = link(Runner(), counting="pairs")
     assert old.info["pattern_kernel"] == "hash" and new.info["pattern_kernel"] == "dense"
     assert auto.info["counting"] == "pairs, dense histogram kernel (counting would be slower)"
-    assert auto.info["candidates"].startswith("branch and bound (KD-tree of A")
+    assert auto.info["candidates"] == \
+        "branch and bound (KD-tree of A, pairs of a leaf bounded by their ranks)"
     assert new.info["candidates"] == "all pairs"
     for r in (new, auto):
         _same(r.counts, old.counts)
@@ -515,7 +516,8 @@ def test_linkage_searched_candidates_below_counting(client, monkeypatch, use_cli
     monkeypatch.setattr(blocks, "AUTO_TOPC_MIN_PAIRS", 1500 * 1500)
     auto = link(counting="auto")
     assert auto.info["counting"] == "pairs, dense histogram kernel (small)"
-    assert auto.info["candidates"].startswith("branch and bound (KD-tree of A")
+    assert auto.info["candidates"] == \
+        "branch and bound (KD-tree of A, pairs of a leaf bounded by their ranks)"
     assert ref.info["candidates"] == "all pairs"
     assert 0 < auto.info["pairs_weighed"] <= 1500 * 1500
     _same(auto.counts, ref.counts)

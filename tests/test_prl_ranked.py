@@ -55,7 +55,8 @@ def test_ranked_search_equals_all_pairs(K, cat, weights):
     assert not plain["ranked"]
     for leaf, rows in ((None, ranked.BLOCK_ROWS), (64, 200), (7, 100), (1024, 700)):
         tree = topc.build_tree(a, leaf_size=leaf, scale=scale, ranks=False)
-        tree["ranks"] = ranked.rank_blocks(tree, rows=rows)
+        tc = ranked.constant_tolerances(tree["tolT"], cmp.n_levels)
+        tree["ranks"] = ranked.rank_blocks(tree, tc, rows=rows)
         got = topc.topc_search(tree, b, cmp, wp, 20)
         assert got["ranked"]
         np.testing.assert_array_equal(got["idx"], ref["idx"])
@@ -90,7 +91,7 @@ def test_per_row_tolerances_build_no_ranks():
     assert "ranks" not in tree and tree["left"].size > 1
 
 
-def _exact_interval(x, t, tb, tl):
+def _exact_interval(x, tb):
     """The bound's interval of a difference: the bound tolerances it misses (NaN all)."""
     return int(sum(not (x <= v) for v in tb))
 
@@ -106,13 +107,13 @@ def test_level_bounds_hold_every_column_weight():
     avT, tolT = transposed(a)
     tc = ranked.constant_tolerances(tolT, cmp.n_levels)
     tb = ranked.bound_tolerances(wp, cmp, tc)
-    bt = ranked.bound_table(wp, cmp, tolT)
+    bt = ranked.bound_table(wp, cmp, tc)
     ub = ranked.level_bounds(wp, cmp, tb, tc)
     for k in range(K):
         L = int((tb[k] >= 0).sum())
         assert np.all(np.diff(np.maximum.accumulate(ub[k, :L + 1][::-1])[::-1]) <= 0)
         d = np.abs(avT[k][None, :] - b["v"][:, k][:, None]).ravel()
-        i = np.array([_exact_interval(x, None, tb[k, :L], None) for x in d])
+        i = np.array([_exact_interval(x, tb[k, :L]) for x in d])
         w = np.array([prl.weights.column_weight(int(wp.step[k]), x, tolT, 0, k,
                                                 int(cmp.n_levels[k]), wp.w_agr[k],
                                                 wp.w_dis[k], wp.w_level, wp.lin) for x in d])
@@ -131,7 +132,7 @@ def test_block_intervals_hold_every_meeting_rank():
     v[0, ::97] = np.nan
     tree = {"start": np.array([0]), "stop": np.array([n]), "left": np.array([-1]),
             "right": np.array([-1]), "vT": np.ascontiguousarray(v)}
-    rk = ranked.rank_blocks(tree)
+    rk = ranked.rank_blocks(tree, np.zeros((K, 0)))
     tb = np.array([[0.0, 0.125, 0.5, 2.0, 1e9], [0.25, 1.0, -1, -1, -1]])
     nint = np.array([6, 3])
     U = ranked.BOUND_U
@@ -168,7 +169,8 @@ def test_leaf_keeps_every_pair_reaching_the_threshold():
     a, b = _sides(A, B[:60], cmp)
     wp = _fit(a, b, cmp)
     tree = topc.build_tree(a, leaf_size=900, ranks=True)
-    rk, bt = tree["ranks"], ranked.bound_table(wp, cmp, tree["tolT"])
+    rk = tree["ranks"]
+    bt = ranked.bound_table(wp, cmp, rk["tc"])
     W = prl.dense_weights({"v": np.ascontiguousarray(tree["vT"].T), "tol": a["tol"]}, b, cmp, wp)
     mags = np.abs(np.concatenate([wp.w_agr, wp.w_dis, wp.w_level.ravel()]))
     slack = 1e-9 * (1.0 + float(mags.sum()))
@@ -181,9 +183,10 @@ def test_leaf_keeps_every_pair_reaching_the_threshold():
         for kth in (1, 20, 200):
             thr = np.sort(W[j])[::-1][kth - 1]
             tau = ranked.fixed_threshold(thr - slack, bt["S"], bt["lift"])
-            m = ranked.leaf_ranked(rk["rank"], rk["vR"], 0, n, cst, bt["dq"], tau, bj, wp.order,
-                                   wp.step, cmp.n_levels, bt["tol1"], wp.w_agr, wp.w_dis,
-                                   wp.w_level, wp.lin, acc, buf, w, np.empty((6, n)))
+            ranked.leaf_bounds(rk["rank"], 0, n, cst, bt["dq"], acc)
+            m = ranked.leaf_weigh(rk["vR"], 0, n, acc, tau, 32768, bj, wp.order, wp.step,
+                                  cmp.n_levels, tree["tolT"], wp.w_agr, wp.w_dis, wp.w_level,
+                                  wp.lin, buf, w, np.empty((6, n)))
             assert set(np.flatnonzero(W[j] >= thr)) <= set(buf[:m])
             np.testing.assert_array_equal(w[:m], W[j, buf[:m]])
             if kth == 1:

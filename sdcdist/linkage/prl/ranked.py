@@ -8,7 +8,7 @@ column is given a few tolerances of its own, where its weight changes most
 (:func:`bound_tolerances`), and the largest weight of each interval between them
 (:func:`level_bounds`), so a pair's weight is at most the sum of its intervals' bounds.
 The sums are taken in int16 fixed point, rounded up, 16 pairs a vector
-(:func:`leaf_ranked`); a pair is weighed (exactly, as every other kernel weighs it) only
+(:func:`leaf_bounds`); a pair is weighed (exactly, as every other kernel weighs it) only
 where its bound reaches the B row's c-th weight so far. Ranks are per block of the tree
 (:func:`rank_blocks`), the runs of a B row found by binary search over every
 :data:`_SKIP`-th sorted value (:func:`block_intervals`: a run may hold a few ranks too
@@ -21,11 +21,11 @@ import numba
 import numpy as np
 
 from .comparison import Comparison, transposed
-from .weights import WeightParams, column_weight, linear_at
+from .weights import WeightParams, column_weight, linear6_all, linear_at
 
-__all__ = ["constant_tolerances", "ranked_eligible", "bound_tolerances", "level_bounds", "bound_table", "rank_blocks",
-           "block_intervals", "fixed_threshold", "leaf_bounds", "leaf_weigh", "leaf_ranked", "BOUND_SCALE", "BLOCK_ROWS",
-           "BOUND_U"]
+__all__ = ["constant_tolerances", "ranked_eligible", "bound_tolerances", "level_bounds",
+           "bound_table", "rank_blocks", "block_intervals", "fixed_threshold", "leaf_bounds",
+           "leaf_weigh", "BOUND_SCALE", "BLOCK_ROWS", "BOUND_U"]
 
 #: The fixed-point range of a pair's bound (int16 sums: at most this, plus one per column).
 BOUND_SCALE = 30000
@@ -134,16 +134,15 @@ def constant_tolerances(tolT: np.ndarray, nlev: np.ndarray) -> np.ndarray | None
     return tolT[:, :, 0] if tolT.shape[2] else np.zeros(tolT.shape[:2])
 
 
-def ranked_eligible(tolT: np.ndarray, cmp: Comparison, wp: WeightParams,
+def ranked_eligible(tc: np.ndarray, cmp: Comparison, wp: WeightParams,
                     *values: np.ndarray) -> bool:
     """Whether the leaves of a candidate search can be bounded by ranks
-    (:func:`leaf_ranked`): A's tolerances ``tolT`` (K, L, n) the same on every row
-    (:func:`constant_tolerances`); every column weighed by its level (at most
+    (:func:`leaf_bounds`), for A's tolerances ``tc`` (K, L), the same on every row
+    (:func:`constant_tolerances`): every column weighed by its level (at most
     :data:`BOUND_U` tolerances, finite and >= 0, so that the rows meeting one form a run
     of the sorted values) or linearly within its level (a last tolerance > 0); no
     infinite value in ``values`` (a missing one is fine)."""
-    tc = constant_tolerances(tolT, cmp.n_levels)
-    if tc is None or not bool(np.all(np.isin(wp.step, (1, 2)))):
+    if not bool(np.all(np.isin(wp.step, (1, 2)))):
         return False
     for k, rule in enumerate(wp.step):
         L = int(cmp.n_levels[k]) - 1
@@ -174,56 +173,16 @@ def _add_bound(rk, acc, c, d, n):
         acc[q] += np.int16(v)
 
 
-@numba.njit(inline="always", **_FAST)
-def _linear6_vals(a, n, k, x, tol1, wl, lin, w):
-    # w[p] += column k's linear weight (6 levels) of the A value a[p] (p < n, contiguous)
-    # against the B value x: linear6_all's operations in its order (the same floats as
-    # column_weight), with a tolerance the same on every A row; branch-free, so it
-    # vectorises
-    t0 = tol1[k, 0, 0]
-    tl = tol1[k, 4, 0]
-    p0, p1, p2, p3, p4, p5 = lin[k, 0, 0], lin[k, 0, 1], lin[k, 0, 2], lin[k, 0, 3], \
-        lin[k, 0, 4], lin[k, 0, 5]
-    x0, x1, x2, x3, x4, x5, x6 = lin[k, 1, 0], lin[k, 1, 1], lin[k, 1, 2], lin[k, 1, 3], \
-        lin[k, 1, 4], lin[k, 1, 5], lin[k, 1, 6]
-    w0, w1, w2, w3, w4, w5, w6 = lin[k, 2, 0], lin[k, 2, 1], lin[k, 2, 2], lin[k, 2, 3], \
-        lin[k, 2, 4], lin[k, 2, 5], lin[k, 2, 6]
-    l0, l1, l2, l3, l4, l5, l6 = lin[k, 3, 0], lin[k, 3, 1], lin[k, 3, 2], lin[k, 3, 3], \
-        lin[k, 3, 4], lin[k, 3, 5], lin[k, 3, 6]
-    wz = wl[k, 0]
-    wn = wl[k, 5]
-    for p in range(n):
-        d = abs(a[p] - x)
-        xx = d / tl
-        c = p0 <= xx
-        sx, sw, sl = (x1 if c else x0), (w1 if c else w0), (l1 if c else l0)
-        c = p1 <= xx
-        sx, sw, sl = (x2 if c else sx), (w2 if c else sw), (l2 if c else sl)
-        c = p2 <= xx
-        sx, sw, sl = (x3 if c else sx), (w3 if c else sw), (l3 if c else sl)
-        c = p3 <= xx
-        sx, sw, sl = (x4 if c else sx), (w4 if c else sw), (l4 if c else sl)
-        c = p4 <= xx
-        sx, sw, sl = (x5 if c else sx), (w5 if c else sw), (l5 if c else sl)
-        c = p5 <= xx
-        sx, sw, sl = (x6 if c else sx), (w6 if c else sw), (l6 if c else sl)
-        v = sw + sl * (xx - sx)
-        v = v if xx >= 0.0 else wn
-        v = wz if ((d == 0.0) & (t0 == 0.0)) else v
-        w[p] += v
-
-
-def bound_table(wp: WeightParams, cmp: Comparison, tolT: np.ndarray) -> dict:
-    """What :func:`leaf_ranked` needs of a fitted model: the bound's tolerances ``tb``
+def bound_table(wp: WeightParams, cmp: Comparison, tc: np.ndarray) -> dict:
+    """What :func:`leaf_bounds` needs of a fitted model, for A's tolerances ``tc`` (K, L),
+    the same on every row (:func:`constant_tolerances`): the bound's tolerances ``tb``
     (K, U) and intervals per column ``nint`` (K,); ``dq`` (K, U) int16, the fixed-point
     increments of each tolerance met (the column's bound rounded up, :data:`BOUND_SCALE`
     over the range of the pair sums); ``S`` the scale and ``lift`` the weight to add to a
     pair's fixed-point sum over ``S``, so that ``floor(S (thr - lift)) - 1`` is the
-    threshold a pair of weight ``>= thr`` always reaches (:func:`fixed_threshold`); ``tol1``
-    (K, L, 1) the comparison's tolerances (the same on every A row)."""
+    threshold a pair of weight ``>= thr`` always reaches (:func:`fixed_threshold`)."""
     K = len(cmp.n_levels)
     U = BOUND_U
-    tc = constant_tolerances(tolT, cmp.n_levels)
     tb = bound_tolerances(wp, cmp, tc)
     ub = level_bounds(wp, cmp, tb, tc)
     L = (tb >= 0.0).sum(axis=1).astype(np.int64)
@@ -240,16 +199,15 @@ def bound_table(wp: WeightParams, cmp: Comparison, tolT: np.ndarray) -> dict:
         for i in range(L[k]):
             dq[k, i] = np.int16(q[k, i] - q[k, i + 1])
     lift = float(base.sum()) + float(sum(q[k, L[k]] for k in range(K))) / S
-    tol1 = np.ascontiguousarray(tolT[:, :, :1]) if tolT.shape[2] else \
-        np.zeros((K, tolT.shape[1], 1))
-    return {"tb": tb, "nint": L + 1, "dq": dq, "S": float(S), "lift": lift, "tol1": tol1}
+    return {"tb": tb, "nint": L + 1, "dq": dq, "S": float(S), "lift": lift}
 
 
-def rank_blocks(tree: dict, *, rows: int = BLOCK_ROWS) -> dict:
+def rank_blocks(tree: dict, tc: np.ndarray, *, rows: int = BLOCK_ROWS) -> dict:
     """Per-block ranks of a KD-tree's A values (:func:`~sdcdist.linkage.prl.topc.
-    build_tree`) for :func:`leaf_ranked`: the largest subtrees of at most ``rows`` rows
+    build_tree`) for :func:`leaf_bounds`: the largest subtrees of at most ``rows`` rows
     (or a leaf, of at most :data:`BLOCK_ROWS`) are the blocks, and in each, every
-    column's values are ranked (int16, NaN last).
+    column's values are ranked (int16, NaN last). ``tc`` (K, L): A's tolerances, the same
+    on every row (:func:`constant_tolerances`), kept for the search.
 
     Returns
     -------
@@ -258,7 +216,8 @@ def rank_blocks(tree: dict, *, rows: int = BLOCK_ROWS) -> dict:
         ``bstart`` (n_blocks,) the first row of each; ``rank`` (K, n) int16 each row's
         rank in its block; ``nfin`` (n_blocks, K) its non-NaN values; ``sk`` (K,
         n_blocks, rows / :data:`_SKIP`) every ``_SKIP``-th of its sorted values (+inf
-        beyond); ``vR`` (n, K) the values row by row (a row's in one cache line or two).
+        beyond); ``vR`` (n, K) the values row by row (a row's in one cache line or two);
+        ``tc``.
     """
     start, stop, left, right = tree["start"], tree["stop"], tree["left"], tree["right"]
     vT = tree["vT"]
@@ -296,7 +255,7 @@ def rank_blocks(tree: dict, *, rows: int = BLOCK_ROWS) -> dict:
             every = vT[k, s:e][o[::_SKIP]]
             sk[k, b, :every.size] = every
     return {"block": block, "bstart": bstart, "rank": rank, "nfin": nfin, "sk": sk,
-            "vR": np.ascontiguousarray(vT.T)}
+            "vR": np.ascontiguousarray(vT.T), "tc": np.ascontiguousarray(tc)}
 
 
 @numba.njit(inline="always", **_FAST)
@@ -358,7 +317,7 @@ def block_intervals(sk, b, nfin, bj, tb, nint, cst):
 
 @numba.njit(**_FAST)
 def fixed_threshold(thr, S, lift):
-    """The fixed-point threshold of :func:`leaf_ranked` for the weight ``thr``: every pair
+    """The fixed-point threshold of :func:`leaf_bounds` for the weight ``thr``: every pair
     of weight ``>= thr`` has a fixed-point bound at least this (-32768: every pair)."""
     if not thr > -np.inf:
         return -32768
@@ -387,11 +346,13 @@ def leaf_bounds(rank, s0, s1, cst, dq, acc):
 
 
 @numba.njit(**_FAST)
-def leaf_weigh(vR, s0, n, acc, lo, hi, bj, order, step, nlev, tol1, wa, wd, wl, lin, buf, w, g):
+def leaf_weigh(vR, s0, n, acc, lo, hi, bj, order, step, nlev, tolT, wa, wd, wl, lin, buf, w, g):
     """The A rows ``s0 + q`` (q < n) whose bound ``acc[q]`` (:func:`leaf_bounds`) lies in
     ``[lo, hi)``, into ``buf``, and their exact weights into ``w``: their values gathered
     column by column into ``g`` (K, >= n), then weighed column by column in ``order`` as
-    every kernel adds them (the same floats). Returns how many."""
+    :func:`~sdcdist.linkage.prl.weights.weights_row` adds them (the same floats; ``tolT``
+    (K, L, >= n) A's tolerances, the same on every row, so any rows serve). Returns how
+    many."""
     npass = 0
     for q in range(n):
         buf[npass] = s0 + q
@@ -407,20 +368,9 @@ def leaf_weigh(vR, s0, n, acc, lo, hi, bj, order, step, nlev, tol1, wa, wd, wl, 
     for pos in range(K):
         k = order[pos]
         if step[k] == 2 and nlev[k] == 6:
-            _linear6_vals(g[k], npass, k, bj[k], tol1, wl, lin, w)
+            linear6_all(g, tolT, k, 0, npass, bj[k], wl, lin, w)
         else:
             for p in range(npass):
-                w[p] += column_weight(step[k], abs(g[k, p] - bj[k]), tol1, 0, k, nlev[k],
+                w[p] += column_weight(step[k], abs(g[k, p] - bj[k]), tolT, p, k, nlev[k],
                                       wa[k], wd[k], wl, lin)
     return npass
-
-
-@numba.njit(**_FAST)
-def leaf_ranked(rank, vR, s0, s1, cst, dq, tau, bj, order, step, nlev, tol1, wa, wd, wl, lin,
-                acc, buf, w, g):
-    """The A rows ``s0:s1`` whose bound (:func:`leaf_bounds`) reaches ``tau``, into ``buf``,
-    and their exact weights into ``w`` (:func:`leaf_weigh`). Returns how many."""
-    if leaf_bounds(rank, s0, s1, cst, dq, acc) < tau:
-        return 0
-    return leaf_weigh(vR, s0, s1 - s0, acc, tau, 32768, bj, order, step, nlev, tol1, wa, wd,
-                      wl, lin, buf, w, g)

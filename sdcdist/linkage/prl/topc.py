@@ -124,15 +124,16 @@ def build_tree(a: dict, *, leaf_size: int | None = None, scale: np.ndarray | Non
         (K, L, n_a): A's values and tolerances in that order; ``start``,
         ``stop``, ``left``, ``right``
         (n_nodes,) int64 (children -1 at leaves); ``lo``, ``hi`` (n_nodes, K);
-        ``ranks``: :func:`~sdcdist.linkage.prl.ranked.rank_blocks`, with ``ranks``
-        True, or by default where every column's tolerances are the same on every row
-        (then :func:`topc_search` bounds each pair of a leaf by its ranks).
+        ``ranks``: :func:`~sdcdist.linkage.prl.ranked.rank_blocks`, where every
+        column's tolerances are the same on every row (unless ``ranks`` is False; then
+        :func:`topc_search` bounds each pair of a leaf by its ranks).
     """
     v = np.asarray(a["v"], dtype=np.float64)
     n, K = v.shape
+    tolA = np.asarray(a["tol"]).transpose(1, 2, 0)
+    tc = constant_tolerances(tolA, np.full(K, tolA.shape[1] + 1)) if n else None
     if ranks is None:
-        tolT = np.asarray(a["tol"]).transpose(1, 2, 0)
-        ranks = n > 0 and constant_tolerances(tolT, np.full(K, tolT.shape[1] + 1)) is not None
+        ranks = tc is not None
     if leaf_size is None:
         leaf_size = RANKED_LEAF_SIZE if ranks else LEAF_SIZE
     key = np.where(np.isnan(v), np.inf, v)
@@ -180,8 +181,8 @@ def build_tree(a: dict, *, leaf_size: int | None = None, scale: np.ndarray | Non
             "start": start_a, "stop": stop_a, "left": np.asarray(left, dtype=np.int64),
             "right": np.asarray(right, dtype=np.int64), "lo": lo, "hi": hi,
             "dim": np.asarray(dim, dtype=np.int64), "cut": np.asarray(cut)}
-    if ranks and n and leaf_size <= BLOCK_ROWS:
-        tree["ranks"] = rank_blocks(tree)
+    if ranks and tc is not None and leaf_size <= BLOCK_ROWS:
+        tree["ranks"] = rank_blocks(tree, tc)
     return tree
 
 
@@ -404,7 +405,7 @@ def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order, suf,
 @numba.njit(cache=True, nogil=True)
 def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, gstart, T,
                    nlev, wa, wd, wl, step, lin, env, rel, order, c, slack, ranked, block, bstart,
-                   rank, sk, nfin, vR, tb, nint, dq, S, lift, tol1):
+                   rank, sk, nfin, vR, tb, nint, dq, S, lift):
     # best first over the nodes of A for a group of nearby B rows at a time
     # (bv[gstart[g]:gstart[g + 1]]): a node's bound holds for every row of the group, so
     # the tree is walked once per group and each A leaf's values are read once per group;
@@ -512,28 +513,25 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                         tau = fixed_threshold(thr, S, lift)
                         if leaf_bounds(rank, s0, s1, cst[bq], dq, acc) < tau:
                             continue
+                        # first, while its list is not full, the c rows of the best
+                        # bounds (or ties), whose weights raise the threshold; then the
+                        # rest of the rows from the threshold up to those
                         n = s1 - s0
                         top = 32768
+                        lo_ = tau
                         if filled[j] < c and n > c:
-                            # no list yet: first the c rows of the best bounds (or ties),
-                            # whose weights give a threshold, then the rest above it
-                            top = max(int(np.partition(acc[:n], n - c)[n - c]), tau)
-                            na = leaf_weigh(vR, s0, n, acc, top, 32768, bj, order, step, nlev,
-                                            tol1, wa, wd, wl, lin, alive, buf, gbuf)
+                            lo_ = max(int(np.partition(acc[:n], n - c)[n - c]), tau)
+                        while lo_ < top:
+                            na = leaf_weigh(vR, s0, n, acc, lo_, top, bj, order, step, nlev,
+                                            ttolT, wa, wd, wl, lin, alive, buf, gbuf)
                             visited += na
                             f = filled[j]
                             for t in range(na):
                                 f = keep_top(wt[j], idx[j], f, buf[t], perm[alive[t]])
                             filled[j] = f
+                            top = lo_
                             thr = max(wt[j, c - 1] if f == c else -np.inf, sd[j]) - slack
-                            tau = fixed_threshold(thr, S, lift)
-                        na = leaf_weigh(vR, s0, n, acc, tau, top, bj, order, step, nlev, tol1,
-                                        wa, wd, wl, lin, alive, buf, gbuf)
-                        visited += na
-                        f = filled[j]
-                        for t in range(na):
-                            f = keep_top(wt[j], idx[j], f, buf[t], perm[alive[t]])
-                        filled[j] = f
+                            lo_ = max(fixed_threshold(thr, S, lift), tau)
                     else:
                         acc0 = 0.0
                         for pos in range(K - 1, -1, -1):
@@ -600,7 +598,7 @@ def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int, *,
     the same on every A row: the default ``s``, categorical columns) and
     :func:`~sdcdist.linkage.prl.ranked.ranked_eligible` holds, a leaf's pairs are
     bounded one by one from their ranks (:func:`~sdcdist.linkage.prl.ranked.
-    leaf_ranked`, 16 pairs a vector) and only those whose bound reaches the
+    leaf_bounds`, 16 pairs a vector) and only those whose bound reaches the
     c-th weight are weighed: the same candidates, a fraction of the weighing.
 
     Parameters
@@ -640,17 +638,16 @@ def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int, *,
     # widest tolerance; other tolerances use the box's widest (``tmx``)
     rel = np.array([cmp.method != "s" and not cat for cat in cmp.categorical], dtype=np.bool_)
     rk = tree.get("ranks")
-    ranked = rk is not None and ranked_eligible(tree["tolT"], cmp, wp, bv)
+    ranked = rk is not None and ranked_eligible(rk["tc"], cmp, wp, bv)
     if ranked:
-        bt = bound_table(wp, cmp, tree["tolT"])
+        bt = bound_table(wp, cmp, rk["tc"])
     else:
         rk = {"block": np.zeros(1, np.int64), "bstart": np.zeros(0, np.int64),
               "rank": np.zeros((1, 1), np.int16), "sk": np.zeros((1, 1, 1)),
               "vR": np.zeros((1, 1)),
               "nfin": np.zeros((0, 1), np.int64)}
         bt = {"tb": np.zeros((1, BOUND_U)), "nint": np.zeros(1, np.int64),
-              "dq": np.zeros((1, BOUND_U), np.int16), "S": 1.0, "lift": 0.0,
-              "tol1": np.zeros((1, 1, 1))}
+              "dq": np.zeros((1, BOUND_U), np.int16), "S": 1.0, "lift": 0.0}
     idx, w, visited = _search_kernel(tree["vT"], tree["tolT"], tree["perm"], tree["start"],
                                      tree["stop"], tree["left"], tree["right"], tree["lo"],
                                      tree["hi"], tree["tmx"], np.ascontiguousarray(bv[walk]),
@@ -659,7 +656,7 @@ def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int, *,
                                      linear_envelope(wp.lin, wp.w_level), rel, wp.order, int(c),
                                      slack, ranked, rk["block"], rk["bstart"], rk["rank"],
                                      rk["sk"], rk["nfin"], rk["vR"], bt["tb"], bt["nint"], bt["dq"],
-                                     bt["S"], bt["lift"], bt["tol1"])
+                                     bt["S"], bt["lift"])
     out_idx = np.empty_like(idx)
     out_w = np.empty_like(w)
     out_idx[walk] = idx
