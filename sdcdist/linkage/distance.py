@@ -22,6 +22,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..errors import SdcInputError
+from ..moments import column_moments, sorted_column
 
 __all__ = ["sq_distances", "hit_total", "raw_columns", "block_top2", "merge_top2", "standardize", "top2_link_credit",
            "credit_counts", "add_counts", "credit_total", "METRICS", "pair_distances",
@@ -40,14 +41,18 @@ def standardize(X: np.ndarray, cols: tuple[int, ...] | None = None, *,
                 what: str = "file", names: tuple[str, ...] | None = None) -> np.ndarray:
     """Z-score the columns ``cols`` of ``X`` with its own means and sds (ddof=1).
 
+    The means and sds are summed over each column's sorted values
+    (:func:`sdcdist.moments.column_moments`), so they are the same floats in every
+    row order of ``X``: the z-scores, every distance and every tie between
+    candidates are then functions of the records' values alone.
+
     Raises
     ------
     SdcInputError
         If a selected column is constant (its sd is 0).
     """
     A = np.asarray(X[:, list(cols)] if cols is not None else X[:, :], dtype=np.float64)
-    mu = A.mean(axis=0)
-    sd = A.std(axis=0, ddof=1) if A.shape[0] > 1 else np.zeros(A.shape[1])
+    mu, sd = column_moments(A)
     bad = np.flatnonzero(~(sd > 0))
     if bad.size:
         label = [names[i] if names else (cols[i] if cols else i) for i in bad]
@@ -392,10 +397,12 @@ def pair_abs_sd(a: np.ndarray, b: np.ndarray) -> float:
 
     E|a - b| from sorted ``b`` and prefix sums (no pair matrix);
     E(a - b)^2 from the moments. Population sd (the divisor does not change
-    which record is nearest).
+    which record is nearest). Both columns are summed in sorted order
+    (:func:`sdcdist.moments.sorted_column`), so the scale is the same float in
+    every row order of either file.
     """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.sort(np.asarray(b, dtype=np.float64))
+    a = sorted_column(a)
+    b = sorted_column(b)
     cs = np.concatenate([[0.0], np.cumsum(b)])
     k = np.searchsorted(b, a, side="right")
     below = a * k - cs[k]

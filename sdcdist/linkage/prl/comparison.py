@@ -12,6 +12,7 @@ import numba
 import numpy as np
 
 from ...errors import SdcInputError, param_error
+from ...moments import column_moments
 from .settings import DEFAULTS, PRLSettings
 
 __all__ = ["Comparison", "comparison", "transform", "prepare_side", "column_sd", "transposed",
@@ -208,7 +209,8 @@ def column_sd(raw: np.ndarray) -> np.ndarray:
     shuffled column can differ in its last bit; through the tolerances that moves
     every pair weight by a rounding and lets the row order pick among tied optimal
     assignments (CATALOG PRL item 5). Each column is summed in sorted order (its
-    values alone fix the result; -0.0 counts as 0.0).
+    values alone fix the result; -0.0 counts as 0.0): :func:`sdcdist.moments.column_moments`,
+    which the distance linkage's standardisation shares.
 
     Parameters
     ----------
@@ -219,12 +221,7 @@ def column_sd(raw: np.ndarray) -> np.ndarray:
     ndarray (K,)
         NaN for a column with fewer than two values.
     """
-    raw = np.asarray(raw, dtype=np.float64)
-    out = np.empty(raw.shape[1])
-    for k in range(raw.shape[1]):
-        col = np.sort(raw[:, k] + 0.0)                # contiguous, NaN last
-        out[k] = np.nanstd(col, ddof=1) if np.count_nonzero(~np.isnan(col)) > 1 else np.nan
-    return out
+    return column_moments(raw)[1]
 
 
 def transposed(a: dict) -> tuple[np.ndarray, np.ndarray]:
