@@ -11,7 +11,7 @@ from scipy.stats import rankdata
 from sdcdist.errors import SdcInputError
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
-from sdcdist.metrics.risk import crl_links
+from sdcdist.metrics.risk import crl_links, interval_counts
 
 LINKAGE = ["DLD", "DLD2", "DRL2", "PDL", "RR"]
 
@@ -287,6 +287,26 @@ def test_sdid_hand_computed():
     Y[1, 0] += 0.1        # s'_1 ≈ 1.29, k s' ≈ 0.065 < 0.1: record 2 is out
     Y[2, 1] += 0.5        # s'_2 ≈ 12.9, k s' ≈ 0.65 > 0.5: record 3 stays in
     assert measure(X, Y, ["SDID"])["SDID"].value == 0.75
+
+
+def test_interval_sd_is_the_same_float_in_every_row_order():
+    """ID2's and SDID's sd of the masked column is summed over its sorted values: a plain sd
+    over the rows in file order moves in its last bit with the order (it does on this file),
+    and with it which values fall on an interval's bound."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(50, 1)) * 1e3 + 1 / 3
+    Y = X + rng.normal(size=X.shape)
+    ps = tuple(float(p) for p in range(1, 11))
+    ref = interval_counts(0, 0, X, Y, ps)
+    plain_moved = 0
+    for _ in range(10):
+        p = rng.permutation(50)
+        plain_moved += Y[p, 0].std(ddof=1) != Y[:, 0].std(ddof=1)
+        got = interval_counts(0, 0, X[p], Y[p], ps)
+        assert got["sd"].tobytes() == ref["sd"].tobytes()
+        assert np.array_equal(got["id2"], ref["id2"])
+    assert plain_moved > 0
+    assert ref["sd"][0] == pytest.approx(Y[:, 0].std(ddof=1), rel=1e-14)
 
 
 # -- the papers' trends --------------------------------------------------------------

@@ -44,6 +44,7 @@ from ..errors import SdcInputError, column_positions
 from ..linkage import distance
 from ..linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
 from ..linkage.truth import invert_truth, row_truth
+from ..moments import column_moments
 from ..parallel import add_dicts, map_reduce, tree_reduce
 from ._registry import MeasureContext, MetricResult, register, take_columns
 
@@ -463,7 +464,8 @@ def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
     ID1: the masked column is sorted once (stable); for each p the interval of
     record i is ``[s[r_i - h], s[r_i + h]]`` (clamped), ``r_i`` the rank of its
     masked value and ``h = floor(p n / 100)``. ID2: ``x' ± p s' / 100``.
-    Also returns the masked column's sd (ddof 1) for SDID.
+    Also returns the masked column's sd (ddof 1, summed in sorted order:
+    :func:`sdcdist.moments.column_moments`) for SDID.
     """
     x = np.asarray(X[:, ja], dtype=np.float64)
     y = np.asarray(Y[:, jb], dtype=np.float64)
@@ -471,7 +473,9 @@ def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
     order = np.argsort(y, kind="stable")
     s = y[order]                  # masked values by rank
     xs = x[order]                 # each record's original value, at its masked rank
-    sd = float(y.std(ddof=1)) if n > 1 else 0.0
+    # summed over the sorted values: the same float in every row order, so which values
+    # fall on an interval's bound does not depend on the order of the records
+    sd = float(column_moments(y[:, None])[1][0]) if n > 1 else 0.0
     id1 = np.zeros(len(ps), dtype=np.int64)
     id2 = np.zeros(len(ps), dtype=np.int64)
     for i, p in enumerate(ps):
