@@ -11,13 +11,18 @@ fix the result: -0.0 counts as 0.0 and NaN is left out (it sorts last).
 Plain numpy; the distance linkage (:func:`sdcdist.linkage.distance.standardize`,
 :func:`~sdcdist.linkage.distance.pair_abs_sd`), the PRL comparison
 (:func:`sdcdist.linkage.prl.comparison.column_sd`) and interval disclosure read it.
+
+Whether a column is constant is not read from its sd: a column of 1,000 copies of 0.1
+has a computed sd of about 1e-17, not 0 (the mean of the copies is not exactly 0.1), and
+its z-scores would be rounding noise the size of real data. :func:`constant_columns`
+compares the values themselves.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["column_moments", "sorted_column"]
+__all__ = ["column_moments", "sorted_column", "constant_columns"]
 
 
 def sorted_column(x: np.ndarray) -> np.ndarray:
@@ -60,3 +65,27 @@ def column_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if m > 1:
             sd[k] = np.nanstd(col, ddof=1)
     return mean, sd
+
+
+def constant_columns(X: np.ndarray) -> np.ndarray:
+    """Whether each column holds a single value: all its non-missing values are equal.
+
+    Exact, whatever the column's sd computes to: ``min == max`` over the non-NaN values
+    (-0.0 equals 0.0). A column without a value (all NaN, or no rows) counts as
+    constant. Two values one ulp apart are not constant.
+
+    Parameters
+    ----------
+    X : ndarray (n, K)
+
+    Returns
+    -------
+    ndarray (K,) of bool
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"constant_columns takes a 2-D array (rows, columns); got {X.ndim}-D")
+    if X.shape[0] == 0:
+        return np.ones(X.shape[1], dtype=bool)
+    # fmin/fmax skip NaN (NaN only where a column has no value; NaN < NaN is False)
+    return ~(np.fmin.reduce(X, axis=0) < np.fmax.reduce(X, axis=0))

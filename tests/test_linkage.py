@@ -266,6 +266,27 @@ def test_standardize_is_the_same_floats_in_every_row_order():
         distance.standardize(X[:1])
 
 
+@pytest.mark.parametrize("value, holes", [(0.1, ()), (1 / 3, ()), (0.1, (2, 57, 199))])
+def test_standardize_refuses_a_constant_column_whose_sd_is_not_zero(value, holes):
+    """Copies of 0.1 (or 1/3) have a computed sd of about 1e-17: the z-scores were rounding
+    noise of size 1 that looked like data. Constant means all non-missing values equal."""
+    rng = np.random.default_rng(3)
+    c = np.full(1000, value)
+    c[list(holes)] = np.nan
+    X = np.c_[rng.standard_normal(1000), c]
+    assert distance.column_moments(X[:, 1:])[1][0] > 0       # an sd test accepted it
+    with pytest.raises(SdcInputError, match=r"key column\(s\) \['b'\] are constant in the "
+                       r"original file; distance linkage standardises"):
+        distance.standardize(X, what="original file", names=("a", "b"))
+    with pytest.raises(SdcInputError, match=r"\[1\] are constant"):
+        distance.standardize(X, (0, 1))
+    # two values one ulp apart are not constant: the sd is tiny but real
+    X[:, 1] = np.where(np.arange(1000) % 2 == 0, 0.1, np.nextafter(0.1, 1.0))
+    Z = distance.standardize(X)
+    lo, hi = Z[0, 1], Z[1, 1]          # (the values rounded at the ulp scale, but ordered)
+    assert np.isfinite(Z).all() and lo < hi and set(Z[:, 1]) == {lo, hi}
+
+
 def test_pair_abs_sd_is_the_same_float_in_every_row_order():
     """DRL2's scale sums over both columns in sorted order (it summed ``a`` in file order)."""
     rng = np.random.default_rng(1)

@@ -35,3 +35,27 @@ def test_column_moments_of_short_columns():
     assert np.isnan(mean).all() and np.isnan(sd).all()
     with pytest.raises(ValueError, match="2-D"):
         column_moments(np.ones(3))
+
+
+def test_constant_columns_compares_values_not_the_sd():
+    """A column of copies of 0.1 (or 1/3) has a computed sd of about 1e-17, not 0; it is
+    constant all the same. NaN is left out, -0.0 equals 0.0, and two values one ulp apart
+    are not constant."""
+    from sdcdist.moments import constant_columns
+    n = 1000
+    tenth, third = np.full(n, 0.1), np.full(n, 1 / 3)
+    holed = tenth.copy()
+    holed[[3, 500, 999]] = np.nan
+    signed = np.where(np.arange(n) % 2 == 0, -0.0, 0.0)
+    ulp = np.where(np.arange(n) % 2 == 0, 0.1, np.nextafter(0.1, 1.0))
+    varied = np.linspace(0.0, 1.0, n)
+    X = np.c_[tenth, third, holed, signed, ulp, varied, np.full(n, np.nan)]
+    sd = column_moments(X)[1]
+    assert sd[0] > 0 and sd[1] > 0 and sd[2] > 0     # what an sd test would have accepted
+    assert sd[4] > 0
+    assert constant_columns(X).tolist() == [True, True, True, True, False, False, True]
+    assert constant_columns(X[:1]).all() and constant_columns(np.empty((0, 2))).all()
+    assert constant_columns(np.array([[np.inf], [np.inf]])).tolist() == [True]
+    assert constant_columns(np.array([[-np.inf], [np.inf]])).tolist() == [False]
+    with pytest.raises(ValueError, match="2-D"):
+        constant_columns(tenth)

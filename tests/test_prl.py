@@ -10,6 +10,7 @@ from sdcdist.linkage import prl
 from sdcdist.linkage import truth_from_ids
 from sdcdist.linkage.link import link_files
 from sdcdist.linkage.prl import blocked_pattern_counts, probabilistic_linkage
+from sdcdist.linkage.prl.comparison import column_sd
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
 from sdcdist.parallel import Runner
@@ -109,6 +110,28 @@ def test_sparse_pattern_counts_many_levels(rng, monkeypatch):
                                               minlength=small.n_patterns))
     fit = prl.em(got, cmp, p_start=1 / 70, p_max=1 / 70)    # EM on the sparse counts
     assert len(fit.m) == 13 and all(x.size == 4 for x in fit.m)
+
+
+@pytest.mark.parametrize("value, holes", [(0.1, ()), (1 / 3, ()), (0.1, (4, 71, 998))])
+def test_s_tolerances_of_a_constant_column_whose_sd_is_not_zero(value, holes):
+    """Method s: a column constant in A is compared in units of 1, as one of copies of 0.5
+    (sd exactly 0) always was; copies of 0.1 (computed sd about 1e-17) had tolerances of
+    1e-18, so that a masked value one rounding away from 0.1 already disagreed."""
+    rng = np.random.default_rng(8)
+    A = np.c_[rng.standard_normal(1000), np.full(1000, value)]
+    A[list(holes), 1] = np.nan
+    assert column_sd(A)[1] > 0                      # what the sd test accepted
+    cmp = prl.comparison(2)                             # the default: s, 0/0.1/0.25/0.5/1
+    tol = prl.prepare_side(A, (0, 1), cmp, side="a")["tol"]
+    A5 = A.copy()
+    A5[:, 1] = np.where(np.isnan(A[:, 1]), np.nan, 0.5)
+    assert tol.tobytes() == prl.prepare_side(A5, (0, 1), cmp, side="a")["tol"].tobytes()
+    assert tol[0, 1].tolist() == cmp.flat_tolerances[1].tolist() == [0.0, 0.1, 0.25, 0.5, 1.0]
+    # a column one ulp from constant is not constant: its own (tiny) sd is its unit
+    A[:, 1] = np.where(np.arange(1000) % 2 == 0, 0.1, np.nextafter(0.1, 1.0))
+    sd = column_sd(A)[1]
+    assert 0 < sd < 1e-16
+    assert prl.prepare_side(A, (0, 1), cmp, side="a")["tol"][0, 1, 1] == 0.1 * sd
 
 
 def test_hand_computed_comparison():

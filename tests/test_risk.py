@@ -346,6 +346,50 @@ def test_bad_inputs(rng):
         measure(X, X[:20], ["ID1"])
 
 
+def _with_constant(value, n=1000, seed=5):
+    """Two files whose key column 'b' holds copies of ``value`` in the original (computed
+    sd about 1e-17, not 0: an sd test accepted it) and real values in the masked file."""
+    r = np.random.default_rng(seed)
+    X = r.standard_normal((n, 3))
+    X[:, 1] = value
+    assert 0 < X[:, 1].std(ddof=1) < 1e-15
+    Y = X + 0.1 * r.standard_normal(X.shape)
+    return X, Y
+
+
+@pytest.mark.parametrize("value", [0.1, 1 / 3])
+def test_linkage_refuses_a_constant_key_column_whose_sd_is_not_zero(value):
+    X, Y = _with_constant(value)
+    cols = ["a", "b", "c"]
+    for name in ["DLD", "DLD2", "DRL2", "PDL", "RR", "GDBRL"]:
+        for A, B, what in ((X, Y, "original file"), (Y, X, "masked file")):
+            with pytest.raises(SdcInputError, match=rf"key column\(s\) \['b'\] are constant "
+                               rf"in the {what}; linkage cannot use a constant column"):
+                measure(A, B, [name], columns=cols, keysets=[["a", "b"]])
+    # CRL without shared attributes checks each column of either side alone
+    for A, B, what in ((X, Y, "original file"), (Y, X, "masked file")):
+        with pytest.raises(SdcInputError, match=rf"column 'b' is constant in the {what}; "
+                           "correlation linkage"):
+            measure(A, B, ["CRL"], columns=cols,
+                    options={"crl_external": ["a", "b"], "crl_released": ["b", "c"]})
+
+
+def test_risk_command_refuses_a_constant_key_column_whose_sd_is_not_zero(tmp_path):
+    """Through the CLI: exit code 2, the column named, no value printed."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    X, Y = _with_constant(0.1, seed=6)
+    for M, f in ((X, "o.csv"), (Y, "m.csv")):
+        pd.DataFrame(M, columns=["a", "b", "c"]).to_csv(tmp_path / f, index=False)
+    res = CliRunner().invoke(main, ["risk", str(tmp_path / "o.csv"), str(tmp_path / "m.csv"),
+                                    "--metric", "DLD", "--keyset", "a,b", "--local"])
+    assert res.exit_code == 2, res.output
+    assert "key column(s) ['b'] are constant in the original file" in res.output
+    assert "0.1" not in res.output
+
+
 def test_risk_command_refuses_identifiers_that_never_match(tmp_path, rng):
     """``risk --id`` on files whose identifiers do not overlap exited 0 with DLD 0."""
     import pandas as pd

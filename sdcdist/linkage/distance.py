@@ -22,7 +22,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..errors import SdcInputError
-from ..moments import column_moments, sorted_column
+from ..moments import column_moments, constant_columns, sorted_column
 
 __all__ = ["sq_distances", "hit_total", "raw_columns", "block_top2", "merge_top2", "standardize", "top2_link_credit",
            "credit_counts", "add_counts", "credit_total", "METRICS", "pair_distances",
@@ -49,11 +49,14 @@ def standardize(X: np.ndarray, cols: tuple[int, ...] | None = None, *,
     Raises
     ------
     SdcInputError
-        If a selected column is constant (its sd is 0).
+        If a selected column is constant: all its non-missing values are equal
+        (:func:`sdcdist.moments.constant_columns`, exact: a column of copies of 0.1 has a
+        computed sd of about 1e-17, not 0), or its sd is not a positive number (fewer
+        than two values).
     """
     A = np.asarray(X[:, list(cols)] if cols is not None else X[:, :], dtype=np.float64)
     mu, sd = column_moments(A)
-    bad = np.flatnonzero(~(sd > 0))
+    bad = np.flatnonzero(constant_columns(A) | ~(sd > 0))
     if bad.size:
         label = [names[i] if names else (cols[i] if cols else i) for i in bad]
         raise SdcInputError(

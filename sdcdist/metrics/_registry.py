@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import moments
 from .. import options as _options
 from ..errors import SdcInputError, column_positions, unknown_name_error
 from ..parallel import Runner
@@ -129,12 +130,8 @@ SCALED = frozenset({"IL1s", "IL1s_sum", "R_MSE", "R_MAE", "R_MV", "PS", "PS2", "
 
 def constant_columns(X: Any, cols: Sequence[int]) -> list[bool]:
     """Task: whether each of ``cols`` holds one value in every record (NaN ignored)."""
-    out = []
-    for j in cols:
-        x = np.asarray(X[:, j], dtype=np.float64)
-        x = x[~np.isnan(x)]
-        out.append(bool(x.size == 0 or x.min() == x.max()))
-    return out
+    return [bool(moments.constant_columns(np.asarray(X[:, j], dtype=np.float64)[:, None])[0])
+            for j in cols]
 
 def take_columns(A: np.ndarray, pos: list[int]) -> np.ndarray:
     """The columns ``pos`` of ``A`` (n x m) as a C-ordered n x len(pos) array."""

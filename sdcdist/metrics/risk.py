@@ -44,7 +44,7 @@ from ..errors import SdcInputError, column_positions
 from ..linkage import distance
 from ..linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
 from ..linkage.truth import invert_truth, row_truth
-from ..moments import column_moments
+from ..moments import column_moments, constant_columns
 from ..parallel import add_dicts, map_reduce, tree_reduce
 from ._registry import MeasureContext, MetricResult, register, take_columns
 
@@ -76,18 +76,23 @@ def _options(ctx: MeasureContext) -> dict[str, Any]:
             "method": ctx.options["linkage_method"]}
 
 
-def _column_sd(X: Any, j: int) -> float:
+def _column_refused(X: Any, j: int) -> bool:
+    """Task: whether column ``j`` cannot be linked on: it is constant (all its non-missing
+    values equal, :func:`sdcdist.moments.constant_columns`: exact, whatever its sd
+    computes to; a column of copies of 0.1 has an sd of about 1e-17), or its sd is not a
+    positive number."""
     x = np.asarray(X[:, j], dtype=np.float64)
-    return float(x.std(ddof=1)) if x.size > 1 else 0.0
+    sd = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    return bool(constant_columns(x[:, None])[0]) or not sd > 0
 
 
 def _check_constant(ctx: MeasureContext, name: str, j_a: int, j_b: int) -> None:
-    def sds() -> tuple[float, float]:
-        return (ctx.runner.call(_column_sd, ctx.original, j_a),
-                ctx.runner.call(_column_sd, ctx.masked, j_b))
-    sa, sb = ctx.cached(("column_sd", name), sds)
-    for s, what in ((sa, "original file"), (sb, "masked file")):
-        if not s > 0:
+    def refused() -> tuple[bool, bool]:
+        return (ctx.runner.call(_column_refused, ctx.original, j_a),
+                ctx.runner.call(_column_refused, ctx.masked, j_b))
+    ra, rb = ctx.cached(("column_refused", name), refused)
+    for r, what in ((ra, "original file"), (rb, "masked file")):
+        if r:
             raise SdcInputError(f"key column(s) ['{name}'] are constant in the {what}; linkage "
                                 "cannot use a constant column, so leave it out of the key sets")
 
@@ -448,9 +453,8 @@ def crl(ctx: MeasureContext) -> MetricResult:
 
 
 def _check_constant_one(ctx: MeasureContext, X: Any, j: int, name: str, what: str) -> None:
-    sd = ctx.cached(("column_sd_one", what, j),
-                    lambda: ctx.runner.call(_column_sd, X, j))
-    if not sd > 0:
+    if ctx.cached(("column_refused_one", what, j),
+                  lambda: ctx.runner.call(_column_refused, X, j)):
         raise SdcInputError(f"column '{name}' is constant in the {what}; correlation linkage "
                             "cannot use a constant column, so leave it out")
 

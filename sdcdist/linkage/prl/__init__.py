@@ -10,8 +10,8 @@ Numeric key column, method ``d``: a pair agrees iff ``|a - b| <= t * max(|a|, 0.
 (``a`` the value in A); method ``l``: the same on ``g(v) = sign(v) log(1 + |v|)``;
 method ``s`` (the default, with levels 0, 0.1, 0.25, 0.5, 1): ``|a - b| <= t * sd``,
 ``sd`` the column's sd in A (ddof=1; summed over the sorted column, the same float in
-every row order: :func:`~.comparison.column_sd`), like comparison levels on absolute
-differences in other linkers.
+every row order: :func:`~.comparison.column_sd`; 1 for a column constant in A, found by
+its values, not its sd), like comparison levels on absolute differences in other linkers.
 Categorical columns agree iff equal. With several tolerances ``t_1 < t_2 <
 ...`` per column (multi-level comparison, like Splink's comparison levels) the
 level of a pair is the number of tolerances it misses: 0 = agrees within

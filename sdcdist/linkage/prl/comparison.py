@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from ...errors import SdcInputError, param_error
-from ...moments import column_moments
+from ...moments import column_moments, constant_columns
 from .settings import DEFAULTS, PRLSettings
 
 __all__ = ["Comparison", "comparison", "transform", "prepare_side", "column_sd", "transposed",
@@ -172,7 +172,10 @@ def prepare_side(X: Any, cols: tuple[int, ...], cmp: Comparison, *, side: str,
     """Compared values of one file's key columns (rows ``start:stop``).
 
     For file A (``side="a"``) also the tolerance of each value and level,
-    ``tol[i, k, l] = t_kl * max(|a_ik|, 0.1)`` (0 for categorical columns).
+    ``tol[i, k, l] = t_kl * max(|a_ik|, 0.1)`` (0 for categorical columns); under method
+    ``s``, ``t_kl * sd_k`` with ``sd_k`` A's column sd (:func:`column_sd`), 1 for a column
+    that is constant in A (all its values equal, found exactly,
+    :func:`sdcdist.moments.constant_columns`) or has no finite positive sd.
 
     Returns
     -------
@@ -189,9 +192,12 @@ def prepare_side(X: Any, cols: tuple[int, ...], cmp: Comparison, *, side: str,
     if side == "a":
         if cmp.method == "s":
             # absolute differences in units of A's column sd (ddof=1), like comparison
-            # levels on standardised differences; the whole file gives the sd
+            # levels on standardised differences; the whole file gives the sd. A constant
+            # column (all its values equal, found exactly: copies of 0.1 have a computed
+            # sd of about 1e-17, not 0) or one without a finite positive sd is compared in
+            # units of 1
             sd = column_sd(raw) if raw.shape[0] > 1 else np.ones(raw.shape[1])
-            sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+            sd = np.where(np.isfinite(sd) & (sd > 0) & ~constant_columns(raw), sd, 1.0)
             base = np.broadcast_to(sd, v.shape)
         else:
             base = np.maximum(np.abs(v), 0.1)
