@@ -559,3 +559,34 @@ def test_exact_dense_optimal_under_a_large_common_offset(maximize, auction):
     # and the same pairs' total on the standardised scale is the optimum too
     rz, cz = linear_sum_assignment(Z, maximize=maximize)
     assert abs(Z[r, c].sum() - Z[rz, cz].sum()) < 1e-6
+
+
+def _dedup_by_lexsort(g, maximize):
+    # the rule itself: sorted by (row, col), one edge per pair, the best weight
+    key = g.rows * max(g.shape[1], 1) + g.cols
+    order = np.lexsort((-g.weights if maximize else g.weights, key))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = key[order][1:] != key[order][:-1]
+    keep = order[first]
+    return g.rows[keep], g.cols[keep], g.weights[keep]
+
+
+@given(st.integers(0, 10_000), st.booleans(), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_dedup_is_the_lexsort_rule(seed, repeats, maximize):
+    """dedup (quick when no edge repeats) keeps the edges of the rule, in its order."""
+    rng = np.random.default_rng(seed)
+    n_r, n_c, c = int(rng.integers(1, 30)), int(rng.integers(1, 30)), int(rng.integers(1, 6))
+    idx = np.stack([rng.permutation(n_c)[:min(c, n_c)] for _ in range(n_r)])
+    idx[rng.random(idx.shape) < 0.2] = -1
+    w = rng.integers(-3, 3, size=idx.shape).astype(float)
+    g = Candidates.from_topc(idx, w, n_c)
+    if repeats and g.rows.size:
+        extra = rng.integers(0, g.rows.size, size=int(rng.integers(1, 5)))
+        g = Candidates(np.r_[g.rows, g.rows[extra]], np.r_[g.cols, g.cols[extra]],
+                       np.r_[g.weights, rng.integers(-3, 3, extra.size).astype(float)], g.shape)
+    got = g.dedup(maximize)
+    for a, b in zip((got.rows, got.cols, got.weights), _dedup_by_lexsort(g, maximize)):
+        np.testing.assert_array_equal(a, b)
+    again = got.dedup(maximize)                         # already in order: itself
+    assert again is got

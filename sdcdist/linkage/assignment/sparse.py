@@ -69,8 +69,19 @@ class Candidates:
         return self.weights[edge_pos(self, np.asarray(r), np.asarray(c))]
 
     def dedup(self, maximize: bool = True) -> "Candidates":
-        """Keep one edge per (row, col): the best weight (they should agree anyway)."""
+        """Keep one edge per (row, col): the best weight (they should agree anyway).
+
+        The edges come sorted by (row, col). Top-c lists never repeat an edge: then the
+        sort by that key alone (runs of ascending rows: quick) is the whole work, and a
+        graph already in that order is returned as it is."""
         key = self.rows * max(self.shape[1], 1) + self.cols
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        if not np.any(ks[1:] == ks[:-1]):
+            if np.array_equal(order, np.arange(order.size)):
+                return self
+            return Candidates(self.rows[order], self.cols[order], self.weights[order],
+                              self.shape)
         order = np.lexsort((-self.weights if maximize else self.weights, key))
         first = np.ones(order.size, dtype=bool)
         first[1:] = key[order][1:] != key[order][:-1]
