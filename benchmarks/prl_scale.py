@@ -182,6 +182,10 @@ def link(n: int, workers: int, *, repeat: int = 3, local_only: bool = False) -> 
         client.run(_warm)
         runner = Runner(client)
         timed(f"{workers} workers", runner, runner.share(A), runner.share(B))
+        # peak resident memory of each process over the whole run (the linkage's peak
+        # for a single large run): the largest worker, the scheduler, this client
+        out["rss"] = (max(client.run(_maxrss_mib).values()),
+                      client.run_on_scheduler(_maxrss_mib), _maxrss_mib())
     out["load_end"] = _load()
     return out
 
@@ -369,6 +373,9 @@ def main() -> None:
             r = link(n, w, repeat=args.repeat, local_only=args.local_only or bool(args.against))
             for x in r["runs"]:
                 print(_link_row(n, x), flush=True)
+            if "rss" in r:
+                print("  peak RSS over the cluster run: worker %.0f / scheduler %.0f / client "
+                      "%.0f MiB" % r["rss"], flush=True)
             print(f"  ({r['load_start']} at start, {r['load_end']} at end)", flush=True)
             if args.against and n <= LINK_LOCAL_MAX:
                 base = link_against(n, args.against, args.repeat)[0]
