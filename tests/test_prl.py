@@ -612,3 +612,22 @@ def test_weight_rule_option_reaches_the_linkage(census):
     assert not np.array_equal(got["linear"].true_weight, got["step"].true_weight)
     # the same EM fit: the rule changes how weights are read, not the pattern counts
     np.testing.assert_array_equal(got["linear"].fit.m[0], got["step"].fit.m[0])
+
+
+def test_merge_counts_equals_counting_the_concatenation():
+    """merge_counts (a stable sort of the parts, counts summed per code) gives exactly
+    sparse_counts of all parts together: increasing codes, zero sums dropped, int64."""
+    for seed in range(300):
+        r = np.random.default_rng(seed)
+        parts = []
+        for _ in range(int(r.integers(2, 6))):
+            codes = r.integers(0, 40, int(r.integers(0, 25)))
+            if r.random() < 0.5:
+                codes = np.unique(codes)                # sparse_counts form: increasing
+            parts.append((codes, r.integers(-3, 4, codes.size)))
+        got = prl.merge_counts(*parts)
+        want = prl.sparse_counts(np.concatenate([p[0] for p in parts]),
+                                 np.concatenate([p[1] for p in parts]))
+        for g, w in zip(got, want):
+            assert g.dtype == np.int64
+            np.testing.assert_array_equal(g, w)
