@@ -42,26 +42,21 @@ def sparse_counts(codes: np.ndarray, counts: np.ndarray | None = None
     counts = np.asarray(counts, dtype=np.int64).ravel()
     if counts.shape != codes.shape:
         raise ValueError("codes and counts must have the same length")
-    u, inv = np.unique(codes, return_inverse=True)
-    c = np.zeros(u.size, dtype=np.int64)
-    np.add.at(c, inv.ravel(), counts)
-    keep = c != 0
-    return u[keep].astype(np.int64), c[keep]
-
-
-def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Sum of several sparse pattern counts (:func:`sparse_counts` form); exact, order-free."""
-    if len(parts) == 1:
-        return parts[0]
-    codes = np.concatenate([np.asarray(p[0], dtype=np.int64).ravel() for p in parts])
-    counts = np.concatenate([np.asarray(p[1], dtype=np.int64).ravel() for p in parts])
     if codes.size == 0:
         return codes, counts
-    # the parts are runs of increasing codes: a stable sort merges them quickly, then the
-    # counts of each code are summed in place (sparse_counts' result, without a hash)
+    # a stable sort (quick on runs of increasing codes, as merged parts are), then each
+    # code's counts summed in place
     order = np.argsort(codes, kind="stable")
     c = codes[order]
     start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
     tot = np.add.reduceat(counts[order], start)
     keep = tot != 0
     return c[start][keep], tot[keep]
+
+
+def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sum of several sparse pattern counts (:func:`sparse_counts` form); exact, order-free."""
+    if len(parts) == 1:
+        return parts[0]
+    return sparse_counts(np.concatenate([p[0] for p in parts]),
+                         np.concatenate([p[1] for p in parts]))
