@@ -411,6 +411,16 @@ def _rank_intervals(sv, nfin, tc, nlev, xb, cst):
 
 
 @numba.njit(inline="always", **_FAST)
+def _met(x, c0, c1, c2, c3, c4, w0, w1, w2, w3, w4):
+    # how many of a column's (up to _UNROLL) tolerances the rank x meets, int16: each
+    # met iff int16(x + c_l) < w_l (_rank_intervals' encoding); unrolled so that the
+    # callers' loops vectorise
+    return (np.int16(np.int16(x + c0) < w0) + np.int16(np.int16(x + c1) < w1)
+            + np.int16(np.int16(x + c2) < w2) + np.int16(np.int16(x + c3) < w3)
+            + np.int16(np.int16(x + c4) < w4))
+
+
+@numba.njit(inline="always", **_FAST)
 def _add_ranked(rk, acc, c, L, r, n):
     # acc[q] += level * r of one column for the A rows of ranks rk[:n] (int16 lanes): the
     # level is L minus the tolerances met, each met iff the rank lies in its interval.
@@ -422,9 +432,7 @@ def _add_ranked(rk, acc, c, L, r, n):
     nr = np.int16(-r)
     for q in range(n):
         x = rk[q]
-        m = (np.int16(np.int16(x + c0) < w0) + np.int16(np.int16(x + c1) < w1)
-             + np.int16(np.int16(x + c2) < w2) + np.int16(np.int16(x + c3) < w3)
-             + np.int16(np.int16(x + c4) < w4))
+        m = _met(x, c0, c1, c2, c3, c4, w0, w1, w2, w3, w4)
         acc[q] += lr + m * nr
 
 
@@ -436,9 +444,7 @@ def _set_ranked(rk, acc, c, r, n):
     nr = np.int16(-r)
     for q in range(n):
         x = rk[q]
-        m = (np.int16(np.int16(x + c0) < w0) + np.int16(np.int16(x + c1) < w1)
-             + np.int16(np.int16(x + c2) < w2) + np.int16(np.int16(x + c3) < w3)
-             + np.int16(np.int16(x + c4) < w4))
+        m = _met(x, c0, c1, c2, c3, c4, w0, w1, w2, w3, w4)
         acc[q] = m * nr
 
 
