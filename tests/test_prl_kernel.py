@@ -187,6 +187,30 @@ def test_rank_kernel_equals_hash_and_brute_force(K, options):
     _same(prl.patterns._sparse_of_hist(*_ranked(a, b, cmp, 97, 31, 16)), ref)
 
 
+def test_rank_kernel_skips_the_empty_first_tolerance_row_by_row():
+    """Continuous values: a B row no A value equals in any column skips the test of the
+    first tolerance (0); B rows that equal an A value in one column (each column in turn,
+    NaN in some) test it. Both kinds in every walk and chunk: the brute-force CATALOG
+    counts, bit for bit."""
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(700, 8))
+    B = A[rng.permutation(700)[:500]] + rng.normal(scale=0.3, size=(500, 8))
+    for j in range(0, 500, 3):                   # every third B row: one exact equality
+        k = j % 8
+        B[j, k] = A[(7 * j) % 700, k]
+    B[::11, 2] = np.nan
+    eq = (B[:, None, :] == A[None, :, :]).any(axis=(1, 2))
+    assert 0 < eq.sum() < 500
+    cmp = prl.comparison(8)
+    a, b = _sides(A, B, cmp)
+    ref = _brute_s(A, B, cmp)
+    _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
+    _same(prl.pattern_counts(a, b, cmp, kernel="hash"), ref)
+    for rank_rows, walk_rows, chunk in [(97, 31, 16), (700, 500, 4096)]:
+        _same(prl.patterns._sparse_of_hist(*_ranked(a, b, cmp, rank_rows, walk_rows, chunk)),
+              ref)
+
+
 def test_rank_kernel_takes_only_row_independent_tolerances():
     """Per-row tolerances (``l``) and more tolerances than unrolled keep the column-by-column
     kernel; the default comparison takes the rank kernel."""

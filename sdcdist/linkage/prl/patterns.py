@@ -411,47 +411,38 @@ def _rank_intervals(sv, nfin, tc, nlev, xb, cst):
 
 
 @numba.njit(inline="always", **_FAST)
-def _met(x, c0, c1, c2, c3, c4, w0, w1, w2, w3, w4):
-    # how many of a column's (up to _UNROLL) tolerances the rank x meets, int16: each
-    # met iff int16(x + c_l) < w_l (_rank_intervals' encoding); unrolled so that the
-    # callers' loops vectorise
-    return (np.int16(np.int16(x + c0) < w0) + np.int16(np.int16(x + c1) < w1)
-            + np.int16(np.int16(x + c2) < w2) + np.int16(np.int16(x + c3) < w3)
-            + np.int16(np.int16(x + c4) < w4))
+def _met4(x, c1, c2, c3, c4, w1, w2, w3, w4):
+    # how many of a column's tolerances 1 to 4 the rank x meets, int16: each met iff
+    # int16(x + c_l) < w_l (_rank_intervals' encoding); unrolled so that the callers'
+    # loops vectorise
+    return (np.int16(np.int16(x + c1) < w1) + np.int16(np.int16(x + c2) < w2)
+            + np.int16(np.int16(x + c3) < w3) + np.int16(np.int16(x + c4) < w4))
 
 
 @numba.njit(inline="always", **_FAST)
-def _add_ranked(rk, acc, c, L, r, n):
-    # acc[q] += level * r of one column for the A rows of ranks rk[:n] (int16 lanes): the
-    # level is L minus the tolerances met, each met iff the rank lies in its interval.
-    # L * r and -r are int16 before the loop (no int64 in it: 16 lanes, nothing to
-    # re-broadcast per vector); with L = 0 it adds -met * r (the caller adds the rest)
-    c0, c1, c2, c3, c4 = c[0], c[1], c[2], c[3], c[4]
-    w0, w1, w2, w3, w4 = c[5], c[6], c[7], c[8], c[9]
-    lr = np.int16(L * r)
-    nr = np.int16(-r)
-    for q in range(n):
-        x = rk[q]
-        m = _met(x, c0, c1, c2, c3, c4, w0, w1, w2, w3, w4)
-        acc[q] += lr + m * nr
-
-
-@numba.njit(inline="always", **_FAST)
-def _set_ranked(rk, acc, c, r, n):
-    # acc[q] = -r * (tolerances met) of one column (as _add_ranked with L = 0, into acc)
+def _add_ranked(rk, acc, c, r, n, tight, into):
+    # acc[q] (into: acc[q] =) += -r * (tolerances met) of one column, for the A rows of
+    # ranks rk[:n] (int16 lanes; -r int16 before the loop: nothing to re-broadcast per
+    # vector; the caller adds every column's L * r). tight: the first tolerance may be met
+    # (else its run is empty for every column, _counts_ranked_rows, and is not tested)
     c0, c1, c2, c3, c4 = c[0], c[1], c[2], c[3], c[4]
     w0, w1, w2, w3, w4 = c[5], c[6], c[7], c[8], c[9]
     nr = np.int16(-r)
-    for q in range(n):
-        x = rk[q]
-        m = _met(x, c0, c1, c2, c3, c4, w0, w1, w2, w3, w4)
-        acc[q] = m * nr
+    if tight:
+        for q in range(n):
+            x = rk[q]
+            m = np.int16(np.int16(x + c0) < w0) + _met4(x, c1, c2, c3, c4, w1, w2, w3, w4)
+            acc[q] = m * nr + (np.int16(0) if into else acc[q])
+    else:
+        for q in range(n):
+            m = _met4(rk[q], c1, c2, c3, c4, w1, w2, w3, w4)
+            acc[q] = m * nr + (np.int16(0) if into else acc[q])
 
 
 @numba.njit(inline="always", **_FAST)
 def _set_sorted(c, c0, c1, r, acc, bnd):
-    # _set_ranked of a column whose ranks are the positions c0..c1-1 (the A rows in its
-    # order): the rank p meets tolerance l iff lo <= p < hi, the interval that c encodes
+    # _add_ranked (into acc) of a column whose ranks are the positions c0..c1-1 (the A rows
+    # in its order): the rank p meets tolerance l iff lo <= p < hi, the interval that c encodes
     # ((p - lo) mod 2^16 < hi - lo), so the level is constant between the ends of the
     # intervals: the very predicate at the first rank of each run, filled along it
     U = _UNROLL
@@ -556,6 +547,11 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since
                     total = _flush(total, h, h8)
                     since = 0
                 since += n
+                # continuous values: no A value equals the B row's, a run of the first
+                # tolerance (0) empty in every column, which then costs no test
+                tight = False
+                for kk in range(K):
+                    tight |= cst[j, kk, U] != np.int16(-32768)
                 for g in range(ng):
                     ag = acc[g]
                     k0 = gs[g]
@@ -564,10 +560,10 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total, since
                         k1 = K - 1
                         _set_sorted(cst[j, K - 1], c0, c1, rg[K - 1], ag, bnd)
                     else:
-                        _set_ranked(rank[k0, c0:c1], ag, cst[j, k0], rg[k0], n)
+                        _add_ranked(rank[k0, c0:c1], ag, cst[j, k0], rg[k0], n, tight, True)
                         k0 += 1
                     for kk in range(k0, k1):
-                        _add_ranked(rank[kk, c0:c1], ag, cst[j, kk], 0, rg[kk], n)
+                        _add_ranked(rank[kk, c0:c1], ag, cst[j, kk], rg[kk], n, tight, False)
                 # the int32 codes in one pass (group 0's radix is 1)
                 a0 = acc[0]
                 if ng == 1:
