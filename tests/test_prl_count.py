@@ -11,6 +11,7 @@ from sdcdist.linkage.prl.comparison import transposed
 from sdcdist.linkage.prl import blocked_pattern_counts, probabilistic_linkage
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.options import validate
+from sdcdist.parallel import chunk_bounds
 from sdcdist.parallel import Runner
 
 
@@ -479,9 +480,15 @@ def test_count_tasks_cover_every_pair_once():
         for a0, a1, b0, b1 in tasks:
             seen[a0:a1, b0:b1] += 1
         assert (seen == 1).all()
-        # the dense kernel takes all of B's rows per task here (its histogram is read once
-        # per task); the hash kernel keeps the blocks of prl_block_rows
-        assert len(tasks) == (8 if kernel == "dense" else 8 * 11)
+        # the dense kernel takes RANK_ROWS A rows and 2^31 pairs per task (all of both
+        # files here: its histogram is read once per task, a B row's runs walked once);
+        # the hash kernel keeps the blocks of prl_block_rows
+        assert len(tasks) == (1 if kernel == "dense" else 8 * 11)
+    big = blocks.count_tasks(100_000, 70_000, prl.comparison(8), (128, 64))
+    ra, rb = prl.patterns.RANK_ROWS, blocks.DENSE_TASK_PAIRS // prl.patterns.RANK_ROWS
+    assert sorted({t[:2] for t in big}) == chunk_bounds(100_000, ra)
+    assert sorted({t[2:] for t in big}) == chunk_bounds(70_000, rb)
+    assert len(big) == len(chunk_bounds(100_000, ra)) * len(chunk_bounds(70_000, rb))
 
 
 def test_topc_path_is_decided_apart_from_counting():

@@ -211,6 +211,26 @@ def test_rank_kernel_skips_the_empty_first_tolerance_row_by_row():
               ref)
 
 
+def test_rank_kernel_at_its_largest_block():
+    """A block of RANK_ROWS A rows, ranked at once (int16 ranks up to 32,767): runs that
+    start at rank 0, end at the last rank, or span the whole block (a two-valued column,
+    every A value within 1 sd of the B value halfway between), NaN and ties: the hash
+    kernel's counts, bit for bit."""
+    m = prl.patterns.RANK_ROWS
+    rng = np.random.default_rng(8)
+    A = np.round(rng.normal(size=(m, 3)) * 8) / 8
+    A[:, 0] = np.arange(m) % 2                       # sd just above 0.5
+    A[rng.random(m) < 0.01, 2] = np.nan
+    B = np.round(rng.normal(size=(40, 3)) * 8) / 8
+    B[:10, 0] = 0.5                                  # meets every A row's 1 sd
+    B[10:20, 1] = [A[:, 1].min() - 1, A[:, 1].max() + 1] * 5
+    B[::7, 2] = np.nan
+    cmp = prl.comparison(3)
+    a, b = _sides(A, B, cmp)
+    _same(prl.pattern_counts(a, b, cmp, kernel="dense"),
+          prl.pattern_counts(a, b, cmp, kernel="hash"))
+
+
 def test_rank_kernel_takes_only_row_independent_tolerances():
     """Per-row tolerances (``l``) and more tolerances than unrolled keep the column-by-column
     kernel; the default comparison takes the rank kernel."""

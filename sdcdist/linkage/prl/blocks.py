@@ -39,7 +39,7 @@ from ..assignment import assign_by_content, content_order, identical_classes
 from .comparison import Comparison, prepare_side
 from .counting import (build_index, count_block, enumerated_share, index_bytes, sample_rows,
                        sorted_columns)
-from .patterns import merge_counts, pattern_counts, pattern_kernel
+from .patterns import RANK_ROWS, merge_counts, pattern_counts, pattern_kernel
 from .topc import build_tree, merge_topc, split_scale, topc_block, topc_search
 from .weights import WeightParams, dense_weights, pair_weights
 
@@ -201,13 +201,16 @@ DENSE_TASK_PAIRS = 2**31
 def count_tasks(n_a: int, n_b: int, cmp: Comparison, rows: tuple[int, int]
                 ) -> list[tuple[int, int, int, int]]:
     """The blocks ``(a0, a1, b0, b1)`` of all pairs, one task each: ``rows`` rows of A by
-    ``rows`` rows of B, B's rows raised to :data:`DENSE_TASK_PAIRS` pairs per task with
-    the dense kernel. Depends only on the sizes, so the tiling (and, integer counts, the
-    result) never depends on the cluster."""
-    rb = int(rows[1])
+    ``rows`` rows of B; with the dense kernel A's rows raised to
+    :data:`~sdcdist.linkage.prl.patterns.RANK_ROWS` (the A rows its rank kernel ranks at
+    once: each B row's runs are walked once per task) and B's to
+    :data:`DENSE_TASK_PAIRS` pairs per task. Depends only on the sizes, so the tiling
+    (and, integer counts, the result) never depends on the cluster."""
+    ra, rb = int(rows[0]), int(rows[1])
     if pattern_kernel(cmp) == "dense":
-        rb = max(rb, DENSE_TASK_PAIRS // max(1, int(rows[0])))
-    return [(a0, a1, b0, b1) for a0, a1 in chunk_bounds(n_a, int(rows[0]))
+        ra = max(ra, RANK_ROWS)
+        rb = max(rb, DENSE_TASK_PAIRS // ra)
+    return [(a0, a1, b0, b1) for a0, a1 in chunk_bounds(n_a, ra)
             for b0, b1 in chunk_bounds(n_b, rb)]
 
 

@@ -17,7 +17,7 @@ from .comparison import Comparison, all_rows, transposed
 from .sparse import merge_counts, sparse_counts
 
 __all__ = ["pattern_counts", "pattern_kernel", "sparse_counts", "merge_counts",
-           "DENSE_PATTERN_SPACE", "KERNELS"]
+           "DENSE_PATTERN_SPACE", "KERNELS", "RANK_ROWS"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -312,8 +312,11 @@ def _counts_flat(avT, tolT, tc, const, bv, nlev, radix, n_patterns, nhist, flush
 
 # ---- the rank kernel: all pairs of a block, every column with one tolerance per level ----
 
-#: A rows ranked at a time by :func:`_counts_ranked` (their ranks are int16).
-_RANK_ROWS = 16384
+#: A rows ranked at a time by :func:`_counts_ranked` (int16 ranks: 2^15 at most, the int16
+#: interval test of :func:`_met4` holds up to there). The dense kernel's tasks take this
+#: many A rows (:func:`~sdcdist.linkage.prl.blocks.count_tasks`): a B row's runs are then
+#: walked once per 32,768 A rows (10% less time a pair than per 8,192).
+RANK_ROWS = 32768
 
 #: B rows whose intervals one sorted walk per column and tolerance finds.
 _WALK_ROWS = 8192
@@ -601,15 +604,15 @@ def _counts_ranked(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.nda
                    radix: np.ndarray, n_patterns: int, nhist: int, flush: int, rank_rows: int,
                    walk_rows: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
     """All pairs of a block with :func:`_counts_ranked_rows`, the A rows ranked
-    ``rank_rows`` (at most :data:`_RANK_ROWS`) at a time in the order of the last column
+    ``rank_rows`` (at most :data:`RANK_ROWS`) at a time in the order of the last column
     (NaN last). Returns (int64 total or empty, uint32 hists) as :func:`_counts_flat`."""
     K, na = avT.shape
     h = np.zeros((nhist, n_patterns), dtype=np.uint32)
     h8 = np.zeros(n_patterns if nhist == 1 else 0, dtype=np.uint8)
     total = np.zeros(0, dtype=np.int64)
     since = 0
-    for a0 in range(0, na, min(rank_rows, _RANK_ROWS)):
-        blk = avT[:, a0:a0 + min(rank_rows, _RANK_ROWS)]
+    for a0 in range(0, na, min(rank_rows, RANK_ROWS)):
+        blk = avT[:, a0:a0 + min(rank_rows, RANK_ROWS)]
         av = np.ascontiguousarray(blk[:, np.argsort(blk[K - 1], kind="stable")])
         rank, sv, nfin = _rank_side(av)
         total, since = _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h8, total,
@@ -779,7 +782,7 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
             if _rank_eligible(tc, const, cmp.n_levels) and P < (1 << 31):
                 total, h = _counts_ranked(avT, tc, np.ascontiguousarray(b["v"]),
                                           cmp.n_levels, cmp.radix, P, nhist, _FLUSH_PAIRS,
-                                          _RANK_ROWS, _WALK_ROWS, _RANK_CHUNK)
+                                          RANK_ROWS, _WALK_ROWS, _RANK_CHUNK)
                 return _sparse_of_hist(total, h)
             total, h = _counts_flat(avT, tolT, tc, const, np.ascontiguousarray(b["v"]),
                                     cmp.n_levels, cmp.radix, P, nhist, _FLUSH_PAIRS)
