@@ -236,6 +236,42 @@ def test_topc_search_equals_all_pairs(K, method, t, cat, c, weights):
     assert got["visited"] <= 2000 * 700
 
 
+def test_tree_splits_the_columns_of_largest_scale():
+    """With weights, the tree splits only the split_columns columns of largest scale (and
+    the others only where none of those varies): 8 keys, 2,000 records in leaves of 8 give
+    3 columns; the search still finds the all-pairs candidates, also when the columns of
+    largest scale are constant on half of A (split there on the others)."""
+    A, B = _tie_heavy(2000, 8, seed=21)
+    cmp = prl.comparison(8)
+    a, b = _sides(A, B[:300], cmp)
+    wp = _weights_for(a, b, cmp)
+    ref = prl.topc_block(a, b, cmp, wp, 10)
+    sc = np.array([1.0, 9.0, 2.0, 8.0, 3.0, 7.0, 4.0, 5.0])
+    assert topc.split_columns(2000, 8, 8) == 3
+    assert topc.split_columns(10**6, 1024, 8) == 4 and topc.split_columns(100, 64, 2) == 2
+    tree = topc.build_tree(a, leaf_size=8, scale=sc)
+
+    def varies(q, k):
+        x = tree["vT"][k, tree["start"][q]:tree["stop"][q]]
+        x = x[np.isfinite(x)]
+        return x.size > 0 and x.max() > x.min()
+
+    inner = np.flatnonzero(tree["left"] >= 0)
+    other = [q for q in inner if tree["dim"][q] not in (1, 3, 5)]
+    assert len(other) < inner.size / 10
+    assert not any(varies(q, k) for q in other for k in (1, 3, 5))
+    got = topc.topc_search(tree, b, cmp, wp, 10)
+    np.testing.assert_array_equal(got["idx"], ref["idx"])
+    np.testing.assert_array_equal(got["w"], ref["w"])
+    a["v"][:1000, [1, 3, 5]] = 0.0
+    ref = prl.topc_block(a, b, cmp, wp, 10)
+    tree = topc.build_tree(a, leaf_size=8, scale=sc)
+    assert len(set(tree["dim"][tree["left"] >= 0].tolist()) - {1, 3, 5}) > 0
+    got = topc.topc_search(tree, b, cmp, wp, 10)
+    np.testing.assert_array_equal(got["idx"], ref["idx"])
+    np.testing.assert_array_equal(got["w"], ref["w"])
+
+
 def test_topc_with_fewer_records_than_c():
     A, B = _tie_heavy(30, 3, seed=1)
     cmp = prl.comparison(3, method="l", t=0.05)
