@@ -53,7 +53,7 @@ def test_sorted_last_column_equals_hash(K):
 
 def test_uint16_histogram_wraps_exactly():
     """More than 2^16 pairs of one pattern (all records equal) and flushes into int64: the
-    uint16 histogram's wraps are carried, the counts exact."""
+    uint16 histograms' wraps are carried, the counts exact (both dense kernels)."""
     K = 8
     A = np.zeros((400, K))
     B = np.zeros((300, K))
@@ -69,6 +69,9 @@ def test_uint16_histogram_wraps_exactly():
                                         cmp.n_patterns, 1, 70_000)
     assert flushed[0].size == cmp.n_patterns
     _same(prl.patterns._sparse_of_hist(*flushed), dense)
+    # the rank kernel's uint16 histogram the same way (and without a flush)
+    for flush in (70_000, prl.patterns._FLUSH_PAIRS):
+        _same(prl.patterns._sparse_of_hist(*_ranked(a, b, cmp, 400, 300, 4096, flush)), dense)
 
 
 @pytest.mark.parametrize("method", ["s", "l"])
@@ -263,10 +266,10 @@ def test_rank_rows_in_any_order(K):
         rank, sv, nfin = prl.patterns._rank_side(av)
         assert np.array_equal(rank[K - 1], np.arange(500)) == (order[0] != 499)
         h = np.zeros((nhist, P), dtype=np.uint32)
-        h8 = np.zeros(P if nhist == 1 else 0, dtype=np.uint8)
+        h16 = np.zeros(P if nhist == 1 else 0, dtype=np.uint16)
         total, _ = prl.patterns._counts_ranked_rows(
-            rank, sv, nfin, tc, np.ascontiguousarray(b["v"]), cmp.n_levels, cmp.radix, h, h8,
+            rank, sv, nfin, tc, np.ascontiguousarray(b["v"]), cmp.n_levels, cmp.radix, h, h16,
             np.zeros(0, dtype=np.int64), 0, prl.patterns._FLUSH_PAIRS, 64, 96)
-        if h8.size:
-            h[0] += h8
+        if h16.size:
+            h[0] += h16
         _same(prl.patterns._sparse_of_hist(total, h), ref)
