@@ -10,7 +10,7 @@ On a LocalCluster of ``--workers`` processes (1 thread each) it prints, per size
 - the pattern counts of all pairs with the dense histogram kernel: with ``--full N``
   every task of the tiling runs at sizes <= N (wall time measured, counts checked against
   the sum of the tasks); above, all A rows and the first 32,768 B rows of ``--samples``
-  tasks of the real tiling (A rows x up to 2^31 / 8192 B rows) spread over the file run
+  tasks of the real tiling (32,768 A rows x 65,536 B rows) spread over the file run
   (the per-A-block and per-B-row work of the kernel, ranking and interval walks, is
   amortised as in a whole task), and the rest is extrapolated from their CPU time per
   pair;
@@ -314,7 +314,7 @@ def bench(n: int, workers: int, full: bool, samples: int) -> dict:
         out["t_tree"] = runner.call(_item, built, "t")
         tree = runner.task(_item, built, "tree")
         # at least 512 B rows a sample: a search task's fixed cost (the bound table,
-        # ~0.1 s) is then spread as in the real tasks of 8,192 rows, not over 50
+        # ~0.1 s) is then spread as in the real search tasks of 8,192 B rows, not over 50
         brows = min(n, max(512, int(5e7 // n)))
         bblocks = _spread(n, brows, samples)
         ts = runner.result([runner.task(_topc_search_task, tree, Bp, cmp, wp, s, e)
