@@ -157,10 +157,10 @@ def build_tree(a: dict, *, leaf_size: int | None = None, scale: np.ndarray | Non
     if leaf_size is None:
         leaf_size = RANKED_LEAF_SIZE if ranks else LEAF_SIZE
     key = np.where(np.isnan(v), np.inf, v)
+    chosen = np.ones(K, dtype=bool)
     if scale is not None:
-        scale = np.asarray(scale, dtype=np.float64).copy()
-        rest = np.argsort(-scale, kind="stable")[split_columns(n, leaf_size, K):]
-        scale[rest] *= 1e-12
+        chosen[np.argsort(-np.asarray(scale), kind="stable")[split_columns(n, leaf_size, K):]] \
+            = False
     perm = np.arange(n, dtype=np.int64)
     start, stop, left, right, dim, cut = [], [], [], [], [], []
     stack = [(0, n, -1, 0)]
@@ -187,7 +187,9 @@ def build_tree(a: dict, *, leaf_size: int | None = None, scale: np.ndarray | Non
             # spread in tolerances at the node's median magnitude, times the weight range
             med = np.nanmedian(np.abs(fin), axis=0) if np.isfinite(fin).any() else 0.0
             spread = spread * scale / np.maximum(np.nan_to_num(med, nan=0.0), 0.1)
-        k = int(np.argmax(spread))
+        k = int(np.argmax(np.where(chosen, spread, -np.inf)))
+        if not spread[k] > 0:                  # none of the chosen columns varies here
+            k = int(np.argmax(spread))
         mid = (e - s) // 2
         part = np.argpartition(seg[:, k], mid, kind="introselect")
         perm[s:e] = perm[s:e][part]
