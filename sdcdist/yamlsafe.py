@@ -1,6 +1,6 @@
 """YAML written by users (specs, ``risk -o KEY=VALUE`` values), read safely.
 
-:class:`SpecLoader` is PyYAML's ``SafeLoader`` (no Python objects) with four
+:class:`SpecLoader` is PyYAML's ``SafeLoader`` (no Python objects) with five
 changes:
 
 - **no anchors or aliases** (``&name``, ``*name``, ``<<: *name``). An alias
@@ -14,6 +14,10 @@ changes:
   (YAML 1.2 has no timestamp type).
 - **no duplicate keys**: a key given twice in one mapping is refused instead
   of the last one silently winning.
+- **the core schema only**: null, booleans, integers, floats, strings, lists and
+  mappings. Any other tag (``!!binary``, ``!!timestamp``, ``!!set``, ``!!omap``,
+  ``!!pairs``, ``!!python/...``, a local ``!tag``) is refused, and ``<<`` is an
+  ordinary key (no merge).
 
 Every problem is an :class:`SdcInputError` naming the input and the line.
 
@@ -35,13 +39,17 @@ import yaml
 from .errors import SdcInputError
 from .limits import MAX_YAML_DEPTH
 
-__all__ = ["SpecLoader", "load_yaml", "parse_option_value"]
+__all__ = ["SpecLoader", "load_yaml", "parse_option_value", "CORE_TAGS"]
 
 _FLOAT = "tag:yaml.org,2002:float"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 # YAML 1.2 core schema floats without a '.' that YAML 1.1 misses: 5e-2, 1e3, 1.5e3, -2E+4
 _NO_ALIAS = ("specs and options may not use YAML anchors (&name) or aliases (*name): "
              "write the values out in full")
+_MERGE = "tag:yaml.org,2002:merge"
+#: the tags of YAML 1.2's core schema: the only ones a spec may hold, given or implied
+CORE_TAGS = frozenset(f"tag:yaml.org,2002:{t}"
+                      for t in ("null", "bool", "int", "float", "str", "seq", "map"))
 _FLOAT12 = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
 
 
@@ -76,6 +84,16 @@ class SpecLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        if node.tag not in CORE_TAGS:
+            tag = node.tag
+            if tag.startswith("tag:yaml.org,2002:"):
+                tag = "!!" + tag[len("tag:yaml.org,2002:"):]
+            raise _Refused(f"uses the YAML tag {tag[:40]!r}", node.start_mark,
+                           "a spec holds only numbers, strings, booleans, null, lists and "
+                           "mappings (YAML's core schema): remove the tag")
+        return super().construct_object(node, deep=deep)
+
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
             seen: set[Any] = set()
@@ -90,7 +108,7 @@ class SpecLoader(yaml.SafeLoader):
 
 
 SpecLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP]
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_TIMESTAMP, _MERGE)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 SpecLoader.add_implicit_resolver(_FLOAT, _FLOAT12, list("-+0123456789."))
 
@@ -109,8 +127,8 @@ def load_yaml(text: str, *, what: str) -> Any:
     ------
     SdcInputError
         For a syntax error, an anchor or alias, too deep nesting, a duplicate
-        key, or a value YAML cannot represent (``2024-13-45`` is a string here,
-        but an invalid ``!!timestamp`` is not).
+        key, a tag beyond the core schema (``!!binary``, ``!!timestamp``, ...), or a
+        value its tag cannot represent (``!!int abc``).
     """
     try:
         return yaml.load(text, Loader=SpecLoader)  # noqa: S506 - SpecLoader is a SafeLoader

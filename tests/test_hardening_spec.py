@@ -237,8 +237,9 @@ def test_option_values_parse(text, want):
     ("a: b: c", "is not valid YAML"),
     ("&x [*x]", ALIASES),
     ("\x00", "contains a character YAML does not allow"),
-    ("!!python/name:os.system", "is not valid YAML"),
-    ("!!timestamp 2024-13-45", "has a value YAML cannot convert"),
+    ("!!python/name:os.system", "uses the YAML tag '!!python/name:os.system'"),
+    ("!!timestamp 2024-13-45", "uses the YAML tag '!!timestamp'"),
+    ("!!int abc", "has a value YAML cannot convert"),
     ("[" * 100 + "]" * 100, "nests lists or mappings"),
 ])
 def test_malformed_option_values_are_refused(text, says):

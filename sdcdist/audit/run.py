@@ -121,9 +121,14 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
 def load_holdouts(spec: AuditSpec, data: list[tuple[Microdata, Any]]) -> dict[int, Microdata]:
     """The holdout file of each dataset that names one (``holdout:``), read as the dataset
     is (its columns, categorical columns and missing-value markers), categories coded as
-    the dataset's."""
+    the dataset's. Nothing is read unless a metric of the spec compares with a holdout
+    (:data:`sdcdist.metrics.synthetic.HOLDOUT_METRICS`): a holdout no metric needs is
+    never opened."""
     from ..data import align_categories
-    out = {}
+    from ..metrics.synthetic import HOLDOUT_METRICS
+    out: dict[int, Microdata] = {}
+    if not any(k in HOLDOUT_METRICS for k in spec.metrics):
+        return out
     for i, (ds, (md, _)) in enumerate(zip(spec.datasets, data)):
         if ds.holdout is None:
             continue

@@ -45,7 +45,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -58,30 +58,55 @@ from ..storage import refuse_credentials
 from .. import limits
 
 __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec",
-           "read_spec_text"]
+           "read_spec_text", "DATA_FIELDS"]
 
 _TOP = {"name", "seed", "dataset", "datasets", "methods", "replicates", "metrics", "keysets", "options",
         "description"}
-_DATASET = {"name", "path", "synthetic", "reference", "columns", "keys", "roles", "categorical",
-            "na_values", "holdout"}
 _SOURCES = ("path", "synthetic", "reference")
 _METHOD = {"name", "params", "options"}
 
 
+def _f(names_data: bool, default: Any = None, factory: Any = None) -> Any:
+    """A field of a dataset mapping; ``names_data``: its value names a file or URL the
+    audit reads (the service resolves and checks every such field, see
+    :data:`DATA_FIELDS`). Every field must say, so a new one cannot be forgotten."""
+    meta = {"names_data": names_data}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
 @dataclass(frozen=True)
 class DatasetSpec:
-    name: str
-    path: str | None = None
-    synthetic: dict[str, int] | None = None
-    reference: str | None = None
-    columns: tuple[str, ...] | None = None
-    keys: tuple[str, ...] | None = None
-    roles: dict[str, list[str]] = field(default_factory=dict)
-    categorical: tuple[str, ...] | None = None
+    name: str = _f(False, "data")
+    #: the data: a CSV, Parquet or Zarr file, or an fsspec URL
+    path: str | None = _f(True)
+    synthetic: dict[str, int] | None = _f(False)
+    reference: str | None = _f(False)     # a file shipped with sdcdist, named by a word
+    columns: tuple[str, ...] | None = _f(False)
+    keys: tuple[str, ...] | None = _f(False)
+    roles: dict[str, list[str]] = _f(False, factory=dict)
+    categorical: tuple[str, ...] | None = _f(False)
     #: cells that mean "missing" besides empty cells (CSV and Parquet files)
-    na_values: tuple[str, ...] | None = None
+    na_values: tuple[str, ...] | None = _f(False)
     #: a holdout file (records of the population the masked files are not made from)
-    holdout: str | None = None
+    holdout: str | None = _f(True)
+
+
+def _schema_fields() -> tuple[set[str], frozenset[str]]:
+    names, data = set(), set()
+    for f in fields(DatasetSpec):
+        if "names_data" not in f.metadata:      # pragma: no cover - a programming error
+            raise TypeError(f"DatasetSpec.{f.name} does not say whether it names data")
+        names.add(f.name)
+        if f.metadata["names_data"]:
+            data.add(f.name)
+    return names, frozenset(data)
+
+
+#: the keys of a dataset mapping, and those whose value names data (a file or URL the
+#: audit reads: ``path``, ``holdout``); both read from :class:`DatasetSpec`'s fields
+_DATASET, DATA_FIELDS = _schema_fields()
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import click
 from ..errors import SdcInputError
 from ._common import ClusterOptions, cluster, cluster_options, main
 
-__all__ = ["serve"]
+__all__ = ["serve", "uvicorn_config"]
 
 _LOOPBACK = ("localhost",)
 
@@ -41,6 +41,43 @@ def _hash_token(ctx: click.Context, param: click.Parameter, value: str | None) -
                    err=True)
     click.echo(f"{value} {hash_token(token, method=method)}")
     ctx.exit(0)
+
+
+def check_forwarded(value: str | None) -> str | None:
+    """``--forwarded-allow-ips``: a comma-separated list of proxy addresses or networks
+    (``*`` trusts any peer: only behind a proxy that every connection passes)."""
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    for v in items:
+        if v == "*":
+            continue
+        try:
+            ipaddress.ip_network(v, strict=False)
+        except ValueError:
+            raise SdcInputError(f"--forwarded-allow-ips: {v[:64]!r} is not an IP address or "
+                                "network; give the addresses of your reverse proxies, "
+                                "e.g. 10.0.0.5,10.0.1.0/24") from None
+    if not items:
+        raise SdcInputError("--forwarded-allow-ips is empty; give the addresses of your "
+                            "reverse proxies, or leave the option out")
+    return ",".join(items)
+
+
+def uvicorn_config(asgi: object, *, host: str, port: int, certfile: str | None = None,
+                   keyfile: str | None = None, forwarded_allow_ips: str | None = None
+                   ) -> "object":
+    """The uvicorn configuration of ``sdcdist serve``. ``X-Forwarded-For`` (and
+    ``X-Forwarded-Proto``) are read only from the peers of ``forwarded_allow_ips``; with
+    None (the default) never, whatever uvicorn's defaults or ``FORWARDED_ALLOW_IPS`` say:
+    the address the wrong-token limiter counts is then the connection's own."""
+    import uvicorn
+    return uvicorn.Config(
+        asgi, host=host, port=port, ssl_certfile=certfile, ssl_keyfile=keyfile,
+        log_config=None, access_log=True, timeout_graceful_shutdown=5,
+        proxy_headers=forwarded_allow_ips is not None,
+        forwarded_allow_ips=forwarded_allow_ips if forwarded_allow_ips is not None
+        else "")
 
 
 @main.command()
@@ -80,6 +117,11 @@ def _hash_token(ctx: click.Context, param: click.Parameter, value: str | None) -
                    "'s3://bucket/{principal}/' ({principal}: the requesting principal); "
                    "repeatable. Without it specs name uploads and files under "
                    "--root/files/<principal>/ only.")
+@click.option("--forwarded-allow-ips", default=None, metavar="ADDRS",
+              help="Comma-separated addresses or networks of reverse proxies whose "
+                   "X-Forwarded-For (client address) and X-Forwarded-Proto headers are "
+                   "believed. Off by default: the headers are ignored and each client is "
+                   "the address of its connection (what the wrong-token limit counts).")
 @click.option("--max-running", type=click.IntRange(1, 256), default=4, show_default=True,
               help="Audits run at once on the cluster (the others wait in the queue).")
 @click.option("--hash-token", metavar="NAME", expose_value=False, is_eager=True,
@@ -90,7 +132,7 @@ def _hash_token(ctx: click.Context, param: click.Parameter, value: str | None) -
 def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: str | None,
           keyfile: str | None, max_upload: int, max_audits: int, max_columns: int,
           max_rows: int, max_data: int, max_inflated: int, allow_url: tuple[str, ...],
-          max_running: int,
+          forwarded_allow_ips: str | None, max_running: int,
           where: ClusterOptions) -> None:
     """Run the audit service: an HTTP API (/v1, OpenAPI at /openapi.json, docs at /docs)
     and a web page (/) in front of one Dask cluster.
@@ -120,6 +162,7 @@ def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: 
     from ..service.security import check_allow_url
     for prefix in allow_url:
         check_allow_url(prefix)
+    forwarded_allow_ips = check_forwarded(forwarded_allow_ips)
     if principals is None and not _is_loopback(host):
         raise SdcInputError(f"--host {host} without --tokens would let anyone who reaches "
                             "this machine use the service; give --tokens FILE (make lines "
@@ -159,9 +202,9 @@ def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: 
         asgi = BodyLimit(app, [("POST", "/v1/datasets", config.max_upload, "upload"),
                                ("POST", "/v1/audits", config.max_spec, "spec")])
         runner.start()
-        server = uvicorn.Server(uvicorn.Config(
-            asgi, host=host, port=port, ssl_certfile=certfile, ssl_keyfile=keyfile,
-            log_config=None, access_log=True, timeout_graceful_shutdown=5))
+        server = uvicorn.Server(uvicorn_config(
+            asgi, host=host, port=port, certfile=certfile, keyfile=keyfile,
+            forwarded_allow_ips=forwarded_allow_ips))
         click.echo(f"sdcdist service on {scheme}://{host}:{port}/ (API docs at /docs, "
                    f"state in {config.root})", err=True)
         try:

@@ -142,11 +142,14 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
 
 def _install_error_handlers(app: FastAPI) -> None:
     """A user mistake is a 422 with the command line's one-line message (URL user-info
-    redacted); a malformed request names the parameter, never the value sent."""
+    redacted, the service's root folder taken out of its paths); a malformed request names the parameter, never the value sent."""
     @app.exception_handler(SdcInputError)
     async def _input_error(request: Request, exc: SdcInputError) -> JSONResponse:
         from ..text import redact
-        return JSONResponse({"detail": redact(str(exc))}, status_code=422)
+        from .security import hide_root
+        return JSONResponse({"detail": hide_root(redact(str(exc)),
+                                                 request.app.state.config.root)},
+                            status_code=422)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -93,6 +93,7 @@ class Service:
         self.runner = runner
         self.csrf = csrf
         self.failures = FailureLimiter()
+        self._slow_lock = threading.Lock()
         self.plot_lock = threading.Lock()      # matplotlib's pyplot is not thread-safe
         self.results = ResultCache()
         self._cubes: dict[str, tuple[tuple, Any]] = {}   # audit -> (state key, cube)
@@ -103,7 +104,8 @@ class Service:
     # -- who is asking ------------------------------------------------------------------
     def principal(self, request: Request) -> str:
         """The principal of the request's bearer token ("local" without a tokens file);
-        401 without a valid token, 429 after too many wrong ones from one address."""
+        401 without a valid token, 429 for a wrong one after too many wrong ones from
+        its address (:class:`.security.FailureLimiter`). A valid token always passes."""
         tokens = self.config.tokens
         if tokens is None:
             request.state.principal = "local"
@@ -114,15 +116,22 @@ class Service:
             raise HTTPException(401, "this service needs a token: send the header "
                                      "'Authorization: Bearer TOKEN'",
                                 headers={"WWW-Authenticate": "Bearer"})
+        # the token first: a valid one always passes, whatever its address did before
+        token = token.strip()
         addr = request.client.host if request.client else "?"
-        wait = self.failures.blocked(addr)
-        if wait:
-            raise HTTPException(429, "too many wrong tokens from this address; try again "
-                                     f"in {math.ceil(wait)} s",
-                                headers={"Retry-After": str(math.ceil(wait))})
-        who = tokens.principal(token.strip())
+        who = tokens.principal(token, slow=False)
+        if who is None and tokens.slow:
+            if self.failures.blocked(addr):
+                with self._slow_lock:    # a blocked address's guesses: one scrypt at a time
+                    who = tokens.principal(token)
+            else:
+                who = tokens.principal(token)
         if who is None:
-            self.failures.failed(addr)
+            wait = self.failures.fail(addr)
+            if wait:
+                raise HTTPException(429, "too many wrong tokens from this address; try "
+                                         f"again in {math.ceil(wait)} s",
+                                    headers={"Retry-After": str(math.ceil(wait))})
             raise HTTPException(401, "the token is not valid for this service",
                                 headers={"WWW-Authenticate": "Bearer"})
         request.state.principal = who

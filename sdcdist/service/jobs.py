@@ -146,7 +146,9 @@ class JobRunner:
     def _fail(self, audit_id: str, message: str) -> None:
         """Mark the audit failed; if the store cannot be written (a full disk), keep the
         reason, show it as the audit's note, and write it when the store can be written
-        again (the dispatcher retries)."""
+        again (the dispatcher retries). The message names no absolute server path."""
+        from .security import hide_root
+        message = hide_root(message, self.store.root)
         try:
             self.store.finish(audit_id, "failed", message)
         except Exception as exc:        # noqa: BLE001 - retried by the dispatcher

@@ -1,6 +1,7 @@
 """What keeps the service to its principals' own data and its own origin.
 
-- :func:`check_data_path`: a spec's ``path`` names a local file under the principal's
+- :func:`check_data_path`: a spec's ``path`` (and every other field that names data,
+  ``holdout`` ...) names a local file under the principal's
   own area ``<root>/files/<principal>/``; every URL protocol and fsspec chain
   (``local://``, ``simplecache::``, ``http://``, ``s3://`` ...) is refused, so a spec
   can neither read another principal's store nor make the service fetch an address.
@@ -9,8 +10,9 @@
   ``Sec-Fetch-Site``), requires the per-start CSRF token on the state-changing requests
   a foreign page could send without a CORS preflight when there are no tokens, and sets
   the security headers of every answer.
-- :class:`FailureLimiter`: wrong tokens per client address (429 beyond the limit), so
-  guessing costs the guesser, not the service's CPU.
+- :class:`FailureLimiter`: wrong tokens per client address (:func:`client_key`: IPv6 per
+  /64; 429 beyond the limit), counted exactly under concurrency. A valid token is checked
+  first and always passes, whatever its address did.
 - :func:`check_json_depth`, :func:`parse_last_event_id`: request parts that are refused
   with 422 before they reach a parser that would fail with a traceback.
 """
@@ -27,7 +29,8 @@ from urllib.parse import urlsplit
 
 from ..errors import SdcInputError, value_error
 
-__all__ = ["check_data_path", "principal_area", "RequestGuard", "FailureLimiter",
+__all__ = ["check_data_path", "principal_area", "RequestGuard", "FailureLimiter", "client_key",
+           "hide_root",
            "check_json_depth", "parse_last_event_id", "CSRF_HEADER", "loopback_hosts",
            "MAX_PATH_CHARS"]
 
@@ -87,30 +90,31 @@ def check_allow_url(prefix: str) -> str:
 
 
 def check_data_path(path: str, what: str, root: Path, who: str,
-                    allow_urls: tuple[str, ...] = ()) -> None:
-    """Refuse a spec's ``path`` unless it is a local path under ``who``'s own area, or a
-    URL under one of ``allow_urls`` (the operator's ``--allow-url`` prefixes).
+                    allow_urls: tuple[str, ...] = (), field: str = "path") -> None:
+    """Refuse a spec's ``path`` (or any other field naming data, ``field``: see
+    :data:`sdcdist.audit.spec.DATA_FIELDS`) unless it is a local path under ``who``'s own
+    area, or a URL under one of ``allow_urls`` (the operator's ``--allow-url`` prefixes).
 
     Relative paths are relative to ``root``; ``..``, symbolic links and ``file://``
     URLs are resolved before the check. Any other protocol or fsspec chain is refused,
-    naming the protocol but never the rest of the URL.
+    naming the protocol but never the rest of the URL; no message names a server path.
     """
     from ..storage import check_url, local_path
     if "\x00" in path or any(ord(ch) < 32 for ch in path):
-        raise SdcInputError(f"{what}.path holds a control character (such as a NUL byte); "
+        raise SdcInputError(f"{what}.{field} holds a control character (such as a NUL byte); "
                             "give a plain file path")
     if len(path) > MAX_PATH_CHARS:
-        raise SdcInputError(f"{what}.path is {len(path)} characters long; the service "
+        raise SdcInputError(f"{what}.{field} is {len(path)} characters long; the service "
                             f"accepts paths of at most {MAX_PATH_CHARS}")
     area = principal_area(root, who)
     if "::" in path or "://" in path:
-        check_url(path.split("::")[-1] if "::" in path else path, what=f"{what}.path")
+        check_url(path.split("::")[-1] if "::" in path else path, what=f"{what}.{field}")
         proto = path.split("::")[0].split("://")[0][:32]
         if allow_urls and allowed_url(path, allow_urls, who):
             return
         if "::" in path or proto.lower() != "file":
             raise SdcInputError(
-                f"{what}.path uses the protocol {proto!r}{' in a chain' if '::' in path else ''}"
+                f"{what}.{field} uses the protocol {proto!r}{' in a chain' if '::' in path else ''}"
                 "; through the service a spec names data only by 'dataset: {id: ...}' (an "
                 f"upload of yours), by a local path under files/{who}/ in the service's "
                 "root, or by a URL under a prefix the operator allowed (sdcdist serve "
@@ -119,27 +123,37 @@ def check_data_path(path: str, what: str, root: Path, who: str,
                 "address")
         path = local_path(path)
     if any(len(part.encode()) > MAX_NAME_BYTES for part in Path(path).parts):
-        raise SdcInputError(f"{what}.path has a part longer than {MAX_NAME_BYTES} bytes; give "
+        raise SdcInputError(f"{what}.{field} has a part longer than {MAX_NAME_BYTES} bytes; give "
                             "a shorter file name")
     p = Path(path)
     try:
         full = (p if p.is_absolute() else root / p).resolve()
     except (OSError, ValueError, RuntimeError):
-        raise SdcInputError(f"{what}.path cannot be resolved to a file; give a plain path "
+        raise SdcInputError(f"{what}.{field} cannot be resolved to a file; give a plain path "
                             f"under files/{who}/") from None
     try:
         full.relative_to(root)
     except ValueError:
-        raise SdcInputError(f"{what}.path is outside the service's root folder; upload the "
+        raise SdcInputError(f"{what}.{field} is outside the service's root folder; upload the "
                             "file (POST /v1/datasets) and name it by 'dataset: {id: ...}'"
                             ) from None
     try:
         full.relative_to(area.resolve())
     except ValueError:
-        raise SdcInputError(f"{what}.path points into the service's own files or another "
+        raise SdcInputError(f"{what}.{field} points into the service's own files or another "
                             "principal's area; name an uploaded dataset by 'dataset: {id: "
                             f"...}}', or a file the operator placed under files/{who}/"
                             ) from None
+
+
+def hide_root(text: str, root: Path) -> str:
+    """``text`` with the service's root folder taken out of every path in it (``<root>/
+    datasets/x.zarr`` becomes ``datasets/x.zarr``): what the service says names no
+    absolute server path."""
+    for r in {str(root), str(Path(root).resolve())}:
+        if r and r != "/":
+            text = text.replace(r.rstrip("/") + "/", "").replace(r, ".")
+    return text
 
 
 def check_json_depth(text: str, limit: int) -> None:
@@ -193,38 +207,67 @@ def loopback_hosts(host: str, port: int = 0) -> tuple[str, ...]:
     return tuple(sorted(f"[{n}]" if ":" in n else n for n in names))
 
 
+def client_key(addr: str) -> str:
+    """The unit wrong tokens are counted in: an IPv4 address, an IPv6 address's /64 (one
+    host commonly holds a whole /64, so its addresses are one client), an IPv4-mapped
+    IPv6 address as its IPv4 address; anything else (a Unix socket) as given."""
+    import ipaddress
+    try:
+        ip = ipaddress.ip_address(addr.strip("[]").split("%")[0])
+    except ValueError:
+        return addr
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
 class FailureLimiter:
-    """At most ``limit`` failed authentications per client address in ``window``
-    seconds; :meth:`blocked` gives the seconds to wait (0: go on)."""
+    """At most ``limit`` failed authentications per client (:func:`client_key`) in
+    ``window`` seconds.
+
+    :meth:`fail` counts a failure and says whether it was one of the ``limit`` allowed
+    (0: answer 401) or past them (the seconds to wait: answer 429, not counted); the test
+    and the count happen under one lock, so however many wrong tokens arrive at once,
+    exactly ``limit`` of them are attempts. :meth:`blocked` only reads."""
 
     def __init__(self, limit: int = 10, window: float = 60.0):
         self.limit, self.window = limit, window
         self._fails: dict[str, deque] = {}
         self._lock = threading.Lock()
 
-    def _recent(self, addr: str, now: float) -> deque:
-        q = self._fails.setdefault(addr, deque())
+    def _recent(self, key: str, now: float) -> deque:
+        q = self._fails.setdefault(key, deque())
         while q and q[0] <= now - self.window:
             q.popleft()
         return q
 
     def blocked(self, addr: str) -> float:
-        now = time.monotonic()
+        """Seconds until ``addr`` may fail again (0: it may)."""
+        key, now = client_key(addr), time.monotonic()
         with self._lock:
-            q = self._recent(addr, now)
+            q = self._recent(key, now)
             if len(q) < self.limit:
                 if not q:
-                    self._fails.pop(addr, None)
+                    self._fails.pop(key, None)
                 return 0.0
             return max(0.0, q[0] + self.window - now)
 
-    def failed(self, addr: str) -> None:
-        now = time.monotonic()
+    def fail(self, addr: str) -> float:
+        """Record a wrong token from ``addr``: 0 if it was counted (within the limit),
+        else the seconds to wait (past the limit: refused, not counted)."""
+        key, now = client_key(addr), time.monotonic()
         with self._lock:
-            self._recent(addr, now).append(now)
+            q = self._recent(key, now)
+            if len(q) >= self.limit:
+                return max(1e-3, q[0] + self.window - now)
+            q.append(now)
             if len(self._fails) > 10_000:           # bounded: forget the oldest addresses
                 for k in list(self._fails)[:1000]:
-                    del self._fails[k]
+                    if k != key:
+                        del self._fails[k]
+            return 0.0
 
 
 class RequestGuard:

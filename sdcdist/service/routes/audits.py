@@ -1,7 +1,8 @@
 """Audits: submit a spec, list, show, resume, cancel, and follow one (server-sent events).
 
 A spec names its data by an uploaded dataset's id (:func:`resolve_spec` replaces it by
-the stored path), ``reference``, ``synthetic``, or a ``path`` inside the root.
+the stored path), ``reference``, ``synthetic``, or a ``path`` inside the principal's
+area; every other field that names data (``holdout`` ...) is resolved the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from ...logs import event
 from ..helpers import Service
 from ..store import ACTIVE, Store, audit_out, new_id
 
-__all__ = ["router", "cancel_reason", "parse_body", "resolve_spec"]
+__all__ = ["router", "cancel_reason", "parse_body", "resolve_spec", "resolve_dataset",
+           "resolve_field"]
 
 log = logging.getLogger("sdcdist.service")
 
@@ -146,7 +148,9 @@ def cancel_reason(a: Mapping[str, Any], who: str) -> str:
 
 
 def parse_body(body: bytes, ctype: str) -> Any:
-    """A spec from a request body: JSON by its content type, else YAML (as a spec file)."""
+    """A spec from a request body: JSON by its content type, else YAML (as a spec file,
+    :func:`sdcdist.yamlsafe.load_yaml`). Either way a key given twice in one mapping is
+    refused."""
     from ...yamlsafe import load_yaml
     if not body.strip():
         raise SdcInputError("the request has no spec; send the YAML or JSON of an audit spec "
@@ -160,16 +164,28 @@ def parse_body(body: bytes, ctype: str) -> Any:
         from ..security import check_json_depth
         check_json_depth(text, MAX_YAML_DEPTH)
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_no_duplicate_keys)
         except json.JSONDecodeError as exc:
             raise SdcInputError(f"the spec is not valid JSON (line {exc.lineno}, column "
                                 f"{exc.colno}: {exc.msg})") from None
     return load_yaml(text, what="the spec")
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when it gives a key twice (as a YAML spec is)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise SdcInputError(f"the spec gives the key {k[:64]!r} twice in one object; "
+                                "give each key once")
+        out[k] = v
+    return out
+
+
 def resolve_spec(doc: Any, who: str, store: Store, allow_urls: tuple[str, ...] = ()) -> Any:
-    """The spec with each `dataset: {id: ...}` replaced by its stored path, and each
-    `path` checked to stay inside the root."""
+    """The spec with every field that names data (:data:`sdcdist.audit.spec.DATA_FIELDS`:
+    ``path``, ``holdout`` ...) of every dataset of ``dataset:`` and ``datasets:`` resolved
+    by :func:`resolve_dataset`."""
     if not isinstance(doc, Mapping):
         return doc                       # parse_spec says what is wrong
     out = dict(doc)
@@ -183,22 +199,50 @@ def resolve_spec(doc: Any, who: str, store: Store, allow_urls: tuple[str, ...] =
     return out
 
 
+def _own_upload(dataset_id: Any, what: str, who: str, store: Store) -> tuple[str, dict]:
+    """The stored path (relative to the root) of ``who``'s upload ``dataset_id``."""
+    dataset_id = str(dataset_id)
+    row = store.dataset(dataset_id, who)
+    if row is None:
+        raise SdcInputError(f"{what} names dataset id {dataset_id[:64]!r}, which is not one "
+                            "of your uploads; GET /v1/datasets lists them")
+    return f"datasets/{dataset_id}.zarr", row
+
+
+def resolve_field(value: Any, what: str, field: str, who: str, store: Store,
+                  allow_urls: tuple[str, ...] = ()) -> Any:
+    """One field that names data: ``{id: ...}`` (an upload of ``who``'s) becomes its stored
+    path; anything else must pass :func:`sdcdist.service.security.check_data_path`."""
+    from ..security import check_data_path
+    if isinstance(value, Mapping):
+        if set(value) != {"id"}:
+            raise SdcInputError(f"{what}.{field} is a mapping; give a path under files/{who}/ "
+                                "or {id: ...}, the id of one of your uploads")
+        return _own_upload(value["id"], f"{what}.{field}", who, store)[0]
+    if isinstance(value, (list, tuple)):
+        raise SdcInputError(f"{what}.{field} is a list; give one path, or {{id: ...}}")
+    check_data_path(str(value), what, store.root, who, allow_urls, field=field)
+    return value
+
+
 def resolve_dataset(d: Mapping[str, Any], what: str, who: str, store: Store,
-                     allow_urls: tuple[str, ...] = ()) -> dict:
+                    allow_urls: tuple[str, ...] = ()) -> dict:
+    """One dataset mapping of a spec: ``id`` becomes the ``path`` of that upload of
+    ``who``'s, and every field that names data
+    (:data:`sdcdist.audit.spec.DATA_FIELDS`, read from the spec's schema so that a new
+    one cannot bypass this) is resolved by :func:`resolve_field`."""
+    from ...audit.spec import DATA_FIELDS
     d = dict(d)
     if "id" in d:
         if any(k in d for k in ("path", "synthetic", "reference")):
             raise SdcInputError(f"{what} has 'id' and another source; name the data by one "
                                 "of 'id' (an uploaded dataset), 'reference' or 'synthetic'")
-        dataset_id = str(d.pop("id"))
-        row = store.dataset(dataset_id, who)
-        if row is None:
-            raise SdcInputError(f"{what} names dataset id {dataset_id!r}, which is not one "
-                                "of your uploads; GET /v1/datasets lists them")
-        d["path"] = f"datasets/{dataset_id}.zarr"
+        d["path"], row = _own_upload(d.pop("id"), what, who, store)
         d.setdefault("name", row["name"])
-        return d
-    if "path" in d:
-        from ..security import check_data_path
-        check_data_path(str(d["path"]), what, store.root, who, allow_urls)
+        resolved = {"path"}
+    else:
+        resolved = set()
+    for field in sorted(DATA_FIELDS - resolved):
+        if field in d:
+            d[field] = resolve_field(d[field], what, field, who, store, allow_urls)
     return d
