@@ -275,3 +275,20 @@ def test_duplicate_json_keys_and_yaml_tags_are_refused(two):
     r = c.post("/v1/audits", content=text.replace("!local x", "x").encode(),
                headers={**h["bob"], "Content-Type": "application/yaml"})
     assert r.status_code == 202, r.text
+
+
+def test_a_holdout_is_sized_at_submission_only_when_a_metric_reads_it(tmp_path):
+    from sdcdist.service.limits import Limits
+    tokens, toks = _tokens(tmp_path)
+    app, store, _ = _app(tmp_path, tokens=tokens, limits=Limits(max_rows=100))
+    c = TestClient(app, base_url=BASE)
+    bob = {"Authorization": f"Bearer {toks['bob']}"}
+    area = store.root / "files" / "bob"
+    area.mkdir(parents=True)
+    (area / "small.csv").write_bytes(_csv(rows=60, seed=1))
+    (area / "big.csv").write_bytes(_csv(rows=300, seed=2))
+    ds = {"path": "files/bob/small.csv", "holdout": "files/bob/big.csv", "categorical": ["V0"]}
+    r = c.post("/v1/audits", json={**HOLDOUT_SPEC, "dataset": ds}, headers=bob)
+    assert r.status_code == 413 and "holdout" in r.json()["detail"], r.text
+    r = c.post("/v1/audits", json={**SPEC, "dataset": ds}, headers=bob)
+    assert r.status_code == 202, r.text

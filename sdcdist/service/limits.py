@@ -31,7 +31,7 @@ from fastapi import HTTPException
 from ..errors import SdcInputError
 
 __all__ = ["Limits", "scan_upload", "chunk_rows_for", "check_submission", "CHECK_BYTES",
-           "CHUNK_BYTES"]
+           "CHUNK_BYTES", "check_holdouts"]
 
 #: data of at most this many bytes in memory is read and checked at submission
 CHECK_BYTES = 64 * 2**20
@@ -238,3 +238,17 @@ def check_submission(spec: Any, lim: Limits) -> None:
         if d.keys:
             md.column_index(d.keys, what="key column")
         resolve_keysets(spec, md, d)
+
+
+def check_holdouts(spec: Any, lim: Limits) -> None:
+    """Size (413 past the limits) each holdout file a requested metric will read, from its
+    metadata as a dataset is, before the audit is queued. A holdout no requested metric
+    needs is not read at all, here or when the audit runs."""
+    from dataclasses import replace
+
+    from ..metrics.synthetic import HOLDOUT_METRICS
+    if not any(k in HOLDOUT_METRICS for k in spec.metrics):
+        return
+    for d in spec.datasets:
+        if d.holdout is not None:
+            _meta(spec, replace(d, name=f"{d.name} (its holdout)", path=d.holdout), lim)
