@@ -98,6 +98,8 @@ def test_every_data_field_is_checked(two, tmp_path):
         "http:// loopback": url,
         "https:// loopback": f"https://127.0.0.1:{listener.port}/h.zarr",
         "/etc/passwd": "/etc/passwd",
+        "not a text": ["../outside.csv"],
+        "null": None,
     }
     try:
         for field in sorted(DATA_FIELDS):

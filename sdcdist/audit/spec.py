@@ -24,6 +24,10 @@ through :func:`sdcdist.data.reference_file`.
 ``path`` may be an fsspec URL (``s3://bucket/data.zarr``); credentials never
 go in a spec (a credential-like key is refused, see :mod:`sdcdist.storage`).
 
+Every field of a dataset mapping says whether its value names data (a file or URL the
+audit reads); :data:`DATA_FIELDS` (``path``, ``holdout``) is read from that, and the
+service resolves and checks each of them (:mod:`sdcdist.service.routes.audits`).
+
 Validation raises :class:`SdcInputError` naming the culprit: unknown keys,
 method or metric names (with the valid ones), out-of-range parameters,
 unknown or ill-typed options (top-level ``options`` and each method's
@@ -78,7 +82,7 @@ def _f(names_data: bool, default: Any = None, factory: Any = None) -> Any:
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    name: str = _f(False, "data")
+    name: str = field(metadata={"names_data": False})
     #: the data: a CSV, Parquet or Zarr file, or an fsspec URL
     path: str | None = _f(True)
     synthetic: dict[str, int] | None = _f(False)

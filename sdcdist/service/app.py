@@ -142,7 +142,8 @@ def create_app(config: ServiceConfig, runner: JobRunner | None = None,
 
 def _install_error_handlers(app: FastAPI) -> None:
     """A user mistake is a 422 with the command line's one-line message (URL user-info
-    redacted, the service's root folder taken out of its paths); a malformed request names the parameter, never the value sent."""
+    redacted, the service's root folder taken out of its paths); a malformed request
+    names the parameter, never the value sent."""
     @app.exception_handler(SdcInputError)
     async def _input_error(request: Request, exc: SdcInputError) -> JSONResponse:
         from ..text import redact

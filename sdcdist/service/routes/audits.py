@@ -220,9 +220,11 @@ def resolve_field(value: Any, what: str, field: str, who: str, store: Store,
             raise SdcInputError(f"{what}.{field} is a mapping; give a path under files/{who}/ "
                                 "or {id: ...}, the id of one of your uploads")
         return _own_upload(value["id"], f"{what}.{field}", who, store)[0]
-    if isinstance(value, (list, tuple)):
-        raise SdcInputError(f"{what}.{field} is a list; give one path, or {{id: ...}}")
-    check_data_path(str(value), what, store.root, who, allow_urls, field=field)
+    if not isinstance(value, str):
+        raise SdcInputError(f"{what}.{field} is a {type(value).__name__}; give the path of a "
+                            f"file under files/{who}/, or {{id: ...}}, the id of one of your "
+                            "uploads")
+    check_data_path(value, what, store.root, who, allow_urls, field=field)
     return value
 
 
