@@ -23,8 +23,14 @@ Prints, in one run:
    million rows, and a 295-byte spec asking for 3 million synthetic records (its peak
    resident set, reset before each request, over its resident set before it).
    ``--memory-only`` runs only this part.
+6. The four uploads of issue 37 that cost gigabytes (a 10 KB Parquet of three 300 MB
+   strings, a 0.9 MB ``.csv.gz`` of one 900 MB field, a 235 MB CSV of one field, a CSV of
+   999 columns x 60,000 rows): status, the service process's peak RSS growth, seconds and
+   the slowest ``/v1/health`` answer meanwhile, for this code and (``--baseline main``)
+   for a commit's, in the same run, and a table. ``--uploads-only`` runs only this part
+   (``--timeout``, ``--guard-mib`` stop the baseline's worst requests).
 
-5. ``/query``, ``/report`` and ``/plot`` of a 44-cell cube (14 parameterisations of 3
+7. ``/query``, ``/report`` and ``/plot`` of a 44-cell cube (14 parameterisations of 3
    methods, 4 replicates of the random ones, 1,000 synthetic records) under 10 clients for
    ``--seconds`` each: the first request of each (which loads the cube or renders the
    plot), then requests per second, p50 and p99; and the same load on ``/v1/health``, a
@@ -59,9 +65,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
 
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+def env(tree: Path = ROOT) -> dict[str, str]:
+    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": os.pathsep.join(
+        p for p in (str(tree), os.environ.get("PYTHONPATH")) if p)}
 
 
 def free_port() -> int:
@@ -98,7 +104,7 @@ def tree_rss(pgid: int) -> int:
 
 
 class Service:
-    def __init__(self, root: Path, workers: int):
+    def __init__(self, root: Path, workers: int, tree: Path = ROOT):
         import httpx
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -106,7 +112,7 @@ class Service:
         self.proc = subprocess.Popen(
             [PY, "-m", "sdcdist.cli", "serve", "--root", str(root), "--port", str(self.port),
              "--workers", str(workers), "--max-upload", "1024"],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env(), start_new_session=True,
+            stdout=self.log, stderr=subprocess.STDOUT, env=env(tree), start_new_session=True,
             stdin=subprocess.DEVNULL)
         t0 = time.monotonic()
         while True:
@@ -154,6 +160,9 @@ class Service:
     def stop(self) -> None:
         self._stop.set()
         self.http.close()
+        if self.proc.poll() is not None:
+            self.log.close()
+            return
         os.killpg(self.proc.pid, signal.SIGTERM)
         try:
             self.proc.wait(60)
@@ -234,6 +243,141 @@ def memory_per_request(svc: "Service") -> None:
                              "headers": {"Content-Type": "application/json"}}))
     if bomb_id is None:
         print(f"{'spec naming the gzip upload':34s} {'-':>14s} (the upload was refused)")
+
+
+def big_uploads(wide_rows: int = 60_000):
+    """(label, file name, bytes) of the four uploads of issue 37 that used to cost
+    gigabytes: a 10 KB Parquet of three 300 MB strings (zstd), a 0.9 MB ``.csv.gz`` of one
+    900 MB field (gzip members of 1 MiB each), a 235 MB CSV of one field, and a CSV of 999
+    columns x ``wide_rows`` records under every limit. Built one at a time."""
+    import gzip
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    s = "z" * (300 << 20)
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"a": [1., 2., 3., 4.], "t": [s, s, s, "w"]}), buf,
+                   compression="zstd", compression_level=1, write_statistics=False)
+    del s
+    yield "Parquet, 3 x 300 MB strings (zstd)", "p.parquet", buf.getvalue()
+    member = gzip.compress(b"z" * 2**20, compresslevel=9)
+    yield ("csv.gz, one 900 MB field", "f.csv.gz",
+           gzip.compress(b"a,t\n1,") + member * 900 + gzip.compress(b"\n"))
+    yield "CSV, one 235 MB field", "f.csv", b"a,t\n1," + b"z" * (235 << 20) + b"\n"
+    rng = np.random.default_rng(1)
+    cols = 999
+    head = ",".join(f"c{j}" for j in range(cols)).encode() + b"\n"
+    lines = ["\n".join(",".join(map(str, r)) for r in rng.integers(0, 1000, (100, cols)))
+             for _ in range(2)]
+    body = "\n".join(lines[i % 2] for i in range(wide_rows // 100)).encode()
+    yield f"CSV, 999 columns x {wide_rows:,} rows", "w.csv", head + body + b"\n"
+
+
+class _Health(threading.Thread):
+    """Asks a service's /v1/health every 50 ms and keeps the slowest answer (no answer
+    within the timeout counts as the timeout)."""
+
+    def __init__(self, url: str, timeout: float = 10.0):
+        super().__init__(daemon=True)
+        self.url, self.timeout, self.worst = url, timeout, 0.0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        import httpx
+        with httpx.Client(timeout=self.timeout) as c:
+            while not self.stop.is_set():
+                t0 = time.monotonic()
+                try:
+                    c.get(self.url + "/v1/health")
+                    took = time.monotonic() - t0
+                except httpx.HTTPError:
+                    took = self.timeout
+                self.worst = max(self.worst, took)
+                time.sleep(0.05)
+
+
+def upload_memory(trees: list[tuple[str, Path]], workers: int, timeout: float,
+                  guard_mib: int, wide_rows: int) -> None:
+    """The four uploads against a service run from each source tree: status, the service
+    process's peak RSS growth (VmHWM reset before each, over VmRSS before), seconds, and
+    the slowest /v1/health answer meanwhile. A request that passes ``timeout`` seconds,
+    or a service whose RSS passes ``guard_mib``, is stopped (the service is killed and
+    started again for the next upload); its figures are then lower bounds."""
+    import httpx
+    rows: list[tuple[str, str, str, float, float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="sdcdist-bench-uploads-") as tmp:
+        for version, tree in trees:
+            svc = None
+            for k, (label, name, data) in enumerate(big_uploads(wide_rows)):
+                if svc is None or svc.proc.poll() is not None:
+                    if svc is not None:
+                        svc.stop()
+                    svc = Service(Path(tmp) / f"root-{version}-{k}", workers, tree)
+                    warm = svc.http.post("/v1/datasets", files={"file": (
+                        "warm.csv", b"a,b\n1,2\n3,5\n4,4\n")})
+                    warm.raise_for_status()
+                    time.sleep(1.0)
+                pid = svc.proc.pid
+                reset_peak(pid)
+                before, _ = rss(pid)
+                health = _Health(svc.url)
+                health.start()
+                killed = threading.Event()
+                done = threading.Event()
+
+                def guard() -> None:
+                    while not done.wait(0.2):
+                        try:
+                            if rss(pid)[0] > guard_mib * 2**20:
+                                killed.set()
+                                os.killpg(pid, signal.SIGKILL)
+                                return
+                        except (OSError, AttributeError):
+                            return
+                g = threading.Thread(target=guard, daemon=True)
+                g.start()
+                t0 = time.perf_counter()
+                peak = before
+                try:
+                    r = svc.http.post("/v1/datasets", files={"file": (name, data)},
+                                      timeout=timeout)
+                    status = str(r.status_code)
+                except httpx.TimeoutException:
+                    status = f"none in {timeout:.0f} s"
+                except httpx.HTTPError:
+                    status = "killed" if killed.is_set() else "failed"
+                took = time.perf_counter() - t0
+                try:
+                    peak = rss(pid)[1]
+                except (OSError, AttributeError):
+                    peak = guard_mib * 2**20
+                done.set()
+                health.stop.set()
+                health.join()
+                if killed.is_set():
+                    status = f"killed at {guard_mib:,} MiB"
+                    peak = max(peak, guard_mib * 2**20)
+                if status.startswith("none"):
+                    try:
+                        peak = rss(pid)[1]
+                    except (OSError, AttributeError):
+                        pass
+                    os.killpg(pid, signal.SIGKILL)    # the next upload gets a fresh one
+                    svc.proc.wait(60)
+                del data
+                rows.append((version, label, status, (peak - before) / 2**20, took,
+                             health.worst))
+                print(f"{version:7s} {label:38s} {status:>22s} {(peak - before) / 2**20:>9,.0f} "
+                      f"MiB {took:>7.1f} s  health {health.worst:.2f} s", flush=True)
+            if svc is not None:
+                svc.stop()
+    print()
+    print("| upload | version | status | service RSS growth | seconds | slowest /v1/health |")
+    print("|---|---|---|---|---|---|")
+    for version, label, status, grew, took, worst in rows:
+        print(f"| {label} | {version} | {status} | {grew:,.0f} MiB | {took:.1f} | "
+              f"{worst:.2f} s |")
 
 
 def cli_audit(spec: Path, out: Path, workers: int) -> tuple[float, float]:
@@ -328,7 +472,29 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--memory-only", action="store_true")
     ap.add_argument("--latency-only", action="store_true")
+    ap.add_argument("--uploads-only", action="store_true",
+                    help="only the four large uploads (step 6)")
+    ap.add_argument("--baseline", metavar="GIT_REF",
+                    help="with --uploads-only: also run the uploads against this commit's "
+                         "code (git archive into a temporary folder), first")
+    ap.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds an upload may take before it is stopped")
+    ap.add_argument("--guard-mib", type=int, default=8192,
+                    help="a service whose RSS passes this is killed (the baseline's uploads "
+                         "took 7 GiB)")
+    ap.add_argument("--wide-rows", type=int, default=60_000)
     a = ap.parse_args()
+    if a.uploads_only:
+        with tempfile.TemporaryDirectory(prefix="sdcdist-bench-base-") as base:
+            trees = []
+            if a.baseline:
+                arch = subprocess.run(["git", "-C", str(ROOT), "archive", a.baseline],
+                                      check=True, capture_output=True).stdout
+                subprocess.run(["tar", "-x", "-C", base], input=arch, check=True)
+                trees.append(("before", Path(base)))
+            trees.append(("after", ROOT))
+            upload_memory(trees, a.workers, a.timeout, a.guard_mib, a.wide_rows)
+        return
     if a.memory_only:
         with tempfile.TemporaryDirectory(prefix="sdcdist-bench-service-") as tmp:
             svc = Service(Path(tmp) / "root", a.workers)

@@ -35,8 +35,7 @@ _ctx_lock = threading.Lock()
 _ctx: Any = None
 
 #: imported once by the fork server, so that its children start warm
-_PRELOAD = ["sdcdist.data.io", "sdcdist.audit.run", "sdcdist.service.limits",
-            "pyarrow.parquet", "pyarrow.csv", "zarr"]
+_PRELOAD = ["sdcdist.data.io", "pyarrow.parquet", "pyarrow.csv", "zarr"]
 
 
 def _context() -> Any:
