@@ -29,8 +29,13 @@ Prints, in one run:
    the slowest ``/v1/health`` answer meanwhile, for this code and (``--baseline main``)
    for a commit's, in the same run, and a table. ``--uploads-only`` runs only this part
    (``--timeout``, ``--guard-mib`` stop the baseline's worst requests).
+7. Data past the 64 MiB of the full check at submission, audited through the service
+   (noise, IL1s): the 2,000,000 x 8 synthetic file and a 999-column x 9,000-record
+   upload with named keys (72 MB in memory), each cube compared with ``run_audit``'s in
+   process bit for bit. ``--large-audits`` runs only this part (with ``--baseline``, that
+   commit's service too).
 
-7. ``/query``, ``/report`` and ``/plot`` of a 44-cell cube (14 parameterisations of 3
+8. ``/query``, ``/report`` and ``/plot`` of a 44-cell cube (14 parameterisations of 3
    methods, 4 replicates of the random ones, 1,000 synthetic records) under 10 clients for
    ``--seconds`` each: the first request of each (which loads the cube or renders the
    plot), then requests per second, p50 and p99; and the same load on ``/v1/health``, a
@@ -113,6 +118,7 @@ class Service:
             [PY, "-m", "sdcdist.cli", "serve", "--root", str(root), "--port", str(self.port),
              "--workers", str(workers), "--max-upload", "1024"],
             stdout=self.log, stderr=subprocess.STDOUT, env=env(tree), start_new_session=True,
+            cwd=str(tree),                # `python -m` puts the folder it runs in first
             stdin=subprocess.DEVNULL)
         t0 = time.monotonic()
         while True:
@@ -380,6 +386,76 @@ def upload_memory(trees: list[tuple[str, Path]], workers: int, timeout: float,
               f"{worst:.2f} s |")
 
 
+def large_audits(trees: list[tuple[str, Path]], workers: int, wide_rows: int) -> None:
+    """Datasets past the 64 MiB of the full check at submission, audited through the
+    service (noise 0.1, IL1s): the 2,000,000 x 8 synthetic file, and an upload of 999
+    columns x ``wide_rows`` records with named keys. Each cube is compared with
+    ``run_audit``'s in this process on the same data (``sdcdist.testing.cube_fingerprints``,
+    bit for bit)."""
+    from sdcdist.audit.run import run_audit
+    from sdcdist.audit.spec import parse_spec
+    from sdcdist.testing import cube_fingerprints
+    base = {"seed": 1, "methods": [{"name": "noise", "params": [0.1]}], "metrics": ["IL1s"]}
+    with tempfile.TemporaryDirectory(prefix="sdcdist-bench-large-") as tmp:
+        tmp = Path(tmp)
+        wide = tmp / "wide.csv"
+        rng = np.random.default_rng(3)
+        with wide.open("w") as f:
+            f.write(",".join(f"c{j}" for j in range(999)) + "\n")
+            for _ in range(wide_rows // 1000):
+                f.write("\n".join(",".join(map(str, r))
+                                  for r in rng.integers(0, 1000, (1000, 999))) + "\n")
+        syn = {**base, "name": "synthetic-2M",
+               "dataset": {"name": "big", "synthetic": {"rows": 2_000_000, "columns": 8,
+                                                         "seed": 1}}}
+        up = {**base, "name": "wide-upload", "dataset": {"name": "wide", "keys": ["c0", "c1"]}}
+        refs = {}
+        for version, tree in trees:
+            svc = Service(tmp / f"root-{version}", workers, tree)
+            try:
+                for doc in (syn, up):
+                    t0 = time.perf_counter()
+                    if doc is up:
+                        with wide.open("rb") as f:
+                            r = svc.http.post("/v1/datasets", files={"file": ("wide.csv", f)},
+                                              data={"keys": "c0,c1"})
+                        if r.status_code != 201:
+                            print(f"{version:7s} {doc['name']:14s} upload {r.status_code} "
+                                  f"{r.text[:200]}")
+                            continue
+                        doc = {**doc, "dataset": {**doc["dataset"], "id": r.json()["id"]}}
+                    r = svc.http.post("/v1/audits", json=doc)
+                    if r.status_code != 202:
+                        print(f"{version:7s} {doc['name']:14s} {r.status_code} "
+                              f"{r.json().get('detail', '')[:160]}")
+                        continue
+                    a = svc.http.get(f"/v1/audits/{r.json()['id']}").json()
+                    while a["status"] in ("queued", "running"):
+                        time.sleep(0.5)
+                        a = svc.http.get(f"/v1/audits/{r.json()['id']}").json()
+                    took = time.perf_counter() - t0
+                    if a["status"] != "done":
+                        print(f"{version:7s} {doc['name']:14s} {a['status']}: {a['error']}")
+                        continue
+                    got = cube_fingerprints(tmp / f"root-{version}" / "audits" /
+                                            r.json()["id"] / "cube.zarr")
+                    name = doc["name"]
+                    if name not in refs:
+                        ref = dict(doc)
+                        if doc["name"] == "wide-upload":
+                            ref["dataset"] = {"name": "wide", "path": str(wide),
+                                              "keys": ["c0", "c1"]}
+                        t1 = time.perf_counter()
+                        run_audit(parse_spec(ref), tmp / f"{name}.zarr")
+                        refs[name] = (cube_fingerprints(tmp / f"{name}.zarr"),
+                                      time.perf_counter() - t1)
+                    print(f"{version:7s} {name:14s} done, upload+submit-to-done {took:.1f} s; "
+                          f"in-process run_audit {refs[name][1]:.1f} s; cubes equal bit for "
+                          f"bit: {got == refs[name][0]}", flush=True)
+            finally:
+                svc.stop()
+
+
 def cli_audit(spec: Path, out: Path, workers: int) -> tuple[float, float]:
     """(audit seconds as the command reports them, wall seconds of the command)."""
     t0 = time.perf_counter()
@@ -483,7 +559,21 @@ def main() -> None:
                     help="a service whose RSS passes this is killed (the baseline's uploads "
                          "took 7 GiB)")
     ap.add_argument("--wide-rows", type=int, default=60_000)
+    ap.add_argument("--large-audits", action="store_true",
+                    help="only the audits of data past 64 MiB (step 7), service against "
+                         "run_audit (with --baseline: that commit's service too)")
     a = ap.parse_args()
+    if a.large_audits:
+        with tempfile.TemporaryDirectory(prefix="sdcdist-bench-base-") as base:
+            trees = []
+            if a.baseline:
+                arch = subprocess.run(["git", "-C", str(ROOT), "archive", a.baseline],
+                                      check=True, capture_output=True).stdout
+                subprocess.run(["tar", "-x", "-C", base], input=arch, check=True)
+                trees.append(("before", Path(base)))
+            trees.append(("after", ROOT))
+            large_audits(trees, a.workers, 9_000)
+        return
     if a.uploads_only:
         with tempfile.TemporaryDirectory(prefix="sdcdist-bench-base-") as base:
             trees = []

@@ -199,14 +199,10 @@ def test_a_2_million_record_dataset_is_audited_as_in_process(server, tmp_path):
            "dataset": {"name": "big", "synthetic": {"rows": 2_000_000, "columns": 8,
                                                      "seed": 1}},
            "methods": [{"name": "noise", "params": [0.1]}], "metrics": ["IL1s"]}
-    t0 = time.monotonic()
-    r = http.post("/v1/audits", json=doc)
+    r = http.post("/v1/audits", json=doc)       # was 422: "has no key column that can link"
     assert r.status_code == 202, r.text
-    t1 = time.monotonic()
     a = wait_done(http, r.json()["id"], timeout=300)
     assert a["status"] == "done", a
-    t2 = time.monotonic()
     got = cube_fingerprints(tmp / "root" / "audits" / r.json()["id"] / "cube.zarr")
     run_audit(parse_spec(doc), tmp_path / "cli.zarr")
-    print("TIMES", t1 - t0, t2 - t1, time.monotonic() - t2)
     assert got == cube_fingerprints(tmp_path / "cli.zarr")
