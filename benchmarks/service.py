@@ -23,8 +23,19 @@ Prints, in one run:
    million rows, and a 295-byte spec asking for 3 million synthetic records (its peak
    resident set, reset before each request, over its resident set before it).
    ``--memory-only`` runs only this part.
+6. The four uploads of issue 37 that cost gigabytes (a 10 KB Parquet of three 300 MB
+   strings, a 0.9 MB ``.csv.gz`` of one 900 MB field, a 235 MB CSV of one field, a CSV of
+   999 columns x 60,000 rows): status, the service process's peak RSS growth, seconds and
+   the slowest ``/v1/health`` answer meanwhile, for this code and (``--baseline main``)
+   for a commit's, in the same run, and a table. ``--uploads-only`` runs only this part
+   (``--timeout``, ``--guard-mib`` stop the baseline's worst requests).
+7. Data past the 64 MiB of the full check at submission, audited through the service
+   (noise, IL1s): the 2,000,000 x 8 synthetic file and a 999-column x 9,000-record
+   upload with named keys (72 MB in memory), each cube compared with ``run_audit``'s in
+   process bit for bit. ``--large-audits`` runs only this part (with ``--baseline``, that
+   commit's service too).
 
-5. ``/query``, ``/report`` and ``/plot`` of a 44-cell cube (14 parameterisations of 3
+8. ``/query``, ``/report`` and ``/plot`` of a 44-cell cube (14 parameterisations of 3
    methods, 4 replicates of the random ones, 1,000 synthetic records) under 10 clients for
    ``--seconds`` each: the first request of each (which loads the cube or renders the
    plot), then requests per second, p50 and p99; and the same load on ``/v1/health``, a
@@ -59,9 +70,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
 
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+def env(tree: Path = ROOT) -> dict[str, str]:
+    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": os.pathsep.join(
+        p for p in (str(tree), os.environ.get("PYTHONPATH")) if p)}
 
 
 def free_port() -> int:
@@ -98,7 +109,7 @@ def tree_rss(pgid: int) -> int:
 
 
 class Service:
-    def __init__(self, root: Path, workers: int):
+    def __init__(self, root: Path, workers: int, tree: Path = ROOT):
         import httpx
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -106,7 +117,8 @@ class Service:
         self.proc = subprocess.Popen(
             [PY, "-m", "sdcdist.cli", "serve", "--root", str(root), "--port", str(self.port),
              "--workers", str(workers), "--max-upload", "1024"],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env(), start_new_session=True,
+            stdout=self.log, stderr=subprocess.STDOUT, env=env(tree), start_new_session=True,
+            cwd=str(tree),                # `python -m` puts the folder it runs in first
             stdin=subprocess.DEVNULL)
         t0 = time.monotonic()
         while True:
@@ -154,6 +166,9 @@ class Service:
     def stop(self) -> None:
         self._stop.set()
         self.http.close()
+        if self.proc.poll() is not None:
+            self.log.close()
+            return
         os.killpg(self.proc.pid, signal.SIGTERM)
         try:
             self.proc.wait(60)
@@ -234,6 +249,211 @@ def memory_per_request(svc: "Service") -> None:
                              "headers": {"Content-Type": "application/json"}}))
     if bomb_id is None:
         print(f"{'spec naming the gzip upload':34s} {'-':>14s} (the upload was refused)")
+
+
+def big_uploads(wide_rows: int = 60_000):
+    """(label, file name, bytes) of the four uploads of issue 37 that used to cost
+    gigabytes: a 10 KB Parquet of three 300 MB strings (zstd), a 0.9 MB ``.csv.gz`` of one
+    900 MB field (gzip members of 1 MiB each), a 235 MB CSV of one field, and a CSV of 999
+    columns x ``wide_rows`` records under every limit. Built one at a time."""
+    import gzip
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    s = "z" * (300 << 20)
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"a": [1., 2., 3., 4.], "t": [s, s, s, "w"]}), buf,
+                   compression="zstd", compression_level=1, write_statistics=False)
+    del s
+    yield "Parquet, 3 x 300 MB strings (zstd)", "p.parquet", buf.getvalue()
+    member = gzip.compress(b"z" * 2**20, compresslevel=9)
+    yield ("csv.gz, one 900 MB field", "f.csv.gz",
+           gzip.compress(b"a,t\n1,") + member * 900 + gzip.compress(b"\n"))
+    yield "CSV, one 235 MB field", "f.csv", b"a,t\n1," + b"z" * (235 << 20) + b"\n"
+    rng = np.random.default_rng(1)
+    cols = 999
+    head = ",".join(f"c{j}" for j in range(cols)).encode() + b"\n"
+    lines = ["\n".join(",".join(map(str, r)) for r in rng.integers(0, 1000, (100, cols)))
+             for _ in range(2)]
+    body = "\n".join(lines[i % 2] for i in range(wide_rows // 100)).encode()
+    yield f"CSV, 999 columns x {wide_rows:,} rows", "w.csv", head + body + b"\n"
+
+
+class _Health(threading.Thread):
+    """Asks a service's /v1/health every 50 ms and keeps the slowest answer (no answer
+    within the timeout counts as the timeout)."""
+
+    def __init__(self, url: str, timeout: float = 10.0):
+        super().__init__(daemon=True)
+        self.url, self.timeout, self.worst = url, timeout, 0.0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        import httpx
+        with httpx.Client(timeout=self.timeout) as c:
+            while not self.stop.is_set():
+                t0 = time.monotonic()
+                try:
+                    c.get(self.url + "/v1/health")
+                    took = time.monotonic() - t0
+                except httpx.HTTPError:
+                    took = self.timeout
+                self.worst = max(self.worst, took)
+                time.sleep(0.05)
+
+
+def upload_memory(trees: list[tuple[str, Path]], workers: int, timeout: float,
+                  guard_mib: int, wide_rows: int) -> None:
+    """The four uploads against a service run from each source tree: status, the service
+    process's peak RSS growth (VmHWM reset before each, over VmRSS before), seconds, and
+    the slowest /v1/health answer meanwhile. A request that passes ``timeout`` seconds,
+    or a service whose RSS passes ``guard_mib``, is stopped (the service is killed and
+    started again for the next upload); its figures are then lower bounds."""
+    import httpx
+    rows: list[tuple[str, str, str, float, float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="sdcdist-bench-uploads-") as tmp:
+        for version, tree in trees:
+            svc = None
+            for k, (label, name, data) in enumerate(big_uploads(wide_rows)):
+                if svc is None or svc.proc.poll() is not None:
+                    if svc is not None:
+                        svc.stop()
+                    svc = Service(Path(tmp) / f"root-{version}-{k}", workers, tree)
+                    warm = svc.http.post("/v1/datasets", files={"file": (
+                        "warm.csv", b"a,b\n1,2\n3,5\n4,4\n")})
+                    warm.raise_for_status()
+                    time.sleep(1.0)
+                pid = svc.proc.pid
+                reset_peak(pid)
+                before, _ = rss(pid)
+                health = _Health(svc.url)
+                health.start()
+                killed = threading.Event()
+                done = threading.Event()
+
+                def guard() -> None:
+                    while not done.wait(0.2):
+                        try:
+                            if rss(pid)[0] > guard_mib * 2**20:
+                                killed.set()
+                                os.killpg(pid, signal.SIGKILL)
+                                return
+                        except (OSError, AttributeError):
+                            return
+                g = threading.Thread(target=guard, daemon=True)
+                g.start()
+                t0 = time.perf_counter()
+                peak = before
+                try:
+                    r = svc.http.post("/v1/datasets", files={"file": (name, data)},
+                                      timeout=timeout)
+                    status = str(r.status_code)
+                except httpx.TimeoutException:
+                    status = f"none in {timeout:.0f} s"
+                except httpx.HTTPError:
+                    status = "killed" if killed.is_set() else "failed"
+                took = time.perf_counter() - t0
+                try:
+                    peak = rss(pid)[1]
+                except (OSError, AttributeError):
+                    peak = guard_mib * 2**20
+                done.set()
+                health.stop.set()
+                health.join()
+                if killed.is_set():
+                    status = f"killed at {guard_mib:,} MiB"
+                    peak = max(peak, guard_mib * 2**20)
+                if status.startswith("none"):
+                    try:
+                        peak = rss(pid)[1]
+                    except (OSError, AttributeError):
+                        pass
+                    os.killpg(pid, signal.SIGKILL)    # the next upload gets a fresh one
+                    svc.proc.wait(60)
+                del data
+                rows.append((version, label, status, (peak - before) / 2**20, took,
+                             health.worst))
+                print(f"{version:7s} {label:38s} {status:>22s} {(peak - before) / 2**20:>9,.0f} "
+                      f"MiB {took:>7.1f} s  health {health.worst:.2f} s", flush=True)
+            if svc is not None:
+                svc.stop()
+    print()
+    print("| upload | version | status | service RSS growth | seconds | slowest /v1/health |")
+    print("|---|---|---|---|---|---|")
+    for version, label, status, grew, took, worst in rows:
+        print(f"| {label} | {version} | {status} | {grew:,.0f} MiB | {took:.1f} | "
+              f"{worst:.2f} s |")
+
+
+def large_audits(trees: list[tuple[str, Path]], workers: int, wide_rows: int) -> None:
+    """Datasets past the 64 MiB of the full check at submission, audited through the
+    service (noise 0.1, IL1s): the 2,000,000 x 8 synthetic file, and an upload of 999
+    columns x ``wide_rows`` records with named keys. Each cube is compared with
+    ``run_audit``'s in this process on the same data (``sdcdist.testing.cube_fingerprints``,
+    bit for bit)."""
+    from sdcdist.audit.run import run_audit
+    from sdcdist.audit.spec import parse_spec
+    from sdcdist.testing import cube_fingerprints
+    base = {"seed": 1, "methods": [{"name": "noise", "params": [0.1]}], "metrics": ["IL1s"]}
+    with tempfile.TemporaryDirectory(prefix="sdcdist-bench-large-") as tmp:
+        tmp = Path(tmp)
+        wide = tmp / "wide.csv"
+        rng = np.random.default_rng(3)
+        with wide.open("w") as f:
+            f.write(",".join(f"c{j}" for j in range(999)) + "\n")
+            for _ in range(wide_rows // 1000):
+                f.write("\n".join(",".join(map(str, r))
+                                  for r in rng.integers(0, 1000, (1000, 999))) + "\n")
+        syn = {**base, "name": "synthetic-2M",
+               "dataset": {"name": "big", "synthetic": {"rows": 2_000_000, "columns": 8,
+                                                         "seed": 1}}}
+        up = {**base, "name": "wide-upload", "dataset": {"name": "wide", "keys": ["c0", "c1"]}}
+        refs = {}
+        for version, tree in trees:
+            svc = Service(tmp / f"root-{version}", workers, tree)
+            try:
+                for doc in (syn, up):
+                    t0 = time.perf_counter()
+                    if doc is up:
+                        with wide.open("rb") as f:
+                            r = svc.http.post("/v1/datasets", files={"file": ("wide.csv", f)},
+                                              data={"keys": "c0,c1"})
+                        if r.status_code != 201:
+                            print(f"{version:7s} {doc['name']:14s} upload {r.status_code} "
+                                  f"{r.text[:200]}")
+                            continue
+                        doc = {**doc, "dataset": {**doc["dataset"], "id": r.json()["id"]}}
+                    r = svc.http.post("/v1/audits", json=doc)
+                    if r.status_code != 202:
+                        print(f"{version:7s} {doc['name']:14s} {r.status_code} "
+                              f"{r.json().get('detail', '')[:160]}")
+                        continue
+                    a = svc.http.get(f"/v1/audits/{r.json()['id']}").json()
+                    while a["status"] in ("queued", "running"):
+                        time.sleep(0.5)
+                        a = svc.http.get(f"/v1/audits/{r.json()['id']}").json()
+                    took = time.perf_counter() - t0
+                    if a["status"] != "done":
+                        print(f"{version:7s} {doc['name']:14s} {a['status']}: {a['error']}")
+                        continue
+                    got = cube_fingerprints(tmp / f"root-{version}" / "audits" /
+                                            r.json()["id"] / "cube.zarr")
+                    name = doc["name"]
+                    if name not in refs:
+                        ref = dict(doc)
+                        if doc["name"] == "wide-upload":
+                            ref["dataset"] = {"name": "wide", "path": str(wide),
+                                              "keys": ["c0", "c1"]}
+                        t1 = time.perf_counter()
+                        run_audit(parse_spec(ref), tmp / f"{name}.zarr")
+                        refs[name] = (cube_fingerprints(tmp / f"{name}.zarr"),
+                                      time.perf_counter() - t1)
+                    print(f"{version:7s} {name:14s} done, upload+submit-to-done {took:.1f} s; "
+                          f"in-process run_audit {refs[name][1]:.1f} s; cubes equal bit for "
+                          f"bit: {got == refs[name][0]}", flush=True)
+            finally:
+                svc.stop()
 
 
 def cli_audit(spec: Path, out: Path, workers: int) -> tuple[float, float]:
@@ -328,7 +548,43 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--memory-only", action="store_true")
     ap.add_argument("--latency-only", action="store_true")
+    ap.add_argument("--uploads-only", action="store_true",
+                    help="only the four large uploads (step 6)")
+    ap.add_argument("--baseline", metavar="GIT_REF",
+                    help="with --uploads-only: also run the uploads against this commit's "
+                         "code (git archive into a temporary folder), first")
+    ap.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds an upload may take before it is stopped")
+    ap.add_argument("--guard-mib", type=int, default=8192,
+                    help="a service whose RSS passes this is killed (the baseline's uploads "
+                         "took 7 GiB)")
+    ap.add_argument("--wide-rows", type=int, default=60_000)
+    ap.add_argument("--large-audits", action="store_true",
+                    help="only the audits of data past 64 MiB (step 7), service against "
+                         "run_audit (with --baseline: that commit's service too)")
     a = ap.parse_args()
+    if a.large_audits:
+        with tempfile.TemporaryDirectory(prefix="sdcdist-bench-base-") as base:
+            trees = []
+            if a.baseline:
+                arch = subprocess.run(["git", "-C", str(ROOT), "archive", a.baseline],
+                                      check=True, capture_output=True).stdout
+                subprocess.run(["tar", "-x", "-C", base], input=arch, check=True)
+                trees.append(("before", Path(base)))
+            trees.append(("after", ROOT))
+            large_audits(trees, a.workers, 9_000)
+        return
+    if a.uploads_only:
+        with tempfile.TemporaryDirectory(prefix="sdcdist-bench-base-") as base:
+            trees = []
+            if a.baseline:
+                arch = subprocess.run(["git", "-C", str(ROOT), "archive", a.baseline],
+                                      check=True, capture_output=True).stdout
+                subprocess.run(["tar", "-x", "-C", base], input=arch, check=True)
+                trees.append(("before", Path(base)))
+            trees.append(("after", ROOT))
+            upload_memory(trees, a.workers, a.timeout, a.guard_mib, a.wide_rows)
+        return
     if a.memory_only:
         with tempfile.TemporaryDirectory(prefix="sdcdist-bench-service-") as tmp:
             svc = Service(Path(tmp) / "root", a.workers)

@@ -22,7 +22,7 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -255,7 +255,13 @@ def _check_keys(spec: AuditSpec, md: Microdata, name: str, keysets: Any) -> None
 
 
 def resolve_keysets(spec: AuditSpec, md: Microdata,
-                    dataset: DatasetSpec | None = None) -> list[tuple[str, ...]]:
+                    dataset: DatasetSpec | None = None, *,
+                    constant: Sequence[bool] | None = None) -> list[tuple[str, ...]]:
+    """The key sets of a dataset (the spec's, or prefixes of its keys), checked.
+
+    ``constant`` says which of ``md``'s columns hold one value, for a caller that
+    computed it chunk by chunk (``md`` then holds no records); None: from ``md.values``.
+    """
     d = dataset if dataset is not None else spec.dataset
     w = md.weight
     h = md.household
@@ -273,7 +279,8 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
         # the sampling weight is never a linkage key (the key role cannot hold it); a
         # constant numeric column cannot link (standardisation): both left out, with a note
         from ..metrics._registry import constant_columns
-        const = constant_columns(md.values, range(len(md.columns)))
+        const = (list(constant) if constant is not None
+                 else constant_columns(md.values, range(len(md.columns))))
         gone = [c for c, k in zip(md.columns, const) if k and c not in md.categories]
         base = [c for c in (md.roles.get("key") or d.keys or md.columns)
                 if c not in (w, h) and c not in gone]

@@ -112,6 +112,11 @@ def uvicorn_config(asgi: object, *, host: str, port: int, certfile: str | None =
               show_default=True, metavar="MIB",
               help="Largest upload once decompressed (.csv.gz, Parquet; 413 above). "
                    "--max-upload counts the bytes sent.")
+@click.option("--max-field", type=click.IntRange(1, 1 << 30), default=2**20,
+              show_default=True, metavar="BYTES",
+              help="Longest field of an uploaded CSV (its text, quotes included; 413 above), "
+                   "checked while the bytes stream in, decompressed; lines may be 8 times "
+                   "longer, Parquet pages and dictionaries 16 times.")
 @click.option("--allow-url", "allow_url", multiple=True, metavar="PREFIX",
               help="A URL prefix a spec's dataset 'path' may name, e.g. "
                    "'s3://bucket/{principal}/' ({principal}: the requesting principal); "
@@ -131,8 +136,8 @@ def uvicorn_config(asgi: object, *, host: str, port: int, certfile: str | None =
 @cluster_options
 def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: str | None,
           keyfile: str | None, max_upload: int, max_audits: int, max_columns: int,
-          max_rows: int, max_data: int, max_inflated: int, allow_url: tuple[str, ...],
-          forwarded_allow_ips: str | None, max_running: int,
+          max_rows: int, max_data: int, max_inflated: int, max_field: int,
+          allow_url: tuple[str, ...], forwarded_allow_ips: str | None, max_running: int,
           where: ClusterOptions) -> None:
     """Run the audit service: an HTTP API (/v1, OpenAPI at /openapi.json, docs at /docs)
     and a web page (/) in front of one Dask cluster.
@@ -183,7 +188,8 @@ def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: 
                            max_audits=max_audits,
                            limits=Limits(max_columns=max_columns, max_rows=max_rows,
                                          max_data=max_data * 2**20,
-                                         max_inflated=max_inflated * 2**20),
+                                         max_inflated=max_inflated * 2**20,
+                                         max_field=max_field),
                            # without tokens: DNS rebinding is the way in, so only the
                            # bound (loopback) names; with tokens any name may reach it
                            hosts=loopback_hosts(host, port) if principals is None else (),

@@ -53,8 +53,10 @@ def router(svc: Service) -> APIRouter:
         """Upload a dataset, validated exactly as `sdcdist ingest` validates a file. The
         answer lists each column's type (numeric or categorical) and roles in `schema`."""
         from ...text import slug, split_list
-        from ...data import ingest, open_microdata
-        from ..limits import chunk_rows_for, scan_upload
+        from ...data import open_microdata
+        from ...data.io import ingest
+        from ..limits import TextScan, check_parquet, chunk_rows_for
+        from ..subproc import run_child
         from ..security import MAX_NAME_BYTES
         filename = Path(file.filename or "upload.csv").name
         if len(filename.encode()) > MAX_NAME_BYTES or any(ord(c) < 32 for c in filename):
@@ -72,9 +74,16 @@ def router(svc: Service) -> APIRouter:
         final = store.dataset_path(dataset_id)
         try:
             src = tmp / (stem + ext)
+            parquet = low.endswith((".parquet", ".pq"))
+            scan = None if parquet else TextScan(filename, config.limits)
             with open(os.open(src, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
-                shutil.copyfileobj(file.file, f, 2**20)
-            shape = scan_upload(src, config.limits)
+                # counted as it streams in: 413 at the first field, line, column or
+                # decompressed byte past a limit, before the rest is stored or parsed
+                while block := file.file.read(2**20):
+                    f.write(block)
+                    if scan is not None:
+                        scan.feed(block)
+            shape = check_parquet(src, config.limits) if parquet else scan.finish()
             roles = {}
             if keys:
                 roles["key"] = split_list(keys)
@@ -86,7 +95,9 @@ def router(svc: Service) -> APIRouter:
                 # ingest refuses it as a key, the weight or confidential, as the CLI's
                 roles["household"] = [household.strip()]
             from ...data.io import DEFAULT_CHUNK_ROWS
-            ingest(src, final, roles=roles, columns=split_list(columns) if columns else None,
+            # in a child process that exits: its memory goes back to the system, and
+            # a large allocation never holds the service's interpreter
+            run_child(ingest, src, final, roles=roles, columns=split_list(columns) if columns else None,
                    categorical=split_list(categorical) if categorical else None,
                    chunk_rows=chunk_rows_for(shape[1] if shape else 1, DEFAULT_CHUNK_ROWS))
             store.private(final)
