@@ -590,3 +590,74 @@ def test_dedup_is_the_lexsort_rule(seed, repeats, maximize):
         np.testing.assert_array_equal(a, b)
     again = got.dedup(maximize)                         # already in order: itself
     assert again is got
+
+
+# ---- exact ties: fixed-point weights, the lexicographically smallest optimum ------------
+
+def _lexmin_brute(Q, unmatched=None):
+    """Among all assignments of every row (a row may take its dummy, worth ``unmatched``,
+    when given) with the largest integer total, the lexicographically smallest column
+    sequence (the dummy after every column): by enumeration."""
+    n_r, n_c = Q.shape
+    best, pick = None, None
+    opts = list(range(n_c)) + ([n_c] if unmatched is not None else [])
+    for seq in itertools.product(opts, repeat=n_r):
+        real = [c for c in seq if c < n_c]
+        if len(set(real)) != len(real):
+            continue
+        if unmatched is None and len(real) < min(n_r, n_c):
+            continue
+        tot = sum(int(Q[i, c]) if c < n_c else int(unmatched) for i, c in enumerate(seq))
+        if best is None or tot > best or (tot == best and seq < pick):
+            best, pick = tot, seq
+    return pick
+
+
+@pytest.mark.parametrize("how", ["scipy-size", "exact", "auction", "sparse"])
+@pytest.mark.parametrize("seed", range(6))
+def test_ties_give_the_lexicographically_smallest_optimum(seed, how, monkeypatch):
+    """Weights in few values (many optimal assignments): every path returns the
+    lexicographically smallest optimal assignment of the rows in their order, equal to
+    enumeration on the fixed-point weights; a 1-ulp change of the weights changes
+    nothing (before, rounding in the last bit picked among the optima)."""
+    rng = np.random.default_rng(seed)
+    n_r, n_c = (5, 5) if seed % 2 else (4, 6)
+    base = rng.integers(0, 3, size=(n_r, n_c)) * 0.1 + rng.integers(0, 2, size=(n_r, 1)) * 0.3
+    if how == "exact":
+        monkeypatch.setattr(assignment.dense, "EXACT_MIN", 1)
+    if how == "auction":
+        monkeypatch.setattr(assignment.dense, "EXACT_MIN", 1)
+        monkeypatch.setattr(assignment.auction, "AUCTION_MIN", 1)
+    Q = np.rint(base * 2.0**24).astype(np.int64)
+    want = _lexmin_brute(Q)
+    for W in (base, np.nextafter(base, np.inf), base * (1 + 1e-15), base + 0.7 - 0.7):
+        if how == "sparse":
+            rr, cc = np.nonzero(np.ones_like(W, dtype=bool))
+            r, c, info = assign(Candidates(rr, cc, W[rr, cc], W.shape), unmatched=None)
+        else:
+            r, c, info = assign(W)
+        assert info["grid"] == 2.0**-24
+        assert np.array_equal(r, np.arange(n_r)) and tuple(c.tolist()) == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ties_with_a_value_for_leaving_rows_out(seed):
+    """With ``unmatched`` (dense and sparse): the smallest optimum, leaving a row out
+    after every column it could take at the same total; then, as documented, a pair no
+    better than leaving its row out is dropped."""
+    rng = np.random.default_rng(seed + 10)
+    W = rng.integers(-1, 2, size=(4, 4)) * 0.25
+    Q = np.rint(W * 2.0**24).astype(np.int64)
+    want = tuple(c if c < 4 and Q[i, c] > 0 else 4
+                 for i, c in enumerate(_lexmin_brute(Q, unmatched=0)))
+    got = [4] * 4
+    r, c, _ = assign(W, unmatched=0.0)
+    for i, j in zip(r, c):
+        got[i] = int(j)
+    assert tuple(got) == want
+    rr, cc = np.nonzero(np.ones_like(W, dtype=bool))
+    r, c, _ = assign(Candidates(rr, cc, W[rr, cc], W.shape), unmatched=0.0)
+    got = [4] * 4
+    for i, j in zip(r, c):
+        got[i] = int(j)
+    assert tuple(got) == want

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import SdcInputError, param_error
-from .dense import nonfinite, solve_dense
+from .dense import minmax, nonfinite, solve_dense
 from .sparse import Candidates, solve_sparse
+from .ties import grid_bits, quantize
 
 __all__ = ["assign", "assign_by_content", "content_order", "top_candidates", "identical_classes",
            "expected_hits", "DEFAULT_DENSE_LIMIT"]
@@ -223,7 +224,15 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
     info : dict
         ``method`` ("dense" or "sparse"), ``flag`` (1 when the sparse candidate
         restriction was used), ``n_candidates`` (edges in the graph),
-        ``n_assigned``, ``n_unassigned_rows``.
+        ``n_assigned``, ``n_unassigned_rows``, ``grid`` (the fixed-point grid the
+        weights were rounded to: 2^-24 unless their size needs a coarser one).
+
+    Ties: the weights are rounded once to multiples of 2^-24 (:mod:`.ties`) and solved as
+    integers, so totals equal in exact arithmetic are equal; among the optimal
+    assignments the lexicographically smallest is returned: rows in their order, each
+    taking the first column (in column order) it has in some optimal assignment given the
+    rows before it, leaving a row out last. (With more rows than columns in a dense
+    matrix, the same with the roles of rows and columns swapped.)
     """
     if isinstance(unmatched, str) and unmatched != "row_floor":
         raise param_error("unmatched", "assign", "None, a number, one number per row or "
@@ -238,21 +247,44 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
             raise SdcInputError("assignment weights must be finite; got "
                                 f"{int(np.count_nonzero(~np.isfinite(W)))} non-finite entries")
         cand = None
-        if max(W.shape) > dense_limit:
-            cand, W = top_candidates(W, top_c, maximize=maximize), None
     if dense_limit < 1:
         raise param_error("dense_limit", "assign", "an integer >= 1", dense_limit)
+    # fixed point (CATALOG PRL item 5): every weight rounded once to the grid and held as
+    # an integer, so that totals equal in exact arithmetic are equal and content order,
+    # not rounding, picks among the optimal assignments
+    un = None if unmatched is None or isinstance(unmatched, str) else \
+        np.asarray(unmatched, dtype=np.float64)
+    if W is not None:
+        lo, hi = minmax(W) if W.size else (0.0, 0.0)
+        n_pairs = min(W.shape) if W.size else 0
+    else:
+        lo, hi = ((float(cand.weights.min()), float(cand.weights.max()))
+                  if cand.weights.size else (0.0, 0.0))
+        n_pairs = min(cand.shape)
+    if un is not None and un.size:
+        if not np.all(np.isfinite(un)):
+            raise param_error("unmatched", "assign", "finite numbers", "a non-finite value")
+        lo, hi = min(lo, float(un.min())), max(hi, float(un.max()))
+    bits = grid_bits(lo, hi, n_pairs)
+    uq = unmatched if un is None else quantize(un, bits)
+    if W is not None:
+        W = quantize(W, bits)
+        if max(W.shape) > dense_limit:
+            cand, W = top_candidates(W, top_c, maximize=maximize), None
+    else:
+        cand = Candidates(cand.rows, cand.cols, quantize(cand.weights, bits), cand.shape)
     if W is not None:
         n_r = W.shape[0]
         if W.size == 0:
             r = c = np.zeros(0, np.int64)
         else:
-            r, c = solve_dense(W, maximize, unmatched)
+            r, c = solve_dense(W, maximize, uq, integer=True)
         info = {"method": "dense", "flag": 0, "n_candidates": int(W.size)}
     else:
         n_r = cand.shape[0]
-        r, c, _, _ = solve_sparse(cand, maximize=maximize, unmatched=unmatched)
+        r, c, _, _ = solve_sparse(cand, maximize=maximize, unmatched=uq, integer=True)
         info = {"method": "sparse", "flag": 1, "n_candidates": int(cand.rows.size)}
+    info["grid"] = 2.0 ** -bits
     order = np.argsort(r, kind="stable")
     r, c = np.asarray(r, np.int64)[order], np.asarray(c, np.int64)[order]
     info.update(n_assigned=int(r.size), n_unassigned_rows=int(n_r - r.size))

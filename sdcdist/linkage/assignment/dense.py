@@ -10,6 +10,7 @@ import numba
 import numpy as np
 
 from . import auction as prices
+from .ties import lexmin, tight_dense
 from .sparse import ARR_BIDS, arr, csr, offer, reopen_rows, solve_min, ssp
 
 log = logging.getLogger(__name__)
@@ -155,8 +156,8 @@ def linear_sum_assignment(*args: Any, **kwargs: Any) -> tuple[np.ndarray, np.nda
 
 
 def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = None,
-                unmatched: np.ndarray | None = None, auction: bool | None = None
-                ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+                unmatched: np.ndarray | None = None, auction: bool | None = None,
+                integer: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Optimal assignment of a dense matrix, solved on a sparse graph and proved optimal
     for the whole matrix by LP duality.
 
@@ -202,6 +203,12 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         Start from the auction's prices (default: from :data:`AUCTION_MIN` rows or
         columns on). The total is the same optimum either way; which of several tied
         optima is returned may differ.
+    integer : bool
+        ``X`` (and ``unmatched``) hold integers (below 2^50 in magnitude, e.g. weights
+        on a fixed-point grid, :mod:`.ties`): every cost, dual and reduced cost is then
+        an exact integer, the certificate tests ``> 0.5`` instead of a relative
+        tolerance, and the result is the lexicographically smallest of all optimal
+        assignments (:func:`~.ties.lexmin`), whatever start the solve took.
 
     Returns
     -------
@@ -227,7 +234,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
     # its rounding would swamp the reduced costs
     dummy = None if unmatched is None else s * (np.broadcast_to(
         np.asarray(unmatched, dtype=np.float64), (n_r,)).astype(np.float64) - lo)
-    tol = 1e-11 * (1.0 + (hi - lo))
+    tol = 0.5 if integer else 1e-11 * (1.0 + (hi - lo))
     first_c = EXACT_FIRST_C if first_c is None else first_c
     if auction is None:
         auction = prices.AUCTION_MIN is not None and max(n_r, n_c) >= prices.AUCTION_MIN
@@ -238,6 +245,8 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         # leaving a row out
         um = np.zeros(0) if dummy is None else -(dummy + s * (lo - 0.5 * (lo + hi)))
         er, ec, v0, info = prices.auction_start(X, s, um, prices.AUCTION_LIST, lo, hi)
+        if integer:
+            v0 = np.rint(v0)                # integer duals: every sum below stays exact
         if unmatched is None:
             # the entries (i, i) too: a full assignment on G even if the auction was cut
             d = np.arange(n_r, dtype=np.int64)
@@ -289,6 +298,12 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
                   rnd, er.size, int(check.sum()), total)
         if total == 0:
             # (u, v) is feasible for every entry: proved optimal
+            if integer:
+                # every optimal assignment is a matching on the exactly tight entries:
+                # the lexicographically smallest of them
+                ip, ic = tight_dense(X, s, lo, u, v, dz)
+                col4row = col4row.copy()
+                info = {**info, "ties_moved": int(lexmin(ip, ic, v, col4row))}
             rows = np.flatnonzero((col4row >= 0) & (col4row < n_c))
             return rows.astype(np.int64), col4row[rows], {"exact_rounds": rnd,
                                                           "exact_edges": int(er.size),
@@ -315,20 +330,24 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
                                                                 "exact_edges": int(X.size)}
 
 
-def solve_dense(W: np.ndarray, maximize: bool, unmatched: Any
+def solve_dense(W: np.ndarray, maximize: bool, unmatched: Any, integer: bool = False
            ) -> tuple[np.ndarray, np.ndarray]:
-    exact = EXACT_MIN is not None and max(W.shape) >= EXACT_MIN
+    """The dense optimum; with ``integer`` (weights on the fixed-point grid) always by
+    :func:`exact_dense`, the lexicographically smallest optimal assignment (of the
+    columns, in their order, when there are more rows than columns)."""
+    exact = integer or (EXACT_MIN is not None and max(W.shape) >= EXACT_MIN)
     if unmatched is None or isinstance(unmatched, str):
         if not exact:
             return linear_sum_assignment(W, maximize=maximize)
         if W.shape[0] > W.shape[1]:
-            c, r, _ = exact_dense(W.T, maximize=maximize)
-            return r, c
-        r, c, _ = exact_dense(W, maximize=maximize)
+            c, r, _ = exact_dense(W.T, maximize=maximize, integer=integer)
+            o = np.argsort(r, kind="stable")
+            return r[o], c[o]
+        r, c, _ = exact_dense(W, maximize=maximize, integer=integer)
         return r, c
     u = np.broadcast_to(np.asarray(unmatched, dtype=np.float64), (W.shape[0],))
     if exact:
-        r, c, _ = exact_dense(W, maximize=maximize, unmatched=u)
+        r, c, _ = exact_dense(W, maximize=maximize, unmatched=u, integer=integer)
         keep = (W[r, c] > u[r]) if maximize else (W[r, c] < u[r])
         return r[keep], c[keep]
     # Gain of a pair over leaving its row unassigned; pairs with no gain are

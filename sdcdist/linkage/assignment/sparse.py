@@ -10,6 +10,7 @@ import numba
 import numpy as np
 
 from ...errors import SdcInputError
+from .ties import lexmin, tight_csr
 
 __all__ = ["Candidates", "solve_sparse", "solve_min", "csr", "offer", "ssp", "arr", "init_duals",
            "reopen_rows", "edge_pos", "ARR_BIDS"]
@@ -414,7 +415,8 @@ def solve_min(indptr: np.ndarray, cols: np.ndarray, cost: np.ndarray, n_c: int,
 
 
 
-def solve_sparse(cand: Candidates, *, maximize: bool = True, unmatched: Any = None
+def solve_sparse(cand: Candidates, *, maximize: bool = True, unmatched: Any = None,
+                 integer: bool = False
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Optimal assignment on a candidate graph by sparse shortest augmenting paths.
 
@@ -431,6 +433,12 @@ def solve_sparse(cand: Candidates, *, maximize: bool = True, unmatched: Any = No
         As :func:`assign`: every row has a private dummy partner whose value is a
         penalty exceeding any weight change (``None``: as many rows as possible are
         assigned), ``unmatched`` itself, or a hair beyond the row's worst candidate.
+    integer : bool
+        The weights (and ``unmatched``) are integers below 2^50 in magnitude (weights on
+        a fixed-point grid, :mod:`.ties`): every cost and dual is an exact integer sum
+        (the "hair" of ``row_floor`` is half a unit), and the result is the
+        lexicographically smallest of all optimal assignments on the graph
+        (:func:`~.ties.lexmin`; leaving a row out comes after all its candidates).
 
     Returns
     -------
@@ -461,7 +469,7 @@ def solve_sparse(cand: Candidates, *, maximize: bool = True, unmatched: Any = No
         # "row_floor": a row left out is worth a hair less than its worst candidate
         worst = np.full(n_r, 1.0)
         np.maximum.at(worst, cand.rows, cost)
-        dummy = worst + 1e-9 * (1.0 + float(cost.max()))
+        dummy = worst + (0.5 if integer else 1e-9 * (1.0 + float(cost.max())))
     else:
         uu = np.broadcast_to(np.asarray(unmatched, dtype=np.float64), (n_r,))
         dummy = (off - uu) if maximize else (uu - off)
@@ -469,6 +477,9 @@ def solve_sparse(cand: Candidates, *, maximize: bool = True, unmatched: Any = No
     indptr, cols, order = csr(cand.rows, cand.cols, n_r, n_c)
     cost = cost[order]
     col4row, um, vm, _ = solve_min(indptr, cols, cost, n_c, dummy)
+    if integer:
+        ip, ic = tight_csr(indptr, cols, cost, um, vm, dummy, n_c)
+        lexmin(ip, ic, vm, col4row)
     r = np.flatnonzero((col4row >= 0) & (col4row < n_c))
     c = col4row[r]
     if unmatched is not None and not isinstance(unmatched, str):
