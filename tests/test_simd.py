@@ -170,3 +170,10 @@ def test_pin_merges_with_the_users_choice():
         assert not simd.is_pinned({"numpy_simd": ["X86_V3", "X86_V4"], "blas": {}})
         assert simd.is_pinned({"numpy_simd": ["X86_V3"],
                                "blas": {"library": "openblas", "architecture": "Haswell"}})
+
+
+def test_python_dash_m_sdcdist_is_the_command():
+    r = subprocess.run([PY, "-m", "sdcdist", "--help"], env=_env(pinned=False),
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "Usage:" in r.stdout and "audit" in r.stdout

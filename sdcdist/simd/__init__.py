@@ -31,6 +31,7 @@ This module imports only the standard library at import time (layer 1).
 
 from __future__ import annotations
 
+import copy
 import os
 import platform
 import shlex
@@ -123,11 +124,22 @@ def pin(environ: Any = None) -> bool:
 def code_paths() -> dict[str, Any]:
     """The code paths numpy and its BLAS use in this process (imports numpy).
 
+    Computed once per process (they cannot change once numpy is loaded); a copy each call.
+
     ``numpy_simd``: the dispatch targets numpy's loops may take (``show_runtime``'s
     "found"); ``blas``: the BLAS library and, for OpenBLAS, its kernel family
     (``architecture``); ``pinned``: whether both are the pinned ones (no AVX-512
     target, OpenBLAS on Haswell kernels), or True where nothing is pinned (not x86-64).
     """
+    if not _CODE_PATHS:
+        _CODE_PATHS.append(_code_paths())
+    return copy.deepcopy(_CODE_PATHS[0])
+
+
+_CODE_PATHS: list[dict[str, Any]] = []
+
+
+def _code_paths() -> dict[str, Any]:
     import numpy as np
     try:
         from numpy._core import _multiarray_umath as mu
