@@ -39,8 +39,10 @@ demo: $(STAMP)
 
 # The tests run numpy's SIMD paths and OpenBLAS's kernels at the AVX2 level on every x86-64
 # machine: their AVX-512 paths round a few results differently in the last bit (numpy's
-# log and exp, BLAS products), and the example cubes' fingerprints are checked bit for bit
-TEST_ENV ?= NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell
+# log and exp, BLAS products), and the example cubes' fingerprints are checked bit for bit.
+# `import sdcdist` pins them itself (sdcdist/simd.py); pytest imports numpy first, so the
+# test processes get the same pins, printed by sdcdist.simd, in their environment
+TEST_ENV ?= $(shell $(PY) -m sdcdist.simd --env)
 
 test: $(STAMP)
 	$(TEST_ENV) $(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder

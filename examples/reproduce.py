@@ -4,6 +4,7 @@
     python examples/reproduce.py --full          # every cell of both studies
     python examples/reproduce.py --paper dmt --full --markdown
     python examples/reproduce.py --paper dmt --cells micir:3,micz:5
+    python examples/reproduce.py --readme [CUBES]  # the tables of examples/README.md
 
 ``dmt`` is Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra (``dmt_table2.yaml``,
 109 rows: IL, DLD, PLD, ID1, Score and its rank); ``ywc`` is Tables 1-3 of
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -236,6 +238,121 @@ def agreement_text(paper: str, agr: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------
+# the tables of examples/README.md, generated from the example cubes
+#
+# Each table of the README sits between ``<!-- table: NAME -->`` and ``<!-- /table -->``.
+# ``summarize`` reads an example's cube into a small summary (the cube's per-metric
+# fingerprints and the figures its tables show), kept in ``SUMMARY_FILE`` beside the
+# example fingerprints; ``readme_tables`` renders the tables from the summary and
+# ``write_readme`` puts them into the README. ``python tests/data/make_fingerprints.py
+# --all`` regenerates the fingerprints, the summary and the README tables in one command;
+# tests/test_reproduce.py checks that the README shows what the summary gives and that
+# the summary was made from the cubes the fingerprints describe.
+
+README = HERE / "README.md"
+SUMMARY_FILE = HERE.parent / "tests" / "data" / "example_tables.json"
+VALUES_FILE = HERE.parent / "tests" / "data" / "example_values_fingerprints.json"
+
+#: table name -> (example spec, ``sdcdist report`` arguments: --by and --metrics)
+README_TABLES: dict[str, tuple[str, dict[str, Any]]] = {
+    "household": ("household", {"by": "ER", "metrics": [
+        "uniques", "kviol5", "IR_max", "ER", "changed", "hellinger", "IL1s", "DLD"]}),
+    "household_risks_identity": ("household_risks", {"by": "HR_ER", "metrics": [
+        "uniques", "ER", "suda_share", "dis_suda_mean", "msu_total", "HR_mean", "HR_max",
+        "modrisk_tau1", "modrisk_gr1"]}),
+    "household_risks_attacks": ("household_risks", {"by": "so_multi", "metrics": [
+        "so_uni", "linkability", "inference", "DLD", "PLD"]}),
+    "household_risks_attribute": ("household_risks", {"by": "hellinger", "metrics": [
+        "ldiv_distinct", "ldiv_distinct_fail", "ldiv_entropy_fail", "ldiv_recursive_fail",
+        "tclose", "tclose_fail", "beta_enhanced_fail", "delta_disc_fail", "cap",
+        "dcr_train_median", "nndr_median", "changed", "IL1s"]}),
+}
+
+
+def _frame_to_json(df) -> dict[str, Any]:
+    """A ranking table as JSON (floats exact: JSON keeps their shortest repr)."""
+    out = df.reset_index()
+    return {"columns": [str(c) for c in out.columns],
+            "rows": [[None if (isinstance(v, float) and math.isnan(v)) else
+                      (v.item() if hasattr(v, "item") else v) for v in row]
+                     for row in out.itertuples(index=False)]}
+
+
+def _frame_from_json(obj: dict[str, Any]):
+    import pandas as pd
+    df = pd.DataFrame(obj["rows"], columns=obj["columns"])
+    for c in df.columns:
+        if c not in ("method", "param_name", "replicates"):
+            df[c] = df[c].astype(float)
+    return df.set_index(["method", "param"])
+
+
+def summarize(name: str, cube_path: Path | str) -> dict[str, Any]:
+    """The summary of example ``name``'s cube: its fingerprints and its README tables."""
+    from sdcdist.cube import open_cube
+    from sdcdist.report import ranking_table
+    from sdcdist.testing import cube_fingerprints
+    import json
+    cube = open_cube(str(cube_path))
+    tables = {t: _frame_to_json(ranking_table(cube, by=a["by"], metrics=a["metrics"]))
+              for t, (spec, a) in README_TABLES.items() if spec == name}
+    # as tests/test_examples.py compares them: PS and PS2 by their values alone
+    values_only = json.loads(VALUES_FILE.read_text())
+    fps: dict[str, Any] = dict(cube_fingerprints(cube_path))
+    values = cube_fingerprints(cube_path, variables=("value", "keyset_value", "excluded"))
+    fps.update({m: ["values", values[m]] for m in values_only if m in values})
+    return {"fingerprints": fps, "tables": tables}
+
+
+def update_summary(cubes: dict[str, Path | str]) -> dict[str, Any]:
+    """Rewrite the summaries of the examples in ``cubes`` (name -> cube path)."""
+    import json
+    summary = json.loads(SUMMARY_FILE.read_text()) if SUMMARY_FILE.exists() else {}
+    for name, path in cubes.items():
+        if any(spec == name for spec, _ in README_TABLES.values()):
+            summary[name] = summarize(name, path)
+    SUMMARY_FILE.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return summary
+
+
+def readme_tables(summary: dict[str, Any] | None = None) -> dict[str, str]:
+    """Table name -> its Markdown, rendered from the summary."""
+    import json
+
+    from sdcdist.report import markdown_table
+    if summary is None:
+        summary = json.loads(SUMMARY_FILE.read_text())
+    out = {}
+    for t, (spec, _) in README_TABLES.items():
+        if spec not in summary or t not in summary[spec]["tables"]:
+            raise SystemExit(f"{SUMMARY_FILE.name} has no table {t!r} of {spec!r}: run "
+                             "python tests/data/make_fingerprints.py " + spec)
+        out[t] = markdown_table(_frame_from_json(summary[spec]["tables"][t])).rstrip("\n")
+    return out
+
+
+_MARK = re.compile(r"(<!-- table: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(\n<!-- /table -->)", re.S)
+
+
+def readme_sections(text: str) -> dict[str, str]:
+    """The generated sections of the README text: name -> Markdown between the markers."""
+    return {m["name"]: m["body"] for m in _MARK.finditer(text)}
+
+
+def write_readme(tables: dict[str, str] | None = None, path: Path = README) -> bool:
+    """Put the generated tables into the README between their markers; whether it changed."""
+    tables = readme_tables() if tables is None else tables
+    text = path.read_text()
+    missing = set(tables) - set(readme_sections(text))
+    if missing:
+        raise SystemExit(f"{path.name} has no markers for {sorted(missing)}")
+    new = _MARK.sub(lambda m: m.group(1) + tables.get(m["name"], m["body"]) + m.group(4), text)
+    if new != text:
+        path.write_text(new)
+    return new != text
+
+
 def main(argv: list[str] | None = None, *, client=None) -> dict[str, Any]:
     """Command line; returns ``{paper: {"rows": [...], "agreement": {...}}}``.
 
@@ -250,7 +367,20 @@ def main(argv: list[str] | None = None, *, client=None) -> dict[str, Any]:
     ap.add_argument("--out", help="folder to keep the cubes in (default: a temporary one)")
     ap.add_argument("--workers", type=int, default=2, help="local cluster workers")
     ap.add_argument("--markdown", action="store_true", help="tables in Markdown")
+    ap.add_argument("--readme", nargs="?", const="", metavar="CUBES",
+                    help="write the tables of examples/README.md from the summary "
+                         f"(tests/data/{SUMMARY_FILE.name}); with a folder of example cubes "
+                         "(NAME.zarr, as make_fingerprints.py --keep leaves them), first "
+                         "rewrite the summaries of those cubes")
     args = ap.parse_args(argv)
+    if args.readme is not None:
+        sys.path.insert(0, str(HERE.parent))
+        if args.readme:
+            cubes = {p.stem: p for p in sorted(Path(args.readme).glob("*.zarr"))}
+            update_summary(cubes)
+        changed = write_readme()
+        print(f"{README.name}: tables {'rewritten' if changed else 'unchanged'}")
+        return {}
     papers = list(PAPERS) if args.paper == "all" else [args.paper]
     if args.cube and len(papers) != 1:
         ap.error("--cube compares one cube: give --paper dmt or --paper ywc")

@@ -16,6 +16,11 @@ The public facade. Modules each do one thing:
 The names below are imported on first use (PEP 562), so ``import sdcdist``
 (and the command line's ``sdcdist --help``) does not load numpy, numba,
 scipy or Dask until something needs them.
+
+Importing sdcdist first pins numpy's and OpenBLAS's SIMD code paths to their AVX2
+level for this process and every process it starts (:mod:`sdcdist.simd`), so a cube
+does not depend on the CPU; when numpy was imported before, sdcdist warns if the
+paths it runs are not the pinned ones, and cubes record them.
 """
 
 from __future__ import annotations
@@ -24,7 +29,11 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
+from . import simd as _simd
 from .errors import SdcInputError
+
+if not _simd.pin():          # numpy came first: its paths are chosen; say which if unpinned
+    _simd.check(stacklevel=2)
 
 __version__ = "0.1.0"
 

@@ -34,7 +34,8 @@ scalar coordinate, so its variables have the dimensions they always had and
 ``cube.sel(method="rankswap", param=15, metric="DLD").mean("replicate")`` is
 a single number; a cube of several datasets keeps the ``dataset`` dimension
 (``cube.sel(dataset="census", ...)``).
-Attributes: ``spec`` (JSON), ``spec_sha256``, ``datasets`` (JSON fingerprints),
+Attributes: ``spec`` (JSON), ``spec_sha256``, ``datasets`` (JSON fingerprints), ``code_paths``
+(JSON: the distinct SIMD code paths of the processes that computed it, ``sdcdist.simd``),
 ``versions`` (JSON), ``conventions`` (JSON), ``started``, ``finished``.
 
 Methods are a dimension called ``method``, which is also the name of an

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .simd import PIN_ENV
+
 __all__ = ["LoopbackCluster", "cube_fingerprints"]
 
 
@@ -107,7 +109,7 @@ class LoopbackCluster:
         log = open(self.workdir / f"{name}.log", "wb")
         return subprocess.Popen([sys.executable, "-m", *args], stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**PIN_ENV, **os.environ, "PYTHONUNBUFFERED": "1"})
 
     def start(self) -> "LoopbackCluster":
         sfile = self.workdir / "scheduler.json"

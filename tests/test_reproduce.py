@@ -97,3 +97,59 @@ def test_convention_lab_equals_sdcdist_prl_at_its_defaults():
             want = lab.sdcdist_pld(X, Xm, [0, 1, 2, 3], method=method, t=0.1)
             got = lab.link(X, Xm, [0, 1, 2, 3], lab.Convention(method=method, t=0.1))
             assert got == want, (sd, method)
+
+
+# -- the tables of examples/README.md -------------------------------------------------------
+
+def test_readme_tables_are_generated(reproduce):
+    """Every table of README_TABLES sits between its markers and is exactly what
+    reproduce.py renders from the committed summary (tests/data/example_tables.json)."""
+    sections = reproduce.readme_sections(reproduce.README.read_text())
+    tables = reproduce.readme_tables()
+    assert set(tables) == set(reproduce.README_TABLES)
+    assert set(tables) <= set(sections), "a generated table has no markers in the README"
+    stale = [t for t in tables if sections[t] != tables[t]]
+    assert not stale, (f"examples/README.md's tables {stale} differ from the summary: run "
+                       "python examples/reproduce.py --readme")
+
+
+def test_readme_summary_is_of_the_fingerprinted_cubes(reproduce):
+    """The summary was made from the cubes whose fingerprints tests/test_examples.py pins:
+    regenerating the fingerprints without the summary (and so the README) fails here."""
+    import json
+    data = ROOT / "tests" / "data"
+    summary = json.loads(reproduce.SUMMARY_FILE.read_text())
+    recorded = json.loads((data / "example_fingerprints.json").read_text())
+    values_only = json.loads((data / "example_values_fingerprints.json").read_text())
+    for name in {spec for spec, _ in reproduce.README_TABLES.values()}:
+        want = {m: ["values", values_only[m]] if m in values_only else h
+                for m, h in recorded[name].items()}
+        got = summary[name]["fingerprints"]
+        differ = sorted(m for m in want if got.get(m) != want[m])
+        assert not differ, (f"{name}: the summary's cube differs from the fingerprinted one in "
+                            f"{differ}: run python tests/data/make_fingerprints.py {name}")
+
+
+def test_readme_writer_replaces_between_markers(reproduce, tmp_path):
+    text = "intro\n<!-- table: a -->\n| old |\n<!-- /table -->\nmiddle\n" \
+           "<!-- table: b -->\n| keep |\n<!-- /table -->\n"
+    path = tmp_path / "README.md"
+    path.write_text(text)
+    assert reproduce.write_readme({"a": "| new |\n|---|"}, path)
+    assert reproduce.readme_sections(path.read_text()) == {"a": "| new |\n|---|",
+                                                           "b": "| keep |"}
+    assert not reproduce.write_readme({"a": "| new |\n|---|"}, path)
+    with pytest.raises(SystemExit):
+        reproduce.write_readme({"c": "x"}, path)
+
+
+def test_attack_docs_state_the_z_the_code_uses():
+    """The Wilson intervals' z: the two-sided quantile (1.96 at 0.95), in code and docs."""
+    from sdcdist.metrics.attacks import success_rate
+    n = 1000.0
+    rate, _ = success_rate(n, 0.0, 0.95)        # (z²/2) / (n + z²)
+    z = math.sqrt(2 * rate * n / (1 - 2 * rate))
+    assert abs(z - 1.959963984540054) < 1e-9
+    doc = (ROOT / "docs" / "catalog.md").read_text()
+    assert "0.95 gives z = 1.96" in doc
+    assert "probit of `attack_confidence` (0.95)" not in doc

@@ -576,6 +576,7 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
     options = dict(spec.options)
     mode = options_cell_mode(options, max(md.values.shape[0] for md, _ in data), cells=len(todo),
                      workers=Runner(client).n_workers)
+    _record_code_paths(out, Runner(client))
     group = cubemod.open_group(out)
     bar = _bar(len(todo), progress)
 
@@ -597,6 +598,33 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
     cubemod.set_attrs(out, finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return AuditResult(out, len(todo), len(cells) - len(todo), len(cells),
                        time.perf_counter() - t0, mode)
+
+
+def _record_code_paths(out: str, runner: Runner) -> None:
+    """Add the SIMD code paths of this process and of every worker to the cube's
+    ``code_paths`` attribute (a JSON list of the distinct ones, kept over resumed runs);
+    warn when one is not the pinned AVX2 level (:mod:`sdcdist.simd`)."""
+    import warnings
+
+    from ..simd import SimdWarning, code_paths
+    try:
+        seen = json.loads(cubemod.open_group(out, "r").attrs.get("code_paths", "[]"))
+    except (ValueError, TypeError):
+        seen = []
+    for p in runner.everywhere(code_paths):
+        if p not in seen:
+            seen.append(p)
+    cubemod.set_attrs(out, code_paths=seen)
+    other = [p for p in seen if not p.get("pinned")]
+    if other:
+        warnings.warn(f"{len(other)} of the processes computing this cube ran SIMD code paths "
+                      "other than the pinned AVX2 ones (numpy "
+                      f"{other[0].get('numpy_simd')}, BLAS "
+                      f"{other[0].get('blas', {}).get('architecture')!r}): its numbers may "
+                      "differ in their last bits from a cube computed elsewhere; the cube's "
+                      "'code_paths' attribute lists them. Start the workers with "
+                      "`python -m sdcdist.simd --env` in their environment", SimdWarning,
+                      stacklevel=3)
 
 
 def _bar(total: int, show: bool) -> Callable[[int], None]:

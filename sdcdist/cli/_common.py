@@ -370,7 +370,11 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
         import dask.config
         obj = _ctx_obj()
         logcfg = {"sdcdist.log-format": obj.get("log_format", "text"),
-                  "sdcdist.log-level": "WARNING"}
+                  "sdcdist.log-level": "WARNING",
+                  # the SIMD pins, set before each worker process starts (sdcdist.simd)
+                  "distributed.nanny.pre-spawn-environ": {
+                      **(dask.config.get("distributed.nanny.pre-spawn-environ") or {}),
+                      **worker_env()}}
         with dask.config.set(logcfg):   # handed to the workers: they log in this format
             # the dashboard on loopback only: it has no authentication
             local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
@@ -393,6 +397,17 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
             client.close(timeout=10)
         if local_cluster is not None:
             local_cluster.close()
+
+
+def worker_env() -> dict[str, str]:
+    """The SIMD pins a worker process gets (:mod:`sdcdist.simd`), as this process has them.
+
+    ``import sdcdist`` put them into this process's environment (merged with the user's
+    own); they are handed to each worker explicitly, before it starts, whatever the
+    multiprocessing method.
+    """
+    from ..simd import PIN_ENV
+    return {k: os.environ.get(k, v) for k, v in PIN_ENV.items()}
 
 
 #: The resource tracker of multiprocessing warns at shutdown about semaphores that the

@@ -13,8 +13,8 @@ audit's ``control`` share, or ``measure(..., control=...)``). Each attack is run
   what the attacker gets right there comes from what the data say about everyone.
 
 A success rate is the Wilson score estimate (k + z²/2) / (n + z²) with error
-z / (n + z²) sqrt(k (n - k) / n + z²/4), z the probit of the confidence level
-(option ``attack_confidence``). The risk is the residual (r_main - r_control) /
+z / (n + z²) sqrt(k (n - k) / n + z²/4), z = probit((1 + c) / 2) the two-sided normal
+quantile of the confidence level c (option ``attack_confidence``: 0.95 gives z = 1.96). The risk is the residual (r_main - r_control) /
 (1 - r_control), its error propagated from both, bounded to [0, 1] with its
 interval; without a control set the risk is r_main. Each attack registers four
 metrics: the risk (``so_uni``, ``so_multi``, ``linkability``, ``inference``), the

@@ -289,6 +289,17 @@ class Runner:
             return 1
         return len(self.client.scheduler_info().get("workers", {}))
 
+    def everywhere(self, fn: Callable[[], Any]) -> list[Any]:
+        """``fn()`` in this process and on every worker (once each), in worker address order.
+
+        For facts about the processes themselves (their SIMD code paths), not data.
+        """
+        out = [fn()]
+        if self.client is not None:
+            res = self.client.run(fn)
+            out += [res[w] for w in sorted(res)]
+        return out
+
     def lost(self) -> bool:
         """True once the client has given up on its scheduler."""
         return self.client is not None and self.client.status in ("closing", "closed")

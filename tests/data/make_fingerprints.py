@@ -4,7 +4,9 @@
     python tests/data/make_fingerprints.py --subset             # the subsets only
     python tests/data/make_fingerprints.py --subset dmt_table2  # both (dmt_table2 takes minutes)
     python tests/data/make_fingerprints.py --all                # every spec of examples/ and
-                                                                # every subset
+                                                                # every subset, and the tables
+                                                                # of examples/README.md
+    python tests/data/make_fingerprints.py household --keep cubes/  # keep the cubes
 
 Each named spec of ``examples/`` is audited on an in-process cluster like the
 test's ``client`` fixture (two workers of one thread), and its per-metric
@@ -17,12 +19,20 @@ leaves them out. ``--subset`` reruns each subset (the parameters listed in
 ``<spec>_subset_fingerprints.json``: ``dmt_table2``, ``drs_equal_risk``,
 ``household_risks``) and rewrites its fingerprints (``["values", hash]`` for ``PS``/``PS2``). Only the files of the runs asked for are rewritten; review the
 diff (``git diff tests/data``) and say in the commit which metrics changed and why.
+
+The full run of a spec whose figures ``examples/README.md`` shows (``household``,
+``household_risks``: ``README_TABLES`` of ``examples/reproduce.py``) also rewrites its
+summary in ``example_tables.json`` (the cube's fingerprints and the figures of its tables)
+and the README's tables between their markers, so fingerprints, summary and README change
+together (``tests/test_reproduce.py`` checks that they agree). ``--keep DIR`` leaves the
+cubes in DIR (``NAME.zarr``; ``python examples/reproduce.py --readme DIR`` reads them).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -66,6 +76,15 @@ def fingerprints(spec, out: Path, client, values_only: set[str]) -> tuple[dict, 
     return full, {m: values[m] for m in values_only if m in values}
 
 
+def _reproduce():
+    """examples/reproduce.py as a module (its README tables)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("reproduce", ROOT / "examples" / "reproduce.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="*", help="spec names of examples/ (file stems)")
@@ -73,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the subsets (dmt_table2, drs_equal_risk, household_risks) that the tests "
                          "run by default")
     ap.add_argument("--all", action="store_true", help="every spec and every subset")
+    ap.add_argument("--keep", metavar="DIR", help="keep the full runs' cubes in DIR")
     args = ap.parse_args(argv)
     known = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
     names = known if args.all else args.names
@@ -90,9 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as client, \
             tempfile.TemporaryDirectory() as tmp:
+        keep = Path(args.keep) if args.keep else Path(tmp)
+        keep.mkdir(parents=True, exist_ok=True)
         for name in names:
             spec = load_spec(ROOT / "examples" / f"{name}.yaml")
-            got, vals = fingerprints(spec, Path(tmp) / f"{name}.zarr", client, set(values_fp))
+            cube = keep / f"{name}.zarr"
+            if cube.exists():
+                shutil.rmtree(cube)
+            got, vals = fingerprints(spec, cube, client, set(values_fp))
             keep = set(spec.metrics) - CHANGED_ON_PURPOSE
             old = full_fp.get(name, {})
             entry = {m: (old[m] if m in vals and m in old else h)
@@ -102,6 +127,15 @@ def main(argv: list[str] | None = None) -> int:
             full_fp[name] = entry
             values_fp.update(vals)
             print(f"{name}: {len(entry)} metrics, changed: {changed or 'none'}")
+        if names:
+            _dump(VALUES_FILE, values_fp)   # the summary reads the values-only metrics
+            readme = _reproduce()
+            tabled = {n: keep / f"{n}.zarr" for n in names
+                      if any(spec == n for spec, _ in readme.README_TABLES.values())}
+            if tabled:
+                readme.update_summary(tabled)
+                print(f"examples/README.md: tables "
+                      f"{'rewritten' if readme.write_readme() else 'unchanged'}")
         for subset in subsets.values() if args.subset or args.all else ():
             out = Path(tmp) / f"{subset['spec']}_subset.zarr"     # a cube per subset
             got, vals = fingerprints(subset_spec(subset), out, client, set(values_fp))
