@@ -47,6 +47,7 @@ from ..linkage.truth import invert_truth, row_truth
 from ..moments import column_moments, constant_columns
 from ..parallel import add_dicts, map_reduce, tree_reduce
 from ._registry import MeasureContext, MetricResult, register, take_columns
+from .content import row_hashes
 
 __all__ = ["interval_counts", "key_positions", "crl_links"]
 
@@ -465,7 +466,8 @@ def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
                     ) -> dict[str, np.ndarray]:
     """Task for one column: original values inside the ID1 and ID2 intervals, all p at once.
 
-    ID1: the masked column is sorted once (stable); for each p the interval of
+    ID1: the masked column is sorted once (ties in content order: by a hash of the
+    record's original and masked values); for each p the interval of
     record i is ``[s[r_i - h], s[r_i + h]]`` (clamped), ``r_i`` the rank of its
     masked value and ``h = floor(p n / 100)``. ID2: ``x' ± p s' / 100``.
     Also returns the masked column's sd (ddof 1, summed in sorted order:
@@ -474,7 +476,11 @@ def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
     x = np.asarray(X[:, ja], dtype=np.float64)
     y = np.asarray(Y[:, jb], dtype=np.float64)
     n = y.shape[0]
-    order = np.argsort(y, kind="stable")
+    # tied masked values in content order (by a hash of the record's original and masked
+    # value): the same ranks and counts in every row order, and as random as the row order
+    # (ordering ties by the original value would put it inside its interval more often);
+    # records equal in both values are interchangeable
+    order = np.lexsort((row_hashes(np.column_stack([x, y])), y))
     s = y[order]                  # masked values by rank
     xs = x[order]                 # each record's original value, at its masked rank
     # summed over the sorted values: the same float in every row order, so which values
