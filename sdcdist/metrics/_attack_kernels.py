@@ -6,7 +6,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["knn_kernel", "count_kernel", "count_numpy", "count_index_kernel", "query_index",
+__all__ = ["knn_kernel", "knn_ids_kernel", "count_kernel", "count_numpy", "count_index_kernel", "query_index",
            "count_indexed", "NUMPY_QUERIES", "EQ", "NE", "GT", "LT", "GE", "LE", "ISNULL",
            "NOTNULL"]
 
@@ -21,12 +21,22 @@ def _mix(z: np.uint64) -> np.uint64:
     return z ^ (z >> np.uint64(31))
 
 
-@numba.njit(cache=True, nogil=True)
 def knn_kernel(Q: np.ndarray, C: np.ndarray, inv_range: np.ndarray, is_cat: np.ndarray,
-                k: int, a_off: int, b_off: int, salt: np.uint64
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The k nearest rows of C to each row of Q, by (distance, tie key); the tie key of
-    (target i, row r) is a hash of (salt, i, r): ties are broken at random, reproducibly.
+               k: int, a_off: int, b_off: int, salt: np.uint64
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`knn_ids_kernel` with the rows of C numbered ``b_off``, ``b_off + 1``, ..."""
+    return knn_ids_kernel(Q, C, inv_range, is_cat, k, a_off,
+                          np.arange(b_off, b_off + C.shape[0], dtype=np.int64), salt)
+
+
+@numba.njit(cache=True, nogil=True)
+def knn_ids_kernel(Q: np.ndarray, C: np.ndarray, inv_range: np.ndarray, is_cat: np.ndarray,
+                   k: int, a_off: int, ids: np.ndarray, salt: np.uint64
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The k nearest rows of C to each row of Q, by (distance, tie key), as their ids
+    ``ids`` (one a row of C; the rows' positions in content order, so that the result
+    does not depend on the rows' order); the tie key of (target i, row id r) is a hash of
+    (salt, i, r): ties are broken at random, reproducibly.
     A row's distance stops accumulating once it exceeds the k-th nearest so far (its terms
     are not negative: it cannot come back), the same result at a fraction of the work."""
     a, b, m = Q.shape[0], C.shape[0], Q.shape[1]
@@ -61,7 +71,7 @@ def knn_kernel(Q: np.ndarray, C: np.ndarray, inv_range: np.ndarray, is_cat: np.n
                         d += abs(x - y) * inv_range[c]
             if d > worst:
                 continue
-            r = j + b_off
+            r = ids[j]
             t = _mix(hi ^ np.uint64(r))
             if d < worst or t < T[i, last]:
                 p = last

@@ -71,8 +71,9 @@ from ..errors import SdcInputError, column_positions, option_error
 from ..parallel import map_chunks, map_reduce, pair_block_rows, pairwise_reduce, reduce_chunks
 from ._attack_kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, NUMPY_QUERIES,
                               count_indexed, count_kernel as _count_kernel, count_numpy,
-                              knn_kernel as _knn_kernel, query_index)
+                              knn_ids_kernel as _knn_ids_kernel, query_index)
 from ._registry import MeasureContext, MetricResult, register
+from .content import content_hashes, content_order, content_ranks, row_hashes
 
 __all__ = ["success_rate", "residual", "bound_risk", "risk_from_counts", "gower_knn",
            "count_queries", "count_numpy", "singling_out", "linkability", "inference", "ATTACKS",
@@ -151,32 +152,10 @@ def risk_from_counts(n: tuple[int, int, int | None], success: int, baseline: int
 
 # -- kernels --------------------------------------------------------------------------------
 
-def _mix_np(z: np.ndarray) -> np.ndarray:
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def row_hashes(X: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row's values (missing values and -0.0 made canonical)."""
-    Y = np.asarray(X, dtype=np.float64) + 0.0
-    Y[np.isnan(Y)] = np.nan
-    B = np.ascontiguousarray(Y).view(np.uint64)
-    h = np.full(B.shape[0], np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(B.shape[1]), np.uint64)
-    with np.errstate(over="ignore"):
-        for c in range(B.shape[1]):
-            h = _mix_np(h ^ B[:, c])
-    return h
-
-
 # -- chunk tasks ------------------------------------------------------------------------
 
 def _block(X: Any, start: int, stop: int, cols: Sequence[int]) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(X[start:stop], dtype=np.float64)[:, list(cols)])
-
-
-def _chunk_hashes(start: int, stop: int, X: Any, cols: Sequence[int]) -> dict[str, Any]:
-    return {"h": [row_hashes(_block(X, start, stop, cols))]}
 
 
 def _cat_lists(*parts: dict[str, Any]) -> dict[str, Any]:
@@ -267,16 +246,30 @@ def _chunk_rows_opt(ctx: MeasureContext) -> int:
     return int(ctx.options["chunk_rows"])
 
 
-def distinct_rows(ctx: MeasureContext, X: Any, n: int, cols: Sequence[int]
-                  ) -> np.ndarray:
-    """Boolean (n,): the first of each group of equal records (on ``cols``)."""
-    parts = map_reduce(ctx.runner, _chunk_hashes, _cat_lists, [X], n,
-                       chunk_rows=_chunk_rows_opt(ctx), args=(list(cols),))
-    h = np.concatenate(parts["h"]) if parts["h"] else np.zeros(0, np.uint64)
+def distinct_rows(ctx: MeasureContext, X: Any, n: int, cols: Sequence[int],
+                  hashes: bool = False) -> Any:
+    """Boolean (n,): the first of each group of equal records (on ``cols``); with
+    ``hashes``, also the (n,) hashes of the records on ``cols``."""
+    h = content_hashes(ctx.runner, X, n, chunk_rows=_chunk_rows_opt(ctx), cols=cols)
     _, first = np.unique(h, return_index=True)
     keep = np.zeros(n, np.bool_)
     keep[first] = True
-    return keep
+    return (keep, h) if hashes else keep
+
+
+def file_order(ctx: MeasureContext, which: str) -> tuple[np.ndarray, np.ndarray]:
+    """The content order of the file ``which`` ("original", "masked" or "control") on all
+    its columns, and each row's position in it (cached): the attacks draw their targets
+    and guesses in this order, and break nearest-neighbour ties by these positions, so
+    that their figures do not depend on the files' row order."""
+    def run() -> tuple[np.ndarray, np.ndarray]:
+        X = getattr(ctx, which)
+        n = {"original": ctx.shape_original, "masked": ctx.shape_masked,
+             "control": ctx.shape_control}[which][0]
+        order = content_order(content_hashes(ctx.runner, X, n,
+                                             chunk_rows=_chunk_rows_opt(ctx)))
+        return order, content_ranks(order)
+    return ctx.cached(("content_order", which), run)
 
 
 def take_rows(ctx: MeasureContext, X: Any, n: int, rows: np.ndarray,
@@ -311,9 +304,11 @@ def count_queries(ctx: MeasureContext, X: Any, n: int, keep: np.ndarray | None,
 
 def _knn_block(a0: int, a1: int, b0: int, b1: int, T: np.ndarray, X: Any,
                cols: Sequence[int], inv_range: np.ndarray, is_cat: np.ndarray,
-               k: int, salt: int) -> dict[str, np.ndarray]:
-    D, Tk, Ix = _knn_kernel(np.ascontiguousarray(T[a0:a1]), _block(X, b0, b1, cols),
-                            inv_range, is_cat, k, a0, b0, np.uint64(salt))
+               k: int, salt: int, ids: np.ndarray | None) -> dict[str, np.ndarray]:
+    bid = (np.arange(b0, b1, dtype=np.int64) if ids is None
+           else np.ascontiguousarray(ids[b0:b1], dtype=np.int64))
+    D, Tk, Ix = _knn_ids_kernel(np.ascontiguousarray(T[a0:a1]), _block(X, b0, b1, cols),
+                                inv_range, is_cat, k, a0, bid, np.uint64(salt))
     return {"d": D, "t": Tk, "i": Ix}
 
 
@@ -332,12 +327,14 @@ def _finish_knn(a0: int, a1: int, merged: dict[str, np.ndarray], *_: Any) -> dic
 
 
 def gower_knn(ctx: MeasureContext, T: np.ndarray, X: Any, n: int, cols: Sequence[int],
-              is_cat: np.ndarray, k: int, *, salt: int = 0) -> np.ndarray:
+              is_cat: np.ndarray, k: int, *, salt: int = 0,
+              ids: np.ndarray | None = None) -> np.ndarray:
     """The ``k`` nearest rows of ``X`` (released, ``n`` records, columns ``cols``) to each
-    target row of ``T`` (same columns), by the mixed distance; (len(T), k) row numbers.
+    target row of ``T`` (same columns), by the mixed distance; (len(T), k) row numbers, or
+    with ``ids`` (n,) (the rows' positions in content order) their ids.
 
     Numeric columns are divided by their range over ``X`` and the targets (1 if that is 0).
-    Ties are broken by a hash of (``salt``, target, row): at random, and reproducibly.
+    Ties are broken by a hash of (``salt``, target, row id): at random, and reproducibly.
     Blocks of targets x released rows are tasks (:func:`pairwise_reduce`).
     """
     mm = map_reduce(ctx.runner, _chunk_minmax, _merge_minmax, [X], n,
@@ -357,7 +354,8 @@ def gower_knn(ctx: MeasureContext, T: np.ndarray, X: Any, n: int, cols: Sequence
     got = pairwise_reduce(ctx.runner, _knn_block, _merge_knn, _finish_knn, _cat_lists, Th, X,
                           T.shape[0], n, rows_a=rows_a, rows_b=rows_b,
                           args=(list(cols), inv, np.asarray(is_cat, np.bool_), k,
-                                int(salt)))
+                                int(salt), None if ids is None else ctx.runner.share(
+                                    np.asarray(ids, np.int64))))
     return np.concatenate(got["i"], axis=0)
 
 
@@ -445,7 +443,8 @@ def _univariate(vals: list, is_cat: np.ndarray, n_attacks: int, rng: np.random.G
     return [[(int(cols_a[i]), int(ops_a[i]), float(vs_a[i]))] for i in take]
 
 
-def _multivariate(ctx: MeasureContext, S: Any, n_s: int, keep: np.ndarray, cols: list[int],
+def _multivariate(ctx: MeasureContext, S: Any, n_s: int, keep: np.ndarray, h: np.ndarray,
+                  cols: list[int],
                   is_cat: np.ndarray, vals: list, n_attacks: int, n_cols: int,
                   max_attempts: int, rng: np.random.Generator) -> tuple[list, int]:
     """anonymeter's multivariate queries: a random distinct record's values in ``n_cols``
@@ -461,6 +460,7 @@ def _multivariate(ctx: MeasureContext, S: Any, n_s: int, keep: np.ndarray, cols:
             hi = u[np.searchsorted(cs, tot // 2 + 1)]
             med[j] = 0.5 * (lo + hi)
     kept = np.flatnonzero(keep)
+    kept = kept[np.argsort(h[kept], kind="stable")]     # distinct records in content order
     m = len(cols)
     n_cols = min(n_cols, m)
     out: list = []
@@ -540,7 +540,7 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
     n_cols = 1 if mode == "univariate" else int(o["so_n_cols"])
     rng = ctx.rng(name)
     n_o, n_s = ctx.shape_original[0], ctx.shape_masked[0]
-    keep_s = distinct_rows(ctx, ctx.masked, n_s, mcols)
+    keep_s, h_s = distinct_rows(ctx, ctx.masked, n_s, mcols, hashes=True)
     keep_o = distinct_rows(ctx, ctx.original, n_o, cols)
     attempts = None
     vals = map_reduce(ctx.runner, _chunk_values, _merge_values, [ctx.masked], n_s,
@@ -549,7 +549,7 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
     if mode == "univariate":
         queries = _univariate(vals, is_cat, n_attacks, rng)
     else:
-        queries, attempts = _multivariate(ctx, ctx.masked, n_s, keep_s, mcols, is_cat, vals,
+        queries, attempts = _multivariate(ctx, ctx.masked, n_s, keep_s, h_s, mcols, is_cat, vals,
                                           n_attacks, n_cols, int(o["so_max_attempts"]), rng)
     width = max(n_cols, 1)
     q = _pack(queries, width)
@@ -588,10 +588,11 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
 
 # -- linkability and inference ---------------------------------------------------------------
 
-def _targets(ctx: MeasureContext, X: Any, n: int, n_att: int, cols: Sequence[int],
+def _targets(ctx: MeasureContext, which: str, n: int, n_att: int, cols: Sequence[int],
              rng: np.random.Generator) -> np.ndarray:
-    rows = rng.choice(n, size=n_att, replace=False)
-    return take_rows(ctx, X, n, rows, cols)
+    """``n_att`` records of the file ``which`` drawn at random in content order."""
+    rows = file_order(ctx, which)[0][rng.choice(n, size=n_att, replace=False)]
+    return take_rows(ctx, getattr(ctx, which), n, rows, cols)
 
 
 def linkability(ctx: MeasureContext) -> dict[str, Any]:
@@ -620,22 +621,25 @@ def linkability(ctx: MeasureContext) -> dict[str, Any]:
     n_att = min(int(o["attack_n"]), n_o)
     k_eff = min(k, n_s)
 
-    def attack(X: Any, n: int, n_att_: int) -> int:
+    ids = file_order(ctx, "masked")[1]
+
+    def attack(X: str, n: int, n_att_: int) -> int:
         allpos = sorted(set(pos[0]) | set(pos[1]))
         T = _targets(ctx, X, n, n_att_, allpos, rng)
         where = {p: i for i, p in enumerate(allpos)}
         idx = [gower_knn(ctx, T[:, [where[p] for p in pos[s]]], ctx.masked, n_s, mpos[s],
-                         iscat[s], k_eff, salt=int(rng.integers(2**63))) for s in (0, 1)]
+                         iscat[s], k_eff, salt=int(rng.integers(2**63)), ids=ids)
+               for s in (0, 1)]
         return _links(idx[0], idx[1])
     base_rows = [np.array([rng.choice(n_s, size=k_eff, replace=False) for _ in range(n_att)])
                  .reshape(n_att, k_eff) for _ in (0, 1)]
     baseline = _links(*base_rows)
-    success = attack(ctx.original, n_o, n_att)
+    success = attack("original", n_o, n_att)
     control = None
     n_c = None
     if ctx.control is not None:
         n_c = min(int(o["attack_n"]), ctx.shape_control[0])
-        control = attack(ctx.control, ctx.shape_control[0], n_c)
+        control = attack("control", ctx.shape_control[0], n_c)
     res = risk_from_counts((n_att, n_att, n_c), success, baseline, control,
                            float(o["attack_confidence"]))
     res.update(aux=aux, neighbors=k_eff)
@@ -695,22 +699,23 @@ def inference(ctx: MeasureContext) -> dict[str, Any]:
     rng = ctx.rng(name)
     n_att = min(int(o["attack_n"]), n_o)
     n_base = min(n_s, n_att)
-    T = _targets(ctx, ctx.original, n_o, n_base, [spos], rng)[:, 0]
-    g = take_rows(ctx, ctx.masked, n_s, rng.choice(n_s, size=n_base, replace=False),
+    order_m, ids = file_order(ctx, "masked")
+    T = _targets(ctx, "original", n_o, n_base, [spos], rng)[:, 0]
+    g = take_rows(ctx, ctx.masked, n_s, order_m[rng.choice(n_s, size=n_base, replace=False)],
                   [smpos])[:, 0]
     baseline = int(_guess_right(g, T, numeric, tol).sum())
 
-    def attack(X: Any, n: int, n_att_: int) -> int:
+    def attack(X: str, n: int, n_att_: int) -> int:
         T = _targets(ctx, X, n, n_att_, apos + [spos], rng)
         nn = gower_knn(ctx, T[:, :-1], ctx.masked, n_s, ampos, iscat, 1,
-                       salt=int(rng.integers(2**63)))[:, 0]
-        guess = take_rows(ctx, ctx.masked, n_s, nn, [smpos])[:, 0]
+                       salt=int(rng.integers(2**63)), ids=ids)[:, 0]
+        guess = take_rows(ctx, ctx.masked, n_s, order_m[nn], [smpos])[:, 0]
         return int(_guess_right(guess, T[:, -1], numeric, tol).sum())
-    success = attack(ctx.original, n_o, n_att)
+    success = attack("original", n_o, n_att)
     control = n_c = None
     if ctx.control is not None:
         n_c = min(int(o["attack_n"]), ctx.shape_control[0])
-        control = attack(ctx.control, ctx.shape_control[0], n_c)
+        control = attack("control", ctx.shape_control[0], n_c)
     res = risk_from_counts((n_att, n_base, n_c), success, baseline, control,
                            float(o["attack_confidence"]))
     res.update(secret=secret, aux=aux, regression=numeric)

@@ -19,7 +19,7 @@ from fractions import Fraction
 import numba
 import numpy as np
 
-__all__ = ["exact_sums", "exact_square_sums", "SCALE", "SQ_SCALE", "to_fraction", "MAX_CHUNK"]
+__all__ = ["exact_sums", "exact_square_sums", "exact_cross_sums", "SCALE", "SQ_SCALE", "to_fraction", "MAX_CHUNK"]
 
 #: sums are Python ints in units of 2**-SCALE (below the smallest subnormal's mantissa unit)
 SCALE = 1130            # >= 1075 - 1 + 53: every bin shifts left
@@ -107,3 +107,33 @@ def exact_square_sums(x: np.ndarray) -> np.ndarray:
 def to_fraction(total: int, scale: int = SCALE) -> Fraction:
     """The exact rational value of a sum returned above (``scale=SQ_SCALE`` for squares)."""
     return Fraction(int(total), 2**scale)
+
+
+def exact_cross_sums(x: np.ndarray) -> np.ndarray:
+    """Exact sums of products ``sum x_j * x_k`` of every pair of columns (an m x m symmetric
+    object array of Python ints in units ``2**-SQ_SCALE``), independent of the order of the
+    rows: each column is scaled by a power of two, each product split exactly into
+    ``hi + lo`` (Dekker's two-product) and both parts summed exactly. The diagonal equals
+    :func:`exact_square_sums`."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError("exact sums need a 2-D array")
+    m = x.shape[1]
+    peak = np.max(np.abs(x), axis=0, initial=0.0)
+    k = np.frexp(np.where(peak > 0, peak, 1.0))[1].astype(np.int64)
+    xs = np.ldexp(x, -k)
+    iu, ju = np.triu_indices(m)
+    a, b = xs[:, iu], xs[:, ju]
+    hi = a * b
+    t = _SPLIT * a
+    ah = t - (t - a)
+    al = a - ah
+    t = _SPLIT * b
+    bh = t - (t - b)
+    bl = b - bh
+    lo = ((ah * bh - hi) + ah * bl + al * bh) + al * bl
+    folded = _fold(hi) + _fold(lo)
+    out = np.zeros((m, m), dtype=object)
+    for v, i, j in zip(folded, iu, ju):
+        out[i, j] = out[j, i] = int(v) << int(k[i] + k[j] + 2200)
+    return out

@@ -2,10 +2,10 @@
 
 One pass over both files (:func:`record_stats`, shared by all metrics here
 through ``ctx.cached``) returns per-chunk sufficient statistics; ``combine``
-merges them (Chan's update for means and co-moments, exact integer sums for
-column sums and square sums, plain sums for error totals). Means and
-variances come from the exact sums, so they do not depend on record order or
-chunking at all (a permutation of a column leaves them bit-identical, which is
+merges them (exact integer sums for column sums, square sums, the sums of
+products of every pair of columns and the error totals). Means, variances,
+covariances and error totals come from the exact sums, so they do not depend on
+record order or chunking at all (a permutation of a column leaves them bit-identical, which is
 why rank swapping gives exactly 0 for M_MV and S_MV). The reduction chunking is the
 fixed ``chunk_rows`` option, never the storage chunking, so results do not
 depend on how the data were stored or on the number of workers.
@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import SdcInputError
 from ..parallel import map_reduce
 from ._registry import REGISTRY, MeasureContext, MetricResult, register
-from .exactsum import SQ_SCALE, exact_square_sums, exact_sums, to_fraction
+from .exactsum import SQ_SCALE, exact_cross_sums, exact_square_sums, exact_sums, to_fraction
 
 __all__ = ["stats_chunk", "combine_stats", "record_stats", "table1", "il_sd"]
 
@@ -36,10 +36,9 @@ SUB_ROWS = 8192
 def stats_chunk(start: int, stop: int, X: Any, Y: Any) -> dict[str, Any]:
     """Sufficient statistics of records ``start:stop`` of both files.
 
-    Returns counts, Chan moments (column means and co-moment matrices of X and
-    Y), exact column sums and square sums (Python ints, see
-    :mod:`~sdcdist.metrics.exactsum`), and per-column totals of the record-wise
-    errors: ``|x - x'|``, ``(x - x')**2``, ``|x - x'|/|x|`` over ``x != 0``
+    Returns counts, exact column sums, square sums and sums of products of pairs of
+    columns (Python ints, see :mod:`~sdcdist.metrics.exactsum`), and exact per-column
+    totals of the record-wise errors: ``|x - x'|``, ``(x - x')**2``, ``|x - x'|/|x|`` over ``x != 0``
     (with the count of ``x == 0``), and the IL1 terms ``|x - x'|/(0.5(|x|+|x'|))``.
     """
     x = np.asarray(X[start:stop], dtype=np.float64)
@@ -55,39 +54,30 @@ def _block_stats(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     if out["bad_x"].any() or out["bad_y"].any():
         return out                       # reported by the aggregate, nothing else computed
     for name, a in (("x", x), ("y", y)):
-        mean = a.mean(axis=0)
-        c = a - mean
-        out[f"mean_{name}"] = mean
-        out[f"co_{name}"] = c.T @ c
         out[f"sum_{name}"] = exact_sums(a)
         out[f"sq_{name}"] = exact_square_sums(a)
+        out[f"cross_{name}"] = exact_cross_sums(a)
     d = np.abs(x - y)
     ax = np.abs(x)
     den = 0.5 * (ax + np.abs(y))
-    out.update(absdiff=d.sum(axis=0), sqdiff=(d * d).sum(axis=0),
-               mv_sum=np.divide(d, ax, out=np.zeros_like(d), where=ax != 0).sum(axis=0),
+    # every total exact (Python ints, units 2**-SCALE): the same bits in any row order
+    out.update(absdiff=exact_sums(d), sqdiff=exact_sums(d * d),
+               mv_sum=exact_sums(np.divide(d, ax, out=np.zeros_like(d), where=ax != 0)),
                mv_zero=np.count_nonzero(ax == 0, axis=0),
-               il1_sum=np.divide(d, den, out=np.zeros_like(d), where=den != 0).sum(axis=0))
+               il1_sum=exact_sums(np.divide(d, den, out=np.zeros_like(d), where=den != 0)))
     return out
 
 
 def combine_stats(*parts: dict[str, Any]) -> dict[str, Any]:
-    """Merge chunk statistics: Chan et al.'s update for means and co-moments, sums else."""
+    """Merge chunk statistics: exact sums (Python ints) and counts are added."""
     out = dict(parts[0])
     for p in parts[1:]:
-        bad = "mean_x" not in out or "mean_x" not in p
+        bad = "sum_x" not in out or "sum_x" not in p
         merged = {"n": out["n"] + p["n"], "bad_x": out["bad_x"] + p["bad_x"],
                   "bad_y": out["bad_y"] + p["bad_y"]}
         if not bad:
-            na, nb = out["n"], p["n"]
-            n = na + nb
-            for name in ("x", "y"):
-                delta = p[f"mean_{name}"] - out[f"mean_{name}"]
-                merged[f"mean_{name}"] = out[f"mean_{name}"] + delta * (nb / n)
-                merged[f"co_{name}"] = (out[f"co_{name}"] + p[f"co_{name}"]
-                                        + np.outer(delta, delta) * (na * nb / n))
-            for k in ("sum_x", "sq_x", "sum_y", "sq_y", "absdiff", "sqdiff", "mv_sum",
-                      "mv_zero", "il1_sum"):
+            for k in ("sum_x", "sq_x", "cross_x", "sum_y", "sq_y", "cross_y", "absdiff",
+                      "sqdiff", "mv_sum", "mv_zero", "il1_sum"):
                 merged[k] = out[k] + p[k]
         out = merged
     return out
@@ -140,10 +130,32 @@ def _exact_moments(s: np.ndarray, q: np.ndarray, n: int) -> tuple[np.ndarray, np
 
 
 def _covariances(st: dict[str, Any], name: str) -> np.ndarray:
-    """Sample covariance matrix (n - 1); the diagonal is the exact variance."""
-    v = st[f"co_{name}"] / (int(st["n"]) - 1)
+    """Sample covariance matrix (n - 1), each entry the correctly rounded exact value
+    ``(n sum x_j x_k - sum x_j sum x_k) / (n (n - 1))``; the diagonal is the exact variance."""
+    n = int(st["n"])
+    s = [to_fraction(v) for v in st[f"sum_{name}"]]
+    c = st[f"cross_{name}"]
+    m = len(s)
+    v = np.empty((m, m))
+    for i in range(m):
+        for j in range(i, m):
+            try:
+                v[i, j] = v[j, i] = float((n * to_fraction(c[i, j], SQ_SCALE) - s[i] * s[j])
+                                          / (n * (n - 1)))
+            except OverflowError:
+                v[i, j] = v[j, i] = np.inf if i == j else np.nan
     np.fill_diagonal(v, st[f"exact_var_{name}"])
     return v
+
+
+def _total(v: Any) -> float:
+    """The correctly rounded float of an exact total (units ``2**-SCALE``)."""
+    return float(to_fraction(int(v)))
+
+
+def _totals(vs: Any) -> np.ndarray:
+    """:func:`_total` of each column's exact total."""
+    return np.array([_total(v) for v in vs], dtype=np.float64)
 
 
 def _sd_check(var: np.ndarray, columns: tuple[str, ...], metric: str, what: str) -> np.ndarray:
@@ -183,10 +195,10 @@ def table1(ctx: MeasureContext, obj: str) -> dict[str, MetricResult]:
         if obj == "X":
             terms = n * p
             excluded = int(st["mv_zero"].sum())
-            mv = (float(st["mv_sum"].sum() / (terms - excluded)) if terms > excluded
-                  else float("nan"))
-            return {"MSE": MetricResult(float(st["sqdiff"].sum() / terms)),
-                    "MAE": MetricResult(float(st["absdiff"].sum() / terms)),
+            mv = (float(to_fraction(sum(st["mv_sum"])) / (terms - excluded))
+                  if terms > excluded else float("nan"))
+            return {"MSE": MetricResult(float(to_fraction(sum(st["sqdiff"])) / terms)),
+                    "MAE": MetricResult(float(to_fraction(sum(st["absdiff"])) / terms)),
                     "MV": MetricResult(mv, excluded=excluded,
                                        info={"terms": terms, "excluded": excluded})}
         if obj == "M":
@@ -265,7 +277,7 @@ def il_s2(ctx: MeasureContext) -> MetricResult:
           description="mean over all values of |x - x'| / (0.5(|x| + |x'|)); 0 when both are 0")
 def il1(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
-    return float(st["il1_sum"].sum() / (int(st["n"]) * len(ctx.columns)))
+    return float(to_fraction(sum(st["il1_sum"])) / (int(st["n"]) * len(ctx.columns)))
 
 
 @register("IL1s", kind="loss", reference="[YWC]", options=_CHUNK,
@@ -274,7 +286,7 @@ def il1(ctx: MeasureContext) -> float:
 def il1s(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
     sd = il_sd(ctx, "IL1s")
-    return float(np.mean(st["absdiff"] / (np.sqrt(2.0) * sd)) / int(st["n"]))
+    return float(np.mean(_totals(st["absdiff"]) / (np.sqrt(2.0) * sd)) / int(st["n"]))
 
 
 @register("IL1s_sum", kind="loss", reference="[YWC]; sdcMicro dUtility 'IL1s'", options=_CHUNK,
@@ -283,7 +295,7 @@ def il1s(ctx: MeasureContext) -> float:
 def il1s_sum(ctx: MeasureContext) -> float:
     st = record_stats(ctx)
     sd = il_sd(ctx, "IL1s_sum")
-    return float(np.sum(st["absdiff"] / (np.sqrt(2.0) * sd)))
+    return float(np.sum(_totals(st["absdiff"]) / (np.sqrt(2.0) * sd)))
 
 
 for _name, _src in (("IL2", "M_MV"), ("IL3", "V_MV"), ("IL4", "S_MV"), ("IL5", "R_MAE")):

@@ -14,10 +14,11 @@ the file.
 
 Ties are broken by tie keys hashed from a per-column seed drawn from the
 generator ``ctx.rng("rank_ties")``, shared by rMAE, brMAE and brMSE and by
-both files, and the record's row number: uniformly at random, reproducibly,
-and independently of how the records are chunked; an unchanged file gives
-exactly 0. All totals are integers (Python ints), so rank results are
-bit-identical for any chunking and any cluster.
+both files, and a hash of the record's values in both files (the pair of its
+original and masked rows): uniformly at random, reproducibly, and independently
+of how the records are chunked or ordered; an unchanged file gives exactly 0.
+All totals are integers (Python ints), so rank results are bit-identical for
+any chunking, any row order and any cluster.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import SdcInputError
-from ..parallel import Runner, add_dicts, tree_reduce
+from ..parallel import Runner, add_dicts, map_reduce, tree_reduce
 from ..parallel.sort import SortedFile, chunk_ranks, distributed_sort
 from ._registry import MeasureContext, MetricResult, register
+from .content import row_hashes
+from .exactsum import exact_sums, to_fraction
 
 __all__ = ["rank_pass", "column_groups", "max_abs_rank_distance", "max_sq_rank_distance",
            "RANK_TIES"]
@@ -59,16 +62,27 @@ def _bucket_column(bucket: dict, j: int) -> np.ndarray:
     return bucket["values"][j]
 
 
-def _paired_l1(lo: int, a: np.ndarray, starts: list[int], *bs: np.ndarray) -> float:
-    """sum |a_k - b_k| over the ranks lo .. lo + len(a) - 1 of one column."""
+def _paired_l1(lo: int, a: np.ndarray, starts: list[int], *bs: np.ndarray) -> int:
+    """sum |a_k - b_k| over the ranks lo .. lo + len(a) - 1 of one column, exact (a Python
+    int in units 2**-SCALE): the same total whatever the buckets' bounds."""
     hi = lo + a.size
     b = np.concatenate([v[max(lo - s, 0):max(min(hi - s, v.size), 0)]
                         for v, s in zip(bs, starts)])
-    return float(np.sum(np.abs(a - b)))
+    return int(exact_sums(np.abs(a - b)[:, None])[0])
 
 
-def _sum(*xs: float) -> float:
-    return float(np.sum(xs))
+def _sum(*xs: int) -> int:
+    return sum(int(x) for x in xs)
+
+
+def _pair_hashes(start: int, stop: int, X: Any, Y: Any) -> dict[str, Any]:
+    """A hash of each record's original and masked values (the records' tie ids)."""
+    return {"h": [row_hashes(np.hstack([np.asarray(X[start:stop], dtype=np.float64),
+                                        np.asarray(Y[start:stop], dtype=np.float64)]))]}
+
+
+def _cat(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"h": [x for p in parts for x in p["h"]]}
 
 
 def _order_stat_l1(runner: Runner, A: SortedFile, B: SortedFile, j: int) -> Any:
@@ -119,7 +133,7 @@ RANK_OPTIONS = ("chunk_rows", "sort_memory", "bucket_rows")
 
 def rank_pass(ctx: MeasureContext) -> dict[str, Any]:
     """Sort both files and reduce: per column sum |r - r'|, sum (r - r')**2 (Python ints)
-    and sum_k |x_(k) - x'_(k)| (float). Cached; shared by rMAE, brMAE, brMSE and EMD1.
+    and sum_k |x_(k) - x'_(k)| (the correctly rounded float of its exact value). Cached; shared by rMAE, brMAE, brMSE and EMD1.
 
     Column groups are sorted one after the other (option ``sort_memory``), so
     the cluster never holds more than about ``sort_memory`` bytes of sort data.
@@ -134,9 +148,12 @@ def rank_pass(ctx: MeasureContext) -> dict[str, Any]:
         memory = int(ctx.options.get("sort_memory") or 128 * 2**20)
         out = {"abs": np.zeros(p, dtype=object), "sq": np.zeros(p, dtype=object),
                "l1": np.zeros(p)}
+        # ties broken by a hash of each record's values in both files, not its row number
+        h = map_reduce(r, _pair_hashes, _cat, [ctx.original, ctx.masked], n, chunk_rows=chunk)
+        ids = r.share(np.concatenate(h["h"]) if h["h"] else np.zeros(0, np.uint64))
         for cols in column_groups(n, p, memory):
             kw = {"chunk_rows": chunk, "seeds": seeds[list(cols)],
-                  "bucket_rows": ctx.options.get("bucket_rows")}
+                  "bucket_rows": ctx.options.get("bucket_rows"), "tie_ids": ids}
             A = distributed_sort(r, ctx.original, n, cols, **kw)
             B = distributed_sort(r, ctx.masked, n, cols, **kw)
             parts = []
@@ -152,7 +169,7 @@ def rank_pass(ctx: MeasureContext) -> dict[str, Any]:
             idx = list(cols)
             out["abs"][idx] = got[0]["abs"]
             out["sq"][idx] = got[0]["sq"]
-            out["l1"][idx] = got[1:]
+            out["l1"][idx] = [float(to_fraction(v)) for v in got[1:]]
         return out
     return ctx.cached("rank_pass", run)
 

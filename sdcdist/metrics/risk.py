@@ -47,6 +47,7 @@ from ..linkage.truth import invert_truth, row_truth
 from ..moments import column_moments, constant_columns
 from ..parallel import add_dicts, map_reduce, tree_reduce
 from ._registry import MeasureContext, MetricResult, register, take_columns
+from .content import content_order, row_hashes
 
 __all__ = ["interval_counts", "key_positions", "crl_links"]
 
@@ -352,7 +353,7 @@ def _take_rows(A: np.ndarray, order: np.ndarray) -> np.ndarray:
 # -- correlation-based linkage without shared attributes -----------------------------
 
 def crl_links(A: np.ndarray, B: np.ndarray, corr: np.ndarray,
-              rng: np.random.Generator) -> np.ndarray:
+              rng: np.random.Generator | None = None) -> np.ndarray:
     """Correlation-based record linkage [DTMS §4.3].
 
     Parameters
@@ -363,8 +364,9 @@ def crl_links(A: np.ndarray, B: np.ndarray, corr: np.ndarray,
         The released quasi-identifiers.
     corr : ndarray (p, q)
         Cross-correlations of A's and B's attributes.
-    rng : Generator
-        Breaks the ties left after all attribute pairs.
+    rng : Generator, optional
+        Breaks the ties left after all attribute pairs (records identical on all the
+        attributes); None: they keep their row order.
 
     Returns
     -------
@@ -379,9 +381,10 @@ def crl_links(A: np.ndarray, B: np.ndarray, corr: np.ndarray,
     pairs = [divmod(int(f), corr.shape[1]) for f in flat]
     sign = [1.0 if corr[i, j] >= 0 else -1.0 for i, j in pairs]
     # np.lexsort: the last key is the primary one.
-    keys_a = [rng.permutation(n_a)] + [A[:, i] for i, _ in reversed(pairs)]
-    keys_b = [rng.permutation(n_b)] + [s * B[:, j] for (_, j), s in zip(reversed(pairs),
-                                                                       reversed(sign))]
+    last_a = [rng.permutation(n_a)] if rng is not None else []
+    last_b = [rng.permutation(n_b)] if rng is not None else []
+    keys_a = last_a + [A[:, i] for i, _ in reversed(pairs)]
+    keys_b = last_b + [s * B[:, j] for (_, j), s in zip(reversed(pairs), reversed(sign))]
     order_a = np.lexsort(keys_a)
     order_b = np.lexsort(keys_b)
     k = np.arange(n_a, dtype=np.int64)
@@ -391,18 +394,30 @@ def crl_links(A: np.ndarray, B: np.ndarray, corr: np.ndarray,
     return links
 
 
-def _crl_task(X: Any, Y: Any, ja: tuple[int, ...], jb: tuple[int, ...], truth: Any,
-              seed: np.random.SeedSequence) -> tuple[int, int]:
+def _crl_task(X: Any, Y: Any, ja: tuple[int, ...], jb: tuple[int, ...], truth: Any
+              ) -> tuple[float, int]:
+    """Expected correct links of CRL and the number of released records.
+
+    Records identical on all the attributes tie in both sorts; a link counts its
+    expected correctness over the orders of identical records (as the other linkage
+    metrics count identical records: :func:`~sdcdist.linkage.assignment.expected_hits`),
+    summed exactly, so the figure does not depend on the files' row order."""
+    from ..linkage.assignment import expected_hits, identical_classes
     A = np.asarray(X[:, list(ja)], dtype=np.float64)
     B = np.asarray(Y[:, list(jb)], dtype=np.float64)
     t = np.asarray(truth, dtype=np.int64)      # masked -> original
     ok = np.flatnonzero(t >= 0)
     # worst case: exact correlations over the truly matching records
-    corr = np.corrcoef(A[t[ok]], B[ok], rowvar=False)[:len(ja), len(ja):]
+    # (over the pairs in content order: the same float sums in every row order)
+    pa, pb = A[t[ok]], B[ok]
+    co = content_order(row_hashes(np.hstack([pa, pb])))
+    corr = np.corrcoef(pa[co], pb[co], rowvar=False)[:len(ja), len(ja):]
     inv = np.full(A.shape[0], -1, np.int64)
     inv[t[ok]] = ok
-    links = crl_links(A, B, corr, np.random.default_rng(seed))
-    return int(np.count_nonzero(inv == links)), B.shape[0]
+    links = crl_links(A, B, corr)
+    credit = expected_hits(np.arange(A.shape[0]), links, inv, identical_classes(A),
+                           identical_classes(B))
+    return math.fsum(credit.tolist()), B.shape[0]
 
 
 def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -427,7 +442,7 @@ def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, 
     return [tuple(out)]  # type: ignore[list-item]
 
 
-@register("CRL", kind="risk", same_shape=False, random=True, reference="[DTMS §4.3]",
+@register("CRL", kind="risk", same_shape=False, reference="[DTMS §4.3]",
           unit="% of records",
           options=("crl_external", "crl_released"),
           description="correlation-based linkage (works without shared attributes): sort both "
@@ -441,11 +456,9 @@ def crl(ctx: MeasureContext) -> MetricResult:
             _check_constant_one(ctx, ctx.original, j, names_a[j], "original file")
         for j in jb:
             _check_constant_one(ctx, ctx.masked, j, names_b[j], "masked file")
-    base = ctx.rng("CRL").bit_generator.seed_seq
     vals = []
-    for s, (ja, jb) in enumerate(scen):
-        seed = np.random.SeedSequence(base.entropy, spawn_key=tuple(base.spawn_key) + (s,))
-        hits, n = ctx.runner.call(_crl_task, ctx.original, ctx.masked, ja, jb, truth, seed)
+    for ja, jb in scen:
+        hits, n = ctx.runner.call(_crl_task, ctx.original, ctx.masked, ja, jb, truth)
         vals.append(100.0 * hits / n)
     return MetricResult(float(np.mean(vals)),
                         per_keyset=tuple(vals) if len(scen) > 1 or
@@ -465,7 +478,8 @@ def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
                     ) -> dict[str, np.ndarray]:
     """Task for one column: original values inside the ID1 and ID2 intervals, all p at once.
 
-    ID1: the masked column is sorted once (stable); for each p the interval of
+    ID1: the masked column is sorted once (ties in content order: by a hash of the
+    record's original and masked values); for each p the interval of
     record i is ``[s[r_i - h], s[r_i + h]]`` (clamped), ``r_i`` the rank of its
     masked value and ``h = floor(p n / 100)``. ID2: ``x' ± p s' / 100``.
     Also returns the masked column's sd (ddof 1, summed in sorted order:
@@ -474,7 +488,11 @@ def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
     x = np.asarray(X[:, ja], dtype=np.float64)
     y = np.asarray(Y[:, jb], dtype=np.float64)
     n = y.shape[0]
-    order = np.argsort(y, kind="stable")
+    # tied masked values in content order (by a hash of the record's original and masked
+    # value): the same ranks and counts in every row order, and as random as the row order
+    # (ordering ties by the original value would put it inside its interval more often);
+    # records equal in both values are interchangeable
+    order = np.lexsort((row_hashes(np.column_stack([x, y])), y))
     s = y[order]                  # masked values by rank
     xs = x[order]                 # each record's original value, at its masked rank
     # summed over the sorted values: the same float in every row order, so which values

@@ -337,9 +337,12 @@ def baseline_figures(d_train: np.ndarray, d_random: np.ndarray) -> dict[str, flo
 
 
 def random_like(X: np.ndarray, n: int, categorical: Sequence[bool], *,
-                rng: np.random.Generator, rng_missing: np.random.Generator) -> np.ndarray:
+                rng: np.random.Generator, rng_missing: np.random.Generator,
+                code_order: str = "sorted") -> np.ndarray:
     """A random file of ``n`` records drawn column by column from ``X`` as SDMetrics'
-    ``DCRBaselineProtection`` draws its baseline.
+    ``DCRBaselineProtection`` draws its baseline, with one difference by default: a
+    categorical column's codes are drawn from in sorted order, where SDMetrics takes them
+    in order of first appearance, which follows the file's row order.
 
     Parameters
     ----------
@@ -352,13 +355,16 @@ def random_like(X: np.ndarray, n: int, categorical: Sequence[bool], *,
         Draws the values.
     rng_missing : numpy.random.Generator
         Draws which values are missing (one uniform per record and column).
+    code_order : {"sorted", "first"}
+        The order of a categorical column's distinct codes that the uniform choice indexes:
+        sorted (a function of the file's contents), or of first appearance (SDMetrics').
 
     Returns
     -------
     ndarray (n, m)
         Whole-number numeric columns without a missing value: integers uniform on
         [min, max]; other numeric columns: uniform on [min, max); categorical: a
-        uniform choice among the distinct codes in order of first appearance; then
+        uniform choice among the distinct codes (in ``code_order``); then
         each value is missing with probability the column's missing share.
     """
     out = np.empty((n, X.shape[1]))
@@ -369,7 +375,9 @@ def random_like(X: np.ndarray, n: int, categorical: Sequence[bool], *,
         known = x[~miss]
         if categorical[j]:
             u, first = np.unique(known, return_index=True)
-            vals = rng.choice(u[np.argsort(first)], size=n) if u.size else np.full(n, np.nan)
+            if code_order == "first":
+                u = u[np.argsort(first)]
+            vals = rng.choice(u, size=n) if u.size else np.full(n, np.nan)
         elif not miss.any() and np.all(known == np.floor(known)):
             vals = rng.integers(low=int(known.min()), high=int(known.max()) + 1,
                                 size=n).astype(np.float64)

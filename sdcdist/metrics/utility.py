@@ -31,6 +31,7 @@ from scipy import sparse
 
 from ..parallel import add_dicts, map_reduce, one_blas_thread
 from ._registry import MeasureContext, MetricResult, register
+from .content import content_order, row_hashes
 from .infoloss import il_sd, record_stats
 from .ranks import RANK_OPTIONS, rank_pass
 
@@ -242,8 +243,13 @@ def transport_emd(a: np.ndarray, wa: np.ndarray, b: np.ndarray, wb: np.ndarray) 
 
 def _emd_task(X: Any, Y: Any, mean: np.ndarray, sd: np.ndarray, h: int,
               seeds: tuple[int, int]) -> float:
-    za = (np.asarray(X[:], dtype=np.float64) - mean) / sd
-    zb = (np.asarray(Y[:], dtype=np.float64) - mean) / sd
+    # each file's records in content order: k-means' seeding picks records by position and
+    # its sums follow the records' order, so the centroids would follow the row order
+    xa, xb = np.asarray(X[:], dtype=np.float64), np.asarray(Y[:], dtype=np.float64)
+    xa = xa[content_order(row_hashes(xa))]
+    xb = xb[content_order(row_hashes(xb))]
+    za = (xa - mean) / sd
+    zb = (xb - mean) / sd
     a, wa = weighted_centroids(za, h, seeds[0])
     b, wb = weighted_centroids(zb, h, seeds[1])
     return transport_emd(a, wa, b, wb)

@@ -19,9 +19,10 @@ of its keys; per bucket, the ranks cut per chunk and the sorted values.
 
 A key is the pair (value mapped to an order-preserving unsigned integer by
 :func:`value_keys`, tie key), where the tie key is a 64-bit hash of (a
-per-column seed, the record's row number) (:func:`tie_keys`): ties are broken
+per-column seed, the record's row number, or the record's id when the caller gives
+``tie_ids``, e.g. a hash of its values) (:func:`tie_keys`): ties are broken
 uniformly at random, reproducibly, and independently of how the records are
-chunked. No task holds more than a few chunks.
+chunked (and, with ids that are content hashes, of the records' order). No task holds more than a few chunks.
 """
 
 from __future__ import annotations
@@ -52,33 +53,36 @@ def key_values(k: np.ndarray) -> np.ndarray:
     return np.where(k & _SIGN, k & ~_SIGN, ~k).view(np.float64)
 
 
-def tie_keys(seed: int, start: int, stop: int) -> np.ndarray:
-    """SplitMix64 hash of ``(seed, row)`` for rows ``start:stop``: i.i.d.-looking uint64."""
+def tie_keys(seed: int, start: int, stop: int, ids: np.ndarray | None = None) -> np.ndarray:
+    """SplitMix64 hash of ``(seed, row)`` for rows ``start:stop``: i.i.d.-looking uint64;
+    with ``ids`` (n,), of ``(seed, ids[row])``."""
+    rows = (np.arange(start, stop, dtype=np.uint64) if ids is None
+            else np.asarray(ids[start:stop], dtype=np.uint64))
     with np.errstate(over="ignore"):
-        z = np.uint64(seed) + np.arange(start, stop, dtype=np.uint64) * _GOLDEN
+        z = np.uint64(seed) + rows * _GOLDEN
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return z ^ (z >> np.uint64(31))
 
 
-def _chunk_keys(X: Any, start: int, stop: int, cols: tuple[int, ...], seeds: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_keys(X: Any, start: int, stop: int, cols: tuple[int, ...], seeds: np.ndarray,
+                ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Value keys and tie keys (both cols x rows) of records ``start:stop``, columns ``cols``."""
     x = np.asarray(X[start:stop], dtype=np.float64)[:, list(cols)]
     kx = value_keys(x).T.copy()
-    u = np.stack([tie_keys(int(s), start, stop) for s in seeds]) if len(seeds) else \
+    u = np.stack([tie_keys(int(s), start, stop, ids) for s in seeds]) if len(seeds) else \
         np.empty((0, stop - start), dtype=np.uint64)
     return kx, u
 
 
 def _sample_task(start: int, stop: int, X: Any, cols: tuple[int, ...], seeds: np.ndarray,
-                 size: int) -> tuple[np.ndarray, np.ndarray]:
+                 size: int, ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Keys of ``size`` records spread evenly over the chunk, per column."""
     rows = stop - start
     pick = np.unique(np.linspace(0, rows - 1, min(size, rows)).round().astype(np.int64))
     x = np.asarray(X[start:stop], dtype=np.float64)[pick][:, list(cols)]
     kx = value_keys(x).T.copy()
-    u = np.stack([tie_keys(int(s_), start, stop)[pick] for s_ in seeds])
+    u = np.stack([tie_keys(int(s_), start, stop, ids)[pick] for s_ in seeds])
     return kx, u
 
 
@@ -116,9 +120,10 @@ def _bucket_of(kx: np.ndarray, u: np.ndarray, spk: np.ndarray, spu: np.ndarray) 
 
 
 def _partition_task(start: int, stop: int, X: Any, cols: tuple[int, ...], seeds: np.ndarray,
-                    spk: np.ndarray, spu: np.ndarray) -> dict[str, Any]:
+                    spk: np.ndarray, spu: np.ndarray, ids: np.ndarray | None = None
+                    ) -> dict[str, Any]:
     """Cut a chunk's keys into one piece per bucket (per column, record order kept)."""
-    kx, u = _chunk_keys(X, start, stop, cols, seeds)
+    kx, u = _chunk_keys(X, start, stop, cols, seeds, ids)
     p, buckets = kx.shape[0], spk.shape[1] + 1
     # small bucket numbers let numpy's stable argsort use radix sort
     which = np.empty(kx.shape, dtype=np.int16 if buckets < 2**15 else np.int32)
@@ -176,7 +181,7 @@ class SortedFile:
 
 def distributed_sort(runner: Runner, X: Any, n: int, cols: tuple[int, ...], *,
                      chunk_rows: int, seeds: np.ndarray,
-                     bucket_rows: int | None = None) -> SortedFile:
+                     bucket_rows: int | None = None, tie_ids: Any = None) -> SortedFile:
     """Exact within-column ranks (1..n, ties by tie keys) of columns ``cols`` of file ``X``.
 
     Parameters
@@ -192,6 +197,8 @@ def distributed_sort(runner: Runner, X: Any, n: int, cols: tuple[int, ...], *,
     bucket_rows : int, optional
         Target keys per bucket and column (default ``max(4 * chunk_rows, 65536)``):
         fewer, larger buckets mean fewer tasks.
+    tie_ids : array handle (n,) of uint64, optional
+        Each record's id in the tie keys instead of its row number.
 
     Returns
     -------
@@ -205,11 +212,11 @@ def distributed_sort(runner: Runner, X: Any, n: int, cols: tuple[int, ...], *,
     bucket_rows = int(bucket_rows or max(4 * chunk_rows, 65536))
     buckets = max(1, -(-n // bucket_rows))
     size = min(chunk_rows, max(64 * buckets, 256), 65536)
-    samples = runner.result([runner.task(_sample_task, s, e, X, cols, seeds, size)
+    samples = runner.result([runner.task(_sample_task, s, e, X, cols, seeds, size, tie_ids)
                              for s, e in bounds])
     spk, spu = _splitters(samples, buckets)
     spk_h, spu_h = runner.share(spk), runner.share(spu)
-    parts = [runner.task(_partition_task, s, e, X, cols, seeds, spk_h, spu_h)
+    parts = [runner.task(_partition_task, s, e, X, cols, seeds, spk_h, spu_h, tie_ids)
              for s, e in bounds]
     counts = sum(runner.result([runner.task(_get, pt, "counts") for pt in parts]))
     offsets = np.concatenate([np.zeros((len(cols), 1), np.int64),
