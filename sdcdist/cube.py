@@ -257,8 +257,14 @@ def open_cube(url: str, *, squeeze: bool = True) -> Cube:
     try:
         ds = xr.open_zarr(str(url), consolidated=False)
     except Exception as exc:
+        damage = _damaged_metadata(str(url))
+        if damage:
+            raise integrity.metadata_error(str(url), damage) from None
         raise unreadable_error("an sdcdist cube", url, type(exc).__name__) from None
     if "value" not in ds or "done" not in ds:
+        problems = integrity.check_metadata(open_group(str(url), "r"), str(url))
+        if problems:                # a cube whose array lost its zarr.json: damage
+            raise integrity.metadata_error(str(url), problems)
         raise SdcInputError(f"{str(url)!r} is a Zarr store but not an sdcdist cube")
     integrity.verify_group(str(url))  # small: a corrupted chunk is reported here
     group = open_group(str(url), "r")
@@ -266,9 +272,20 @@ def open_cube(url: str, *, squeeze: bool = True) -> Cube:
     if problems:
         raise integrity.metadata_error(str(url), problems)
     integrity.check_cube_cells(group, str(url))   # a done cell's lost chunk is not NaN
+    integrity.check_cube_fingerprints(group, str(url))   # nor a changed value read
     if squeeze and "dataset" in ds.dims and ds.sizes["dataset"] == 1:
         ds = ds.isel(dataset=0)
     return as_cube(ds)
+
+
+def _damaged_metadata(url: str) -> list[str]:
+    """What :func:`~sdcdist.integrity.verify_store` finds wrong with a store's metadata
+    when it cannot be opened at all (a truncated or lost zarr.json), else nothing."""
+    try:
+        report = integrity.verify_store(url)
+    except Exception:                          # noqa: BLE001 - not a store: the caller says
+        return []
+    return list(report.problems)
 
 
 def create_cube(store: str, *, methods: Sequence[str], param_names: Sequence[str],

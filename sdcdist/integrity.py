@@ -38,6 +38,11 @@ __all__ = ["CorruptChunkError", "MissingChunkError", "CorruptStoreError", "compr
 #: The group attribute holding the manifest written by :func:`seal`.
 INTEGRITY_ATTR = "integrity"
 MANIFEST_VERSION = 1
+#: The group attribute, written with every manifest, that says the store has one: a store
+#: carrying it (or a cube recording the sdcdist version that wrote it: every released
+#: version writes manifests) whose manifest is gone was edited, not written by an older
+#: sdcdist.
+MANIFEST_MARK = "manifest_version"
 
 _CHECKSUM_MESSAGE = "checksum do not match"
 
@@ -260,12 +265,59 @@ def fixed_arrays_sha256(group: Any) -> dict[str, str]:
 
 
 def array_layout(array: Any) -> dict[str, Any]:
-    """Shape, chunk shape, dtype and codecs of a Zarr array (what the manifest pins)."""
+    """Shape, chunk shape, dtype, codecs and the SHA-256 of the whole metadata document
+    (its ``zarr.json``: attributes such as ``_FillValue`` or ``scale_factor`` included,
+    which change what a reader decodes) of a Zarr array: what the manifest pins."""
     dims = getattr(array.metadata, "dimension_names", None)
     return {"shape": [int(i) for i in array.shape], "chunks": [int(i) for i in array.chunks],
             "dtype": str(array.dtype), "fill_value": str(array.fill_value),
             "dimension_names": [str(d) for d in dims] if dims else None,
-            "codecs": [type(c).__name__ for c in getattr(array, "compressors", ())]}
+            "codecs": [type(c).__name__ for c in getattr(array, "compressors", ())],
+            "metadata_sha256": array_metadata_sha256(array)}
+
+
+def array_metadata_sha256(array: Any) -> str:
+    """SHA-256 of the canonical JSON of an array's metadata (its ``zarr.json``)."""
+    text = json.dumps(array.metadata.to_dict(), sort_keys=True, separators=(",", ":"),
+                      default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def expects_manifest(group: Any) -> str | None:
+    """Why ``group`` must carry a manifest (None: written before manifests existed).
+
+    A store sealed by this version carries :data:`MANIFEST_MARK`; a cube records the
+    sdcdist version that wrote it (``versions``: every released version writes
+    manifests) and holds its cells' fingerprints (:data:`CELL_DIGESTS`).
+    """
+    attrs = dict(group.attrs)
+    if MANIFEST_MARK in attrs:
+        return f"it records a manifest format ({MANIFEST_MARK})"
+    versions = attrs.get("versions")
+    if isinstance(versions, str):
+        try:
+            versions = json.loads(versions)
+        except ValueError:
+            versions = None
+    if isinstance(versions, Mapping) and "sdcdist" in versions:
+        return f"it records sdcdist {str(versions['sdcdist'])[:20]}, which writes one"
+    try:
+        if CELL_DIGESTS.split("/")[0] in group:
+            return "it holds cell fingerprints, which are written with one"
+    except Exception:                          # noqa: BLE001 - damaged: reported elsewhere
+        pass
+    return None
+
+
+def manifest_missing(group: Any) -> list[str]:
+    """The problem of a group without its manifest that must have one (else empty)."""
+    if isinstance(dict(group.attrs).get(INTEGRITY_ATTR), Mapping):
+        return []
+    why = expects_manifest(group)
+    if why is None:
+        return []
+    return [f"its manifest (the {INTEGRITY_ATTR!r} attribute of the root zarr.json) is "
+            f"missing, though {why}: its metadata was edited after it was written"]
 
 
 def seal(group: Any, *, values_sha256: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -278,6 +330,8 @@ def seal(group: Any, *, values_sha256: str | None = None, **extra: Any) -> dict[
     attributes.
     """
     manifest: dict[str, Any] = {"version": MANIFEST_VERSION, **extra}
+    if group.attrs.get(MANIFEST_MARK) != MANIFEST_VERSION:
+        group.attrs[MANIFEST_MARK] = MANIFEST_VERSION
     if "values" in group:
         arr = group["values"]
         manifest["values"] = {**array_layout(arr), "sha256": values_sha256}
@@ -293,7 +347,7 @@ def check_metadata(group: Any, store: str) -> list[str]:
     attrs = dict(group.attrs)
     manifest = attrs.get(INTEGRITY_ATTR)
     if not isinstance(manifest, Mapping):
-        return []
+        return manifest_missing(group)
     problems = []
     if manifest.get("attrs_sha256") != attrs_digest(attrs):
         problems.append("its attributes (zarr.json) changed after it was written (checksum "
@@ -302,10 +356,9 @@ def check_metadata(group: Any, store: str) -> list[str]:
         arr = group["values"]
         want = {k: v for k, v in manifest["values"].items() if k != "sha256"}
         have = array_layout(arr)
-        for k in want:
-            if want[k] != have.get(k):
-                problems.append(f"the {k} of the array 'values' is not the one written "
-                                "(array metadata changed)")
+        for k in _changed(want, have):
+            problems.append(f"the {k} of the array 'values' is not the one written (array "
+                            "metadata changed)")
         n = attrs.get("n_records")
         if n is not None and int(n) != int(arr.shape[0]):
             problems.append("its record count disagrees with the array's length")
@@ -316,11 +369,37 @@ def check_metadata(group: Any, store: str) -> list[str]:
                 problems.append(f"the array {name!r} is missing (its zarr.json was removed)")
                 continue
             have = array_layout(present[name])
-            changed = [k for k in want if want[k] != have.get(k)]
+            changed = _changed(want, have)
             if changed:
                 problems.append(f"the {', '.join(changed)} of the array {name!r} is not the "
                                 "one written (array metadata changed)")
     return problems
+
+
+_LAYOUT_WORDS = {"metadata_sha256": "metadata (zarr.json)"}
+
+
+def _changed(want: Mapping[str, Any], have: Mapping[str, Any]) -> list[str]:
+    """The layout entries that differ; the whole document's checksum only when nothing
+    more specific (shape, fill value...) explains the change."""
+    changed = [k for k in want if want[k] != have.get(k)]
+    named = [k for k in changed if k != "metadata_sha256"]
+    return named or [_LAYOUT_WORDS.get(k, k) for k in changed]
+
+
+def check_cube_fingerprints(group: Any, store: str) -> None:
+    """Raise :class:`CorruptStoreError` if a sealed cube's coordinates or a done cell's
+    results differ from the fingerprints written with them (what ``verify`` checks),
+    so that nothing reads a tampered cube's values."""
+    manifest = dict(group.attrs).get(INTEGRITY_ATTR)
+    if not isinstance(manifest, Mapping):
+        return                                 # unsealed: check_metadata decided
+    done = np.asarray(read(group["done"], store=store, name="done"))
+    cells = [tuple(int(i) for i in c) for c in np.argwhere(done == 1)]
+    report = VerifyReport(store, "cube")
+    _check_fingerprints(group, manifest, cells, report)
+    if report.problems:
+        raise metadata_error(store, report.problems)
 
 
 def metadata_error(store: str, problems: list[str]) -> CorruptStoreError:
@@ -374,7 +453,8 @@ class VerifyReport:
         head = f"{self.store}: {self.kind}, " + ("OK" if self.ok else
                                                    f"{len(self.problems)} problem(s)")
         facts = [f"  {k}: {v}" for k, v in self.checked.items()]
-        if not self.sealed:
+        if (not self.sealed and self.checked
+                and not any(INTEGRITY_ATTR in p for p in self.problems)):
             facts.append("  no manifest (written by an older sdcdist): metadata and "
                          "fingerprint not checked")
         facts += [f"  {n}" for n in self.notes]
@@ -628,6 +708,40 @@ def check_cube_cells(group: Any, store: str) -> None:
             raise missing_error(store, name, gone)
 
 
+def _json_ok(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            json.loads(f.read())
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _zarr_below(store: str, depth: int = 3) -> bool:
+    """Whether a folder holds Zarr metadata below its top (a store that lost its root)."""
+    base = os.path.abspath(store).rstrip(os.sep).count(os.sep)
+    for here, dirs, files in os.walk(store):
+        if "zarr.json" in files and os.path.abspath(here) != os.path.abspath(store):
+            return True
+        if os.path.abspath(here).count(os.sep) - base >= depth:
+            dirs[:] = []
+    return False
+
+
+def _unreadable_members(store: str, depth: int = 3) -> list[str]:
+    """The members (paths inside ``store``) whose zarr.json does not parse."""
+    out = []
+    base = os.path.abspath(store).rstrip(os.sep).count(os.sep)
+    for here, dirs, files in os.walk(store):
+        dirs.sort()
+        if "zarr.json" in files and not _json_ok(os.path.join(here, "zarr.json")):
+            out.append(os.path.relpath(here, store).replace(os.sep, "/"))
+        if os.path.abspath(here).count(os.sep) - base >= depth or "c" in dirs and \
+                "zarr.json" in files:
+            dirs[:] = [d for d in dirs if d != "c"]
+    return out
+
+
 def verify_store(path: str | os.PathLike, *,
                  source: str | os.PathLike | None = None) -> VerifyReport:
     """Check a dataset store or a result cube completely; never raises for damage.
@@ -664,13 +778,24 @@ def verify_store(path: str | os.PathLike, *,
     store = str(path)
     try:
         group = zarr.open_group(store, mode="r")
+        list(group.keys())                     # every member's zarr.json is parsed here
     except Exception:
+        local = "://" not in store
         root = os.path.join(store, "zarr.json")
-        if "://" not in store and os.path.isfile(root):
+        report = VerifyReport(store, "zarr")
+        if local and os.path.isfile(root) and not _json_ok(root):
             # a Zarr store whose root metadata is damaged (truncated, overwritten)
-            report = VerifyReport(store, "zarr")
             report.problems.append("its root metadata (zarr.json) cannot be read (damaged or "
                                    "truncated)")
+            return report
+        if local and os.path.isdir(store) and not os.path.exists(root) and _zarr_below(store):
+            report.problems.append("its root metadata (zarr.json) is missing (deleted, or "
+                                   "never copied), though its arrays are there")
+            return report
+        bad = _unreadable_members(store) if local else []
+        if bad:
+            report.problems.append(f"the metadata (zarr.json) of {', '.join(map(repr, bad))} "
+                                   "cannot be read (damaged or truncated)")
             return report
         raise SdcInputError(f"{store!r} is not a Zarr store; give the path of a dataset "
                             "store (sdcdist ingest) or a cube (sdcdist audit)") from None

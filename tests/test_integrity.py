@@ -85,3 +85,88 @@ def test_chunk_ranges():
     assert _chunk_ranges((60, 4), (16, 4), (slice(10, 40),)) == [(0, 0), (1, 0), (2, 0)]
     assert _chunk_ranges((60, 4), (16, 4), (slice(16, 32), 2)) == [(1, 0)]
     assert _chunk_ranges((60, 4), (16, 4), slice(None)) == [(0, 0), (1, 0), (2, 0), (3, 0)]
+
+
+# --------------------------------------------------------------------------- a verify that
+# cannot be skipped: the manifest, each array's metadata, the root zarr.json
+
+
+def _edit_json(path: Path, change) -> None:
+    import json
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.fixture(scope="module")
+def sealed_cube(tmp_path_factory):
+    spec = parse_spec({"name": "t", "dataset": {"synthetic": {"rows": 40, "columns": 3}},
+                       "methods": [{"name": "noise", "params": [0.1, 0.2]}],
+                       "metrics": ["IL1s"]})
+    out = tmp_path_factory.mktemp("sealed") / "c.zarr"
+    run_audit(spec, out)
+    return out
+
+
+def _copy(base: Path, tmp_path: Path, how) -> Path:
+    import shutil
+    q = tmp_path / "t.zarr"
+    shutil.copytree(base, q)
+    how(q)
+    return q
+
+
+def _refused(res, *words):
+    assert res.exit_code == 1, res.output
+    for w in words:
+        assert w in res.output, res.output
+    assert "JSONDecodeError" not in res.output and "asyncio" not in res.output
+    assert "unexpected failure" not in res.output
+
+
+@pytest.mark.parametrize("name,how,word", [
+    ("manifest deleted",
+     lambda q: _edit_json(q / "zarr.json", lambda d: d["attributes"].pop("integrity")),
+     "manifest"),
+    ("manifest and mark deleted",
+     lambda q: _edit_json(q / "zarr.json", lambda d: [d["attributes"].pop(k) for k in
+                                                       ("integrity", "manifest_version")]),
+     "records sdcdist"),
+    ("scale_factor on value",
+     lambda q: _edit_json(q / "value" / "zarr.json",
+                          lambda d: d["attributes"].update(scale_factor=2.0)),
+     "metadata (zarr.json) of the array 'value'"),
+    ("done's attributes",
+     lambda q: _edit_json(q / "done" / "zarr.json",
+                          lambda d: d["attributes"].update(coordinates="")),
+     "array 'done'"),
+    ("done's zarr.json deleted", lambda q: (q / "done" / "zarr.json").unlink(), "'done'"),
+    ("root deleted", lambda q: (q / "zarr.json").unlink(), "root metadata (zarr.json) is missing"),
+    ("root truncated", lambda q: (q / "zarr.json").write_text((q / "zarr.json").read_text()[:40]),
+     "cannot be read"),
+    ("value's zarr.json truncated",
+     lambda q: (q / "value" / "zarr.json").write_text("{\"shape\": [1,"), "cannot be read"),
+    ("a value changed",
+     lambda q: zarr.open_group(str(q), mode="r+")["value"].__setitem__((0, 0, 0, 0, 0), 99.0),
+     "fingerprint mismatch"),
+])
+def test_tampered_cube_fails_verify_and_is_refused_by_readers(run, sealed_cube, tmp_path,
+                                                               name, how, word):
+    assert run("verify", sealed_cube).exit_code == 0
+    q = _copy(sealed_cube, tmp_path, how)
+    _refused(run("verify", q), word)
+    _refused(run("report", q, "--by", "IL1s"), word)
+    _refused(run("query", q), word)
+    with pytest.raises(SdcInputError, match="corrupted"):
+        open_cube(q)
+    if name == "a value changed":
+        _refused(run("plot", q, "--kind", "ranks", "--out", tmp_path / "p.png"), word)
+        assert not (tmp_path / "p.png").exists()
+
+
+def test_dataset_store_without_its_manifest_fails_verify(run, store):
+    assert run("verify", store).exit_code == 0
+    _edit_json(store / "zarr.json", lambda d: d["attributes"].pop("integrity"))
+    _refused(run("verify", store), "manifest")
+    with pytest.raises(SdcInputError, match="manifest"):
+        load_microdata(store)

@@ -66,9 +66,12 @@ class SdcGroup(click.Group):
         try:
             return super().invoke(ctx)
         except SdcInputError as exc:
-            _log_failure(ctx, "user error", exc)
+            from ..integrity import CorruptChunkError, CorruptStoreError
+            damaged = isinstance(exc, (CorruptChunkError, CorruptStoreError))
+            _log_failure(ctx, "damaged store" if damaged else "user error", exc)
             click.echo(f"Error: {redact(str(exc))}", err=True)
-            ctx.exit(EXIT_USER)
+            # a damaged store exits 1, as `sdcdist verify` does; the user's input 2
+            ctx.exit(EXIT_FAILURE if damaged else EXIT_USER)
         except BrokenPipeError:
             # the reader went away (`sdcdist risk ... | head`): stop quietly, as Unix tools do
             _quiet_stdout()
