@@ -1,13 +1,19 @@
 """Benchmark: probabilistic record linkage of sdcdist against Splink and recordlinkage.
 
 On the same files, in one run, prints the re-identification rate (share of
-masked records linked to their own record) and wall time of
+masked records linked to their own record) under both scorings — the 1-1 assignment
+(PLD; for Splink its single-best-links clustering, for recordlinkage its greedy 1-1) and
+best link (PLD_best: each masked record linked to its best-weighted record(s), the true one
+counting 1/t among t tied) — and wall time of
 
 * sdcdist's default PRL (comparison ``s``: levels of |a - b| at 0, 0.1, 0.25,
   0.5, 1 sd of the original column, weights linear in |a - b| between the
   levels' middles (``prl_weights: linear``); constrained EM on all pairs;
   exact 1-1 assignment),
-* sdcdist with the same levels and one weight per level (``weights="step"``),
+* sdcdist with ``prl_em: {fit: m_only}`` (u from all pairs and P(M) = 1/n fixed, EM of
+  m only: the fit of Splink's fixed-u set-up),
+* sdcdist with the same levels and one weight per level (``weights="step"``), with either
+  fit,
 * sdcdist with the papers' binary comparison (``l``, t = 0.05, d/l
   downweighting): the baseline the default replaced,
 * Splink 5 (DuckDB backend), as strong as its docs allow for this task: per key
@@ -18,7 +24,12 @@ masked records linked to their own record) and wall time of
   19.5 %); m by EM on all pairs with u and P(match) = 1/n fixed, up to 100
   iterations; no term frequencies; scored by each masked record's best
   match_weight (ties 1/t) and by Splink's 1-1 single-best-links clustering; the
-  strongest of the four set-ups is the row, the others are in its notes,
+  strongest set-up under each scoring is the row, the others are in its notes; and
+  Splink's fixed-u set-up as a row of its own: a null level, the same absolute-difference
+  levels, u from every pair (``estimate_u_using_random_sampling`` with ``max_pairs`` at
+  least all pairs and no early stop: with Splink's default ``min_count_per_level=100`` it
+  stops after a probe of ~1 % of the pairs, and Tarragona falls from 19.8 to 15.7 %), EM
+  of m only (``fix_u_probabilities``, P(match) = 1/n fixed, no term frequencies),
 * recordlinkage (ECM), likewise the strongest of: one binary feature per level
   |a - b| <= 0.1, 0.25, 0.5, 1 sd per column (ECM takes binary features), or the
   linear similarity binarised at 0.5 sd; each scored by best link (ties 1/t) and
@@ -40,7 +51,8 @@ thread (``PEER_ENV``).
 
 The peers are not sdcdist dependencies: ``sh benchmarks/peers/setup.sh``
 installs them into ``benchmarks/.venv-peers``, and they run there as
-subprocesses (``benchmarks/peers/run_peer.py``); a missing venv skips them.
+subprocesses (``benchmarks/peers/run_peer.py``); a missing venv skips them
+(``--peer-python`` points at another venv with splink and duckdb).
 
     python benchmarks/prl.py [--files census,tarragona,synth10k,synth59k] [--workers 2]
                              [--variants default,step,l] [--peers splink,recordlinkage]
@@ -70,7 +82,10 @@ FILES = ("census", "tarragona", "synth10k", "synth59k")
 #: sdcdist rows: name -> (label, keywords of probabilistic_linkage)
 VARIANTS = {
     "default": ("sdcdist PRL (default: s, 6 levels, linear weights)", {}),
+    "m_only": ("sdcdist PRL (s, linear weights, fit m_only)", {"em_options": {"fit": "m_only"}}),
     "step": ("sdcdist PRL (s, 6 levels, step weights)", {"weights": "step"}),
+    "step_m_only": ("sdcdist PRL (s, step weights, fit m_only)",
+                    {"weights": "step", "em_options": {"fit": "m_only"}}),
     "l": ("sdcdist PRL (papers: l, t = 0.05)", {"method": "l", "t": 0.05}),
 }
 
@@ -111,7 +126,8 @@ def run_sdcdist(client, X: np.ndarray, Y: np.ndarray, **kw) -> dict:
     res = probabilistic_linkage(runner, A, B, n, n, tuple(range(X.shape[1])), **kw)
     wall = time.perf_counter() - t0
     i = res.info
-    return {"correct": res.correct, "n": n, "wall": wall, "pairs": i["pairs_compared"],
+    return {"correct": res.correct, "best": res.correct_best, "n": n, "wall": wall,
+            "pairs": i["pairs_compared"],
             "note": f"{i['assignment']} assignment; EM {i['em_iterations']} it, "
                     f"P(M) {i['p_match']:.6g}"
                     f"{'' if i['em_converged'] else ' (NOT converged)'}; timings "
@@ -119,14 +135,15 @@ def run_sdcdist(client, X: np.ndarray, Y: np.ndarray, **kw) -> dict:
 
 
 def run_peer(tool: str, X: np.ndarray, Y: np.ndarray, max_pairs: float,
-             timeout: float) -> dict:
-    if not PEER_PY.exists():
-        return {"error": "skipped: no benchmarks/.venv-peers (sh benchmarks/peers/setup.sh)"}
+             timeout: float, python: Path = PEER_PY) -> dict:
+    if not Path(python).exists():
+        return {"error": f"skipped: no {python} (sh benchmarks/peers/setup.sh, or "
+                         "--peer-python)"}
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "files.npz"
         np.savez(f, A=X, B=Y)
         try:
-            p = subprocess.run([str(PEER_PY), str(HERE / "peers" / "run_peer.py"), tool, str(f),
+            p = subprocess.run([str(python), str(HERE / "peers" / "run_peer.py"), tool, str(f),
                                 "--max-pairs", str(max_pairs)], capture_output=True,
                                text=True, timeout=timeout, env=PEER_ENV)
         except subprocess.TimeoutExpired as e:
@@ -145,10 +162,34 @@ def run_peer(tool: str, X: np.ndarray, Y: np.ndarray, max_pairs: float,
 
 
 def row(tool: str, r: dict) -> str:
+    """A table row: PLD (1-1 assignment) and best link (PLD_best: ties 1/t) where both are
+    known; a peer's row is its strongest set-up and scoring."""
     if "error" in r:
-        return f"| {tool} | – | – | {r['error']} |"
-    return (f"| {tool} | {100.0 * r['correct'] / r['n']:.1f} % | {r['wall']:.1f} s | "
+        return f"| {tool} | – | – | – | {r['error']} |"
+    if "setups" in r:          # a peer: the strongest set-up under each scoring
+        one = [v[0] for k, v in r["setups"].items() if k.endswith("|1-1")]
+        bst = [v[0] for k, v in r["setups"].items() if k.endswith("|best")]
+        r = {**r, "correct": max(one) if one else float("nan"),
+             "best": max(bst) if bst else float("nan")}
+    best = f"{100.0 * r['best'] / r['n']:.2f} %" if "best" in r else "–"
+    return (f"| {tool} | {100.0 * r['correct'] / r['n']:.2f} % | {best} | {r['wall']:.1f} s | "
             f"{r['pairs']:,} pairs; {r['note']} |")
+
+
+def setup_rows(r: dict) -> list[str]:
+    """Splink's fixed-u set-up (u from all pairs, EM of m only, the issue-42 set-up) as a
+    row of its own: its 1-1 (single best links) and best-link figures."""
+    s = r.get("setups") or {}
+    if "fixed u|best" not in s:
+        return []
+    n = r["n"]
+    one, best = s.get("fixed u|1-1", [float("nan"), 0.0]), s["fixed u|best"]
+    return [f"| {r['tool']}, fixed u | {100.0 * one[0] / n:.2f} % | "
+            f"{100.0 * best[0] / n:.2f} % | {best[1]:.1f} s | {r['pairs']:,} pairs; null "
+            "level + |a-b| <= 0.1, 0.25, 0.5, 1 sd + else; u from every pair (random sampling "
+            "with max_pairs >= all pairs, no early stop), EM of m only with u and "
+            "P(match) = 1/n fixed, no term frequencies; first column Splink's 1-1 single "
+            "best links |"]
 
 
 def main() -> None:
@@ -161,6 +202,8 @@ def main() -> None:
     ap.add_argument("--peer-max-pairs", type=float, default=2e7,
                     help="all pairs up to this many for the peers; above, their blocking")
     ap.add_argument("--timeout", type=float, default=3600.0)
+    ap.add_argument("--peer-python", default=str(PEER_PY),
+                    help="the python of the peers' venv (default benchmarks/.venv-peers)")
     args = ap.parse_args()
     from distributed import Client, LocalCluster
     peers = [p for p in args.peers.split(",") if p]
@@ -176,13 +219,17 @@ def main() -> None:
         for name in args.files.split(","):
             X, Y = load(name)
             print(f"### {name}: {X.shape[0]:,} x {X.shape[1]}\n")
-            print("| tool | re-identified | wall | notes |\n|---|---|---|---|")
+            print("| tool | PLD (1-1) | best link (ties 1/t) | wall | notes |\n"
+                  "|---|---|---|---|---|")
             for v in variants:
                 label, kw = VARIANTS[v]
                 print(row(label, run_sdcdist(client, X, Y, **kw)), flush=True)
             for tool in peers:
-                r = run_peer(tool, X, Y, args.peer_max_pairs, args.timeout)
+                r = run_peer(tool, X, Y, args.peer_max_pairs, args.timeout,
+                             Path(args.peer_python))
                 print(row(r.get("tool", tool), r), flush=True)
+                for line in setup_rows(r):
+                    print(line, flush=True)
             print()
     sys.stdout.flush()
 

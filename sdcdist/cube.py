@@ -64,7 +64,7 @@ __all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_
            "cell_table",
            "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
            "crossing", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS", "PRL_COUNTING",
-           "conventions", "as_cube", "open_group"]
+           "conventions", "as_cube", "open_group", "PRL_FITS"]
 
 #: The decisions of CATALOG.md where the papers are ambiguous, recorded in every cube.
 CONVENTIONS = {
@@ -97,6 +97,10 @@ CONVENTIONS = {
               "step); stops when a plain EM step changes no parameter's logarithm (log P(M), "
               "log m, log u) by 1e-10 or more (not on the log-likelihood), at most 20000 EM "
               "steps, flag 1 if the limit is reached",
+    "PLD_best": "PLD's weights; each masked record linked to its best-weighted original "
+                "record(s), weights compared on a grid of 2**-24 nats (rounded to the nearest "
+                "multiple); the true record among t tied best counts 1/t (DLD's rule); no 1-1 "
+                "assignment",
     "PRL_TIES": "ties between candidates and between optimal 1-1 assignments are broken by a "
                 "64-bit hash of each record's key values (content_order), never by record "
                 "position: PLD does not depend on how either file is sorted; records "
@@ -174,6 +178,15 @@ DLD_CONVENTIONS = {
 }
 
 
+#: What the PRL EM fits (``prl_em`` key ``fit``); a cube records the one it used.
+PRL_FITS = {
+    "joint": "m, u and P(M) by the constrained EM (PRL_EM)",
+    "m_only": "u = the level frequencies over all compared pairs and P(M) = min(nA, nB)/pairs, "
+              "both fixed; only m by EM (a column whose M-step gives m < u cumulatively "
+              "takes m = u); the same stopping rule",
+}
+
+
 #: How PRL obtains its pattern counts (option ``prl_counting``); the counts are the same.
 PRL_COUNTING = {
     "auto": "count exactly without enumerating the pairs from 2**32 pairs on, unless that "
@@ -191,8 +204,9 @@ def conventions(options: Mapping[str, Any] | None = None) -> dict[str, str]:
     the PRL counting path (``prl_counting``)."""
     dld = (options or {}).get("dld") or "catalog"
     pc = (options or {}).get("prl_counting") or "auto"
+    fit = ((options or {}).get("prl_em") or {}).get("fit") or "joint"
     return dict(CONVENTIONS, DLD=f"{dld}: {DLD_CONVENTIONS[dld]}",
-                PRL_counting=f"{pc}: {PRL_COUNTING[pc]}")
+                PRL_counting=f"{pc}: {PRL_COUNTING[pc]}", PRL_fit=f"{fit}: {PRL_FITS[fit]}")
 
 
 _FILL_METHODS = {"nearest", "pad", "ffill", "backfill", "bfill"}

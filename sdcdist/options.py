@@ -161,11 +161,17 @@ PRL_BLOCK_ROWS = 8192
 
 #: The EM settings ``prl_em`` leaves out (``p_max`` None: ``min(nA, nB) / (nA nB)``).
 PRL_EM_DEFAULTS = {"max_iter": 20000, "tol": 1e-10, "eps": 1e-9, "m_start": 0.9, "p_max": None,
-                   "accelerate": True}
+                   "accelerate": True, "fit": "joint"}
+
+#: What the PRL EM fits (``prl_em`` key ``fit``): ``joint`` m, u and P(M) (constrained EM);
+#: ``m_only`` u the level frequencies over all pairs and P(M) = min(nA, nB)/pairs, both
+#: fixed, only m fitted.
+PRL_EM_FITS = ("joint", "m_only")
 
 _EM_KEYS = {"max_iter": integer(1), "tol": number(low=0), "eps": number(above=0),
             "m_start": number(above=0), "p_max": number(above=0),
-            "accelerate": Check("true or false", lambda v: isinstance(v, bool))}
+            "accelerate": Check("true or false", lambda v: isinstance(v, bool)),
+            "fit": Check("joint or m_only", lambda v: v in PRL_EM_FITS)}
 
 
 def _em(v: Any) -> bool:
@@ -427,13 +433,16 @@ declare("prl_block_rows", None, optional(Check("a pair [A rows, B rows] of integ
                                                _int_pair), f"{PRL_BLOCK_ROWS} each"),
         "rows per PRL pair block")
 declare("prl_em", None, optional(Check("a mapping with some of max_iter, tol, eps, m_start, "
-                                       "p_max (numbers), accelerate (true/false)", _em),
+                                       "p_max (numbers), accelerate (true/false), fit "
+                                       "(joint/m_only)", _em),
                                  "the defaults"),
         f"PRL EM settings: max_iter ({PRL_EM_DEFAULTS['max_iter']} E-steps; reaching it flags "
         f"the cell), tol ({PRL_EM_DEFAULTS['tol']:g}, largest change of a parameter's logarithm "
         f"in a plain EM step), eps ({PRL_EM_DEFAULTS['eps']:g}), m_start "
         f"({PRL_EM_DEFAULTS['m_start']}), p_max (default min(nA, nB)/(nA nB); 1 turns the cap "
-        "off), accelerate (true: SQUAREM, the default; false: plain EM)")
+        "off), accelerate (true: SQUAREM, the default; false: plain EM), fit (joint: m, u and "
+        "P(M), the default; m_only: u the level frequencies over all pairs and P(M) = "
+        "min(nA, nB)/pairs fixed, only m fitted)")
 declare("prl_unmatched", "row_floor", choice("row_floor", None),
         "sparse PRL assignment: row_floor (fast) or null (assign as many masked records as "
         "the candidates allow first)")

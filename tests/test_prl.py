@@ -636,3 +636,65 @@ def test_merge_counts_equals_counting_the_concatenation():
         for g, w in zip(got, want):
             assert g.dtype == np.int64
             np.testing.assert_array_equal(g, w)
+
+
+def _brute_best_link(X, Y, res, weights):
+    """PLD_best by brute force: every pair's weight one at a time, rounded to the nearest
+    multiple of 2**-24 nats; each B record counts 1/t when its true record (B row i is A row
+    i) is among the t A records at its best rounded weight."""
+    from sdcdist.linkage.prl.weights import weight_params
+    cmp = prl.comparison(X.shape[1], prl.DEFAULTS.with_(weights=weights))
+    a = prl.prepare_side(X, tuple(range(X.shape[1])), cmp, side="a")
+    b = prl.prepare_side(Y, tuple(range(Y.shape[1])), cmp, side="b")
+    wp = weight_params(res.fit, cmp)
+    hits = 0.0
+    for j in range(Y.shape[0]):
+        w = np.array([prl.pair_weights(a, b, np.array([i]), np.array([j]), cmp, wp)[0]
+                      for i in range(X.shape[0])])
+        g = np.round(w * 2.0**24)
+        best = np.flatnonzero(g == g.max())
+        hits += (1.0 / best.size) if j in best else 0.0
+    return hits
+
+
+@pytest.mark.parametrize("weights", ["step", "linear"])
+def test_pld_best_equals_brute_force_with_every_tie(weights):
+    """Best-link scoring on a small tie-heavy file (integer keys, duplicated records, step
+    weights tie across distinct records): the dense path, the sparse path whose top-c
+    candidates all tie (ties recounted over all pairs) and shuffled files give the brute
+    force's 1/t count; PLD itself is the 1-1 assignment's."""
+    rng = np.random.default_rng(3)
+    n_a, n_b = 40, 30
+    X = rng.integers(0, 4, size=(n_a, 3)).astype(float)
+    X[5:10] = X[0]                                   # six identical original records
+    Y = X[:n_b] + rng.integers(-1, 2, size=(n_b, 3)) * (rng.random((n_b, 3)) < 0.3)
+    runner = Runner(None)
+    kw = dict(weights=weights, truth=np.arange(n_b))
+    dense = probabilistic_linkage(runner, X, Y, n_a, n_b, (0, 1, 2), **kw)
+    want = _brute_best_link(X, Y, dense, weights)
+    assert 0 < want < n_b and want != round(want)             # some ties split the credit
+    assert dense.correct_best == pytest.approx(want, abs=1e-12)
+    sparse = probabilistic_linkage(runner, X, Y, n_a, n_b, (0, 1, 2), dense_limit=5, top_c=3,
+                                   **kw)
+    assert sparse.info["best_ties_recounted"] > 0
+    assert sparse.correct_best == pytest.approx(want, abs=1e-12)
+    pa, pb = np.random.default_rng(1).permutation(n_a), np.random.default_rng(2).permutation(n_b)
+    truth = np.argsort(pa)[pb]
+    for dl in (5000, 5):
+        got = probabilistic_linkage(runner, X[pa], Y[pb], n_a, n_b, (0, 1, 2), weights=weights,
+                                    truth=truth, dense_limit=dl, top_c=3)
+        assert got.correct_best == pytest.approx(want, abs=1e-12)
+
+
+def test_pld_best_metric_beside_pld(census):
+    """PLD_best is registered beside PLD, reads the same linkage and counts best links;
+    PLD is still the 1-1 assignment's share."""
+    X = census.values[:300, :5].astype(float)
+    cols = list(census.columns[:5])
+    Y = MASKING["noise"](X, np.sqrt(0.1), rng=np.random.default_rng(1))
+    got = measure(X, Y, ["PLD", "PLD_best"], columns=cols, keysets=[cols])
+    res = probabilistic_linkage(Runner(None), X, Y, 300, 300, tuple(range(5)))
+    assert got["PLD"].value == pytest.approx(100 * res.correct / 300, abs=1e-12)
+    assert got["PLD_best"].value == pytest.approx(100 * res.correct_best / 300, abs=1e-12)
+    assert got["PLD_best"].value != got["PLD"].value
+    assert got["PLD_best"].info["per_keyset_info"][0]["em_fit"] == "joint"

@@ -391,3 +391,86 @@ def test_estep_two_groups_equals_the_general_loop(extreme):
     (sm2, ll2, bm2, S2), (sm3, ll3, bm3, S3) = outs
     assert sm2 == sm3 and ll2 == ll3
     assert bm2.tobytes() == bm3.tobytes() and S2.tobytes() == S3.tobytes()
+
+
+def _numpy_m_only_em(levels, n_levels, p, m_start=0.9, eps=1e-9, tol=1e-10, max_iter=20000):
+    """The ``m_only`` fit written out on every pair (no pattern counts): u the level
+    frequencies over all pairs (clipped to [eps, 1 - eps], renormalised) and P(M) = p, both
+    fixed; EM of m only. An M-step whose m falls below u cumulatively (over the levels some
+    pair has) gives m = u; m clipped and renormalised; stop when no log m moves by tol."""
+    P, K = levels.shape
+    onehot = [np.eye(n_levels[k])[levels[:, k]] for k in range(K)]        # (pairs, L_k)
+
+    def clip(x):
+        y = np.clip(x, eps, 1 - eps)
+        return y / y.sum()
+
+    freq = [oh.mean(axis=0) for oh in onehot]
+    u = [clip(f) for f in freq]
+    m = []
+    for k in range(K):
+        mk = np.full(n_levels[k], (1 - m_start) / (n_levels[k] - 1))
+        mk[np.argmax(freq[k] > 0)] = m_start
+        m.append(mk)
+    for it in range(1, max_iter + 1):
+        lm = np.log(p) + sum(onehot[k] @ np.log(m[k]) for k in range(K))
+        lu = np.log1p(-p) + sum(onehot[k] @ np.log(u[k]) for k in range(K))
+        g = 1 / (1 + np.exp(lu - lm))                       # P(match | pair)
+        new_m = []
+        for k in range(K):
+            fm = g @ onehot[k] / g.sum()
+            cu = np.cumsum(np.where(freq[k] > 0, u[k], 0.0))
+            if np.any(np.cumsum(fm)[:-1] < cu[:-1]):
+                fm = u[k]
+            new_m.append(clip(fm))
+        change = max(np.abs(np.log(x) - np.log(y)).max() for x, y in zip(new_m, m))
+        m = new_m
+        if change < tol:
+            return m, u, it
+    raise AssertionError("the numpy m-only EM did not converge")
+
+
+@pytest.mark.parametrize("weights", ["linear", "step"])
+def test_m_only_fit_equals_em_written_out_on_every_pair(weights):
+    """prl_em: {fit: m_only} against the EM written out over all pairs of a small file
+    (levels of every pair from the CATALOG formula): u and P(M) = 1/n fixed, m to 1e-8;
+    the joint fit (the default) is a different fixed point."""
+    rng = np.random.default_rng(7)
+    n, K = 60, 3
+    X = np.round(rng.normal(size=(n, K)) * 10, 1)
+    Y = X + rng.normal(size=(n, K)) * np.array([1.5, 3.0, 6.0])
+    t = (0.0, 0.1, 0.25, 0.5, 1.0)
+    sd = X.std(axis=0, ddof=1)
+    d = np.abs(X[None, :, :] - Y[:, None, :])                       # (n_b, n_a, K)
+    lev = np.zeros(d.shape, dtype=np.int64)
+    for x in t:
+        lev += ~(d <= x * sd)
+    levels = lev.reshape(-1, K)
+    runner = Runner(None)
+    res = probabilistic_linkage(runner, X, Y, n, n, tuple(range(K)), weights=weights,
+                                em_options={"fit": "m_only"})
+    joint = probabilistic_linkage(runner, X, Y, n, n, tuple(range(K)), weights=weights)
+    m, u, it = _numpy_m_only_em(levels, [len(t) + 1] * K, 1.0 / n)
+    f = res.fit
+    assert f.converged and res.info["em_fit"] == "m_only" and joint.info["em_fit"] == "joint"
+    assert f.p == 1.0 / n
+    for k in range(K):
+        np.testing.assert_allclose(f.u[k], u[k], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(f.m[k], m[k], rtol=0, atol=1e-8)
+    assert max(np.abs(f.m[k] - joint.fit.m[k]).max() for k in range(K)) > 1e-3
+    plain = probabilistic_linkage(runner, X, Y, n, n, tuple(range(K)), weights=weights,
+                                  em_options={"fit": "m_only", "accelerate": False})
+    assert abs(plain.fit.iterations - it) <= 1
+    for k in range(K):
+        np.testing.assert_allclose(plain.fit.m[k], m[k], rtol=0, atol=1e-8)
+
+
+def test_m_only_fit_is_refused_misspelt_and_recorded_in_conventions():
+    from sdcdist.cube import conventions
+    from sdcdist.errors import SdcInputError
+    from sdcdist.linkage.prl import PRLSettings
+    with pytest.raises(SdcInputError, match="m_only"):
+        PRLSettings.from_options({"prl_em": {"fit": "m-only"}})
+    assert PRLSettings.from_options({"prl_em": {"fit": "m_only"}}).em.fit == "m_only"
+    assert conventions({"prl_em": {"fit": "m_only"}})["PRL_fit"].startswith("m_only: u = ")
+    assert conventions({})["PRL_fit"].startswith("joint: ")

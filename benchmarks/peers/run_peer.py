@@ -89,28 +89,40 @@ def splink(A: np.ndarray, B: np.ndarray, max_pairs: float) -> dict:
                             for (t, s), v in results.items() if (t, s) != best] + failed)
         return {"tool": f"Splink {_s.__version__} (DuckDB)", "correct": results[best],
                 "n": int(B.shape[0]), "wall": walls[best], "pairs": npairs[0], "rss": _rss(),
+                "setups": {f"{t}|{s}": [v, walls[(t, s)]] for (t, s), v in results.items()},
                 "note": (f"{note}; strongest of {len(results)} set-ups: {best[0]} (|a-b| <= "
                          f"{LEVELS} sd), {SCORING['splink'][best[1]]}; "
-                         "u from 1e7 random pairs (seed 1, no early stop), EM m with u and "
-                         "P(match) = 1/n fixed, <= 100 it, no term frequencies; wall of that "
-                         f"set-up alone; others: {others}")}
+                         f"{SETUPS[best[0]]}; wall of that set-up alone; others: {others}")}
 
-    for exact in (False, True):
+    for setup in ("4 levels", "fixed u", "exact + 4 levels"):
         try:
-            _splink_setup(A, B, exact, frame, perm, row_of_id, rules, sd, cols, n,
+            _splink_setup(A, B, setup, frame, perm, row_of_id, rules, sd, cols, n,
                           max_pairs, all_pairs, results, walls, npairs)
         except Exception as e:                                      # noqa: BLE001
             traceback.print_exc()
-            failed.append(f"{'exact + 4 levels' if exact else '4 levels'} failed in Splink: "
+            failed.append(f"{setup} failed in Splink: "
                           f"{type(e).__name__}: {str(e).splitlines()[0][:80]}")
-        if not exact and results:           # printed at once: the caller keeps the last
+        if results:                         # printed at once: the caller keeps the last
             print(json.dumps(report()), flush=True)         # line if the next one times out
     if not results:
         raise RuntimeError("; ".join(failed))
     return report()
 
 
-def _splink_setup(A, B, exact, frame, perm, row_of_id, rules, sd, cols, n, max_pairs,
+#: the Splink set-ups (all: levels |a - b| <= LEVELS sd of A's column, then else; no term
+#: frequencies; scored by best link and by 1-1 single best links)
+SETUPS = {
+    "4 levels": "u from up to 1e7 random pairs (seed 1, no early stop), EM of m and u with "
+                "P(match) = 1/n fixed, <= 100 it",
+    "exact + 4 levels": "an exact-match level first, otherwise as 4 levels",
+    "fixed u": "a null level first; u from random pairs, every pair up to 1e7 pairs or "
+               "more (max_pairs >= all pairs, no early stop: Splink's default "
+               "min_count_per_level=100 stops after a probe of ~1 % of the pairs), then EM of "
+               "m only with u and P(match) = 1/n fixed, <= 100 it",
+}
+
+
+def _splink_setup(A, B, setup, frame, perm, row_of_id, rules, sd, cols, n, max_pairs,
                   all_pairs, results, walls, npairs) -> None:
     """One Splink model (with or without an exact-match level), scored by best link and by
     1-1 single best links into ``results`` / ``walls``; returns the pairs predicted."""
@@ -124,7 +136,13 @@ def _splink_setup(A, B, exact, frame, perm, row_of_id, rules, sd, cols, n, max_p
         sa = api.register(frame(A, perm), dataset_display_name="a")
         sb = api.register(frame(B, np.arange(B.shape[0])), dataset_display_name="b")
 
+        exact, fixed_u = setup == "exact + 4 levels", setup == "fixed u"
+
         def levels(j: int, c: str) -> list:
+            if fixed_u:          # the docs' library levels: null, absolute differences, else
+                return ([cll.NullLevel(c)]
+                        + [cll.AbsoluteDifferenceLevel(c, float(t * sd[j])) for t in LEVELS]
+                        + [cll.ElseLevel()])
             lv = [cll.CustomLevel(f"{c}_l = {c}_r", label_for_charts="exact")] if exact else []
             lv += [cll.CustomLevel(f"abs({c}_l - {c}_r) <= {float(t * sd[j])!r}",
                                    label_for_charts=f"within {t} sd") for t in LEVELS]
@@ -139,20 +157,24 @@ def _splink_setup(A, B, exact, frame, perm, row_of_id, rules, sd, cols, n, max_p
         linker = Linker([sa, sb], settings)
         # min_count_per_level=None: all the sampled pairs (by default Splink stops after a 1 %
         # probe once every level has 100 pairs, and its u are then far coarser)
-        linker.training.estimate_u_using_random_sampling(max_pairs=min(max_pairs, 1e7), seed=1,
+        n_all = float(A.shape[0]) * B.shape[0]
+        u_pairs = max(1e7, n_all) if fixed_u and all_pairs else min(max_pairs, 1e7)
+        linker.training.estimate_u_using_random_sampling(max_pairs=u_pairs, seed=1,
                                                          min_count_per_level=None)
         # blocked: one EM session per blocking rule of two disjoint column pairs, as the docs
         # recommend, so every comparison is estimated in a session that does not block on it
         for rule in (["1=1"] if all_pairs else rules[:2]):
+            extra = ({"fix_u_probabilities": True, "estimate_without_term_frequencies": True}
+                     if fixed_u else {})
             linker.training.estimate_parameters_using_expectation_maximisation(
-                rule, fix_probability_two_random_records_match=True)
+                rule, fix_probability_two_random_records_match=True, **extra)
         pred_sdf = linker.inference.predict()
         pred = pred_sdf.as_pandas_dataframe()
         left_is_a = (pred["source_dataset_l"] == "a").to_numpy()
         a_id = np.where(left_is_a, pred["unique_id_l"], pred["unique_id_r"]).astype(np.int64)
         b_id = np.where(left_is_a, pred["unique_id_r"], pred["unique_id_l"]).astype(np.int64)
         npairs[0] = int(len(pred))
-        tag = "exact + 4 levels" if exact else "4 levels"
+        tag = setup
         results[(tag, "best")] = _score_best(a_id, b_id, pred["match_weight"].to_numpy(),
                                              lambda b: perm[b])
         walls[(tag, "best")] = time.perf_counter() - t0

@@ -1,4 +1,5 @@
-"""Probabilistic record linkage risk: PLD and PLD20 (CATALOG.md, "Probabilistic record linkage").
+"""Probabilistic record linkage risk: PLD, PLD20 and PLD_best (CATALOG.md, "Probabilistic
+record linkage"; PLD_best: docs/catalog.md).
 
 Options (``ctx.options``; declared in :mod:`sdcdist.options`): ``prl_method``
 ("s": absolute differences in sd of the original column), ``prl_t``
@@ -58,7 +59,8 @@ def _share(ctx: MeasureContext, keys: tuple[int, ...], count: str) -> MetricResu
     """100 x (correct pairs counted by ``count``) / n_B, with the linkage detail."""
     r = prl_linkage(ctx, keys)
     info = {k: r.info[k] for k in ("assignment", "blocking", "pairs_compared", "em_iterations",
-                                   "em_loglik", "em_converged", "p_match", "unassigned_b",
+                                   "em_loglik", "em_converged", "em_fit", "p_match",
+                                   "unassigned_b",
                                    "true_in_candidates")}
     return MetricResult(100.0 * getattr(r, count) / r.n_b, flag=r.flag, info=info)
 
@@ -81,3 +83,14 @@ def pld(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
                       "of the weight-sorted assignment falls to 20%")
 def pld20(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
     return _share(ctx, keys, "correct20")
+
+
+@register("PLD_best", kind="risk", keysets=True, same_shape=False, categorical=True,
+          unit="% of records",
+          reference="[DMT §4.2]; best link as DLD",
+          options=PRL_OPTIONS,
+          description="PLD's Fellegi-Sunter weights, each masked record linked to its "
+                      "best-weighted original record(s) (no 1-1 assignment): % linked to "
+                      "their own record, t tied best count 1/t")
+def pld_best(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
+    return _share(ctx, keys, "correct_best")

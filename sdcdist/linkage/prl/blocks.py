@@ -40,13 +40,14 @@ from .comparison import Comparison, prepare_side
 from .counting import (build_index, count_block, enumerated_share, index_bytes, sample_rows,
                        sorted_columns)
 from .patterns import RANK_ROWS, merge_counts, pattern_counts, pattern_kernel
+from .pld import on_grid
 from .topc import build_tree, merge_topc, split_scale, topc_block, topc_search
 from .weights import WeightParams, dense_weights, pair_weights
 
 log = logging.getLogger(__name__)
 
 __all__ = ["blocked_pattern_counts", "count_tasks", "choose_counting", "counted_pattern_counts",
-           "counted_topc", "blocked_topc", "dense_assign", "AUTO_MIN_PAIRS", "AUTO_TOPC_MIN_PAIRS",
+           "counted_topc", "blocked_topc", "dense_assign", "best_ties", "AUTO_MIN_PAIRS", "AUTO_TOPC_MIN_PAIRS",
            "topc_path", "MAX_SHARE", "MAX_SHARE_LEVELS",
            "MAX_INDEX_BYTES", "MAX_DENSE_PATTERNS", "SAMPLE_ROWS", "DENSE_TASK_PAIRS"]
 
@@ -188,8 +189,60 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
     at[ro] = np.arange(ro.size)
     t = np.asarray(truth, dtype=np.int64)
     wtrue = np.where(t >= 0, W[at, np.maximum(t, 0)], np.nan)
+    top, n_top = _grid_top(W)
     return {"rows": r, "cols": c, "w": W[at[r], c], "info": info, "wtrue": wtrue,
-            "t_weights": t_weights}
+            "t_weights": t_weights, "top": top[at], "n_top": n_top[at]}
+
+
+def _grid_top(W: np.ndarray, rows: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's largest weight on the grid and how many entries of the row have it."""
+    top = on_grid(W.max(axis=1)) if W.shape[1] else np.full(W.shape[0], -np.inf)
+    n_top = np.zeros(W.shape[0], dtype=np.int64)
+    for s in range(0, W.shape[0], rows):
+        n_top[s:s + rows] = np.count_nonzero(on_grid(W[s:s + rows]) == top[s:s + rows, None],
+                                             axis=1)
+    return top, n_top
+
+
+def _tie_count(rows: np.ndarray, top: np.ndarray, B: dict, A: dict, cmp: Comparison,
+               wp: WeightParams, blocking: tuple[int, int] | None) -> np.ndarray:
+    # how many A records have the B rows' best weight (on the grid), over every pair
+    # compared (all of A, or the blocking rule's pairs)
+    nb = B["v"].shape[0]
+    b = {k: (v[rows] if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == nb
+             else v) for k, v in B.items()}
+    if blocking is None:
+        return _grid_top_count(dense_weights(A, b, cmp, wp), top)
+    lo, hi, order = _window(A, b, *blocking)
+    out = np.zeros(rows.size, dtype=np.int64)
+    for j in range(rows.size):
+        ia = order[lo[j]:hi[j]]
+        w = pair_weights(A, b, ia, np.full(ia.size, j, dtype=np.int64), cmp, wp)
+        out[j] = np.count_nonzero(on_grid(w) == top[j])
+    return out
+
+
+def _grid_top_count(W: np.ndarray, top: np.ndarray) -> np.ndarray:
+    return np.count_nonzero(on_grid(W) == top[:, None], axis=1)
+
+
+def best_ties(runner: Runner, A: Any, B: Any, n_a: int, cmp: Comparison, wp: WeightParams,
+              cand: dict, c: int, blocking: tuple[int, int] | None = None
+              ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each B record's best weight on the grid (:func:`~.pld.on_grid`) and the number of A
+    records that have it, from its top-``c`` candidates; where all ``c`` candidates tie at
+    the top (more may), the ties are counted over every compared pair of that record
+    (tasks of at most 2**23 pairs). Returns ``(top, n_top, recounted rows)``."""
+    g = on_grid(cand["w"])
+    top = g.max(axis=1) if g.shape[1] else np.full(g.shape[0], -np.inf)
+    n_top = np.count_nonzero(g == top[:, None], axis=1).astype(np.int64)
+    full = np.flatnonzero(np.isfinite(top) & (n_top >= c) & (n_a > c))
+    if full.size:
+        step = max(1, 2**23 // max(n_a, 1))
+        parts = [runner.task(_tie_count, full[s:s + step], top[full[s:s + step]], B, A, cmp,
+                             wp, blocking) for s in range(0, full.size, step)]
+        n_top[full] = np.concatenate([np.asarray(x) for x in runner.result(parts)])
+    return top, n_top, int(full.size)
 
 
 #: Pairs per task of the dense histogram kernel at least (B rows per task raised from

@@ -12,6 +12,7 @@ then a 1-1 assignment maximising the total weight: dense and exact up to
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,12 +24,12 @@ from ...parallel import Runner
 from ..assignment import Candidates, assign_by_content
 from ..truth import row_truth
 from . import blocks as _blocks
-from .blocks import (blocked_pattern_counts, blocked_topc, choose_counting, classes_of,
+from .blocks import (best_ties, blocked_pattern_counts, blocked_topc, choose_counting, classes_of,
                      content_order_of, counted_pattern_counts, counted_topc, dense_assign,
                      prepare_sides)
 from .comparison import Comparison, comparison
 from .em import EMResult, em
-from .pld import pld_counts
+from .pld import best_link_credit, pld_counts
 from .settings import DEFAULTS, PRLSettings
 from .weights import WeightParams, match_probability, weight_params
 
@@ -49,7 +50,9 @@ class PRLResult:
     B row) with their weights and match probabilities; ``counts``: pattern
     counts; ``fit``: the EM result; ``correct`` / ``correct20`` / ``n_b``:
     PLD counts (when the truth is known; expected counts over the permutations of
-    records identical on the keys, CATALOG PRL item 5); ``info``: assignment method, flag,
+    records identical on the keys, CATALOG PRL item 5); ``correct_best``: PLD_best's count
+    (each B record linked to its best-weighted A records, weights on the 2**-24 grid, the true
+    record among t tied counts 1/t); ``info``: assignment method, flag,
     pairs compared, timings (wall s of ``patterns``, ``em``, ``candidates``: the top-c
     candidates, or with the dense assignment every pair's weight, and ``assignment``), EM
     iterations and log-likelihood; ``true_weight``
@@ -68,6 +71,7 @@ class PRLResult:
     flag: int
     info: dict[str, Any] = field(default_factory=dict)
     true_weight: np.ndarray | None = None
+    correct_best: float = 0.0
 
 
 def settings_of(settings: PRLSettings | None, options: dict[str, Any]) -> PRLSettings:
@@ -143,6 +147,7 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         out = dense_assign(runner, Ap, Bp, cmp, wp, s.dense_limit, truth)
         r, c, w, ainfo, wtrue = out["rows"], out["cols"], out["w"], out["info"], out["wtrue"]
         true_in_cand = int(np.count_nonzero(~np.isnan(wtrue)))
+        top, n_top, recounted = out["top"], out["n_top"], 0
         # every pair's weight (the dense path's candidates), then the assignment
         timings["candidates"] = float(out["t_weights"])
         timings["assignment"] = time.perf_counter() - t0 - timings["candidates"]
@@ -153,12 +158,17 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         t0 = time.perf_counter()
         r, c, w, ainfo = assign(runner, cand, Bp, n_a, s)
         wtrue = cand["wtrue"]
+        top, n_top, recounted = best_ties(runner, Ap, Bp, n_a, cmp, wp, cand, s.top_c,
+                                          blocking)
         true_in_cand = int(np.count_nonzero((cand["idx"] == tr[:, None]).any(axis=1)
                                             & (tr >= 0)))
         timings["assignment"] = time.perf_counter() - t0
     # identical records are interchangeable: each pair counts its expected correctness
     # over their permutations (CATALOG PRL item 5), so PLD does not depend on row order
     pc = pld_counts(r, c, w, tr, class_b=classes_of(runner, Bp), class_a=classes_of(runner, Ap))
+    # best link (PLD_best): each B record scored by its best weight, ties 1/t (DLD's rule;
+    # identical A records tie, so no class correction is needed)
+    correct_best = math.fsum(best_link_credit(top, n_top, wtrue).tolist())
     c = order_a[c]                                   # back to A's own row numbers
     flag = int(ainfo["flag"] or blocking is not None or not fit.converged)
     info = {"assignment": ainfo["method"] + ("" if ainfo["method"] == "dense" else
@@ -166,12 +176,13 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
             "blocking": _blocking_text(blocking),
             "pairs_compared": n_pairs, "em_iterations": fit.iterations,
             "em_loglik": fit.loglik, "em_converged": fit.converged, "em_clipped": fit.clipped,
-            "p_match": fit.p, "n_candidates": ainfo["n_candidates"],
+            "p_match": fit.p, "em_fit": s.em.fit, "n_candidates": ainfo["n_candidates"],
+            "best_ties_recounted": recounted,
             "true_in_candidates": true_in_cand, "unassigned_b": ainfo["n_unassigned_rows"],
             "timings": timings, **cinfo,
             "true_weight_mean": float(np.nanmean(wtrue)) if np.any(~np.isnan(wtrue)) else None}
     return PRLResult(r, c, w, match_probability(w, wp), counts, fit, pc["correct"],
-                     pc["correct20"], n_b, flag, info, wtrue)
+                     pc["correct20"], n_b, flag, info, wtrue, correct_best)
 
 
 # ---- the phases --------------------------------------------------------------------
@@ -206,12 +217,16 @@ def count(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparison,
 def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, n_b: int,
               n_pairs: int, s: PRLSettings) -> tuple[EMResult, WeightParams]:
     """The EM fit on the pattern counts (P(M) starts at, and by default is capped by,
-    ``min(n_a, n_b) / pairs``) and the weights it gives."""
+    ``min(n_a, n_b) / pairs``) and the weights it gives. ``prl_em: {fit: m_only}``: u the
+    level frequencies over all pairs (all compared pairs), P(M) = ``min(n_a, n_b) / pairs``,
+    both fixed; only m fitted."""
     p_start = min(n_a, n_b) / float(n_pairs)
     e = s.em
-    fit = em(counts, cmp, p_start=p_start, p_max=p_start if e.p_max is None else e.p_max,
+    m_only = e.fit == "m_only"
+    fit = em(counts, cmp, p_start=p_start,
+             p_max=p_start if (e.p_max is None or m_only) else e.p_max,
              m_start=e.m_start, max_iter=e.max_iter, tol=e.tol, eps=e.eps,
-             accelerate=e.accelerate)
+             fix_u=m_only, fix_p=m_only, accelerate=e.accelerate)
     if not fit.converged:
         log.warning("PRL: EM did not converge within %d iterations (the result is flagged)",
                     fit.iterations)

@@ -357,14 +357,17 @@ def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm
             am_[l] = bm[k, l] if bm[k, l] > 0.0 else 0.0
             au_[l] = bu if bu > 0.0 else 0.0
         if fix_u:
-            # u stays: m takes u when the unconstrained step violates the constraint
+            # u stays: m takes u when the unconstrained step violates m >= u (cumulatively,
+            # against the fixed u; a level no pair has, e.g. exact agreement on noisy
+            # data, holds only the eps guard of u and is left out of the sums)
             pooled = False
             cm = 0.0
             cu = 0.0
             for l in range(nk - 1):
                 cm += am_[l]
-                cu += au_[l]
-                if cm / smx < cu / sux:
+                if T[k, l] > 0.0:
+                    cu += u[k, l]
+                if cm / smx < cu:
                     pooled = True
             for l in range(nk):
                 mm_[l] = u[k, l] if pooled else am_[l] / smx
@@ -542,8 +545,8 @@ def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, his
 
 def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = None,
        m_start: float = _EM.m_start, max_iter: int = _EM.max_iter, tol: float = _EM.tol,
-       eps: float = _EM.eps, fix_u: bool = False, accelerate: bool = _EM.accelerate
-       ) -> EMResult:
+       eps: float = _EM.eps, fix_u: bool = False, fix_p: bool = False,
+       accelerate: bool = _EM.accelerate) -> EMResult:
     """Fit P(M), m and u by Winkler's constrained EM on the pattern counts.
 
     Parameters
@@ -575,6 +578,13 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     fix_u : bool
         Keep u at the observed level frequencies over all pairs and fit only m
         and P(M) (as linkers that estimate u from random pairs do); off by default.
+        In an M-step whose m violates ``m >= u`` (cumulatively) the column's m takes u
+        (weight 0), as the joint fit pools a binary column.
+    fix_p : bool
+        Keep P(M) at ``p_start`` (clipped to ``[1/N, p_max]``) instead of fitting it. With
+        ``fix_u`` this is the ``m_only`` fit (option ``prl_em: {fit: m_only}``): only m is
+        estimated, as Splink's EM with ``fix_u_probabilities`` and
+        ``fix_probability_two_random_records_match`` does.
     accelerate : bool
         SQUAREM around the constrained EM map (default); ``False`` iterates the
         plain map. Both stop by the same rule at the same fixed point.
@@ -650,10 +660,13 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
         M[k, :nl[k]] = mk
     hi = 1 - 1 / N if p_max is None else float(np.clip(p_max, 1 / N, 1 - 1 / N))
     p = float(np.clip(p_start, 1 / N, hi))
+    lo = p if fix_p else 1 / N
+    if fix_p:
+        hi = p
     history = np.zeros(int(max_iter))
     nl64 = nl.astype(np.int64)
     p, it, converged, clipped, constrained = _em_kernel(
-        idx, c, clev, T, nl64, M, U, p, 1 / N, hi, float(eps), int(max_iter), float(tol),
+        idx, c, clev, T, nl64, M, U, p, lo, hi, float(eps), int(max_iter), float(tol),
         history, bool(fix_u), bool(accelerate))
     ll = _estep(idx, c, clev, nl64, M, U, p, T, N, np.zeros((K, L)), np.zeros((K, L)),
                 np.zeros(J), np.zeros(J), np.zeros(J))[1]

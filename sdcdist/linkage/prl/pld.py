@@ -1,5 +1,5 @@
 """PLD and PLD20 from an assignment: correct pairs, and correct pairs down to the
-precision cutoff."""
+precision cutoff; PLD_best from each masked record's best weights (best link)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,31 @@ import numpy as np
 
 from ..assignment import expected_hits
 
-__all__ = ["pld_counts", "precision_cutoff"]
+__all__ = ["pld_counts", "precision_cutoff", "WEIGHT_GRID", "on_grid", "best_link_credit"]
+
+#: Best-link weights are compared on this grid (nats): each weight rounded to the nearest
+#: multiple, so weights equal in exact arithmetic tie exactly (CATALOG PRL item 5).
+WEIGHT_GRID = 2.0 ** -24
+
+
+def on_grid(w: np.ndarray) -> np.ndarray:
+    """Weights in units of :data:`WEIGHT_GRID`, rounded to the nearest integer (as floats:
+    exact for |w| < 2**29 nats; -inf stays -inf)."""
+    return np.rint(np.asarray(w, dtype=np.float64) / WEIGHT_GRID)
+
+
+def best_link_credit(top: np.ndarray, n_top: np.ndarray, wtrue: np.ndarray) -> np.ndarray:
+    """Each masked record's best-link credit: 1/t when its true pair's weight is its best
+    weight, shared with t - 1 other original records (all on the grid: ``top`` the best
+    weight, ``n_top`` = t, ``wtrue`` the true pair's weight, NaN when it has none), else 0
+    (DLD's rule)."""
+    top = np.asarray(top, dtype=np.float64)
+    wt = np.asarray(wtrue, dtype=np.float64)
+    hit = np.isfinite(top) & np.isfinite(wt)
+    hit[hit] = on_grid(wt[hit]) == top[hit]
+    out = np.zeros(top.size)
+    out[hit] = 1.0 / np.asarray(n_top)[hit]
+    return out
 
 
 def precision_cutoff(w: np.ndarray, correct: np.ndarray, level: float = 0.2) -> float:

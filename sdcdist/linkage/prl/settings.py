@@ -31,7 +31,9 @@ class EMSettings:
     """The EM settings (option ``prl_em``); keys left out take ``PRL_EM_DEFAULTS``.
 
     ``p_max`` None: the driver's bound ``min(n_a, n_b) / N``; a value >= 1 turns the
-    bound off. See :func:`sdcdist.linkage.prl.em.em`.
+    bound off. ``fit``: ``"joint"`` (m, u and P(M)) or ``"m_only"`` (u over all pairs and
+    P(M) = ``min(n_a, n_b) / N`` fixed; ``p_max`` is then not used). See
+    :func:`sdcdist.linkage.prl.em.em`.
     """
 
     max_iter: int
@@ -40,12 +42,14 @@ class EMSettings:
     m_start: float
     p_max: float | None
     accelerate: bool
+    fit: str = "joint"
 
     @classmethod
     def build(cls, given: Mapping[str, Any] | None) -> "EMSettings":
         v = {**PRL_EM_DEFAULTS, **dict(given or {})}
         return cls(int(v["max_iter"]), float(v["tol"]), float(v["eps"]), float(v["m_start"]),
-                   None if v["p_max"] is None else float(v["p_max"]), bool(v["accelerate"]))
+                   None if v["p_max"] is None else float(v["p_max"]), bool(v["accelerate"]),
+                   str(v["fit"]))
 
     def as_option(self) -> dict[str, Any]:
         """The settings as a ``prl_em`` value (every key set; ``p_max`` left out when None)."""
