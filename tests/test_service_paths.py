@@ -206,9 +206,27 @@ class _Served:
         self.thread.join(10)
 
 
+def _with_scrypt_line(tmp_path: Path) -> tuple:
+    """alice and bob (sha256 lines) and carol, an ``scrypt:`` line with cheap parameters:
+    a slow line widens the time between checking a token and counting its failure, where
+    a limiter that tests and counts apart lets more than its limit through."""
+    import hashlib
+    import os
+    import secrets
+
+    from sdcdist.service.auth import Tokens
+    tokens, toks = _tokens(tmp_path)
+    salt, n = secrets.token_bytes(16), 2**11
+    digest = hashlib.scrypt(b"carol-token-cccc", salt=salt, n=n, r=8, p=1, dklen=32)
+    f = tmp_path / "tokens.txt"
+    f.write_text(f.read_text() + f"carol scrypt:{n}:8:1:{salt.hex()}:{digest.hex()}\n")
+    os.chmod(f, 0o600)
+    return Tokens.load(f), {**toks, "carol": "carol-token-cccc"}
+
+
 @pytest.fixture
 def served(tmp_path):
-    tokens, toks = _tokens(tmp_path)
+    tokens, toks = _with_scrypt_line(tmp_path)
     made: list[_Served] = []
 
     def start(forwarded_allow_ips: str | None = None) -> tuple[str, dict]:
@@ -251,7 +269,8 @@ def test_concurrent_wrong_tokens_are_counted_exactly(served):
         return [r.status_code for r in rs]
     codes = asyncio.run(burst())
     assert codes.count(401) == 10 and codes.count(429) == 90, sorted(codes)
-    assert httpx.get(url + "/v1/datasets", headers=h["alice"]).status_code == 200
+    for who in ("alice", "carol"):          # valid tokens, sha256 and scrypt, still pass
+        assert httpx.get(url + "/v1/datasets", headers=h[who]).status_code == 200
 
 
 # -- spec parsing -----------------------------------------------------------------------------
