@@ -40,8 +40,9 @@ demo: $(STAMP)
 # The tests run numpy's SIMD paths and OpenBLAS's kernels at the AVX2 level on every x86-64
 # machine: their AVX-512 paths round a few results differently in the last bit (numpy's
 # log and exp, BLAS products), and the example cubes' fingerprints are checked bit for bit.
-# `import sdcdist` pins them itself (sdcdist/simd.py); pytest imports numpy first, so the
-# test processes get the same pins, printed by sdcdist.simd, in their environment
+# `import sdcdist` pins them itself (sdcdist/simd); pytest imports numpy first, so the
+# test processes get the same pins, printed by sdcdist.simd, in their environment (zarr's
+# pytest plugin loads numpy before any conftest runs)
 TEST_ENV ?= $(shell $(PY) -m sdcdist.simd --env)
 
 test: $(STAMP)

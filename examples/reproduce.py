@@ -375,6 +375,7 @@ def main(argv: list[str] | None = None, *, client=None) -> dict[str, Any]:
     args = ap.parse_args(argv)
     if args.readme is not None:
         sys.path.insert(0, str(HERE.parent))
+        import sdcdist  # noqa: F401  (first: pins the SIMD code paths before numpy loads)
         if args.readme:
             cubes = {p.stem: p for p in sorted(Path(args.readme).glob("*.zarr"))}
             update_summary(cubes)
@@ -385,6 +386,7 @@ def main(argv: list[str] | None = None, *, client=None) -> dict[str, Any]:
     if args.cube and len(papers) != 1:
         ap.error("--cube compares one cube: give --paper dmt or --paper ywc")
     sys.path.insert(0, str(HERE.parent))
+    import sdcdist  # noqa: F401  (first: pins the SIMD code paths before numpy loads)
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -142,14 +142,3 @@ def test_readme_writer_replaces_between_markers(reproduce, tmp_path):
     with pytest.raises(SystemExit):
         reproduce.write_readme({"c": "x"}, path)
 
-
-def test_attack_docs_state_the_z_the_code_uses():
-    """The Wilson intervals' z: the two-sided quantile (1.96 at 0.95), in code and docs."""
-    from sdcdist.metrics.attacks import success_rate
-    n = 1000.0
-    rate, _ = success_rate(n, 0.0, 0.95)        # (z²/2) / (n + z²)
-    z = math.sqrt(2 * rate * n / (1 - 2 * rate))
-    assert abs(z - 1.959963984540054) < 1e-9
-    doc = (ROOT / "docs" / "catalog.md").read_text()
-    assert "0.95 gives z = 1.96" in doc
-    assert "probit of `attack_confidence` (0.95)" not in doc

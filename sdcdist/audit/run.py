@@ -620,7 +620,8 @@ def _record_code_paths(out: str, runner: Runner) -> None:
         warnings.warn(f"{len(other)} of the processes computing this cube ran SIMD code paths "
                       "other than the pinned AVX2 ones (numpy "
                       f"{other[0].get('numpy_simd')}, BLAS "
-                      f"{other[0].get('blas', {}).get('architecture')!r}): its numbers may "
+                      f"{[b.get('architecture') for b in other[0].get('blas', [])]}): its "
+                      "numbers may "
                       "differ in their last bits from a cube computed elsewhere; the cube's "
                       "'code_paths' attribute lists them. Start the workers with "
                       "`python -m sdcdist.simd --env` in their environment", SimdWarning,

@@ -127,16 +127,17 @@ def code_paths() -> dict[str, Any]:
     Computed once per process (they cannot change once numpy is loaded); a copy each call.
 
     ``numpy_simd``: the dispatch targets numpy's loops may take (``show_runtime``'s
-    "found"); ``blas``: the BLAS library and, for OpenBLAS, its kernel family
-    (``architecture``); ``pinned``: whether both are the pinned ones (no AVX-512
+    "found"); ``blas``: each BLAS library loaded (numpy's, scipy's once it is imported)
+    and, for OpenBLAS, its kernel family (``architecture``); ``pinned``: whether both are the pinned ones (no AVX-512
     target, OpenBLAS on Haswell kernels), or True where nothing is pinned (not x86-64).
     """
-    if not _CODE_PATHS:
-        _CODE_PATHS.append(_code_paths())
-    return copy.deepcopy(_CODE_PATHS[0])
+    key = "scipy.linalg" in sys.modules     # scipy loads a BLAS of its own
+    if key not in _CODE_PATHS:
+        _CODE_PATHS[key] = _code_paths()
+    return copy.deepcopy(_CODE_PATHS[key])
 
 
-_CODE_PATHS: list[dict[str, Any]] = []
+_CODE_PATHS: dict[bool, dict[str, Any]] = {}
 
 
 def _code_paths() -> dict[str, Any]:
@@ -147,17 +148,14 @@ def _code_paths() -> dict[str, Any]:
         from numpy.core import _multiarray_umath as mu   # type: ignore[no-redef]
     features = getattr(mu, "__cpu_features__", {})
     found = [t for t in getattr(mu, "__cpu_dispatch__", []) if features.get(t)]
-    blas: dict[str, Any] = {}
+    blas: list[dict[str, Any]] = []
     try:
         from threadpoolctl import threadpool_info
-        for lib in threadpool_info():
-            if lib.get("user_api") == "blas":
-                blas = {"library": lib.get("internal_api"),
-                        "architecture": lib.get("architecture"),
-                        "version": lib.get("version")}
-                break
+        blas = [{"library": lib.get("internal_api"), "architecture": lib.get("architecture"),
+                 "version": lib.get("version")}
+                for lib in threadpool_info() if lib.get("user_api") == "blas"]
     except Exception:   # threadpoolctl missing: the environment says what was asked
-        blas = {"library": "unknown", "architecture": os.environ.get("OPENBLAS_CORETYPE")}
+        blas = [{"library": "unknown", "architecture": os.environ.get("OPENBLAS_CORETYPE")}]
     out = {"machine": platform.machine(), "numpy": np.__version__, "numpy_simd": found,
            "blas": blas}
     out["pinned"] = is_pinned(out)
@@ -170,9 +168,10 @@ def is_pinned(paths: dict[str, Any]) -> bool:
         return True
     avx512 = [t for t in paths.get("numpy_simd", [])
               if t.startswith("AVX512") or t == "X86_V4"]
-    blas = paths.get("blas", {})
-    blas_ok = blas.get("library") != "openblas" or \
-        str(blas.get("architecture", "")).lower() == _BLAS_CORE.lower()
+    blas = paths.get("blas", [])
+    blas_ok = all(b.get("library") != "openblas" or
+                  str(b.get("architecture", "")).lower() == _BLAS_CORE.lower()
+                  for b in (blas if isinstance(blas, list) else [blas]))
     return not avx512 and blas_ok
 
 
@@ -181,8 +180,8 @@ def check(stacklevel: int = 2) -> dict[str, Any]:
     paths = code_paths()
     if not paths["pinned"]:
         warnings.warn(
-            f"numpy runs the SIMD paths {paths['numpy_simd']} and "
-            f"{paths['blas'].get('library')} the kernels {paths['blas'].get('architecture')!r}: "
+            f"numpy runs the SIMD paths {paths['numpy_simd']} and its BLAS the kernels "
+            f"{[b.get('architecture') for b in paths['blas']]}: "
             "numbers can differ in their last bits from the pinned AVX2 paths, so cubes "
             "written here record these paths (attribute 'code_paths'); import sdcdist before "
             f"numpy, or start Python with {env_line()}", SimdWarning, stacklevel=stacklevel)

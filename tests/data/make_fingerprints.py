@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"give spec names among {known} and/or --subset (unknown: {unknown})")
 
     sys.path.insert(0, str(ROOT))
+    import sdcdist  # noqa: F401  (first: pins the SIMD code paths before numpy loads)
     from distributed import Client, LocalCluster
 
     from sdcdist.audit import load_spec
@@ -110,11 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as client, \
             tempfile.TemporaryDirectory() as tmp:
-        keep = Path(args.keep) if args.keep else Path(tmp)
-        keep.mkdir(parents=True, exist_ok=True)
+        cubes = Path(args.keep) if args.keep else Path(tmp)
+        cubes.mkdir(parents=True, exist_ok=True)
         for name in names:
             spec = load_spec(ROOT / "examples" / f"{name}.yaml")
-            cube = keep / f"{name}.zarr"
+            cube = cubes / f"{name}.zarr"
             if cube.exists():
                 shutil.rmtree(cube)
             got, vals = fingerprints(spec, cube, client, set(values_fp))
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         if names:
             _dump(VALUES_FILE, values_fp)   # the summary reads the values-only metrics
             readme = _reproduce()
-            tabled = {n: keep / f"{n}.zarr" for n in names
+            tabled = {n: cubes / f"{n}.zarr" for n in names
                       if any(spec == n for spec, _ in readme.README_TABLES.values())}
             if tabled:
                 readme.update_summary(tabled)
