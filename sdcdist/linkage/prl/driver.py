@@ -27,7 +27,7 @@ from .blocks import (blocked_pattern_counts, blocked_topc, choose_counting, clas
                      content_order_of, counted_pattern_counts, counted_topc, dense_assign,
                      prepare_sides)
 from .comparison import Comparison, comparison
-from .em import EMResult, em
+from .em import EMResult, em, identification
 from .pld import pld_counts
 from .settings import DEFAULTS, PRLSettings
 from .weights import WeightParams, match_probability, weight_params
@@ -160,12 +160,15 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     # over their permutations (CATALOG PRL item 5), so PLD does not depend on row order
     pc = pld_counts(r, c, w, tr, class_b=classes_of(runner, Bp), class_a=classes_of(runner, Ap))
     c = order_a[c]                                   # back to A's own row numbers
-    flag = int(ainfo["flag"] or blocking is not None or not fit.converged)
+    flag = int(ainfo["flag"] or blocking is not None or not fit.converged
+               or not fit.identified)
     info = {"assignment": ainfo["method"] + ("" if ainfo["method"] == "dense" else
                                              f" (unmatched={s.unmatched})"),
             "blocking": _blocking_text(blocking),
             "pairs_compared": n_pairs, "em_iterations": fit.iterations,
             "em_loglik": fit.loglik, "em_converged": fit.converged, "em_clipped": fit.clipped,
+            "em_identified": fit.identified, "em_info_ratio": fit.info_ratio,
+            "assignment_grid": ainfo.get("grid"),
             "p_match": fit.p, "n_candidates": ainfo["n_candidates"],
             "true_in_candidates": true_in_cand, "unassigned_b": ainfo["n_unassigned_rows"],
             "timings": timings, **cinfo,
@@ -215,6 +218,16 @@ def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, 
     if not fit.converged:
         log.warning("PRL: EM did not converge within %d iterations (the result is flagged)",
                     fit.iterations)
+    # a flat likelihood is said, not hidden: a singular observed information at the end
+    # point means other parameters (another P(M)) fit the counts as well
+    idn = identification(counts, cmp, fit, eps=e.eps,
+                         p_max=p_start if e.p_max is None else e.p_max)
+    fit.identified, fit.info_ratio = idn["identified"], idn["info_ratio"]
+    if not fit.identified:
+        log.warning("PRL: the pattern counts do not identify the EM fit (observed information "
+                    "singular: smallest/largest eigenvalue %.3g); other parameters fit them "
+                    "as well (the result is flagged; use more or other key columns)",
+                    fit.info_ratio)
     return fit, weight_params(fit, cmp)
 
 
