@@ -431,6 +431,21 @@ def test_a_fit_the_counts_do_not_identify_is_flagged(caplog):
     assert "do not identify" in em_note("PLD", res["PLD"])
 
 
+def test_link_says_a_fit_the_counts_do_not_identify(tmp_path):
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    A, B, _ = _tie_heavy_638()
+    pd.DataFrame(A, columns=["x", "y"]).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame(B, columns=["x", "y"]).to_csv(tmp_path / "b.csv", index=False)
+    res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                    "--keys", "x,y", "--out", str(tmp_path / "p.parquet"),
+                                    "--local"])
+    assert res.exit_code == 0, res.output
+    assert "do not identify the EM fit" in res.output
+
+
 def test_a_well_identified_fit_is_not_flagged(census):
     """Census, 4 key columns, masked by noise: the information is far from singular
     (smallest/largest eigenvalue 7e-5)."""
