@@ -96,7 +96,10 @@ CONVENTIONS = {
               "SqS3, extrapolations that lower the log-likelihood replaced by the plain EM "
               "step); stops when a plain EM step changes no parameter's logarithm (log P(M), "
               "log m, log u) by 1e-10 or more (not on the log-likelihood), at most 20000 EM "
-              "steps, flag 1 if the limit is reached",
+              "steps, flag 1 if the limit is reached; flag 1 too when the pattern counts do "
+              "not identify the fit (observed information at the end point with smallest/"
+              "largest eigenvalue below 1e-11: a flat likelihood, other parameters fit as "
+              "well), said in the run's warnings",
     "PLD_best": "PLD's weights; each masked record linked to its best-weighted original "
                 "record(s), weights compared on a grid of 2**-24 nats (rounded to the nearest "
                 "multiple); the true record among t tied best counts 1/t (DLD's rule); no 1-1 "
@@ -106,7 +109,11 @@ CONVENTIONS = {
                 "position: PLD does not depend on how either file is sorted; records "
                 "identical on the keys count their expected hit x / (|H| |G|) (H: the masked "
                 "records identical to b, G: the original records identical to b's true "
-                "record, x: H's records paired with members of G), in PLD, PLD20 and GDBRL",
+                "record, x: H's records paired with members of G), in PLD, PLD20 and GDBRL; "
+                "the 1-1 assignment works on weights rounded once to multiples of 2^-24 "
+                "(nats; distances for GDBRL) held as integers, so equal totals are equal, "
+                "and returns the lexicographically smallest optimal assignment with both "
+                "files in content order",
     "IR_weights": "individual risk r = 1/f where F <= f (weights below 1), so r stays in "
                   "[0, 1]; sdcMicro's indivRisk uses that rule only at F = f and its "
                   "formula exceeds 1 below it (f = 1, F = 0.5: 1.386)",
@@ -161,7 +168,7 @@ CONVENTIONS = {
                         "column's sd (IL1s, IL1s_sum, R_*, PS, PS2, EMD, EMD1) leave out the "
                         "columns constant in the original file (the other metrics use them)",
     "flag": "1 = an approximation or restriction (sparse assignment, blocking, a PRL EM that "
-            "hit its iteration limit); for PS/PS2 "
+            "hit its iteration limit or that the pattern counts do not identify); for PS/PS2 "
             "1 = the fit did not converge, or separated the files completely (U = 0.25 is "
             "then the supremum, the masking is fully distinguishable)",
     "seeds": "SeedSequence(spec seed, spawn_key=(crc32(dataset), crc32(method), "

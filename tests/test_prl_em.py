@@ -9,7 +9,7 @@ import pytest
 
 from sdcdist.linkage import prl
 from sdcdist.linkage.prl import probabilistic_linkage
-from sdcdist.linkage.prl.em import _constrained_levels, _estep, _group_tables
+from sdcdist.linkage.prl.em import FLAT_RATIO, _constrained_levels, _estep, _group_tables
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
 from sdcdist.parallel import Runner
@@ -474,3 +474,130 @@ def test_m_only_fit_is_refused_misspelt_and_recorded_in_conventions():
     assert PRLSettings.from_options({"prl_em": {"fit": "m_only"}}).em.fit == "m_only"
     assert conventions({"prl_em": {"fit": "m_only"}})["PRL_fit"].startswith("m_only: u = ")
     assert conventions({})["PRL_fit"].startswith("joint: ")
+
+
+# ---- a flat likelihood is said, not hidden ---------------------------------------------
+
+def _tie_heavy_638():
+    rng = np.random.default_rng(638)
+    A = rng.integers(0, 3, size=(17, 2)).astype(float)
+    A[:, 0] += 10.0 * np.arange(17) % 3
+    truth = rng.permutation(17)[:17]
+    B = A[truth].copy()
+    B[rng.random(B.shape) < 0.15] += 1.0
+    return A, B, truth
+
+
+def test_a_fit_the_counts_do_not_identify_is_flagged(caplog):
+    """The 638 file (2 key columns: a two-class model of two indicators has more
+    parameters than the counts pin down): SQUAREM and plain EM stop at different P(M) with
+    the same log-likelihood; the observed information there is singular, and PLD says so
+    (flag, info, warning)."""
+    A, B, truth = _tie_heavy_638()
+    fits = [probabilistic_linkage(Runner(), A, B, 17, 17, (0, 1), truth=truth,
+                                  em_options={"accelerate": acc}) for acc in (True, False)]
+    (a, b) = fits
+    assert abs(a.fit.p - b.fit.p) > 5e-4                       # 0.02534 against 0.02461
+    assert a.fit.loglik == pytest.approx(b.fit.loglik, rel=1e-12, abs=0)
+    for r in fits:
+        assert r.fit.converged and not r.fit.identified
+        assert r.fit.info_ratio < FLAT_RATIO
+        assert r.flag == 1 and r.info["em_identified"] is False
+    cols = ["x", "y"]
+    with caplog.at_level("WARNING"):
+        res = measure(A, B, ["PLD"], columns=cols, keysets=[cols], truth=truth)
+    info = res["PLD"].info
+    info = (info.get("per_keyset_info") or [info])[0]
+    assert res["PLD"].flag == 1 and info["em_identified"] is False
+    assert "do not identify the EM fit" in caplog.text
+    from sdcdist.metrics.prl import em_note
+    assert "do not identify" in em_note("PLD", res["PLD"])
+
+
+def test_link_says_a_fit_the_counts_do_not_identify(tmp_path):
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    A, B, _ = _tie_heavy_638()
+    pd.DataFrame(A, columns=["x", "y"]).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame(B, columns=["x", "y"]).to_csv(tmp_path / "b.csv", index=False)
+    res = CliRunner().invoke(main, ["link", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                    "--keys", "x,y", "--out", str(tmp_path / "p.parquet"),
+                                    "--local"])
+    assert res.exit_code == 0, res.output
+    assert "do not identify the EM fit" in res.output
+
+
+def test_a_well_identified_fit_is_not_flagged(census):
+    """Census, 4 key columns, masked by noise: the information is far from singular
+    (smallest/largest eigenvalue 7e-5)."""
+    X = census.values.astype(float)
+    rng = np.random.default_rng(0)
+    B = X + rng.normal(size=X.shape) * X.std(0) * np.sqrt(0.1)
+    r = probabilistic_linkage(Runner(), X, B, X.shape[0], X.shape[0], (0, 1, 2, 3))
+    assert r.fit.identified and r.fit.info_ratio > 1e3 * FLAT_RATIO
+    assert r.flag == 0 and r.info["em_identified"] is True
+
+
+def test_observed_information_equals_finite_differences():
+    """The exact observed information equals central differences of the log-likelihood
+    in the same free coordinates, on a 3-column fit with free P(M)."""
+    from sdcdist.linkage.prl.em import EMResult, identification
+    rng = np.random.default_rng(3)
+    nl = [2, 3, 2]
+    # a model with every probability inside the bounds; counts from it
+    m = [np.array([0.8, 0.2]), np.array([0.6, 0.3, 0.1]), np.array([0.7, 0.3])]
+    u = [np.array([0.2, 0.8]), np.array([0.1, 0.3, 0.6]), np.array([0.25, 0.75])]
+    p = 0.2
+    codes = np.arange(12)
+    lev = np.stack([codes % 2, (codes // 2) % 3, (codes // 6) % 2], axis=1)
+
+    def ll(p, m, u, c):
+        f = p * np.prod([m[k][lev[:, k]] for k in range(3)], axis=0) + \
+            (1 - p) * np.prod([u[k][lev[:, k]] for k in range(3)], axis=0)
+        return float(np.dot(c, np.log(f)))
+    c = rng.integers(50, 500, size=12).astype(float)
+
+    class Cmp:
+        n_levels = np.array(nl)
+        radix = np.array([1, 2, 6])
+    fit = EMResult(m, u, p, ll(p, m, u, c), 1, True)
+    out = identification((codes, c.astype(np.int64)), Cmp(), fit, eps=1e-9, p_max=0.5)
+    # coordinates: logit p; per column and class, log ratios to the largest level
+    def unpack(x):
+        i = 1
+        pp = 1 / (1 + np.exp(-x[0]))
+        res = []
+        for probs in (m, u):
+            new = []
+            for pr in probs:
+                ref = int(np.argmax(pr))
+                a = np.log(pr / pr[ref])
+                free = [j for j in range(pr.size) if j != ref]
+                a[free] = x[i:i + len(free)]
+                i += len(free)
+                e = np.exp(a)
+                new.append(e / e.sum())
+            res.append(new)
+        return pp, res[0], res[1]
+    x0 = [np.log(p / (1 - p))]
+    for probs in (m, u):
+        for pr in probs:
+            ref = int(np.argmax(pr))
+            x0 += [np.log(pr[j] / pr[ref]) for j in range(pr.size) if j != ref]
+    x0 = np.array(x0)
+    P = x0.size
+    assert out["info_params"] == P
+    h = 1e-4
+    Hn = np.zeros((P, P))
+    for i in range(P):
+        for j in range(P):
+            def g(di, dj):
+                x = x0.copy()
+                x[i] += di
+                x[j] += dj
+                return ll(*unpack(x), c)
+            Hn[i, j] = (g(h, h) - g(h, -h) - g(-h, h) + g(-h, -h)) / (4 * h * h)
+    ev = np.linalg.eigvalsh(-Hn)
+    assert out["info_ratio"] == pytest.approx(ev[0] / np.max(np.abs(ev)), rel=1e-4)

@@ -166,7 +166,7 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         echo_json({"out": out, "pairs": len(res.pairs), "masked_records": B.shape[0],
                    **{k: info[k] for k in ("pairs_compared", "assignment", "blocking",
                                            "em_iterations", "em_loglik", "em_converged",
-                                           "p_match", "counting", "pattern_kernel",
+                                           "em_identified", "em_info_ratio", "p_match", "counting", "pattern_kernel",
                                            "candidates", "pairs_enumerated", "pairs_weighed")
                       if k in info},
                    "PLD": res.pld, "PLD20": res.pld20, "matched": res.matched,
@@ -180,6 +180,12 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         click.echo(f"warning: EM did not converge within {info['em_iterations']} iterations "
                    f"(parameters still moving by {settings.em.tol:g} or more); raise max_iter "
                    "(--em '{max_iter: N}')")
+    if info.get("em_identified") is False:
+        click.echo("warning: the pattern counts do not identify the EM fit (observed "
+                   f"information singular: smallest/largest eigenvalue "
+                   f"{info['em_info_ratio']:.3g}); other parameters, another P(M), fit them "
+                   "as well, so the weights and links are not determined by the data (use "
+                   "more or other key columns)")
     if "counting" in info:
         click.echo(f"pattern counts: {info['counting']}"
                    + (f"; candidates: {info['candidates']}" if "candidates" in info else ""))

@@ -43,24 +43,34 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
 
 
 def em_note(name: str, result: Any) -> str | None:
-    """A line saying that the EM of a PLD/PLD20 result hit its iteration limit, or None."""
+    """Lines saying that the EM of a PLD/PLD20 result hit its iteration limit, or that the
+    counts do not identify its fit (a flat likelihood), or None."""
     infos = result.info.get("per_keyset_info") or [result.info]
+    notes = []
+
+    def where(bad: list) -> str:
+        return "" if "per_keyset_info" not in result.info else \
+            " on key set(s) " + ", ".join(str(i + 1) for i, _ in bad)
     bad = [(i, x["em_iterations"]) for i, x in enumerate(infos)
            if isinstance(x, dict) and x.get("em_converged") is False]
-    if not bad:
-        return None
-    where = "" if "per_keyset_info" not in result.info else \
-        " on key set(s) " + ", ".join(str(i + 1) for i, _ in bad)
-    return (f"{name}: EM did not converge within {bad[0][1]} iterations{where}; the value is "
-            "flagged (raise prl_em max_iter)")
+    if bad:
+        notes.append(f"{name}: EM did not converge within {bad[0][1]} iterations{where(bad)}; "
+                     "the value is flagged (raise prl_em max_iter)")
+    flat = [(i, x.get("em_info_ratio")) for i, x in enumerate(infos)
+            if isinstance(x, dict) and x.get("em_identified") is False]
+    if flat:
+        notes.append(f"{name}: the pattern counts do not identify the EM fit{where(flat)} "
+                     "(a flat likelihood: other parameters, another P(M), fit them as well); "
+                     "the value is flagged (use more or other key columns)")
+    return "\n".join(notes) or None
 
 
 def _share(ctx: MeasureContext, keys: tuple[int, ...], count: str) -> MetricResult:
     """100 x (correct pairs counted by ``count``) / n_B, with the linkage detail."""
     r = prl_linkage(ctx, keys)
     info = {k: r.info[k] for k in ("assignment", "blocking", "pairs_compared", "em_iterations",
-                                   "em_loglik", "em_converged", "em_fit", "p_match",
-                                   "unassigned_b",
+                                   "em_loglik", "em_converged", "em_fit", "em_identified",
+                                   "em_info_ratio", "p_match", "unassigned_b",
                                    "true_in_candidates")}
     return MetricResult(100.0 * getattr(r, count) / r.n_b, flag=r.flag, info=info)
 

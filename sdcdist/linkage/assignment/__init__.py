@@ -33,6 +33,11 @@ given:
   (benchmarks/assignment.py), which remains for small matrices. Tied optima may
   pair records differently from scipy's; the total weight is the same.
 
+Exact ties (:mod:`.ties`): :func:`assign` rounds every weight once to a multiple of 2^-24
+and solves on those integers (exact in float64), so totals equal in exact arithmetic are
+equal; of all optimal assignments it returns the lexicographically smallest in the order of
+the rows and columns (content order in :func:`assign_by_content`), whichever path solved it.
+
 Semantics of leaving records unassigned (``unmatched``):
 
 * ``None`` (default): as many rows as possible are assigned (a full
@@ -54,7 +59,7 @@ says which is which.
 
 from __future__ import annotations
 
-from . import api, auction, dense, sparse
+from . import api, auction, dense, sparse, ties
 from .api import (DEFAULT_DENSE_LIMIT, assign, assign_by_content, content_order, expected_hits,
                   identical_classes, top_candidates)
 from .dense import exact_dense
@@ -62,4 +67,5 @@ from .sparse import Candidates, solve_sparse
 
 __all__ = ["Candidates", "assign", "assign_by_content", "content_order", "top_candidates",
            "identical_classes", "expected_hits",
-           "exact_dense", "solve_sparse", "DEFAULT_DENSE_LIMIT", "api", "auction", "dense", "sparse"]
+           "exact_dense", "solve_sparse", "DEFAULT_DENSE_LIMIT", "api", "auction", "dense",
+           "sparse", "ties"]

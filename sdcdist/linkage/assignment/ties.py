@@ -119,6 +119,18 @@ def tight_csr(indptr, cols, cost, u, v, dummy, n_c):
     return out_p, out_c[:k]
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _look(indptr, cols, fixed, row4col, col4row, r, mi, free_ok):
+    # the edge of row r to the target: column mi, or (free_ok) a free column; -1 if none
+    for e in range(indptr[r], indptr[r + 1]):
+        c = cols[e]
+        if fixed[c] or c == col4row[r]:
+            continue
+        if c == mi or (free_ok and row4col[c] < 0):
+            return e
+    return -1
+
+
 @numba.njit(cache=True, nogil=True)
 def lexmin(indptr, cols, v, col4row):
     """The lexicographically smallest optimal assignment, in place of ``col4row``.
@@ -146,12 +158,20 @@ def lexmin(indptr, cols, v, col4row):
     stamp = np.full(n_r, -1, dtype=np.int64)
     st_row = np.empty(n_r, dtype=np.int64)
     st_edge = np.empty(n_r, dtype=np.int64)
+    # rows with a tight edge into each column: a row whose column no other row can take,
+    # and that may not leave it free, cannot move
+    deg = np.zeros(NC, dtype=np.int64)
+    for e in range(cols.size):
+        deg[cols[e]] += 1
     moved = 0
     for i in range(n_r):
         mi = col4row[i]
         if mi < 0:
             continue
         free_ok = v[mi] == 0.0
+        if deg[mi] <= 1 and not free_ok:
+            fixed[mi] = True
+            continue
         stamp[i] = i
         for e0 in range(indptr[i], indptr[i + 1]):
             j = cols[e0]
@@ -170,13 +190,16 @@ def lexmin(indptr, cols, v, col4row):
                 continue
             if stamp[k] == i:
                 continue
-            # depth-first search from k for the target
+            # depth-first search from k for the target; each row entered is first scanned
+            # for the target itself (short paths first: its column, or a free one)
             depth = 0
             st_row[0] = k
-            st_edge[0] = indptr[k]
             stamp[k] = i
-            end_col = -1
-            while depth >= 0:
+            end_col = _look(indptr, cols, fixed, row4col, col4row, k, mi, free_ok)
+            st_edge[0] = indptr[k] if end_col < 0 else end_col + 1
+            if end_col >= 0:
+                end_col = cols[end_col]
+            while end_col < 0 and depth >= 0:
                 r = st_row[depth]
                 e = st_edge[depth]
                 if e >= indptr[r + 1]:
@@ -187,14 +210,16 @@ def lexmin(indptr, cols, v, col4row):
                 if fixed[c] or c == col4row[r]:
                     continue
                 o = row4col[c]
-                if c == mi or (o < 0 and free_ok):
-                    end_col = c
-                    break
                 if o < 0 or stamp[o] == i:
                     continue
                 stamp[o] = i
                 depth += 1
                 st_row[depth] = o
+                hit = _look(indptr, cols, fixed, row4col, col4row, o, mi, free_ok)
+                if hit >= 0:
+                    st_edge[depth] = hit + 1
+                    end_col = cols[hit]
+                    break
                 st_edge[depth] = indptr[o]
             if end_col < 0:
                 continue

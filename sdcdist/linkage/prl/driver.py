@@ -28,7 +28,7 @@ from .blocks import (best_ties, blocked_pattern_counts, blocked_topc, choose_cou
                      content_order_of, counted_pattern_counts, counted_topc, dense_assign,
                      prepare_sides)
 from .comparison import Comparison, comparison
-from .em import EMResult, em
+from .em import EMResult, em, identification
 from .pld import best_link_credit, pld_counts
 from .settings import DEFAULTS, PRLSettings
 from .weights import WeightParams, match_probability, weight_params
@@ -170,12 +170,15 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     # identical A records tie, so no class correction is needed)
     correct_best = math.fsum(best_link_credit(top, n_top, wtrue).tolist())
     c = order_a[c]                                   # back to A's own row numbers
-    flag = int(ainfo["flag"] or blocking is not None or not fit.converged)
+    flag = int(ainfo["flag"] or blocking is not None or not fit.converged
+               or not fit.identified)
     info = {"assignment": ainfo["method"] + ("" if ainfo["method"] == "dense" else
                                              f" (unmatched={s.unmatched})"),
             "blocking": _blocking_text(blocking),
             "pairs_compared": n_pairs, "em_iterations": fit.iterations,
             "em_loglik": fit.loglik, "em_converged": fit.converged, "em_clipped": fit.clipped,
+            "em_identified": fit.identified, "em_info_ratio": fit.info_ratio,
+            "assignment_grid": ainfo.get("grid"),
             "p_match": fit.p, "em_fit": s.em.fit, "n_candidates": ainfo["n_candidates"],
             "best_ties_recounted": recounted,
             "true_in_candidates": true_in_cand, "unassigned_b": ainfo["n_unassigned_rows"],
@@ -230,6 +233,16 @@ def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, 
     if not fit.converged:
         log.warning("PRL: EM did not converge within %d iterations (the result is flagged)",
                     fit.iterations)
+    # a flat likelihood is said, not hidden: a singular observed information at the end
+    # point means other parameters (another P(M)) fit the counts as well
+    idn = identification(counts, cmp, fit, eps=e.eps,
+                         p_max=p_start if e.p_max is None else e.p_max, m_only=m_only)
+    fit.identified, fit.info_ratio = idn["identified"], idn["info_ratio"]
+    if not fit.identified:
+        log.warning("PRL: the pattern counts do not identify the EM fit (observed information "
+                    "singular: smallest/largest eigenvalue %.3g); other parameters fit them "
+                    "as well (the result is flagged; use more or other key columns)",
+                    fit.info_ratio)
     return fit, weight_params(fit, cmp)
 
 
