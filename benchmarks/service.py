@@ -274,7 +274,7 @@ def big_uploads(wide_rows: int = 60_000):
     rng = np.random.default_rng(1)
     cols = 999
     head = ",".join(f"c{j}" for j in range(cols)).encode() + b"\n"
-    lines = ["\n".join(",".join(map(str, r)) for r in rng.integers(0, 1000, (100, cols)))
+    lines = ["\n".join(",".join(map(str, r)) for r in rng.integers(0, 10, (100, cols)))
              for _ in range(2)]
     body = "\n".join(lines[i % 2] for i in range(wide_rows // 100)).encode()
     yield f"CSV, 999 columns x {wide_rows:,} rows", "w.csv", head + body + b"\n"

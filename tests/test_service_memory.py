@@ -158,7 +158,7 @@ def _uploads():
     rng = np.random.default_rng(1)
     rows, cols = 6_000, 999                   # 999 x 60,000 in the issue: the same width
     head = ",".join(f"c{j}" for j in range(cols)).encode() + b"\n"
-    lines = ["\n".join(",".join(map(str, r)) for r in rng.integers(0, 1000, (100, cols)))
+    lines = ["\n".join(",".join(map(str, r)) for r in rng.integers(0, 10, (100, cols)))
              for _ in range(2)]
     body = "\n".join(lines[i % 2] for i in range(rows // 100)).encode()
     yield "wide", "w.csv", head + body + b"\n", 201
@@ -206,3 +206,38 @@ def test_a_2_million_record_dataset_is_audited_as_in_process(server, tmp_path):
     got = cube_fingerprints(tmp / "root" / "audits" / r.json()["id"] / "cube.zarr")
     run_audit(parse_spec(doc), tmp_path / "cli.zarr")
     assert got == cube_fingerprints(tmp_path / "cli.zarr")
+
+
+def test_the_schema_check_of_large_data_finds_constant_columns_chunk_by_chunk(
+        tmp_path, monkeypatch):
+    """Past CHECK_BYTES a spec is checked by its schema; its constant columns are read
+    chunk by chunk (here with CHECK_BYTES 0 and 7-record chunks), not taken to be all."""
+    from fastapi.testclient import TestClient
+
+    from sdcdist.service import limits
+    from sdcdist.service.app import ServiceConfig, create_app
+    from sdcdist.service.store import Store
+    store = Store(tmp_path / "root")
+    app = create_app(ServiceConfig(root=store.root), None, store)
+    c = TestClient(app, base_url="http://127.0.0.1:8000")
+    c.headers["X-Sdcdist-Csrf"] = app.state.csrf
+    rng = np.random.default_rng(2)
+    rows = [f"{a},{b},5,{7 if i == 40 else 3}" for i, (a, b) in
+            enumerate(rng.integers(1, 50, (60, 2)))]
+    r = c.post("/v1/datasets", files={"file": ("d.csv", ("A,B,K,L\n" + "\n".join(rows)
+                                                         + "\n").encode())})
+    assert r.status_code == 201, r.text
+    ds = r.json()["id"]
+    monkeypatch.setattr(limits, "CHECK_BYTES", 0)
+    monkeypatch.setattr(limits, "CHUNK_BYTES", 7 * 8 * 4)       # 7 records a chunk
+    spec = {"name": "s", "seed": 1, "methods": [{"name": "noise", "params": [0.1]}],
+            "metrics": ["IL1s", "DLD"]}
+    # L varies in one record of the sixth chunk: it can link; K cannot
+    r = c.post("/v1/audits", json={**spec, "dataset": {"id": ds, "keys": ["K", "L"]}})
+    assert r.status_code == 202, r.text
+    r = c.post("/v1/audits", json={**spec, "dataset": {"id": ds, "keys": ["K"]}})
+    assert r.status_code == 422, r.text
+    assert "['K']" in r.json()["detail"], r.text            # K only, not every column
+    r = c.post("/v1/audits", json={**spec, "dataset": {"synthetic": {"rows": 3_000,
+                                                                     "columns": 3}}})
+    assert r.status_code == 202, r.text

@@ -114,7 +114,8 @@ def uvicorn_config(asgi: object, *, host: str, port: int, certfile: str | None =
                    "--max-upload counts the bytes sent.")
 @click.option("--max-field", type=click.IntRange(1, 1 << 30), default=2**20,
               show_default=True, metavar="BYTES",
-              help="Longest field of an uploaded CSV (its text, quotes included; 413 above), "
+              help="Longest field of an uploaded CSV, default 1 MiB (its text, quotes included; "
+                   "413 above), "
                    "checked while the bytes stream in, decompressed; lines may be 8 times "
                    "longer, Parquet pages and dictionaries 16 times.")
 @click.option("--allow-url", "allow_url", multiple=True, metavar="PREFIX",

@@ -1,11 +1,14 @@
 """Memory the service spends on one request: bounded, whatever the request's size.
 
-An upload is scanned as it is stored, before anything is parsed or allocated:
-its header's columns, its lines and its decompressed bytes are counted while
-the (gzip) stream is read in 1 MiB blocks, and the upload is refused (413) as
-soon as one passes its limit. It is then ingested in chunks of at most
-:data:`CHUNK_BYTES` (rows per chunk = ``CHUNK_BYTES / (8 x columns)``), so a wide
-file costs no more than a narrow one.
+An upload is scanned as it is stored, before anything is parsed or allocated
+(:class:`TextScan`): its header's columns, its lines, its decompressed bytes, its
+longest field and its longest line are counted while the (gzip) stream is read in
+1 MiB blocks, and the upload is refused (413) as soon as one passes its limit. A
+Parquet upload's page headers are read from the file and checked before any page is
+decoded (:func:`check_parquet`). It is then ingested, in a child process that exits
+(:mod:`.subproc`), in chunks of at most :data:`CHUNK_BYTES` (rows per chunk =
+``CHUNK_BYTES / (8 x columns)``), so a wide file costs no more than a narrow one and
+the service process holds none of it.
 
 A submitted spec is sized from its datasets' metadata (a store's attributes, a
 file's scan, a synthetic dataset's rows and columns) before any of it is read.

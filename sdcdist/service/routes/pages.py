@@ -34,8 +34,10 @@ def router(svc: Service) -> APIRouter:
         return {"header": "X-Sdcdist-Csrf", "token": svc.csrf}
 
     @r.get("/v1/health", tags=["service"])
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         """Liveness: no authentication, no data."""
+        # on the event loop itself, not the worker threads: answered while every thread
+        # is busy (uploads being stored and scanned), as long as the loop turns
         return {"status": "ok", "version": version(),
                 "auth": "bearer" if config.tokens is not None else "none"}
 
