@@ -27,7 +27,7 @@ from .blocks import (blocked_pattern_counts, blocked_topc, choose_counting, clas
                      content_order_of, counted_pattern_counts, counted_topc, dense_assign,
                      prepare_sides)
 from .comparison import Comparison, comparison
-from .em import EMResult, em
+from .em import EMResult, em, limit_advice
 from .pld import pld_counts
 from .settings import DEFAULTS, PRLSettings
 from .weights import WeightParams, match_probability, weight_params
@@ -166,7 +166,7 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
             "blocking": _blocking_text(blocking),
             "pairs_compared": n_pairs, "em_iterations": fit.iterations,
             "em_loglik": fit.loglik, "em_converged": fit.converged, "em_clipped": fit.clipped,
-            "p_match": fit.p, "n_candidates": ainfo["n_candidates"],
+            "em_accelerate": s.em.accelerate, "p_match": fit.p, "n_candidates": ainfo["n_candidates"],
             "true_in_candidates": true_in_cand, "unassigned_b": ainfo["n_unassigned_rows"],
             "timings": timings, **cinfo,
             "true_weight_mean": float(np.nanmean(wtrue)) if np.any(~np.isnan(wtrue)) else None}
@@ -213,8 +213,8 @@ def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, 
              m_start=e.m_start, max_iter=e.max_iter, tol=e.tol, eps=e.eps,
              accelerate=e.accelerate)
     if not fit.converged:
-        log.warning("PRL: EM did not converge within %d iterations (the result is flagged)",
-                    fit.iterations)
+        log.warning("PRL: EM did not converge within %d iterations (the result is flagged); %s",
+                    fit.iterations, limit_advice(e.accelerate))
     return fit, weight_params(fit, cmp)
 
 
