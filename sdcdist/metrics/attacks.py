@@ -538,6 +538,11 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
     o = ctx.options
     n_attacks = int(o["attack_n"])
     n_cols = 1 if mode == "univariate" else int(o["so_n_cols"])
+    if n_cols > len(cols):
+        raise SdcInputError(
+            f"so_n_cols is {n_cols}, but {name} has only {len(cols)} attack column(s) "
+            f"({[ctx.columns[j] for j in cols]}): a query cannot combine more columns than "
+            f"there are; choose so_n_cols <= {len(cols)} (or name more attack_columns)")
     rng = ctx.rng(name)
     n_o, n_s = ctx.shape_original[0], ctx.shape_masked[0]
     keep_s = distinct_rows(ctx, ctx.masked, n_s, mcols)
