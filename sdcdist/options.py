@@ -129,8 +129,12 @@ def _is_list(v: Any) -> bool:
     return isinstance(v, (list, tuple))
 
 
-def _int_pair(v: Any) -> bool:
-    return _is_list(v) and len(v) == 2 and all(_is_int(x) and x >= 1 for x in v)
+def _int_pair(v: Any, high: int = MAX_DENSE) -> bool:
+    return _is_list(v) and len(v) == 2 and all(_is_int(x) and 1 <= x <= high for x in v)
+
+
+def _row_pair(v: Any) -> bool:
+    return _int_pair(v, MAX_ROWS)
 
 
 def _tolerances(v: Any) -> bool:
@@ -387,7 +391,8 @@ declare("chunk_rows", 65_536, integer(1, MAX_CHUNK_ROWS),
 declare("block_memory", 64 * 2**20, integer(1, MAX_MEMORY_BYTES),
         "bytes of pair distances one linkage task may hold")
 declare("block_rows", None, optional(Check("a pair [masked rows, original rows] of integers "
-                                           ">= 1", _int_pair), "sized from block_memory"),
+                                           f"in [1, {MAX_DENSE}] (a block's distances fill "
+                                           "at most 8 GiB)", _int_pair), "sized from block_memory"),
         "explicit rows per pair block of distance linkage, instead of block_memory")
 declare("linkage_method", "index", choice("index", "brute"),
         "nearest neighbours by a KD-tree per original block (index) or by distance matrices "
@@ -424,8 +429,8 @@ declare("prl_blocking", None,
         "PRL blocking on a key column: its name alone compares only records with equal values "
         "(e.g. the same category); [name, half window] is sorted-neighbourhood blocking "
         "(the result is then flagged)")
-declare("prl_block_rows", None, optional(Check("a pair [A rows, B rows] of integers >= 1",
-                                               _int_pair), f"{PRL_BLOCK_ROWS} each"),
+declare("prl_block_rows", None, optional(Check(f"a pair [A rows, B rows] of integers in [1, "
+                                               f"{MAX_ROWS}]", _row_pair), f"{PRL_BLOCK_ROWS} each"),
         "rows per PRL pair block")
 declare("prl_em", None, optional(Check(f"a mapping with some of max_iter (an integer in [1, "
                                        f"{MAX_EM_ITER}]), tol, eps, m_start, p_max (numbers), "

@@ -316,6 +316,8 @@ def test_parse_items_refuses_a_repeated_key_and_yaml_aliases():
     ("sort_memory", 2**40, "an integer in"),
     ("suda_max_size", 10**6, "[1, 64]"),
     ("task_cell_limit", 10**12, "an integer in"),
+    ("block_rows", [10**9, 10**9], "in [1, 32768]"),
+    ("prl_block_rows", [10**12, 1], "in [1, 1000000000]"),
 ])
 def test_every_count_option_has_a_stated_bound(name, value, words):
     from sdcdist.options import validate
