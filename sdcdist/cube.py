@@ -168,7 +168,8 @@ CONVENTIONS = {
                         "column's sd (IL1s, IL1s_sum, R_*, PS, PS2, EMD, EMD1) leave out the "
                         "columns constant in the original file (the other metrics use them)",
     "flag": "1 = an approximation or restriction (sparse assignment, blocking, a PRL EM that "
-            "hit its iteration limit or that the pattern counts do not identify); for PS/PS2 "
+            "hit its iteration limit or that the pattern counts do not identify, a singling-out control-scale fit that did not converge "
+            "and fell back to (n_control + 1) / (n_original + 1)); for PS/PS2 "
             "1 = the fit did not converge, or separated the files completely (U = 0.25 is "
             "then the supremum, the masking is fully distinguishable)",
     "seeds": "SeedSequence(spec seed, spawn_key=(crc32(dataset), crc32(method), "

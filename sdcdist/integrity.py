@@ -258,6 +258,20 @@ def cell_sha256(group: Any, cell: tuple[int, int, int, int]) -> bytes:
     return h.digest()
 
 
+def _cell_sha256_of(arrays: Mapping[str, np.ndarray], cell: tuple[int, int, int, int]
+                    ) -> bytes:
+    """:func:`cell_sha256` from the cell arrays already in memory (the same bytes)."""
+    d, m, p, r = cell
+    h = hashlib.sha256()
+    for name in CELL_ARRAYS:
+        if name in arrays:
+            a = arrays[name]
+            key = (d, m, p, slice(None), r) + (slice(None),) * (a.ndim - 5)
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(a[key]).tobytes())
+    return h.digest()
+
+
 def fixed_arrays_sha256(group: Any) -> dict[str, str]:
     """:func:`array_sha256` of every array of a cube that is final at creation."""
     return {name: array_sha256(a) for name, a in sorted(group.arrays())
@@ -660,10 +674,21 @@ def _check_fingerprints(group: Any, manifest: Mapping[str, Any], cells: list,
         return
     methods = _labels(group, "method")
     unsigned, changed = [], []
+    try:                                       # each array read once, not once per cell
+        whole = {name: np.asarray(group[name][...]) for name in CELL_ARRAYS if name in group}
+        all_digests = np.asarray(digests[...], dtype=np.uint8)
+    except Exception as exc:                   # noqa: BLE001
+        if not (is_checksum_error(exc) or isinstance(exc, CorruptChunkError)):
+            raise
+        whole, all_digests = None, None        # a damaged chunk: cell by cell below
     for cell in cells:
         try:
-            want = bytes(np.asarray(digests[cell], dtype=np.uint8))
-            have = cell_sha256(group, cell)
+            if whole is not None:
+                want = bytes(all_digests[cell])
+                have = _cell_sha256_of(whole, cell)
+            else:
+                want = bytes(np.asarray(digests[cell], dtype=np.uint8))
+                have = cell_sha256(group, cell)
         except Exception as exc:               # noqa: BLE001
             if is_checksum_error(exc) or isinstance(exc, CorruptChunkError):
                 continue                       # reported by the chunk checks

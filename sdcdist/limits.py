@@ -33,6 +33,18 @@ name                      value           why
 ``MAX_SPEC_BYTES``        1 MiB           size of a spec file
 ``MAX_YAML_DEPTH``        50              nesting of lists and mappings in a spec (a
                                           spec needs about five levels)
+``MAX_EM_ITER``           10^7            PRL EM steps (``prl_em: {max_iter}``, ``link
+                                          --em``): the fit keeps one float64 per step
+                                          (80 MB); SQUAREM converges within 10^4
+``MAX_ATTACKS``           10^5            attacks per attack kind (``attack_n``): each
+                                          is a nearest-neighbour query or a singling-out
+                                          query; at 10^5 the Wilson interval is about
+                                          +-0.3 points wide, anonymeter's default is 500
+``MAX_ATTEMPTS``          10^9            candidate queries of the multivariate
+                                          singling-out attacker (``so_max_attempts``)
+``MAX_QUERY_COLUMNS``     64              columns per singling-out query (``so_n_cols``,
+                                          also at most the attack columns of the file)
+                                          and largest SUDA2 search (``suda_max_size``)
 ========================  ==============  ==============================================
 
 >>> check_rows(10**10, columns=8, what="--rows", in_memory=False)
@@ -47,7 +59,7 @@ from .errors import SdcInputError, value_error
 
 __all__ = ["LIMITS", "MAX_ROWS", "MAX_COLUMNS", "MAX_MEMORY_BYTES", "MAX_REPLICATES",
            "MAX_CELLS", "MAX_TOP_C", "MAX_DENSE", "MAX_CHUNK_ROWS", "MAX_QUERY_DEPTH", "MAX_SPEC_BYTES", "MAX_YAML_DEPTH",
-           "check_rows"]
+           "MAX_EM_ITER", "MAX_ATTACKS", "MAX_ATTEMPTS", "MAX_QUERY_COLUMNS", "check_rows"]
 
 MIN_ROWS = 3
 MAX_ROWS = 10**9
@@ -63,12 +75,18 @@ MAX_CHUNK_ROWS = 2**22
 MAX_QUERY_DEPTH = 100
 MAX_SPEC_BYTES = 2**20
 MAX_YAML_DEPTH = 50
+MAX_EM_ITER = 10**7
+MAX_ATTACKS = 10**5
+MAX_ATTEMPTS = 10**9
+MAX_QUERY_COLUMNS = 64
 
 #: Every bound by name (for the CLI's option ranges and the docs).
 LIMITS: dict[str, int] = {
     "rows": MAX_ROWS, "columns": MAX_COLUMNS, "memory_bytes": MAX_MEMORY_BYTES,
     "replicates": MAX_REPLICATES, "cells": MAX_CELLS, "top_c": MAX_TOP_C, "dense": MAX_DENSE, "chunk_rows": MAX_CHUNK_ROWS,
     "query_depth": MAX_QUERY_DEPTH, "spec_bytes": MAX_SPEC_BYTES, "yaml_depth": MAX_YAML_DEPTH,
+    "em_iter": MAX_EM_ITER, "attacks": MAX_ATTACKS, "attempts": MAX_ATTEMPTS,
+    "query_columns": MAX_QUERY_COLUMNS,
 }
 
 

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SdcInputError, one_of, option_error, unknown_name_error, value_error
-from .limits import MAX_DENSE, MAX_TOP_C
+from .limits import (MAX_ATTACKS, MAX_ATTEMPTS, MAX_DENSE, MAX_EM_ITER, MAX_MEMORY_BYTES,
+                     MAX_QUERY_COLUMNS, MAX_ROWS, MAX_TOP_C)
 
 __all__ = ["Option", "Check", "OPTIONS", "declare", "defaults", "get_option", "check_option",
            "validate", "validate_method_options", "parse_items", "read_items", "names",
@@ -128,8 +129,12 @@ def _is_list(v: Any) -> bool:
     return isinstance(v, (list, tuple))
 
 
-def _int_pair(v: Any) -> bool:
-    return _is_list(v) and len(v) == 2 and all(_is_int(x) and x >= 1 for x in v)
+def _int_pair(v: Any, high: int = MAX_DENSE) -> bool:
+    return _is_list(v) and len(v) == 2 and all(_is_int(x) and 1 <= x <= high for x in v)
+
+
+def _row_pair(v: Any) -> bool:
+    return _int_pair(v, MAX_ROWS)
 
 
 def _tolerances(v: Any) -> bool:
@@ -168,7 +173,7 @@ PRL_EM_DEFAULTS = {"max_iter": 20000, "tol": 1e-10, "eps": 1e-9, "m_start": 0.9,
 #: fixed, only m fitted.
 PRL_EM_FITS = ("joint", "m_only")
 
-_EM_KEYS = {"max_iter": integer(1), "tol": number(low=0), "eps": number(above=0),
+_EM_KEYS = {"max_iter": integer(1, MAX_EM_ITER), "tol": number(low=0), "eps": number(above=0),
             "m_start": number(above=0), "p_max": number(above=0),
             "accelerate": Check("true or false", lambda v: isinstance(v, bool)),
             "fit": Check("joint or m_only", lambda v: v in PRL_EM_FITS)}
@@ -389,10 +394,11 @@ _INT1 = integer(1)
 declare("chunk_rows", 65_536, integer(1, MAX_CHUNK_ROWS),
         "records per reduction chunk (fixed: results never depend on the storage chunking "
         "or the workers)")
-declare("block_memory", 64 * 2**20, _INT1,
+declare("block_memory", 64 * 2**20, integer(1, MAX_MEMORY_BYTES),
         "bytes of pair distances one linkage task may hold")
 declare("block_rows", None, optional(Check("a pair [masked rows, original rows] of integers "
-                                           ">= 1", _int_pair), "sized from block_memory"),
+                                           f"in [1, {MAX_DENSE}] (a block's distances fill "
+                                           "at most 8 GiB)", _int_pair), "sized from block_memory"),
         "explicit rows per pair block of distance linkage, instead of block_memory")
 declare("linkage_method", "index", choice("index", "brute"),
         "nearest neighbours by a KD-tree per original block (index) or by distance matrices "
@@ -401,9 +407,9 @@ declare("dld", "catalog", choice("catalog", "dmt"),
         "convention of DLD and DLD2: catalog (standardised keys, masked -> original, ties "
         "1/t) or dmt (raw keys, original -> masked, a full hit when the true record is among "
         "the tied nearest; reproduces Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra)")
-declare("bucket_rows", None, optional(_INT1, "max(4 x chunk_rows, 65536)"),
+declare("bucket_rows", None, optional(integer(1, MAX_ROWS), "max(4 x chunk_rows, 65536)"),
         "keys per bucket of the distributed rank sort")
-declare("sort_memory", 128 * 2**20, _INT1,
+declare("sort_memory", 128 * 2**20, integer(1, MAX_MEMORY_BYTES),
         "bytes of sort data in flight (columns are sorted in groups)")
 # -- probabilistic record linkage (PLD, PLD20) --
 declare("prl_method", "s", choice("s", "l", "d"),
@@ -429,12 +435,12 @@ declare("prl_blocking", None,
         "PRL blocking on a key column: its name alone compares only records with equal values "
         "(e.g. the same category); [name, half window] is sorted-neighbourhood blocking "
         "(the result is then flagged)")
-declare("prl_block_rows", None, optional(Check("a pair [A rows, B rows] of integers >= 1",
-                                               _int_pair), f"{PRL_BLOCK_ROWS} each"),
+declare("prl_block_rows", None, optional(Check(f"a pair [A rows, B rows] of integers in [1, "
+                                               f"{MAX_ROWS}]", _row_pair), f"{PRL_BLOCK_ROWS} each"),
         "rows per PRL pair block")
-declare("prl_em", None, optional(Check("a mapping with some of max_iter, tol, eps, m_start, "
-                                       "p_max (numbers), accelerate (true/false), fit "
-                                       "(joint/m_only)", _em),
+declare("prl_em", None, optional(Check(f"a mapping with some of max_iter (an integer in [1, "
+                                       f"{MAX_EM_ITER}]), tol, eps, m_start, p_max (numbers), "
+                                       "accelerate (true/false), fit (joint/m_only)", _em),
                                  "the defaults"),
         f"PRL EM settings: max_iter ({PRL_EM_DEFAULTS['max_iter']} E-steps; reaching it flags "
         f"the cell), tol ({PRL_EM_DEFAULTS['tol']:g}, largest change of a parameter's logarithm "
@@ -484,7 +490,8 @@ declare("tclose_ordered", None, optional(Check("a list of column names", _column
         "categorical confidential columns whose codes are ordered (ordinal): t-closeness "
         "uses the ordered distance on them, as on numeric columns")
 # -- special uniques (SUDA2) --
-declare("suda_max_size", None, optional(integer(1), "all the key columns, as sdcMicro"),
+declare("suda_max_size", None, optional(integer(1, MAX_QUERY_COLUMNS),
+                                        "all the key columns, as sdcMicro"),
         "largest minimal sample unique (key columns) SUDA2 searches; larger ones are left "
         "out of the SUDA scores")
 declare("suda_dis_fraction", 0.01, Check("a number in (0, 1)",
@@ -510,7 +517,7 @@ declare("modrisk_bound", None, optional(number(above=0), "no bound"),
         "modrisk_*: only key cells with at most this many records count in the divisor "
         "(sdcMicro's bound)")
 # -- the three criteria of the Article 29 Working Party (singling out, linkability, inference) --
-declare("attack_n", 500, _INT1,
+declare("attack_n", 500, integer(1, MAX_ATTACKS),
         "attacks per attack kind: targets of linkability and inference, queries of singling out")
 declare("attack_confidence", 0.95, Check("a number strictly between 0 and 1",
                                          lambda v: _is_number(v) and 0 < v < 1),
@@ -519,8 +526,9 @@ declare("attack_columns", None, optional(Check("a list of column names", _column
                                          "every column but the weight and the household id"),
         "the columns the singling-out attacker queries (and the default linkability and "
         "inference columns)")
-declare("so_n_cols", 3, _INT1, "columns per multivariate singling-out query")
-declare("so_max_attempts", 10_000_000, _INT1,
+declare("so_n_cols", 3, integer(1, MAX_QUERY_COLUMNS),
+        "columns per multivariate singling-out query (at most the attack columns)")
+declare("so_max_attempts", 10_000_000, integer(1, MAX_ATTEMPTS),
         "most candidate queries the multivariate singling-out attacker tries")
 declare("so_control_scale", "fit", choice("fit", "sizes", "none"),
         "singling out: how the control set's successes are scaled to the original file's size: "
@@ -531,7 +539,7 @@ declare("link_aux", None, optional(Check("two non-empty lists of column names",
                                              _is_list(x) and _column_list(x) for x in v)),
                                    "the attack columns split in two halves"),
         "linkability: the columns of the attacker's two files")
-declare("link_neighbors", 1, _INT1,
+declare("link_neighbors", 1, integer(1, MAX_TOP_C),
         "linkability: a link is found when the two halves share one of this many nearest "
         "released records")
 declare("infer_secret", None, optional(Check("a column name", lambda v: isinstance(v, str)
@@ -551,7 +559,7 @@ declare("control", None, optional(Check("a number strictly between 0 and 1",
                                   "no control set"),
         "share of each dataset's records held out of masking as the control set of the "
         "singling-out, linkability and inference attacks", scope="audit")
-declare("task_cell_limit", 20_000, _INT1,
+declare("task_cell_limit", 20_000, integer(1, MAX_ROWS),
         "largest file (records) that cell_mode auto runs as one task per cell", scope="audit")
 # -- masking methods --
 declare("roles", None, optional(Check("a mapping of role names (confidential, quasi or key) "

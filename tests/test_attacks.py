@@ -404,3 +404,25 @@ def test_nearest_neighbour_figures_unchanged():
         r = measure(X, S, names, control=C, options={"attack_n": 80, "chunk_rows": 300,
                                                      "block_rows": [16, 300], **extra}, **KW)
         assert [r[n].value for n in names] == fig, a
+
+
+def test_so_uni_falls_back_to_the_stated_scale_when_the_control_fit_does_not_converge(
+        monkeypatch):
+    from sdcdist.metrics import attacks
+    X, S, _ = _mixed()
+    C = X[:150]                       # a control that some queries single out in
+    ok = measure(X, S, ["so_uni"], control=C, options={"attack_n": 60}, **KW)["so_uni"]
+    assert ok.flag == 0 and "control_scale" not in ok.info
+
+    def no_convergence(*a, **k):
+        raise RuntimeError("Optimal parameters not found: The maximum number of function "
+                           "evaluations is exceeded.")
+    monkeypatch.setattr(attacks, "_fit", no_convergence)
+    r = measure(X, S, ["so_uni", "so_uni_hi"], control=C, options={"attack_n": 60}, **KW)
+    info = r["so_uni"].info
+    assert r["so_uni"].flag == 1 and r["so_uni_hi"].flag == 1
+    assert "did not converge" in info["control_scale"]
+    assert info["control_unscaled"] > 0 and ok.info["control_correction"] != 1.0
+    assert info["control_correction"] == (info["distinct_control"] + 1.0) / (
+        info["distinct_original"] + 1.0)
+    assert np.isfinite(r["so_uni"].value)

@@ -316,3 +316,41 @@ def test_changed_datasets_refuse_resume(tmp_path):
     run_audit(_ds_spec([TWO_DATASETS[0]]), tmp_path / "c.zarr")
     with pytest.raises(SdcInputError, match="different spec"):
         run_audit(_ds_spec(TWO_DATASETS), tmp_path / "c.zarr")
+
+
+# --------------------------------------------------------------------------- roles and leaks
+
+def _people(tmp_path):
+    rows = ["city,sex,income"] + [f"{c},{s},{i}" for i, (c, s) in enumerate(
+        [("Lyon", "f"), ("Nice", "m"), ("Lyon", "m"), ("Paris", "f")] * 5)]
+    (tmp_path / "p.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path / "p.csv"
+
+
+def test_a_spec_without_the_confidential_role_its_metrics_need_is_refused_before_a_cluster(
+        tmp_path):
+    from sdcdist.audit.run import load_data
+    _people(tmp_path)
+    doc = {"name": "t", "dataset": {"path": "p.csv"}, "methods": [{"name": "pram",
+                                                                   "params": [0.1]}],
+           "metrics": ["ldiv_distinct"]}
+    spec = parse_spec(doc, base_dir=tmp_path)
+    with pytest.raises(SdcInputError, match="names none: give it a 'confidential' role"):
+        load_data(spec)
+    doc["dataset"]["roles"] = {"confidential": ["income"]}
+    assert load_data(parse_spec(doc, base_dir=tmp_path))
+
+
+def test_recode_labels_are_not_stored_in_the_cube(tmp_path):
+    _people(tmp_path)
+    doc = {"name": "t", "dataset": {"path": "p.csv", "categorical": ["city"]},
+           "methods": [{"name": "recode", "params": [0],
+                        "options": {"mapping": {"city": {"Nice": "South", "Lyon": "South"}}}}],
+           "metrics": ["uniques"]}
+    out = tmp_path / "c.zarr"
+    run_audit(parse_spec(doc, base_dir=tmp_path), out)
+    text = "".join(p.read_text(errors="ignore") for p in out.rglob("zarr.json"))
+    assert "Nice" not in text and "South" not in text and "Lyon" not in text
+    cube = open_cube(out)
+    assert "sha256" in cube.attrs["spec"]
+    run_audit(parse_spec(doc, base_dir=tmp_path), out)        # resumes: the same spec

@@ -194,3 +194,35 @@ def test_the_spec_holdout_reaches_the_probes(tmp_path):
     for m in ("dcr_holdout_median", "dcr_overfit"):
         want = float(cube["value"].sel(method="t_shift", metric=m).isel(param=0, replicate=0))
         assert np.isfinite(want) and float(got.sel(metric=m)) == want, m
+
+
+def test_the_spec_control_and_household_reach_the_probes(tmp_path):
+    """A calibrate spec with a control share and a household id measures the attacks
+    (against the control set) and the household risk at the calibrated parameter as an
+    audit of that parameter does."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from sdcdist.audit import run_audit
+    from sdcdist.cube import open_cube
+    d = pd.read_csv(Path(__file__).parents[1] / "sdcdist" / "data" / "reference" /
+                    "household.csv")[["urbrur", "water", "sex", "age", "income", "ori_hid"]]
+    d.iloc[:300].to_csv(tmp_path / "h.csv", index=False)
+    cats = ["urbrur", "water", "sex", "age"]
+    spec = parse_spec({"name": "cal", "seed": 3,
+                       "dataset": {"name": "s", "path": "h.csv", "categorical": cats,
+                                   "roles": {"household": ["ori_hid"]}},
+                       "methods": [{"name": "t_shift", "params": [0.0, 4.0]}],
+                       "metrics": ["HR_mean", "so_uni"],
+                       "options": {"control": 0.2, "attack_n": 20},
+                       "keysets": [["urbrur", "water", "sex", "age"]]}, base_dir=tmp_path)
+    t = calibrate(spec, metric="t_risk", target=0.6, tol=1e-6, out=tmp_path / "c.zarr").table
+    a = t.loc["t_shift", "param"]
+    got = open_calibration(tmp_path / "c.zarr")["value"].sel(dataset="s", method="t_shift")
+    doc = {**spec.raw, "methods": [{"name": "t_shift", "params": [float(a)]}]}
+    run_audit(parse_spec(doc, base_dir=tmp_path), tmp_path / "a.zarr")
+    cube = open_cube(tmp_path / "a.zarr")
+    for m in ("HR_mean", "so_uni"):
+        want = float(cube["value"].sel(method="t_shift", metric=m).isel(param=0, replicate=0))
+        assert np.isfinite(want) and float(got.sel(metric=m)) == want, m

@@ -239,3 +239,29 @@ def test_pipeline_in_a_spec_is_checked():
     doc["methods"][0]["options"] = {"recode": {"w": 5, "bogus": 1}}
     with pytest.raises(SdcInputError, match="Unknown recode option 'bogus'"):
         parse_spec(doc)
+
+
+def test_pram_categories_are_the_declared_ones_not_the_largest_code_plus_one(monkeypatch):
+    from sdcdist.masking import categorical as catmod
+    from sdcdist.masking import get_method
+    from sdcdist.masking.categorical import pram_matrix
+    d = np.array([0.8, 0.7, 0.9, 0.75])
+    # an empty category counts wherever its code stands: renumbering it moves nothing
+    A = pram_matrix([50, 30, 0, 20], 0.5, diag=d)
+    B = pram_matrix([50, 30, 20, 0], 0.5, diag=d[[0, 1, 3, 2]])
+    np.testing.assert_allclose(A[np.ix_([0, 1, 3, 2], [0, 1, 3, 2])], B, atol=1e-15)
+    seen = []
+    real = catmod.pram_diagonal
+    monkeypatch.setattr(catmod, "pram_diagonal",
+                        lambda L, pd, rng: seen.append(L) or real(L, pd, rng))
+    labels = {"a": ["w", "x", "y", "z"]}
+    for codes in ([0, 1, 2], [0, 1, 3], [0, 2, 3]):      # the empty one last, inside, ...
+        X = np.array(codes * 20, dtype=np.float64)[:, None]
+        opts = method_options("pram", columns=["a"], roles={}, categorical=labels)
+        assert opts["labels"] == labels
+        opts.pop("categorical")
+        for name in ("pram", "pram_freq_inv"):
+            REGISTRY[name](X, 0.5, rng=np.random.default_rng(0), categorical=[0], **opts)
+        get_method("recode+pram")(X, 0.5, rng=np.random.default_rng(0), categorical=[0],
+                               **{**opts, "recode": {"w": 0, "mapping": {"a": {"w": "x"}}}})
+    assert seen == [4] * 6     # pram, and pram after a recode that keeps the 4 labels

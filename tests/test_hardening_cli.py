@@ -349,8 +349,9 @@ def test_dense_assignment_sizes_are_bounded(run, tmp_path):
     assert res.exit_code == 2 and "--dense-limit" in res.output
 
 
+@pytest.mark.parametrize("command", ["measure", "audit"])
 def test_a_scheduler_that_accepts_and_never_answers_is_a_clear_error(run, tmp_path,
-                                                                     monkeypatch):
+                                                                     monkeypatch, command):
     """A --scheduler port that accepts connections and stays silent (another service, a
     stuck process): the command gives up after its timeout with exit 2 naming the address
     and the fix (Dask's Client alone would wait for its handshake for ever)."""
@@ -373,11 +374,16 @@ def test_a_scheduler_that_accepts_and_never_answers_is_a_clear_error(run, tmp_pa
 
     address = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
     (tmp_path / "a.csv").write_text("x,y\n1,2\n3,4\n5,7\n8,1\n")
+    (tmp_path / "s.yaml").write_text("name: t\ndataset: {synthetic: {rows: 40, columns: 3}}\n"
+                                     "methods: [{name: noise, params: [0.1]}]\n"
+                                     "metrics: [IL1s]\n")
+    args = (["measure", tmp_path / "a.csv", tmp_path / "a.csv", "--metric", "IL1s"]
+            if command == "measure" else ["audit", tmp_path / "s.yaml", "--out",
+                                          tmp_path / "c.zarr"])
     result: list = []
     listener = threading.Thread(target=accept, daemon=True)
     command = threading.Thread(target=lambda: result.append(run(
-        "measure", tmp_path / "a.csv", tmp_path / "a.csv", "--metric", "IL1s",
-        "--scheduler", address)), daemon=True)
+        *args, "--scheduler", address)), daemon=True)
     listener.start()
     try:
         command.start()

@@ -433,3 +433,18 @@ def test_household_risk_keeps_the_digits_of_tiny_risks(rng):
             keep *= 1 - Fraction(float(rk))
         exact = float(1 - keep)
         assert abs(R - exact) <= 4 * np.spacing(exact), (R, exact)
+
+
+def test_a_fractional_household_id_is_refused():
+    from sdcdist.data import from_array
+    X = np.column_stack([np.arange(20) % 3, np.arange(20) % 2, np.repeat(np.arange(10.0), 2)])
+    X2 = X.copy()
+    X2[5, 2] = 1.5
+    with pytest.raises(SdcInputError, match="household id column 'H' .* not whole numbers"):
+        measure(X, X2, ["HR_mean"], columns=["A", "B", "H"], categorical=["A", "B"],
+                household="H")
+    with pytest.raises(SdcInputError, match="not whole numbers"):
+        from_array(X2, columns=["A", "B", "H"], roles={"household": ["H"]},
+                   categories={"A": ["a", "b", "c"], "B": ["x", "y"]})
+    assert measure(X, X, ["HR_mean"], columns=["A", "B", "H"], categorical=["A", "B"],
+                   household="H")["HR_mean"].value > 0

@@ -170,3 +170,12 @@ def test_dataset_store_without_its_manifest_fails_verify(run, store):
     _refused(run("verify", store), "manifest")
     with pytest.raises(SdcInputError, match="manifest"):
         load_microdata(store)
+
+
+@pytest.mark.parametrize("member", ["zarr.json", "values/zarr.json"])
+def test_dataset_store_with_truncated_metadata_is_damage(run, store, member):
+    (store / member).write_text((store / member).read_text()[:30])
+    with pytest.raises(SdcInputError, match="cannot be read"):
+        load_microdata(store)
+    _refused(run("verify", store), "cannot be read")
+    _refused(run("risk", store, store, "--metric", "DLD", "--local"), "cannot be read")

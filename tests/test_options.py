@@ -304,3 +304,29 @@ def test_parse_items_refuses_a_repeated_key_and_yaml_aliases():
     with pytest.raises(SdcInputError, match="anchors"):
         parse_items(["prl_t=&a 0.05"])
     assert parse_items(["prl_t=5e-2"]) == {"prl_t": 0.05}
+
+
+@pytest.mark.parametrize("name,value,words", [
+    ("prl_em", {"max_iter": 10**12}, "[1, 10000000]"),
+    ("attack_n", 10**9, "[1, 100000]"),
+    ("so_n_cols", 99, "[1, 64]"),
+    ("so_max_attempts", 10**12, "[1, 1000000000]"),
+    ("link_neighbors", 10**9, "[1, 1000]"),
+    ("block_memory", 2**40, "an integer in"),
+    ("sort_memory", 2**40, "an integer in"),
+    ("suda_max_size", 10**6, "[1, 64]"),
+    ("task_cell_limit", 10**12, "an integer in"),
+    ("block_rows", [10**9, 10**9], "in [1, 32768]"),
+    ("prl_block_rows", [10**12, 1], "in [1, 1000000000]"),
+])
+def test_every_count_option_has_a_stated_bound(name, value, words):
+    from sdcdist.options import validate
+    with pytest.raises(SdcInputError, match=re.escape(words)):
+        validate({name: value})
+
+
+def test_so_n_cols_beyond_the_attack_columns_is_refused_before_the_attack():
+    from sdcdist.metrics import measure
+    X = np.column_stack([np.arange(40.0) % k for k in (3, 4, 5, 6, 7, 8, 9)])
+    with pytest.raises(SdcInputError, match="so_n_cols is 20, but so_multi has only 7"):
+        measure(X, X, ["so_multi"], options={"so_n_cols": 20})

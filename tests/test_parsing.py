@@ -113,3 +113,31 @@ def test_hard_to_round_decimals_read_back_bit_for_bit(tmp_path):
     src = _write(tmp_path, "v,w\n" + "\n".join(f"{t},{i}" for i, t in enumerate(text)) + "\n")
     md = load_microdata(src)
     assert md.values[:, 0].tobytes() == np.array([float(t) for t in text]).tobytes()
+
+
+# --------------------------------------------------------------------------- the typo doors
+
+def test_a_parquet_text_column_with_one_typo_among_numbers_is_refused(tmp_path):
+    vals = [str(i) for i in range(600)]
+    vals[17] = "1O"
+    pd.DataFrame({"A": vals, "B": np.arange(600.0)}).to_parquet(tmp_path / "t.parquet")
+    with pytest.raises(SdcInputError, match=r"column 'A' .* looks numeric.*records 18"):
+        load_microdata(tmp_path / "t.parquet")
+    # a text column of labels stays categorical; a declared one is taken as is
+    pd.DataFrame({"A": ["a", "b", "c"] * 3, "B": np.arange(9.0)}).to_parquet(tmp_path / "o.parquet")
+    assert list(load_microdata(tmp_path / "o.parquet").categories) == ["A"]
+    md = load_microdata(tmp_path / "t.parquet", categorical=["A"])
+    assert len(md.categories["A"]) == 600
+
+
+@pytest.mark.parametrize("cell", ["1_000", "nan", "NaN", "-nan"])
+def test_underscores_and_nan_text_are_not_numbers(tmp_path, cell):
+    rows = "\n".join(f"{i},{i}" for i in range(20))
+    path = _write(tmp_path, f"A,B\n{rows}\n{cell},3\n")
+    with pytest.raises(SdcInputError, match=r"column 'A' .* looks numeric.*records 21"):
+        load_microdata(path)
+    assert parse.parse_numbers(np.array(["1", cell], dtype=object),
+                               np.zeros(2, dtype=bool))[1].tolist() == [False, True]
+    if "nan" in cell.lower():      # named as a marker, it is missing (refused as such here)
+        with pytest.raises(SdcInputError, match="missing values"):
+            load_microdata(path, na_values=cell)

@@ -698,3 +698,34 @@ def test_pld_best_metric_beside_pld(census):
     assert got["PLD_best"].value == pytest.approx(100 * res.correct_best / 300, abs=1e-12)
     assert got["PLD_best"].value != got["PLD"].value
     assert got["PLD_best"].info["per_keyset_info"][0]["em_fit"] == "joint"
+
+
+def test_pld_leaves_a_named_constant_key_out_with_a_note():
+    from sdcdist.metrics import measure
+    from sdcdist.metrics.prl import em_note
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=30), rng.normal(size=30), np.full(30, 2021.0)])
+    Y = X + np.column_stack([rng.normal(scale=0.3, size=(30, 2)), np.zeros(30)])
+    a = measure(X, Y, ["PLD", "PLD20"], columns=["A", "B", "C"], keysets=[["A", "B", "C"]])
+    b = measure(X, Y, ["PLD", "PLD20"], columns=["A", "B", "C"], keysets=[["A", "B"]])
+    for name in ("PLD", "PLD20"):
+        assert a[name].value == b[name].value
+        assert a[name].info["per_keyset_info"][0]["constant_keys_left_out"] == ["C"]
+        assert "constant key column(s) ['C'] left out" in em_note(name, a[name])
+        assert a[name].info["per_keyset_info"][0]["em_loglik"] == \
+            b[name].info["per_keyset_info"][0]["em_loglik"]
+    with pytest.raises(SdcInputError, match="every key of the key set"):
+        measure(X, Y, ["PLD"], columns=["A", "B", "C"], keysets=[["C"]])
+
+
+def test_plain_em_at_its_limit_says_what_to_do():
+    from sdcdist.metrics import measure
+    from sdcdist.metrics.prl import em_note
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    Y = X + rng.normal(scale=0.3, size=(30, 2))
+    for acc, words in ((False, "plain EM (prl_em accelerate: false) converges linearly"),
+                       (True, "raise prl_em max_iter")):
+        r = measure(X, Y, ["PLD"], columns=["A", "B"], keysets=[["A", "B"]],
+                    options={"prl_em": {"max_iter": 3, "accelerate": acc}})["PLD"]
+        assert r.flag and words in em_note("PLD", r)

@@ -408,3 +408,25 @@ def test_risk_command_refuses_identifiers_that_never_match(tmp_path, rng):
                                     "--id", "pid", "--metric", "DLD", "--local"])
     assert res.exit_code == 2, res.output
     assert "matches no record" in res.output and "9000" not in res.output
+
+
+def test_default_key_sets_leave_the_confidential_columns_out(run, tmp_path):
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.integers(0, 2, 60), rng.integers(0, 2, 60), np.arange(60) % 57])
+    cols, cats = ["A", "B", "C"], ["A", "B", "C"]
+    conf = measure(X, X, ["uniques"], columns=cols, categorical=cats, confidential=["C"])
+    keys = measure(X, X, ["uniques"], columns=cols, categorical=cats, keysets=[["A", "B"]])
+    both = measure(X, X, ["uniques"], columns=cols, categorical=cats)
+    assert conf["uniques"].value == keys["uniques"].value == 0
+    assert both["uniques"].value > 0            # C is a key when nobody says otherwise
+    # the command line reads the store's roles: its key role, else all but confidential
+    from sdcdist.data import ingest
+    import pandas as pd
+    pd.DataFrame(X, columns=cols).to_csv(tmp_path / "x.csv", index=False)
+    ingest(tmp_path / "x.csv", tmp_path / "x.zarr", categorical=cats,
+           roles={"confidential": ["C"]})
+    res = run("risk", tmp_path / "x.zarr", tmp_path / "x.zarr", "--metric", "uniques",
+              "--local", "--json")
+    assert res.exit_code == 0, res.output
+    import json
+    assert json.loads(res.output)["metrics"]["uniques"]["value"] == 0

@@ -296,3 +296,23 @@ def test_the_page_shows_an_audits_note_and_offers_resume():
     assert "a.note" in PAGE and '"warn msg"' in PAGE
     assert re.search(r'"/resume", \{method: "POST"\}', PAGE)
     assert re.search(r'status === "failed" \|\| a\.status === "cancelled"\) \? "" : "none"', PAGE)
+
+
+def test_resume_counts_against_max_audits(tmp_path):
+    store = Store(tmp_path / "root")
+    app = create_app(ServiceConfig(root=tmp_path / "root", max_audits=1), store=store)
+    with TestClient(app) as c:
+        csrf = c.get("/v1/csrf")
+        if csrf.status_code == 200:
+            c.headers["X-Sdcdist-Csrf"] = csrf.json()["token"]
+        for a in ("au_a", "au_b"):
+            assert store.add_audit(a, "local", name=a, spec={}, cells_total=1, limit=1)
+            store.finish(a, "failed", "stopped")
+        r = c.post("/v1/audits/au_a/resume")
+        assert r.status_code == 202, r.text          # 0 active: resumed, now 1 active
+        r = c.post("/v1/audits/au_b/resume")
+        assert r.status_code == 429 and "at once" in r.json()["detail"], r.text
+        assert store.audit("au_b")["status"] == "failed"
+        store.finish("au_a", "cancelled", "by you")
+        assert c.post("/v1/audits/au_b/resume").status_code == 202
+        assert c.post("/v1/audits/au_b/resume").status_code == 409   # active already

@@ -290,13 +290,17 @@ def test_refusals():
     X = _codes(CASES["hh7"])
     keys = CASES["hh7"]["keys"]
     with pytest.raises(SdcInputError, match=r"\['water'\] are both confidential and key"):
-        measure(X, X, ["suda_mean"], columns=keys, categorical=keys,
+        measure(X, X, ["suda_mean"], columns=keys, categorical=keys, keysets=[keys],
                 confidential=["water"])
+    # the default key sets leave the confidential column out (no clash to refuse)
+    r = measure(X, X, ["suda_mean"], columns=keys, categorical=keys, confidential=["water"])
+    assert r["suda_mean"].info.get("keys", [c for c in keys if c != "water"]) == \
+        [c for c in keys if c != "water"]
     with pytest.raises(SdcInputError, match="categorical"):
         measure(X, X, ["suda_mean"], columns=keys)
     for opt, bad, allowed in [("suda_dis_fraction", 0, "a number in (0, 1)"),
                               ("suda_dis_fraction", 1.0, "a number in (0, 1)"),
-                              ("suda_max_size", 0, "an integer >= 1"),
+                              ("suda_max_size", 0, "an integer in [1, 64]"),
                               ("suda_original_scores", "yes", "true or false"),
                               ("suda_missing", "NA", "a number")]:
         with pytest.raises(SdcInputError) as e:

@@ -51,7 +51,7 @@ from .plan import Cell, cell_seed
 from ..parallel import CellExecutor, Runner
 from .run import (spec_method_options, library_versions, load_data, load_holdouts,
                   options_cell_mode, run_cells)
-from .spec import AuditSpec, load_spec
+from .spec import AuditSpec, load_spec, stored_spec
 
 __all__ = ["calibrate", "CalibrationResult", "calibration_table", "open_calibration"]
 
@@ -363,7 +363,8 @@ def _result_dataset(spec: AuditSpec, data: list, curves: list[_Curve], values: d
         attrs={"calibration": json.dumps({"mode": mode, "metric": metric, "target": target,
                                           "tolerance": tol, "max_iter": max_iter,
                                           "replicates": spec.replicates}),
-               "spec": json.dumps(spec.raw, sort_keys=True), "spec_sha256": spec.sha256,
+               "spec": json.dumps(stored_spec(spec.raw), sort_keys=True),
+               "spec_sha256": spec.sha256,
                "datasets": json.dumps([{"name": d.name, "sha256": md.sha256,
                                         "shape": list(md.values.shape)}
                                        for d, (md, _) in zip(spec.datasets, data)]),

@@ -40,7 +40,7 @@ from ..options import OPTIONS
 from ..parallel import CellExecutor, Runner, cell_mode
 from ..storage import local_path
 from .plan import Cell, plan_cells
-from .spec import AuditSpec, DatasetSpec, load_spec
+from .spec import AuditSpec, DatasetSpec, load_spec, stored_spec
 
 __all__ = ["run_audit", "load_dataset", "load_data", "AuditResult", "mask_cell", "measure_cell", "cell_task",
            "cell_spread", "run_cells", "TASK_CELL_LIMIT", "options_cell_mode",
@@ -171,6 +171,7 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
                 "has none: name its integer-coded categorical columns in the dataset's "
                 "'categorical:' (text columns are categorical anyway)")
         _check_keys(spec, md, ds.name, keysets)
+        _check_confidential(spec, md, ds.name)
         md = split_control(md, spec.options.get("control"), spec.seed, len(data), ds.name)
         for ms in spec.methods:
             check_data(ms.name, md.values, ms.params,
@@ -178,6 +179,20 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
                                        categorical=md.categories))
         data.append((md, keysets))
     return data
+
+
+def _check_confidential(spec: AuditSpec, md: Microdata, name: str) -> None:
+    """Refuse, before a cluster starts, metrics that read the confidential columns on a
+    dataset without a confidential role (a worker would refuse each cell)."""
+    from ..metrics.attribute import needs_confidential
+    from ..metrics.measure import expand_requirements
+    need = [m for m in expand_requirements(list(spec.metrics))
+            if needs_confidential(m, spec.options)]
+    if need and not [c for c in (md.roles.get("confidential") or []) if c in md.columns]:
+        raise SdcInputError(
+            f"{', '.join(need)} measure what the keys disclose about confidential columns, "
+            f"and dataset {name!r} names none: give it a 'confidential' role (roles: "
+            "{confidential: [column, ...]} in the spec's dataset, or ingest --confidential)")
 
 
 def split_control(md: Microdata, share: float | None, seed: int, d: int,
@@ -472,7 +487,8 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
         cube = cubemod.open_cube(out)
         if cube.attrs.get("spec_sha256") != spec.sha256:
             old = json.loads(cube.attrs.get("spec", "{}"))
-            diff = sorted(k for k in set(old) | set(spec.raw) if old.get(k) != spec.raw.get(k))
+            new = stored_spec(spec.raw)
+            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
             raise SdcInputError(
                 f"the cube {out!r} was made by a different spec (differences in: "
                 f"{', '.join(diff) or 'the spec'}); write to another --out, or pass "
@@ -492,7 +508,7 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
         metric_kinds=[m.kind for m in metrics], ascending=[m.ascending for m in metrics],
         replicates=spec.replicates, datasets=[d.name for d in spec.datasets],
         keysets={d.name: ks for d, (_, ks) in zip(spec.datasets, data)},
-        attrs={"spec": spec.raw, "spec_sha256": spec.sha256, "datasets": fingerprints,
+        attrs={"spec": stored_spec(spec.raw), "spec_sha256": spec.sha256, "datasets": fingerprints,
                "versions": library_versions(), "conventions": cubemod.conventions(spec.options),
                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "title": f"sdcdist audit {spec.name!r}"})

@@ -62,7 +62,30 @@ from ..storage import refuse_credentials
 from .. import limits
 
 __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec",
-           "read_spec_text", "DATA_FIELDS"]
+           "read_spec_text", "DATA_FIELDS", "stored_spec", "LABEL_OPTIONS"]
+
+#: Method options whose values are category labels of the data (``recode``'s
+#: ``mapping``): a cube records their SHA-256, never the labels (:func:`stored_spec`).
+LABEL_OPTIONS = ("mapping",)
+
+
+def stored_spec(raw: Any) -> Any:
+    """The spec as a cube records it: every option that holds category labels
+    (:data:`LABEL_OPTIONS`, at any depth) replaced by ``{"sha256": ...}`` of its canonical
+    JSON, so that a cube never carries values of the data (the spec's own SHA-256,
+    ``spec_sha256``, still pins the whole spec)."""
+    if isinstance(raw, Mapping):
+        out = {}
+        for k, v in raw.items():
+            if k in LABEL_OPTIONS and v is not None:
+                text = json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
+                out[k] = {"sha256": hashlib.sha256(text.encode()).hexdigest()}
+            else:
+                out[k] = stored_spec(v)
+        return out
+    if isinstance(raw, (list, tuple)):
+        return [stored_spec(v) for v in raw]
+    return raw
 
 _TOP = {"name", "seed", "dataset", "datasets", "methods", "replicates", "metrics", "keysets", "options",
         "description"}

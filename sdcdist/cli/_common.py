@@ -303,22 +303,35 @@ def _scheduler_answers(address: str, security: Any, timeout: float) -> bool:
     args = security.get_connection_args("client") if security is not None else {}
     outcome: list[BaseException | None] = []
 
+    decided = threading.Event()
+
     async def probe() -> None:
-        comm = await asyncio.wait_for(connect(address, timeout=timeout, **args), timeout + 1)
+        try:
+            comm = await asyncio.wait_for(connect(address, timeout=timeout, **args),
+                                          timeout + 1)
+        except asyncio.TimeoutError:
+            outcome.append(asyncio.TimeoutError())
+            decided.set()
+            return
+        except BaseException as exc:     # handed to the caller's thread
+            outcome.append(exc)
+            decided.set()
+            return
+        outcome.append(None)
+        decided.set()
         await comm.close()
 
     def attempt() -> None:
-        try:
+        # the answer is handed over as soon as it is known (``decided``): the clean-up of
+        # an abandoned connect (Dask's handshake tasks) may take longer and is left to
+        # this daemon thread, so the command fails within its timeout
+        with contextlib.suppress(BaseException):
             asyncio.run(probe())
-            outcome.append(None)
-        except asyncio.TimeoutError:
-            outcome.append(asyncio.TimeoutError())
-        except BaseException as exc:     # handed to the caller's thread
-            outcome.append(exc)
+        decided.set()
 
     thread = threading.Thread(target=attempt, name="sdcdist-scheduler-probe", daemon=True)
     thread.start()
-    thread.join(timeout + 6)
+    decided.wait(timeout + 2)
     if not outcome or isinstance(outcome[0], asyncio.TimeoutError):
         return False
     if outcome[0] is not None:

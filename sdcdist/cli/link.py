@@ -178,8 +178,9 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
                f"(log-likelihood {info['em_loglik']:.6g}), P(M) {info['p_match']:.3g}")
     if not info["em_converged"]:
         click.echo(f"warning: EM did not converge within {info['em_iterations']} iterations "
-                   f"(parameters still moving by {settings.em.tol:g} or more); raise max_iter "
-                   "(--em '{max_iter: N}')")
+                   f"(parameters still moving by {settings.em.tol:g} or more); "
+                   + ("raise max_iter (--em '{max_iter: N}')" if settings.em.accelerate else
+                      limit_advice(False).replace("prl_em ", "--em ")))
     if info.get("em_identified") is False:
         click.echo("warning: the pattern counts do not identify the EM fit (observed "
                    f"information singular: smallest/largest eigenvalue "

@@ -190,6 +190,10 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     if id_column is not None:
         from ..linkage import truth_from_ids
         truth = truth_from_ids(id_a, id_b, column=id_column)
+    if not ks_given and not key_list:
+        # the store's key role, else every shared column but the weight, the household
+        # id and the confidential columns (measure's default)
+        key_list = [c for c in (a.roles.get("key") or []) if c in b.columns] or None
     if ks_given:
         ks = ks_given
     elif key_list:

@@ -128,14 +128,23 @@ def _ahead(batches: Iterator[list[Any]], depth: int = 2) -> Iterator[list[Any]]:
 
 
 def _cast_numbers(a: Any) -> np.ndarray | None:
-    """``float(cell)`` of every cell when Arrow reads them all as numbers, else None."""
+    """``float(cell)`` of every cell when Arrow reads them all as numbers, else None.
+
+    Arrow reads the text ``nan`` as a number; :mod:`sdcdist.data.parse` does not (it is
+    missing only when named), so a block where a present cell gave NaN is not numbers
+    only (the caller then judges each distinct cell by the shared rules)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     try:
         out = pc.cast(a, pa.float64(), safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    return np.asarray(out.to_numpy(zero_copy_only=False), dtype=np.float64)
+    v = np.asarray(out.to_numpy(zero_copy_only=False), dtype=np.float64)
+    nan = np.isnan(v)
+    if nan.any() and (nan & np.asarray(pc.is_valid(a).to_numpy(zero_copy_only=False),
+                                       dtype=bool)).any():
+        return None
+    return v
 
 
 class _Part:

@@ -102,6 +102,10 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
         def write(block: np.ndarray) -> None:
             n = state["n"]
             state["checker"].update(block)
+            if roles.get("household") and roles["household"][0] in state["names"]:
+                from .types import check_household_ids
+                h = roles["household"][0]
+                check_household_ids(block[:, state["names"].index(h)], h, repr(source.name))
             state["arr"].resize((n + block.shape[0], len(state["names"])))
             state["arr"][n:n + block.shape[0]] = block
             state["digest"].update(block)

@@ -158,7 +158,7 @@ def from_array(values: np.ndarray, columns: Sequence[str] | None = None, *,
 
 def check_typed(md: Microdata, source: str = "the data") -> None:
     """Check roles and categorical codes of in-memory microdata (names only in messages)."""
-    from .types import check_roles, check_weights
+    from .types import check_household_ids, check_roles, check_weights
     column_positions(list(md.categories), md.columns, what="categorical column")
     check_roles(md.columns, md.roles, md.categories, source=source)
     for c, labels in md.categories.items():
@@ -170,6 +170,9 @@ def check_typed(md: Microdata, source: str = "the data") -> None:
                                 "categories")
     if md.weight is not None:
         check_weights(md.values[:, md.columns.index(md.weight)], md.weight)
+    if md.household is not None and md.household in md.columns:
+        check_household_ids(md.values[:, md.columns.index(md.household)], md.household,
+                            source)
 
 
 def file_sha256(path: str | os.PathLike) -> str:

@@ -11,8 +11,11 @@ spells it (no stripping, no missing-value guessing), and these functions decide
   else: ``NA``, ``None``, ``null``, ``N/A`` are ordinary labels (a country
   code, "not applicable") unless named.
 - **numbers** (:func:`parse_numbers`): a cell is a number when Python's
-  ``float()`` reads it; the value is exactly ``float(cell)`` (correctly
-  rounded, so a file written with 17 significant digits reads back bit for bit).
+  ``float()`` reads it, except a spelling with underscores (``1_000``: Python's
+  digit grouping, a probable typo in a data file) and the text ``nan`` (any case,
+  signed), which is missing only when named in ``--na-values``; the value is
+  exactly ``float(cell)`` (correctly rounded, so a file written with 17
+  significant digits reads back bit for bit).
 - **labels** (:func:`labels_text`): a categorical cell keeps its text verbatim,
   leading and trailing spaces included (``" A"`` and ``"A"`` are two categories).
 - **column types** (:class:`TypeScan`, :func:`column_kind`): a column whose every
@@ -32,7 +35,8 @@ import numpy as np
 
 from ..errors import SdcInputError, value_error
 
-__all__ = ["missing_markers", "missing_mask", "parse_numbers", "labels_text", "TypeScan",
+__all__ = ["missing_markers", "missing_mask", "parse_numbers", "strict_float", "labels_text",
+           "TypeScan",
            "column_kind", "NUMERIC", "CATEGORICAL"]
 
 NUMERIC = "numeric"
@@ -98,21 +102,32 @@ def parse_numbers(text: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, np
     present = ~np.asarray(missing, dtype=bool)
     cells = text[present]
     try:
-        values[present] = cells.astype(np.float64)    # float(cell) for each cell
-        return values, bad
+        fast = cells.astype(np.float64)               # float(cell) for each cell
+        if not np.isnan(fast).any() and not any("_" in c for c in cells.tolist()
+                                                if isinstance(c, str)):
+            values[present] = fast
+            return values, bad
     except (ValueError, TypeError):
         pass
     out = np.empty(cells.shape)
     wrong = np.zeros(cells.shape, dtype=bool)
     for i, v in enumerate(cells.tolist()):
         try:
-            out[i] = float(v)
+            out[i] = strict_float(v)
         except (ValueError, TypeError):
             out[i] = np.nan
             wrong[i] = True
     values[present] = out
     bad[present] = wrong
     return values, bad
+
+
+def strict_float(cell: object) -> float:
+    """``float(cell)``, refusing (ValueError) what a data file does not mean as a number:
+    underscores (``1_000``) and the text ``nan``."""
+    if isinstance(cell, str) and ("_" in cell or cell.strip().lstrip("+-").lower() == "nan"):
+        raise ValueError("not a number in a data file")
+    return float(cell)  # type: ignore[arg-type]
 
 
 def labels_text(text: np.ndarray, missing: np.ndarray) -> np.ndarray:

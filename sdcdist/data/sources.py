@@ -347,6 +347,7 @@ def read_typed_frames(source: Path, columns: Sequence[str] | None, chunk_rows: i
     declared = list(dict.fromkeys(categorical or []))
     column_positions(declared, names, what="categorical column", where=repr(source.name))
     scan = TypeScan([c for c in names if c not in declared], repr(source.name))
+    tscan = TypeScan([c for c in names if c not in declared], repr(source.name))
     typed_text: list[str] = []          # text columns of a typed (Parquet) file
     offset = 0
     start()
@@ -361,8 +362,11 @@ def read_typed_frames(source: Path, columns: Sequence[str] | None, chunk_rows: i
             elif source_kind(source) == "csv":
                 v, bad = parse_numbers(text, miss)
             else:
+                # a text column of a typed file is categorical, unless most of its cells
+                # are numbers and a few are not: a typo, refused as in a CSV file
                 if c not in typed_text:
                     typed_text.append(c)
+                tscan.update(c, miss, parse_numbers(text, miss)[1], offset)
                 continue
             scan.update(c, miss, bad, offset)
             block[:, j] = v
@@ -372,6 +376,7 @@ def read_typed_frames(source: Path, columns: Sequence[str] | None, chunk_rows: i
             # on the layout, and the cubes of CSV inputs must stay bit for bit
             write(np.asfortranarray(block))
     kinds = scan.kinds()
+    tscan.kinds()                        # raises for a typed text column with a typo
     cats = [c for c in names if c in declared or c in typed_text
             or kinds.get(c) == CATEGORICAL]
     if not cats:

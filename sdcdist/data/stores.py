@@ -21,12 +21,27 @@ def store_group(store: str | os.PathLike) -> Any:
         group = open_zarr_group(s, "r")
         group["values"]
     except Exception:
+        damage = _damage(s)
+        if damage:                     # a lost or truncated zarr.json: damage, not a typo
+            raise integrity.metadata_error(s, damage) from None
         raise SdcInputError(f"{s!r} is not an sdcdist Zarr store (no 'values' array); "
                             "create one with 'sdcdist ingest'") from None
     problems = integrity.check_metadata(group, s)
     if problems:
         raise integrity.metadata_error(s, problems)
     return group
+
+
+def _damage(store: str) -> list[str]:
+    """What :func:`~sdcdist.integrity.verify_store` finds wrong with the metadata of a
+    store that cannot be opened (a lost or truncated zarr.json), else nothing."""
+    try:
+        report = integrity.verify_store(store)
+    except Exception:                          # noqa: BLE001 - not a store at all
+        return []
+    if report.kind not in ("zarr", "dataset"):
+        return []
+    return list(report.problems)
 
 
 class StoredArray:

@@ -23,7 +23,8 @@ import numpy as np
 from ..errors import SdcInputError, column_positions, unknown_name_error, weight_error
 
 __all__ = ["MAX_LEVELS", "ROLES", "label_order", "encode_column", "LabelCollector",
-           "check_roles", "check_household_role", "check_weights", "as_text"]
+           "check_roles", "check_household_role", "check_household_ids", "check_weights",
+           "as_text"]
 
 #: Most distinct values a categorical column may have (more looks like an identifier
 #: or free text, which is no quasi-identifier a frequency table can use).
@@ -156,6 +157,19 @@ def check_household_role(roles: Mapping[str, Sequence[str]], *, source: str = "t
         if clash:
             raise SdcInputError(f"column {clash[0]!r} is both the household id and a "
                                 f"{other} column of {source}; {why}: give it one role")
+
+
+def check_household_ids(h: np.ndarray, name: str, source: str = "the data") -> None:
+    """Refuse household ids that are not whole numbers (1.5 would make a household of its
+    own); missing ids are refused where the household metrics read them."""
+    h = np.asarray(h, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = int(np.count_nonzero(~np.isnan(h) & ~(np.isfinite(h) & (h == np.floor(h)))))
+    if bad:
+        raise SdcInputError(
+            f"the household id column {name!r} of {source} has {bad} values that are not "
+            "whole numbers; a household id names a household (1, 2, ... or any integer "
+            "code): correct them, or declare the column categorical if its ids are text")
 
 
 def check_weights(w: np.ndarray, name: str) -> None:

@@ -254,6 +254,10 @@ def pipeline_method(name: str) -> MaskingMethod:
             categorical: Sequence[int] = (), keep: Sequence[int] = (),
             **options: object) -> np.ndarray:
         Y = X
+        if "info" not in options and any("info" in m.options for m in meths):
+            # a step's detail for the next ones: recode's new labels tell PRAM the
+            # categories of the recoded columns
+            options = {**options, "info": {}}
         for m in meths:
             own = dict(options.get(m.name) or {})          # type: ignore[call-overload]
             if m is last:

@@ -273,14 +273,20 @@ def invariant_matrix(P: np.ndarray, freq: np.ndarray, alpha: float = 1.0) -> np.
 
 
 def pram_column(x: np.ndarray, p: float, *, rng: np.random.Generator,
-                construction: str = "sdcmicro", alpha: float = 0.5) -> np.ndarray:
+                construction: str = "sdcmicro", alpha: float = 0.5,
+                n_categories: int | None = None) -> np.ndarray:
     """PRAM on one code column (NaN stays NaN). Returns a new float64 array.
 
     ``construction``: ``sdcmicro`` (``pram``: p is pd, invariant with ``alpha``),
     ``freq`` (``pram_freq``, not invariant) or ``freq_inv`` (``pram_freq_inv``).
-    Memory O(n + L); no L x L matrix is built.
+    ``n_categories``: the column's declared categories (its labels, used or not; CATALOG:
+    an empty category counts wherever its code stands); None for a column without
+    labels (then the codes 0..largest are its categories). Memory O(n + L); no L x L
+    matrix is built.
     """
     c, ok, L = _codes(x)
+    if n_categories is not None:      # codes beyond the labels cannot occur (read data)
+        L = max(L, int(n_categories))
     cc = c[ok]
     out = x.copy()
     if cc.size == 0:
@@ -312,58 +318,86 @@ def pram_column(x: np.ndarray, p: float, *, rng: np.random.Generator,
     return out
 
 
+def declared_categories(j: int, columns: Sequence[str] | None,
+                        labels: Mapping[str, Sequence[str]] | None,
+                        info: Mapping[str, Any] | None) -> int | None:
+    """How many categories column ``j`` declares: its labels after an earlier step of a
+    pipeline recoded them (``info["categories"]``), else its labels (``labels``, filled
+    from the data's categories), else None (no labels known)."""
+    if columns is None or j >= len(columns):
+        return None
+    name = columns[j]
+    for source in ((info or {}).get("categories") or {}, labels or {}):
+        if name in source and source[name] is not None:
+            return len(source[name])
+    return None
+
+
 def _pram(name: str, X: np.ndarray, p: float, *, rng: np.random.Generator,
           categorical: Sequence[int], variables: Sequence[str] | None,
           columns: Sequence[str] | None, roles: Mapping[str, Sequence[int]] | None,
-          construction: str, alpha: float = 0.5) -> np.ndarray:
+          construction: str, alpha: float = 0.5,
+          labels: Mapping[str, Sequence[str]] | None = None,
+          info: Mapping[str, Any] | None = None) -> np.ndarray:
     if not 0.0 <= float(alpha) <= 1.0:
         raise param_error("alpha", name, "a number in [0, 1]", alpha)
     out = X.copy()
     for j in masked_columns(name, X, categorical, variables, columns, roles):
-        out[:, j] = pram_column(X[:, j], p, rng=rng, construction=construction, alpha=alpha)
+        out[:, j] = pram_column(X[:, j], p, rng=rng, construction=construction, alpha=alpha,
+                                n_categories=declared_categories(j, columns, labels, info))
     return out
 
 
 @register("pram", param="pd", kind="float", low=0.0, high=1.0, random=True,
-          acts_on="categorical", options=("variables", "columns", "roles", "alpha"),
+          acts_on="categorical",
+          options=("variables", "columns", "roles", "alpha", "labels", "info"),
           description="sdcMicro's invariant PRAM: P keeps a category with a probability drawn "
                       "in [pd, 1] and moves it uniformly otherwise; Rs = alpha PQ + (1 - alpha) I "
                       "keeps the expected category counts",
           reference="Gouweleeuw, Kooiman, Willenborg and de Wolf (1998); sdcMicro's pram")
 def pram(X: np.ndarray, pd: float, *, rng: np.random.Generator, categorical: Sequence[int] = (),
          variables: Sequence[str] | None = None, columns: Sequence[str] | None = None,
-         roles: Mapping[str, Sequence[int]] | None = None, alpha: float = 0.5) -> np.ndarray:
-    """sdcMicro's invariant PRAM. ``X`` (n, m) with categorical codes; returns (n, m)."""
+         roles: Mapping[str, Sequence[int]] | None = None, alpha: float = 0.5,
+         labels: Mapping[str, Sequence[str]] | None = None,
+         info: dict[str, Any] | None = None) -> np.ndarray:
+    """sdcMicro's invariant PRAM. ``X`` (n, m) with categorical codes; returns (n, m).
+    ``labels``: each categorical column's declared categories (their number is L)."""
     return _pram("pram", X, pd, rng=rng, categorical=categorical, variables=variables,
-                 columns=columns, roles=roles, construction="sdcmicro", alpha=alpha)
+                 columns=columns, roles=roles, construction="sdcmicro", alpha=alpha,
+                 labels=labels, info=info)
 
 
 @register("pram_freq", param="p", kind="float", low=0.0, high=1.0, random=True,
-          acts_on="categorical", options=("variables", "columns", "roles"),
+          acts_on="categorical", options=("variables", "columns", "roles", "labels", "info"),
           description="frequency-proportional PRAM (not invariant): keep a category with "
                       "probability p, else move it in proportion to the other categories' counts",
           reference="Gouweleeuw, Kooiman, Willenborg and de Wolf (1998)")
 def pram_freq(X: np.ndarray, p: float, *, rng: np.random.Generator,
               categorical: Sequence[int] = (), variables: Sequence[str] | None = None,
               columns: Sequence[str] | None = None,
-              roles: Mapping[str, Sequence[int]] | None = None) -> np.ndarray:
+              roles: Mapping[str, Sequence[int]] | None = None,
+              labels: Mapping[str, Sequence[str]] | None = None,
+              info: dict[str, Any] | None = None) -> np.ndarray:
     """Frequency-proportional PRAM. ``X`` (n, m) with categorical codes; returns (n, m)."""
     return _pram("pram_freq", X, p, rng=rng, categorical=categorical, variables=variables,
-                 columns=columns, roles=roles, construction="freq")
+                 columns=columns, roles=roles, construction="freq", labels=labels, info=info)
 
 
 @register("pram_freq_inv", param="p", kind="float", low=0.0, high=1.0, random=True,
-          acts_on="categorical", options=("variables", "columns", "roles"),
+          acts_on="categorical", options=("variables", "columns", "roles", "labels", "info"),
           description="pram_freq's matrix made invariant (R = PQ): expected category counts "
                       "kept; p is pram_freq's, not the share kept by R",
           reference="Gouweleeuw, Kooiman, Willenborg and de Wolf (1998)")
 def pram_freq_inv(X: np.ndarray, p: float, *, rng: np.random.Generator,
                   categorical: Sequence[int] = (), variables: Sequence[str] | None = None,
                   columns: Sequence[str] | None = None,
-                  roles: Mapping[str, Sequence[int]] | None = None) -> np.ndarray:
+                  roles: Mapping[str, Sequence[int]] | None = None,
+                  labels: Mapping[str, Sequence[str]] | None = None,
+                  info: dict[str, Any] | None = None) -> np.ndarray:
     """Invariant PRAM on pram_freq's matrix. ``X`` (n, m) with categorical codes."""
     return _pram("pram_freq_inv", X, p, rng=rng, categorical=categorical, variables=variables,
-                 columns=columns, roles=roles, construction="freq_inv")
+                 columns=columns, roles=roles, construction="freq_inv", labels=labels,
+                 info=info)
 
 
 # -- global recoding ----------------------------------------------------------------------

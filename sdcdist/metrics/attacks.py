@@ -61,6 +61,7 @@ is kept).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,7 +76,9 @@ from ._attack_kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, NUMPY_QUE
 from ._registry import MeasureContext, MetricResult, register
 from .content import content_hashes, content_order, content_ranks, row_hashes
 
-__all__ = ["success_rate", "residual", "bound_risk", "risk_from_counts", "gower_knn",
+log = logging.getLogger(__name__)
+
+__all__ = ["ControlFitError", "success_rate", "residual", "bound_risk", "risk_from_counts", "gower_knn",
            "count_queries", "count_numpy", "singling_out", "linkability", "inference", "ATTACKS",
            "ATTACK_METRICS", "control_correction", "row_hashes"]
 
@@ -408,12 +411,30 @@ def control_correction(matches: np.ndarray, n_control: int, n_ori: int) -> float
         return 1.0
     w0 = 1.0 / sizes.max()
     n0 = 1.0 / _so_model(sizes.max(), w0, 1.0)
-    from scipy.optimize import curve_fit   # imported here: it takes a second
+    import warnings
 
-    popt, _ = curve_fit(_so_model, sizes.astype(np.float64), exp, bounds=(0, (1, np.inf)),
-                        p0=(w0, float(n0)))
+    from scipy.optimize import OptimizeWarning, curve_fit   # imported here: it takes a second
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizeWarning)
+            popt, _ = _fit(curve_fit, sizes.astype(np.float64), exp, (w0, float(n0)))
+    except (RuntimeError, ValueError) as exc:  # no convergence (max evaluations), or no fit
+        raise ControlFitError(str(exc)) from None
     den = float(_so_model(N, *popt))
-    return float(_so_model(n_ori, *popt)) / den if den > 0 else 1.0
+    out = float(_so_model(n_ori, *popt)) / den if den > 0 else float("nan")
+    if not (np.isfinite(out) and out > 0):
+        raise ControlFitError("the fitted model gives no positive scale")
+    return out
+
+
+class ControlFitError(Exception):
+    """The singling-out model's fit for the control scale did not converge."""
+
+
+def _fit(curve_fit: Any, x: np.ndarray, y: np.ndarray, p0: tuple[float, float]) -> Any:
+    """``curve_fit`` of the singling-out model (a seam: tests force a failure here)."""
+    return curve_fit(_so_model, x, y, bounds=(0, (1, np.inf)), p0=p0)
 
 
 def _univariate(vals: list, is_cat: np.ndarray, n_attacks: int, rng: np.random.Generator
@@ -538,6 +559,11 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
     o = ctx.options
     n_attacks = int(o["attack_n"])
     n_cols = 1 if mode == "univariate" else int(o["so_n_cols"])
+    if n_cols > len(cols):
+        raise SdcInputError(
+            f"so_n_cols is {n_cols}, but {name} has only {len(cols)} attack column(s) "
+            f"({[ctx.columns[j] for j in cols]}): a query cannot combine more columns than "
+            f"there are; choose so_n_cols <= {len(cols)} (or name more attack_columns)")
     rng = ctx.rng(name)
     n_o, n_s = ctx.shape_original[0], ctx.shape_masked[0]
     keep_s, h_s = distinct_rows(ctx, ctx.masked, n_s, mcols, hashes=True)
@@ -576,7 +602,17 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
         elif how == "sizes":
             corr = (nd_c + 1.0) / (nd_o + 1.0)
         else:
-            corr = control_correction(matches, nd_c, nd_o)
+            try:
+                corr = control_correction(matches, nd_c, nd_o)
+            except ControlFitError:
+                # the fit did not converge: the stated scale of so_control_scale "sizes",
+                # flagged (never an abort: the other figures stand)
+                corr = (nd_c + 1.0) / (nd_o + 1.0)
+                info.update(flag=1, control_scale="sizes: the singling-out model's fit did "
+                            "not converge")
+                log.warning("%s: the control-scale fit did not converge; the control's "
+                            "successes are scaled by (n_control + 1) / (n_original + 1) "
+                            "instead (flagged)", name)
         info.update(distinct_control=nd_c, control_correction=corr,
                     control_unscaled=int(control))
         control *= corr
@@ -779,7 +815,7 @@ def _register(attack: str, desc: str) -> None:
         def func(ctx: MeasureContext, field_: str = field_, name: str = attack + suffix
                  ) -> MetricResult:
             f = _figures(ctx, attack)
-            return MetricResult(float(f[field_]), info=info(f))
+            return MetricResult(float(f[field_]), flag=int(f.get("flag", 0)), info=info(f))
         register(attack + suffix, kind="risk", same_shape=False,
                  random=True, options=_OPTIONS, unit="share of attacks (0 to 1)",
                  reference=_REF, description=f"{desc}: {what}",

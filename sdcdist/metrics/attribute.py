@@ -65,7 +65,7 @@ from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
 from .frequency import frequency_keys
 
-__all__ = ["pair_table", "merge_pairs", "merge_weighted_tables", "class_measures",
+__all__ = ["needs_confidential", "pair_table", "merge_pairs", "merge_weighted_tables", "class_measures",
            "attribute_summary", "confidential_columns", "MEASURES"]
 
 #: measure -> (best-is-largest, threshold option or None, unit, description)
@@ -353,6 +353,17 @@ def attribute_summary(tables: dict[str, dict[str, Any]], *, ordered: Sequence[st
 
 
 # -- the metrics --------------------------------------------------------------------------
+
+def needs_confidential(name: str, options: Any = None) -> bool:
+    """Whether metric ``name`` reads the confidential columns (and refuses a file without
+    one): the attribute-disclosure measures and their ``_fail`` shares, ``cap``, and the
+    inference attack unless ``infer_secret`` names its secret."""
+    if name in MEASURES or (name.endswith("_fail") and name[:-5] in MEASURES) or name == "cap":
+        return True
+    if name == "inference":
+        return not (options or {}).get("infer_secret")
+    return False
+
 
 def confidential_columns(ctx: MeasureContext, name: str, keys: Sequence[str]
                          ) -> tuple[str, ...]:

@@ -133,6 +133,12 @@ def household_column(ctx: MeasureContext, name: str, keys: Sequence[str]) -> str
     return h
 
 
+def _check_ids(X: Any, j: int, name: str) -> None:
+    """Task: refuse household ids that are not whole numbers (of the masked file)."""
+    from ..data.types import check_household_ids
+    check_household_ids(np.asarray(X[:, j], dtype=np.float64), name, "the masked file")
+
+
 def _summary(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], tuple[str, ...], bool]:
     keys = frequency_keys(ctx, name)
     h = household_column(ctx, name, keys)
@@ -144,6 +150,7 @@ def _summary(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], tuple[str,
         w = ctx.masked_columns.index(ctx.weight)
 
     def compute() -> dict[str, Any]:
+        ctx.runner.call(_check_ids, ctx.masked, hpos, h)
         t = map_reduce(ctx.runner, _chunk, merge_weighted_tables, [ctx.masked],
                        ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
                        args=(pos, w, hpos))

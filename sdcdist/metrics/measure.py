@@ -225,6 +225,11 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
     # the sampling weight is never a linkage key: it is not masked, and an intruder does
     # not know it (it would link every record to itself)
     shared = [c for c in columns if c in set(masked_columns) and c not in (weight, household)]
+    if keysets is None and confidential:
+        # a confidential column is what an intruder wants to learn, not a key they know: it
+        # is left out of the default key sets (named key sets may still hold one)
+        conf_set = set(confidential)
+        shared = [c for c in shared if c not in conf_set] or shared
     if household is not None:
         if household == weight:
             raise SdcInputError(f"column {household!r} is both the household id and the "

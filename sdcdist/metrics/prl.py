@@ -18,13 +18,18 @@ assignment was used, the pairs compared, EM iterations and log-likelihood.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from ..errors import SdcInputError
 from ..options import prl_names
 from ..linkage.prl import PRLResult, PRLSettings, probabilistic_linkage
-from ._registry import MeasureContext, MetricResult, register
+from ..linkage.prl.em import limit_advice
+from ._registry import MeasureContext, MetricResult, constant_columns, register
 
-__all__ = ["prl_linkage", "em_note"]
+log = logging.getLogger(__name__)
+
+__all__ = ["prl_linkage", "em_note", "linkable_keys"]
 
 #: the options every PRL metric reads: all of the registry's ``prl_*`` options
 PRL_OPTIONS = prl_names()
@@ -44,34 +49,77 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
 
 def em_note(name: str, result: Any) -> str | None:
     """Lines saying that the EM of a PLD/PLD20 result hit its iteration limit, or that the
-    counts do not identify its fit (a flat likelihood), or None."""
+    counts do not identify its fit (a flat likelihood), or that constant keys were left
+    out, or None."""
     infos = result.info.get("per_keyset_info") or [result.info]
-    notes = []
-
-    def where(bad: list) -> str:
-        return "" if "per_keyset_info" not in result.info else \
-            " on key set(s) " + ", ".join(str(i + 1) for i, _ in bad)
-    bad = [(i, x["em_iterations"]) for i, x in enumerate(infos)
-           if isinstance(x, dict) and x.get("em_converged") is False]
-    if bad:
-        notes.append(f"{name}: EM did not converge within {bad[0][1]} iterations{where(bad)}; "
-                     "the value is flagged (raise prl_em max_iter)")
+    const = sorted({c for x in infos if isinstance(x, dict)
+                    for c in x.get("constant_keys_left_out", ())})
+    notes = [f"{name}: constant key column(s) {const} left out (a constant key separates no "
+             "pair)"] if const else []
+    em = _em_note(name, infos, result)
     flat = [(i, x.get("em_info_ratio")) for i, x in enumerate(infos)
             if isinstance(x, dict) and x.get("em_identified") is False]
     if flat:
-        notes.append(f"{name}: the pattern counts do not identify the EM fit{where(flat)} "
+        where = "" if "per_keyset_info" not in result.info else \
+            " on key set(s) " + ", ".join(str(i + 1) for i, _ in flat)
+        notes.append(f"{name}: the pattern counts do not identify the EM fit{where} "
                      "(a flat likelihood: other parameters, another P(M), fit them as well); "
                      "the value is flagged (use more or other key columns)")
-    return "\n".join(notes) or None
+    return "\n".join(notes + ([em] if em else [])) or None
+
+
+def _em_note(name: str, infos: list, result: Any) -> str | None:
+    bad = [(i, x["em_iterations"]) for i, x in enumerate(infos)
+           if isinstance(x, dict) and x.get("em_converged") is False]
+    if not bad:
+        return None
+    where = "" if "per_keyset_info" not in result.info else \
+        " on key set(s) " + ", ".join(str(i + 1) for i, _ in bad)
+    plain = any(isinstance(infos[i], dict) and infos[i].get("em_accelerate") is False
+                for i, _ in bad)
+    return (f"{name}: EM did not converge within {bad[0][1]} iterations{where}; the value is "
+            f"flagged ({limit_advice(not plain)})")
+
+
+def linkable_keys(ctx: MeasureContext, keys: tuple[int, ...]
+                  ) -> tuple[tuple[int, ...], list[str]]:
+    """``keys`` without the numeric columns that are constant in the original file, and
+    the names of those left out.
+
+    A constant numeric key has no spread to scale its differences by (``prl_method: s``
+    divides by its sd) and separates no pair: it is left out with a note, as the metrics
+    that divide by a column's sd leave such a column out (CATALOG, "constant columns").
+    A key set of constant columns only is refused.
+    """
+    numeric = [k for k in keys if ctx.columns[k] not in ctx.categorical]
+    if not numeric:
+        return keys, []
+    const = ctx.cached(("constant_keys", tuple(numeric)),
+                       lambda: ctx.runner.call(constant_columns, ctx.original, numeric))
+    drop = {k for k, c in zip(numeric, const) if c}
+    if not drop:
+        return keys, []
+    left = [ctx.columns[k] for k in keys if k in drop]
+    kept = tuple(k for k in keys if k not in drop)
+    if not kept:
+        raise SdcInputError(f"every key of the key set {[ctx.columns[k] for k in keys]} is "
+                            "constant in the original file; probabilistic linkage needs a "
+                            "key that varies: leave constant columns out of the key sets")
+    log.warning("constant key column(s) %s left out of the probabilistic linkage (PLD, "
+                "PLD20): a constant key separates no pair", left)
+    return kept, left
 
 
 def _share(ctx: MeasureContext, keys: tuple[int, ...], count: str) -> MetricResult:
     """100 x (correct pairs counted by ``count``) / n_B, with the linkage detail."""
+    keys, left = linkable_keys(ctx, keys)
     r = prl_linkage(ctx, keys)
     info = {k: r.info[k] for k in ("assignment", "blocking", "pairs_compared", "em_iterations",
-                                   "em_loglik", "em_converged", "em_fit", "em_identified",
-                                   "em_info_ratio", "p_match", "unassigned_b",
+                                   "em_loglik", "em_converged", "em_accelerate", "em_fit",
+                                   "em_identified", "em_info_ratio", "p_match", "unassigned_b",
                                    "true_in_candidates")}
+    if left:
+        info["constant_keys_left_out"] = left
     return MetricResult(100.0 * getattr(r, count) / r.n_b, flag=r.flag, info=info)
 
 

@@ -251,11 +251,36 @@ class Store:
                          "FROM cells WHERE audit=?) WHERE n>? ORDER BY n",
                          (audit_id, after))
 
-    def requeue(self, audit_id: str, owner: str) -> bool:
-        """Put a failed or cancelled audit back in the queue (it resumes from its cube)."""
-        return self._exec("UPDATE audits SET status='queued', finished=NULL, error=NULL "
-                          "WHERE id=? AND owner=? AND status IN ('failed','cancelled')",
-                          (audit_id, owner)).rowcount > 0
+    def requeue(self, audit_id: str, owner: str, limit: int | None = None) -> str:
+        """Put a failed or cancelled audit back in the queue (it resumes from its cube).
+
+        With ``limit``, only if ``owner`` has fewer active (queued or running) audits: a
+        resumed audit counts against the limit as a submitted one does (the check and
+        the update are one transaction). Returns ``"queued"``, ``"limit"`` or
+        ``"state"`` (the audit is not failed or cancelled).
+        """
+        with self._write:
+            c = self._conn()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                row = c.execute("SELECT status FROM audits WHERE id=? AND owner=?",
+                                (audit_id, owner)).fetchone()
+                if row is None or row[0] not in ("failed", "cancelled"):
+                    c.execute("ROLLBACK")
+                    return "state"
+                if limit is not None:
+                    n = c.execute("SELECT COUNT(*) FROM audits WHERE owner=? AND status IN "
+                                  "(?,?)", (owner, *ACTIVE)).fetchone()[0]
+                    if n >= limit:
+                        c.execute("ROLLBACK")
+                        return "limit"
+                c.execute("UPDATE audits SET status='queued', finished=NULL, error=NULL "
+                          "WHERE id=? AND owner=?", (audit_id, owner))
+                c.execute("COMMIT")
+            except BaseException:
+                self._rollback(c)
+                raise
+        return "queued"
 
     def finish(self, audit_id: str, status: str, error: str | None = None) -> bool:
         """Set a final status unless the audit already has one (a cancel wins)."""

@@ -28,7 +28,7 @@ from .blocks import (best_ties, blocked_pattern_counts, blocked_topc, choose_cou
                      content_order_of, counted_pattern_counts, counted_topc, dense_assign,
                      prepare_sides)
 from .comparison import Comparison, comparison
-from .em import EMResult, em, identification
+from .em import EMResult, em, identification, limit_advice
 from .pld import best_link_credit, pld_counts
 from .settings import DEFAULTS, PRLSettings
 from .weights import WeightParams, match_probability, weight_params
@@ -178,7 +178,7 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
             "pairs_compared": n_pairs, "em_iterations": fit.iterations,
             "em_loglik": fit.loglik, "em_converged": fit.converged, "em_clipped": fit.clipped,
             "em_identified": fit.identified, "em_info_ratio": fit.info_ratio,
-            "assignment_grid": ainfo.get("grid"),
+            "assignment_grid": ainfo.get("grid"), "em_accelerate": s.em.accelerate,
             "p_match": fit.p, "em_fit": s.em.fit, "n_candidates": ainfo["n_candidates"],
             "best_ties_recounted": recounted,
             "true_in_candidates": true_in_cand, "unassigned_b": ainfo["n_unassigned_rows"],
@@ -231,8 +231,8 @@ def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, 
              m_start=e.m_start, max_iter=e.max_iter, tol=e.tol, eps=e.eps,
              fix_u=m_only, fix_p=m_only, accelerate=e.accelerate)
     if not fit.converged:
-        log.warning("PRL: EM did not converge within %d iterations (the result is flagged)",
-                    fit.iterations)
+        log.warning("PRL: EM did not converge within %d iterations (the result is flagged); %s",
+                    fit.iterations, limit_advice(e.accelerate))
     # a flat likelihood is said, not hidden: a singular observed information at the end
     # point means other parameters (another P(M)) fit the counts as well
     idn = identification(counts, cmp, fit, eps=e.eps,

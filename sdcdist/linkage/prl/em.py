@@ -13,7 +13,7 @@ from ...errors import SdcInputError
 from .comparison import Comparison
 from .settings import DEFAULTS
 
-__all__ = ["EMResult", "em", "EM_GROUP_SPACE"]
+__all__ = ["EMResult", "em", "EM_GROUP_SPACE", "limit_advice"]
 
 
 @dataclass
@@ -546,6 +546,17 @@ def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, his
         if a == stepmax:
             stepmax *= 4.0
     return p, it, converged, clipped, constrained
+
+
+def limit_advice(accelerate: bool) -> str:
+    """What to do about a fit that reached ``max_iter`` (the warning's second half)."""
+    if accelerate:
+        return "raise prl_em max_iter"
+    return ("plain EM (prl_em accelerate: false) converges linearly, and slowly where the "
+            "likelihood is nearly flat (on Census 2-key files with P(M) at its bound it can "
+            "need more than 20,000 steps to move no parameter's logarithm by tol): keep the "
+            "default accelerate: true (SQUAREM, the same fixed point in 10-100 times fewer "
+            "steps), or raise prl_em max_iter")
 
 
 def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = None,

@@ -81,9 +81,15 @@ def router(svc: Service) -> APIRouter:
     @r.post("/v1/audits/{audit_id}/resume", status_code=202, tags=["audits"])
     def resume(audit_id: str, who: str = Who) -> dict[str, Any]:
         """Put a failed or cancelled audit back in the queue: it resumes from its cube,
-        computing only the cells not written yet (409 for an active or done audit)."""
+        computing only the cells not written yet (409 for an active or done audit; 429
+        when you already have `--max-audits` audits queued or running)."""
         a = svc.own_audit(audit_id, who)
-        if not store.requeue(audit_id, who):
+        outcome = store.requeue(audit_id, who, limit=config.max_audits)
+        if outcome == "limit":
+            raise HTTPException(429, f"you have {config.max_audits} audits queued or "
+                                     "running, the most this service allows at once; wait "
+                                     "for one to finish or cancel one, then resume this one")
+        if outcome != "queued":
             raise HTTPException(409, f"audit {audit_id!r} is {a['status']}; only a failed or "
                                      "cancelled audit can be resumed")
         event(log, "audit resumed", audit=audit_id, principal=who)
