@@ -117,7 +117,7 @@ def test_propensity_sums_do_not_depend_on_blas_threads(rng):
     for threads in (1, 2):
         with threadpool_limits(threads):
             got[threads] = logistic_chunk(*args)
-    for key in ("ll", "u", "wrong", "grad", "hess"):
+    for key in ("exact", "wrong"):
         assert repr(np.asarray(got[1][key]).tolist()) == repr(np.asarray(got[2][key]).tolist()), key
 
 
