@@ -324,7 +324,7 @@ def test_cli_link(tmp_path, rng, client):
     df = pd.read_parquet(out)
     assert len(df) == 30 and df["correct"].mean() > 0.8
     assert (df["id_a"] == df["id_b"]).tolist() == df["correct"].tolist()
-    assert "PLD" in res.output
+    assert "PLD" in res.output and "PLD_best" in res.output
     res = CliRunner().invoke(main, args)                 # exists, no --overwrite
     assert res.exit_code == 2 and "--overwrite" in res.output
     res = CliRunner().invoke(main, args[:3] + ["--keys", "x,w", "--out", str(tmp_path / "p.parquet"),
