@@ -190,8 +190,8 @@ DLD_CONVENTIONS = {
 PRL_FITS = {
     "joint": "m, u and P(M) by the constrained EM (PRL_EM)",
     "m_only": "u = the level frequencies over all compared pairs and P(M) = min(nA, nB)/pairs, "
-              "both fixed; only m by EM (a column whose M-step gives m < u cumulatively "
-              "takes m = u); the same stopping rule",
+              "both fixed; only m by EM (plain M-step, no m >= u constraint); the same "
+              "guard and stopping rule",
 }
 
 

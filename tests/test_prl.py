@@ -324,7 +324,7 @@ def test_cli_link(tmp_path, rng, client):
     df = pd.read_parquet(out)
     assert len(df) == 30 and df["correct"].mean() > 0.8
     assert (df["id_a"] == df["id_b"]).tolist() == df["correct"].tolist()
-    assert "PLD" in res.output
+    assert "PLD" in res.output and "PLD_best" in res.output
     res = CliRunner().invoke(main, args)                 # exists, no --overwrite
     assert res.exit_code == 2 and "--overwrite" in res.output
     res = CliRunner().invoke(main, args[:3] + ["--keys", "x,w", "--out", str(tmp_path / "p.parquet"),
@@ -729,3 +729,31 @@ def test_plain_em_at_its_limit_says_what_to_do():
         r = measure(X, Y, ["PLD"], columns=["A", "B"], keysets=[["A", "B"]],
                     options={"prl_em": {"max_iter": 3, "accelerate": acc}})["PLD"]
         assert r.flag and words in em_note("PLD", r)
+
+
+def test_pld_best_with_exact_blocks_counts_ties_within_the_block():
+    """Under blocking, best link is over the compared pairs only: the brute force over the
+    pairs of each block (ties recounted there when all top-c candidates tie)."""
+    from sdcdist.linkage.prl.weights import weight_params
+    rng = np.random.default_rng(5)
+    n_a, n_b = 40, 30
+    X = rng.integers(0, 3, size=(n_a, 3)).astype(float)
+    X[:, 0] = np.arange(n_a) % 4                                  # the block key
+    Y = X[:n_b] + np.c_[np.zeros(n_b), rng.integers(-1, 2, size=(n_b, 2))
+                        * (rng.random((n_b, 2)) < 0.3)]
+    res = probabilistic_linkage(Runner(None), X, Y, n_a, n_b, (0, 1, 2), weights="step",
+                                categorical=[True, False, False], blocking=(0, 0),
+                                dense_limit=5, top_c=2, truth=np.arange(n_b))
+    cmp = prl.comparison(3, prl.DEFAULTS.with_(weights="step"),
+                         categorical=[True, False, False])
+    a = prl.prepare_side(X, (0, 1, 2), cmp, side="a")
+    b = prl.prepare_side(Y, (0, 1, 2), cmp, side="b")
+    wp = weight_params(res.fit, cmp)
+    want = 0.0
+    for j in range(n_b):
+        ia = np.flatnonzero(X[:, 0] == Y[j, 0])
+        g = np.round(prl.pair_weights(a, b, ia, np.full(ia.size, j), cmp, wp) * 2.0**24)
+        best = ia[g == g.max()]
+        want += (1.0 / best.size) if j in best else 0.0
+    assert res.info["best_ties_recounted"] > 0 and want != round(want)
+    assert res.correct_best == pytest.approx(want, abs=1e-12)

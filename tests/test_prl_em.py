@@ -396,8 +396,8 @@ def test_estep_two_groups_equals_the_general_loop(extreme):
 def _numpy_m_only_em(levels, n_levels, p, m_start=0.9, eps=1e-9, tol=1e-10, max_iter=20000):
     """The ``m_only`` fit written out on every pair (no pattern counts): u the level
     frequencies over all pairs (clipped to [eps, 1 - eps], renormalised) and P(M) = p, both
-    fixed; EM of m only. An M-step whose m falls below u cumulatively (over the levels some
-    pair has) gives m = u; m clipped and renormalised; stop when no log m moves by tol."""
+    fixed; EM of m only (plain M-step, no m >= u constraint); m clipped and renormalised;
+    stop when no log m moves by tol."""
     P, K = levels.shape
     onehot = [np.eye(n_levels[k])[levels[:, k]] for k in range(K)]        # (pairs, L_k)
 
@@ -418,11 +418,7 @@ def _numpy_m_only_em(levels, n_levels, p, m_start=0.9, eps=1e-9, tol=1e-10, max_
         g = 1 / (1 + np.exp(lu - lm))                       # P(match | pair)
         new_m = []
         for k in range(K):
-            fm = g @ onehot[k] / g.sum()
-            cu = np.cumsum(np.where(freq[k] > 0, u[k], 0.0))
-            if np.any(np.cumsum(fm)[:-1] < cu[:-1]):
-                fm = u[k]
-            new_m.append(clip(fm))
+            new_m.append(clip(g @ onehot[k] / g.sum()))
         change = max(np.abs(np.log(x) - np.log(y)).max() for x, y in zip(new_m, m))
         m = new_m
         if change < tol:

@@ -166,10 +166,13 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         echo_json({"out": out, "pairs": len(res.pairs), "masked_records": B.shape[0],
                    **{k: info[k] for k in ("pairs_compared", "assignment", "blocking",
                                            "em_iterations", "em_loglik", "em_converged",
-                                           "em_identified", "em_info_ratio", "p_match", "counting", "pattern_kernel",
+                                           "em_identified", "em_info_ratio", "em_fit",
+                                           "p_match", "counting", "pattern_kernel",
                                            "candidates", "pairs_enumerated", "pairs_weighed")
                       if k in info},
-                   "PLD": res.pld, "PLD20": res.pld20, "matched": res.matched,
+                   "PLD": res.pld, "PLD20": res.pld20,
+                   "PLD_best": None if res.pld is None else
+                   100.0 * res.result.correct_best / B.shape[0], "matched": res.matched,
                    "unmatched": res.unmatched})
         return
     click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
@@ -194,7 +197,8 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
         click.echo(f"counting path: {info['pairs_enumerated']} pairs enumerated for the "
                    f"pattern counts, {info.get('pairs_weighed', 0)} weighed for the candidates")
     if res.pld is not None:
-        click.echo(f"PLD {res.pld:.2f}  PLD20 {res.pld20:.2f}")
+        click.echo(f"PLD {res.pld:.2f}  PLD20 {res.pld20:.2f}  "
+                   f"PLD_best {100.0 * res.result.correct_best / B.shape[0]:.2f}")
     if res.matched is not None:
         click.echo(f"identifiers: {res.matched} of {res.matched + res.unmatched} masked records "
                    f"have one in the original file"

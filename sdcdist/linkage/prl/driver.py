@@ -24,9 +24,9 @@ from ...parallel import Runner
 from ..assignment import Candidates, assign_by_content
 from ..truth import row_truth
 from . import blocks as _blocks
-from .blocks import (best_ties, blocked_pattern_counts, blocked_topc, choose_counting, classes_of,
-                     content_order_of, counted_pattern_counts, counted_topc, dense_assign,
-                     prepare_sides)
+from .blocks import (best_ties, blocked_pattern_counts, blocked_topc, choose_counting,
+                     classes_of, content_order_of, counted_pattern_counts, counted_topc,
+                     dense_assign, prepare_sides)
 from .comparison import Comparison, comparison
 from .em import EMResult, em, identification, limit_advice
 from .pld import best_link_credit, pld_counts

@@ -362,20 +362,12 @@ def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm
             am_[l] = bm[k, l] if bm[k, l] > 0.0 else 0.0
             au_[l] = bu if bu > 0.0 else 0.0
         if fix_u:
-            # u stays: m takes u when the unconstrained step violates m >= u (cumulatively,
-            # against the fixed u; a level no pair has, e.g. exact agreement on noisy
-            # data, holds only the eps guard of u and is left out of the sums)
+            # u stays (the observed level frequencies over all pairs): the plain M-step of
+            # m, without the m >= u constraint (it guards the joint fit against a false
+            # match class, which fixed u and P(M) rule out; Splink's fixed-u EM has none)
             pooled = False
-            cm = 0.0
-            cu = 0.0
-            for l in range(nk - 1):
-                cm += am_[l]
-                if T[k, l] > 0.0:
-                    cu += u[k, l]
-                if cm / smx < cu:
-                    pooled = True
             for l in range(nk):
-                mm_[l] = u[k, l] if pooled else am_[l] / smx
+                mm_[l] = am_[l] / smx
                 uu_[l] = u[k, l]
         else:
             pooled = _constrained_levels(am_, au_, nk, mm_, uu_, smx, sux, T[k], N)
@@ -594,8 +586,8 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     fix_u : bool
         Keep u at the observed level frequencies over all pairs and fit only m
         and P(M) (as linkers that estimate u from random pairs do); off by default.
-        In an M-step whose m violates ``m >= u`` (cumulatively) the column's m takes u
-        (weight 0), as the joint fit pools a binary column.
+        m then takes the plain M-step, without the constraint ``m >= u`` (which guards
+        the joint fit against a false match class).
     fix_p : bool
         Keep P(M) at ``p_start`` (clipped to ``[1/N, p_max]``) instead of fitting it. With
         ``fix_u`` this is the ``m_only`` fit (option ``prl_em: {fit: m_only}``): only m is
