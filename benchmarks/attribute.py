@@ -14,7 +14,9 @@ sdcMicro (system R, R_LIBS with sdcMicro 5.8.x; `benchmarks/peers/setup.sh`): it
 columns) on the same CSV, read by data.table's fread. Two ratios: per call (sdcdist's three
 l-diversity metrics in this process, against ldiversity() alone) and per command (the wall
 time of `python -m sdcdist risk FILE FILE --metric ldiv_distinct,ldiv_entropy,ldiv_recursive
---local` against `Rscript` loading sdcMicro, reading the CSV and calling ldiversity). sdcdist computes
+--local` against `Rscript` loading sdcMicro, reading the CSV and calling ldiversity).
+
+sdcdist computes
 its 15 attribute-disclosure metrics in this process (chunk-wise tables); pycanon 1.3.6 runs
 in the peers' environment (benchmarks/.venv-peers, `sh benchmarks/peers/setup.sh`) on the
 same file: l_diversity, entropy_l_diversity, recursive_c_l_diversity, t_closeness,

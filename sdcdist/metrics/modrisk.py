@@ -71,7 +71,8 @@ from ._registry import MeasureContext, MetricResult, register
 from .attribute import merge_weighted_tables, pair_table
 from .frequency import frequency_keys
 
-__all__ = ["parse_formula", "poisson_glm", "poisson_glm_grid", "GridDesign", "ipf_main_effects", "modrisk_summary",
+__all__ = ["parse_formula", "poisson_glm", "poisson_glm_grid", "GridDesign",
+           "ipf_main_effects", "modrisk_summary",
            "MODRISK_METHODS", "MAX_CELLS", "MAX_DESIGN"]
 
 MODRISK_METHODS = ("default", "CE", "PML", "weightedLLM", "IPF")
