@@ -17,6 +17,7 @@ from sdcdist import SdcInputError
 from sdcdist.data import Microdata, reference_file
 from sdcdist.data.types import check_roles
 from sdcdist.metrics import measure
+from sdcdist.metrics.modrisk import GridDesign, design_matrix, poisson_glm, poisson_glm_grid
 
 #: sdcMicro 5.8.1's measure_risk(hid = "ori_hid") and modRisk figures on the household file
 #: (benchmarks/peers/risk_household_sdcmicro.R)
@@ -448,3 +449,27 @@ def test_a_fractional_household_id_is_refused():
                    categories={"A": ["a", "b", "c"], "B": ["x", "y"]})
     assert measure(X, X, ["HR_mean"], columns=["A", "B", "H"], categorical=["A", "B"],
                    household="H")["HR_mean"].value > 0
+
+
+@pytest.mark.parametrize("levels,terms", [((3, 4, 2), [(0,), (1,), (2,)]),
+                                          ((3, 1, 5), [(0,), (1,), (2,), (2, 0)]),
+                                          ((2, 3, 4), [(0,), (1,), (2,), (0, 1), (1, 2)])])
+def test_grid_design_products_equal_the_dense_design(rng, levels, terms):
+    # the margins of the grid give the dense design's products, and the fit on them the
+    # dense pivoted-QR fit (the weight column of weightedLLM as a dense extra column)
+    G = int(np.prod(levels))
+    X = design_matrix(levels, terms)
+    extra = rng.uniform(0, 3, G)
+    D, De = GridDesign(levels, terms), GridDesign(levels, terms, extra)
+    Xe = np.column_stack([X, extra])
+    w, beta = rng.uniform(1, 2, G), rng.normal(size=De.P)
+    np.testing.assert_allclose(D.gram(w), X.T @ (w[:, None] * X), rtol=1e-13)
+    np.testing.assert_allclose(De.gram(w), Xe.T @ (w[:, None] * Xe), rtol=1e-13)
+    np.testing.assert_allclose(De.tmul(w), Xe.T @ w, rtol=1e-13)
+    np.testing.assert_allclose(De.mul(beta), Xe @ beta, rtol=1e-13, atol=1e-13)
+    y = rng.poisson(2, G).astype(float)
+    for des, dense in ((D, X), (De, Xe)):
+        got, it, ok = poisson_glm_grid(des, y)
+        want, it0, ok0 = poisson_glm(dense, y)
+        assert (it, ok) == (it0, ok0)
+        np.testing.assert_allclose(got[y > 0], want[y > 0], rtol=1e-11)

@@ -19,3 +19,15 @@ py=${1:-python3}
 "$here/.venv-peers-synth/bin/pip" install -q --upgrade pip
 "$here/.venv-peers-synth/bin/pip" install -q "anonymeter==1.1.0" "sdmetrics==0.32.0"
 "$here/.venv-peers-synth/bin/python" -c "from importlib.metadata import version as v; print('anonymeter', v('anonymeter'), 'sdmetrics', v('sdmetrics'))"
+
+# R and sdcMicro (benchmarks/risk_household.py, risk_suda2.py, attribute.py, mixed.py) are
+# set up by hand, never by this script, and never as sdcdist dependencies. On Debian 12:
+#   apt-get install r-base-core r-cran-data.table r-cran-rcpp r-cran-mass r-cran-robustbase \
+#     r-cran-e1071 r-cran-car r-cran-cluster r-cran-ggplot2 r-cran-knitr r-cran-xtable \
+#     r-cran-shiny r-cran-dt r-cran-rmarkdown r-cran-haven r-cran-vim r-cran-httr \
+#     r-cran-jsonlite r-cran-rhandsontable
+# then sdcMicro from its source (github.com/sdcTools/sdcMicro) into a library of its own:
+#   R CMD INSTALL --no-docs -l "$HOME/Rlib" sdcMicro      # then export R_LIBS="$HOME/Rlib"
+# Debian has no r-cran-prettydoc: its one import (html_pretty, for sdcMicro's report
+# templates) can be deleted from sdcMicro's DESCRIPTION and NAMESPACE before installing; the
+# benchmarked functions (measure_risk, modRisk, suda2, ldiversity, freqCalc) do not use it.
