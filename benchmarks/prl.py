@@ -39,7 +39,11 @@ counting 1/t among t tied) — and wall time of
 
 for Census (1080 x 13), Tarragona (834 x 13), a synthetic 10,000 x 10 file
 skewed like a tax file (zeros, values rounded to 2 significant digits, so
-repeated) and a synthetic 59,315 x 10 file; all numeric columns as one key
+repeated), a synthetic 59,315 x 10 file and a tie-heavy utility file ``eia``
+(4,092 x 10: the real EIA file of sdcMicro with ``--eia-csv``, else the
+deterministic look-alike :func:`eia_like`: whole numbers, zeros, a few large
+utilities, so most differences fall in the lowest comparison level and patterns
+repeat); all numeric columns as one key
 set; masked file = additive noise with variance 0.1 var (noise p = sqrt(0.1)),
 seed 1. sdcdist compares all pairs. The peers compare all pairs up to
 ``--peer-max-pairs`` (recordlinkage holds every pair in pandas); above, the
@@ -54,9 +58,10 @@ installs them into ``benchmarks/.venv-peers``, and they run there as
 subprocesses (``benchmarks/peers/run_peer.py``); a missing venv skips them
 (``--peer-python`` points at another venv with splink and duckdb).
 
-    python benchmarks/prl.py [--files census,tarragona,synth10k,synth59k] [--workers 2]
+    python benchmarks/prl.py [--files census,tarragona,synth10k,synth59k,eia] [--workers 2]
                              [--variants default,step,l] [--peers splink,recordlinkage]
                              [--peer-max-pairs 2e7] [--timeout 3600]
+                             [--eia-csv eia.csv] [--warm]
 """
 
 from __future__ import annotations
@@ -78,7 +83,7 @@ PEER_PY = HERE / ".venv-peers" / "bin" / "python"
 #: machine, spins; recordlinkage's ECM (a few small dot products an iteration) ran 3x slower
 PEER_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1"}
-FILES = ("census", "tarragona", "synth10k", "synth59k")
+FILES = ("census", "tarragona", "synth10k", "synth59k", "eia")
 #: sdcdist rows: name -> (label, keywords of probabilistic_linkage)
 VARIANTS = {
     "default": ("sdcdist PRL (default: s, 6 levels, linear weights)", {}),
@@ -100,7 +105,59 @@ def utility_like(n: int, *, columns: int = 10, seed: int = 0) -> np.ndarray:
     return np.round(X / mag) * mag
 
 
-def load(name: str) -> tuple[np.ndarray, np.ndarray]:
+#: The ten numeric columns of the EIA utility file (sdcMicro's ``EIA``: 4,092 records)
+EIA_COLUMNS = ("RESREVENUE", "RESSALES", "COMREVENUE", "COMSALES", "INDREVENUE", "INDSALES",
+               "OTHREVENUE", "OTHRSALES", "TOTREVENUE", "TOTSALES")
+
+
+def eia_like(*, utilities: int = 341, months: int = 12, seed: int = 0) -> np.ndarray:
+    """A tie-heavy utility file shaped like sdcMicro's EIA (341 utilities x 12 months =
+    4,092 records, the ten columns of :data:`EIA_COLUMNS`), generated deterministically.
+
+    Per utility a size (log-normal, sd 1.6 on the log scale: a few large utilities and many
+    small ones, so each column's sd is set by the large ones and most differences fall in
+    the lowest comparison level) and a price per sector; per month a seasonal factor. Sales
+    are whole numbers; revenues are sales x price, whole numbers; about 4 % of the
+    utilities sell nothing to industry and 5 % nothing to the other sector (zeros, as in
+    EIA); totals are the sums of the sectors. Small utilities give small whole numbers, so
+    values repeat (about 85 % distinct per column, as EIA's 44-99 %).
+    """
+    rng = np.random.default_rng(seed)
+    size = np.exp(rng.normal(9.5, 1.6, utilities))
+    share = {"RES": np.ones(utilities), "COM": np.exp(rng.normal(-0.2, 0.6, utilities)),
+             "IND": np.exp(rng.normal(-0.8, 1.2, utilities)) * (rng.random(utilities) > 0.04),
+             "OTH": np.exp(rng.normal(-3.0, 1.5, utilities)) * (rng.random(utilities) > 0.05)}
+    price = {k: rng.uniform(0.06, 0.2, utilities) * f
+             for k, f in (("RES", 1.0), ("COM", 0.9), ("IND", 0.7), ("OTH", 0.9))}
+    season = 1 + 0.2 * np.cos(2 * np.pi * np.arange(months) / months)
+    cols = {}
+    for k in ("RES", "COM", "IND", "OTH"):
+        base = (size * share[k])[:, None] * season[None, :]
+        sales = np.round(base * np.exp(rng.normal(0, 0.05, (utilities, months))))
+        revenue = np.round(sales * price[k][:, None] * np.exp(rng.normal(0, 0.03, (utilities,
+                                                                                   months))))
+        cols[k] = (revenue.T.ravel(), sales.T.ravel())      # month by month, as EIA
+    rev = sum(cols[k][0] for k in cols)
+    sal = sum(cols[k][1] for k in cols)
+    out = [v for k in ("RES", "COM", "IND", "OTH") for v in cols[k]] + [rev, sal]
+    return np.column_stack(out).astype(np.float64)
+
+
+def load_eia(path: str | None) -> np.ndarray:
+    """The real EIA file's ten numeric columns from a CSV (e.g. written by R:
+    ``data(EIA, package = "sdcMicro"); write.csv(EIA, "eia.csv", row.names = FALSE)``), or
+    :func:`eia_like` without one."""
+    if not path:
+        return eia_like()
+    import pandas as pd
+    d = pd.read_csv(path)
+    missing = [c for c in EIA_COLUMNS if c not in d.columns]
+    if missing:
+        raise SystemExit(f"{path} lacks the EIA columns {missing}")
+    return d[list(EIA_COLUMNS)].to_numpy(np.float64)
+
+
+def load(name: str, *, eia_csv: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     from sdcdist.data import load_microdata
     from sdcdist.data.refdata import reference_file
     from sdcdist.masking import REGISTRY
@@ -110,6 +167,8 @@ def load(name: str) -> tuple[np.ndarray, np.ndarray]:
         X = utility_like(10_000)
     elif name == "synth59k":
         X = utility_like(59_315)
+    elif name == "eia":
+        X = load_eia(eia_csv)
     else:
         raise SystemExit(f"unknown file {name!r}; one of {', '.join(FILES)}")
     Y = REGISTRY["noise"](X, np.sqrt(0.1), rng=np.random.default_rng(1))
@@ -202,6 +261,11 @@ def main() -> None:
     ap.add_argument("--peer-max-pairs", type=float, default=2e7,
                     help="all pairs up to this many for the peers; above, their blocking")
     ap.add_argument("--timeout", type=float, default=3600.0)
+    ap.add_argument("--eia-csv", default=None,
+                    help="the real EIA file as CSV for the file 'eia' (default: the "
+                         "generated tie-heavy look-alike, eia_like)")
+    ap.add_argument("--warm", action="store_true",
+                    help="time sdcdist's second call on each file (the first warms up)")
     ap.add_argument("--peer-python", default=str(PEER_PY),
                     help="the python of the peers' venv (default benchmarks/.venv-peers)")
     args = ap.parse_args()
@@ -217,12 +281,14 @@ def main() -> None:
                       dashboard_address=":0", silence_logs=40) as cluster, \
             Client(cluster) as client:
         for name in args.files.split(","):
-            X, Y = load(name)
+            X, Y = load(name, eia_csv=args.eia_csv)
             print(f"### {name}: {X.shape[0]:,} x {X.shape[1]}\n")
             print("| tool | PLD (1-1) | best link (ties 1/t) | wall | notes |\n"
                   "|---|---|---|---|---|")
             for v in variants:
                 label, kw = VARIANTS[v]
+                if args.warm:
+                    run_sdcdist(client, X, Y, **kw)
                 print(row(label, run_sdcdist(client, X, Y, **kw)), flush=True)
             for tool in peers:
                 r = run_peer(tool, X, Y, args.peer_max_pairs, args.timeout,

@@ -17,6 +17,12 @@ def test_which_work_fits_in_this_process():
     assert in_process_reason(["DLD"], 20_000, 20_000) is None              # many pairs
     assert in_process_reason(["Score"], 20_000, 20_000) is None            # brings DLD along
     assert 1000 * 1000 <= IN_PROCESS_PAIRS < 20_000 ** 2
+    # DCR / NNDR search a KD-tree (n log n): in this process up to a few million records,
+    # not only while the record pairs are few
+    assert in_process_reason(["dcr_overfit", "nndr_median"], 100_000, 100_000)
+    assert in_process_reason(["dcr_baseline"], 1_000_000, 1_000_000)
+    assert in_process_reason(["dcr_train_median"], big, big) is None
+    assert in_process_reason(["dcr_overfit", "DLD"], 100_000, 100_000) is None
 
 
 def test_only_the_default_path_is_changed():

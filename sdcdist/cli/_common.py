@@ -248,6 +248,12 @@ def cluster_options(f: Callable | None = None, *, local: bool = False) -> Any:
 #: process sooner than a local cluster starts and receives the data (seconds on any size).
 IN_PROCESS_PAIRS = 10**8
 
+#: Up to this many records (original + masked) the distance metrics of synthetic releases
+#: (DCR, NNDR: a KD-tree over the reference file, n log n work, its queries on every core
+#: of this process) finish in this process sooner than on a local cluster of its cores,
+#: which starts, receives the files and answers the same queries one thread a task.
+IN_PROCESS_INDEX_RECORDS = 4 * 10**6
+
 
 def in_process_reason(metrics: Any, n_original: int, n_masked: int) -> str | None:
     """Why the work of ``metrics`` on these file sizes fits in this process, or None.
@@ -259,12 +265,16 @@ def in_process_reason(metrics: Any, n_original: int, n_masked: int) -> str | Non
     """
     from ..metrics import expand_requirements, get_metric
     from ..metrics.synthetic import DISTANCE_METRICS
-    pairwise = [n for n in expand_requirements(list(metrics))
-                if get_metric(n).keysets or n in DISTANCE_METRICS]
-    if not pairwise:
+    names = expand_requirements(list(metrics))
+    pairwise = [n for n in names if get_metric(n).keysets]
+    indexed = [n for n in names if n in DISTANCE_METRICS]
+    if not pairwise and not indexed:
         return "the metrics read each record once"
     if n_original * n_masked <= IN_PROCESS_PAIRS:
         return f"{n_original} x {n_masked} record pairs are few"
+    if not pairwise and n_original + n_masked <= IN_PROCESS_INDEX_RECORDS:
+        return (f"the distance metrics search a KD-tree of {n_original + n_masked} records "
+                "on every core here")
     return None
 
 

@@ -62,6 +62,7 @@ blocks merge exactly, so the figures never depend on block sizes or the worker c
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -245,10 +246,31 @@ class DcrIndex:
 
 
 def _distinct(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows (bit for bit, one NaN) of float rows, and their counts."""
+    """Distinct rows (bit for bit, one NaN) of float rows, and their counts.
+
+    The rows come sorted lexicographically by their 64-bit patterns (as signed
+    integers), the order of ``np.unique(..., axis=0)``. Each column is first
+    replaced by the rank of its value among the column's distinct values (which keeps
+    that order), so the rows pack into one integer key and factorise in linear time
+    instead of sorting structured rows.
+    """
     R = np.where(np.isnan(R), np.nan, R) + 0.0                   # one NaN, no -0.0
-    u, inv = unique_rows(np.ascontiguousarray(R).view(np.int64))
-    return np.ascontiguousarray(u).view(np.float64), np.bincount(inv, minlength=u.shape[0])
+    bits = np.ascontiguousarray(R).view(np.int64)
+    if bits.shape[0] == 0 or bits.shape[1] == 0:
+        u, inv = unique_rows(bits)
+        return np.ascontiguousarray(u).view(np.float64), np.bincount(inv, minlength=u.shape[0])
+    import pandas as pd
+    ranks = np.empty(bits.shape, np.int64)
+    values = []
+    for j in range(bits.shape[1]):
+        r, v = pd.factorize(bits[:, j], sort=True)
+        ranks[:, j] = r
+        values.append(np.asarray(v, dtype=np.int64))
+    u, inv = unique_rows(ranks)
+    rows = np.empty(u.shape, np.int64)
+    for j in range(u.shape[1]):
+        rows[:, j] = values[j][u[:, j]]
+    return rows.view(np.float64), np.bincount(inv, minlength=u.shape[0])
 
 
 def build_dcr_index(c0: int, c1: int, C: Any, cols: DcrColumns) -> DcrIndex:
@@ -275,9 +297,12 @@ def _two_smallest(D: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def dcr_top2(q0: int, q1: int, Q: Any, index: DcrIndex, cols: DcrColumns, need: int,
-             *, k: int = 4) -> dict[str, np.ndarray]:
+             threads: int = 1, *, k: int = 4) -> dict[str, np.ndarray]:
     """Task: distances of released records ``q0:q1`` to their closest (``d1``) and, with
-    ``need=2``, second-closest (``d2``) record of one reference block; exact."""
+    ``need=2``, second-closest (``d2``) record of one reference block; exact.
+
+    ``threads`` share the KD-tree queries (each query is answered on its own, so the
+    figures do not depend on it): one in a cluster's task, every core in this process."""
     X = np.asarray(Q[q0:q1], dtype=np.float64)[:, list(cols.pos_q)]
     n = X.shape[0]
     out = {"d1": np.full(n, np.inf), "d2": np.full(n, np.inf)}
@@ -288,7 +313,7 @@ def dcr_top2(q0: int, q1: int, Q: Any, index: DcrIndex, cols: DcrColumns, need: 
     pending = np.arange(n)
     while pending.size:
         kk = min(k, u)
-        kd, idx = index.tree.query(E[pending], k=kk, p=1)
+        kd, idx = index.tree.query(E[pending], k=kk, p=1, workers=threads)
         kd, idx = kd.reshape(pending.size, kk), idx.reshape(pending.size, kk)
         D = dcr_distances(X[pending][:, None, :], index.rows[idx], cols)
         d1, d2 = _two_smallest(D, index.weight[idx])
@@ -510,11 +535,23 @@ def _nearest(ctx: MeasureContext, name: str, which: str) -> dict[str, Any]:
         res = indexed_reduce(ctx.runner, partial(build_dcr_index, cols=cols), dcr_top2,
                              merge_top2, _concat, ctx.masked, R, ctx.shape_masked[0], n_r,
                              rows_q=rows_q, rows_c=rows_c,
-                             query_args=(cols, 2 if which == "train" else 1))
+                             query_args=(cols, 2 if which == "train" else 1,
+                                         _query_threads(ctx.runner)))
         return {**res, "columns": names}
     if ctx.shape_masked[0] == 0:
         raise SdcInputError(f"{name} needs a released file with at least one record")
     return ctx.cached(("dcr_nearest", which, tuple(names)), compute)
+
+
+def _query_threads(runner: Any) -> int:
+    """Threads of a KD-tree query: the cores of this process without a client (the
+    work runs here), one per task on a cluster (its workers already share the cores)."""
+    if getattr(runner, "client", None) is not None:
+        return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                                       # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _random_file(ctx: MeasureContext) -> Any:

@@ -694,9 +694,14 @@ FLAT_RATIO = 1e-11
 @numba.njit(cache=True, nogil=True)
 def _crosstabs(codes, radix, nl, L, c, w):
     # T[0], T[1], T[2]: sum over the patterns of c, c w and c w^2 at each pair of
-    # (column k, level l), (column k', level l'): one-hot cross products, (K L) x (K L)
+    # (column k, level l), (column k', level l'): one-hot cross products, (K L) x (K L).
+    # Accumulated with the three sums side by side, over k <= k' only (cell (r, q) of
+    # column k' > k sums exactly the terms of cell (q, r), in the same pattern order), the
+    # lower triangle copied at the end: the same values bit for bit as every cell on its
+    # own, in half the work.
     K = nl.size
-    T = np.zeros((3, K * L, K * L))
+    KL = K * L
+    S = np.zeros((KL, KL, 3))
     lv = np.empty(K, dtype=np.int64)
     for g in range(codes.size):
         x = codes[g]
@@ -707,12 +712,37 @@ def _crosstabs(codes, radix, nl, L, c, w):
         a2 = a1 * w[g]
         for k in range(K):
             r = lv[k]
-            for k2 in range(K):
+            for k2 in range(k, K):
                 q = lv[k2]
-                T[0, r, q] += a0
-                T[1, r, q] += a1
-                T[2, r, q] += a2
+                S[r, q, 0] += a0
+                S[r, q, 1] += a1
+                S[r, q, 2] += a2
+    T = np.zeros((3, KL, KL))
+    for r in range(KL):
+        for q in range(r, KL):
+            for i in range(3):
+                T[i, r, q] = S[r, q, i]
+                T[i, q, r] = S[r, q, i]
     return T
+
+
+@numba.njit(cache=True, nogil=True)
+def _posterior(codes, radix, nl, mt, ut, p):
+    # per pattern w = p M / f, f = p M + (1 - p) U, M and U the products over the columns
+    # (left to right, from 1) of the level probabilities; 0 where f is not positive
+    K = nl.size
+    w = np.empty(codes.size)
+    for g in range(codes.size):
+        x = codes[g]
+        mg = 1.0
+        ug = 1.0
+        for k in range(K):
+            lk = (x // radix[k]) % nl[k]
+            mg *= mt[k, lk]
+            ug *= ut[k, lk]
+        f = p * mg + (1 - p) * ug
+        w[g] = p * mg / f if f > 0 else 0.0
+    return w
 
 
 def identification(counts: Any, cmp: Comparison, fit: EMResult, *, eps: float = _EM.eps,
@@ -783,14 +813,12 @@ def identification(counts: Any, cmp: Comparison, fit: EMResult, *, eps: float = 
     P = int(free_p) + nm + nu
     if P == 0:
         return {"identified": True, "info_ratio": 1.0, "info_params": 0}
-    Mg = np.ones(codes.size)
-    Ug = np.ones(codes.size)
+    mt = np.zeros((K, L))
+    ut = np.zeros((K, L))
     for k in range(K):
-        lk = (codes // radix[k]) % nl[k]
-        Mg *= np.asarray(fit.m[k])[lk]
-        Ug *= np.asarray(fit.u[k])[lk]
-    f = p * Mg + (1 - p) * Ug
-    w = np.where(f > 0, p * Mg / np.where(f > 0, f, 1.0), 0.0)
+        mt[k, :nl[k]] = np.asarray(fit.m[k], dtype=np.float64)[:nl[k]]
+        ut[k, :nl[k]] = np.asarray(fit.u[k], dtype=np.float64)[:nl[k]]
+    w = _posterior(codes, radix, nl, mt, ut, p)
     T = _crosstabs(codes, radix, nl, L, c, w)
     Tc, Tw, Tw2 = T[0], T[1], T[2]
     Tv = Tc - Tw                                         # c (1 - w)
