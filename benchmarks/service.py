@@ -563,27 +563,19 @@ def main() -> None:
                     help="only the audits of data past 64 MiB (step 7), service against "
                          "run_audit (with --baseline: that commit's service too)")
     a = ap.parse_args()
-    if a.large_audits:
+    if a.large_audits or a.uploads_only:
         with tempfile.TemporaryDirectory(prefix="sdcdist-bench-base-") as base:
             trees = []
-            if a.baseline:
+            if a.baseline:          # the baseline commit's tree, measured in the same run
                 arch = subprocess.run(["git", "-C", str(ROOT), "archive", a.baseline],
                                       check=True, capture_output=True).stdout
                 subprocess.run(["tar", "-x", "-C", base], input=arch, check=True)
                 trees.append(("before", Path(base)))
             trees.append(("after", ROOT))
-            large_audits(trees, a.workers, 9_000)
-        return
-    if a.uploads_only:
-        with tempfile.TemporaryDirectory(prefix="sdcdist-bench-base-") as base:
-            trees = []
-            if a.baseline:
-                arch = subprocess.run(["git", "-C", str(ROOT), "archive", a.baseline],
-                                      check=True, capture_output=True).stdout
-                subprocess.run(["tar", "-x", "-C", base], input=arch, check=True)
-                trees.append(("before", Path(base)))
-            trees.append(("after", ROOT))
-            upload_memory(trees, a.workers, a.timeout, a.guard_mib, a.wide_rows)
+            if a.large_audits:
+                large_audits(trees, a.workers, 9_000)
+            else:
+                upload_memory(trees, a.workers, a.timeout, a.guard_mib, a.wide_rows)
         return
     if a.memory_only:
         with tempfile.TemporaryDirectory(prefix="sdcdist-bench-service-") as tmp:

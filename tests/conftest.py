@@ -21,7 +21,7 @@ LONG_FILES_FIRST = (
     "test_hardening_cluster.py", "test_service.py", "test_prl_count.py",
     "test_service_durable.py", "test_prl.py", "test_dld_dmt.py", "test_audit.py",
     "test_deploy.py", "test_cli_startup.py", "test_risk_models_reports.py",
-    "test_service_web.py", "test_linkage.py",
+    "test_service_web.py", "test_linkage.py", "test_service_memory.py",
 )
 
 

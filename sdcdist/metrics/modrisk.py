@@ -161,6 +161,16 @@ def _poisson_dev(y: np.ndarray, mu: np.ndarray) -> float:
     return float(np.sum(2.0 * r))
 
 
+def _irls_start(y: Any, offset: Any) -> tuple[np.ndarray, ...]:
+    """The start of R's ``glm.fit`` for the Poisson family: counts, offset, eta = log(y +
+    0.1), mu and the deviance there (shared by :func:`poisson_glm` and its grid form)."""
+    y = np.asarray(y, dtype=np.float64)
+    off = np.zeros_like(y) if offset is None else np.asarray(offset, dtype=np.float64)
+    eta = np.log(y + 0.1)
+    mu = np.maximum(np.exp(eta), _EPS)
+    return y, off, eta, mu, _poisson_dev(y, mu)
+
+
 def poisson_glm(X: np.ndarray, y: np.ndarray, offset: np.ndarray | None = None, *,
                 epsilon: float = 1e-8, maxit: int = 25) -> tuple[np.ndarray, int, bool]:
     """Fitted means of a Poisson log-linear model, by R's ``glm.fit`` iterations.
@@ -181,11 +191,7 @@ def poisson_glm(X: np.ndarray, y: np.ndarray, offset: np.ndarray | None = None, 
     converged : bool
         Whether the relative change of the deviance fell below ``epsilon``.
     """
-    y = np.asarray(y, dtype=np.float64)
-    off = np.zeros_like(y) if offset is None else np.asarray(offset, dtype=np.float64)
-    eta = np.log(y + 0.1)
-    mu = np.maximum(np.exp(eta), _EPS)
-    devold = _poisson_dev(y, mu)
+    y, off, eta, mu, devold = _irls_start(y, offset)
     converged = False
     it = 0
     with one_blas_thread():
@@ -310,11 +316,7 @@ def poisson_glm_grid(design: GridDesign, y: np.ndarray, offset: np.ndarray | Non
     reciprocal condition below 1e-10, e.g. a term whose cells all fit to zero, or a weight
     column collinear with the terms), the step is the dense pivoted QR of
     :func:`poisson_glm` on ``dense`` (the design matrix, formed on demand)."""
-    y = np.asarray(y, dtype=np.float64)
-    off = np.zeros_like(y) if offset is None else np.asarray(offset, dtype=np.float64)
-    eta = np.log(y + 0.1)
-    mu = np.maximum(np.exp(eta), _EPS)
-    devold = _poisson_dev(y, mu)
+    y, off, eta, mu, devold = _irls_start(y, offset)
     converged = False
     it = 0
     X = dense
