@@ -8,11 +8,12 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .comparison import Comparison, transposed
+from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison, transposed
 from .em import EMResult
 
 __all__ = ["WeightParams", "weight_params", "linear_segments", "column_weight", "linear_at",
-           "linear6_all", "weights_row", "pair_weights", "dense_weights", "match_probability"]
+           "linear_all", "linear_column", "weights_row", "pair_weights", "dense_weights",
+           "match_probability"]
 
 
 @dataclass(frozen=True)
@@ -21,16 +22,17 @@ class WeightParams:
 
     ``w_agr``, ``w_dis``: (K,) full agreement / disagreement weights of the
     binary numeric columns; ``w_level``: (K, Lmax+1) level weights of
-    categorical and multi-level columns; ``step``: (K,) int8, which rule a
-    column uses (:attr:`Comparison.rule`: 0 d/l downweighting, 1 the level's
-    weight, 2 linear within the level; non-zero = weighted by level);
+    categorical and multi-level columns; ``rule``: (K,) int8, which rule a
+    column uses (:attr:`Comparison.rule`: ``RULE_DOWNWEIGHT`` (0) d/l downweighting,
+    ``RULE_LEVEL`` the level's weight, ``RULE_LINEAR`` linear between the levels' middles;
+    non-zero = weighted by level);
     ``lin``: (K, 4, P + 1) the linear weights' segments (:func:`linear_segments`).
     """
 
     w_agr: np.ndarray
     w_dis: np.ndarray
     w_level: np.ndarray
-    step: np.ndarray
+    rule: np.ndarray
     log_prior_odds: float
     lin: np.ndarray
 
@@ -42,13 +44,13 @@ class WeightParams:
         order (bit-identical pair weights); the most discriminating columns come
         first.
         """
-        lo = np.where(self.step != 0, self.w_level.min(axis=1),
+        lo = np.where(self.rule != 0, self.w_level.min(axis=1),
                       np.minimum(self.w_agr, self.w_dis))
         return np.argsort(-(self._best - lo), kind="stable").astype(np.int64)
 
     @property
     def _best(self) -> np.ndarray:
-        return np.where(self.step != 0, self.w_level.max(axis=1),
+        return np.where(self.rule != 0, self.w_level.max(axis=1),
                         np.maximum(self.w_agr, self.w_dis))
 
 
@@ -90,7 +92,7 @@ def linear_segments(wl: np.ndarray, cmp: Comparison) -> np.ndarray:
     out[:, 0, :] = np.inf
     T = cmp.flat_tolerances
     for k, rule in enumerate(cmp.rule):
-        if rule != 2:
+        if rule != RULE_LINEAR:
             continue
         last = int(cmp.n_levels[k]) - 1
         t = T[k, :last]
@@ -123,13 +125,13 @@ def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
     A row ``i`` (its tolerances ``tolT[k, :, i]``). The one formula of a pair's column weight:
     every kernel inlines it, so all give the same float.
 
-    ``rule`` (:attr:`Comparison.rule`): 2 linear in ``x = d / t_last`` between the levels'
-    middles (exact agreement, ``t_0 = 0`` and ``d = 0``, keeps ``wl[k, 0]``; NaN the last
-    level's weight); 1 the weight ``wl[k, level]`` of the pair's level (the tolerances it
-    misses); 0 the d/l downweighting from ``wak`` (``d = 0``) down to ``wdk`` at the
-    tolerance and beyond (NaN: ``wdk``).
+    ``rule`` (:attr:`Comparison.rule`): ``RULE_LINEAR`` linear in ``x = d / t_last`` between
+    the levels' middles (exact agreement, ``t_0 = 0`` and ``d = 0``, keeps ``wl[k, 0]``; NaN
+    the last level's weight); ``RULE_LEVEL`` the weight ``wl[k, level]`` of the pair's level
+    (the tolerances it misses); ``RULE_DOWNWEIGHT`` the d/l downweighting from ``wak``
+    (``d = 0``) down to ``wdk`` at the tolerance and beyond (NaN: ``wdk``).
     """
-    if rule == 2:
+    if rule == RULE_LINEAR:
         last = nlev - 1
         if d == 0.0 and tolT[k, 0, i] == 0.0:
             return wl[k, 0]
@@ -137,7 +139,7 @@ def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
         if not (x >= 0.0):
             return wl[k, last]
         return linear_at(lin, k, x, last)
-    if rule == 1:
+    if rule == RULE_LEVEL:
         lev = 0
         for l in range(nlev - 1):
             if not (d <= tolT[k, l, i]):
@@ -148,49 +150,49 @@ def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def linear6_all(avT, tolT, k, s0, n, x, wl, lin, w):
-    # w[p] += column_weight(2, |a - x|, ...) of column k (6 levels) for A rows s0 + p,
-    # p < n, written without branches or table look-ups so that the loop vectorises (in a
-    # caller compiled with error_model="numpy": no zero-division check; the last tolerance
-    # is > 0): the segment's start, weight and slope are picked by selects (the points
-    # increase, so the last one at or left of xx wins: lin[k, :, s] for s points at or
-    # left of it), then the same operations in the same order, so the same floats
+def linear_all(avT, tolT, k, s0, n, x, wl, lin, points, w):
+    """``w[p] += column_weight(RULE_LINEAR, |a - x|, ...)`` of column ``k`` (``points`` =
+    its number of levels) for A rows ``s0 + p``, ``p < n``: the same floats as
+    :func:`column_weight` (the same operations in the same order), written without branches
+    or table look-ups in the loop over rows so that it vectorises where ``points`` is a
+    constant (:func:`linear_column`; in a caller compiled with ``error_model="numpy"``: no
+    zero-division check, the last tolerance is > 0). The segment's start, weight and slope
+    are picked by selects: the points increase, so the last one at or left of ``xx`` wins,
+    ``lin[k, :, s]`` for ``s`` points at or left of it, as :func:`linear_at` counts them."""
+    last = points - 1
     a = avT[k, s0:s0 + n]
     t0 = tolT[k, 0, s0:s0 + n]
-    tl = tolT[k, 4, s0:s0 + n]
-    p0, p1, p2, p3, p4, p5 = lin[k, 0, 0], lin[k, 0, 1], lin[k, 0, 2], lin[k, 0, 3], \
-        lin[k, 0, 4], lin[k, 0, 5]
-    x0, x1, x2, x3, x4, x5, x6 = lin[k, 1, 0], lin[k, 1, 1], lin[k, 1, 2], lin[k, 1, 3], \
-        lin[k, 1, 4], lin[k, 1, 5], lin[k, 1, 6]
-    w0, w1, w2, w3, w4, w5, w6 = lin[k, 2, 0], lin[k, 2, 1], lin[k, 2, 2], lin[k, 2, 3], \
-        lin[k, 2, 4], lin[k, 2, 5], lin[k, 2, 6]
-    l0, l1, l2, l3, l4, l5, l6 = lin[k, 3, 0], lin[k, 3, 1], lin[k, 3, 2], lin[k, 3, 3], \
-        lin[k, 3, 4], lin[k, 3, 5], lin[k, 3, 6]
+    tl = tolT[k, last - 1, s0:s0 + n]
     wz = wl[k, 0]
-    wn = wl[k, 5]
+    wn = wl[k, last]
     for p in range(n):
         d = abs(a[p] - x)
         xx = d / tl[p]
-        c = p0 <= xx
-        sx, sw, sl = (x1 if c else x0), (w1 if c else w0), (l1 if c else l0)
-        c = p1 <= xx
-        sx, sw, sl = (x2 if c else sx), (w2 if c else sw), (l2 if c else sl)
-        c = p2 <= xx
-        sx, sw, sl = (x3 if c else sx), (w3 if c else sw), (l3 if c else sl)
-        c = p3 <= xx
-        sx, sw, sl = (x4 if c else sx), (w4 if c else sw), (l4 if c else sl)
-        c = p4 <= xx
-        sx, sw, sl = (x5 if c else sx), (w5 if c else sw), (l5 if c else sl)
-        c = p5 <= xx
-        sx, sw, sl = (x6 if c else sx), (w6 if c else sw), (l6 if c else sl)
+        sx, sw, sl = lin[k, 1, 0], lin[k, 2, 0], lin[k, 3, 0]
+        for q in range(points):
+            c = lin[k, 0, q] <= xx
+            sx = lin[k, 1, q + 1] if c else sx
+            sw = lin[k, 2, q + 1] if c else sw
+            sl = lin[k, 3, q + 1] if c else sl
         v = sw + sl * (xx - sx)
         v = v if xx >= 0.0 else wn
         v = wz if ((d == 0.0) & (t0[p] == 0.0)) else v
         w[p] += v
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def linear_column(avT, tolT, k, s0, n, x, wl, lin, nlev, w):
+    """:func:`linear_all` for a column of ``nlev`` levels: with the default comparison's 6
+    levels the count is a constant, so the loop over the points unrolls and the loop over
+    the rows vectorises; any other count runs the same code."""
+    if nlev == 6:
+        linear_all(avT, tolT, k, s0, n, x, wl, lin, 6, w)
+    else:
+        linear_all(avT, tolT, k, s0, n, x, wl, lin, nlev, w)
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, lin, order, w):
+def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, rules, lin, order, w):
     """Weights of B row ``bj`` against A rows ``aidx[lo:hi]`` (``lo:hi`` when ``identity``)
     into ``w[:n]``: column by column in ``order`` (bit-identical sums in every kernel), so
     the inner loop runs over contiguous A values. Returns n."""
@@ -198,13 +200,13 @@ def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, l
     w[:n] = 0.0
     for k in order:
         x = bj[k]
-        rule = step[k]
+        rule = rules[k]
         nk = nlev[k]
         wak = wa[k]
         wdk = wd[k]
-        if identity and rule == 2 and nk == 6:
-            # the default comparison's columns: the same floats, vectorised
-            linear6_all(avT, tolT, k, lo, n, x, wl, lin, w)
+        if identity and rule == RULE_LINEAR:
+            # the same floats as column_weight, vectorised
+            linear_column(avT, tolT, k, lo, n, x, wl, lin, nk, w)
         elif identity:
             for q in range(n):
                 i = lo + q
@@ -217,14 +219,14 @@ def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, l
 
 
 @numba.njit(cache=True, nogil=True)
-def _pairs_kernel(avT, tolT, bv, ia, jb, nlev, wa, wd, wl, step, lin, order):
+def _pairs_kernel(avT, tolT, bv, ia, jb, nlev, wa, wd, wl, rules, lin, order):
     out = np.empty(ia.size)
     for q in range(ia.size):
         i = ia[q]
         j = jb[q]
         w = 0.0
         for k in order:
-            w += column_weight(step[k], abs(avT[k, i] - bv[j, k]), tolT, i, k, nlev[k], wa[k],
+            w += column_weight(rules[k], abs(avT[k, i] - bv[j, k]), tolT, i, k, nlev[k], wa[k],
                                wd[k], wl, lin)
         out[q] = w
     return out
@@ -237,16 +239,17 @@ def pair_weights(a: dict, b: dict, ia: np.ndarray, jb: np.ndarray, cmp: Comparis
     jb = np.asarray(jb, dtype=np.int64)
     avT, tolT = transposed(a)
     return _pairs_kernel(avT, tolT, b["v"], ia, jb, cmp.n_levels, wp.w_agr, wp.w_dis,
-                         wp.w_level, wp.step, wp.lin, wp.order)
+                         wp.w_level, wp.rule, wp.lin, wp.order)
 
 
 @numba.njit(cache=True, nogil=True)
-def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, step, lin, order):
+def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, rules, lin, order):
     na = avT.shape[1]
     out = np.empty((bv.shape[0], na))
     none = np.zeros(1, dtype=np.int64)
     for j in range(bv.shape[0]):
-        weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, step, lin, order, out[j])
+        weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, rules, lin, order,
+                    out[j])
     return out
 
 
@@ -254,7 +257,7 @@ def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.nda
     """All pair weights, shape (n_b, n_a) (rows = B records)."""
     avT, tolT = transposed(a)
     return _dense_kernel(avT, tolT, b["v"], cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level,
-                         wp.step, wp.lin, wp.order)
+                         wp.rule, wp.lin, wp.order)
 
 
 def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:
