@@ -10,7 +10,7 @@ import pytest
 from sdcdist.linkage import prl
 from sdcdist.linkage.prl import topc, weights
 from sdcdist.linkage.prl.comparison import MAX_LEVELS, RULE_LINEAR, transposed
-from sdcdist.linkage.prl.weights import column_weight, linear_all, linear_column
+from sdcdist.linkage.prl.weights import column_weight, linear_column
 
 
 def _same(x, y):
@@ -281,24 +281,21 @@ def test_rank_rows_in_any_order(K):
 
 @numba.njit(error_model="numpy")
 def _linear_both(avT, tolT, k, x, wl, lin, nlev):
-    # the vectorised kernel (with the level count as given, and through the dispatcher) and
-    # column_weight pair by pair
+    # the kernels' linear columns (vectorised at 6 levels) and column_weight pair by pair
     n = avT.shape[1]
     fast = np.zeros(n)
     linear_column(avT, tolT, k, 0, n, x, wl, lin, nlev, fast)
-    generic = np.zeros(n)
-    linear_all(avT, tolT, k, 0, n, x, wl, lin, nlev, generic)
     ref = np.empty(n)
     for i in range(n):
         ref[i] = column_weight(RULE_LINEAR, abs(avT[k, i] - x), tolT, i, k, nlev, 0.0, 0.0, wl,
                                lin)
-    return fast, generic, ref
+    return fast, ref
 
 
 @pytest.mark.parametrize("exact", [False, True])
 def test_linear_kernel_equals_column_weight_on_every_level_count(exact):
-    """The branch-free linear kernel gives column_weight's float bit for bit on every level
-    count a multi-level column can have (2 to MAX_LEVELS tolerances, with and without an
+    """The kernels' linear columns (linear6_all, branch-free, at the default's 6 levels) give
+    column_weight's float bit for bit on every level count a multi-level column can have (2 to MAX_LEVELS tolerances, with and without an
     exact-agreement level), on values that fall on the levels' middles, the tolerances,
     exactly on A's value, beyond the last tolerance and missing."""
     rng = np.random.default_rng(5)
@@ -316,9 +313,8 @@ def test_linear_kernel_equals_column_weight_on_every_level_count(exact):
         xs = np.r_[A[:6, 0], A[0, 0] + tolT[0, :, 0],
                    A[0, 0] + 0.5 * tolT[0, 0, 0], np.nan, 10.0]
         for x in xs:
-            fast, generic, ref = _linear_both(avT, tolT, 0, float(x), wl, lin, n_tol + 1)
+            fast, ref = _linear_both(avT, tolT, 0, float(x), wl, lin, n_tol + 1)
             np.testing.assert_array_equal(fast.view(np.int64), ref.view(np.int64))
-            np.testing.assert_array_equal(generic.view(np.int64), ref.view(np.int64))
 
 
 def _tree_reference(a, leaf_size, scale):

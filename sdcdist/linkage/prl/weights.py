@@ -12,7 +12,7 @@ from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison, transposed
 from .em import EMResult
 
 __all__ = ["WeightParams", "weight_params", "linear_segments", "column_weight", "linear_at",
-           "linear_all", "linear_column", "weights_row", "pair_weights", "dense_weights",
+           "linear6_all", "linear_column", "weights_row", "pair_weights", "dense_weights",
            "match_probability"]
 
 
@@ -150,30 +150,41 @@ def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def linear_all(avT, tolT, k, s0, n, x, wl, lin, points, w):
-    """``w[p] += column_weight(RULE_LINEAR, |a - x|, ...)`` of column ``k`` (``points`` =
-    its number of levels) for A rows ``s0 + p``, ``p < n``: the same floats as
-    :func:`column_weight` (the same operations in the same order), written without branches
-    or table look-ups in the loop over rows so that it vectorises where ``points`` is a
-    constant (:func:`linear_column`; in a caller compiled with ``error_model="numpy"``: no
-    zero-division check, the last tolerance is > 0). The segment's start, weight and slope
-    are picked by selects: the points increase, so the last one at or left of ``xx`` wins,
-    ``lin[k, :, s]`` for ``s`` points at or left of it, as :func:`linear_at` counts them."""
-    last = points - 1
+def linear6_all(avT, tolT, k, s0, n, x, wl, lin, w):
+    # w[p] += column_weight(2, |a - x|, ...) of column k (6 levels) for A rows s0 + p,
+    # p < n, written without branches or table look-ups so that the loop vectorises (in a
+    # caller compiled with error_model="numpy": no zero-division check; the last tolerance
+    # is > 0): the segment's start, weight and slope are picked by selects (the points
+    # increase, so the last one at or left of xx wins: lin[k, :, s] for s points at or
+    # left of it), then the same operations in the same order, so the same floats
     a = avT[k, s0:s0 + n]
     t0 = tolT[k, 0, s0:s0 + n]
-    tl = tolT[k, last - 1, s0:s0 + n]
+    tl = tolT[k, 4, s0:s0 + n]
+    p0, p1, p2, p3, p4, p5 = lin[k, 0, 0], lin[k, 0, 1], lin[k, 0, 2], lin[k, 0, 3], \
+        lin[k, 0, 4], lin[k, 0, 5]
+    x0, x1, x2, x3, x4, x5, x6 = lin[k, 1, 0], lin[k, 1, 1], lin[k, 1, 2], lin[k, 1, 3], \
+        lin[k, 1, 4], lin[k, 1, 5], lin[k, 1, 6]
+    w0, w1, w2, w3, w4, w5, w6 = lin[k, 2, 0], lin[k, 2, 1], lin[k, 2, 2], lin[k, 2, 3], \
+        lin[k, 2, 4], lin[k, 2, 5], lin[k, 2, 6]
+    l0, l1, l2, l3, l4, l5, l6 = lin[k, 3, 0], lin[k, 3, 1], lin[k, 3, 2], lin[k, 3, 3], \
+        lin[k, 3, 4], lin[k, 3, 5], lin[k, 3, 6]
     wz = wl[k, 0]
-    wn = wl[k, last]
+    wn = wl[k, 5]
     for p in range(n):
         d = abs(a[p] - x)
         xx = d / tl[p]
-        sx, sw, sl = lin[k, 1, 0], lin[k, 2, 0], lin[k, 3, 0]
-        for q in range(points):
-            c = lin[k, 0, q] <= xx
-            sx = lin[k, 1, q + 1] if c else sx
-            sw = lin[k, 2, q + 1] if c else sw
-            sl = lin[k, 3, q + 1] if c else sl
+        c = p0 <= xx
+        sx, sw, sl = (x1 if c else x0), (w1 if c else w0), (l1 if c else l0)
+        c = p1 <= xx
+        sx, sw, sl = (x2 if c else sx), (w2 if c else sw), (l2 if c else sl)
+        c = p2 <= xx
+        sx, sw, sl = (x3 if c else sx), (w3 if c else sw), (l3 if c else sl)
+        c = p3 <= xx
+        sx, sw, sl = (x4 if c else sx), (w4 if c else sw), (l4 if c else sl)
+        c = p4 <= xx
+        sx, sw, sl = (x5 if c else sx), (w5 if c else sw), (l5 if c else sl)
+        c = p5 <= xx
+        sx, sw, sl = (x6 if c else sx), (w6 if c else sw), (l6 if c else sl)
         v = sw + sl * (xx - sx)
         v = v if xx >= 0.0 else wn
         v = wz if ((d == 0.0) & (t0[p] == 0.0)) else v
@@ -182,13 +193,17 @@ def linear_all(avT, tolT, k, s0, n, x, wl, lin, points, w):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def linear_column(avT, tolT, k, s0, n, x, wl, lin, nlev, w):
-    """:func:`linear_all` for a column of ``nlev`` levels: with the default comparison's 6
-    levels the count is a constant, so the loop over the points unrolls and the loop over
-    the rows vectorises; any other count runs the same code."""
+    """``w[p] += column_weight(RULE_LINEAR, |a - x|, ...)`` of column ``k`` (``nlev``
+    levels) for A rows ``s0 + p``, ``p < n``, the same floats on every level count: the
+    default comparison's 6 levels by :func:`linear6_all` (vectorised), any other count by
+    :func:`column_weight` row by row."""
     if nlev == 6:
-        linear_all(avT, tolT, k, s0, n, x, wl, lin, 6, w)
+        linear6_all(avT, tolT, k, s0, n, x, wl, lin, w)
     else:
-        linear_all(avT, tolT, k, s0, n, x, wl, lin, nlev, w)
+        for p in range(n):
+            i = s0 + p
+            w[p] += column_weight(RULE_LINEAR, abs(avT[k, i] - x), tolT, i, k, nlev, 0.0, 0.0,
+                                  wl, lin)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
