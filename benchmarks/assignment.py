@@ -70,9 +70,11 @@ def weights(X: np.ndarray, Y: np.ndarray, **kw
 
     orig, blocks.assign_by_content = blocks.assign_by_content, grab
     try:
+        settings = prl.PRLSettings.from_options(
+            {"prl_dense_limit": max(X.shape[0], Y.shape[0]),
+             **{"prl_" + k: v for k, v in kw.items()}})
         prl.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
-                                  tuple(range(X.shape[1])),
-                                  dense_limit=max(X.shape[0], Y.shape[0]), **kw)
+                                  tuple(range(X.shape[1])), settings=settings)
     except _Got:
         pass
     finally:

@@ -84,14 +84,14 @@ PEER_PY = HERE / ".venv-peers" / "bin" / "python"
 PEER_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1"}
 FILES = ("census", "tarragona", "synth10k", "synth59k", "eia")
-#: sdcdist rows: name -> (label, keywords of probabilistic_linkage)
+#: sdcdist rows: name -> (label, PRL registry options)
 VARIANTS = {
     "default": ("sdcdist PRL (default: s, 6 levels, linear weights)", {}),
-    "m_only": ("sdcdist PRL (s, linear weights, fit m_only)", {"em_options": {"fit": "m_only"}}),
-    "step": ("sdcdist PRL (s, 6 levels, step weights)", {"weights": "step"}),
+    "m_only": ("sdcdist PRL (s, linear weights, fit m_only)", {"prl_em": {"fit": "m_only"}}),
+    "step": ("sdcdist PRL (s, 6 levels, step weights)", {"prl_weights": "step"}),
     "step_m_only": ("sdcdist PRL (s, step weights, fit m_only)",
-                    {"weights": "step", "em_options": {"fit": "m_only"}}),
-    "l": ("sdcdist PRL (papers: l, t = 0.05)", {"method": "l", "t": 0.05}),
+                    {"prl_weights": "step", "prl_em": {"fit": "m_only"}}),
+    "l": ("sdcdist PRL (papers: l, t = 0.05)", {"prl_method": "l", "prl_t": 0.05}),
 }
 
 
@@ -175,14 +175,15 @@ def load(name: str, *, eia_csv: str | None = None) -> tuple[np.ndarray, np.ndarr
     return X, Y
 
 
-def run_sdcdist(client, X: np.ndarray, Y: np.ndarray, **kw) -> dict:
-    from sdcdist.linkage.prl import probabilistic_linkage
+def run_sdcdist(client, X: np.ndarray, Y: np.ndarray, options: dict) -> dict:
+    from sdcdist.linkage.prl import PRLSettings, probabilistic_linkage
     from sdcdist.parallel import Runner
     runner = Runner(client)
     n = X.shape[0]
     A, B = runner.share(X), runner.share(Y)
     t0 = time.perf_counter()
-    res = probabilistic_linkage(runner, A, B, n, n, tuple(range(X.shape[1])), **kw)
+    res = probabilistic_linkage(runner, A, B, n, n, tuple(range(X.shape[1])),
+                                settings=PRLSettings.from_options(options))
     wall = time.perf_counter() - t0
     i = res.info
     return {"correct": res.correct, "best": res.correct_best, "n": n, "wall": wall,
@@ -286,10 +287,10 @@ def main() -> None:
             print("| tool | PLD (1-1) | best link (ties 1/t) | wall | notes |\n"
                   "|---|---|---|---|---|")
             for v in variants:
-                label, kw = VARIANTS[v]
+                label, options = VARIANTS[v]
                 if args.warm:
-                    run_sdcdist(client, X, Y, **kw)
-                print(row(label, run_sdcdist(client, X, Y, **kw)), flush=True)
+                    run_sdcdist(client, X, Y, options)
+                print(row(label, run_sdcdist(client, X, Y, options)), flush=True)
             for tool in peers:
                 r = run_peer(tool, X, Y, args.peer_max_pairs, args.timeout,
                              Path(args.peer_python))

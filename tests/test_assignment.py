@@ -191,8 +191,9 @@ def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
         return real(W, **kw)
 
     monkeypatch.setattr(assignment.api, "assign", grab)
+    s = prl.PRLSettings.from_options({"prl_" + k: v for k, v in kw.items()})
     prl.probabilistic_linkage(Runner(), X, Y, X.shape[0], Y.shape[0],
-                                      tuple(range(X.shape[1])), **kw)
+                              tuple(range(X.shape[1])), settings=s)
     W = got["W"]
     assert np.unique(W, axis=0).shape[0] < W.shape[0]        # tied rows: the hard case
     r0, c0 = linear_sum_assignment(W, maximize=True)

@@ -230,7 +230,7 @@ def _prl_weights(A, B):
     from sdcdist.linkage.prl.blocks import prepare_sides
     from sdcdist.linkage.prl.weights import dense_weights
     run = Runner()
-    s = driver.settings_of(None, {})
+    s = driver.DEFAULTS
     cmp = comparison(A.shape[1], s)
     keys = tuple(range(A.shape[1]))
     Ap, Bp, order_a = prepare_sides(run, A, B, keys, keys, cmp)

@@ -9,11 +9,16 @@ from sdcdist.errors import SdcInputError
 from sdcdist.linkage import prl
 from sdcdist.linkage import truth_from_ids
 from sdcdist.linkage.link import link_files
-from sdcdist.linkage.prl import blocked_pattern_counts, probabilistic_linkage
+from sdcdist.linkage.prl import PRLSettings, blocked_pattern_counts, probabilistic_linkage
 from sdcdist.linkage.prl.comparison import column_sd
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
 from sdcdist.parallel import Runner
+
+
+def _settings(**options):
+    """PRL settings from registry options named without ``prl_`` (``em`` is ``prl_em``)."""
+    return PRLSettings.from_options({"prl_" + k: v for k, v in options.items()})
 
 
 def _dense_counts(sparse, n_patterns):
@@ -179,8 +184,8 @@ def test_sparse_linkage_equals_dense_and_blocks(rng, client, use_client):
     dense = probabilistic_linkage(runner, A, B, 90, 70, (0, 1, 3))
     assert dense.info["assignment"] == "dense" and dense.flag == 0
     for rows, how in [((16, 16), "row_floor"), ((90, 7), None)]:
-        sparse = probabilistic_linkage(runner, A, B, 90, 70, (0, 1, 3), dense_limit=10,
-                                       top_c=90, block_rows=rows, unmatched=how)
+        sparse = probabilistic_linkage(runner, A, B, 90, 70, (0, 1, 3), settings=_settings(
+            dense_limit=10, top_c=90, block_rows=rows, unmatched=how))
         assert sparse.info["assignment"].startswith("sparse") and sparse.flag == 1
         np.testing.assert_array_equal(sparse.cols_a, dense.cols_a)
         np.testing.assert_array_equal(sparse.weights, dense.weights)
@@ -289,13 +294,13 @@ def test_bad_inputs(rng):
         probabilistic_linkage(Runner(), A, B, 30, 20, ())
     for t in (0.0, -0.1, (0.1, 0.05)):
         with pytest.raises(SdcInputError, match="'prl_t' option"):
-            link_files(a, b, ["x", "y"], t=t)
+            link_files(a, b, ["x", "y"], settings=_settings(t=t))
     with pytest.raises(SdcInputError, match="1 record"):
         probabilistic_linkage(Runner(), A, B[:1], 30, 1, (0, 1))
     with pytest.raises(SdcInputError, match="1 record"):
         measure(A, B[:1], ["PLD"], keysets=[["V1", "V2"]])
     with pytest.raises(SdcInputError, match="'prl_method' option"):
-        link_files(a, b, ["x"], method="q")
+        link_files(a, b, ["x"], settings=_settings(method="q"))
     ids = np.arange(30.0)
     ids[1] = ids[0]
     dup = from_array(np.column_stack([ids, A]), ["id", "x", "y", "c", "z"])
@@ -437,8 +442,9 @@ def test_exact_blocks_on_a_categorical_key_equal_brute_force(rng, client):
                                             blocking=(2, 0))
             np.testing.assert_array_equal(_dense_counts(got, cmp.n_patterns), expect)
             assert n == same.sum()
-    res = probabilistic_linkage(Runner(client), A, B, 57, 43, cols, method="l", t=0.05,
-                                categorical=cat, blocking=(2, 0), dense_limit=5)
+    res = probabilistic_linkage(Runner(client), A, B, 57, 43, cols,
+                                settings=_settings(method="l", t=0.05, dense_limit=5),
+                                categorical=cat, blocking=(2, 0))
     assert "exact blocks on key 2" in res.info["blocking"] and res.flag == 1
     assert np.all(A[res.cols_a, 2] == B[res.rows_b, 2])  # every link within its block
     unlinkable = np.isnan(B[:, 2]) | (B[:, 2] == 4)
@@ -482,14 +488,15 @@ def test_pld_does_not_depend_on_record_order(census, dense_limit):
     X = np.round(np.random.default_rng(4).normal(size=(240, 1)), 6)     # distinct values
     Y = MASKING["noise"](X, 0.01, rng=np.random.default_rng(5))
     runner = Runner(None)
-    base = probabilistic_linkage(runner, X, Y, 240, 240, (0,), dense_limit=dense_limit,
+    base = probabilistic_linkage(runner, X, Y, 240, 240, (0,),
+                                 settings=_settings(dense_limit=dense_limit),
                                  truth=np.arange(240))
     for seed in (1, 2):
         pb = np.random.default_rng(seed).permutation(240)
         pa = np.random.default_rng(seed + 10).permutation(240)
         truth = np.argsort(pa)[pb]                       # B row i is A row truth[i]
         got = probabilistic_linkage(runner, X[pa], Y[pb], 240, 240, (0,),
-                                    dense_limit=dense_limit, truth=truth)
+                                    settings=_settings(dense_limit=dense_limit), truth=truth)
         assert got.correct == base.correct
         assert np.isclose(got.weights.sum(), base.weights.sum())
 
@@ -606,7 +613,8 @@ def test_weight_rule_option_reaches_the_linkage(census):
     for rule in ("linear", "step"):
         r = measure(X, Y, ["PLD"], columns=cols, keysets=[list(cols)],
                     options={"prl_weights": rule})
-        lk = probabilistic_linkage(Runner(), X, Y, n, n, tuple(range(5)), weights=rule)
+        lk = probabilistic_linkage(Runner(), X, Y, n, n, tuple(range(5)),
+                                   settings=_settings(weights=rule))
         assert r["PLD"].value == pytest.approx(100.0 * lk.correct / n)
         got[rule] = lk
     assert not np.array_equal(got["linear"].true_weight, got["step"].true_weight)
@@ -669,20 +677,20 @@ def test_pld_best_equals_brute_force_with_every_tie(weights):
     X[5:10] = X[0]                                   # six identical original records
     Y = X[:n_b] + rng.integers(-1, 2, size=(n_b, 3)) * (rng.random((n_b, 3)) < 0.3)
     runner = Runner(None)
-    kw = dict(weights=weights, truth=np.arange(n_b))
+    kw = dict(settings=_settings(weights=weights), truth=np.arange(n_b))
     dense = probabilistic_linkage(runner, X, Y, n_a, n_b, (0, 1, 2), **kw)
     want = _brute_best_link(X, Y, dense, weights)
     assert 0 < want < n_b and want != round(want)             # some ties split the credit
     assert dense.correct_best == pytest.approx(want, abs=1e-12)
-    sparse = probabilistic_linkage(runner, X, Y, n_a, n_b, (0, 1, 2), dense_limit=5, top_c=3,
-                                   **kw)
+    sparse = probabilistic_linkage(runner, X, Y, n_a, n_b, (0, 1, 2), truth=np.arange(n_b),
+                                   settings=_settings(weights=weights, dense_limit=5, top_c=3))
     assert sparse.info["best_ties_recounted"] > 0
     assert sparse.correct_best == pytest.approx(want, abs=1e-12)
     pa, pb = np.random.default_rng(1).permutation(n_a), np.random.default_rng(2).permutation(n_b)
     truth = np.argsort(pa)[pb]
     for dl in (5000, 5):
-        got = probabilistic_linkage(runner, X[pa], Y[pb], n_a, n_b, (0, 1, 2), weights=weights,
-                                    truth=truth, dense_limit=dl, top_c=3)
+        got = probabilistic_linkage(runner, X[pa], Y[pb], n_a, n_b, (0, 1, 2), truth=truth,
+                                    settings=_settings(weights=weights, dense_limit=dl, top_c=3))
         assert got.correct_best == pytest.approx(want, abs=1e-12)
 
 
@@ -741,9 +749,10 @@ def test_pld_best_with_exact_blocks_counts_ties_within_the_block():
     X[:, 0] = np.arange(n_a) % 4                                  # the block key
     Y = X[:n_b] + np.c_[np.zeros(n_b), rng.integers(-1, 2, size=(n_b, 2))
                         * (rng.random((n_b, 2)) < 0.3)]
-    res = probabilistic_linkage(Runner(None), X, Y, n_a, n_b, (0, 1, 2), weights="step",
+    res = probabilistic_linkage(Runner(None), X, Y, n_a, n_b, (0, 1, 2),
+                                settings=_settings(weights="step", dense_limit=5, top_c=2),
                                 categorical=[True, False, False], blocking=(0, 0),
-                                dense_limit=5, top_c=2, truth=np.arange(n_b))
+                                truth=np.arange(n_b))
     cmp = prl.comparison(3, prl.DEFAULTS.with_(weights="step"),
                          categorical=[True, False, False])
     a = prl.prepare_side(X, (0, 1, 2), cmp, side="a")

@@ -8,11 +8,16 @@ from sdcdist.errors import SdcInputError
 from sdcdist.linkage import prl
 from sdcdist.linkage.prl import blocks, counting, topc
 from sdcdist.linkage.prl.comparison import transposed
-from sdcdist.linkage.prl import blocked_pattern_counts, probabilistic_linkage
+from sdcdist.linkage.prl import PRLSettings, blocked_pattern_counts, probabilistic_linkage
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.options import validate
 from sdcdist.parallel import chunk_bounds
 from sdcdist.parallel import Runner
+
+
+def _settings(**options):
+    """PRL settings from registry options named without ``prl_`` (``em`` is ``prl_em``)."""
+    return PRLSettings.from_options({"prl_" + k: v for k, v in options.items()})
 
 
 def _tie_heavy(n, K, seed, *, nan=True):
@@ -147,9 +152,9 @@ def test_linkage_same_pld_both_paths(client):
     A, B = _tie_heavy(2500, 4, seed=4, nan=False)
     runner = Runner(client)
     Ah, Bh = runner.share(A), runner.share(B)
-    res = {c: probabilistic_linkage(runner, Ah, Bh, 2500, 2500, (0, 1, 2, 3), counting=c,
-                                    method="l", t=0.05,
-                                    dense_limit=100)
+    res = {c: probabilistic_linkage(runner, Ah, Bh, 2500, 2500, (0, 1, 2, 3),
+                                    settings=_settings(counting=c, method="l", t=0.05,
+                                                       dense_limit=100))
            for c in ("pairs", "count", "auto")}
     np.testing.assert_array_equal(res["pairs"].counts, res["count"].counts)
     for c in ("count", "auto"):
@@ -488,7 +493,7 @@ def test_linkage_dense_kernel_same_as_hash(client, monkeypatch, use_client):
 
     def link(runner, **kw):
         return probabilistic_linkage(runner, A, B, 3000, 3000, cols, categorical=cat,
-                                     dense_limit=100, **kw)
+                                     settings=_settings(dense_limit=100, **kw))
     new = link(Runner(client if use_client else None), counting="pairs")
     monkeypatch.setattr(blocks, "AUTO_MIN_PAIRS", 1)
     auto = link(Runner(), counting="auto")
@@ -554,7 +559,7 @@ def test_linkage_searched_candidates_below_counting(client, monkeypatch, use_cli
 
     def link(**kw):
         return probabilistic_linkage(runner, A, B, 1500, 1500, cols, categorical=cat,
-                                     dense_limit=100, **kw)
+                                     settings=_settings(dense_limit=100, **kw))
     ref = link(counting="pairs")
     monkeypatch.setattr(blocks, "AUTO_TOPC_MIN_PAIRS", 1500 * 1500)
     auto = link(counting="auto")

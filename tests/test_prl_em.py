@@ -8,11 +8,16 @@ import numpy as np
 import pytest
 
 from sdcdist.linkage import prl
-from sdcdist.linkage.prl import probabilistic_linkage
+from sdcdist.linkage.prl import PRLSettings, probabilistic_linkage
 from sdcdist.linkage.prl.em import FLAT_RATIO, _constrained_levels, _estep, _group_tables
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
 from sdcdist.parallel import Runner
+
+
+def _settings(**options):
+    """PRL settings from registry options named without ``prl_`` (``em`` is ``prl_em``)."""
+    return PRLSettings.from_options({"prl_" + k: v for k, v in options.items()})
 
 
 def _pattern_levels(cmp, codes=None):
@@ -264,7 +269,7 @@ def test_capped_em_is_flagged(census, tmp_path):
     ok = probabilistic_linkage(Runner(), X, Y, 300, 300, tuple(range(5)))
     assert ok.fit.converged and ok.flag == 0 and ok.info["em_converged"]
     capped = probabilistic_linkage(Runner(), X, Y, 300, 300, tuple(range(5)),
-                                   em_options={"max_iter": 3})
+                                   settings=_settings(em={"max_iter": 3}))
     assert not capped.fit.converged and capped.fit.iterations == 3 and capped.flag == 1
     cols = [f"V{i}" for i in range(5)]
     r = measure(X, Y, ["PLD"], columns=cols, keysets=[cols],
@@ -443,9 +448,10 @@ def test_m_only_fit_equals_em_written_out_on_every_pair(weights):
         lev += ~(d <= x * sd)
     levels = lev.reshape(-1, K)
     runner = Runner(None)
-    res = probabilistic_linkage(runner, X, Y, n, n, tuple(range(K)), weights=weights,
-                                em_options={"fit": "m_only"})
-    joint = probabilistic_linkage(runner, X, Y, n, n, tuple(range(K)), weights=weights)
+    res = probabilistic_linkage(runner, X, Y, n, n, tuple(range(K)),
+                                settings=_settings(weights=weights, em={"fit": "m_only"}))
+    joint = probabilistic_linkage(runner, X, Y, n, n, tuple(range(K)),
+                                  settings=_settings(weights=weights))
     m, u, it = _numpy_m_only_em(levels, [len(t) + 1] * K, 1.0 / n)
     f = res.fit
     assert f.converged and res.info["em_fit"] == "m_only" and joint.info["em_fit"] == "joint"
@@ -454,8 +460,8 @@ def test_m_only_fit_equals_em_written_out_on_every_pair(weights):
         np.testing.assert_allclose(f.u[k], u[k], rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(f.m[k], m[k], rtol=0, atol=1e-8)
     assert max(np.abs(f.m[k] - joint.fit.m[k]).max() for k in range(K)) > 1e-3
-    plain = probabilistic_linkage(runner, X, Y, n, n, tuple(range(K)), weights=weights,
-                                  em_options={"fit": "m_only", "accelerate": False})
+    plain = probabilistic_linkage(runner, X, Y, n, n, tuple(range(K)), settings=_settings(
+        weights=weights, em={"fit": "m_only", "accelerate": False}))
     assert abs(plain.fit.iterations - it) <= 1
     for k in range(K):
         np.testing.assert_allclose(plain.fit.m[k], m[k], rtol=0, atol=1e-8)
@@ -491,7 +497,8 @@ def test_a_fit_the_counts_do_not_identify_is_flagged(caplog):
     (flag, info, warning)."""
     A, B, truth = _tie_heavy_638()
     fits = [probabilistic_linkage(Runner(), A, B, 17, 17, (0, 1), truth=truth,
-                                  em_options={"accelerate": acc}) for acc in (True, False)]
+                                  settings=_settings(em={"accelerate": acc}))
+            for acc in (True, False)]
     (a, b) = fits
     assert abs(a.fit.p - b.fit.p) > 5e-4                       # 0.02534 against 0.02461
     assert a.fit.loglik == pytest.approx(b.fit.loglik, rel=1e-12, abs=0)

@@ -1,12 +1,16 @@
 """The dense pattern-count kernel's sorted column and uint16 histogram, and the candidate
 search's kernels: the same counts and candidates as the all-pairs hash kernel / pass."""
 
+import warnings
+
+import numba
 import numpy as np
 import pytest
 
 from sdcdist.linkage import prl
-from sdcdist.linkage.prl import topc
-from sdcdist.linkage.prl.comparison import transposed
+from sdcdist.linkage.prl import topc, weights
+from sdcdist.linkage.prl.comparison import MAX_LEVELS, RULE_LINEAR, transposed
+from sdcdist.linkage.prl.weights import column_weight, linear_column
 
 
 def _same(x, y):
@@ -273,3 +277,109 @@ def test_rank_rows_in_any_order(K):
         if h16.size:
             h[0] += h16
         _same(prl.patterns._sparse_of_hist(total, h), ref)
+
+
+@numba.njit(error_model="numpy")
+def _linear_both(avT, tolT, k, x, wl, lin, nlev):
+    # the kernels' linear columns (vectorised at 6 levels) and column_weight pair by pair
+    n = avT.shape[1]
+    fast = np.zeros(n)
+    linear_column(avT, tolT, k, 0, n, x, wl, lin, nlev, fast)
+    ref = np.empty(n)
+    for i in range(n):
+        ref[i] = column_weight(RULE_LINEAR, abs(avT[k, i] - x), tolT, i, k, nlev, 0.0, 0.0, wl,
+                               lin)
+    return fast, ref
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_linear_kernel_equals_column_weight_on_every_level_count(exact):
+    """The kernels' linear columns (linear6_all, branch-free, at the default's 6 levels) give
+    column_weight's float bit for bit on every level count a multi-level column can have (2 to MAX_LEVELS tolerances, with and without an
+    exact-agreement level), on values that fall on the levels' middles, the tolerances,
+    exactly on A's value, beyond the last tolerance and missing."""
+    rng = np.random.default_rng(5)
+    for n_tol in range(2, MAX_LEVELS + 1):
+        t = np.cumsum(rng.uniform(0.05, 0.4, size=n_tol))
+        if exact:
+            t = np.r_[0.0, t[:-1]]
+        cmp = prl.comparison(1, method="d", t=tuple(t))
+        assert cmp.rule[0] == RULE_LINEAR and cmp.n_levels[0] == n_tol + 1
+        A = np.r_[rng.normal(size=300), [0.0, 0.5, 1.0, np.nan, 1e300, -2.0]][:, None]
+        a = prl.prepare_side(A, (0,), cmp, side="a")
+        avT, tolT = transposed(a)
+        wl = np.sort(rng.normal(size=(1, n_tol + 1)) * 5)[:, ::-1].copy()
+        lin = weights.linear_segments(wl, cmp)
+        xs = np.r_[A[:6, 0], A[0, 0] + tolT[0, :, 0],
+                   A[0, 0] + 0.5 * tolT[0, 0, 0], np.nan, 10.0]
+        for x in xs:
+            fast, ref = _linear_both(avT, tolT, 0, float(x), wl, lin, n_tol + 1)
+            np.testing.assert_array_equal(fast.view(np.int64), ref.view(np.int64))
+
+
+def _tree_reference(a, leaf_size, scale):
+    """build_tree's documented rule, one node at a time in numpy: split at the median of the
+    widest column, ties by row, leaves in row order."""
+    v = np.asarray(a["v"])
+    n, K = v.shape
+    key = np.where(np.isnan(v), np.inf, v)
+    chosen = np.ones(K, dtype=bool)
+    if scale is not None:
+        chosen[np.argsort(-scale, kind="stable")[topc.split_columns(n, leaf_size, K):]] = False
+    perm = np.arange(n)
+    nodes, stack = [], [(0, n, -1, 0)]
+    while stack:
+        s, e, parent, side = stack.pop()
+        node = len(nodes)
+        nodes.append([s, e, -1, -1, 0, 0.0])
+        if parent >= 0:
+            nodes[parent][2 + side] = node
+        if e - s <= leaf_size:
+            perm[s:e] = np.sort(perm[s:e])
+            continue
+        seg = key[perm[s:e]]
+        fin = np.where(np.isfinite(seg), seg, np.nan)
+        with np.errstate(invalid="ignore"):
+            spread = (np.nanmax(np.where(np.isnan(fin), -np.inf, fin), axis=0)
+                      - np.nanmin(np.where(np.isnan(fin), np.inf, fin), axis=0))
+        if scale is not None:
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                med = np.nanmedian(np.abs(fin), axis=0) if np.isfinite(fin).any() else 0.0
+            spread = spread * scale / np.maximum(np.nan_to_num(med, nan=0.0), 0.1)
+        k = int(np.argmax(np.where(chosen, spread, -np.inf)))
+        if not spread[k] > 0:
+            k = int(np.argmax(spread))
+        mid = (e - s) // 2
+        perm[s:e] = perm[s:e][np.lexsort((perm[s:e], seg[:, k]))]
+        nodes[node][4:] = [k, key[perm[s + mid], k]]
+        stack += [(s + mid, e, node, 1), (s, s + mid, node, 0)]
+    start, stop, left, right, dim, cut = (np.array(c) for c in zip(*nodes))
+    return {"perm": perm, "start": start, "stop": stop, "left": left, "right": right,
+            "dim": dim, "cut": cut}
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_compiled_tree_build_equals_the_node_by_node_rule(scaled):
+    """The compiled KD-tree build gives the documented tree bit for bit (a numpy build node
+    by node): tie-heavy values with NaN, a constant column and a column of large values;
+    its boxes are those of its leaves' values, and every row is in one leaf."""
+    A, _ = _rounded(3000, 5, seed=2)
+    A[:, 3] = 7.0
+    A[:, 4] = np.round(A[:, 4]) * 1e6
+    cmp = prl.comparison(5)
+    a = prl.prepare_side(A, tuple(range(5)), cmp, side="a")
+    scale = np.array([1.0, 16.0, 0.5, 3.0, 2.0]) if scaled else None
+    for leaf in (7, 64):
+        tree = topc.build_tree(a, leaf_size=leaf, scale=scale, ranks=False)
+        want = _tree_reference(a, leaf, scale)
+        for name, arr in want.items():
+            np.testing.assert_array_equal(tree[name], arr, err_msg=name)
+        assert tree["perm"].dtype == np.int64 and tree["cut"].dtype == np.float64
+        np.testing.assert_array_equal(np.sort(tree["perm"]), np.arange(3000))
+        np.testing.assert_array_equal(tree["vT"], a["v"][tree["perm"]].T)
+        q = int(np.flatnonzero(tree["left"] < 0)[0])
+        rows = a["v"][tree["perm"][tree["start"][q]:tree["stop"][q]]]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.testing.assert_array_equal(tree["lo"][q], np.nanmin(rows, axis=0))

@@ -114,7 +114,7 @@ def test_level_bounds_hold_every_column_weight():
         assert np.all(np.diff(np.maximum.accumulate(ub[k, :L + 1][::-1])[::-1]) <= 0)
         d = np.abs(avT[k][None, :] - b["v"][:, k][:, None]).ravel()
         i = np.array([_exact_interval(x, tb[k, :L]) for x in d])
-        w = np.array([prl.weights.column_weight(int(wp.step[k]), x, tolT, 0, k,
+        w = np.array([prl.weights.column_weight(int(wp.rule[k]), x, tolT, 0, k,
                                                 int(cmp.n_levels[k]), wp.w_agr[k],
                                                 wp.w_dis[k], wp.w_level, wp.lin) for x in d])
         assert np.all(w <= ub[k, i] + 1e-12)
@@ -184,7 +184,7 @@ def test_leaf_keeps_every_pair_reaching_the_threshold():
             thr = np.sort(W[j])[::-1][kth - 1]
             tau = ranked.fixed_threshold(thr - slack, bt["S"], bt["lift"])
             ranked.leaf_bounds(rk["rank"], 0, n, cst, bt["dq"], acc)
-            m = ranked.leaf_weigh(rk["vR"], 0, n, acc, tau, 32768, bj, wp.order, wp.step,
+            m = ranked.leaf_weigh(rk["vR"], 0, n, acc, tau, 32768, bj, wp.order, wp.rule,
                                   cmp.n_levels, tree["tolT"], wp.w_agr, wp.w_dis, wp.w_level,
                                   wp.lin, buf, w, np.empty((6, n)))
             assert set(np.flatnonzero(W[j] >= thr)) <= set(buf[:m])

@@ -148,3 +148,32 @@ def test_a_flag_and_the_same_option_with_o_are_refused(files, tmp_path):
     res = CliRunner().invoke(main, ["link", a, b, "--keys", "x,y", "--out",
                                     str(tmp_path / "p.parquet"), "--unmatched", "sometimes"])
     assert res.exit_code == 2 and "--unmatched" in res.output and "prl_unmatched" in res.output
+
+
+def test_linkage_takes_its_options_only_as_settings():
+    """probabilistic_linkage and link_files have no keyword side door for PRL options: the
+    one PRLSettings (plus the explicit arguments) is the only way in."""
+    import inspect
+
+    from sdcdist.linkage.link import link_files
+    for f in (driver.probabilistic_linkage, link_files):
+        kinds = {p.kind for p in inspect.signature(f).parameters.values()}
+        assert inspect.Parameter.VAR_KEYWORD not in kinds, f.__name__
+    assert not hasattr(driver, "settings_of") and not hasattr(driver, "_KEYWORDS")
+    X = np.arange(12.0).reshape(6, 2)
+    with pytest.raises(TypeError):
+        driver.probabilistic_linkage(None, X, X, 6, 6, (0, 1), t=0.05)
+
+
+def test_comparison_defaults_are_the_registry_defaults():
+    """A Comparison built without a weight shape takes the registry's (linear), as
+    comparison() and the settings do; step is only the weight shape's other value."""
+    from sdcdist.linkage.prl.comparison import (RULE_DOWNWEIGHT, RULE_LEVEL, RULE_LINEAR,
+                                                Comparison, comparison)
+    cmp = Comparison("s", ((0.0, 0.1, 0.25, 0.5, 1.0), (0.05,), ()), (False, False, True))
+    assert cmp.weights == OPTIONS["prl_weights"].default == DEFAULTS.weights
+    assert cmp == comparison(3, DEFAULTS.with_(t=((0.0, 0.1, 0.25, 0.5, 1.0), (0.05,), (0,))),
+                             categorical=[False, False, True])
+    assert list(cmp.rule) == [RULE_LINEAR, RULE_DOWNWEIGHT, RULE_LEVEL]
+    step = comparison(3, categorical=[False, False, True], weights="step")
+    assert list(step.rule) == [RULE_LEVEL, RULE_LEVEL, RULE_LEVEL]

@@ -273,10 +273,12 @@ def link(X: np.ndarray, Xm: np.ndarray, keys: list[int], c: Convention) -> float
     return score(W, lpo, c, order)
 
 
-def sdcdist_pld(X: np.ndarray, Xm: np.ndarray, keys: list[int], **options) -> float:
-    """sdcdist's own PRL (dense path) on the same files: share of correct pairs."""
-    from sdcdist.linkage.prl import probabilistic_linkage
+def sdcdist_pld(X: np.ndarray, Xm: np.ndarray, keys: list[int],
+                options: dict | None = None) -> float:
+    """sdcdist's own PRL (dense path) on the same files, with registry options
+    (``{"prl_t": 0.05}``): share of correct pairs."""
+    from sdcdist.linkage.prl import PRLSettings, probabilistic_linkage
     from sdcdist.parallel import Runner
     r = probabilistic_linkage(Runner(None), X, Xm, X.shape[0], Xm.shape[0], tuple(keys),
-                              **options)
+                              settings=PRLSettings.from_options(options))
     return r.correct / r.n_b

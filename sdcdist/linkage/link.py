@@ -16,8 +16,7 @@ import numpy as np
 
 from ..errors import SdcInputError, column_error, column_positions
 from ..parallel import Runner
-from .prl import PRLResult, PRLSettings, probabilistic_linkage
-from .prl.driver import settings_of
+from .prl import DEFAULTS, PRLResult, PRLSettings, probabilistic_linkage
 from .truth import truth_counts, truth_from_ids
 
 __all__ = ["LinkResult", "link_files"]
@@ -43,8 +42,7 @@ class LinkResult:
 
 def link_files(original: Any, masked: Any, keys: Sequence[str], *,
                id_column: str | None = None, categorical: Sequence[str] = (),
-               settings: PRLSettings | None = None, client: Any = None,
-               **options: Any) -> LinkResult:
+               settings: PRLSettings | None = None, client: Any = None) -> LinkResult:
     """Probabilistic record linkage of ``masked`` (B) to ``original`` (A) on named keys.
 
     Parameters
@@ -58,13 +56,10 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     categorical : list of str
         Keys compared by equality.
     settings : PRLSettings, optional
-        The PRL options, checked (default: the registry's defaults); the blocking
-        column, if any, is one of ``keys``.
+        The PRL options, checked (default: the registry's defaults), e.g.
+        ``PRLSettings.from_options({"prl_t": 0.05, "prl_blocking": "region"})``; the
+        blocking column, if any, is one of ``keys``.
     client : distributed.Client, optional
-    **options
-        PRL options by their name without ``prl_`` (``t=0.05``, ``blocking="region"``,
-        ``em_options={"max_iter": 500}``), applied over ``settings``; see
-        :func:`~sdcdist.linkage.prl.probabilistic_linkage`.
 
     Returns
     -------
@@ -88,7 +83,7 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     ca = column_positions(keys, original.columns, what="key column", where="the original file")
     cb = column_positions(keys, masked.columns, what="key column", where="the masked file")
     column_positions(categorical, keys, what="categorical column", where="the key columns")
-    settings = settings_of(settings, options)
+    settings = DEFAULTS if settings is None else settings
     blocking = None
     if settings.blocking is not None:
         if settings.blocking[0] not in keys:

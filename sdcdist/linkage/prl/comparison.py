@@ -16,7 +16,8 @@ from ...moments import column_moments, constant_columns
 from .settings import DEFAULTS, PRLSettings
 
 __all__ = ["Comparison", "comparison", "transform", "prepare_side", "column_sd", "transposed",
-           "all_rows", "level", "MAX_LEVELS", "MAX_PATTERN_CODE"]
+           "all_rows", "level", "MAX_LEVELS", "MAX_PATTERN_CODE", "RULE_DOWNWEIGHT",
+           "RULE_LEVEL", "RULE_LINEAR"]
 
 
 #: Most tolerances per column (levels = tolerances + 1).
@@ -24,6 +25,18 @@ MAX_LEVELS = 15
 
 #: Largest mixed-radix pattern code (int64 with headroom).
 MAX_PATTERN_CODE = 1 << 62
+
+#: The comparison rule of a key column (:attr:`Comparison.rule`), how its weight is read:
+#: the d/l downweighting of a binary numeric column (from the agreement weight at
+#: difference 0 down to the disagreement weight at the tolerance) ...
+RULE_DOWNWEIGHT = 0
+#: ... the weight of the pair's level (a categorical column; a multi-level numeric one
+#: under the weight shape ``prl_weights: step``) ...
+RULE_LEVEL = 1
+#: ... or linear in the difference between the levels' middles (a multi-level numeric
+#: column under the weight shape ``prl_weights: linear``, the default).
+RULE_LINEAR = 2
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -39,16 +52,16 @@ class Comparison:
         agree/disagree comparison); ``()`` for a categorical column.
     categorical : tuple of bool
         Columns compared by equality.
-    weights : {"step", "linear"}
-        How a multi-level numeric column's weight is read from its per-level
-        weights: the weight of the pair's level (step), or linear in the
-        difference between the levels' middles (:func:`comparison`).
+    weights : {"linear", "step"}
+        The weight shape of multi-level numeric columns (option ``prl_weights``, whose
+        default is this field's): linear in the difference between the levels' middles,
+        or a step function, the weight of the pair's level (:func:`comparison`).
     """
 
     method: str
     levels: tuple[tuple[float, ...], ...]
     categorical: tuple[bool, ...]
-    weights: str = "step"
+    weights: str = DEFAULTS.weights
 
     @property
     def n_levels(self) -> np.ndarray:
@@ -71,11 +84,11 @@ class Comparison:
 
     @property
     def rule(self) -> np.ndarray:
-        """Weight rule of each column (int8): 0 d/l downweighting (binary numeric),
-        1 step weight of the level (categorical; multi-level with ``weights="step"``),
-        2 linear within the level (multi-level numeric with ``weights="linear"``)."""
-        lin = 2 if self.weights == "linear" else 1
-        return np.array([1 if c else (lin if len(t) > 1 else 0)
+        """The comparison rule of each column (int8): :data:`RULE_DOWNWEIGHT` (binary
+        numeric), :data:`RULE_LEVEL` (categorical; multi-level numeric under the step
+        shape) or :data:`RULE_LINEAR` (multi-level numeric under the linear shape)."""
+        multi = RULE_LINEAR if self.weights == "linear" else RULE_LEVEL
+        return np.array([RULE_LEVEL if c else (multi if len(t) > 1 else RULE_DOWNWEIGHT)
                          for t, c in zip(self.levels, self.categorical)], dtype=np.int8)
 
     @property
@@ -92,7 +105,8 @@ class Comparison:
 
 
 def comparison(n_keys: int, settings: PRLSettings | None = None, *, categorical: Any = None,
-               **options: Any) -> Comparison:
+               method: str | None = None, t: Any = None, weights: str | None = None
+               ) -> Comparison:
     """Build and check a :class:`Comparison` for ``n_keys`` key columns.
 
     Parameters
@@ -103,11 +117,9 @@ def comparison(n_keys: int, settings: PRLSettings | None = None, *, categorical:
         ``weights`` are used.
     categorical : sequence of bool, optional
         Columns compared by equality.
-    **options
-        ``method``, ``t``, ``weights`` given directly (checked by the registry as
-        ``prl_method``, ``prl_t``, ``prl_weights``), e.g. ``comparison(3, t=0.05)``.
-
-    The options:
+    method, t, weights : optional
+        These three settings given directly, over ``settings`` (checked by the registry
+        as ``prl_method``, ``prl_t``, ``prl_weights``), e.g. ``comparison(3, t=0.05)``:
 
     method : {"s", "l", "d"}
     t : float, sequence of float, or per-column sequence of sequences
@@ -129,9 +141,11 @@ def comparison(n_keys: int, settings: PRLSettings | None = None, *, categorical:
         pair of a level its weight ``w_l``. Binary and categorical columns are
         not affected.
     """
-    if options:
-        settings = (settings or DEFAULTS).updated({"prl_" + k: v for k, v in options.items()})
     settings = settings or DEFAULTS
+    given = {name: v for name, v in (("prl_method", method), ("prl_t", t),
+                                      ("prl_weights", weights)) if v is not None}
+    if given:
+        settings = settings.updated(given)
     method, t, weights = settings.method, settings.t, settings.weights
     if n_keys < 1:
         raise SdcInputError("probabilistic record linkage needs at least one key column; "

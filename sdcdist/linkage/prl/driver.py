@@ -33,13 +33,9 @@ from .pld import best_link_credit, pld_counts
 from .settings import DEFAULTS, PRLSettings
 from .weights import WeightParams, match_probability, weight_params
 
-__all__ = ["PRLResult", "probabilistic_linkage", "settings_of"]
+__all__ = ["PRLResult", "probabilistic_linkage"]
 
 log = logging.getLogger(__name__)
-
-#: probabilistic_linkage's keyword for a registry option, where it is not the option's name
-#: without ``prl_`` (the EM settings are ``em_options``)
-_KEYWORDS = {"em_options": "prl_em"}
 
 
 @dataclass
@@ -74,20 +70,11 @@ class PRLResult:
     correct_best: float = 0.0
 
 
-def settings_of(settings: PRLSettings | None, options: dict[str, Any]) -> PRLSettings:
-    """``settings`` (default: the registry's defaults) with keyword options applied, each
-    checked by the registry (``method=`` is ``prl_method``, ``em_options=`` ``prl_em``)."""
-    base = settings or DEFAULTS
-    if not options:
-        return base
-    return base.updated({_KEYWORDS.get(k, "prl_" + k): v for k, v in options.items()})
-
-
 def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
                           cols_a: tuple[int, ...], cols_b: tuple[int, ...] | None = None, *,
                           settings: PRLSettings | None = None, categorical: Any = None,
                           truth: Any = None, blocking: tuple[int, int] | None = None,
-                          key_names: list[str] | None = None, **options: Any) -> PRLResult:
+                          key_names: list[str] | None = None) -> PRLResult:
     """Link every B record to at most one A record by Fellegi-Sunter weights.
 
     Parameters
@@ -98,8 +85,11 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     cols_a, cols_b : tuple of int
         Key column positions in A and in B (``cols_b`` defaults to ``cols_a``).
     settings : PRLSettings, optional
-        The PRL options, checked (:meth:`PRLSettings.from_options`); default the
-        registry's defaults.
+        The PRL options (method, tolerances, weight shape, top c, EM, ...), checked once
+        by :meth:`PRLSettings.from_options` (e.g.
+        ``PRLSettings.from_options({"prl_t": 0.05, "prl_em": {"max_iter": 500}})``, or
+        ``DEFAULTS.updated({...})``); default the registry's defaults. The one way to give
+        a PRL option: see ``sdcdist metrics`` / docs/catalog.md.
     categorical : sequence of bool, optional
         Key columns compared by equality.
     truth : int array handle (n_b,), optional
@@ -113,17 +103,12 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         settings' ``blocking`` (a column name) found in ``key_names``.
     key_names : list of str, optional
         Names of the key columns, to place the settings' blocking column.
-    **options
-        PRL options by their name without ``prl_`` (``method``, ``t``,
-        ``weights``, ``top_c``, ``dense_limit``, ``block_rows``, ``unmatched``,
-        ``counting``; ``em_options`` for ``prl_em``), checked by the registry and
-        applied over ``settings``. See ``sdcdist metrics`` / docs/catalog.md.
 
     Returns
     -------
     PRLResult
     """
-    s = settings_of(settings, options)
+    s = DEFAULTS if settings is None else settings
     cols_a, cols_b = _key_columns(cols_a, cols_b, n_a, n_b)
     cmp = comparison(len(cols_a), s, categorical=categorical)
     if blocking is None and s.blocking is not None:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .comparison import Comparison, transposed
-from .weights import WeightParams, column_weight, linear6_all, linear_at
+from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison, transposed
+from .weights import WeightParams, column_weight, linear_at, linear_column
 
 __all__ = ["constant_tolerances", "ranked_eligible", "bound_tolerances", "level_bounds",
            "bound_table", "rank_blocks", "block_intervals", "fixed_threshold", "leaf_bounds",
@@ -71,7 +71,7 @@ def bound_tolerances(wp: WeightParams, cmp: Comparison, tc: np.ndarray) -> np.nd
     out = np.full((K, U), -1.0)
     for k in range(K):
         L = int(cmp.n_levels[k]) - 1
-        if int(wp.step[k]) == 1:
+        if int(wp.rule[k]) == RULE_LEVEL:
             out[k, :L] = tc[k, :L]
             continue
         tl = float(tc[k, L - 1])
@@ -107,7 +107,7 @@ def level_bounds(wp: WeightParams, cmp: Comparison, tb: np.ndarray, tc: np.ndarr
     ub = np.full((K, U + 1), -np.inf)
     for k in range(K):
         L = int(cmp.n_levels[k]) - 1
-        if int(wp.step[k]) == 1:
+        if int(wp.rule[k]) == RULE_LEVEL:
             ub[k, :L + 1] = wp.w_level[k, :L + 1]
             continue
         tl = float(tc[k, L - 1])
@@ -142,14 +142,14 @@ def ranked_eligible(tc: np.ndarray, cmp: Comparison, wp: WeightParams,
     :data:`BOUND_U` tolerances, finite and >= 0, so that the rows meeting one form a run
     of the sorted values) or linearly within its level (a last tolerance > 0); no
     infinite value in ``values`` (a missing one is fine)."""
-    if not bool(np.all(np.isin(wp.step, (1, 2)))):
+    if not bool(np.all(np.isin(wp.rule, (RULE_LEVEL, RULE_LINEAR)))):
         return False
-    for k, rule in enumerate(wp.step):
+    for k, rule in enumerate(wp.rule):
         L = int(cmp.n_levels[k]) - 1
         t = tc[k, :L]
-        if rule == 1 and not (L <= BOUND_U and bool(np.all(np.isfinite(t) & (t >= 0.0)))):
+        if rule == RULE_LEVEL and not (L <= BOUND_U and bool(np.all(np.isfinite(t) & (t >= 0.0)))):
             return False
-        if rule == 2 and not (L >= 1 and np.isfinite(t[-1]) and t[-1] > 0):
+        if rule == RULE_LINEAR and not (L >= 1 and np.isfinite(t[-1]) and t[-1] > 0):
             return False
     return not any(bool(np.isinf(v).any()) for v in values)
 
@@ -346,7 +346,7 @@ def leaf_bounds(rank, s0, s1, cst, dq, acc):
 
 
 @numba.njit(**_FAST)
-def leaf_weigh(vR, s0, n, acc, lo, hi, bj, order, step, nlev, tolT, wa, wd, wl, lin, buf, w, g):
+def leaf_weigh(vR, s0, n, acc, lo, hi, bj, order, rules, nlev, tolT, wa, wd, wl, lin, buf, w, g):
     """The A rows ``s0 + q`` (q < n) whose bound ``acc[q]`` (:func:`leaf_bounds`) lies in
     ``[lo, hi)``, into ``buf``, and their exact weights into ``w``: their values gathered
     column by column into ``g`` (K, >= n), then weighed column by column in ``order`` as
@@ -367,10 +367,10 @@ def leaf_weigh(vR, s0, n, acc, lo, hi, bj, order, step, nlev, tolT, wa, wd, wl, 
             g[k, p] = vR[i, k]
     for pos in range(K):
         k = order[pos]
-        if step[k] == 2 and nlev[k] == 6:
-            linear6_all(g, tolT, k, 0, npass, bj[k], wl, lin, w)
+        if rules[k] == RULE_LINEAR:
+            linear_column(g, tolT, k, 0, npass, bj[k], wl, lin, nlev[k], w)
         else:
             for p in range(npass):
-                w[p] += column_weight(step[k], abs(g[k, p] - bj[k]), tolT, p, k, nlev[k],
+                w[p] += column_weight(rules[k], abs(g[k, p] - bj[k]), tolT, p, k, nlev[k],
                                       wa[k], wd[k], wl, lin)
     return npass

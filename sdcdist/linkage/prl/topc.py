@@ -9,10 +9,10 @@ from typing import Any
 import numba
 import numpy as np
 
-from .comparison import Comparison, all_rows, transposed
+from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison, all_rows, transposed
 from .ranked import (BLOCK_ROWS, BOUND_U, block_intervals, bound_table, constant_tolerances,
                      fixed_threshold, leaf_bounds, leaf_weigh, rank_blocks, ranked_eligible)
-from .weights import WeightParams, column_weight, linear6_all, linear_at, weights_row
+from .weights import WeightParams, column_weight, linear_at, linear_column, weights_row
 
 __all__ = ["topc_block", "merge_topc", "keep_top", "build_tree", "split_scale", "split_columns",
            "topc_search", "LEAF_SIZE", "SPLITS_PER_COLUMN", "RANKED_LEAF_SIZE", "GROUP_ROWS"]
@@ -42,7 +42,7 @@ def keep_top(wt, idx, filled, x, g):
 
 
 @numba.njit(cache=True, nogil=True)
-def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, step, lin, order,
+def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, rules, lin, order,
                  c):
     nb = bv.shape[0]
     idx = np.full((nb, c), -1, dtype=np.int64)
@@ -50,7 +50,7 @@ def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl,
     w = np.empty(avT.shape[1] if identity else max(1, aidx.size))
     for j in range(nb):
         n = weights_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, wa, wd, wl,
-                         step, lin, order, w)
+                         rules, lin, order, w)
         filled = 0
         for q in range(n):
             i = lo[j] + q if identity else aidx[lo[j] + q]
@@ -75,7 +75,7 @@ def topc_block(a: dict, b: dict, cmp: Comparison, wp: WeightParams, c: int, *, a
         aglob = a0 + np.arange(a["v"].shape[0], dtype=np.int64)
     avT, tolT = transposed(a)
     idx, w = _topc_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, aglob, cmp.n_levels,
-                          wp.w_agr, wp.w_dis, wp.w_level, wp.step, wp.lin, wp.order, int(c))
+                          wp.w_agr, wp.w_dis, wp.w_level, wp.rule, wp.lin, wp.order, int(c))
     return {"idx": idx, "w": w}
 
 
@@ -134,8 +134,12 @@ def build_tree(a: dict, *, leaf_size: int | None = None, scale: np.ndarray | Non
     by spread, or with ``scale`` (K,) by ``spread * scale / max(median |v|,
     0.1)``, the spread in tolerances times a weight factor
     (:func:`split_scale`), among the :func:`split_columns` columns of largest
-    ``scale`` (the others only where none of those varies in a node). Every
-    node keeps the bounding box of its finite values (empty: ``lo > hi``).
+    ``scale`` (the others only where none of those varies in a node). A node of
+    ``n`` rows sends its ``n // 2`` smallest values to the left child, rows of
+    equal value by their row in A (so the tree is a function of A's values and row
+    order, on any CPU); a leaf lists its rows in A's order. Every node keeps the
+    bounding box of its finite values (empty: ``lo > hi``). Nodes are numbered depth
+    first, the left child first. Compiled (:func:`_build_kernel`).
 
     Returns
     -------
@@ -156,60 +160,241 @@ def build_tree(a: dict, *, leaf_size: int | None = None, scale: np.ndarray | Non
         ranks = tc is not None
     if leaf_size is None:
         leaf_size = RANKED_LEAF_SIZE if ranks else LEAF_SIZE
-    key = np.where(np.isnan(v), np.inf, v)
-    chosen = np.ones(K, dtype=bool)
+    chosen = np.ones(K, dtype=np.bool_)
     if scale is not None:
         chosen[np.argsort(-np.asarray(scale), kind="stable")[split_columns(n, leaf_size, K):]] \
             = False
-    perm = np.arange(n, dtype=np.int64)
-    start, stop, left, right, dim, cut = [], [], [], [], [], []
-    stack = [(0, n, -1, 0)]
-    while stack:
-        s, e, parent, side = stack.pop()
-        node = len(start)
-        start.append(s)
-        stop.append(e)
-        left.append(-1)
-        right.append(-1)
-        dim.append(0)
-        cut.append(0.0)
-        if parent >= 0:
-            (left if side == 0 else right)[parent] = node
-        if e - s <= leaf_size:
-            continue
-        seg = key[perm[s:e]]
-        fin = np.where(np.isfinite(seg), seg, np.nan)
-        with np.errstate(invalid="ignore"):
-            spread = np.nanmax(np.where(np.isnan(fin), -np.inf, fin), axis=0) - \
-                np.nanmin(np.where(np.isnan(fin), np.inf, fin), axis=0)
-        spread = np.where(np.isnan(spread), -1.0, spread)
-        if scale is not None:
-            # spread in tolerances at the node's median magnitude, times the weight range
-            med = np.nanmedian(np.abs(fin), axis=0) if np.isfinite(fin).any() else 0.0
-            spread = spread * scale / np.maximum(np.nan_to_num(med, nan=0.0), 0.1)
-        k = int(np.argmax(np.where(chosen, spread, -np.inf)))
-        if not spread[k] > 0:                  # none of the chosen columns varies here
-            k = int(np.argmax(spread))
-        mid = (e - s) // 2
-        part = np.argpartition(seg[:, k], mid, kind="introselect")
-        perm[s:e] = perm[s:e][part]
-        dim[node] = k
-        cut[node] = float(seg[part[mid], k])
-        stack.append((s + mid, e, node, 1))
-        stack.append((s, s + mid, node, 0))
-    start_a = np.asarray(start, dtype=np.int64)
-    stop_a = np.asarray(stop, dtype=np.int64)
+    sc = np.ones(K) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
+    keyT = np.ascontiguousarray(np.where(np.isnan(v), np.inf, v).T)
+    perm, start_a, stop_a, left, right, dim, cut = _build_kernel(
+        keyT, max(1, int(leaf_size)), chosen, sc, scale is not None)
     vp = np.ascontiguousarray(v[perm])
-    lo, hi = _boxes(vp, start_a, stop_a)
-    tolT = np.ascontiguousarray(a["tol"][perm].transpose(1, 2, 0))
+    lo, hi = _boxes(vp, start_a, stop_a, left, right)
+    tolT = _gather_tol(np.ascontiguousarray(a["tol"], dtype=np.float64), perm)
     tree = {"perm": perm, "vT": np.ascontiguousarray(vp.T), "tolT": tolT,
-            "tmx": _tol_max(tolT, start_a, stop_a),
-            "start": start_a, "stop": stop_a, "left": np.asarray(left, dtype=np.int64),
-            "right": np.asarray(right, dtype=np.int64), "lo": lo, "hi": hi,
-            "dim": np.asarray(dim, dtype=np.int64), "cut": np.asarray(cut)}
+            "tmx": _tol_max(tolT, start_a, stop_a, left, right),
+            "start": start_a, "stop": stop_a, "left": left, "right": right, "lo": lo, "hi": hi,
+            "dim": dim, "cut": cut}
     if ranks and tc is not None and leaf_size <= BLOCK_ROWS:
         tree["ranks"] = rank_blocks(tree, tc)
     return tree
+
+
+@numba.njit(cache=True, nogil=True)
+def _select(vals, rows, pos, s, e, m):
+    """Reorder ``vals``, ``rows``, ``pos`` (together) in ``s:e`` so that the ``m``-th (from
+    ``s``) in the order by value, then row, is at ``s + m``, those before it left of it and
+    the others right (quickselect; the order is total, so both sides are determined)."""
+    lo, hi = s, e - 1
+    kth = s + m
+    while hi > lo:
+        mid = lo + (hi - lo) // 2
+        # median of three to hi
+        if _before(vals, rows, mid, lo):
+            _swap3(vals, rows, pos, mid, lo)
+        if _before(vals, rows, hi, lo):
+            _swap3(vals, rows, pos, hi, lo)
+        if _before(vals, rows, mid, hi):
+            _swap3(vals, rows, pos, mid, hi)
+        pv, pr = vals[hi], rows[hi]
+        st = lo
+        for i in range(lo, hi):
+            if vals[i] < pv or (vals[i] == pv and rows[i] < pr):
+                _swap3(vals, rows, pos, i, st)
+                st += 1
+        _swap3(vals, rows, pos, st, hi)
+        if st == kth:
+            return
+        if st < kth:
+            lo = st + 1
+        else:
+            hi = st - 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _before(vals, rows, i, j):
+    # entry i before entry j: by value, then by row (values are never NaN here)
+    return vals[i] < vals[j] or (vals[i] == vals[j] and rows[i] < rows[j])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _swap3(vals, rows, pos, i, j):
+    vals[i], vals[j] = vals[j], vals[i]
+    rows[i], rows[j] = rows[j], rows[i]
+    pos[i], pos[j] = pos[j], pos[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _median_abs(col, s, e, buf):
+    """Median of ``|v|`` over the finite values of ``col[s:e]`` (NaN if none), as
+    ``np.nanmedian``: the middle value, or the mean of the two middle ones."""
+    m = 0
+    for p in range(s, e):
+        x = col[p]
+        if np.isfinite(x):
+            buf[m] = abs(x)
+            m += 1
+    if m == 0:
+        return np.nan
+    h = m // 2
+    hi_val = _kth_smallest(buf, m, h)
+    if m % 2 == 1:
+        return hi_val
+    lo_val = buf[0]
+    for p in range(1, h):                # the h smallest are left of the h-th
+        if buf[p] > lo_val:
+            lo_val = buf[p]
+    return (lo_val + hi_val) / 2.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _kth_smallest(buf, m, h):
+    """The ``h``-th smallest of ``buf[:m]`` (no NaN), moved to ``buf[h]`` with the smaller
+    ones left of it (quickselect)."""
+    lo, hi = 0, m - 1
+    while hi > lo:
+        mid = lo + (hi - lo) // 2
+        if buf[mid] < buf[lo]:
+            buf[mid], buf[lo] = buf[lo], buf[mid]
+        if buf[hi] < buf[lo]:
+            buf[hi], buf[lo] = buf[lo], buf[hi]
+        if buf[mid] < buf[hi]:
+            buf[mid], buf[hi] = buf[hi], buf[mid]
+        piv = buf[hi]
+        i, j = lo, hi - 1
+        # Hoare-style: equal values split between the sides (no quadratic time on ties)
+        while True:
+            while i < hi and buf[i] < piv:
+                i += 1
+            while j > lo and buf[j] > piv:
+                j -= 1
+            if i >= j:
+                break
+            buf[i], buf[j] = buf[j], buf[i]
+            i += 1
+            j -= 1
+        buf[i], buf[hi] = buf[hi], buf[i]
+        if i == h:
+            break
+        if i < h:
+            lo = i + 1
+        else:
+            hi = i - 1
+    return buf[h]
+
+
+@numba.njit(cache=True, nogil=True)
+def _scale_spread(W, s, e, buf, spread, scale, chosen, which, any_finite):
+    # spread[k] *= scale[k] / max(median |v|, 0.1) for the columns with chosen[k] == which
+    for k in range(spread.size):
+        if chosen[k] == which:
+            med = _median_abs(W[k], s, e, buf) if any_finite else 0.0
+            if np.isnan(med):
+                med = 0.0
+            spread[k] = spread[k] * scale[k] / max(med, 0.1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _build_kernel(keyT, leaf_size, chosen, scale, scaled):
+    """The nodes of :func:`build_tree` (values ``keyT`` (K, n), NaN as +inf): ``perm``,
+    ``start``, ``stop``, ``left``, ``right``, ``dim``, ``cut``. The values are kept in
+    node order (``W``, reordered with ``perm`` at each split), so that a node reads its
+    rows' values contiguously."""
+    K, n = keyT.shape
+    W = keyT.copy()
+    perm = np.arange(n, dtype=np.int64)
+    cap = 1
+    while cap * leaf_size < n:
+        cap *= 2
+    cap = 4 * cap + 1
+    start = np.empty(cap, np.int64)
+    stop = np.empty(cap, np.int64)
+    left = np.full(cap, -1, np.int64)
+    right = np.full(cap, -1, np.int64)
+    dim = np.zeros(cap, np.int64)
+    cut = np.zeros(cap)
+    stack = np.empty((128, 4), np.int64)
+    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = 0, n, -1, 0
+    top = 1
+    nn = 0
+    spread = np.empty(K)
+    buf = np.empty(n)
+    vals = np.empty(n)
+    rows = np.empty(n, np.int64)
+    pos = np.empty(n, np.int64)
+    while top > 0:
+        top -= 1
+        s, e, parent, side = stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3]
+        node = nn
+        nn += 1
+        start[node] = s
+        stop[node] = e
+        if parent >= 0:
+            if side == 0:
+                left[parent] = node
+            else:
+                right[parent] = node
+        if e - s <= leaf_size:
+            perm[s:e] = np.sort(perm[s:e])          # a leaf lists its rows in A's order
+            continue
+        any_finite = False
+        for k in range(K):
+            mx = -np.inf
+            mn = np.inf
+            col = W[k]
+            for p in range(s, e):
+                x = col[p]
+                if np.isfinite(x):
+                    any_finite = True
+                    if x > mx:
+                        mx = x
+                    if x < mn:
+                        mn = x
+            spread[k] = mx - mn          # -inf without a finite value, as np.nanmax - nanmin
+        for k in range(K):
+            if np.isnan(spread[k]):
+                spread[k] = -1.0
+        if scaled:
+            # spread in tolerances at the node's median magnitude, times the weight range
+            # (the chosen columns' first; the others only where needed)
+            _scale_spread(W, s, e, buf, spread, scale, chosen, True, any_finite)
+        k = -1
+        for c in range(K):                # the first largest among the chosen columns
+            if chosen[c] and (k < 0 or spread[c] > spread[k]
+                              or (np.isnan(spread[c]) and not np.isnan(spread[k]))):
+                k = c
+        if k < 0 or not spread[k] > 0:   # none of the chosen columns varies here
+            if scaled:
+                _scale_spread(W, s, e, buf, spread, scale, chosen, False, any_finite)
+            k = 0
+            for c in range(1, K):
+                if spread[c] > spread[k] or (np.isnan(spread[c]) and not np.isnan(spread[k])):
+                    k = c
+        mid = (e - s) // 2
+        for p in range(s, e):
+            vals[p] = W[k, p]
+            rows[p] = perm[p]
+            pos[p] = p
+        _select(vals, rows, pos, s, e, mid)
+        for p in range(s, e):
+            perm[p] = rows[p]
+        for c in range(K):               # the values follow their rows
+            col = W[c]
+            for p in range(s, e):
+                buf[p] = col[pos[p]]
+            col[s:e] = buf[s:e]
+        dim[node] = k
+        cut[node] = W[k, s + mid]
+        if top + 2 > stack.shape[0]:
+            grown = np.empty((2 * stack.shape[0], 4), np.int64)
+            grown[:top] = stack[:top]
+            stack = grown
+        stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3] = s + mid, e, node, 1
+        stack[top + 1, 0], stack[top + 1, 1], stack[top + 1, 2], stack[top + 1, 3] = \
+            s, s + mid, node, 0
+        top += 2
+    return (perm, start[:nn].copy(), stop[:nn].copy(), left[:nn].copy(), right[:nn].copy(),
+            dim[:nn].copy(), cut[:nn].copy())
 
 
 @numba.njit(cache=True, nogil=True)
@@ -236,7 +421,7 @@ def split_scale(wp: Any, cmp: Comparison) -> np.ndarray:
     """
     rng = np.empty(len(cmp.levels))
     for k, L in enumerate(cmp.n_levels):
-        if wp.step[k]:
+        if wp.rule[k]:
             w = wp.w_level[k, :L]
             rng[k] = w.max() - w.min()
         else:
@@ -245,12 +430,21 @@ def split_scale(wp: Any, cmp: Comparison) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _boxes(vp, start, stop):
+def _boxes(vp, start, stop, left, right):
+    # (n_nodes, K) each node's smallest and largest value of each column (NaN left out; an
+    # empty box lo > hi): a leaf's from its rows, a parent's from its children (numbered
+    # after it), so every row is read once
     nn = start.size
     K = vp.shape[1]
     lo = np.full((nn, K), np.inf)
     hi = np.full((nn, K), -np.inf)
-    for q in range(nn):
+    for q in range(nn - 1, -1, -1):
+        if left[q] >= 0:
+            a, b = left[q], right[q]
+            for k in range(K):
+                lo[q, k] = min(lo[a, k], lo[b, k])
+                hi[q, k] = max(hi[a, k], hi[b, k])
+            continue
         for p in range(start[q], stop[q]):
             for k in range(K):
                 x = vp[p, k]
@@ -262,12 +456,19 @@ def _boxes(vp, start, stop):
 
 
 @numba.njit(cache=True, nogil=True)
-def _tol_max(tolT, start, stop):
-    # (n_nodes, K, L) the largest tolerance of each node, column and level (NaN: +inf)
+def _tol_max(tolT, start, stop, left, right):
+    # (n_nodes, K, L) the largest tolerance of each node, column and level (NaN: +inf): a
+    # leaf's from its rows, a parent's from its children
     K, L = tolT.shape[0], tolT.shape[1]
     nn = start.size
     out = np.full((nn, K, L), -np.inf)
-    for q in range(nn):
+    for q in range(nn - 1, -1, -1):
+        if left[q] >= 0:
+            a, b = left[q], right[q]
+            for k in range(K):
+                for l in range(L):
+                    out[q, k, l] = max(out[a, k, l], out[b, k, l])
+            continue
         for k in range(K):
             for l in range(L):
                 m = -np.inf
@@ -276,6 +477,19 @@ def _tol_max(tolT, start, stop):
                     if not (t <= m):
                         m = t if t == t else np.inf
                 out[q, k, l] = m
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather_tol(tol, perm):
+    # A's tolerances (n, K, L) in leaf order, transposed to (K, L, n)
+    n, K, L = tol.shape
+    out = np.empty((K, L, n))
+    for p in range(n):
+        i = perm[p]
+        for k in range(K):
+            for l in range(L):
+                out[k, l, p] = tol[i, k, l]
     return out
 
 
@@ -301,7 +515,7 @@ def linear_envelope(lin: np.ndarray, wl: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, env, rel, T, order, out):
+def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, rules, lin, env, rel, T, order, out):
     # an upper bound of the weight of any B row with values in the box [g0, g1] (g0 > g1
     # in a column: all NaN) with every A row of node q, and in out[pos] the bound of column
     # order[pos]. Per column: the distance between the intervals (a lower bound of every
@@ -316,7 +530,7 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, env, rel, T, ord
         lq = lo[q, k]
         hq = hi[q, k]
         if not (lq <= hq and x0 <= x1):
-            out[pos] = wl[k, last] if step[k] else wd[k]
+            out[pos] = wl[k, last] if rules[k] else wd[k]
             tot += out[pos]
             continue
         d = lq - x1
@@ -325,11 +539,11 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, env, rel, T, ord
             d = d2
         if not d > 0.0:
             d = 0.0
-            if step[k] == 2:
+            if rules[k] == RULE_LINEAR:
                 out[pos] = env[k, -1]           # the column's largest weight
                 tot += out[pos]
                 continue
-        if step[k] == 2:
+        if rules[k] == RULE_LINEAR:
             # linear weights: a piecewise linear function of x = |a - b| / (the pair's last
             # tolerance, at most the box's largest); no pair of the box has x below xmin, so
             # the bound is the supremum on [xmin, inf): the value at xmin or a point beyond
@@ -353,7 +567,7 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, env, rel, T, ord
             tot += best
             continue
         base = max(max(abs(lq), abs(hq)), 0.1)
-        if step[k]:
+        if rules[k]:
             lev = 0
             for l in range(last):
                 tl = base * T[k, l] if rel[k] else tmx[q, k, l]
@@ -383,7 +597,7 @@ def _bound(lo, hi, tmx, q, g0, g1, nlev, wa, wd, wl, step, lin, env, rel, T, ord
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order, suf, thr, w, alive):
+def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, rules, lin, order, suf, thr, w, alive):
     # the weights of B row bj against A rows s0:s1 (into w, by position), column by column
     # in ``order`` exactly as :func:`weights_row` adds them (bit-identical sums); after each
     # column a row whose partial sum plus ``suf[pos]``, a bound of the columns still to
@@ -396,12 +610,12 @@ def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order, suf,
     for pos in range(K):
         k = order[pos]
         x = bj[k]
-        rule = step[k]
+        rule = rules[k]
         nk = nlev[k]
         wak = wa[k]
         wdk = wd[k]
-        if na == n and rule == 2 and nk == 6:
-            linear6_all(avT, tolT, k, s0, n, x, wl, lin, w)
+        if na == n and rule == RULE_LINEAR:
+            linear_column(avT, tolT, k, s0, n, x, wl, lin, nk, w)
         elif na == n:
             for p in range(n):
                 i = s0 + p
@@ -430,7 +644,7 @@ def _leaf_pruned(avT, tolT, bj, s0, s1, nlev, wa, wd, wl, step, lin, order, suf,
 
 @numba.njit(cache=True, nogil=True)
 def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, gstart, T,
-                   nlev, wa, wd, wl, step, lin, env, rel, order, c, slack, ranked, block, bstart,
+                   nlev, wa, wd, wl, rules, lin, env, rel, order, c, slack, ranked, block, bstart,
                    rank, sk, nfin, vR, tb, nint, dq, S, lift):
     # best first over the nodes of A for a group of nearby B rows at a time
     # (bv[gstart[g]:gstart[g + 1]]): a node's bound holds for every row of the group, so
@@ -488,13 +702,13 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                     x = 0.0
                     for pos in range(K):
                         k = order[pos]
-                        x += column_weight(step[k], abs(tvT[k, i] - bv[j, k]), ttolT, i, k,
+                        x += column_weight(rules[k], abs(tvT[k, i] - bv[j, k]), ttolT, i, k,
                                            nlev[k], wa[k], wd[k], wl, lin)
                     m = min(m, x)
                 sd[j] = m
             gthr = min(gthr, sd[j])
         size = 1
-        hb[0] = _bound(lo, hi, tmx, 0, g0, g1, nlev, wa, wd, wl, step, lin, env, rel, T, order,
+        hb[0] = _bound(lo, hi, tmx, 0, g0, g1, nlev, wa, wd, wl, rules, lin, env, rel, T, order,
                        cb) + slack
         hn[0] = 0
         while size > 0:
@@ -527,7 +741,7 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                     # the row's own bound of the leaf, column by column in ``order`` (a
                     # group of one row: the node's bound, known to reach the threshold)
                     if not (ranked and j1 - j0 == 1) and \
-                            _bound(lo, hi, tmx, q, bj, bj, nlev, wa, wd, wl, step, lin, env, rel,
+                            _bound(lo, hi, tmx, q, bj, bj, nlev, wa, wd, wl, rules, lin, env, rel,
                                    T, order, cb) + slack < thr:
                         continue
                     if ranked:
@@ -548,7 +762,7 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                         if filled[j] < c and n > c:
                             lo_ = max(int(np.partition(acc[:n], n - c)[n - c]), tau)
                         while lo_ < top:
-                            na = leaf_weigh(vR, s0, n, acc, lo_, top, bj, order, step, nlev,
+                            na = leaf_weigh(vR, s0, n, acc, lo_, top, bj, order, rules, nlev,
                                             ttolT, wa, wd, wl, lin, alive, buf, gbuf)
                             visited += na
                             f = filled[j]
@@ -563,7 +777,7 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                         for pos in range(K - 1, -1, -1):
                             suf[pos] = acc0
                             acc0 += cb[pos]
-                        na = _leaf_pruned(tvT, ttolT, bj, s0, s1, nlev, wa, wd, wl, step, lin,
+                        na = _leaf_pruned(tvT, ttolT, bj, s0, s1, nlev, wa, wd, wl, rules, lin,
                                           order, suf, thr, buf, alive)
                         visited += s1 - s0
                         f = filled[j]
@@ -576,8 +790,8 @@ def _search_kernel(tvT, ttolT, perm, start, stop, left, right, lo, hi, tmx, bv, 
                     gthr = min(gthr, max(wt[j, c - 1] if filled[j] == c else -np.inf, sd[j]))
                 continue
             for ch in (left[q], right[q]):
-                b = _bound(lo, hi, tmx, ch, g0, g1, nlev, wa, wd, wl, step, lin, env, rel, T, order,
-                           cb) + slack
+                b = _bound(lo, hi, tmx, ch, g0, g1, nlev, wa, wd, wl, rules, lin, env, rel, T,
+                           order, cb) + slack
                 if b < gthr:
                     continue
                 p = size
@@ -678,7 +892,7 @@ def topc_search(tree: dict, b: dict, cmp: Comparison, wp: Any, c: int, *,
                                      tree["stop"], tree["left"], tree["right"], tree["lo"],
                                      tree["hi"], tree["tmx"], np.ascontiguousarray(bv[walk]),
                                      gstart, T, cmp.n_levels, wp.w_agr, wp.w_dis,
-                                     wp.w_level, wp.step, wp.lin,
+                                     wp.w_level, wp.rule, wp.lin,
                                      linear_envelope(wp.lin, wp.w_level), rel, wp.order, int(c),
                                      slack, ranked, rk["block"], rk["bstart"], rk["rank"],
                                      rk["sk"], rk["nfin"], rk["vR"], bt["tb"], bt["nint"], bt["dq"],

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .comparison import Comparison, transposed
+from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison, transposed
 from .em import EMResult
 
 __all__ = ["WeightParams", "weight_params", "linear_segments", "column_weight", "linear_at",
-           "linear6_all", "weights_row", "pair_weights", "dense_weights", "match_probability"]
+           "linear6_all", "linear_column", "weights_row", "pair_weights", "dense_weights",
+           "match_probability"]
 
 
 @dataclass(frozen=True)
@@ -21,16 +22,17 @@ class WeightParams:
 
     ``w_agr``, ``w_dis``: (K,) full agreement / disagreement weights of the
     binary numeric columns; ``w_level``: (K, Lmax+1) level weights of
-    categorical and multi-level columns; ``step``: (K,) int8, which rule a
-    column uses (:attr:`Comparison.rule`: 0 d/l downweighting, 1 the level's
-    weight, 2 linear within the level; non-zero = weighted by level);
+    categorical and multi-level columns; ``rule``: (K,) int8, which rule a
+    column uses (:attr:`Comparison.rule`: ``RULE_DOWNWEIGHT`` (0) d/l downweighting,
+    ``RULE_LEVEL`` the level's weight, ``RULE_LINEAR`` linear between the levels' middles;
+    non-zero = weighted by level);
     ``lin``: (K, 4, P + 1) the linear weights' segments (:func:`linear_segments`).
     """
 
     w_agr: np.ndarray
     w_dis: np.ndarray
     w_level: np.ndarray
-    step: np.ndarray
+    rule: np.ndarray
     log_prior_odds: float
     lin: np.ndarray
 
@@ -42,13 +44,13 @@ class WeightParams:
         order (bit-identical pair weights); the most discriminating columns come
         first.
         """
-        lo = np.where(self.step != 0, self.w_level.min(axis=1),
+        lo = np.where(self.rule != 0, self.w_level.min(axis=1),
                       np.minimum(self.w_agr, self.w_dis))
         return np.argsort(-(self._best - lo), kind="stable").astype(np.int64)
 
     @property
     def _best(self) -> np.ndarray:
-        return np.where(self.step != 0, self.w_level.max(axis=1),
+        return np.where(self.rule != 0, self.w_level.max(axis=1),
                         np.maximum(self.w_agr, self.w_dis))
 
 
@@ -90,7 +92,7 @@ def linear_segments(wl: np.ndarray, cmp: Comparison) -> np.ndarray:
     out[:, 0, :] = np.inf
     T = cmp.flat_tolerances
     for k, rule in enumerate(cmp.rule):
-        if rule != 2:
+        if rule != RULE_LINEAR:
             continue
         last = int(cmp.n_levels[k]) - 1
         t = T[k, :last]
@@ -123,13 +125,13 @@ def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
     A row ``i`` (its tolerances ``tolT[k, :, i]``). The one formula of a pair's column weight:
     every kernel inlines it, so all give the same float.
 
-    ``rule`` (:attr:`Comparison.rule`): 2 linear in ``x = d / t_last`` between the levels'
-    middles (exact agreement, ``t_0 = 0`` and ``d = 0``, keeps ``wl[k, 0]``; NaN the last
-    level's weight); 1 the weight ``wl[k, level]`` of the pair's level (the tolerances it
-    misses); 0 the d/l downweighting from ``wak`` (``d = 0``) down to ``wdk`` at the
-    tolerance and beyond (NaN: ``wdk``).
+    ``rule`` (:attr:`Comparison.rule`): ``RULE_LINEAR`` linear in ``x = d / t_last`` between
+    the levels' middles (exact agreement, ``t_0 = 0`` and ``d = 0``, keeps ``wl[k, 0]``; NaN
+    the last level's weight); ``RULE_LEVEL`` the weight ``wl[k, level]`` of the pair's level
+    (the tolerances it misses); ``RULE_DOWNWEIGHT`` the d/l downweighting from ``wak``
+    (``d = 0``) down to ``wdk`` at the tolerance and beyond (NaN: ``wdk``).
     """
-    if rule == 2:
+    if rule == RULE_LINEAR:
         last = nlev - 1
         if d == 0.0 and tolT[k, 0, i] == 0.0:
             return wl[k, 0]
@@ -137,7 +139,7 @@ def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
         if not (x >= 0.0):
             return wl[k, last]
         return linear_at(lin, k, x, last)
-    if rule == 1:
+    if rule == RULE_LEVEL:
         lev = 0
         for l in range(nlev - 1):
             if not (d <= tolT[k, l, i]):
@@ -189,8 +191,23 @@ def linear6_all(avT, tolT, k, s0, n, x, wl, lin, w):
         w[p] += v
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def linear_column(avT, tolT, k, s0, n, x, wl, lin, nlev, w):
+    """``w[p] += column_weight(RULE_LINEAR, |a - x|, ...)`` of column ``k`` (``nlev``
+    levels) for A rows ``s0 + p``, ``p < n``, the same floats on every level count: the
+    default comparison's 6 levels by :func:`linear6_all` (vectorised), any other count by
+    :func:`column_weight` row by row."""
+    if nlev == 6:
+        linear6_all(avT, tolT, k, s0, n, x, wl, lin, w)
+    else:
+        for p in range(n):
+            i = s0 + p
+            w[p] += column_weight(RULE_LINEAR, abs(avT[k, i] - x), tolT, i, k, nlev, 0.0, 0.0,
+                                  wl, lin)
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, lin, order, w):
+def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, rules, lin, order, w):
     """Weights of B row ``bj`` against A rows ``aidx[lo:hi]`` (``lo:hi`` when ``identity``)
     into ``w[:n]``: column by column in ``order`` (bit-identical sums in every kernel), so
     the inner loop runs over contiguous A values. Returns n."""
@@ -198,13 +215,13 @@ def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, l
     w[:n] = 0.0
     for k in order:
         x = bj[k]
-        rule = step[k]
+        rule = rules[k]
         nk = nlev[k]
         wak = wa[k]
         wdk = wd[k]
-        if identity and rule == 2 and nk == 6:
-            # the default comparison's columns: the same floats, vectorised
-            linear6_all(avT, tolT, k, lo, n, x, wl, lin, w)
+        if identity and rule == RULE_LINEAR:
+            # the same floats as column_weight, vectorised
+            linear_column(avT, tolT, k, lo, n, x, wl, lin, nk, w)
         elif identity:
             for q in range(n):
                 i = lo + q
@@ -217,14 +234,14 @@ def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, step, l
 
 
 @numba.njit(cache=True, nogil=True)
-def _pairs_kernel(avT, tolT, bv, ia, jb, nlev, wa, wd, wl, step, lin, order):
+def _pairs_kernel(avT, tolT, bv, ia, jb, nlev, wa, wd, wl, rules, lin, order):
     out = np.empty(ia.size)
     for q in range(ia.size):
         i = ia[q]
         j = jb[q]
         w = 0.0
         for k in order:
-            w += column_weight(step[k], abs(avT[k, i] - bv[j, k]), tolT, i, k, nlev[k], wa[k],
+            w += column_weight(rules[k], abs(avT[k, i] - bv[j, k]), tolT, i, k, nlev[k], wa[k],
                                wd[k], wl, lin)
         out[q] = w
     return out
@@ -237,16 +254,17 @@ def pair_weights(a: dict, b: dict, ia: np.ndarray, jb: np.ndarray, cmp: Comparis
     jb = np.asarray(jb, dtype=np.int64)
     avT, tolT = transposed(a)
     return _pairs_kernel(avT, tolT, b["v"], ia, jb, cmp.n_levels, wp.w_agr, wp.w_dis,
-                         wp.w_level, wp.step, wp.lin, wp.order)
+                         wp.w_level, wp.rule, wp.lin, wp.order)
 
 
 @numba.njit(cache=True, nogil=True)
-def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, step, lin, order):
+def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, rules, lin, order):
     na = avT.shape[1]
     out = np.empty((bv.shape[0], na))
     none = np.zeros(1, dtype=np.int64)
     for j in range(bv.shape[0]):
-        weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, step, lin, order, out[j])
+        weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, rules, lin, order,
+                    out[j])
     return out
 
 
@@ -254,7 +272,7 @@ def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.nda
     """All pair weights, shape (n_b, n_a) (rows = B records)."""
     avT, tolT = transposed(a)
     return _dense_kernel(avT, tolT, b["v"], cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level,
-                         wp.step, wp.lin, wp.order)
+                         wp.rule, wp.lin, wp.order)
 
 
 def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:
