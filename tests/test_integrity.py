@@ -49,8 +49,9 @@ def test_flipped_byte_in_dataset_chunk_is_reported(store, small, flip_at):
     msg = str(ei.value)
     assert "'values'" in msg and "chunk(s) 1.0 " in msg and "CRC-32C" in msg
     assert isinstance(ei.value, SdcInputError)
+    body = msg.replace(str(store), "<store>")   # the path's own digits are not values
     for v in small.ravel():  # the message names chunks, never the numbers in them
-        assert repr(float(v)) not in msg and f"{v:.4g}" not in msg
+        assert repr(float(v)) not in body and f"{v:.4g}" not in body
     arr = StoredArray(str(store))
     np.testing.assert_array_equal(arr[0:16], small[0:16])  # healthy chunks still read
     np.testing.assert_array_equal(arr[32:60], small[32:60])

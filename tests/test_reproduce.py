@@ -94,7 +94,7 @@ def test_convention_lab_equals_sdcdist_prl_at_its_defaults():
     for sd in (0.05, 0.3):
         Xm = X + rng.normal(0, sd, X.shape) * X.std(axis=0)
         for method in ("l", "d"):
-            want = lab.sdcdist_pld(X, Xm, [0, 1, 2, 3], method=method, t=0.1)
+            want = lab.sdcdist_pld(X, Xm, [0, 1, 2, 3], {"prl_method": method, "prl_t": 0.1})
             got = lab.link(X, Xm, [0, 1, 2, 3], lab.Convention(method=method, t=0.1))
             assert got == want, (sd, method)
 
