@@ -94,3 +94,28 @@ def test_cluster_equals_in_process(rng, client):
     a = measure(X, Y, ["DLD", "IL1s", "ID1"], options=opts)
     b = measure(X, Y, ["DLD", "IL1s", "ID1"], options=opts, client=client)
     assert {k: v.value for k, v in a.items()} == {k: v.value for k, v in b.items()}
+
+
+def test_needs_are_declared_where_the_metrics_register():
+    """What a metric reads besides the two files is declared when it registers, and the
+    layers above read the declaration (needing, index, by_name), not lists of names: the
+    holdout metrics, the confidential-column measures, the household risks, the distance
+    (KD-tree) metrics and the attacks."""
+    from sdcdist.metrics import NEEDS, REGISTRY, needing
+    from sdcdist.metrics.attacks import ATTACK_METRICS
+    from sdcdist.metrics.attribute import MEASURES, needs_confidential
+    from sdcdist.metrics.household import METRICS as HOUSEHOLD
+    names = list(REGISTRY)
+    assert set(needing(names, "holdout")) == {"dcr_holdout_median", "dcr_closer_train",
+                                              "dcr_overfit"}
+    conf = set(needing(names, "confidential"))
+    assert set(MEASURES) <= conf and "cap" in conf
+    assert all(needs_confidential(n) for n in conf)
+    assert set(needing(names, "household")) == set(HOUSEHOLD)
+    assert {n for n in names if REGISTRY[n].by_name} == set(ATTACK_METRICS)
+    assert {n for n in names if REGISTRY[n].index} == {
+        "dcr_train_median", "dcr_holdout_median", "dcr_closer_train", "dcr_overfit",
+        "dcr_baseline", "nndr_median"}
+    assert all(m.needs <= set(NEEDS) for m in REGISTRY.values())
+    with pytest.raises(ValueError, match="unknown need"):
+        needing(names, "holdouts")

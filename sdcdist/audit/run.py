@@ -122,12 +122,12 @@ def load_holdouts(spec: AuditSpec, data: list[tuple[Microdata, Any]]) -> dict[in
     """The holdout file of each dataset that names one (``holdout:``), read as the dataset
     is (its columns, categorical columns and missing-value markers), categories coded as
     the dataset's. Nothing is read unless a metric of the spec compares with a holdout
-    (:data:`sdcdist.metrics.synthetic.HOLDOUT_METRICS`): a holdout no metric needs is
-    never opened."""
+    (a metric that declares the need ``holdout``): a holdout no metric needs is never
+    opened."""
     from ..data import align_categories
-    from ..metrics.synthetic import HOLDOUT_METRICS
+    from ..metrics import needing
     out: dict[int, Microdata] = {}
-    if not any(k in HOLDOUT_METRICS for k in spec.metrics):
+    if not needing(spec.metrics, "holdout"):
         return out
     for i, (ds, (md, _)) in enumerate(zip(spec.datasets, data)):
         if ds.holdout is None:

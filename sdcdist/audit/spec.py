@@ -263,8 +263,8 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
     for k in metrics:
         get_metric(k)
     metrics = tuple(with_companions(expand_requirements(metrics)))
-    from ..metrics.synthetic import HOLDOUT_METRICS
-    need = [k for k in metrics if k in HOLDOUT_METRICS]
+    from ..metrics import needing
+    need = needing(metrics, "holdout")
     lacking = [d.name for d in datasets if d.holdout is None]
     if need and lacking:
         raise SdcInputError(f"{', '.join(need)} compare the masked files with a holdout file, "

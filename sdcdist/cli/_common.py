@@ -264,10 +264,9 @@ def in_process_reason(metrics: Any, n_original: int, n_masked: int) -> str | Non
     linking) compare pairs of records and fit while the pairs are few.
     """
     from ..metrics import expand_requirements, get_metric
-    from ..metrics.synthetic import DISTANCE_METRICS
     names = expand_requirements(list(metrics))
     pairwise = [n for n in names if get_metric(n).keysets]
-    indexed = [n for n in names if n in DISTANCE_METRICS]
+    indexed = [n for n in names if get_metric(n).index]
     if not pairwise and not indexed:
         return "the metrics read each record once"
     if n_original * n_masked <= IN_PROCESS_PAIRS:

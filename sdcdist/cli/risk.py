@@ -136,8 +136,9 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     if holdout is not None:
         a, h = _load_beside(a, holdout, "holdout", original, cats, na_values)
     elif not metric_names:
-        from ..metrics.synthetic import HOLDOUT_METRICS
-        names = [n for n in names if n not in HOLDOUT_METRICS]
+        from ..metrics import needing
+        drop = set(needing(names, "holdout"))
+        names = [n for n in names if n not in drop]
     c_set = None
     if control is not None:
         a, c_set = _load_beside(a, control, "control", original, cats, na_values)
@@ -147,10 +148,9 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     categ = list(dict.fromkeys(a.categorical + b.categorical))
     if not metric_names and not categ:
         # the frequency metrics count categorical keys: none here
-        from ..metrics.synthetic import DISTANCE_METRICS
         names = [n for n in names if not (get_metric(n).categorical
                                           and not get_metric(n).keysets)
-                 or n in DISTANCE_METRICS]
+                 or get_metric(n).index]
     weight = weight or b.weight or a.weight
     conf = names_option(confidential, "--confidential") or \
         list(b.roles.get("confidential") or a.roles.get("confidential") or [])
@@ -159,9 +159,9 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
         column_positions(conf, b.columns, what="confidential column", where="the masked file")
     elif not metric_names:
         # the attribute-disclosure metrics and cap need confidential columns: none here
-        from ..metrics.attribute import MEASURES
-        names = [n for n in names if n not in MEASURES and n[:-5] not in MEASURES
-                 and n != "cap"]
+        from ..metrics import needing
+        drop = set(needing(names, "confidential"))
+        names = [n for n in names if n not in drop]
     if household is not None and not household.strip():
         raise SdcInputError("--household was given without a name; give the household id "
                             "column, or leave --household out")
@@ -172,12 +172,12 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                          where="the masked file")
     elif not metric_names:
         # the household risk metrics need a household id: none here
-        from ..metrics.household import METRICS as HOUSEHOLD
-        names = [n for n in names if n not in HOUSEHOLD]
+        from ..metrics import needing
+        drop = set(needing(names, "household"))
+        names = [n for n in names if n not in drop]
     if not metric_names:
         # the singling-out, linkability and inference attacks are asked for by name
-        from ..metrics.attacks import ATTACK_METRICS
-        names = [n for n in names if n not in ATTACK_METRICS]
+        names = [n for n in names if not get_metric(n).by_name]
     if weight is not None:
         from ..errors import column_positions
         column_positions([weight], b.columns, what="weight column", where="the masked file")

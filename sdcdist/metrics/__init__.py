@@ -5,8 +5,8 @@
 'risk'
 """
 
-from ._registry import (DEFAULT_OPTIONS, REGISTRY, MeasureContext, Metric, MetricResult,
-                        companions, get_metric, is_companion, register)
+from ._registry import (DEFAULT_OPTIONS, NEEDS, REGISTRY, MeasureContext, Metric, MetricResult,
+                        companions, get_metric, is_companion, needing, register)
 from .keysets import KeySets, default_keysets
 from . import infoloss, prl, ranks, risk, scores, utility, frequency, attribute, suda, synthetic  # noqa: F401
 from . import household, modrisk, attacks  # noqa: F401,E402  (register metrics)
@@ -14,4 +14,4 @@ from .measure import expand_requirements, measure, options_of
 
 __all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",
            "measure", "default_keysets", "KeySets", "expand_requirements", "options_of",
-           "DEFAULT_OPTIONS", "companions", "is_companion"]
+           "DEFAULT_OPTIONS", "companions", "is_companion", "NEEDS", "needing"]

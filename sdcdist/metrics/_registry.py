@@ -28,7 +28,7 @@ from .keysets import KEYSET_DEFAULTS, default_keysets
 
 __all__ = ["Metric", "MetricResult", "MeasureContext", "REGISTRY", "register",
            "get_metric", "stable_id", "DEFAULT_OPTIONS", "default_keysets", "PARTS",
-           "companions", "is_companion"]
+           "companions", "is_companion", "NEEDS", "needing"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,16 @@ class Metric:
     part : {"", "lo", "hi", "base"}
         What the companion is: the lower or upper bound of its metric's confidence
         interval, or the figure of the baseline (random-guess) attack.
+    needs : frozenset of str
+        Inputs it reads besides the two files (:data:`NEEDS`: a holdout file, confidential
+        columns, a household id); the layers above ask :func:`needing` which metrics read
+        one, and never keep lists of names.
+    by_name : bool
+        Computed only when asked for by name, never among a command's defaults (the
+        attacks, whose cost the user chooses).
+    index : bool
+        Its work is nearest-neighbour searches in a KD-tree over every shared column,
+        categorical or not (the distance metrics): about n log n, not pairs of records.
     """
 
     name: str
@@ -93,7 +103,13 @@ class Metric:
     unit: str = ""
     part_of: str = ""
     part: str = ""
+    needs: frozenset[str] = frozenset()
+    index: bool = False
+    by_name: bool = False
 
+
+#: What a metric may need besides the original and masked files (:attr:`Metric.needs`).
+NEEDS = ("holdout", "confidential", "household")
 
 #: What a companion metric can be (:attr:`Metric.part`).
 PARTS = ("lo", "hi", "base")
@@ -146,13 +162,16 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
              same_shape: bool = True, random: bool = False,
              options: Sequence[str] = (), keyset_default: str = "prefixes",
              categorical: bool = False, unit: str = "", part_of: str = "",
-             part: str = "") -> Callable:
+             part: str = "", needs: Sequence[str] = (), index: bool = False,
+             by_name: bool = False) -> Callable:
     """Decorator: register ``func`` as the metric ``name``.
 
     ``options`` names the options of :mod:`sdcdist.options` the metric reads;
     ``keyset_default`` what a key-set metric links on when no key sets are named;
     ``unit`` what its value counts; ``part_of`` and ``part`` make it a companion
-    (interval bound or baseline) of another metric.
+    (interval bound or baseline) of another metric; ``needs`` the inputs it reads besides
+    the two files (:data:`NEEDS`); ``index`` that its work is KD-tree searches; ``by_name``
+    that it is computed only when named.
     """
     if bool(part_of) != bool(part) or (part and part not in PARTS):
         raise ValueError(f"metric {name!r}: part_of and part go together, part one of {PARTS}")
@@ -161,6 +180,8 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
     if keyset_default not in KEYSET_DEFAULTS:
         raise ValueError(f"bad keyset_default {keyset_default!r}")
     used = _options.check_declared(options, scope="metric", owner=f"metric {name!r}")
+    if not set(needs) <= set(NEEDS):
+        raise ValueError(f"metric {name!r}: needs must be among {NEEDS}")
 
     def deco(func: Callable) -> Callable:
         if name in REGISTRY:
@@ -168,10 +189,22 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
         REGISTRY[name] = Metric(name, kind, func, description, reference, keysets,
                                 tuple(requires), ascending, same_shape, random, used,
                                 keyset_default=keyset_default, categorical=categorical,
-                                unit=unit, part_of=part_of, part=part)
+                                unit=unit, part_of=part_of, part=part,
+                                needs=frozenset(needs), index=index, by_name=by_name)
         return func
 
     return deco
+
+
+def needing(names: Sequence[str], need: str) -> list[str]:
+    """The metrics among ``names`` that declare ``need`` (one of :data:`NEEDS`), in order.
+
+    >>> needing(["IL1s", "dcr_overfit"], "holdout")
+    ['dcr_overfit']
+    """
+    if need not in NEEDS:
+        raise ValueError(f"unknown need {need!r}; one of {NEEDS}")
+    return [n for n in names if need in get_metric(n).needs]
 
 
 def is_companion(name: str) -> bool:

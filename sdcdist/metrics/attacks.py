@@ -816,7 +816,7 @@ def _register(attack: str, desc: str) -> None:
                  ) -> MetricResult:
             f = _figures(ctx, attack)
             return MetricResult(float(f[field_]), flag=int(f.get("flag", 0)), info=info(f))
-        register(attack + suffix, kind="risk", same_shape=False,
+        register(attack + suffix, kind="risk", same_shape=False, by_name=True,
                  random=True, options=_OPTIONS, unit="share of attacks (0 to 1)",
                  reference=_REF, description=f"{desc}: {what}",
                  part_of=attack if part else "", part=part)(func)

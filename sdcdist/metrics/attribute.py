@@ -62,7 +62,7 @@ import numpy as np
 from ..errors import SdcInputError, column_positions
 from ..keytables import key_rows, unique_rows
 from ..parallel import map_reduce
-from ._registry import MeasureContext, MetricResult, register
+from ._registry import REGISTRY, MeasureContext, MetricResult, get_metric, register
 from .frequency import frequency_keys
 
 __all__ = ["needs_confidential", "pair_table", "merge_pairs", "merge_weighted_tables", "class_measures",
@@ -358,7 +358,7 @@ def needs_confidential(name: str, options: Any = None) -> bool:
     """Whether metric ``name`` reads the confidential columns (and refuses a file without
     one): the attribute-disclosure measures and their ``_fail`` shares, ``cap``, and the
     inference attack unless ``infer_secret`` names its secret."""
-    if name in MEASURES or (name.endswith("_fail") and name[:-5] in MEASURES) or name == "cap":
+    if name in REGISTRY and "confidential" in get_metric(name).needs:
         return True
     if name == "inference":
         return not (options or {}).get("infer_secret")
@@ -431,7 +431,7 @@ def _register(name: str, larger_safe: bool, thr: str | None, unit: str, desc: st
                 "missing_values": {c: s["per_column"][c]["missing"] for c in conf}}
         return MetricResult(s[name], excluded=s["excluded"], info=info)
     register(name, kind="risk", same_shape=False, categorical=True, ascending=not larger_safe,
-             options=_OPTIONS, unit=unit, reference=ref,
+             needs=("confidential",), options=_OPTIONS, unit=unit, reference=ref,
              description=desc + " (released file; worst confidential column)")(func)
     if thr is None:
         return
@@ -446,7 +446,7 @@ def _register(name: str, larger_safe: bool, thr: str | None, unit: str, desc: st
             "likeness_beta": "beta above likeness_beta",
             "privacy_delta": "delta above privacy_delta"}[thr]
     register(name + "_fail", kind="risk", same_shape=False, categorical=True,
-             options=_OPTIONS, unit="% of key classes", reference=ref,
+             needs=("confidential",), options=_OPTIONS, unit="% of key classes", reference=ref,
              description=f"% of key classes failing {name} ({what}) on a confidential "
                          "column")(fail)
 

@@ -173,6 +173,7 @@ def _metric(name: str, description: str, unit: str) -> None:
                                            "households": s["households"],
                                            "largest_household": s["largest_household"]})
     register(name, kind="risk", same_shape=False, categorical=True, options=("chunk_rows",),
+             needs=("household",),
              description=description, unit=unit,
              reference="sdcMicro measure_risk (hid); Franconi and Polettini (2004)")(func)
 

@@ -79,17 +79,10 @@ from ._registry import MeasureContext, MetricResult, register
 from .attribute import confidential_columns
 from .frequency import frequency_keys
 
-__all__ = ["HOLDOUT_METRICS", "DISTANCE_METRICS", "DcrColumns", "column_summary", "merge_summaries", "dcr_columns",
+__all__ = ["DcrColumns", "column_summary", "merge_summaries", "dcr_columns",
            "dcr_distances", "embed", "DcrIndex", "build_dcr_index", "dcr_top2",
            "merge_top2", "random_like", "cap_table", "merge_cap_tables", "cap_score",
            "nndr", "overfit_figures", "baseline_figures"]
-
-#: The metrics that read a holdout file.
-HOLDOUT_METRICS = ("dcr_holdout_median", "dcr_closer_train", "dcr_overfit")
-
-#: The distance metrics (they read every shared column, categorical or not).
-DISTANCE_METRICS = ("dcr_train_median", "dcr_holdout_median", "dcr_closer_train",
-                    "dcr_overfit", "dcr_baseline", "nndr_median")
 
 #: Relative and absolute slack between cKDTree's L1 sums and the exact distances.
 _SLACK = 1e-9
@@ -573,6 +566,7 @@ def _info(res: dict[str, Any]) -> dict[str, Any]:
 
 
 @register("dcr_train_median", kind="risk", same_shape=False, categorical=True,
+          index=True,
           ascending=False, options=_DCR_OPTIONS, unit="distance (0 to 1)",
           reference="SDMetrics 0.32.0 calculate_dcr; DCRBaselineProtection",
           description="median over released records of the distance to the closest "
@@ -583,6 +577,7 @@ def _dcr_train_median(ctx: MeasureContext) -> MetricResult:
 
 
 @register("dcr_holdout_median", kind="risk", same_shape=False, categorical=True,
+          index=True, needs=("holdout",),
           ascending=False, options=_DCR_OPTIONS, unit="distance (0 to 1)",
           reference="SDMetrics 0.32.0 calculate_dcr",
           description="median over released records of the distance to the closest "
@@ -600,6 +595,7 @@ def _overfit(ctx: MeasureContext, name: str) -> tuple[dict[str, float], dict[str
 
 
 @register("dcr_closer_train", kind="risk", same_shape=False, categorical=True,
+          index=True, needs=("holdout",),
           options=_DCR_OPTIONS, unit="share of released records",
           reference="SDMetrics 0.32.0 DCROverfittingProtection",
           description="share of released records strictly closer to the training file "
@@ -610,6 +606,7 @@ def _dcr_closer_train(ctx: MeasureContext) -> MetricResult:
 
 
 @register("dcr_overfit", kind="risk", same_shape=False, categorical=True,
+          index=True, needs=("holdout",),
           ascending=False, options=_DCR_OPTIONS, unit="score (0 to 1; 1 safest)",
           reference="SDMetrics 0.32.0 DCROverfittingProtection",
           description="DCR overfitting protection: min(2 (1 - dcr_closer_train), 1) "
@@ -620,6 +617,7 @@ def _dcr_overfit(ctx: MeasureContext) -> MetricResult:
 
 
 @register("dcr_baseline", kind="risk", same_shape=False, categorical=True,
+          index=True,
           ascending=False, random=True, options=_DCR_OPTIONS,
           unit="score (0 to 1; 1 safest)",
           reference="SDMetrics 0.32.0 DCRBaselineProtection",
@@ -636,6 +634,7 @@ def _dcr_baseline(ctx: MeasureContext) -> MetricResult:
 
 
 @register("nndr_median", kind="risk", same_shape=False, categorical=True,
+          index=True,
           ascending=False, options=_DCR_OPTIONS, unit="ratio (0 to 1)",
           reference="nearest-neighbour distance ratio on SDMetrics 0.32.0's DCR distance",
           description="median over released records of the ratio of the distances to the "
@@ -646,6 +645,7 @@ def _nndr_median(ctx: MeasureContext) -> MetricResult:
 
 
 @register("cap", kind="risk", same_shape=False, categorical=True, ascending=False,
+          needs=("confidential",),
           options=("chunk_rows",), unit="1 - probability (1 safest)",
           reference="SDMetrics 0.32.0 CategoricalCAP",
           description="CategoricalCAP: 1 - mean share of released records with a training "

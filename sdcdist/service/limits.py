@@ -420,8 +420,8 @@ def check_holdouts(spec: Any, lim: Limits) -> None:
     needs is not read at all, here or when the audit runs."""
     from dataclasses import replace
 
-    from ..metrics.synthetic import HOLDOUT_METRICS
-    if not any(k in HOLDOUT_METRICS for k in spec.metrics):
+    from ..metrics import needing
+    if not needing(spec.metrics, "holdout"):
         return
     for d in spec.datasets:
         if d.holdout is not None:
