@@ -327,7 +327,7 @@ def suppression_part(rows: int, cap: float, tmp: str, version: str | None) -> No
     both with sdcMicro's default importance order (``sdcmicro_importance``)."""
     import os
     import pandas as pd
-    from sdcdist.masking.categorical import suppress_greedy
+    from sdcdist.masking.suppression import suppress_greedy
     peer = f"sdcMicro {version}" if version else "sdcMicro (not installed: R column empty)"
     print(f"local suppression: sdcdist suppress against {peer} localSuppression "
           f"(both with sdcMicro's default importance), capped at {cap:.0f} s")
@@ -357,7 +357,7 @@ def pram_part(rows: int, tmp: str, version: str | None, cap: float) -> None:
     import os
     import tracemalloc
     import pandas as pd
-    from sdcdist.masking.categorical import pram_column
+    from sdcdist.masking.pram import pram_column
     rng = np.random.default_rng(7)
     p = 1.0 / np.arange(1, 1001) ** 0.8
     x = rng.choice(1000, rows, p=p / p.sum()).astype(np.float64)

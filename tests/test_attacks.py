@@ -18,8 +18,8 @@ from sdcdist.data import Microdata
 from sdcdist.errors import SdcInputError
 from sdcdist.metrics import measure
 from sdcdist.metrics._registry import MeasureContext
-from sdcdist.metrics.attacks import (ATTACK_METRICS, EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL,
-                                     control_correction, count_queries, gower_knn,
+from sdcdist.metrics._attack_kernels import EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL
+from sdcdist.metrics.attacks import (ATTACK_METRICS, control_correction, count_queries, gower_knn,
                                      risk_from_counts, success_rate)
 from sdcdist.parallel import Runner
 
@@ -175,8 +175,7 @@ def test_query_counts_against_brute_force():
         return int(ok.sum())
     want = np.array([brute(q) for q in range(nq)])
     q = {"cols": cols, "ops": ops, "vals": vals}
-    from sdcdist.metrics._attack_kernels import count_kernel
-    from sdcdist.metrics.attacks import count_numpy
+    from sdcdist.metrics._attack_kernels import count_kernel, count_numpy
     for cap in (0, 2):
         want_c = np.minimum(want, cap) if cap else want
         assert np.array_equal(count_kernel(X, keep, cols, ops, vals, cap), want_c)
@@ -221,7 +220,7 @@ def test_indexed_query_counts_against_brute_force():
         want_c = np.minimum(want, cap) if cap else want
         assert np.array_equal(count_indexed(query_index(X, keep), cols, ops, vals, cap), want_c)
     q = {"cols": cols, "ops": ops, "vals": vals}
-    from sdcdist.metrics.attacks import _add_counts, _chunk_index, _index_counts
+    from sdcdist.metrics.attacks.singling_out import _add_counts, _chunk_index, _index_counts
     for chunk in (65536, 7, 1):
         runner = Runner(None)
         states = map_chunks(runner, _chunk_index, [X], 300, chunk_rows=chunk,
@@ -408,7 +407,7 @@ def test_nearest_neighbour_figures_unchanged():
 
 def test_so_uni_falls_back_to_the_stated_scale_when_the_control_fit_does_not_converge(
         monkeypatch):
-    from sdcdist.metrics import attacks
+    from sdcdist.metrics.attacks import singling_out
     X, S, _ = _mixed()
     C = X[:150]                       # a control that some queries single out in
     ok = measure(X, S, ["so_uni"], control=C, options={"attack_n": 60}, **KW)["so_uni"]
@@ -417,7 +416,7 @@ def test_so_uni_falls_back_to_the_stated_scale_when_the_control_fit_does_not_con
     def no_convergence(*a, **k):
         raise RuntimeError("Optimal parameters not found: The maximum number of function "
                            "evaluations is exceeded.")
-    monkeypatch.setattr(attacks, "_fit", no_convergence)
+    monkeypatch.setattr(singling_out, "_fit", no_convergence)
     r = measure(X, S, ["so_uni", "so_uni_hi"], control=C, options={"attack_n": 60}, **KW)
     info = r["so_uni"].info
     assert r["so_uni"].flag == 1 and r["so_uni_hi"].flag == 1

@@ -10,9 +10,9 @@ import pytest
 from sdcdist import SdcInputError
 from sdcdist.data import from_array, ingest, load_microdata, open_microdata
 from sdcdist.masking import REGISTRY, method_options
-from sdcdist.masking.categorical import (frequencies_wildcard, invariant_matrix,
-                                         pram_freq_matrix, pram_matrix, recode_labels,
-                                         suppress_greedy)
+from sdcdist.masking.pram import invariant_matrix, pram_freq_matrix, pram_matrix
+from sdcdist.masking.recoding import recode_labels
+from sdcdist.masking.suppression import frequencies_wildcard, suppress_greedy
 
 
 # -- ingest ------------------------------------------------------------------------------
@@ -242,17 +242,16 @@ def test_pipeline_in_a_spec_is_checked():
 
 
 def test_pram_categories_are_the_declared_ones_not_the_largest_code_plus_one(monkeypatch):
-    from sdcdist.masking import categorical as catmod
     from sdcdist.masking import get_method
-    from sdcdist.masking.categorical import pram_matrix
+    from sdcdist.masking import pram as prammod
     d = np.array([0.8, 0.7, 0.9, 0.75])
     # an empty category counts wherever its code stands: renumbering it moves nothing
-    A = pram_matrix([50, 30, 0, 20], 0.5, diag=d)
-    B = pram_matrix([50, 30, 20, 0], 0.5, diag=d[[0, 1, 3, 2]])
+    A = prammod.pram_matrix([50, 30, 0, 20], 0.5, diag=d)
+    B = prammod.pram_matrix([50, 30, 20, 0], 0.5, diag=d[[0, 1, 3, 2]])
     np.testing.assert_allclose(A[np.ix_([0, 1, 3, 2], [0, 1, 3, 2])], B, atol=1e-15)
     seen = []
-    real = catmod.pram_diagonal
-    monkeypatch.setattr(catmod, "pram_diagonal",
+    real = prammod.pram_diagonal
+    monkeypatch.setattr(prammod, "pram_diagonal",
                         lambda L, pd, rng: seen.append(L) or real(L, pd, rng))
     labels = {"a": ["w", "x", "y", "z"]}
     for codes in ([0, 1, 2], [0, 1, 3], [0, 2, 3]):      # the empty one last, inside, ...

@@ -16,8 +16,10 @@ import pytest
 from sdcdist import SdcInputError
 from sdcdist.data.refdata import reference_file
 from sdcdist.masking import REGISTRY
-from sdcdist.masking import categorical as cat
-from sdcdist.masking.categorical import invariant_matrix, pram_column, pram_matrix, recode_labels
+from sdcdist.masking import pram as prammod
+from sdcdist.masking.pram import invariant_matrix, pram_column, pram_matrix
+from sdcdist.masking.recoding import recode_labels
+from sdcdist.masking.suppression import frequencies_wildcard, suppress_greedy
 
 FREQ = np.array([5.0, 3, 1, 11])
 SDCMICRO_5_8_1 = [
@@ -50,8 +52,8 @@ def test_rows_without_the_matrix_equal_the_dense_construction(diag):
     """The rows the sampler uses (O(L) each) are those of alpha PQ + (1 - alpha) I, also when
     a diagonal entry is below 1/L (no mixture: rows one by one)."""
     d = np.array(diag)
-    D, c, g = cat._structure_sdcmicro(4, d)
-    inv = cat._Invariant(D, c, g, FREQ / FREQ.sum(), 0.7)
+    D, c, g = prammod._structure_sdcmicro(4, d)
+    inv = prammod._Invariant(D, c, g, FREQ / FREQ.sum(), 0.7)
     P = np.diag(d) + np.outer((1 - d) / 3, np.ones(4)) - np.diag((1 - d) / 3)
     dense = invariant_matrix(P, FREQ, 0.7)
     np.testing.assert_allclose(np.array([inv.row(i) for i in range(4)]), dense, atol=1e-15)
@@ -61,8 +63,8 @@ def test_rows_without_the_matrix_equal_the_dense_construction(diag):
 def test_sampled_transitions_follow_the_matrix(diag):
     """Both samplers (mixture, rows one by one) draw each category's row of Rs."""
     d = np.array(diag)
-    D, c, g = cat._structure_sdcmicro(4, d)
-    inv = cat._Invariant(D, c, g, FREQ / FREQ.sum(), 0.7)
+    D, c, g = prammod._structure_sdcmicro(4, d)
+    inv = prammod._Invariant(D, c, g, FREQ / FREQ.sum(), 0.7)
     R = inv.matrix()
     m = 40_000
     codes = np.repeat(np.arange(4), m)
@@ -121,10 +123,10 @@ def test_pram_memory_is_linear_with_many_categories():
 
 
 def test_rows_one_by_one_are_refused_past_the_bound(monkeypatch):
-    monkeypatch.setattr(cat, "ROW_BY_ROW_LIMIT", 3)
+    monkeypatch.setattr(prammod, "ROW_BY_ROW_LIMIT", 3)
     x = np.repeat(np.arange(4.0), 10)
     # pd = 0: some diagonal entries fall below 1/L = 0.25 for this seed
-    assert (cat.pram_diagonal(4, 0.0, np.random.default_rng(2)) < 0.25).any()
+    assert (prammod.pram_diagonal(4, 0.0, np.random.default_rng(2)) < 0.25).any()
     with pytest.raises(SdcInputError, match="refused beyond 3 categories.*raise pd"):
         pram_column(x, 0.0, rng=np.random.default_rng(2))
 
@@ -176,10 +178,10 @@ def test_suppression_no_more_than_sdcmicro_on_household(k):
                              categorical=list(range(len(HH_KEYS))), info=info)
     assert info["suppressed"] == int(np.isnan(Y).sum())
     assert info["suppressed"] <= SDCMICRO_5_8_1_SUPPRESSED[k]
-    fk, _ = cat.frequencies_wildcard(Y)
+    fk, _ = frequencies_wildcard(Y)
     assert fk.min() >= k
     # records that start safe are untouched
-    fk0, _ = cat.frequencies_wildcard(X)
+    fk0, _ = frequencies_wildcard(X)
     assert (Y[fk0 >= k] == X[fk0 >= k]).all()
 
 
@@ -187,8 +189,8 @@ def test_suppression_gives_back_values_not_needed():
     """Two records differ from a class of 3 in one key each: the greedy step suppresses a
     key of theirs per round; the give-back keeps only what k = 3 needs."""
     X = np.array([[0, 0, 0]] * 3 + [[0, 0, 1], [0, 1, 0]], dtype=float)
-    out, total, unsafe = cat.suppress_greedy(X, 3)
-    fk, _ = cat.frequencies_wildcard(out)
+    out, total, unsafe = suppress_greedy(X, 3)
+    fk, _ = frequencies_wildcard(out)
     assert fk.min() >= 3 and unsafe == 2
     assert total == 2                      # one value each, the one that differs
     assert np.isnan(out[3, 2]) and np.isnan(out[4, 1])
@@ -196,7 +198,7 @@ def test_suppression_gives_back_values_not_needed():
 
 def test_importance_orders_the_keys():
     X = np.array([[0, 0]] * 3 + [[1, 1]], dtype=float)
-    out, total, _ = cat.suppress_greedy(X, 2, importance=[1, 2])   # key 2 suppressed first
+    out, total, _ = suppress_greedy(X, 2, importance=[1, 2])   # key 2 suppressed first
     assert total == 2            # {1, 1} alone: one key is not enough, both go
     with pytest.raises(SdcInputError, match="'importance' option of suppress must list"):
-        cat.suppress_greedy(X, 2, importance=[1, 1])
+        suppress_greedy(X, 2, importance=[1, 1])

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sdcdist.masking.categorical as cat
-from sdcdist.masking.categorical import frequencies_wildcard, suppress_greedy
+import sdcdist.masking.suppression as sup
+from sdcdist.masking.suppression import frequencies_wildcard, suppress_greedy
 
 
 def _scan_give_back(orig, out, k, order):
@@ -46,8 +46,8 @@ def _scan_give_back(orig, out, k, order):
 
 def _reference(codes, k, importance=None):
     orig = np.array(codes, dtype=np.float64)
-    order = cat._suppression_order(orig, importance)
-    out, _ = cat._greedy(orig, k, order)
+    order = sup._suppression_order(orig, importance)
+    out, _ = sup._greedy(orig, k, order)
     greedy = int((np.isnan(out) & ~np.isnan(orig)).sum())
     _scan_give_back(orig, out, k, order)
     return out, greedy
@@ -119,8 +119,8 @@ def test_nothing_left_suppressed_that_could_be_given_back(seed):
     assert total > 0
     assert _restorable(X, out, k) == []
     # the greedy result alone is not maximal: the pass did something
-    order = cat._suppression_order(X, None)
-    greedy, _ = cat._greedy(X, k, order)
+    order = sup._suppression_order(X, None)
+    greedy, _ = sup._greedy(X, k, order)
     assert _restorable(X, greedy, k) != []
 
 
