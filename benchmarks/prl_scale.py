@@ -115,9 +115,9 @@ def _topc_pairs_task(A: dict, B: dict, cmp, wp, s: int, e: int):
 
 
 def _tree_task(A: dict, scale):
-    from sdcdist.linkage.prl import topc
+    from sdcdist.linkage.prl import kdtree
     t0 = time.thread_time()
-    tree = topc.build_tree(A, scale=scale)
+    tree = kdtree.build_tree(A, scale=scale)
     return {"tree": tree, "t": time.thread_time() - t0}
 
 
@@ -222,7 +222,7 @@ def _item(d: dict, key: str):
 def _warm() -> None:
     """Compile (or load) every kernel the tasks time, on a tiny problem."""
     from sdcdist.linkage import prl
-    from sdcdist.linkage.prl import topc
+    from sdcdist.linkage.prl import kdtree, topc
     A, B = make_files(300)
     cmp = prl.comparison(KEYS)
     a = prl.prepare_side(A, tuple(range(KEYS)), cmp, side="a")
@@ -230,7 +230,7 @@ def _warm() -> None:
     prl.pattern_counts(a, b, cmp, kernel="hash")
     counts = prl.pattern_counts(a, b, cmp, kernel="dense")
     wp = prl.weight_params(prl.em(counts, cmp, p_start=1 / 300, p_max=1 / 300), cmp)
-    topc.topc_search(topc.build_tree(a, scale=topc.split_scale(wp, cmp)), b, cmp, wp, TOP_C)
+    topc.topc_search(kdtree.build_tree(a, scale=kdtree.split_scale(wp, cmp)), b, cmp, wp, TOP_C)
     topc.topc_block(a, b, cmp, wp, TOP_C)
 
 
@@ -238,7 +238,7 @@ def bench(n: int, workers: int, full: bool, samples: int) -> dict:
     from distributed import Client, LocalCluster
 
     from sdcdist.linkage import prl
-    from sdcdist.linkage.prl import blocks, topc
+    from sdcdist.linkage.prl import blocks, kdtree
     from sdcdist.options import PRL_BLOCK_ROWS
     from sdcdist.parallel import Runner
 
@@ -309,7 +309,7 @@ def bench(n: int, workers: int, full: bool, samples: int) -> dict:
         out["em"] = f"{fit.iterations} iterations, converged {fit.converged}, on {N:.3g} pairs"
         wp = prl.weight_params(fit, cmp)
         # candidates: branch and bound against all pairs on the same sampled B rows
-        scale = topc.split_scale(wp, cmp)
+        scale = kdtree.split_scale(wp, cmp)
         built = runner.task(_tree_task, Ap, scale)
         out["t_tree"] = runner.call(_item, built, "t")
         tree = runner.task(_item, built, "tree")

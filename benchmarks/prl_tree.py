@@ -4,7 +4,7 @@ compiled, in one run.
 Synthetic file (``benchmarks/prl_scale.make_files``: 8 numeric keys, seed 1), the default
 comparison; the split scale of weights fitted on the first ``--fit`` records (the EM on all
 their pairs, as the driver fits). Times (wall, best of ``--repeat``) the node-by-node build
-as it was (:func:`build_tree_loop`, kept here verbatim) and :func:`topc.build_tree`, after a
+as it was (:func:`build_tree_loop`, kept here verbatim) and :func:`kdtree.build_tree`, after a
 warm-up that compiles the kernels, then checks that both trees give the same candidates
 and weights (top 20 of ``--check`` B rows, by :func:`topc.topc_search`) and says whether
 their nodes are the same (they differ only where tied values straddle a node's median: the
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from prl_scale import make_files  # noqa: E402
 
 from sdcdist.linkage.prl.ranked import BLOCK_ROWS, constant_tolerances, rank_blocks  # noqa: E402
-from sdcdist.linkage.prl.topc import LEAF_SIZE, RANKED_LEAF_SIZE, split_columns  # noqa: E402
+from sdcdist.linkage.prl.kdtree import LEAF_SIZE, RANKED_LEAF_SIZE, split_columns  # noqa: E402
 
 
 import numba  # noqa: E402
@@ -181,7 +181,7 @@ def _best(f, repeat: int):
 
 
 def main() -> None:
-    from sdcdist.linkage.prl import prepare_side, topc
+    from sdcdist.linkage.prl import kdtree, prepare_side, topc
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=1)
@@ -193,14 +193,14 @@ def main() -> None:
     cols = tuple(range(A.shape[1]))
     a = prepare_side(A, cols, cmp, side="a")
     b = prepare_side(B[:args.check], cols, cmp, side="b")
-    scale = topc.split_scale(wp, cmp)
+    scale = kdtree.split_scale(wp, cmp)
     small = {k: v[:5000] for k, v in a.items()}
-    topc.build_tree(small, scale=scale)                  # compile (cached) before timing
+    kdtree.build_tree(small, scale=scale)                  # compile (cached) before timing
     build_tree_loop(small, scale=scale)
     print(f"KD-tree build of {args.n:,} x {A.shape[1]} records (default comparison, fitted "
           f"split scale); load average %.1f %.1f %.1f" % os.getloadavg())
     t_old, old = _best(lambda: build_tree_loop(a, scale=scale), args.repeat)
-    t_new, new = _best(lambda: topc.build_tree(a, scale=scale), args.repeat)
+    t_new, new = _best(lambda: kdtree.build_tree(a, scale=scale), args.repeat)
     print(f"  before (Python loop per node): {t_old:7.2f} s, {old['start'].size:,} nodes")
     print(f"  after  (compiled):             {t_new:7.2f} s, {new['start'].size:,} nodes "
           f"({t_old / t_new:.1f}x)")

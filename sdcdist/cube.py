@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import integrity
+from . import checksums, integrity
 from .errors import SdcInputError, unreadable_error
 
 __all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_cells",
@@ -288,7 +288,7 @@ def open_cube(url: str, *, squeeze: bool = True) -> Cube:
         if problems:                # a cube whose array lost its zarr.json: damage
             raise integrity.metadata_error(str(url), problems)
         raise SdcInputError(f"{str(url)!r} is a Zarr store but not an sdcdist cube")
-    integrity.verify_group(str(url))  # small: a corrupted chunk is reported here
+    checksums.verify_group(str(url))  # small: a corrupted chunk is reported here
     group = open_group(str(url), "r")
     problems = integrity.check_metadata(group, str(url))
     if problems:
@@ -357,12 +357,12 @@ def create_cube(store: str, *, methods: Sequence[str], param_names: Sequence[str
         "done": {"chunks": (1, 1, 1, 1)},
     }
     for name in ds.variables:  # every array, coordinates too, is checksummed
-        encoding.setdefault(name, {})["compressors"] = integrity.compressors()
+        encoding.setdefault(name, {})["compressors"] = checksums.compressors()
     ds.to_zarr(store, mode="w-", encoding=encoding, consolidated=False)
     g = open_group(store)
     # each cell's fingerprint, written with the cell (zeros: not written)
     g.create_array(integrity.CELL_DIGESTS, shape=(D, M, P, R, 32), chunks=(1, 1, 1, 1, 32),
-                   dtype="uint8", fill_value=0, compressors=integrity.compressors())
+                   dtype="uint8", fill_value=0, compressors=checksums.compressors())
     integrity.seal(g, cells="complete", arrays_sha256=integrity.fixed_arrays_sha256(g),
                    cell_digests=integrity.CELL_DIGESTS)
 

@@ -1,19 +1,12 @@
-"""Checksummed Zarr chunks: a corrupted chunk is reported, never read as numbers.
+"""Store manifests: each store's metadata, layout and values, checked against what it holds.
 
-Every array sdcdist writes (datasets and cubes) is encoded with Zstandard
-followed by a CRC-32C checksum of the compressed bytes (the Zarr 3
-``crc32c`` codec). Reading a chunk whose bytes changed on disk or in transit
-then fails inside Zarr; :func:`read` turns that failure into a
-:class:`CorruptChunkError` naming the store, the array and the chunk(s).
-
-A chunk that is missing altogether would read as the fill value (NaN), so
-reads of complete arrays (``read(..., complete=True)``: datasets) check that
-every chunk they touched exists, and :func:`open_cube <sdcdist.cube.open_cube>`
-checks the chunks of every done cell. Each store also carries a manifest in
-its ``integrity`` attribute (:func:`seal`): the SHA-256 of the other
-attributes (the metadata), the layout of its arrays and, for datasets, the
-SHA-256 of the values (record order, float64 bytes).
-:func:`verify_store` checks all of it.
+Each store carries a manifest in its ``integrity`` attribute (:func:`seal`): the
+SHA-256 of the other attributes (the metadata), the layout of its arrays and, for
+datasets, the SHA-256 of the values (record order, float64 bytes); a cube's done
+cells also keep the SHA-256 of their results, and :func:`open_cube
+<sdcdist.cube.open_cube>` checks the chunks of every done cell (:func:`check_cube_cells`).
+:func:`verify_store` checks all of it, with every chunk's CRC-32C
+(:mod:`sdcdist.checksums`).
 """
 
 from __future__ import annotations
@@ -28,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from .checksums import (CorruptChunkError, chunk_key, chunk_text, is_checksum_error,
+                        missing_error, read, stored_chunk_keys)
 from .errors import SdcInputError, unreadable_error
 
-__all__ = ["CorruptChunkError", "MissingChunkError", "CorruptStoreError", "compressors", "read",
-           "verify_group", "is_checksum_error", "seal", "check_metadata", "missing_chunks",
-           "ValuesDigest", "VerifyReport", "verify_store", "INTEGRITY_ATTR", "array_sha256",
-           "cell_sha256", "fixed_arrays_sha256", "CELL_ARRAYS", "CELL_DIGESTS"]
+__all__ = ["CorruptStoreError", "seal", "check_metadata", "ValuesDigest", "VerifyReport",
+           "verify_store", "INTEGRITY_ATTR", "array_sha256", "cell_sha256",
+           "fixed_arrays_sha256", "CELL_ARRAYS", "CELL_DIGESTS"]
 
 #: The group attribute holding the manifest written by :func:`seal`.
 INTEGRITY_ATTR = "integrity"
@@ -44,165 +38,9 @@ MANIFEST_VERSION = 1
 #: sdcdist.
 MANIFEST_MARK = "manifest_version"
 
-_CHECKSUM_MESSAGE = "checksum do not match"
-
-
-class CorruptChunkError(SdcInputError):
-    """A stored chunk failed its checksum: the store is damaged, not the user's input."""
-
-
-class MissingChunkError(CorruptChunkError):
-    """A chunk of written data is missing from the store (it would read as fill values)."""
-
 
 class CorruptStoreError(SdcInputError):
     """A store's metadata, record count or fingerprint disagrees with its manifest."""
-
-
-def compressors() -> tuple[Any, ...]:
-    """The bytes-to-bytes codecs of every sdcdist array: Zstandard, then CRC-32C."""
-    from zarr.codecs import Crc32cCodec, ZstdCodec
-    return (ZstdCodec(level=3), Crc32cCodec())
-
-
-def is_checksum_error(exc: BaseException) -> bool:
-    """Whether ``exc`` (or its cause) is Zarr's CRC-32C mismatch."""
-    while exc is not None:
-        if isinstance(exc, ValueError) and _CHECKSUM_MESSAGE in str(exc):
-            return True
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    return False
-
-
-def _chunk_ranges(shape: tuple[int, ...], chunks: tuple[int, ...],
-                  key: Any) -> list[tuple[int, ...]]:
-    """Grid positions of the chunks a basic-slicing ``key`` touches (all when unsure)."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    key = key + (slice(None),) * (len(shape) - len(key))
-    axes = []
-    for k, n, c in zip(key, shape, chunks):
-        nchunks = max(1, -(-n // c))
-        if isinstance(k, slice) and (k.step in (None, 1)):
-            start, stop, _ = k.indices(n)
-            axes.append(range(start // c, max(start // c + 1, -(-stop // c))) if stop > start
-                        else range(0))
-        elif isinstance(k, int):
-            axes.append(range((k % n) // c, (k % n) // c + 1))
-        else:
-            axes.append(range(nchunks))
-    return list(itertools.product(*axes))
-
-
-def _bad_chunks(array: Any, candidates: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    bad = []
-    chunks = tuple(array.chunks)
-    for pos in candidates:
-        region = tuple(slice(i * c, min((i + 1) * c, n))
-                       for i, c, n in zip(pos, chunks, array.shape))
-        try:
-            array[region]
-        except Exception as exc:
-            if is_checksum_error(exc):
-                bad.append(pos)
-            else:
-                raise
-    return bad
-
-
-def corruption_error(store: str, name: str, chunks: list[tuple[int, ...]]) -> CorruptChunkError:
-    where = ", ".join(".".join(str(i) for i in pos) for pos in chunks[:10])
-    more = f" and {len(chunks) - 10} more" if len(chunks) > 10 else ""
-    return CorruptChunkError(
-        f"{store!r} is corrupted: chunk(s) {where}{more} of the array {name!r} failed the "
-        "CRC-32C checksum (the stored bytes changed after they were written). Nothing was "
-        "read from them; restore the store from a copy, or recreate it (sdcdist ingest / "
-        "rerun the audit with --overwrite).")
-
-
-def _chunk_text(chunks: list[tuple[int, ...]]) -> str:
-    where = ", ".join(".".join(str(i) for i in pos) for pos in chunks[:10])
-    return where + (f" and {len(chunks) - 10} more" if len(chunks) > 10 else "")
-
-
-def missing_error(store: str, name: str, chunks: list[tuple[int, ...]],
-                  what: str = "") -> MissingChunkError:
-    return MissingChunkError(
-        f"{store!r} is corrupted: chunk(s) {_chunk_text(chunks)} of the array {name!r} "
-        f"{what or 'are missing'} (deleted, or never copied). Nothing was read from them "
-        "(they would read as empty values); restore the store from a copy, or recreate it "
-        "(sdcdist ingest / rerun the audit with --overwrite).")
-
-
-def _chunk_key(array: Any, pos: tuple[int, ...]) -> str:
-    return array.metadata.encode_chunk_key(tuple(pos))
-
-
-def stored_chunk_keys(array: Any) -> set[str]:
-    """The chunk keys (``c/0/1``...) of ``array`` present in its store (one listing)."""
-    from zarr.core.sync import sync
-
-    sp = array.store_path
-    prefix = sp.path + "/" if sp.path else ""
-
-    async def _list() -> list[str]:
-        return [k async for k in sp.store.list_prefix(prefix)]
-
-    return {k[len(prefix):] for k in sync(_list())}
-
-
-def missing_chunks(array: Any, positions: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """Those of the chunk grid ``positions`` that have no object in the store."""
-    import asyncio
-
-    from zarr.core.sync import sync
-
-    if not positions:
-        return []
-    sp = array.store_path
-    prefix = sp.path + "/" if sp.path else ""
-    keys = [prefix + _chunk_key(array, pos) for pos in positions]
-
-    async def _exists() -> list[bool]:
-        return list(await asyncio.gather(*(sp.store.exists(k) for k in keys)))
-
-    return [pos for pos, ok in zip(positions, sync(_exists())) if not ok]
-
-
-def read(array: Any, key: Any = slice(None), *, store: str = "", name: str | None = None,
-         complete: bool = False) -> Any:
-    """``array[key]``, with a checksum failure reported as :class:`CorruptChunkError`.
-
-    With ``complete`` (arrays whose every chunk was written, e.g. a dataset's
-    ``values``) a result containing NaN (what a missing chunk reads as) makes
-    the touched chunks be looked up; a missing one raises
-    :class:`MissingChunkError` naming the store, the array and the chunk.
-    """
-    name = name or str(getattr(array, "path", "") or getattr(array, "name", "?"))
-    try:
-        out = array[key]
-    except Exception as exc:
-        if not is_checksum_error(exc):
-            raise
-        bad = _bad_chunks(array, _chunk_ranges(tuple(array.shape), tuple(array.chunks), key))
-        raise corruption_error(store, name, bad or [("?",)]) from None
-    if complete and np.issubdtype(np.asarray(out).dtype, np.floating) and np.isnan(out).any():
-        gone = missing_chunks(array, _chunk_ranges(tuple(array.shape), tuple(array.chunks), key))
-        if gone:
-            raise missing_error(store, name, gone)
-    return out
-
-
-def verify_group(store: str) -> None:
-    """Read every chunk of every array of a Zarr group; raise on the first corrupt array."""
-    import zarr
-    group = zarr.open_group(store, mode="r")
-    for name, array in sorted(group.arrays()):
-        read(array, store=store, name=name)
-
-
-# ---------------------------------------------------------------------------
-# manifests: metadata checksum, layout, record count, values fingerprint
 
 
 class ValuesDigest:
@@ -246,7 +84,9 @@ CELL_DIGESTS = "integrity/cells"
 
 
 def cell_sha256(group: Any, cell: tuple[int, int, int, int]) -> bytes:
-    """SHA-256 of one cell's stored results (value, keyset_value, excluded, flag)."""
+    """SHA-256 of one cell's stored results (value, keyset_value, excluded, flag), from a
+    group or from the cell arrays already in memory (a mapping name -> numpy array: the
+    same bytes)."""
     d, m, p, r = cell
     h = hashlib.sha256()
     for name in CELL_ARRAYS:
@@ -255,20 +95,6 @@ def cell_sha256(group: Any, cell: tuple[int, int, int, int]) -> bytes:
             key = (d, m, p, slice(None), r) + (slice(None),) * (a.ndim - 5)
             h.update(name.encode())
             h.update(np.ascontiguousarray(np.asarray(a[key])).tobytes())
-    return h.digest()
-
-
-def _cell_sha256_of(arrays: Mapping[str, np.ndarray], cell: tuple[int, int, int, int]
-                    ) -> bytes:
-    """:func:`cell_sha256` from the cell arrays already in memory (the same bytes)."""
-    d, m, p, r = cell
-    h = hashlib.sha256()
-    for name in CELL_ARRAYS:
-        if name in arrays:
-            a = arrays[name]
-            key = (d, m, p, slice(None), r) + (slice(None),) * (a.ndim - 5)
-            h.update(name.encode())
-            h.update(np.ascontiguousarray(a[key]).tobytes())
     return h.digest()
 
 
@@ -493,7 +319,7 @@ def _check_chunks(array: Any, store: str, name: str, report: VerifyReport,
     bad = []
     complete = True
     for pos in positions:
-        if _chunk_key(array, pos) not in present:
+        if chunk_key(array, pos) not in present:
             complete = False
             continue
         region = tuple(slice(i * c, min((i + 1) * c, n))
@@ -510,12 +336,12 @@ def _check_chunks(array: Any, store: str, name: str, report: VerifyReport,
             digest.update(data)
     report.checked["chunks"] = report.checked.get("chunks", 0) + len(present)
     if bad:
-        report.problems.append(f"chunk(s) {_chunk_text(bad)} of {name!r} failed the CRC-32C "
+        report.problems.append(f"chunk(s) {chunk_text(bad)} of {name!r} failed the CRC-32C "
                                "checksum")
     if required:
-        gone = [pos for pos in required if _chunk_key(array, pos) not in present]
+        gone = [pos for pos in required if chunk_key(array, pos) not in present]
         if gone:
-            report.problems.append(f"chunk(s) {_chunk_text(gone)} of {name!r} are missing")
+            report.problems.append(f"chunk(s) {chunk_text(gone)} of {name!r} are missing")
     return complete
 
 
@@ -611,7 +437,7 @@ def _unmarked_cells(group: Any, done: np.ndarray) -> list[tuple[int, ...]]:
     value = group["value"]
     present = stored_chunk_keys(value)
     return [tuple(int(i) for i in pos) for pos in np.argwhere(done != 1)
-            if _chunk_key(value, _cell_pos(value, tuple(int(i) for i in pos))) in present]
+            if chunk_key(value, _cell_pos(value, tuple(int(i) for i in pos))) in present]
 
 
 def _verify_cube(group: Any, store: str, report: VerifyReport) -> None:
@@ -685,7 +511,7 @@ def _check_fingerprints(group: Any, manifest: Mapping[str, Any], cells: list,
         try:
             if whole is not None:
                 want = bytes(all_digests[cell])
-                have = _cell_sha256_of(whole, cell)
+                have = cell_sha256(whole, cell)
             else:
                 want = bytes(np.asarray(digests[cell], dtype=np.uint8))
                 have = cell_sha256(group, cell)
@@ -721,14 +547,14 @@ def _labels(group: Any, name: str) -> list[str]:
 
 
 def check_cube_cells(group: Any, store: str) -> None:
-    """Raise :class:`MissingChunkError` if a done cell of a cube lost a chunk."""
+    """Raise :class:`~sdcdist.checksums.MissingChunkError` if a done cell of a cube lost a chunk."""
     done_arr = group["done"]
     done = np.asarray(read(done_arr, store=store, name="done"))
     cells = [tuple(int(i) for i in c) for c in np.argwhere(done == 1)]
     for name, positions in _required_chunks(group, cells).items():
         array = group[name]
         present = stored_chunk_keys(array)
-        gone = [pos for pos in positions if _chunk_key(array, pos) not in present]
+        gone = [pos for pos in positions if chunk_key(array, pos) not in present]
         if gone:
             raise missing_error(store, name, gone)
 

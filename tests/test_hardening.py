@@ -23,13 +23,14 @@ import pytest
 import zarr
 
 from sdcdist.audit import parse_spec, run_audit
+from sdcdist.checksums import MissingChunkError
 from sdcdist.cube import CONVENTIONS, create_cube, open_cube, set_attrs, write_cell
 from sdcdist.data import (StoredArray, from_array, ingest, load_microdata, open_microdata,
                           write_microdata)
 from sdcdist.data.io import remove_stale_temps
 from sdcdist.data.synth import write_synthetic
 from sdcdist.errors import SdcInputError
-from sdcdist.integrity import (CorruptStoreError, MissingChunkError, verify_store)
+from sdcdist.integrity import CorruptStoreError, verify_store
 from sdcdist.masking import get_method
 from sdcdist.metrics import measure
 

@@ -12,7 +12,7 @@ from sdcdist.audit import parse_spec, run_audit
 from sdcdist.cube import open_cube
 from sdcdist.data import StoredArray, from_array, load_microdata, write_microdata
 from sdcdist.errors import SdcInputError
-from sdcdist.integrity import CorruptChunkError, _chunk_ranges
+from sdcdist.checksums import CorruptChunkError, _chunk_ranges
 
 
 def _flip(path: Path, offset: int | None = None) -> None:

@@ -6,7 +6,7 @@ import pytest
 from sdcdist.data import synth
 from sdcdist.errors import SdcInputError
 from sdcdist.linkage import prl
-from sdcdist.linkage.prl import blocks, counting, topc
+from sdcdist.linkage.prl import blocks, counting, kdtree, topc
 from sdcdist.linkage.prl.comparison import transposed
 from sdcdist.linkage.prl import PRLSettings, blocked_pattern_counts, probabilistic_linkage
 from sdcdist.masking import REGISTRY as MASKING
@@ -231,10 +231,10 @@ def test_topc_search_equals_all_pairs(K, method, t, cat, c, weights):
     a, b = _sides(A, B[:700], cmp)
     wp = _weights_for(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, c)
-    scale = topc.split_scale(wp, cmp)
+    scale = kdtree.split_scale(wp, cmp)
     for leaf, sc, group in ((1, None, 1), (7, scale, 3), (32, None, 1), (128, scale, 16),
                             (4000, None, 1)):
-        tree = topc.build_tree(a, leaf_size=leaf, scale=sc)
+        tree = kdtree.build_tree(a, leaf_size=leaf, scale=sc)
         got = topc.topc_search(tree, b, cmp, wp, c, group=group)
         np.testing.assert_array_equal(got["idx"], ref["idx"])
         np.testing.assert_array_equal(got["w"], ref["w"])
@@ -252,9 +252,9 @@ def test_tree_splits_the_columns_of_largest_scale():
     wp = _weights_for(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, 10)
     sc = np.array([1.0, 9.0, 2.0, 8.0, 3.0, 7.0, 4.0, 5.0])
-    assert topc.split_columns(2000, 8, 8) == 3
-    assert topc.split_columns(10**6, 1024, 8) == 4 and topc.split_columns(100, 64, 2) == 2
-    tree = topc.build_tree(a, leaf_size=8, scale=sc)
+    assert kdtree.split_columns(2000, 8, 8) == 3
+    assert kdtree.split_columns(10**6, 1024, 8) == 4 and kdtree.split_columns(100, 64, 2) == 2
+    tree = kdtree.build_tree(a, leaf_size=8, scale=sc)
 
     def varies(q, k):
         x = tree["vT"][k, tree["start"][q]:tree["stop"][q]]
@@ -270,7 +270,7 @@ def test_tree_splits_the_columns_of_largest_scale():
     np.testing.assert_array_equal(got["w"], ref["w"])
     a["v"][:1000, [1, 3, 5]] = 0.0
     ref = prl.topc_block(a, b, cmp, wp, 10)
-    tree = topc.build_tree(a, leaf_size=8, scale=sc)
+    tree = kdtree.build_tree(a, leaf_size=8, scale=sc)
     assert len(set(tree["dim"][tree["left"] >= 0].tolist()) - {1, 3, 5}) > 0
     got = topc.topc_search(tree, b, cmp, wp, 10)
     np.testing.assert_array_equal(got["idx"], ref["idx"])
@@ -283,7 +283,7 @@ def test_topc_with_fewer_records_than_c():
     a, b = _sides(A, B, cmp)
     wp = _weights_for(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, 40)
-    got = topc.topc_search(topc.build_tree(a, leaf_size=4), b, cmp, wp, 40)
+    got = topc.topc_search(kdtree.build_tree(a, leaf_size=4), b, cmp, wp, 40)
     np.testing.assert_array_equal(got["idx"], ref["idx"])
     np.testing.assert_array_equal(got["w"], ref["w"])
 
@@ -596,8 +596,8 @@ def test_topc_search_seeded_threshold_keeps_ties(weights):
     wp = _weights_for(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, 20)
     for leaf in (8, 128):
-        got = topc.topc_search(topc.build_tree(a, leaf_size=leaf, scale=topc.split_scale(wp, cmp)),
-                               b, cmp, wp, 20)
+        tree = kdtree.build_tree(a, leaf_size=leaf, scale=kdtree.split_scale(wp, cmp))
+        got = topc.topc_search(tree, b, cmp, wp, 20)
         np.testing.assert_array_equal(got["idx"], ref["idx"])
         np.testing.assert_array_equal(got["w"], ref["w"])
 

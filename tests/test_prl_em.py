@@ -1,4 +1,5 @@
-"""Probabilistic record linkage, the EM fit (sdcdist/linkage/prl/em.py): latent models
+"""Probabilistic record linkage, the EM fit (sdcdist/linkage/prl/em.py; its identification
+check: sdcdist/linkage/prl/identification.py): latent models
 recovered, the constrained M-step, SQUAREM vs plain EM vs an independent numpy EM, the
 log-likelihood, a capped fit flagged."""
 
@@ -9,7 +10,8 @@ import pytest
 
 from sdcdist.linkage import prl
 from sdcdist.linkage.prl import PRLSettings, probabilistic_linkage
-from sdcdist.linkage.prl.em import FLAT_RATIO, _constrained_levels, _estep, _group_tables
+from sdcdist.linkage.prl.em import _constrained_levels, _estep, _group_tables
+from sdcdist.linkage.prl.identification import FLAT_RATIO
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
 from sdcdist.parallel import Runner
@@ -546,7 +548,8 @@ def test_a_well_identified_fit_is_not_flagged(census):
 def test_observed_information_equals_finite_differences():
     """The exact observed information equals central differences of the log-likelihood
     in the same free coordinates, on a 3-column fit with free P(M)."""
-    from sdcdist.linkage.prl.em import EMResult, identification
+    from sdcdist.linkage.prl.em import EMResult
+    from sdcdist.linkage.prl.identification import identification
     rng = np.random.default_rng(3)
     nl = [2, 3, 2]
     # a model with every probability inside the bounds; counts from it

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sdcdist.linkage import prl
-from sdcdist.linkage.prl import topc, weights
+from sdcdist.linkage.prl import kdtree, topc, weights
 from sdcdist.linkage.prl.comparison import MAX_LEVELS, RULE_LINEAR, transposed
 from sdcdist.linkage.prl.weights import column_weight, linear_column
 
@@ -92,7 +92,7 @@ def test_search_linear_six_levels_equals_all_pairs(method):
     wp = prl.weight_params(prl.em(counts, cmp, p_start=400 / N, p_max=400 / N), cmp)
     ref = prl.topc_block(a, b, cmp, wp, 20)
     for leaf in (16, 128):
-        tree = topc.build_tree(a, leaf_size=leaf, scale=topc.split_scale(wp, cmp))
+        tree = kdtree.build_tree(a, leaf_size=leaf, scale=kdtree.split_scale(wp, cmp))
         got = topc.topc_search(tree, b, cmp, wp, 20)
         np.testing.assert_array_equal(got["idx"], ref["idx"])
         np.testing.assert_array_equal(got["w"], ref["w"])
@@ -325,7 +325,7 @@ def _tree_reference(a, leaf_size, scale):
     key = np.where(np.isnan(v), np.inf, v)
     chosen = np.ones(K, dtype=bool)
     if scale is not None:
-        chosen[np.argsort(-scale, kind="stable")[topc.split_columns(n, leaf_size, K):]] = False
+        chosen[np.argsort(-scale, kind="stable")[kdtree.split_columns(n, leaf_size, K):]] = False
     perm = np.arange(n)
     nodes, stack = [], [(0, n, -1, 0)]
     while stack:
@@ -371,7 +371,7 @@ def test_compiled_tree_build_equals_the_node_by_node_rule(scaled):
     a = prl.prepare_side(A, tuple(range(5)), cmp, side="a")
     scale = np.array([1.0, 16.0, 0.5, 3.0, 2.0]) if scaled else None
     for leaf in (7, 64):
-        tree = topc.build_tree(a, leaf_size=leaf, scale=scale, ranks=False)
+        tree = kdtree.build_tree(a, leaf_size=leaf, scale=scale, ranks=False)
         want = _tree_reference(a, leaf, scale)
         for name, arr in want.items():
             np.testing.assert_array_equal(tree[name], arr, err_msg=name)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sdcdist.linkage import prl
-from sdcdist.linkage.prl import ranked, topc
+from sdcdist.linkage.prl import kdtree, ranked, topc
 from sdcdist.linkage.prl.comparison import transposed
 
 
@@ -49,12 +49,12 @@ def test_ranked_search_equals_all_pairs(K, cat, weights):
     a, b = _sides(A, B[:500], cmp)
     wp = _fit(a, b, cmp)
     ref = prl.topc_block(a, b, cmp, wp, 20)
-    scale = topc.split_scale(wp, cmp)
-    plain = topc.topc_search(topc.build_tree(a, leaf_size=64, scale=scale, ranks=False), b, cmp,
+    scale = kdtree.split_scale(wp, cmp)
+    plain = topc.topc_search(kdtree.build_tree(a, leaf_size=64, scale=scale, ranks=False), b, cmp,
                              wp, 20)
     assert not plain["ranked"]
     for leaf, rows in ((None, ranked.BLOCK_ROWS), (64, 200), (7, 100), (1024, 700)):
-        tree = topc.build_tree(a, leaf_size=leaf, scale=scale, ranks=False)
+        tree = kdtree.build_tree(a, leaf_size=leaf, scale=scale, ranks=False)
         tc = ranked.constant_tolerances(tree["tolT"], cmp.n_levels)
         tree["ranks"] = ranked.rank_blocks(tree, tc, rows=rows)
         got = topc.topc_search(tree, b, cmp, wp, 20)
@@ -74,7 +74,7 @@ def test_infinite_values_take_the_plain_search():
     wp = _fit(a, b, cmp)
     b["v"][::37, 1] = np.inf
     b["v"][5::41, 0] = -np.inf
-    tree = topc.build_tree(a, scale=topc.split_scale(wp, cmp))
+    tree = kdtree.build_tree(a, scale=kdtree.split_scale(wp, cmp))
     assert "ranks" in tree
     got = topc.topc_search(tree, b, cmp, wp, 20)
     assert not got["ranked"]
@@ -87,7 +87,7 @@ def test_per_row_tolerances_build_no_ranks():
     A, B = _rounded(300, 3, seed=2)
     cmp = prl.comparison(3, method="l", t=0.05)
     a, _ = _sides(A, B, cmp)
-    tree = topc.build_tree(a)
+    tree = kdtree.build_tree(a)
     assert "ranks" not in tree and tree["left"].size > 1
 
 
@@ -168,7 +168,7 @@ def test_leaf_keeps_every_pair_reaching_the_threshold():
     cmp = prl.comparison(6, categorical=[k == 4 for k in range(6)])
     a, b = _sides(A, B[:60], cmp)
     wp = _fit(a, b, cmp)
-    tree = topc.build_tree(a, leaf_size=900, ranks=True)
+    tree = kdtree.build_tree(a, leaf_size=900, ranks=True)
     rk = tree["ranks"]
     bt = ranked.bound_table(wp, cmp, rk["tc"])
     W = prl.dense_weights({"v": np.ascontiguousarray(tree["vT"].T), "tol": a["tol"]}, b, cmp, wp)

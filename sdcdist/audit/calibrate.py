@@ -221,8 +221,8 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
     if out is not None:
         if Path(out).exists():   # with overwrite (checked above): replaced only now
             shutil.rmtree(out)
-        from .. import integrity
-        encoding = {name: {"compressors": integrity.compressors()} for name in ds_out.variables}
+        from .. import checksums, integrity
+        encoding = {name: {"compressors": checksums.compressors()} for name in ds_out.variables}
         ds_out.to_zarr(out, mode="w-", consolidated=False, encoding=encoding)
         import zarr
         g = zarr.open_group(out, mode="r+")

@@ -66,7 +66,8 @@ class SdcGroup(click.Group):
         try:
             return super().invoke(ctx)
         except SdcInputError as exc:
-            from ..integrity import CorruptChunkError, CorruptStoreError
+            from ..checksums import CorruptChunkError
+            from ..integrity import CorruptStoreError
             damaged = isinstance(exc, (CorruptChunkError, CorruptStoreError))
             _log_failure(ctx, "damaged store" if damaged else "user error", exc)
             click.echo(f"Error: {redact(str(exc))}", err=True)

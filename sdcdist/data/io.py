@@ -3,7 +3,7 @@
 On disk a dataset is a Zarr group holding one float64 array ``values`` with
 dimensions ``(record, variable)``, chunked along records, each chunk
 Zstandard-compressed and CRC-32C checksummed (a corrupted chunk raises
-:class:`~sdcdist.integrity.CorruptChunkError`). Stores may be local paths or
+:class:`~sdcdist.checksums.CorruptChunkError`). Stores may be local paths or
 fsspec URLs (``s3://``, ``gs://``, ``file://``, ``memory://``); credentials
 come from the environment (see :mod:`sdcdist.storage`). The group's
 attributes carry the variable names (``columns``), their roles (``roles``:
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import integrity
+from .. import checksums, integrity
 from ..errors import SdcInputError, column_positions, param_error
 from .arrowcsv import read_typed
 from .microdata import (DEFAULT_CHUNK_ROWS, Microdata, align_categories, check_typed,
@@ -216,7 +216,7 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
     if is_store(source):
         group = store_group(source)
         names = tuple(group.attrs["columns"])
-        values = np.asarray(integrity.read(group["values"], store=str(source), name="values",
+        values = np.asarray(checksums.read(group["values"], store=str(source), name="values",
                                            complete=True), dtype=np.float64)
         check_fingerprint(group, values, str(source))
         check_column_names(list(names), repr(str(source)))

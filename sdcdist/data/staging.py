@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import integrity
+from .. import checksums
 from ..errors import SdcInputError
 
 __all__ = ["remove_stale_temps", "open_zarr_group", "Staging", "new_values_array", "temp_name",
@@ -33,7 +33,7 @@ def new_values_array(group: Any, n: int, m: int, chunk_rows: int) -> Any:
     rows = chunk_rows if n == 0 else max(1, min(chunk_rows, n))
     return group.create_array("values", shape=(n, m), chunks=(rows, m),
                               dtype="float64", dimension_names=("record", "variable"),
-                              fill_value=np.nan, compressors=integrity.compressors())
+                              fill_value=np.nan, compressors=checksums.compressors())
 
 
 class _Terminated(BaseException):

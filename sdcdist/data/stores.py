@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import integrity
+from .. import checksums, integrity
 from ..errors import SdcInputError
 from .staging import open_zarr_group
 
@@ -61,7 +61,7 @@ class StoredArray:
         return self._arr
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        return np.asarray(integrity.read(self._array(), key, store=self.url, name="values",
+        return np.asarray(checksums.read(self._array(), key, store=self.url, name="values",
                                          complete=True), dtype=np.float64)
 
     def __getstate__(self) -> dict:

@@ -41,7 +41,8 @@ from .counting import (build_index, count_block, enumerated_share, index_bytes, 
                        sorted_columns)
 from .patterns import RANK_ROWS, merge_counts, pattern_counts, pattern_kernel
 from .pld import on_grid
-from .topc import build_tree, merge_topc, split_scale, topc_block, topc_search
+from .kdtree import build_tree, split_scale
+from .topc import merge_topc, topc_block, topc_search
 from .weights import WeightParams, dense_weights, pair_weights
 
 log = logging.getLogger(__name__)

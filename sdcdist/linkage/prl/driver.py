@@ -28,7 +28,8 @@ from .blocks import (best_ties, blocked_pattern_counts, blocked_topc, choose_cou
                      classes_of, content_order_of, counted_pattern_counts, counted_topc,
                      dense_assign, prepare_sides)
 from .comparison import Comparison, comparison
-from .em import EMResult, em, identification, limit_advice
+from .em import EMResult, em, limit_advice
+from .identification import identification
 from .pld import best_link_credit, pld_counts
 from .settings import DEFAULTS, PRLSettings
 from .weights import WeightParams, match_probability, weight_params

@@ -203,7 +203,7 @@ def bound_table(wp: WeightParams, cmp: Comparison, tc: np.ndarray) -> dict:
 
 
 def rank_blocks(tree: dict, tc: np.ndarray, *, rows: int = BLOCK_ROWS) -> dict:
-    """Per-block ranks of a KD-tree's A values (:func:`~sdcdist.linkage.prl.topc.
+    """Per-block ranks of a KD-tree's A values (:func:`~sdcdist.linkage.prl.kdtree.
     build_tree`) for :func:`leaf_bounds`: the largest subtrees of at most ``rows`` rows
     (or a leaf, of at most :data:`BLOCK_ROWS`) are the blocks, and in each, every
     column's values are ranked (int16, NaN last). ``tc`` (K, L): A's tolerances, the same

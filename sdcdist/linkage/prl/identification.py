@@ -1,0 +1,194 @@
+"""PRL identification check: whether the pattern counts identify the EM's fitted model,
+from the observed information at its end point (:func:`identification`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from .comparison import Comparison
+from .em import EMResult, as_sparse
+from .settings import DEFAULTS
+
+__all__ = ["identification", "FLAT_RATIO"]
+
+_EM = DEFAULTS.em
+
+
+#: Smallest ratio of the smallest to the largest eigenvalue of the observed information at
+#: the EM's end point for the data to identify the fit (:func:`identification`): below it
+#: the log-likelihood is flat (to rounding) along some direction of the parameters, so
+#: other parameters (P(M) among them) fit the counts as well and the weights, and the
+#: linkage, are not determined by the data.
+FLAT_RATIO = 1e-11
+
+
+@numba.njit(cache=True, nogil=True)
+def _crosstabs(codes, radix, nl, L, c, w):
+    # T[0], T[1], T[2]: sum over the patterns of c, c w and c w^2 at each pair of
+    # (column k, level l), (column k', level l'): one-hot cross products, (K L) x (K L).
+    # Accumulated with the three sums side by side, over k <= k' only (cell (r, q) of
+    # column k' > k sums exactly the terms of cell (q, r), in the same pattern order), the
+    # lower triangle copied at the end: the same values bit for bit as every cell on its
+    # own, in half the work.
+    K = nl.size
+    KL = K * L
+    S = np.zeros((KL, KL, 3))
+    lv = np.empty(K, dtype=np.int64)
+    for g in range(codes.size):
+        x = codes[g]
+        for k in range(K):
+            lv[k] = k * L + (x // radix[k]) % nl[k]
+        a0 = c[g]
+        a1 = a0 * w[g]
+        a2 = a1 * w[g]
+        for k in range(K):
+            r = lv[k]
+            for k2 in range(k, K):
+                q = lv[k2]
+                S[r, q, 0] += a0
+                S[r, q, 1] += a1
+                S[r, q, 2] += a2
+    T = np.zeros((3, KL, KL))
+    for r in range(KL):
+        for q in range(r, KL):
+            for i in range(3):
+                T[i, r, q] = S[r, q, i]
+                T[i, q, r] = S[r, q, i]
+    return T
+
+
+@numba.njit(cache=True, nogil=True)
+def _posterior(codes, radix, nl, mt, ut, p):
+    # per pattern w = p M / f, f = p M + (1 - p) U, M and U the products over the columns
+    # (left to right, from 1) of the level probabilities; 0 where f is not positive
+    K = nl.size
+    w = np.empty(codes.size)
+    for g in range(codes.size):
+        x = codes[g]
+        mg = 1.0
+        ug = 1.0
+        for k in range(K):
+            lk = (x // radix[k]) % nl[k]
+            mg *= mt[k, lk]
+            ug *= ut[k, lk]
+        f = p * mg + (1 - p) * ug
+        w[g] = p * mg / f if f > 0 else 0.0
+    return w
+
+
+def identification(counts: Any, cmp: Comparison, fit: EMResult, *, eps: float = _EM.eps,
+                   p_max: float | None = None, m_only: bool = False) -> dict[str, Any]:
+    """Whether the pattern counts identify the fitted model: the observed information.
+
+    The log-likelihood ``sum_g c_g log f_g``, ``f_g = p prod_k m_k(l_gk) + (1 - p) prod_k
+    u_k(l_gk)``, in free coordinates at the end point: logit P(M) (unless P(M) sits at a
+    bound) and, per column and class, the log-ratios of the level probabilities that are
+    not at the guard bounds (``eps``, ``1 - eps``) to the largest of them (the levels at
+    a bound, and so the free levels' total mass, held fixed). Its negative Hessian is
+    exact, from the posterior match probabilities ``w_g = p M_g / f_g``:
+
+    * score: ``w - p`` (logit P(M)), ``w e`` (m), ``(1 - w) e'`` (u), with ``e`` the
+      pattern's level indicator minus the free levels' shares (0 for a pattern whose
+      level is not free);
+    * second derivatives of ``f_g`` over ``f_g``: ``(1 - 2p)(w - p)``, ``(1 - p) w e``,
+      ``-p (1 - w) e'``, ``w (e e^T - D_m)``, ``(1 - w)(e' e'^T - D_u)``;
+
+    observed information ``= sum_g c_g (s_g s_g^T - f_g''/f_g)``, every sum a linear map of
+    the weighted cross tabulations of the columns' levels (:func:`_crosstabs`, one pass
+    over the patterns). Its eigenvalues scaled by the largest: a smallest ratio below
+    :data:`FLAT_RATIO` (or a negative one) is a flat ridge or a saddle, a fit the data do
+    not identify (e.g. two key columns: a two-class model of two indicators has more
+    parameters than the counts determine; SQUAREM and plain EM then stop at different
+    P(M) with the same log-likelihood).
+
+    With ``m_only`` (the ``m_only`` fit: u and P(M) fixed, not estimated) only m's
+    coordinates are free: the information of m alone.
+
+    Returns
+    -------
+    dict
+        ``identified`` (bool), ``info_ratio`` (smallest / largest eigenvalue),
+        ``info_params`` (free coordinates).
+    """
+    codes, c = as_sparse(counts)
+    c = c.astype(np.float64)
+    nl = cmp.n_levels.astype(np.int64)
+    radix = cmp.radix.astype(np.int64)
+    K = len(nl)
+    L = int(nl.max())
+    N = c.sum()
+    p = float(fit.p)
+    hi = 1 - 1 / N if p_max is None else float(np.clip(p_max, 1 / N, 1 - 1 / N))
+    free_p = not m_only and (1 / N) * (1 + 1e-9) < p < hi * (1 - 1e-9)
+    # e = A @ one-hot(levels): one row per free coordinate (m's, then u's)
+    rows_m, rows_u, dm, du = [], [], [], []
+    for cls, probs, rows, ds in ((0, fit.m, rows_m, dm), (1, fit.u, rows_u, du)):
+        if cls == 1 and m_only:
+            continue                                     # u fixed: not a coordinate
+        for k in range(K):
+            pr = np.asarray(probs[k], dtype=np.float64)
+            inside = np.flatnonzero((pr > eps * (1 + 1e-6)) & (pr < 1 - eps * (1 + 1e-6)))
+            if inside.size < 2:
+                continue
+            ref = int(inside[np.argmax(pr[inside])])
+            fl = inside[inside != ref]
+            q = pr[fl] / pr[inside].sum()
+            A = np.zeros((fl.size, K * L))
+            A[:, k * L + inside] = -q[:, None]
+            A[np.arange(fl.size), k * L + fl] += 1.0
+            rows.append(A)
+            ds.append((k, inside, np.diag(q) - np.outer(q, q)))
+    Am = np.concatenate(rows_m) if rows_m else np.zeros((0, K * L))
+    Au = np.concatenate(rows_u) if rows_u else np.zeros((0, K * L))
+    nm, nu = Am.shape[0], Au.shape[0]
+    P = int(free_p) + nm + nu
+    if P == 0:
+        return {"identified": True, "info_ratio": 1.0, "info_params": 0}
+    mt = np.zeros((K, L))
+    ut = np.zeros((K, L))
+    for k in range(K):
+        mt[k, :nl[k]] = np.asarray(fit.m[k], dtype=np.float64)[:nl[k]]
+        ut[k, :nl[k]] = np.asarray(fit.u[k], dtype=np.float64)[:nl[k]]
+    w = _posterior(codes, radix, nl, mt, ut, p)
+    T = _crosstabs(codes, radix, nl, L, c, w)
+    Tc, Tw, Tw2 = T[0], T[1], T[2]
+    Tv = Tc - Tw                                         # c (1 - w)
+    Twv = Tw - Tw2                                       # c w (1 - w)
+    Tv2 = Tv - Twv                                       # c (1 - w)^2
+    t = np.diagonal(T, axis1=1, axis2=2)                 # first-order sums per level
+    tc, tw, tw2 = t[0], t[1], t[2]
+    tv, twv = tc - tw, tw - tw2
+    H = np.zeros((P, P))
+    o = int(free_p)
+    im, iu = slice(o, o + nm), slice(o + nm, P)
+    # scores' products minus the second derivatives of f over f
+    H[im, im] = Am @ (Tw2 - Tw) @ Am.T
+    H[iu, iu] = Au @ (Tv2 - Tv) @ Au.T
+    H[im, iu] = Am @ Twv @ Au.T
+    H[iu, im] = H[im, iu].T
+    # + the D terms (the curvature of the log-ratio coordinates), block diagonal
+    for ds, start, tt in ((dm, o, tw), (du, o + nm, tv)):
+        at = start
+        for k, inside, D in ds:
+            H[at:at + D.shape[0], at:at + D.shape[0]] += float(tt[k * L + inside].sum()) * D
+            at += D.shape[0]
+    if free_p:
+        sw = float(tw.sum()) / K                          # sum c w  (each column counts all)
+        sc = float(tc.sum()) / K
+        sw2 = float(tw2.sum()) / K
+        s_wp = sw - p * sc                                # sum c (w - p)
+        s_wp2 = sw2 - 2 * p * sw + p * p * sc             # sum c (w - p)^2
+        H[0, 0] = s_wp2 - (1 - 2 * p) * s_wp
+        # score cross terms: sum c (w - p) w e and sum c (w - p)(1 - w) e'; second
+        # derivatives: (1 - p) sum c w e and -p sum c (1 - w) e'
+        gm = Am @ (tw2 - p * tw) - (1 - p) * (Am @ tw)
+        gu = Au @ (twv - p * tv) + p * (Au @ tv)
+        H[0, im] = H[im, 0] = gm
+        H[0, iu] = H[iu, 0] = gu
+    ev = np.linalg.eigvalsh(0.5 * (H + H.T))
+    top = float(np.max(np.abs(ev)))
+    ratio = float(ev[0] / top) if top > 0 else 0.0
+    return {"identified": bool(ratio >= FLAT_RATIO), "info_ratio": ratio, "info_params": P}
