@@ -9,10 +9,10 @@ from typing import Any
 import numba
 import numpy as np
 
-from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison, all_rows, transposed
+from .comparison import RULE_LINEAR, Comparison, all_rows, transposed
 from .ranked import (BOUND_U, block_intervals, bound_table, fixed_threshold, leaf_bounds,
                      leaf_weigh, ranked_eligible)
-from .weights import WeightParams, column_weight, linear_at, linear_column, weights_row
+from .weights import WeightParams, column_weight, linear_column, weights_row
 
 __all__ = ["topc_block", "merge_topc", "keep_top", "topc_search", "GROUP_ROWS"]
 
