@@ -63,7 +63,8 @@ from .errors import SdcInputError, unreadable_error
 __all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_cells",
            "cell_table",
            "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
-           "crossing", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS", "PRL_COUNTING",
+           "crossing", "pareto_front", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS",
+           "PRL_COUNTING",
            "conventions", "as_cube", "open_group", "PRL_FITS"]
 
 #: The decisions of CATALOG.md where the papers are ambiguous, recorded in every cube.
@@ -625,6 +626,25 @@ def pareto_mask(risk: np.ndarray, loss: np.ndarray) -> np.ndarray:
     for i in np.flatnonzero(ok):
         dominated = ok & (risk <= risk[i]) & (loss <= loss[i]) & \
             ((risk < risk[i]) | (loss < loss[i]))
+        front[i] = not dominated.any()
+    return front
+
+
+def pareto_front(points: np.ndarray) -> np.ndarray:
+    """Boolean mask of the rows of ``points`` (n x k, lower is better in every column)
+    that no other row beats: as good in every column and better in one. Rows with a
+    non-finite entry are never on the front; equal rows are all on it.
+
+    >>> pareto_front(np.array([[1., 3.], [2., 2.], [2., 3.], [1., 3.]])).tolist()
+    [True, True, False, True]
+    """
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim == 1:
+        pts = pts[:, None]
+    ok = np.isfinite(pts).all(axis=1)
+    front = np.zeros(len(pts), dtype=bool)
+    for i in np.flatnonzero(ok):
+        dominated = ok & (pts <= pts[i]).all(axis=1) & (pts < pts[i]).any(axis=1)
         front[i] = not dominated.any()
     return front
 

@@ -18,7 +18,7 @@ from .errors import SdcInputError, unknown_name_error
 
 __all__ = ["ranking_table", "add_scores", "with_scores", "format_table", "markdown_table",
            "html_table", "write_table", "cell_label", "plot_tradeoff", "plot_risk_curves",
-           "plot_rank_heatmap"]
+           "plot_rank_heatmap", "with_rules"]
 
 #: Image formats the plots write (by the extension of ``out``).
 IMAGE_FORMATS = (".png", ".svg", ".pdf")
@@ -167,6 +167,17 @@ def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = 
     for m in ranked:
         out[f"{m} rank"] = rk[m]
     return out.sort_values([f"{by} rank"], kind="stable", na_position="last")
+
+
+def with_rules(table: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (index method, param) with the columns ``acceptable`` ("yes"/"no") and
+    ``breaks`` (the rules a cell breaks, with its worst replicate's value) of
+    :func:`sdcdist.rules.judge`'s table."""
+    out = table.copy()
+    j = judged.reindex(out.index)
+    out["acceptable"] = ["yes" if a is True else "no" for a in j["acceptable"].tolist()]
+    out["breaks"] = j["breaks"].fillna("").tolist()
+    return out
 
 
 def cell_label(method: str, param_name: str, param: float) -> str:

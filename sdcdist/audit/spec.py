@@ -87,8 +87,8 @@ def stored_spec(raw: Any) -> Any:
         return [stored_spec(v) for v in raw]
     return raw
 
-_TOP = {"name", "seed", "dataset", "datasets", "methods", "replicates", "metrics", "keysets", "options",
-        "description"}
+_TOP = {"name", "seed", "dataset", "datasets", "methods", "replicates", "metrics", "keysets",
+        "options", "description", "require"}
 _SOURCES = ("path", "synthetic", "reference")
 _METHOD = {"name", "params", "options"}
 
@@ -157,6 +157,8 @@ class AuditSpec:
     options: dict[str, Any]
     raw: dict[str, Any]
     base_dir: str = "."
+    #: the release rules (``require:``), each ``METRIC OP NUMBER`` (:mod:`sdcdist.rules`)
+    require: tuple[str, ...] = ()
 
     @property
     def dataset(self) -> DatasetSpec:
@@ -272,6 +274,10 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
                             "'holdout:' (a file of records with the dataset's columns that "
                             "were not masked), or leave these metrics out")
     _check_cells(datasets, methods, replicates)
+    require: list[str] = []
+    if "require" in doc:
+        from ..rules import spec_rules
+        require = spec_rules(doc["require"], metrics)
 
     keysets = doc.get("keysets", "prefixes")
     if keysets != "prefixes":
@@ -288,12 +294,14 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
            "methods": [{"name": m.name, "params": list(m.params), "options": m.options}
                        for m in methods],
            "metrics": list(metrics), "keysets": keysets, "options": options}
+    if require:           # only when given: the SHA-256 of a spec without rules is unchanged
+        raw["require"] = require
     if "dataset" in doc:
         raw["dataset"] = _raw_dataset(datasets[0])
     else:
         raw["datasets"] = [_raw_dataset(d) for d in datasets]
     return AuditSpec(name, seed, datasets, tuple(methods), replicates, metrics, keysets,
-                     options, raw, str(base_dir))
+                     options, raw, str(base_dir), tuple(require))
 
 
 def _dataset(d: Any, what: str) -> DatasetSpec:

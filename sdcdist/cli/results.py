@@ -44,6 +44,35 @@ def _is_calibration(cube: str) -> bool:
         return False
 
 
+def require_options(f: Any) -> Any:
+    """Decorator: ``--require RULE`` (repeatable) and ``--loss METRIC``."""
+    f = click.option("--loss", default=None, metavar="METRIC",
+                     help="Loss measure of the recommendation (default: IL_S2, else IL1s, "
+                          "else the cube's first loss metric).")(f)
+    return click.option("--require", "require", multiple=True, metavar="RULE",
+                        help="A release rule METRIC OP NUMBER (OP: <= < >= > ==), e.g. "
+                             "'DLD <= 5'; repeatable, added to the spec's 'require:'. Each "
+                             "cell is marked acceptable when every replicate meets every "
+                             "rule, and the least-loss acceptable cell is recommended.")(f)
+
+
+def _rules(c: Any, require: tuple[str, ...]) -> list[Any]:
+    """The cube's spec rules plus ``--require``, read before anything is printed."""
+    from ..rules import cube_rules
+    return cube_rules(c, require)
+
+
+def _recommendation(c: Any, rules: list[Any], loss: str | None, d: str | None,
+                    table: Any) -> Any:
+    """``table`` with acceptability columns, after printing the recommendation."""
+    from ..report import with_rules
+    from ..rules import recommend
+    rec = recommend(c, rules, loss=loss, dataset=d)
+    for line in rec.lines():
+        click.echo(line)
+    return with_rules(table, rec.table)
+
+
 def _open_any(cube: str) -> Any:
     """An audit cube or a calibration cube."""
     from ..audit.calibrate import open_calibration
@@ -58,9 +87,11 @@ def _open_any(cube: str) -> Any:
 @click.option("--top", type=click.IntRange(1), default=None, help="Show only the best N cells.")
 @click.option("--dataset", default=None,
               help="Dataset of a multi-dataset cube (default: one table per dataset).")
+@require_options
 @table_outputs
 @click.option("--overwrite", is_flag=True, help="Replace existing table files.")
 def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset: str | None,
+           require: tuple[str, ...], loss: str | None,
            csv_out: str | None, markdown_out: str | None, html_out: str | None,
            overwrite: bool) -> None:
     """Print a ranking table like Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra.
@@ -68,19 +99,30 @@ def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset
     Each cell's metrics (mean over replicates) and their ranks across all
     (method, param) cells; rank 1 is the lowest loss or the lowest risk; ties
     share the average rank; cells without a value get no rank.
+
+    With rules (the spec's 'require:' and --require), each cell is marked
+    acceptable or not with the rules it breaks, and the recommendation (the
+    least-loss acceptable cell, the Pareto front of acceptable cells, or the
+    closest cell when none is acceptable) is printed above the table.
     """
     from ..report import format_table, ranking_table
     c = _open(cube, "`sdcdist report`")
+    rules = _rules(c, require)
+    if loss is not None or rules:
+        from ..rules import default_loss
+        default_loss(c, loss)                # checked before anything is printed
     names = _datasets(c, dataset)
     files = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, names,
                          overwrite=overwrite)
     for d in names:
         table = ranking_table(c, by=by, metrics=split_list(metric_list) if metric_list else None,
                               dataset=d)
-        if top:
-            table = table.head(top)
         if len(names) > 1:
             click.echo(f"\n== dataset {d}")
+        if rules:
+            table = _recommendation(c, rules, loss, d, table)
+        if top:
+            table = table.head(top)
         click.echo(format_table(table))
         write_tables(table, files[d],
                      f"{Path(cube).name}: cells ranked by {by}" + (f" ({d})" if d else ""))
@@ -97,31 +139,53 @@ def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset
               help="Metrics to show (default: all).")
 @click.option("--dataset", default=None,
               help="Dataset of a multi-dataset cube (default: each in turn).")
+@require_options
+@click.option("--acceptable", "only_acceptable", is_flag=True,
+              help="Keep only the cells that meet every rule.")
 @table_outputs
 @click.option("--overwrite", is_flag=True, help="Replace existing table files.")
 def query(cube: str, where_: str | None, sort: str | None, top: int | None,
-          metric_list: str | None, dataset: str | None, csv_out: str | None,
+          metric_list: str | None, dataset: str | None, require: tuple[str, ...],
+          loss: str | None, only_acceptable: bool, csv_out: str | None,
           markdown_out: str | None, html_out: str | None, overwrite: bool) -> None:
     """Select cells of a cube by their metrics (means over replicates).
 
     The filter language is deliberately small: METRIC OP NUMBER (OP one of
     < <= > >= == !=), joined by and/or, with optional parentheses; anything
-    else is refused.
+    else is refused. Rules (the spec's 'require:' and --require) mark each
+    cell acceptable or not and print the recommendation; --acceptable keeps
+    the acceptable cells only.
     """
     from ..cube import check_metrics
+    from ..query import parse_where
     from ..query import query as run_query
     from ..report import format_table
     c = _open(cube, "`sdcdist query`")
     shown = split_list(metric_list) if metric_list else [str(m) for m in c["metric"].values]
     check_metrics(c, shown)
+    if where_ is not None:
+        parse_where(where_, [str(m) for m in c["metric"].values])
+    rules = _rules(c, require)
+    if only_acceptable and not rules:
+        raise SdcInputError("--acceptable needs rules: give --require (e.g. --require "
+                            "'DLD <= 5') or a spec with 'require:'")
+    if loss is not None or rules:
+        from ..rules import default_loss
+        default_loss(c, loss)
     names = _datasets(c, dataset)
     files = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, names,
                          overwrite=overwrite)
     for d in names:
-        t = run_query(c, where_=where_, sort=sort, top=top, dataset=d)
+        t = run_query(c, where_=where_, sort=sort, top=None if rules else top, dataset=d)
         t = t[["param_name", *shown]]
         if len(names) > 1:
             click.echo(f"\n== dataset {d}")
+        if rules:
+            t = _recommendation(c, rules, loss, d, t)
+            if only_acceptable:
+                t = t[t["acceptable"] == "yes"]
+            if top:
+                t = t.head(top)
         click.echo(format_table(t) if len(t) else "no cell matches")
         write_tables(t, files[d], f"{Path(cube).name}: query")
 
