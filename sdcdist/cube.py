@@ -21,6 +21,10 @@ Dimensions ``dataset``, ``method``, ``param``, ``metric``, ``replicate`` and
     completely (U = 0.25 is then a supremum; see ``CONVENTIONS["flag"]``).
 ``done`` (dataset, method, param, replicate), int8
     1 once the cell's values are all written (what a resumed audit skips).
+``release/fingerprint`` (dataset, method, param, replicate, 32), uint8, a Zarr array
+    outside the xarray view: the SHA-256 of each cell's masked file
+    (:func:`masked_fingerprint`), zeros where not recorded; part of the cell's
+    fingerprint; ``sdcdist release`` checks the file it regenerates against it.
 Coordinates: ``param_name`` (method) says what the parameter means;
 ``metric_kind`` (metric) is loss / utility / risk / score; ``ascending``
 (metric) is 1 when rank 1 goes to the smallest value; ``keyset_columns``
@@ -65,7 +69,8 @@ __all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_
            "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
            "crossing", "pareto_front", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS",
            "PRL_COUNTING",
-           "conventions", "as_cube", "open_group", "PRL_FITS"]
+           "conventions", "as_cube", "open_group", "PRL_FITS", "masked_fingerprint",
+           "release_fingerprint"]
 
 #: The decisions of CATALOG.md where the papers are ambiguous, recorded in every cube.
 CONVENTIONS = {
@@ -364,6 +369,10 @@ def create_cube(store: str, *, methods: Sequence[str], param_names: Sequence[str
     # each cell's fingerprint, written with the cell (zeros: not written)
     g.create_array(integrity.CELL_DIGESTS, shape=(D, M, P, R, 32), chunks=(1, 1, 1, 1, 32),
                    dtype="uint8", fill_value=0, compressors=checksums.compressors())
+    # each cell's masked-file fingerprint (zeros: not recorded), part of the cell's digest
+    g.create_array(integrity.RELEASE_FINGERPRINTS, shape=(D, M, P, R, 32),
+                   chunks=(1, 1, 1, 1, 32), dtype="uint8", fill_value=0,
+                   compressors=checksums.compressors())
     integrity.seal(g, cells="complete", arrays_sha256=integrity.fixed_arrays_sha256(g),
                    cell_digests=integrity.CELL_DIGESTS)
 
@@ -381,10 +390,13 @@ def open_group(store: str, mode: str = "r+") -> Any:
 
 def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
                keyset_values: np.ndarray, excluded: np.ndarray, flags: np.ndarray,
-               d: int = 0) -> None:
+               d: int = 0, release_fingerprint: bytes | np.ndarray | None = None) -> None:
     """Write one cell's metric vectors, then mark it done (so a kill never leaves it half).
 
     ``d``, ``m``, ``p``, ``r`` index the dataset, method, parameter and replicate.
+    ``release_fingerprint``: the SHA-256 (32 bytes) of the cell's masked file
+    (:func:`masked_fingerprint`), recorded so that ``sdcdist release`` can check the
+    file it regenerates.
     """
     g = open_group(store) if isinstance(store, str) else store
 
@@ -398,6 +410,11 @@ def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
     arr("keyset_value")[d, m, p, :, r, :ks.shape[1]] = ks
     arr("excluded")[d, m, p, :, r] = excluded
     arr("flag")[d, m, p, :, r] = flags
+    if release_fingerprint is not None and integrity.RELEASE_FINGERPRINTS in g:
+        fp = np.frombuffer(bytes(np.asarray(release_fingerprint, dtype=np.uint8))
+                           if not isinstance(release_fingerprint, bytes)
+                           else release_fingerprint, dtype=np.uint8)
+        arr(integrity.RELEASE_FINGERPRINTS)[d, m, p, r] = fp
     manifest = g.attrs.get(integrity.INTEGRITY_ATTR)
     if isinstance(manifest, Mapping) and manifest.get("cell_digests") == integrity.CELL_DIGESTS:
         # the fingerprint of what is stored now, before the done mark (a kill in between
@@ -405,6 +422,30 @@ def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
         digest = np.frombuffer(integrity.cell_sha256(g, (d, m, p, r)), dtype=np.uint8)
         g[integrity.CELL_DIGESTS].with_config({"write_empty_chunks": True})[d, m, p, r] = digest
     arr("done")[d, m, p, r] = 1
+
+
+def masked_fingerprint(values: np.ndarray, *, chunk_rows: int = 65_536) -> bytes:
+    """The fingerprint a cube records of a cell's masked file: the SHA-256 of its shape and
+    float64 values in C order (:func:`sdcdist.data.values_fingerprint`, as bytes), hashed
+    ``chunk_rows`` records at a time (no copy of the whole file)."""
+    import hashlib
+    h = hashlib.sha256(repr(values.shape).encode())
+    for i in range(0, values.shape[0], chunk_rows):
+        h.update(np.ascontiguousarray(values[i:i + chunk_rows], dtype=np.float64).tobytes())
+    return h.digest()
+
+
+def release_fingerprint(store: str | Any, d: int, m: int, p: int, r: int) -> bytes | None:
+    """The masked-file fingerprint a cube recorded for a cell, or None (a cube written
+    before fingerprints were recorded, or a cell without one)."""
+    g = open_group(store, "r") if isinstance(store, str) else store
+    try:
+        if integrity.RELEASE_FINGERPRINTS not in g:
+            return None
+    except Exception:                          # noqa: BLE001
+        return None
+    fp = bytes(np.asarray(g[integrity.RELEASE_FINGERPRINTS][d, m, p, r], dtype=np.uint8))
+    return fp if any(fp) else None
 
 
 def done_cells(store: str) -> np.ndarray:

@@ -27,7 +27,7 @@ from .errors import SdcInputError, unreadable_error
 
 __all__ = ["CorruptStoreError", "seal", "check_metadata", "ValuesDigest", "VerifyReport",
            "verify_store", "INTEGRITY_ATTR", "array_sha256", "cell_sha256",
-           "fixed_arrays_sha256", "CELL_ARRAYS", "CELL_DIGESTS"]
+           "fixed_arrays_sha256", "CELL_ARRAYS", "CELL_DIGESTS", "RELEASE_FINGERPRINTS"]
 
 #: The group attribute holding the manifest written by :func:`seal`.
 INTEGRITY_ATTR = "integrity"
@@ -83,10 +83,16 @@ CELL_ARRAYS = ("value", "keyset_value", "excluded", "flag")
 CELL_DIGESTS = "integrity/cells"
 
 
+#: Array of a cube holding the fingerprint of each cell's masked file (the SHA-256 of
+#: :func:`sdcdist.data.values_fingerprint`, 32 bytes per cell; zeros: not recorded).
+#: Part of the cell's fingerprint when the cube has it (cubes written before it have not).
+RELEASE_FINGERPRINTS = "release/fingerprint"
+
+
 def cell_sha256(group: Any, cell: tuple[int, int, int, int]) -> bytes:
-    """SHA-256 of one cell's stored results (value, keyset_value, excluded, flag), from a
-    group or from the cell arrays already in memory (a mapping name -> numpy array: the
-    same bytes)."""
+    """SHA-256 of one cell's stored results (value, keyset_value, excluded, flag and, in
+    cubes that record it, the masked file's fingerprint), from a group or from the cell
+    arrays already in memory (a mapping name -> numpy array: the same bytes)."""
     d, m, p, r = cell
     h = hashlib.sha256()
     for name in CELL_ARRAYS:
@@ -95,7 +101,17 @@ def cell_sha256(group: Any, cell: tuple[int, int, int, int]) -> bytes:
             key = (d, m, p, slice(None), r) + (slice(None),) * (a.ndim - 5)
             h.update(name.encode())
             h.update(np.ascontiguousarray(np.asarray(a[key])).tobytes())
+    if _has(group, RELEASE_FINGERPRINTS):
+        h.update(b"release_fingerprint")
+        h.update(np.asarray(group[RELEASE_FINGERPRINTS][d, m, p, r], dtype=np.uint8).tobytes())
     return h.digest()
+
+
+def _has(group: Any, name: str) -> bool:
+    try:
+        return name in group
+    except Exception:                          # noqa: BLE001 - a damaged subgroup
+        return False
 
 
 def fixed_arrays_sha256(group: Any) -> dict[str, str]:
@@ -502,6 +518,8 @@ def _check_fingerprints(group: Any, manifest: Mapping[str, Any], cells: list,
     unsigned, changed = [], []
     try:                                       # each array read once, not once per cell
         whole = {name: np.asarray(group[name][...]) for name in CELL_ARRAYS if name in group}
+        if _has(group, RELEASE_FINGERPRINTS):
+            whole[RELEASE_FINGERPRINTS] = np.asarray(group[RELEASE_FINGERPRINTS][...])
         all_digests = np.asarray(digests[...], dtype=np.uint8)
     except Exception as exc:                   # noqa: BLE001
         if not (is_checksum_error(exc) or isinstance(exc, CorruptChunkError)):

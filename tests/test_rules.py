@@ -242,3 +242,46 @@ def test_report_and_query_with_rules(tmp_path, run):
         r = run("query", path, *args, "--csv", out)
         assert r.exit_code == 2 and not out.exists() and "Error" in r.output, r.output
     assert json.loads(open_cube(path).attrs["spec"])["require"] == ["kviol3 <= 3"]
+
+
+def test_calibrate_to_rules_matches_the_audit_grid(tmp_path, run):
+    """With no bisection, calibration to rules picks per method what the rules pick on an
+    audit cube of the same spec (the same seeds: the same probes); bisection then finds an
+    acceptable parameter of no more loss."""
+    from sdcdist.audit import run_audit
+    from sdcdist.audit.calibrate import calibrate_rules
+    doc = {"name": "cr", "seed": 3, "replicates": 2,
+           "dataset": {"name": "s", "synthetic": {"rows": 80, "columns": 3, "seed": 2}},
+           "methods": [{"name": "noise", "params": [0.02, 0.3, 1.0]},
+                       {"name": "micmul", "params": [2, 5, 9]}],
+           "metrics": ["IL1s", "DLD"]}
+    spec = parse_spec(doc)
+    run_audit(spec, tmp_path / "c.zarr")
+    cube = open_cube(str(tmp_path / "c.zarr"))
+    dld = np.asarray(cube.sel(metric="DLD")["value"].values)
+    bound = float(np.nanmedian(dld))                     # some cells pass, some do not
+    rule = f"DLD <= {bound!r}"
+    t = judge(cube, [parse_rule(rule)])
+    grid = calibrate_rules(spec, [rule], max_iter=0).table
+    for m in ("noise", "micmul"):
+        rows = t.xs(m, level="method")
+        good = rows[rows["acceptable"]]
+        got = grid.loc[("s", m)]
+        if len(good):
+            want = min(good.index, key=lambda p: (good.loc[p, "loss"], p))
+            assert got["status"] == "acceptable" and got["param"] == want
+            assert got["IL1s"] == pytest.approx(good.loc[want, "loss"], rel=0, abs=0)
+        else:
+            assert got["status"].startswith("none acceptable")
+    fine = calibrate_rules(spec, [rule], max_iter=4).table
+    for m in ("noise", "micmul"):
+        a, b = grid.loc[("s", m)], fine.loc[("s", m)]
+        assert b["status"] == a["status"]
+        if a["status"] == "acceptable":
+            assert b["DLD"] <= bound and b["IL1s"] <= a["IL1s"]
+    with open(tmp_path / "spec.yaml", "w") as f:
+        json.dump(doc, f)
+    r = run("calibrate", tmp_path / "spec.yaml", "--require", "kviol3 <= 1")
+    assert r.exit_code == 2 and "did not measure" in r.output
+    r = run("calibrate", tmp_path / "spec.yaml", "--require", "DLD <= 1", "--target", "3")
+    assert r.exit_code == 2 and "takes no --risk" in r.output

@@ -53,7 +53,8 @@ from .run import (spec_method_options, library_versions, load_data, load_holdout
                   options_cell_mode, run_cells)
 from .spec import AuditSpec, load_spec, stored_spec
 
-__all__ = ["calibrate", "CalibrationResult", "calibration_table", "open_calibration"]
+__all__ = ["calibrate", "CalibrationResult", "calibration_table", "open_calibration",
+           "calibrate_rules"]
 
 STATUS = {
     "ok": "mean within the tolerance of the target",
@@ -433,3 +434,150 @@ def calibration_table(ds: xr.Dataset, dataset: str | None = None) -> pd.DataFram
     if len(datasets) == 1:
         t = t.droplevel("dataset")
     return t
+
+
+# ---------------------------------------------------------------------------
+# calibration to release rules
+
+
+def calibrate_rules(spec: AuditSpec | str | Path, rules: Sequence[str], *,
+                    loss: str | None = None, client: Any = None, max_iter: int = 20,
+                    on_round: Callable[[str, int], None] | None = None,
+                    data: list | None = None) -> CalibrationResult:
+    """Per dataset and method, the parameter that meets every rule with the least loss.
+
+    1. Each method is probed on its grid (the spec's ``params``), every replicate; a
+       probe is acceptable when every replicate meets every rule (as in
+       :mod:`sdcdist.rules`); the least mean ``loss`` among acceptable probes is the
+       candidate (ties: the smaller parameter).
+    2. Where a grid neighbour of the candidate has a smaller loss but breaks a rule, the
+       boundary between them is bisected (integer parameters down to neighbouring
+       integers; continuous ones to 1/1000 of the grid's range or ``max_iter`` rounds):
+       an acceptable midpoint becomes the candidate's end, a breaking one the other end.
+    3. The answer is the acceptable probe of least loss; a method with no acceptable
+       probe is ``none acceptable`` with its closest probe (the smallest total normalised
+       violation, spreads over all the calibration's probes).
+
+    ``loss`` defaults to IL_S2 if the spec measures it, else IL1s, else the spec's first
+    loss metric. Returns a :class:`CalibrationResult` without a cube (``cube`` None).
+    """
+    from ..rules import parse_rules
+    t0 = time.perf_counter()
+    if not isinstance(spec, AuditSpec):
+        spec = load_spec(spec)
+    rule_list = parse_rules([*spec.require, *rules], list(spec.metrics))
+    if not rule_list:
+        raise SdcInputError("no rules to calibrate to: give --require (e.g. --require "
+                            "'DLD <= 5') or a spec with 'require:'")
+    kinds = {m: get_metric(m).kind for m in spec.metrics}
+    if loss is None:
+        loss = next((m for m in ("IL_S2", "IL1s") if m in spec.metrics),
+                    next((m for m in spec.metrics if kinds[m] == "loss"), None))
+        if loss is None:
+            raise SdcInputError("the spec measures no loss metric to minimise; name one "
+                                "with --loss")
+    elif loss not in spec.metrics:
+        raise SdcInputError(f"--loss {loss!r} is not a metric of the spec; metrics: "
+                            f"{', '.join(spec.metrics)}")
+    sign = 1.0 if get_metric(loss).ascending else -1.0
+    if data is None:
+        data = load_data(spec)
+    names = list(dict.fromkeys([loss, *(r.name for r in rule_list)]))
+    metrics = tuple(expand_requirements(names))
+    ev = _Evaluator(spec, data, client)
+    pts: dict[tuple[int, str], dict[float, dict[str, list[float]]]] = {}
+
+    def measure(probes: list[tuple[int, str, float]], stage: str) -> None:
+        if on_round:
+            on_round(stage, len(probes))
+        res = ev.evaluate(probes, metrics)
+        for d, m, p in probes:
+            pts.setdefault((d, m), {})[p] = res[d, m, p]
+
+    def ok(v: dict[str, list[float]]) -> bool:
+        return all(bool(r.holds(np.asarray(v[r.name], float)).all()) for r in rule_list)
+
+    def mean_loss(v: dict[str, list[float]]) -> float:
+        x = np.asarray(v[loss], float)
+        return float(np.nanmean(x)) * sign if np.isfinite(x).any() else np.inf
+
+    keys = [(d, ms.name) for d in range(len(data)) for ms in spec.methods]
+    grids = {ms.name: sorted(ms.params) for ms in spec.methods}
+    measure([(d, m, p) for d, m in keys for p in grids[m]], "grid")
+    brackets: dict[tuple[int, str], list[float]] = {}      # [acceptable end, breaking end]
+    for d, m in keys:
+        g, P = grids[m], pts[d, m]
+        good = [p for p in g if ok(P[p])]
+        if not good:
+            continue
+        best = min(good, key=lambda p: (mean_loss(P[p]), p))
+        i = g.index(best)
+        nb = [g[j] for j in (i - 1, i + 1) if 0 <= j < len(g) and not ok(P[g[j]])
+              and mean_loss(P[g[j]]) < mean_loss(P[best])]
+        if nb and get_method(m).kind != "none":
+            brackets[d, m] = [best, min(nb, key=lambda p: (mean_loss(P[p]), p))]
+    rounds = 0
+    while brackets and rounds < max_iter:
+        rounds += 1
+        mids = {}
+        for (d, m), (a, b) in list(brackets.items()):
+            span = max(grids[m]) - min(grids[m])
+            if get_method(m).kind == "int":
+                mid = float(np.floor((a + b) / 2)) if abs(b - a) > 1 else None
+                if mid is not None and mid in (a, b):
+                    mid = None
+            else:
+                mid = (a + b) / 2
+                if abs(b - a) <= 1e-3 * span or not min(a, b) < mid < max(a, b):
+                    mid = None
+            if mid is None:
+                del brackets[d, m]
+            else:
+                mids[d, m] = mid
+        if not mids:
+            break
+        measure([(d, m, p) for (d, m), p in mids.items()], f"bisection {rounds}")
+        for (d, m), mid in mids.items():
+            a, b = brackets[d, m]
+            brackets[d, m] = [mid, b] if ok(pts[d, m][mid]) else [a, mid]
+    # the spreads of the normalised violation, over every probe of the calibration
+    spread = {}
+    for r in rule_list:
+        vals = np.array([x for P in pts.values() for v in P.values() for x in v[r.name]],
+                        float)
+        vals = vals[np.isfinite(vals)]
+        s = float(vals.max() - vals.min()) if vals.size else 0.0
+        spread[r.name] = s if s > 0 else 1.0
+
+    def violation(v: dict[str, list[float]]) -> float:
+        total = 0.0
+        for r in rule_list:
+            x = np.asarray(v[r.name], float)
+            if r.holds(x).all():
+                continue
+            g = r.gap(x)
+            total += 1.0 if np.isnan(g).any() else max(0.0, float(g.max())) / spread[r.name]
+        return total
+
+    rows = []
+    for d, m in keys:
+        P = pts[d, m]
+        good = [p for p in P if ok(P[p])]
+        if good:
+            p = min(good, key=lambda q: (mean_loss(P[q]), q))
+            status, broken = "acceptable", ""
+        else:
+            p = min(P, key=lambda q: (violation(P[q]), mean_loss(P[q]), q))
+            status = "none acceptable (closest)"
+            broken = "; ".join(str(r) for r in rule_list
+                               if not r.holds(np.asarray(P[p][r.name], float)).all())
+        row: dict[str, Any] = {"dataset": spec.datasets[d].name, "method": m,
+                               "param_name": get_method(m).param, "param": float(p),
+                               "status": status, "breaks": broken, "probes": len(P)}
+        for n in names:
+            x = np.asarray(P[p][n], float)
+            row[n] = float(np.nanmean(x)) if np.isfinite(x).any() else np.nan
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index(["dataset", "method"])
+    table.attrs.update(loss=loss, rules=[str(r) for r in rule_list])
+    return CalibrationResult(None, table, ev.probes, time.perf_counter() - t0)

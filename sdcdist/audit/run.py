@@ -385,8 +385,10 @@ def cell_task(X: np.ndarray, columns: tuple[str, ...], keysets: list[tuple[str, 
               ) -> dict[str, np.ndarray]:
     """Task: a whole cell in one worker (mask, then every metric, in-process)."""
     Xm = mask_cell(X, cell.method, cell.param, cell.entropy, cell.spawn_key, method_options)
-    return measure_cell(Runner(None), X, Xm, X.shape, columns, keysets, metrics, cell, options,
-                        types)
+    out = measure_cell(Runner(None), X, Xm, X.shape, columns, keysets, metrics, cell, options,
+                       types)
+    out["release_fingerprint"] = cubemod.masked_fingerprint(Xm)
+    return out
 
 
 def cell_spread(runner: Runner, X: Any, shape: tuple[int, int], columns: tuple[str, ...],
@@ -396,7 +398,10 @@ def cell_spread(runner: Runner, X: Any, shape: tuple[int, int], columns: tuple[s
     """A cell whose tasks spread over the cluster: the masked file, then each metric's pieces."""
     Xm = runner.task(mask_cell, X, cell.method, cell.param, cell.entropy, cell.spawn_key,
                      method_options)
-    return measure_cell(runner, X, Xm, shape, columns, keysets, metrics, cell, options, types)
+    fp = runner.task(cubemod.masked_fingerprint, Xm)
+    out = measure_cell(runner, X, Xm, shape, columns, keysets, metrics, cell, options, types)
+    out["release_fingerprint"] = runner.result(fp)
+    return out
 
 
 def _types(md: Microdata, holdout: Microdata | None = None) -> dict[str, Any] | None:

@@ -82,8 +82,15 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
               help="Compare at equal risk: the risk metric to calibrate (e.g. RR, DLD).")
 @click.option("--utility", "utility", default=None, metavar="METRIC",
               help="Compare at equal utility: the utility/loss metric to calibrate (e.g. PS).")
-@click.option("--target", type=float, required=True, help="The level to reach (mean over "
+@click.option("--target", type=float, default=None, help="The level to reach (mean over "
               "replicates).")
+@click.option("--require", "require", multiple=True, metavar="RULE",
+              help="Instead of --risk/--utility and --target: a release rule METRIC OP "
+                   "NUMBER (repeatable, added to the spec's 'require:'); per method, the "
+                   "parameter that meets every rule with the least --loss.")
+@click.option("--loss", default=None, metavar="METRIC",
+              help="With rules: the loss to minimise (default IL_S2, else IL1s, else the "
+                   "spec's first loss metric).")
 @click.option("--tol", type=float, default=None,
               help="Absolute tolerance on the mean (default 1 %% of |target|).")
 @click.option("--max-iter", type=click.IntRange(1, 200), default=20, show_default=True,
@@ -95,8 +102,8 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
 @option_items
 @json_flag
 @cluster_options
-def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
-              tol: float | None, max_iter: int, out: str | None, overwrite: bool,
+def calibrate(spec: str, risk: str | None, utility: str | None, target: float | None,
+              require: tuple[str, ...], loss: str | None, tol: float | None, max_iter: int, out: str | None, overwrite: bool,
               csv_out: str | None, markdown_out: str | None, html_out: str | None,
               option_items: tuple[str, ...], as_json: bool, where: ClusterOptions) -> None:
     """Compare methods at equal risk (or equal utility), as Domingo-Ferrer, Ricci and Soria.
@@ -115,8 +122,22 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     from ..audit.run import load_data
     from ..audit.calibrate import STATUS, calibrate as run_calibrate, check_request
     from ..report import format_table
+    s = None
+    if require or (risk is None and utility is None and target is None):
+        s = load_spec(spec, options=parse_options(option_items, scopes=("metric", "audit")))
+    if require or (s is not None and s.require):
+        if risk is not None or utility is not None or target is not None or out is not None:
+            raise SdcInputError("calibrating to rules (--require, or the spec's 'require:') "
+                                "takes no --risk, --utility, --target or --out; give either "
+                                "rules or a target")
+        _calibrate_rules(s, require, loss, max_iter, csv_out, markdown_out, html_out,
+                         overwrite, as_json, where)
+        return
     if (risk is None) == (utility is None):
-        raise SdcInputError("give exactly one of --risk METRIC or --utility METRIC")
+        raise SdcInputError("give exactly one of --risk METRIC or --utility METRIC (or "
+                            "--require RULE)")
+    if target is None:
+        raise SdcInputError("--target is needed with --risk/--utility")
     check_output(out, what="--out", kind="store", overwrite=overwrite)
     tables = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, [None],
                           overwrite=overwrite)[None]
@@ -152,3 +173,37 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
         click.echo(f"  {st}: {STATUS[st]}")
     if out:
         click.echo(f"calibration cube written to {out}", err=True)
+
+
+def _calibrate_rules(s: Any, require: tuple[str, ...], loss: str | None, max_iter: int,
+                     csv_out: str | None, markdown_out: str | None, html_out: str | None,
+                     overwrite: bool, as_json: bool, where: ClusterOptions) -> None:
+    """``calibrate --require``: per method, the least-loss parameter meeting the rules."""
+    from ..audit.calibrate import calibrate_rules
+    from ..audit.run import load_data
+    from ..report import format_table
+    from ..rules import parse_rules
+    parse_rules([*s.require, *require], list(s.metrics))      # refused before any work
+    tables = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, [None],
+                          overwrite=overwrite)[None]
+    data = load_data(s)
+
+    def said(stage: str, n: int) -> None:
+        if not as_json:
+            click.echo(f"{stage}: {n} probe(s) x replicates", err=True)
+    with cluster(where) as client:
+        res = calibrate_rules(s, require, loss=loss, client=client, max_iter=max_iter,
+                              on_round=said, data=data)
+    t = res.table
+    title = f"least {t.attrs['loss']} meeting {', '.join(t.attrs['rules'])}"
+    write_tables(t, tables, title, quiet=as_json)
+    if as_json:
+        echo_json({"loss": t.attrs["loss"], "rules": t.attrs["rules"], "probes": res.probes,
+                   "seconds": round(res.seconds, 3),
+                   "table": t.reset_index().to_dict(orient="records")})
+        return
+    click.echo(f"{title} (every replicate must meet every rule); {res.probes} masked files "
+               f"in {res.seconds:.1f} s")
+    click.echo(format_table(t.reset_index(level="dataset")
+                            if t.index.get_level_values("dataset").nunique() > 1
+                            else t.droplevel("dataset"), digits=4))

@@ -126,6 +126,10 @@ _ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
               help="The method's parameter (e.g. k for micmul); omit for methods without one.")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seed of the random generator (same seed, same output).")
+@click.option("--spawn-key", default=None, metavar="K1,K2,...",
+              help="With --seed, the generator numpy.random.default_rng(SeedSequence(seed, "
+                   "spawn_key=(K1, K2, ...))): an audit cell's seed, as `sdcdist release` "
+                   "prints it, to write the same file.")
 @click.option("--out", required=True, type=PathOrURL("output"),
               help="Masked file to write: .csv, .parquet, else a Zarr store.")
 @click.option("--keys", default=None, metavar="A,B,...",
@@ -143,7 +147,8 @@ _ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
 @click.option("--overwrite", is_flag=True, help="Replace an existing output.")
 @na_values_option
 @json_flag
-def mask(data: str, method: str, param: float | None, seed: int, out: str, keys: str | None,
+def mask(data: str, method: str, param: float | None, seed: int, spawn_key: str | None,
+         out: str, keys: str | None,
          confidential: str | None, option_items: tuple[str, ...], categorical: str | None,
          overwrite: bool, na_values: str | None, as_json: bool) -> None:
     """Mask DATA (a Zarr store, CSV or Parquet file) with one method and write the result.
@@ -164,6 +169,7 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
     check_output(out, what="--out", overwrite=overwrite,
                  kind="file" if out.lower().endswith((".csv", ".parquet", ".pq")) else "store")
     meth = get_method(method)
+    key = _spawn_key(spawn_key) if spawn_key else None       # refused before any reading
     if param is None:
         if meth.kind != "none":
             raise SdcInputError(f"{meth.name} needs --param: its {meth.param!r} parameter "
@@ -196,9 +202,12 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
     info: dict[str, Any] = {}
     if "info" in meth.options:
         options["info"] = info
-    masked = meth(md.values, param, rng=np.random.default_rng(seed), **options)
+    seq = np.random.SeedSequence(seed, spawn_key=key) if key else seed
+    masked = meth(md.values, param, rng=np.random.default_rng(seq), **options)
     attrs = {"masking": {"method": meth.name, "param_name": meth.param, "param": param,
                          "seed": seed, "source_sha256": md.sha256}}
+    if key:
+        attrs["masking"]["spawn_key"] = list(key)
     if "family" in info:
         attrs["masking"]["family"] = dict(zip(md.columns, info["family"]))
     categories = {**md.categories, **info.get("categories", {})}
@@ -222,6 +231,19 @@ def mask(data: str, method: str, param: float | None, seed: int, out: str, keys:
     if "suppressed" in info:
         click.echo(f"suppressed {info['suppressed']} key values (bound: {info['bound']}, "
                    f"{info['unsafe']} records below k before suppression)")
+
+
+def _spawn_key(text: str) -> tuple[int, ...]:
+    """``--spawn-key K1,K2,...``: non-negative integers below 2**64."""
+    try:
+        key = tuple(int(k) for k in text.split(","))
+    except ValueError:
+        key = ()
+    if not key or len(key) > 16 or any(k < 0 or k >= 2 ** 64 for k in key):
+        raise SdcInputError(f"--spawn-key {text[:100]!r} must be 1 to 16 comma-separated "
+                            "integers in [0, 2**64), e.g. 12,345,678,0 (as `sdcdist release` "
+                            "prints it)")
+    return key
 
 
 def _numeric_roles(method: str, roles: dict[str, list[str]], categorical: set[str]) -> None:

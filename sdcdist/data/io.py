@@ -33,7 +33,7 @@ from .validate import ValueChecker, check_column_names
 
 __all__ = ["Microdata", "align_categories", "ingest", "open_microdata", "load_microdata",
            "write_microdata", "from_array", "StoredArray", "is_store", "DEFAULT_CHUNK_ROWS",
-           "check_typed", "remove_stale_temps", "values_fingerprint"]
+           "check_typed", "remove_stale_temps", "values_fingerprint", "write_table_file"]
 
 
 def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
@@ -160,28 +160,8 @@ def write_microdata(md: Microdata, store: str | os.PathLike, *,
     out = str(store)
     low = out.lower()
     if low.endswith((".csv", ".parquet", ".pq")):
-        import pandas as pd
-        if Path(out).exists() and not overwrite:
-            raise SdcInputError(f"{out!r} already exists; pass --overwrite to replace it")
-        df = pd.DataFrame(md.values, columns=list(md.columns))
-        for c, labels in md.categories.items():
-            codes = md.values[:, md.columns.index(c)]
-            df[c] = pd.Categorical.from_codes(np.where(np.isnan(codes), -1, codes)
-                                              .astype(np.int64), categories=list(labels))
-        final = Path(out).resolve()
-        remove_stale_temps(final)
-        tmp = str(temp_name(final))
-        try:
-            with CleanOnSigterm(tmp):
-                if low.endswith(".csv"):
-                    df.to_csv(tmp, index=False, float_format="%.17g")
-                else:
-                    df.to_parquet(tmp, index=False)
-                os.replace(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        return out
+        return write_table_file(md.values, md.columns, md.categories, out,
+                                overwrite=overwrite, chunk_rows=chunk_rows)
     with Staging(store, overwrite) as tmp:
         group = open_zarr_group(tmp, "w")
         n, m = md.values.shape
@@ -194,6 +174,70 @@ def write_microdata(md: Microdata, store: str | os.PathLike, *,
         digest = integrity.ValuesDigest()
         digest.update(md.values)
         integrity.seal(group, values_sha256=digest.hexdigest())
+    return out
+
+
+def write_table_file(values: np.ndarray, columns: Sequence[str],
+                     categories: Mapping[str, Sequence[str]], out: str | os.PathLike, *,
+                     overwrite: bool = False, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> str:
+    """Write records as CSV or Parquet (by extension), ``chunk_rows`` records at a time.
+
+    Categorical columns are written as their labels (a missing code as an empty cell /
+    null), numbers with 17 significant digits in CSV. Only one chunk is ever converted
+    to a table, so a file of any length needs memory for ``values`` and one chunk. The
+    file is written under a temporary name and moved into place when complete (nothing
+    half-written is left, even on SIGTERM). The same records give the same bytes, whatever
+    wrote them (``sdcdist mask``, ``sdcdist release``).
+    """
+    import pandas as pd
+    out = str(out)
+    low = out.lower()
+    if Path(out).exists() and not overwrite:
+        raise SdcInputError(f"{out!r} already exists; pass --overwrite to replace it")
+    columns = [str(c) for c in columns]
+    cat_index = {c: columns.index(c) for c in categories if c in columns}
+
+    def frame(i: int) -> Any:
+        block = values[i:i + chunk_rows]
+        df = pd.DataFrame(block, columns=columns)
+        for c, j in cat_index.items():
+            codes = block[:, j]
+            df[c] = pd.Categorical.from_codes(np.where(np.isnan(codes), -1, codes)
+                                              .astype(np.int64),
+                                              categories=list(categories[c]))
+        return df
+
+    starts = range(0, max(values.shape[0], 1), chunk_rows)
+    final = Path(out).resolve()
+    remove_stale_temps(final)
+    tmp = str(temp_name(final))
+    try:
+        with CleanOnSigterm(tmp):
+            if low.endswith(".csv"):
+                with open(tmp, "w", newline="", encoding="utf-8") as f:
+                    for k, i in enumerate(starts):
+                        frame(i).to_csv(f, index=False, header=k == 0, float_format="%.17g")
+            else:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+                writer = None
+                try:
+                    for i in starts:
+                        df = frame(i)
+                        if writer is None:
+                            table = pa.Table.from_pandas(df, preserve_index=False)
+                            writer = pq.ParquetWriter(tmp, table.schema)
+                        else:
+                            table = pa.Table.from_pandas(df, schema=writer.schema,
+                                                         preserve_index=False)
+                        writer.write_table(table)
+                finally:
+                    if writer is not None:
+                        writer.close()
+            os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
     return out
 
 

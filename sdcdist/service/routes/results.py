@@ -99,10 +99,16 @@ def router(svc: Service) -> APIRouter:
                                      "the loss rank)"),
                format: str = "csv",
                metrics: str | None = None, top: int | None = Query(None, ge=1),
-               dataset: str | None = None, who: str = Who) -> Response:
+               dataset: str | None = None,
+               require: list[str] | None = Query(None, description="release rules METRIC "
+                                                 "OP NUMBER, as `sdcdist report --require` "
+                                                 "(added to the spec's `require:`)"),
+               loss: str | None = None, who: str = Who) -> Response:
         """The ranking table of `sdcdist report`, as csv, md, html or json (which also says
         what it was ranked by and why, and explains each metric: unit, which end is
-        better, definition)."""
+        better, definition). With rules (`require`, repeatable, and the spec's), each row
+        says whether the cell is acceptable and which rules it breaks, and json carries
+        the recommendation (`docs/release.md`)."""
         from ...text import split_list
         from ...errors import check_choice
         from ...report import html_table, markdown_table, ranking_table
@@ -124,6 +130,13 @@ def router(svc: Service) -> APIRouter:
             else:
                 t = ranking_table(c, by=use, metrics=split_list(metrics) if metrics else None,
                                   dataset=dataset)
+            from ...rules import cube_rules, recommend
+            rules = cube_rules(c, require or ())
+            rec = None
+            if rules:
+                from ...report import with_rules
+                rec = recommend(c, rules, loss=loss, dataset=dataset)
+                t = with_rules(t, rec.table)
             if top:
                 t = t.head(top)
             if format == "csv":
@@ -141,9 +154,12 @@ def router(svc: Service) -> APIRouter:
                           "warning": chosen["warning"] if chosen else None,
                           "risk": chosen["risk"] if chosen else None,
                           "loss": chosen["loss"] if chosen else None,
-                          "metrics": metric_info([m for m in shown if m != BALANCED]),
+                          "metrics": metric_info([m for m in shown if m != BALANCED
+                                                  and m not in ("acceptable", "breaks")]),
+                          "recommendation": rec.as_dict() if rec is not None else None,
                           "rows": records(t)})
-        return await svc.cached(audit_id, who, ("report", by, format, metrics, top, dataset), make)
+        return await svc.cached(audit_id, who, ("report", by, format, metrics, top, dataset,
+                                                tuple(require or ()), loss), make)
 
     @r.get("/v1/audits/{audit_id}/plot", tags=["results"],
            response_class=Response, responses={200: {"content": {"image/png": {}}}})
@@ -228,6 +244,40 @@ def router(svc: Service) -> APIRouter:
                     z.write(f, f.relative_to(path).as_posix())
         return FileResponse(tmp, media_type="application/zip",
                             filename=f"{audit_id}.zarr.zip",
+                            background=BackgroundTask(tmp.unlink, missing_ok=True))
+
+    @r.get("/v1/audits/{audit_id}/release", tags=["results"], response_class=FileResponse)
+    def release(audit_id: str, method: str, param: float, replicate: int = Query(0, ge=0),
+                format: str = "csv", dataset: str | None = None,
+                who: str = Who) -> FileResponse:
+        """The masked file of one finished cell (the release), as `sdcdist release`:
+        regenerated from the audit's spec and the cell's seed, checked against the
+        masked-file fingerprint the audit recorded (422 if it differs, or if the cell is
+        not in the cube), written chunk by chunk; `format` csv or parquet."""
+        import json
+
+        from ...audit.spec import parse_spec
+        from ...errors import check_choice
+        from ...release import release as run_release
+        check_choice("format", format, ["csv", "parquet"])
+        a = svc.own_audit(audit_id, who)
+        path = store.cube_path(audit_id)
+        if not path.exists():
+            raise HTTPException(409, "the audit has not written its cube yet")
+        spec = parse_spec(json.loads(a["spec"]) if isinstance(a["spec"], str) else a["spec"],
+                          base_dir=store.root)
+        (store.root / "tmp").mkdir(parents=True, exist_ok=True)
+        tmp = store.root / "tmp" / f"{new_id('release')}.{format}"
+        try:
+            rel = run_release(str(path), str(tmp), method=method, param=param,
+                              replicate=replicate, dataset=dataset, spec=spec)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        name = f"{audit_id}-{rel.method}-{rel.param:g}-r{rel.replicate}.{format}"
+        return FileResponse(tmp, media_type="text/csv; charset=utf-8" if format == "csv"
+                            else "application/vnd.apache.parquet", filename=name,
+                            headers={"X-Sdcdist-Fingerprint": rel.fingerprint},
                             background=BackgroundTask(tmp.unlink, missing_ok=True))
 
     return r
