@@ -167,8 +167,9 @@ def spec_rules(value: Any, metrics: Sequence[str]) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value:
-        raise SdcInputError("'require' must be a non-empty list of rules like "
-                            f"'DLD <= 5'. {_HELP}")
+        from .errors import value_error
+        raise value_error("'require'", "a non-empty list of rules like 'DLD <= 5'",
+                          got_text=f"a {type(value).__name__}", hint=_HELP)
     rules = parse_rules(value, None, what="'require'")
     for r in rules:
         if r.name not in metrics:
