@@ -224,3 +224,16 @@ def test_service_release(audited, tmp_path):
         r = c.get("/v1/audits/au_0000000000000002/release",
                   params={"method": "noise", "param": 0.5})
         assert r.status_code == 404
+
+
+def test_spread_cells_record_the_same_fingerprints(audited, client, tmp_path):
+    """A cell whose tasks spread over a cluster records the fingerprint a whole-cell task
+    records (the same masked file)."""
+    doc = {**SPEC, "dataset": {"name": "people", "path": "data.csv"},
+           "options": {"cell_mode": "distributed"}}
+    run_audit(parse_spec(doc, base_dir=audited), tmp_path / "spread.zarr", client=client)
+    a = np.asarray(open_group(str(audited / "cube.zarr"), "r")
+                   [integrity.RELEASE_FINGERPRINTS][...])
+    b = np.asarray(open_group(str(tmp_path / "spread.zarr"), "r")
+                   [integrity.RELEASE_FINGERPRINTS][...])
+    assert a.any() and (a == b).all()
