@@ -28,10 +28,10 @@ How a cube is judged (what a data owner releasing one file needs):
 
 >>> parse_rule("DLD <= 5", ["DLD", "IL1s"])
 Rule(name='DLD', op='<=', bound=5.0)
->>> parse_rule("DLD = 5", ["DLD"])
+>>> parse_rule("DLD = 5", ["DLD"])  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-sdcdist.errors.SdcInputError: cannot read the rule 'DLD = 5': unexpected '=' at position 4. A rule compares one metric with a number: METRIC OP NUMBER with OP one of <=, <, >=, >, == (e.g. DLD <= 5, ldiv_distinct >= 2).
+sdcdist.errors.SdcInputError: cannot read the rule 'DLD = 5': unexpected '=' at position 4. ...
 """
 
 from __future__ import annotations

@@ -285,3 +285,11 @@ def test_calibrate_to_rules_matches_the_audit_grid(tmp_path, run):
     assert r.exit_code == 2 and "did not measure" in r.output
     r = run("calibrate", tmp_path / "spec.yaml", "--require", "DLD <= 1", "--target", "3")
     assert r.exit_code == 2 and "takes no --risk" in r.output
+
+
+def test_documented_examples_run():
+    import doctest
+
+    import sdcdist.rules
+    res = doctest.testmod(sdcdist.rules, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.attempted > 0 and res.failed == 0

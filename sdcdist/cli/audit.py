@@ -103,7 +103,8 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
 @json_flag
 @cluster_options
 def calibrate(spec: str, risk: str | None, utility: str | None, target: float | None,
-              require: tuple[str, ...], loss: str | None, tol: float | None, max_iter: int, out: str | None, overwrite: bool,
+              require: tuple[str, ...], loss: str | None, tol: float | None, max_iter: int,
+              out: str | None, overwrite: bool,
               csv_out: str | None, markdown_out: str | None, html_out: str | None,
               option_items: tuple[str, ...], as_json: bool, where: ClusterOptions) -> None:
     """Compare methods at equal risk (or equal utility), as Domingo-Ferrer, Ricci and Soria.
