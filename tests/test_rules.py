@@ -131,7 +131,7 @@ RULE_SETS = [
 ]
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(3))
 def test_rules_against_brute_force(seed):
     cube = _memory_cube(seed)
     for rs in RULE_SETS:
@@ -235,12 +235,11 @@ def test_report_and_query_with_rules(tmp_path, run):
     assert r.exit_code == 0 and "least DLD" in r.output, r.output
     # bad input: exit 2, nothing written
     out = tmp_path / "bad.csv"
-    for args in (["--require", "DLD =< 2"], ["--require", "RR >= 1"]):
-        r = run("report", path, "--by", "DLD", *args, "--csv", out)
-        assert r.exit_code == 2 and not out.exists() and "Error" in r.output, r.output
-    for args in (["--require", "FOO >= 1"], ["--require", "DLD <= 2", "--loss", "RR"]):
-        r = run("query", path, *args, "--csv", out)
-        assert r.exit_code == 2 and not out.exists() and "Error" in r.output, r.output
+    # (every kind of bad rule is refused by the parser above; here: before any output)
+    r = run("report", path, "--by", "DLD", "--require", "RR >= 1", "--csv", out)
+    assert r.exit_code == 2 and not out.exists() and "did not measure" in r.output, r.output
+    r = run("query", path, "--require", "DLD <= 2", "--loss", "RR", "--csv", out)
+    assert r.exit_code == 2 and not out.exists() and "no metric 'RR'" in r.output, r.output
     assert json.loads(open_cube(path).attrs["spec"])["require"] == ["kviol3 <= 3"]
 
 
