@@ -224,6 +224,19 @@ def test_service_release(audited, tmp_path):
         r = c.get("/v1/audits/au_0000000000000002/release",
                   params={"method": "noise", "param": 0.5})
         assert r.status_code == 404
+        # a tampered fingerprint: 422 (the cube does not verify); re-signed: 422 (the file
+        # does not match); nothing left behind
+        g = open_group(str(store.cube_path(aid)))
+        fp = g[integrity.RELEASE_FINGERPRINTS]
+        fp[0, 0, 0, 0] = np.asarray(fp[0, 0, 0, 0]) ^ np.uint8(1)
+        q = {"method": "noise", "param": 0.1}
+        r = c.get(f"/v1/audits/{aid}/release", params=q)
+        assert r.status_code == 422 and "fingerprint mismatch" in r.text, r.text
+        g[integrity.CELL_DIGESTS][0, 0, 0, 0] = np.frombuffer(
+            integrity.cell_sha256(g, (0, 0, 0, 0)), np.uint8)
+        r = c.get(f"/v1/audits/{aid}/release", params=q)
+        assert r.status_code == 422 and "not the one the audit measured" in r.text, r.text
+        assert not [f for f in (root / "tmp").glob("*") if "release" in f.name]
 
 
 def test_spread_cells_record_the_same_fingerprints(audited, client, tmp_path):
