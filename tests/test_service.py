@@ -170,7 +170,8 @@ def test_catalogue_and_openapi(svc):
     for path in ("/v1/datasets", "/v1/audits", "/v1/audits/{audit_id}/events",
                  "/v1/audits/{audit_id}/cube", "/v1/audits/{audit_id}/query",
                  "/v1/audits/{audit_id}/report", "/v1/audits/{audit_id}/plot",
-                 "/v1/audits/{audit_id}/cube.zarr.zip", "/v1/methods", "/v1/metrics"):
+                 "/v1/audits/{audit_id}/cube.zarr.zip", "/v1/audits/{audit_id}/release",
+                 "/v1/methods", "/v1/metrics"):
         assert path in doc["paths"], path
     assert alice.get("/docs").status_code == 200
 
@@ -192,7 +193,8 @@ def test_auth(svc, tmp_path):
     audit = alice.post("/v1/audits", json=spec).json()["id"]
     for path in (f"/v1/datasets/{ds['id']}", f"/v1/audits/{audit}",
                  f"/v1/audits/{audit}/cube", f"/v1/audits/{audit}/query",
-                 f"/v1/audits/{audit}/cube.zarr.zip", f"/v1/audits/{audit}/events"):
+                 f"/v1/audits/{audit}/cube.zarr.zip", f"/v1/audits/{audit}/events",
+                 f"/v1/audits/{audit}/release?method=noise&param=0.1"):
         assert bob.get(path).status_code == 404, path
         assert anon.get(path).status_code == 401, path
     assert bob.delete(f"/v1/audits/{audit}").status_code == 404
