@@ -67,11 +67,15 @@ class Gower:
         Units of one full term (d_j = 1); the Gower distance is total / (p * unit).
     exact : tuple of bool
         Per column: whether its terms are exact (not rounded to a unit).
+    ordinal : tuple of bool
+        Per column: an ordinal categorical column (grouped with the nominal ones by the
+        compiled kernel).
     """
 
     nominal: tuple[bool, ...]
     unit: float
     exact: tuple[bool, ...]
+    ordinal: tuple[bool, ...] = ()
 
     @property
     def width(self) -> int:
@@ -175,7 +179,7 @@ def plan(kinds: tuple[str, ...], orig: dict[str, np.ndarray], masked: dict[str, 
         exact[:] = [k == "nominal" for k in kinds]
     mult = np.where([k == "nominal" for k in kinds], 1.0, unit / den)
     g = Gower(nominal=tuple(k == "nominal" for k in kinds), unit=float(unit),
-              exact=tuple(bool(e) for e in exact))
+              exact=tuple(bool(e) for e in exact), ordinal=tuple(k == "ordinal" for k in kinds))
     return g, {"shift": shift, "scale": scale, "mult": mult, "grid": grid}
 
 
@@ -222,45 +226,131 @@ def gathered_gower(Q: np.ndarray, C: np.ndarray, idx: np.ndarray, g: Gower) -> n
 
 
 # -- the compiled top-2 kernel (same integers, no pair matrix) -------------------------------
+#
+# Candidates are grouped by their categorical values (nominal and ordinal columns; a missing
+# value is a value of its own for grouping) and queries by theirs. For each query group the
+# categorical part of the distance to every candidate group is computed once; the candidate
+# groups are then visited in increasing categorical distance, and a group whose categorical
+# part alone exceeds the query's second-best distance is never opened (every numeric term is
+# >= 0), nor is any group after it. Within a group, a candidate's numeric terms are added
+# until the total exceeds the second-best distance. Every total is the same integer as the
+# reference kernel's (integers below 2^53 add exactly in any order), so the partial is the
+# same bits; the pruning only skips candidates that cannot be among the two nearest
+# distinct distances.
 
 @numba.njit(cache=True, nogil=True)
-def _top2_kernel(Q, C, nominal, unit, d1, c1, d2, c2):
-    nq, p = Q.shape
-    nc = C.shape[0]
-    for i in range(nq):
-        b1 = np.inf
-        n1 = 0
-        b2 = np.inf
-        n2 = 0
-        for k in range(nc):
-            d = 0.0
-            for j in range(p):
-                a = Q[i, j]
-                b = C[k, j]
-                if nominal[j]:
-                    if not (a == b):
-                        d += unit
-                else:
-                    t = np.rint(abs(a - b))
-                    d += unit if t != t else t
-                if d > b2:
-                    break                       # terms are >= 0: it cannot place
-            if d < b1:
-                b2 = b1
-                n2 = n1
-                b1 = d
-                n1 = 1
-            elif d == b1:
-                n1 += 1
-            elif d < b2:
-                b2 = d
-                n2 = 1
-            elif d == b2:
-                n2 += 1
-        d1[i] = b1
-        c1[i] = n1
-        d2[i] = b2
-        c2[i] = n2 if b2 < np.inf else 0
+def _cat_term(a, b, nominal, unit):
+    if nominal:
+        return 0.0 if a == b else unit
+    t = np.rint(abs(a - b))
+    return unit if t != t else t
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _offer(d, b1, n1, b2, n2):
+    if d < b1:
+        return d, 1, b1, n1
+    if d == b1:
+        return b1, n1 + 1, b2, n2
+    if d < b2:
+        return b1, n1, d, 1
+    if d == b2:
+        return b1, n1, b2, n2 + 1
+    return b1, n1, b2, n2
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _total(Qn, i, Cn, k, base, unit, bound):
+    """base + the numeric terms of query i and candidate k, stopped once above ``bound``."""
+    d = base
+    for j in range(Qn.shape[1]):
+        t = np.rint(abs(Qn[i, j] - Cn[k, j]))
+        d += unit if t != t else t
+        if d > bound:
+            break
+    return d
+
+
+@numba.njit(cache=True, nogil=True)
+def _grouped_top2(Qc, Qn, q_order, q_start, q_count, Gc, cat_nominal, Cn, g_start, g_split,
+                  g_end, unit, d1, c1, d2, c2):
+    n_groups = Gc.shape[0]
+    pc = Gc.shape[1]
+    pn = Cn.shape[1]
+    catd = np.empty(n_groups)
+    for u in range(q_start.shape[0]):
+        first = q_order[q_start[u]]
+        for g in range(n_groups):
+            s = 0.0
+            for j in range(pc):
+                s += _cat_term(Qc[first, j], Gc[g, j], cat_nominal[j], unit)
+            catd[g] = s
+        visit = np.argsort(catd)
+        for r in range(q_start[u], q_start[u] + q_count[u]):
+            i = q_order[r]
+            b1 = np.inf
+            n1 = 0
+            b2 = np.inf
+            n2 = 0
+            for v in range(n_groups):
+                g = visit[v]
+                base = catd[g]
+                if base > b2:
+                    break                    # every later group is as far on its categories
+                lo, mid, hi = g_start[g], g_split[g], g_end[g]
+                if pn == 0 or Qn[i, 0] != Qn[i, 0]:
+                    for k in range(lo, hi):  # no order to use: every candidate
+                        d = _total(Qn, i, Cn, k, base, unit, b2)
+                        b1, n1, b2, n2 = _offer(d, b1, n1, b2, n2)
+                    continue
+                # candidates [lo, mid) sorted by numeric column 0, [mid, hi) missing on it:
+                # walk outwards from the query's value while column 0's term alone can place
+                a0 = Qn[i, 0]
+                pos = lo + np.searchsorted(Cn[lo:mid, 0], a0)
+                k = pos
+                while k < mid:
+                    if base + np.rint(abs(a0 - Cn[k, 0])) > b2:
+                        break
+                    d = _total(Qn, i, Cn, k, base, unit, b2)
+                    b1, n1, b2, n2 = _offer(d, b1, n1, b2, n2)
+                    k += 1
+                k = pos - 1
+                while k >= lo:
+                    if base + np.rint(abs(a0 - Cn[k, 0])) > b2:
+                        break
+                    d = _total(Qn, i, Cn, k, base, unit, b2)
+                    b1, n1, b2, n2 = _offer(d, b1, n1, b2, n2)
+                    k -= 1
+                for k in range(mid, hi):
+                    d = _total(Qn, i, Cn, k, base, unit, b2)
+                    b1, n1, b2, n2 = _offer(d, b1, n1, b2, n2)
+            d1[i] = b1
+            c1[i] = n1
+            d2[i] = b2
+            c2[i] = n2 if b2 < np.inf else 0
+
+
+def _groups(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of ``A`` grouped by equal values (NaN equal to NaN): (order, start, count)."""
+    if A.shape[1] == 0:
+        n = A.shape[0]
+        return (np.arange(n, dtype=np.int64), np.zeros(1 if n else 0, np.int64),
+                np.full(1 if n else 0, n, np.int64))
+    key = np.zeros(A.shape[0], np.int64)
+    for j in range(A.shape[1]):
+        # dense ids per column (prepared categorical values are >= 0; -1: missing), combined
+        # into one key while it fits, else the rows themselves are compared
+        u, ids = np.unique(np.where(np.isnan(A[:, j]), -1.0, A[:, j]), return_inverse=True)
+        if key.max(initial=0) >= 2**62 // max(u.size, 1):
+            _, ids_all = np.unique(np.where(np.isnan(A), -1.0, A), axis=0,
+                                   return_inverse=True)
+            key = ids_all.ravel().astype(np.int64)
+            break
+        key = key * u.size + ids.ravel()
+    _, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
+    order = np.argsort(inverse.ravel(), kind="stable").astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
+    return order, start, count.astype(np.int64)
 
 
 def gower_top2(Q: np.ndarray, C: np.ndarray, g: Gower) -> dict[str, np.ndarray]:
@@ -273,6 +363,35 @@ def gower_top2(Q: np.ndarray, C: np.ndarray, g: Gower) -> dict[str, np.ndarray]:
            "d2": np.full(n, np.inf), "c2": np.zeros(n, np.int64)}
     if C.shape[0] == 0 or n == 0:
         return out
-    _top2_kernel(Q, C, np.array(g.nominal, dtype=np.bool_), float(g.unit),
-                 out["d1"], out["c1"], out["d2"], out["c2"])
+    cat = [j for j in range(g.width) if g.nominal[j] or _categorical(g, j)]
+    num = [j for j in range(g.width) if j not in cat]
+    if num:
+        # the numeric column whose terms spread most (interquartile range in units) first:
+        # candidates are walked in its order, and its term alone bounds the walk
+        def spread(j: int) -> float:
+            v = C[:, j][~np.isnan(C[:, j])]
+            return float(np.subtract(*np.percentile(v, [75, 25]))) if v.size else 0.0
+        lead = max(num, key=lambda j: (spread(j), -j))
+        num = [lead] + [j for j in num if j != lead]
+    q_order, q_start, q_count = _groups(Q[:, cat])
+    c_order, g_start, g_count = _groups(C[:, cat])
+    Cs = C[c_order]
+    g_split = g_start + g_count
+    if num:
+        # within each group: sorted by the lead column, its missing values last
+        lead_v = Cs[:, num[0]]
+        grp = np.repeat(np.arange(g_start.size), g_count)
+        within = np.lexsort((lead_v, np.isnan(lead_v), grp))
+        Cs = Cs[within]
+        miss = np.bincount(grp, weights=np.isnan(lead_v), minlength=g_start.size)
+        g_split = g_start + g_count - miss.astype(np.int64)
+    Gc = np.ascontiguousarray(Cs[g_start][:, cat])
+    _grouped_top2(np.ascontiguousarray(Q[:, cat]), np.ascontiguousarray(Q[:, num]), q_order,
+                  q_start, q_count, Gc, np.array([g.nominal[j] for j in cat], dtype=np.bool_),
+                  np.ascontiguousarray(Cs[:, num]), g_start, g_split, g_start + g_count,
+                  float(g.unit), out["d1"], out["c1"], out["d2"], out["c2"])
     return out
+
+
+def _categorical(g: Gower, j: int) -> bool:
+    return g.ordinal[j] if g.ordinal else False
