@@ -136,15 +136,20 @@ def test_ordinal_terms_are_exact_rationals():
     assert all(g.exact)
 
 
-@pytest.mark.parametrize("noise", [False, True])
-@pytest.mark.parametrize("kinds", [
-    ("nominal", "nominal", "ordinal", "numeric", "numeric"),
-    ("nominal", "nominal", "nominal", "nominal", "nominal"),
-    ("numeric", "numeric", "numeric", "numeric", "numeric")])
-def test_compiled_top2_equals_numpy_reference(noise, kinds):
-    """The grouped, pruned kernel against the pair matrix: the same bits."""
+MIXED = ("nominal", "nominal", "ordinal", "numeric", "numeric")
+
+
+@pytest.mark.parametrize("noise, kinds, levels", [
+    (False, MIXED, None), (True, MIXED, None), (True, MIXED, 280), (False, ("nominal",) * 5, None),
+    (True, ("numeric",) * 5, None), (False, ("ordinal",) * 3 + ("nominal",) * 2, 280)])
+def test_compiled_top2_equals_numpy_reference(noise, kinds, levels):
+    """The grouped, pruned kernel against the pair matrix: the same bits (also with too
+    many category combinations to group by)."""
     rng = np.random.default_rng(11)
     X, Y = mixed(rng, 300, noise=noise)
+    if levels:
+        X[:, 0] = rng.integers(0, levels, len(X))
+        Y[:, 0] = np.where(rng.random(len(X)) < 0.8, X[:, 0], rng.integers(0, levels, len(X)))
     cols = tuple(range(5))
     g, prep = gower.plan(kinds, gower.column_stats(X, cols), gower.column_stats(Y, cols))
     Q, C = gower.prepare(Y, cols, kinds, prep), gower.prepare(X, cols, kinds, prep)

@@ -260,20 +260,19 @@ def _offer(d, b1, n1, b2, n2):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _total(Qn, i, Cn, k, base, unit, bound):
-    """base + the numeric terms of query i and candidate k, stopped once above ``bound``."""
+def _total(Qn, i, Cn, k, base, unit, bound, nominal):
+    """base + the per-pair terms of query i and candidate k, stopped once above ``bound``."""
     d = base
     for j in range(Qn.shape[1]):
-        t = np.rint(abs(Qn[i, j] - Cn[k, j]))
-        d += unit if t != t else t
+        d += _cat_term(Qn[i, j], Cn[k, j], nominal[j], unit)
         if d > bound:
             break
     return d
 
 
 @numba.njit(cache=True, nogil=True)
-def _grouped_top2(Qc, Qn, q_order, q_start, q_count, Gc, cat_nominal, Cn, g_start, g_split,
-                  g_end, unit, d1, c1, d2, c2):
+def _grouped_top2(Qc, Qn, q_order, q_start, q_count, Gc, cat_nominal, Cn, num_nominal, walk,
+                  g_start, g_split, g_end, unit, d1, c1, d2, c2):
     n_groups = Gc.shape[0]
     pc = Gc.shape[1]
     pn = Cn.shape[1]
@@ -298,9 +297,9 @@ def _grouped_top2(Qc, Qn, q_order, q_start, q_count, Gc, cat_nominal, Cn, g_star
                 if base > b2:
                     break                    # every later group is as far on its categories
                 lo, mid, hi = g_start[g], g_split[g], g_end[g]
-                if pn == 0 or Qn[i, 0] != Qn[i, 0]:
+                if not walk or Qn[i, 0] != Qn[i, 0]:
                     for k in range(lo, hi):  # no order to use: every candidate
-                        d = _total(Qn, i, Cn, k, base, unit, b2)
+                        d = _total(Qn, i, Cn, k, base, unit, b2, num_nominal)
                         b1, n1, b2, n2 = _offer(d, b1, n1, b2, n2)
                     continue
                 # candidates [lo, mid) sorted by numeric column 0, [mid, hi) missing on it:
@@ -311,18 +310,18 @@ def _grouped_top2(Qc, Qn, q_order, q_start, q_count, Gc, cat_nominal, Cn, g_star
                 while k < mid:
                     if base + np.rint(abs(a0 - Cn[k, 0])) > b2:
                         break
-                    d = _total(Qn, i, Cn, k, base, unit, b2)
+                    d = _total(Qn, i, Cn, k, base, unit, b2, num_nominal)
                     b1, n1, b2, n2 = _offer(d, b1, n1, b2, n2)
                     k += 1
                 k = pos - 1
                 while k >= lo:
                     if base + np.rint(abs(a0 - Cn[k, 0])) > b2:
                         break
-                    d = _total(Qn, i, Cn, k, base, unit, b2)
+                    d = _total(Qn, i, Cn, k, base, unit, b2, num_nominal)
                     b1, n1, b2, n2 = _offer(d, b1, n1, b2, n2)
                     k -= 1
                 for k in range(mid, hi):
-                    d = _total(Qn, i, Cn, k, base, unit, b2)
+                    d = _total(Qn, i, Cn, k, base, unit, b2, num_nominal)
                     b1, n1, b2, n2 = _offer(d, b1, n1, b2, n2)
             d1[i] = b1
             c1[i] = n1
@@ -364,20 +363,26 @@ def gower_top2(Q: np.ndarray, C: np.ndarray, g: Gower) -> dict[str, np.ndarray]:
     if C.shape[0] == 0 or n == 0:
         return out
     cat = [j for j in range(g.width) if g.nominal[j] or _categorical(g, j)]
+    c_order, g_start, g_count = _groups(C[:, cat])
+    if g_start.size > 8 * np.sqrt(C.shape[0]) + 64:
+        # too many category combinations to group by (each query group would weigh every
+        # candidate group): one group, the categorical terms per pair
+        cat = []
+        c_order, g_start, g_count = _groups(C[:, cat])
     num = [j for j in range(g.width) if j not in cat]
-    if num:
+    walkable = [j for j in num if not g.nominal[j]]
+    if walkable:
         # the numeric column whose terms spread most (interquartile range in units) first:
         # candidates are walked in its order, and its term alone bounds the walk
         def spread(j: int) -> float:
             v = C[:, j][~np.isnan(C[:, j])]
             return float(np.subtract(*np.percentile(v, [75, 25]))) if v.size else 0.0
-        lead = max(num, key=lambda j: (spread(j), -j))
+        lead = max(walkable, key=lambda j: (spread(j), -j))
         num = [lead] + [j for j in num if j != lead]
     q_order, q_start, q_count = _groups(Q[:, cat])
-    c_order, g_start, g_count = _groups(C[:, cat])
     Cs = C[c_order]
     g_split = g_start + g_count
-    if num:
+    if walkable:
         # within each group: sorted by the lead column, its missing values last
         lead_v = Cs[:, num[0]]
         grp = np.repeat(np.arange(g_start.size), g_count)
@@ -388,7 +393,9 @@ def gower_top2(Q: np.ndarray, C: np.ndarray, g: Gower) -> dict[str, np.ndarray]:
     Gc = np.ascontiguousarray(Cs[g_start][:, cat])
     _grouped_top2(np.ascontiguousarray(Q[:, cat]), np.ascontiguousarray(Q[:, num]), q_order,
                   q_start, q_count, Gc, np.array([g.nominal[j] for j in cat], dtype=np.bool_),
-                  np.ascontiguousarray(Cs[:, num]), g_start, g_split, g_start + g_count,
+                  np.ascontiguousarray(Cs[:, num]),
+                  np.array([g.nominal[j] for j in num], dtype=np.bool_), bool(walkable),
+                  g_start, g_split, g_start + g_count,
                   float(g.unit), out["d1"], out["c1"], out["d2"], out["c2"])
     return out
 
