@@ -135,8 +135,8 @@ def plan(kinds: tuple[str, ...], orig: dict[str, np.ndarray], masked: dict[str, 
     grid = np.zeros(p, bool)
     exact = np.zeros(p, bool)
     for j, kind in enumerate(kinds):
-        lo_b = np.nanmin([orig["min"][j], masked["min"][j]])
-        hi_b = np.nanmax([orig["max"][j], masked["max"][j]])
+        lo_b = np.fmin(orig["min"][j], masked["min"][j])      # NaN: all missing
+        hi_b = np.fmax(orig["max"][j], masked["max"][j])
         if kind == "nominal":
             exact[j] = True
             continue

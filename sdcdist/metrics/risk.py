@@ -307,6 +307,7 @@ def _gower_link(ctx: MeasureContext, keys: tuple[int, ...], reverse: bool) -> di
 
 def _dld_share(ctx: MeasureContext, keys: tuple[int, ...], which: str) -> float:
     dmt = ctx.options.get("dld", "catalog") == "dmt"
+    ordinal_columns(ctx)                      # a bad 'ordinal' is refused on every path
     if _dld_gower(ctx, keys):
         r = _gower_link(ctx, keys, reverse=dmt)
         return 100.0 * r[which + "_hits" if dmt else which] / r["n"]
