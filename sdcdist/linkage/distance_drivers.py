@@ -176,7 +176,8 @@ def link_top2(runner: Runner, Q: Any, C: Any, n_q: int, n_c: int, width: int, *,
         rows_q, rows_c = block_rows or linkage_block_rows(n_q, n_c, width, method=method,
                                                           block_memory=block_memory)
     if method == "brute":
-        out = pairwise_reduce(runner, _gower_block if gower else _brute_block, distance.merge_top2, _finish, _combine,
+        out = pairwise_reduce(runner, _gower_block if gower else _brute_block,
+                              distance.merge_top2, _finish, _combine,
                               Q, C, n_q, n_c, rows_a=rows_q, rows_b=rows_c,
                               args=(truth, metric, keep_nearest))
     else:
