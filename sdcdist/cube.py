@@ -68,7 +68,7 @@ __all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_
            "cell_table",
            "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
            "crossing", "pareto_front", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS",
-           "PRL_COUNTING",
+           "DLD_DISTANCES", "CRL_CORRELATIONS", "PRL_COUNTING",
            "conventions", "as_cube", "open_group", "PRL_FITS", "masked_fingerprint",
            "release_fingerprint"]
 
@@ -192,6 +192,24 @@ DLD_CONVENTIONS = {
 }
 
 
+#: The distance of DLD and DLD2 (option ``dld_distance``); a cube records the one it used.
+DLD_DISTANCES = {
+    "default": "Gower on key sets with a categorical column, Euclidean on all-numeric ones",
+    "euclidean": "Euclidean on the numeric keys; a key set with categorical columns is "
+                 "linked within blocks of equal categories",
+    "gower": "Gower (1971): mean over the keys of [a != b] (nominal), |a - b|/(L - 1) "
+             "(ordinal, codes in label order), |a - b|/range of the original column "
+             "(numeric), 1 for a missing value; totals in exact integer units (terms on a "
+             "decimal grid exact, others rounded to 2^-52 of the largest total)",
+}
+
+#: The correlations CRL picks its attribute pairs by (option ``crl_correlation``).
+CRL_CORRELATIONS = {
+    "pearson": "Pearson's correlations over the matching records",
+    "spearman": "Spearman's correlations (mid-ranks, pairwise complete) over the matching "
+                "records; ordinal categorical columns by their codes, nominal ones left out",
+}
+
 #: What the PRL EM fits (``prl_em`` key ``fit``); a cube records the one it used.
 PRL_FITS = {
     "joint": "m, u and P(M) by the constrained EM (PRL_EM)",
@@ -219,7 +237,11 @@ def conventions(options: Mapping[str, Any] | None = None) -> dict[str, str]:
     dld = (options or {}).get("dld") or "catalog"
     pc = (options or {}).get("prl_counting") or "auto"
     fit = ((options or {}).get("prl_em") or {}).get("fit") or "joint"
+    dist = (options or {}).get("dld_distance") or "default"
+    corr = (options or {}).get("crl_correlation") or "pearson"
     return dict(CONVENTIONS, DLD=f"{dld}: {DLD_CONVENTIONS[dld]}",
+                DLD_distance=f"{dist}: {DLD_DISTANCES[dist]}",
+                CRL_correlation=f"{corr}: {CRL_CORRELATIONS[corr]}",
                 PRL_counting=f"{pc}: {PRL_COUNTING[pc]}", PRL_fit=f"{fit}: {PRL_FITS[fit]}")
 
 

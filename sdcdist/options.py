@@ -407,6 +407,18 @@ declare("dld", "catalog", choice("catalog", "dmt"),
         "convention of DLD and DLD2: catalog (standardised keys, masked -> original, ties "
         "1/t) or dmt (raw keys, original -> masked, a full hit when the true record is among "
         "the tied nearest; reproduces Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra)")
+declare("dld_distance", None, optional(choice("euclidean", "gower"),
+                                       "gower on key sets with a categorical column, "
+                                       "euclidean on all-numeric ones"),
+        "distance of DLD and DLD2: euclidean (standardised keys; a key set with categorical "
+        "columns is linked within blocks of equal categories) or gower (Gower 1971: mean of "
+        "per-column terms, nominal 0/1, ordinal |a - b|/(L - 1), numeric |a - b|/range, a "
+        "missing value 1; exact ties)")
+declare("ordinal", None, optional(Check("a list of column names", _column_list),
+                                  "none: categorical columns are nominal"),
+        "categorical columns whose codes (label order) are ordered: the Gower distance of "
+        "DLD takes |a - b|/(L - 1) on them, and CRL under crl_correlation: spearman ranks "
+        "them (nominal columns are left out of it)")
 declare("bucket_rows", None, optional(integer(1, MAX_ROWS), "max(4 x chunk_rows, 65536)"),
         "keys per bucket of the distributed rank sort")
 declare("sort_memory", 128 * 2**20, integer(1, MAX_MEMORY_BYTES),
@@ -469,6 +481,10 @@ declare("crl_released", None, optional(Check("a list of column names", _column_l
                                        "link on each key set"),
         "CRL without shared attributes: the released columns (masked file); give "
         "crl_external too")
+declare("crl_correlation", "pearson", choice("pearson", "spearman"),
+        "the correlations CRL picks its attribute pair by: pearson, or spearman (mid-ranks "
+        "for ties; ordinal categorical columns by their codes in label order; nominal ones "
+        "left out, with a note)")
 declare("id_p", tuple(range(1, 11)), Check("a non-empty list of percentages in [0, 100]",
                                            _percentages),
         "the percentages p of ID1 and ID2 (averaged over them)")

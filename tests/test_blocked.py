@@ -61,7 +61,8 @@ def test_blocked_dld_equals_brute_force(rng, small_pairs, client, monkeypatch):
         monkeypatch.setattr("sdcdist.linkage.blocked.blocked_link_top2",
                             lambda *a, **k: real(*a, **{**k, "small_pairs": small_pairs}))
     md = from_array(X, names, categories=categories)
-    opts = {"block_rows": [7, 5]} if small_pairs else {}
+    # the blocked Euclidean path (Gower is the default on categorical keys)
+    opts = {"dld_distance": "euclidean", **({"block_rows": [7, 5]} if small_pairs else {})}
     r = measure(md, Y, ["DLD", "DLD2"], keysets=[["a", "b", "x", "y"], ["a", "x"]],
                 options=opts, client=client if small_pairs else None)
     for k, cat, num in ((0, (0, 1), (2, 3)), (1, (0,), (2,))):
@@ -74,7 +75,7 @@ def test_blocked_dld_equals_brute_force(rng, small_pairs, client, monkeypatch):
 def test_categories_only_key_set(rng):
     X, Y, names, categories = _files(rng, n=120)
     md = from_array(X, names, categories=categories)
-    r = measure(md, Y, ["DLD"], keysets=[["a", "b"]])
+    r = measure(md, Y, ["DLD"], keysets=[["a", "b"]], options={"dld_distance": "euclidean"})
     first, _ = _brute_dld(X, Y, [0, 1], [])
     assert r["DLD"].value == pytest.approx(first, rel=1e-12)
     # every record's block has ~10 originals: about 1/10 of the records that kept theirs

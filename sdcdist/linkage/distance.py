@@ -23,6 +23,7 @@ from scipy.spatial import cKDTree
 
 from ..errors import SdcInputError
 from ..moments import column_moments, constant_columns, sorted_column
+from .gower import Gower, gathered_gower, gower_distances
 
 __all__ = ["sq_distances", "hit_total", "raw_columns", "block_top2", "merge_top2", "standardize", "top2_link_credit",
            "credit_counts", "add_counts", "credit_total", "METRICS", "pair_distances",
@@ -81,8 +82,11 @@ def pair_distances(Q: np.ndarray, C: np.ndarray, metric: str = "sqeuclidean") ->
     """Distances of every query row to every candidate row, shape (len(Q), len(C)).
 
     Accumulated column by column in column order, so the distance of a pair is
-    the same float whichever block (or index lookup) computes it.
+    the same float whichever block (or index lookup) computes it. ``metric`` may be a
+    :class:`~sdcdist.linkage.gower.Gower` (integer units on prepared columns).
     """
+    if isinstance(metric, Gower):
+        return gower_distances(Q, C, metric)
     D = np.zeros((Q.shape[0], C.shape[0]))
     for j in range(Q.shape[1]):
         _accumulate(D, Q[:, j, None] - C[None, :, j], metric)
@@ -100,6 +104,8 @@ def gathered_distances(Q: np.ndarray, C: np.ndarray, idx: np.ndarray,
 
     Same column-by-column accumulation as :func:`pair_distances`, hence the same floats.
     """
+    if isinstance(metric, Gower):
+        return gathered_gower(Q, C, idx, metric)
     D = np.zeros(idx.shape)
     for j in range(Q.shape[1]):
         _accumulate(D, Q[:, j, None] - C[:, j][idx], metric)

@@ -32,10 +32,11 @@ import numpy as np
 from ..errors import option_error
 from ..parallel import Runner, indexed_reduce, pair_block_rows, pairwise_reduce
 from . import distance
+from .gower import Gower, gower_top2
 from .truth import row_truth
 
 __all__ = ["link_top2", "nearest_candidates", "standardized_keys", "linkage_block_rows",
-           "LINK_METHODS"]
+           "gower_block_rows", "LINK_METHODS"]
 
 LINK_METHODS = ("index", "brute")
 
@@ -65,6 +66,23 @@ def linkage_block_rows(n_q: int, n_c: int, width: int, *, method: str,
 def _brute_block(a0: int, a1: int, b0: int, b1: int, Q: np.ndarray, C: np.ndarray,
                  truth: np.ndarray, metric: str, keep: bool) -> dict:
     return distance.block_top2(distance.pair_distances(Q[a0:a1], C[b0:b1], metric))
+
+
+def _gower_block(a0: int, a1: int, b0: int, b1: int, Q: np.ndarray, C: np.ndarray,
+                 truth: np.ndarray, metric: Gower, keep: bool) -> dict:
+    return gower_top2(Q[a0:a1], C[b0:b1], metric)
+
+
+def gower_block_rows(n_q: int, n_c: int, width: int, *, block_memory: int
+                     ) -> tuple[int, int]:
+    """Rows of query and candidate blocks of Gower linkage: its kernel holds no pair
+    matrix, only the two blocks' rows, so a candidate block holds ``block_memory`` bytes
+    of rows; at least ~16 query blocks on large files keep the workers evenly busy."""
+    per_row = 8 * (max(width, 1) + 4)
+    rows_c = int(min(max(n_c, 1), max(16, block_memory // (2 * per_row))))
+    rows_q = int(min(max(n_q, 1), max(16, block_memory // (2 * per_row)),
+                     max(4096, -(-n_q // 16))))
+    return rows_q, rows_c
 
 
 def _index_task(b0: int, b1: int, C: np.ndarray) -> distance.CandidateIndex:
@@ -120,7 +138,9 @@ def link_top2(runner: Runner, Q: Any, C: Any, n_q: int, n_c: int, width: int, *,
     ----------
     Q, C : array handles, shapes (n_q, width), (n_c, width)
         Transformed key columns of the query file and the candidate file.
-    metric : {"sqeuclidean", "cityblock", "chebyshev"}
+    metric : {"sqeuclidean", "cityblock", "chebyshev"} or Gower
+        A :class:`~sdcdist.linkage.gower.Gower` links on prepared mixed columns
+        (:mod:`sdcdist.linkage.gower`) by all pairs, whatever ``method``.
     truth : array handle of int, shape (n_q,), optional
         Row of each query's true candidate (-1 if absent); row order by default.
     block_rows : (int, int), optional
@@ -146,10 +166,18 @@ def link_top2(runner: Runner, Q: Any, C: Any, n_q: int, n_c: int, width: int, *,
     _check_method(method)
     if truth is None:
         truth = runner.share(row_truth(n_q, n_c))
-    rows_q, rows_c = block_rows or linkage_block_rows(n_q, n_c, width, method=method,
-                                                      block_memory=block_memory)
+    gower = isinstance(metric, Gower)
+    if gower:
+        # no KD-tree on a mixed distance: all pairs, by the compiled top-2 kernel
+        method = "brute"
+        rows_q, rows_c = block_rows or gower_block_rows(n_q, n_c, width,
+                                                        block_memory=block_memory)
+    else:
+        rows_q, rows_c = block_rows or linkage_block_rows(n_q, n_c, width, method=method,
+                                                          block_memory=block_memory)
     if method == "brute":
-        out = pairwise_reduce(runner, _brute_block, distance.merge_top2, _finish, _combine,
+        out = pairwise_reduce(runner, _gower_block if gower else _brute_block,
+                              distance.merge_top2, _finish, _combine,
                               Q, C, n_q, n_c, rows_a=rows_q, rows_b=rows_c,
                               args=(truth, metric, keep_nearest))
     else:

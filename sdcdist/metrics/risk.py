@@ -35,6 +35,7 @@ Options (``ctx.options``; declared and checked in :mod:`sdcdist.options`)
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -49,7 +50,10 @@ from ..parallel import add_dicts, map_reduce, tree_reduce
 from ._registry import MeasureContext, MetricResult, register, take_columns
 from .content import content_order, row_hashes
 
-__all__ = ["interval_counts", "key_positions", "crl_links"]
+log = logging.getLogger(__name__)
+
+__all__ = ["interval_counts", "key_positions", "crl_links", "ordinal_columns",
+           "spearman_cross"]
 
 
 # -- shared plumbing -----------------------------------------------------------------
@@ -231,8 +235,83 @@ def _linked_share(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric:
     return 100.0 * r[which] / r["n"]
 
 
+def ordinal_columns(ctx: MeasureContext) -> tuple[str, ...]:
+    """The columns named in option ``ordinal`` (categorical columns whose codes are
+    ordered); an unknown or numeric column raises."""
+    v = ctx.options.get("ordinal")
+    if v is None:
+        return ()
+    cols = [v] if isinstance(v, str) else list(v)
+    column_positions(cols, ctx.columns, what="ordinal column", where="the original file")
+    bad = [c for c in cols if c not in ctx.categorical]
+    if bad:
+        raise SdcInputError(f"the 'ordinal' option names the numeric column(s) {bad}; it "
+                            "names categorical columns whose codes are ordered (numeric "
+                            "columns are ordered already): declare them categorical, or "
+                            "leave them out of 'ordinal'")
+    return tuple(dict.fromkeys(cols))
+
+
+def _dld_gower(ctx: MeasureContext, keys: tuple[int, ...]) -> bool:
+    """Whether DLD links ``keys`` by the Gower distance (option ``dld_distance``; by
+    default on key sets holding a categorical column)."""
+    d = ctx.options.get("dld_distance")
+    if d is None:
+        return any(ctx.columns[k] in ctx.categorical for k in keys)
+    return d == "gower"
+
+
+def _gower_stats(X: Any, cols: tuple[int, ...], lookups: Any) -> dict[str, np.ndarray]:
+    from ..linkage.gower import column_stats
+    return column_stats(X, cols, lookups)
+
+
+def _gower_link(ctx: MeasureContext, keys: tuple[int, ...], reverse: bool) -> dict[str, Any]:
+    """Nearest-neighbour linkage on ``keys`` by the Gower distance (cached)."""
+    from ..linkage.gower import plan, prepare
+
+    def run() -> dict[str, Any]:
+        names, ja, jb = key_positions(ctx, keys)
+        ordinal = set(ordinal_columns(ctx))
+        kinds = tuple("ordinal" if nm in ordinal else "nominal" if nm in ctx.categorical
+                      else "numeric" for nm in names)
+        cat = [nm for nm, kind in zip(names, kinds) if kind != "numeric"]
+        lookups: list[Any] = [None] * len(names)
+        if cat:
+            from .frequency import recodings
+            for nm, lk in zip(cat, recodings(ctx, cat)):
+                lookups[names.index(nm)] = lk
+        lk = lookups if any(x is not None for x in lookups) else None
+        so = ctx.runner.call(_gower_stats, ctx.original, ja, lk)
+        sm = ctx.runner.call(_gower_stats, ctx.masked, jb, None)
+        for nm, kind, lo, hi in zip(names, kinds, so["min"], so["max"]):
+            # the terms divide by the original column's range (missing values aside; the
+            # masked column may be constant: a release that collapsed it is still linked)
+            if kind == "numeric" and not hi > lo:
+                raise SdcInputError(f"key column(s) ['{nm}'] are constant in the original "
+                                    "file; the Gower distance divides by each numeric key "
+                                    "column's range, so leave it out of the key sets")
+        g, prep = plan(kinds, so, sm)
+        O = ctx.runner.task(prepare, ctx.original, ja, kinds, prep, lk)
+        M = ctx.runner.task(prepare, ctx.masked, jb, kinds, prep, None)
+        n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
+        opt = dict(_options(ctx), method="brute")
+        if reverse:
+            truth = ctx.runner.task(invert_truth, ctx.truth, n_m, n_o)
+            return link_top2(ctx.runner, O, M, n_o, n_m, len(keys), metric=g, truth=truth,
+                             **opt)
+        return link_top2(ctx.runner, M, O, n_m, n_o, len(keys), metric=g, truth=ctx.truth,
+                         **opt)
+    return ctx.cached(("gower", reverse, keys), run)
+
+
 def _dld_share(ctx: MeasureContext, keys: tuple[int, ...], which: str) -> float:
-    if ctx.options.get("dld", "catalog") == "dmt":
+    dmt = ctx.options.get("dld", "catalog") == "dmt"
+    ordinal_columns(ctx)                      # a bad 'ordinal' is refused on every path
+    if _dld_gower(ctx, keys):
+        r = _gower_link(ctx, keys, reverse=dmt)
+        return 100.0 * r[which + "_hits" if dmt else which] / r["n"]
+    if dmt:
         return _linked_share(ctx, keys, "raw", "sqeuclidean", which + "_hits", reverse=True)
     return _linked_share(ctx, keys, "z", "sqeuclidean", which)
 
@@ -242,9 +321,10 @@ def _dld_share(ctx: MeasureContext, keys: tuple[int, ...], which: str) -> float:
 @register("DLD", kind="risk", keysets=True, same_shape=False, categorical=True,
           unit="% of records",
           reference="[DMT §4.1]",
-          options=_BLOCKED + ("dld",),
+          options=_BLOCKED + ("dld", "dld_distance", "ordinal"),
           description="distance-based linkage: % of masked records whose nearest original "
-                      "record (standardised Euclidean, key columns) is their own; "
+                      "record (standardised Euclidean on numeric key columns, Gower on key "
+                      "sets with categorical columns: option dld_distance) is their own; "
                       "option dld: dmt links original to masked on raw values, ties as hits")
 def dld(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
     return _dld_share(ctx, keys, "first")
@@ -253,9 +333,10 @@ def dld(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
 @register("DLD2", kind="risk", keysets=True, same_shape=False, categorical=True,
           unit="% of records",
           reference="[DMT §4.1]",
-          options=_BLOCKED + ("dld",),
+          options=_BLOCKED + ("dld", "dld_distance", "ordinal"),
           description="% of masked records whose second-nearest original record "
-                      "(standardised Euclidean) is their own; option dld as DLD")
+                      "(standardised Euclidean, or Gower as DLD) is their own; options dld "
+                      "and dld_distance as DLD")
 def dld2(ctx: MeasureContext, keys: tuple[int, ...]) -> float:
     return _dld_share(ctx, keys, "second")
 
@@ -394,8 +475,32 @@ def crl_links(A: np.ndarray, B: np.ndarray, corr: np.ndarray,
     return links
 
 
-def _crl_task(X: Any, Y: Any, ja: tuple[int, ...], jb: tuple[int, ...], truth: Any
-              ) -> tuple[float, int]:
+def spearman_cross(pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
+    """Spearman's correlations of every column of ``pa`` with every column of ``pb`` (rows
+    are the matching pairs), shape (p, q).
+
+    Each pair of columns over the rows where both are present (pairwise complete),
+    mid-ranks for ties, Pearson's correlation of the ranks; 0 where it is undefined
+    (fewer than two rows, or a constant column among them). The rows come in content
+    order, so the sums are the same floats in every row order."""
+    from scipy.stats import rankdata   # imported here: scipy.stats takes a second
+
+    out = np.zeros((pa.shape[1], pb.shape[1]))
+    for i in range(pa.shape[1]):
+        for j in range(pb.shape[1]):
+            ok = ~np.isnan(pa[:, i]) & ~np.isnan(pb[:, j])
+            if np.count_nonzero(ok) < 2:
+                continue
+            ra = rankdata(pa[ok, i]) - (np.count_nonzero(ok) + 1) / 2.0
+            rb = rankdata(pb[ok, j]) - (np.count_nonzero(ok) + 1) / 2.0
+            den = np.sqrt(np.dot(ra, ra) * np.dot(rb, rb))
+            if den > 0:
+                out[i, j] = float(np.dot(ra, rb) / den)
+    return out
+
+
+def _crl_task(X: Any, Y: Any, ja: tuple[int, ...], jb: tuple[int, ...], truth: Any,
+              correlation: str = "pearson") -> tuple[float, int]:
     """Expected correct links of CRL and the number of released records.
 
     Records identical on all the attributes tie in both sorts; a link counts its
@@ -411,7 +516,10 @@ def _crl_task(X: Any, Y: Any, ja: tuple[int, ...], jb: tuple[int, ...], truth: A
     # (over the pairs in content order: the same float sums in every row order)
     pa, pb = A[t[ok]], B[ok]
     co = content_order(row_hashes(np.hstack([pa, pb])))
-    corr = np.corrcoef(pa[co], pb[co], rowvar=False)[:len(ja), len(ja):]
+    if correlation == "spearman":
+        corr = spearman_cross(pa[co], pb[co])
+    else:
+        corr = np.corrcoef(pa[co], pb[co], rowvar=False)[:len(ja), len(ja):]
     inv = np.full(A.shape[0], -1, np.int64)
     inv[t[ok]] = ok
     links = crl_links(A, B, corr)
@@ -444,30 +552,70 @@ def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, 
 
 @register("CRL", kind="risk", same_shape=False, reference="[DTMS §4.3]",
           unit="% of records",
-          options=("crl_external", "crl_released"),
+          options=("crl_external", "crl_released", "crl_correlation", "ordinal"),
           description="correlation-based linkage (works without shared attributes): sort both "
-                      "files by their most correlated attribute pair; % linked correctly")
+                      "files by their most correlated attribute pair (Pearson, or Spearman: "
+                      "option crl_correlation); % linked correctly")
 def crl(ctx: MeasureContext) -> MetricResult:
     scen = _crl_columns(ctx)
+    correlation = ctx.options.get("crl_correlation") or "pearson"
+    info: dict[str, Any] = {}
+    if correlation == "spearman":
+        # nominal categorical attributes have no rank order: left out, with a note
+        ordinal = set(ordinal_columns(ctx))
+        nominal = {c for c in ctx.categorical if c not in ordinal}
+        left: list[str] = []
+        kept = []
+        for ja, jb in scen:
+            ka = tuple(j for j in ja if ctx.columns[j] not in nominal)
+            kb = tuple(j for j in jb if ctx.masked_columns[j] not in nominal)
+            left += [ctx.columns[j] for j in ja if j not in ka]
+            left += [ctx.masked_columns[j] for j in jb if j not in kb]
+            if not ka or not kb:
+                raise SdcInputError(
+                    "CRL on Spearman's correlations leaves nominal categorical columns out "
+                    "(they have no rank order), and then no column is left on one side; "
+                    "name ordinal columns in the 'ordinal' option, add numeric columns, or "
+                    "use crl_correlation: pearson")
+            kept.append((ka, kb))
+        scen = kept
+        if left:
+            left = list(dict.fromkeys(left))
+            log.info("CRL (Spearman) leaves the nominal column(s) %s out", left)
+            info["nominal_left_out"] = left
     truth = ctx.truth if ctx.truth is not None else ctx.runner.share(_truth_array(ctx))
     names_a, names_b = ctx.columns, ctx.masked_columns
     for ja, jb in scen:
         for j in ja:
-            _check_constant_one(ctx, ctx.original, j, names_a[j], "original file")
+            _check_constant_one(ctx, ctx.original, j, names_a[j], "original file",
+                                missing=correlation == "spearman")
         for j in jb:
-            _check_constant_one(ctx, ctx.masked, j, names_b[j], "masked file")
+            _check_constant_one(ctx, ctx.masked, j, names_b[j], "masked file",
+                                missing=correlation == "spearman")
     vals = []
     for ja, jb in scen:
-        hits, n = ctx.runner.call(_crl_task, ctx.original, ctx.masked, ja, jb, truth)
+        hits, n = ctx.runner.call(_crl_task, ctx.original, ctx.masked, ja, jb, truth,
+                                  correlation)
         vals.append(100.0 * hits / n)
     return MetricResult(float(np.mean(vals)),
                         per_keyset=tuple(vals) if len(scen) > 1 or
-                        ctx.options.get("crl_external") is None else None)
+                        ctx.options.get("crl_external") is None else None, info=info)
 
 
-def _check_constant_one(ctx: MeasureContext, X: Any, j: int, name: str, what: str) -> None:
-    if ctx.cached(("column_refused_one", what, j),
-                  lambda: ctx.runner.call(_column_refused, X, j)):
+def _few_values(X: Any, j: int) -> bool:
+    """Task: whether column ``j`` has fewer than two distinct non-missing values."""
+    x = np.asarray(X[:, j], dtype=np.float64)
+    x = x[~np.isnan(x)]
+    return bool(x.size < 2 or x.min() == x.max())
+
+
+def _check_constant_one(ctx: MeasureContext, X: Any, j: int, name: str, what: str, *,
+                        missing: bool = False) -> None:
+    """Refuse a constant CRL column (``missing``: missing values allowed, Spearman's
+    pairwise-complete correlations leave them out)."""
+    fn = _few_values if missing else _column_refused
+    if ctx.cached(("column_refused_one", what, j, missing),
+                  lambda: ctx.runner.call(fn, X, j)):
         raise SdcInputError(f"column '{name}' is constant in the {what}; correlation linkage "
                             "cannot use a constant column, so leave it out")
 
