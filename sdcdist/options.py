@@ -473,6 +473,10 @@ declare("id_p", tuple(range(1, 11)), Check("a non-empty list of percentages in [
                                            _percentages),
         "the percentages p of ID1 and ID2 (averaged over them)")
 declare("sdid_k", 0.05, number(low=0), "SDID interval half-width in masked sds")
+declare("regression", None, optional(Check("a regression 'y ~ x1 + x2' (column names)",
+                                           lambda v: isinstance(v, str) and "~" in v),
+                                     "the last numeric column on the other columns"),
+        "ci_overlap: the linear regression whose coefficients' intervals are compared")
 # -- attribute disclosure (l-diversity, t-closeness, beta-likeness, delta-disclosure) --
 declare("ldiv_l", 2, number(low=1),
         "the l a key class must reach in distinct, entropy and recursive l-diversity (the "
