@@ -69,12 +69,14 @@ def _tv(r, s):
                          for v in real)
 
 
-def _corr(r, s):
+def _corr(r, s, thr):
     if r.nunique().min() == 1 or s.nunique().min() == 1:
         return np.nan
     r, s = r.dropna(), s.dropna()
-    return 1 - abs(stats.pearsonr(r.iloc[:, 0], r.iloc[:, 1])[0]
-                   - stats.pearsonr(s.iloc[:, 0], s.iloc[:, 1])[0]) / 2
+    rr = stats.pearsonr(r.iloc[:, 0], r.iloc[:, 1])[0]
+    if thr > 0 and not abs(rr) > thr:
+        return np.nan
+    return 1 - abs(rr - stats.pearsonr(s.iloc[:, 0], s.iloc[:, 1])[0]) / 2
 
 
 def _binned(col):
@@ -82,26 +84,31 @@ def _binned(col):
     return pd.Series(np.digitize(col, edges), index=col.index)
 
 
-def _cont(r, s):
+def _cont(r, s, thr):
+    if thr > 0:
+        from scipy.stats.contingency import association
+        t2 = r.groupby(list(r.columns), dropna=False).size().unstack(fill_value=0)
+        if min(t2.shape) < 2 or not association(t2.to_numpy(), method="cramer") > thr:
+            return np.nan
     cr = r.groupby(list(r.columns), dropna=False).size() / len(r)
     cs = s.groupby(list(s.columns), dropna=False).size() / len(s)
     idx = cr.index.union(cs.index)
     return 1 - (cr.reindex(idx, fill_value=0) - cs.reindex(idx, fill_value=0)).abs().sum() / 2
 
 
-def _brute_quality(X, Y):
+def _brute_quality(X, Y, thr_r=0.5, thr_v=0.3):
     R, S = _frames(X, Y)
     shapes = {c: (_tv if c in CATS else _ks)(R[c], S[c]) for c in NAMES}
     pairs = {}
     for a, b in itertools.combinations(NAMES, 2):
         if a not in CATS and b not in CATS:
-            pairs[(a, b)] = _corr(R[[a, b]], S[[a, b]])
+            pairs[(a, b)] = _corr(R[[a, b]], S[[a, b]], thr_r)
         else:
             r, s = R[[a, b]].copy(), S[[a, b]].copy()
             for c in (a, b):
                 if c not in CATS:
                     r[c], s[c] = _binned(R[c]), _binned(S[c])
-            pairs[(a, b)] = _cont(r, s)
+            pairs[(a, b)] = _cont(r, s, thr_v)
     num = [p for p in pairs if p[0] not in CATS and p[1] not in CATS]
     cat = [p for p in pairs if p[0] in CATS and p[1] in CATS]
     sh, tr = np.nanmean(list(shapes.values())), np.nanmean(list(pairs.values()))
@@ -178,12 +185,29 @@ def test_quality_measures_equal_a_brute_force(pair):
     assert 0 < res["quality"].value < 1
 
 
+def test_quality_thresholds_follow_the_options(pair):
+    X, Y, res = pair
+    assert res["corr_similarity"].info["pairs_left_out"] >= 1      # SDMetrics' 0.5
+    want = _brute_quality(X, Y, 0.0, 0.0)
+    r = _measure(X, Y, QUALITY, quality_corr_threshold=0, quality_assoc_threshold=0)
+    for name in QUALITY:
+        assert r[name].value == pytest.approx(want[name], abs=1e-13), name
+    assert r["corr_similarity"].value != res["corr_similarity"].value
+
+
 def test_pmse_equals_a_logistic_brute_force(pair):
     X, Y, res = pair
     pmse, ratio = _brute_pmse(X, Y)
     assert res["pmse"].value == pytest.approx(pmse, rel=1e-6)
     assert res["pmse_ratio"].value == pytest.approx(ratio, rel=1e-6)
     assert res["pmse"].info["separated_records"] > 0      # h = 2 only in the original
+    # a numeric column missing in the release only: its indicator separates those records
+    Z = Y.copy()
+    Z[::9, 0] = np.nan
+    r = _measure(X, Z, ["pmse", "pmse_ratio"])
+    pmse, ratio = _brute_pmse(X, Z)
+    assert r["pmse"].value == pytest.approx(pmse, rel=1e-6) and r["pmse"].flag == 0
+    assert r["pmse_ratio"].value == pytest.approx(ratio, rel=1e-6)
 
 
 def test_pmse_is_ps_on_all_numeric_files_of_one_size():
@@ -229,8 +253,8 @@ def test_same_bits_for_any_chunking_and_row_order(pair):
 def test_constant_and_empty_columns_follow_sdmetrics():
     X, Y = _pair(missing=False)
     Y[:, 0] = 1.0                         # constant in the release: its correlations are NaN
-    r = _measure(X, Y, QUALITY)
-    want = _brute_quality(X, Y)
+    r = _measure(X, Y, QUALITY, quality_corr_threshold=0, quality_assoc_threshold=0)
+    want = _brute_quality(X, Y, 0.0, 0.0)
     for name in QUALITY:
         assert r[name].value == pytest.approx(want[name], abs=1e-13), name
     assert r["corr_similarity"].excluded == 2

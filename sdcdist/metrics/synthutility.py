@@ -46,7 +46,7 @@ from .utility import fixed_quanta as _quanta
 from .utility import logistic_rows as _logistic_rows
 
 __all__ = ["profile_chunk", "merge_profiles", "ks_statistic", "tv_complement_counts",
-           "pair_counts_chunk", "merge_pair_counts", "contingency_score", "cross_chunk",
+           "pair_counts_chunk", "merge_pair_counts", "contingency_score", "cramers_v", "cross_chunk",
            "merge_cross", "pearson_from_sums", "parse_regression", "ols_intervals",
            "interval_overlap", "MAX_DECIMALS"]
 
@@ -254,6 +254,24 @@ def contingency_score(ka: np.ndarray, ca: np.ndarray, kb: np.ndarray, cb: np.nda
     return 1.0 - math.fsum(np.abs(fa - fb) / 2)
 
 
+def cramers_v(keys: np.ndarray, counts: np.ndarray, width: int) -> float:
+    """Cramér's V of a two-way table given as cell keys ``row * width + col`` and counts
+    (the rows and columns that occur; scipy's ``association(method="cramer")``, chi-square
+    without continuity correction). NaN for an empty table or one with a single row or
+    column (SDMetrics then gives the pair no score)."""
+    r, c = keys // width, keys % width
+    ur, ir = np.unique(r, return_inverse=True)
+    uc, ic = np.unique(c, return_inverse=True)
+    if counts.sum() == 0 or min(ur.size, uc.size) < 2:
+        return math.nan
+    O = np.zeros((ur.size, uc.size))
+    O[ir.ravel(), ic.ravel()] = counts
+    n = O.sum()
+    E = np.outer(O.sum(axis=1), O.sum(axis=0)) / n
+    chi2 = math.fsum(((O - E) ** 2 / E).ravel())
+    return math.sqrt(chi2 / n / (min(O.shape) - 1))
+
+
 def cross_chunk(start: int, stop: int, X: Any, pos: Sequence[int],
                 pairs: Sequence[tuple[int, int]]) -> dict[str, Any]:
     """Task: for each pair of numeric columns, exact sums of 1, x, y, x², y², xy over the
@@ -311,6 +329,9 @@ def _pair_trends(ctx: MeasureContext, name: str) -> dict[str, Any]:
         num_pairs = [p for p in pairs if not cat[p[0]] and not cat[p[1]]]
         cont_pairs = [p for p in pairs if cat[p[0]] or cat[p[1]]]
         chunk = int(ctx.options["chunk_rows"])
+        thr_r = float(ctx.options["quality_corr_threshold"])
+        thr_v = float(ctx.options["quality_assoc_threshold"])
+        below = 0
         scores: dict[tuple[int, int], float] = {}
         if num_pairs:
             sums = []
@@ -326,6 +347,10 @@ def _pair_trends(ctx: MeasureContext, name: str) -> dict[str, Any]:
                     scores[(a, b)] = math.nan
                     continue
                 ra, rb = pearson_from_sums(sums[0][i]), pearson_from_sums(sums[1][i])
+                if thr_r > 0 and not abs(ra) > thr_r:      # NaN r never meets a threshold
+                    below += 1
+                    scores[(a, b)] = math.nan
+                    continue
                 scores[(a, b)] = (math.nan if math.isnan(ra) or math.isnan(rb)
                                   else 1.0 - abs(ra - rb) / 2)
         if cont_pairs:
@@ -339,10 +364,17 @@ def _pair_trends(ctx: MeasureContext, name: str) -> dict[str, Any]:
                                          [X], n, chunk_rows=chunk,
                                          args=(tuple(pos), levels, edges, cont_pairs)
                                          )["tables"])
-            for i, pair in enumerate(cont_pairs):
+            for i, (a, b) in enumerate(cont_pairs):
                 (ka, ca), (kb, cb) = tables[0][i], tables[1][i]
-                scores[pair] = contingency_score(ka, ca, kb, cb)
-        return {"pairs": pairs, "scores": scores, "cat": cat}
+                if thr_v > 0:
+                    width = (levels[b].size + 1) if levels[b] is not None else PAIR_BINS + 2
+                    v = cramers_v(ka, ca, width)
+                    if not v > thr_v:
+                        below += 1
+                        scores[(a, b)] = math.nan
+                        continue
+                scores[(a, b)] = contingency_score(ka, ca, kb, cb)
+        return {"pairs": pairs, "scores": scores, "cat": cat, "below_threshold": below}
     return ctx.cached(("synthutility_pairs", tuple(pr["names"])), compute)
 
 
@@ -459,12 +491,15 @@ def _pmse_spec(ctx: MeasureContext, name: str) -> dict[str, Any]:
             if miss:
                 terms.append((j, "na", 0.0, 0.0))
                 k += 1
+                if bool(pa["missing"][j]) != bool(pb["missing"][j]):
+                    lone.append((j, np.array([np.nan])))     # its indicator separates
     spec = {"terms": terms, "lone": lone, "k": k, "left_out": left_out,
             "n": (ctx.shape_original[0], ctx.shape_masked[0]),
             "po": pr["po"], "pm": pr["pm"]}
     # taking separated records out can leave other categories in one file only: repeat
     chunk = int(ctx.options["chunk_rows"])
-    cat_terms = [t[0] for t in terms if t[1] == "cat"]
+    cat_terms = [t[0] for t in terms if t[1] in ("cat", "na")]
+    is_cat = {t[0]: t[1] == "cat" for t in terms if t[1] in ("cat", "na")}
     while lone and cat_terms:
         counts = []
         for X, n, pos in ((ctx.original, spec["n"][0], pr["po"]),
@@ -475,7 +510,8 @@ def _pmse_spec(ctx: MeasureContext, name: str) -> dict[str, Any]:
         for i, j in enumerate(cat_terms):
             a, b = counts[0], counts[1]
             one = np.concatenate([np.setdiff1d(a["values"][i], b["values"][i]),
-                                  np.setdiff1d(b["values"][i], a["values"][i])])
+                                  np.setdiff1d(b["values"][i], a["values"][i])]) \
+                if is_cat[j] else np.zeros(0)
             if bool(a["missing"][i]) != bool(b["missing"][i]):
                 one = np.concatenate([one, [np.nan]])
             if one.size:
@@ -484,7 +520,7 @@ def _pmse_spec(ctx: MeasureContext, name: str) -> dict[str, Any]:
             break
         merged = {j: v for j, v in lone}
         for j, v in new:
-            merged[j] = np.concatenate([merged[j], v]) if j in merged else v
+            merged[j] = np.unique(np.concatenate([merged[j], v])) if j in merged else v
         lone = sorted(merged.items())
         spec["lone"] = lone
     return spec
@@ -750,30 +786,36 @@ def _tv(ctx: MeasureContext) -> MetricResult:
     return MetricResult(v, excluded=bad, info={"columns": [n for n, c in zip(names, cat) if c]})
 
 
+_PAIR_OPTIONS = ("chunk_rows", "quality_corr_threshold", "quality_assoc_threshold")
+
+
 @register("corr_similarity", kind="utility", same_shape=False, categorical=True,
-          ascending=False, options=("chunk_rows",), unit=_UNIT01, reference=_SDM,
-          description="mean over pairs of numeric columns of 1 - |r - r'|/2, Pearson's r "
-                      "(SDMetrics' CorrelationSimilarity)")
+          ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
+          description="mean over pairs of numeric columns whose original |r| exceeds "
+                      "quality_corr_threshold of 1 - |r - r'|/2, Pearson's r (SDMetrics' "
+                      "CorrelationSimilarity as its QualityReport averages it)")
 def _corr(ctx: MeasureContext) -> MetricResult:
     t = _pair_trends(ctx, "corr_similarity")
     cat = t["cat"]
     v, bad = _mean([t["scores"][p] for p in t["pairs"] if not cat[p[0]] and not cat[p[1]]])
-    return MetricResult(v, excluded=bad)
+    return MetricResult(v, excluded=bad, info={"pairs_left_out": bad})
 
 
 @register("contingency_similarity", kind="utility", same_shape=False, categorical=True,
-          ascending=False, options=("chunk_rows",), unit=_UNIT01, reference=_SDM,
-          description="mean over pairs of categorical columns of 1 - the total variation "
-                      "distance of their two-way tables (SDMetrics' ContingencySimilarity)")
+          ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
+          description="mean over pairs of categorical columns whose original Cramér's V "
+                      "exceeds quality_assoc_threshold of 1 - the total variation distance of "
+                      "their two-way tables (SDMetrics' ContingencySimilarity as its "
+                      "QualityReport averages it)")
 def _cont(ctx: MeasureContext) -> MetricResult:
     t = _pair_trends(ctx, "contingency_similarity")
     cat = t["cat"]
     v, bad = _mean([t["scores"][p] for p in t["pairs"] if cat[p[0]] and cat[p[1]]])
-    return MetricResult(v, excluded=bad)
+    return MetricResult(v, excluded=bad, info={"pairs_left_out": bad})
 
 
 @register("quality", kind="utility", same_shape=False, categorical=True,
-          ascending=False, options=("chunk_rows",), unit=_UNIT01, reference=_SDM,
+          ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
           description="SDMetrics' quality score: the mean of column shapes (KS and TV "
                       "complements) and column pair trends (correlation and contingency "
                       "similarities, numeric columns binned against categorical ones)")
