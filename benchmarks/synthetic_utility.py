@@ -122,8 +122,12 @@ for case in job:
     c = len(syn) / len(df)
     k = D.shape[1]
     p = t.copy()
-    fit = sm.GLM(t[~sep], D[~sep], family=sm.families.Binomial()).fit(tol=1e-14, maxiter=500)
-    p[~sep] = fit.predict(D[~sep])
+    # a dummy whose records were all separated is 0 on the fitted records: left out of the
+    # GLM (it changes no fitted value; statsmodels' IRLS on a singular design loses digits)
+    keep = np.abs(D[~sep]).max(axis=0) > 0
+    Dk = D[~sep][:, keep]
+    fit = sm.GLM(t[~sep], Dk, family=sm.families.Binomial()).fit(tol=1e-14, maxiter=500)
+    p[~sep] = fit.predict(Dk)
     res["pmse"] = float(np.mean((np.asarray(p) - c) ** 2))
     res["pmse_ratio"] = res["pmse"] / ((k - 1) * (1 - c) ** 2 * c / len(df))
     # CI overlap of the case's regression: statsmodels OLS conf_int

@@ -143,7 +143,11 @@ def ks_statistic(va: np.ndarray, ca: np.ndarray, vb: np.ndarray, cb: np.ndarray)
     fb = np.zeros(u.size, np.int64)
     fa[np.searchsorted(u, va)] = ca
     fb[np.searchsorted(u, vb)] = cb
-    diff = np.abs(np.cumsum(fa).astype(object) * nb - np.cumsum(fb).astype(object) * na)
+    ea, eb = np.cumsum(fa), np.cumsum(fb)
+    if max(na, nb) < 2**31:                       # the products stay below 2**62: exact
+        diff = np.abs(ea * nb - eb * na)
+    else:
+        diff = np.abs(ea.astype(object) * nb - eb.astype(object) * na)
     return float(Fraction(int(diff.max()), na * nb))
 
 
@@ -276,20 +280,24 @@ def cross_chunk(start: int, stop: int, X: Any, pos: Sequence[int],
                 pairs: Sequence[tuple[int, int]]) -> dict[str, Any]:
     """Task: for each pair of numeric columns, exact sums of 1, x, y, x², y², xy over the
     records ``start:stop`` where both are present (object ints, units 2**-SQ_SCALE)."""
-    B = np.asarray(X[start:stop], dtype=np.float64)[:, list(pos)]
-    D = np.column_stack([np.ones(B.shape[0]), B])
+    used = sorted({j for p in pairs for j in p})
+    where = {j: i for i, j in enumerate(used)}
+    pairs = [(where[a], where[b]) for a, b in pairs]
+    B = np.asarray(X[start:stop], dtype=np.float64)[:, [pos[j] for j in used]]
     miss = np.isnan(B)
-    out = []
-    if not miss.any():
-        S = exact_cross_sums(D) if D.shape[0] else np.zeros((D.shape[1],) * 2, dtype=object)
-        for a, b in pairs:
-            out.append(S[np.ix_([0, a + 1, b + 1], [0, a + 1, b + 1])])
-    else:
-        for a, b in pairs:
-            keep = ~(miss[:, a] | miss[:, b])
-            sub = D[keep][:, [0, a + 1, b + 1]]
-            out.append(exact_cross_sums(sub) if sub.shape[0]
-                       else np.zeros((3, 3), dtype=object))
+    D = np.column_stack([np.ones(B.shape[0]), np.where(miss, 0.0, B)])
+    out = [np.zeros((3, 3), dtype=object) for _ in pairs]
+    # one exact pass per pattern of missing values: a pair adds the sums of the patterns
+    # where both its columns are present
+    code = miss @ (1 << np.arange(miss.shape[1], dtype=np.int64)) if miss.size else \
+        np.zeros(B.shape[0], np.int64)
+    for pattern in np.unique(code):
+        rows = code == pattern
+        S = exact_cross_sums(D[rows])
+        for i, (a, b) in enumerate(pairs):
+            if not (pattern >> a) & 1 and not (pattern >> b) & 1:
+                ix = [0, a + 1, b + 1]
+                out[i] = out[i] + S[np.ix_(ix, ix)]
     return {"sums": out}
 
 
