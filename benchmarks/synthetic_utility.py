@@ -22,11 +22,15 @@ Agreement. Five pairs (original, release):
 
 For each, SDMetrics' QualityReport (``num_rows_subsample`` is not reached below 50,000
 records) gives the column-shape and column-pair scores, averaged as sdcdist's measures
-are; statsmodels' GLM (binomial) on synthpop's design gives pMSE and pmse_ratio, and
-statsmodels' OLS ``conf_int`` the CI overlap of a regression. The largest absolute
-difference is printed per measure; the check is 1e-12 for the SDMetrics measures and the
-CI overlap, 1e-9 relative for pMSE (GLM's own convergence tolerance is 1e-8 on the
-deviance).
+are; statsmodels' GLM (binomial) on synthpop's design gives pMSE and pmse_ratio (records
+in a category, or with a missing value, of one file only are separated: p = their label,
+the GLM fitted on the others), then a float64 Newton-Raphson polished from the GLM's
+estimate gives a second pMSE (``pmse_newton``); statsmodels' OLS ``conf_int`` gives the CI
+overlap of a regression. The largest difference is printed per measure; the checks:
+1e-12 for the SDMetrics measures, 1e-12 relative for pMSE against the polished Newton,
+1e-8 relative against the GLM itself (its IRLS stops on a deviance tolerance), 1e-9 for
+the CI overlap (statsmodels solves an un-centred design by a pseudo-inverse: on the
+household file, values up to 1e8, it loses digits; sdcdist's intervals are exact).
 
 Speed. The quality measures of sdcdist on a seeded mixed pair of --size records each
 (3 categorical, 4 numeric columns), in process (or on a local cluster of --workers
@@ -129,6 +133,15 @@ for case in job:
     fit = sm.GLM(t[~sep], Dk, family=sm.families.Binomial()).fit(tol=1e-14, maxiter=500)
     p[~sep] = fit.predict(Dk)
     res["pmse"] = float(np.mean((np.asarray(p) - c) ** 2))
+    # a second reference: Newton-Raphson in float64 from the GLM's estimate, to the limit
+    beta = np.asarray(fit.params, float)
+    for _ in range(8):
+        q = 1 / (1 + np.exp(-Dk @ beta))
+        H = Dk.T @ (Dk * (q * (1 - q))[:, None])
+        beta = beta + np.linalg.lstsq(H, Dk.T @ (t[~sep] - q), rcond=None)[0]
+    p2 = t.copy()
+    p2[~sep] = 1 / (1 + np.exp(-Dk @ beta))
+    res["pmse_newton"] = float(np.mean((p2 - c) ** 2))
     res["pmse_ratio"] = res["pmse"] / ((k - 1) * (1 - c) ** 2 * c / len(df))
     # CI overlap of the case's regression: statsmodels OLS conf_int
     y, xs = case["regression"]
@@ -168,7 +181,7 @@ def _mixed(n: int, rng: np.random.Generator, shift: float = 0.0,
     cols = [g1, g2, g3]
     age = np.round(rng.normal(40 + 5 * g1 + shift, 12, n))
     cols.append(age)
-    cols.append(np.round(rng.gamma(2, 800, n) + 30 * age, -1))
+    cols.append(np.round(rng.gamma(2, 800, n) + 100 * age, -1))
     cols.append(np.round(rng.normal(37, 6, n) - 2 * g1, 0))
     if numeric > 3:
         cols.append(rng.normal(0, 1, n) + 0.01 * age)
@@ -240,6 +253,9 @@ def agreement(peers: str) -> bool:
     ours = {c["label"]: sdcdist_figures(c) for c in cs}
     t_ours = time.perf_counter() - t0
     names = [*QUALITY, "pmse", "pmse_ratio", "ci_overlap"]
+    for c in cs:                           # the float Newton's pMSE beside sdcdist's
+        ours[c["label"]]["pmse_newton"] = ours[c["label"]]["pmse"]
+    names.append("pmse_newton")
     print(f"{'file':10s} " + " ".join(f"{n:>22s}" for n in names))
     worst = {n: 0.0 for n in names}
     for c in cs:
@@ -251,13 +267,17 @@ def agreement(peers: str) -> bool:
                 d = 0.0 if same else float("inf")
             else:
                 d = abs(a - b) / (abs(b) if n.startswith("pmse") else 1.0)
+            if n == "pmse_newton":
+                row.append(f"{d:.1e}")
+                worst[n] = max(worst[n], d)
+                continue
             worst[n] = max(worst[n], d)
             row.append(f"{a:.15f}" if not np.isnan(a) else "nan")
         print(f"{c['label']:10s} " + " ".join(f"{v:>22s}" for v in row))
     print("largest difference (relative for pmse*): " +
           ", ".join(f"{n} {worst[n]:.2e}" for n in names))
     for n in names:
-        tol = {"pmse": 1e-9, "pmse_ratio": 1e-9, "ci_overlap": 1e-9}.get(n, 1e-12)
+        tol = {"pmse": 1e-8, "pmse_ratio": 1e-8, "ci_overlap": 1e-9}.get(n, 1e-12)
         if worst[n] > tol:
             ok = False
             print(f"  DIFFERS: {n} ({worst[n]:.3e} > {tol})")

@@ -867,6 +867,11 @@ def _ci_overlap(ctx: MeasureContext) -> MetricResult:
         S = map_reduce(ctx.runner, ols_chunk, _add_S, [X], n, chunk_rows=chunk,
                        args=(tuple(pos), tuple(cats)))["S"]
         ci = ols_intervals(S)
+        if ci is None and ctx.options["regression"] is None:
+            # the default regression (not named): no figure rather than a refusal
+            return MetricResult(math.nan, excluded=1, info={
+                "regression": f"{y} ~ {' + '.join(xs)}",
+                "why": f"the default regression has no unique least-squares fit on the {which}"})
         if ci is None:
             raise SdcInputError(
                 f"ci_overlap: the regression {y} ~ {' + '.join(xs)} has no unique least-"
