@@ -24,10 +24,10 @@ For each, SDMetrics' QualityReport (``num_rows_subsample`` is not reached below 
 records) gives the column-shape and column-pair scores, averaged as sdcdist's measures
 are; statsmodels' GLM (binomial) on synthpop's design gives pMSE and pmse_ratio (records
 in a category, or with a missing value, of one file only are separated: p = their label,
-the GLM fitted on the others), then a float64 Newton-Raphson polished from the GLM's
-estimate gives a second pMSE (``pmse_newton``); statsmodels' OLS ``conf_int`` gives the CI
+the GLM fitted on the others), and a float64 Newton-Raphson on the same design (columns
+standardised) gives a second pMSE (``pmse_newton``); statsmodels' OLS ``conf_int`` gives the CI
 overlap of a regression. The largest difference is printed per measure; the checks:
-1e-12 for the SDMetrics measures, 1e-12 relative for pMSE against the polished Newton,
+1e-12 for the SDMetrics measures, 1e-12 relative for pMSE against that Newton,
 1e-8 relative against the GLM itself (its IRLS stops on a deviance tolerance), 1e-9 for
 the CI overlap (statsmodels solves an un-centred design by a pseudo-inverse: on the
 household file, values up to 1e8, it loses digits; sdcdist's intervals are exact).
@@ -133,14 +133,18 @@ for case in job:
     fit = sm.GLM(t[~sep], Dk, family=sm.families.Binomial()).fit(tol=1e-14, maxiter=500)
     p[~sep] = fit.predict(Dk)
     res["pmse"] = float(np.mean((np.asarray(p) - c) ** 2))
-    # a second reference: Newton-Raphson in float64 from the GLM's estimate, to the limit
-    beta = np.asarray(fit.params, float)
-    for _ in range(8):
-        q = 1 / (1 + np.exp(-Dk @ beta))
-        H = Dk.T @ (Dk * (q * (1 - q))[:, None])
-        beta = beta + np.linalg.lstsq(H, Dk.T @ (t[~sep] - q), rcond=None)[0]
+    # a second reference: Newton-Raphson in float64 on the design with its non-constant
+    # columns standardised (the same fitted values; a well-conditioned Hessian)
+    Z = Dk.copy()
+    sd = Z.std(axis=0)
+    Z[:, sd > 0] = (Z[:, sd > 0] - Z[:, sd > 0].mean(axis=0)) / sd[sd > 0]
+    beta = np.zeros(Z.shape[1])
+    for _ in range(40):
+        q = 1 / (1 + np.exp(-Z @ beta))
+        H = Z.T @ (Z * (q * (1 - q))[:, None])
+        beta = beta + np.linalg.lstsq(H, Z.T @ (t[~sep] - q), rcond=None)[0]
     p2 = t.copy()
-    p2[~sep] = 1 / (1 + np.exp(-Dk @ beta))
+    p2[~sep] = 1 / (1 + np.exp(-Z @ beta))
     res["pmse_newton"] = float(np.mean((p2 - c) ** 2))
     res["pmse_ratio"] = res["pmse"] / ((k - 1) * (1 - c) ** 2 * c / len(df))
     # CI overlap of the case's regression: statsmodels OLS conf_int
