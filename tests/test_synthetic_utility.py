@@ -268,3 +268,11 @@ def test_bad_regressions_are_refused(pair):
             _measure(X, Y, ["ci_overlap"], regression=reg)
     with pytest.raises(SdcInputError, match="regression"):
         _measure(X, Y, ["ci_overlap"], regression=3)
+
+
+@pytest.mark.slow
+def test_same_bits_on_two_workers(pair, client):
+    X, Y, res = pair
+    opts = {"regression": "c ~ a + b", "chunk_rows": 17}
+    r = measure(X, Y, ALL, columns=NAMES, categorical=CATS, options=opts, client=client)
+    assert _bits(r) == _bits(res)
