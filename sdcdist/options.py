@@ -489,6 +489,16 @@ declare("id_p", tuple(range(1, 11)), Check("a non-empty list of percentages in [
                                            _percentages),
         "the percentages p of ID1 and ID2 (averaged over them)")
 declare("sdid_k", 0.05, number(low=0), "SDID interval half-width in masked sds")
+declare("regression", None, optional(Check("a regression 'y ~ x1 + x2' (column names)",
+                                           lambda v: isinstance(v, str) and "~" in v),
+                                     "the last numeric column on the other columns"),
+        "ci_overlap: the linear regression whose coefficients' intervals are compared")
+declare("quality_corr_threshold", 0.5, number(0, 1),
+        "corr_similarity and quality: a pair of numeric columns counts when the original's "
+        "|Pearson r| exceeds it (SDMetrics' QualityReport default 0.5; 0 counts every pair)")
+declare("quality_assoc_threshold", 0.3, number(0, 1),
+        "contingency_similarity and quality: a pair counts when the original's Cramér's V "
+        "exceeds it (SDMetrics' QualityReport default 0.3; 0 counts every pair)")
 # -- attribute disclosure (l-diversity, t-closeness, beta-likeness, delta-disclosure) --
 declare("ldiv_l", 2, number(low=1),
         "the l a key class must reach in distinct, entropy and recursive l-diversity (the "

@@ -9,7 +9,7 @@ from ._registry import (DEFAULT_OPTIONS, NEEDS, REGISTRY, MeasureContext, Metric
                         companions, get_metric, is_companion, needing, register)
 from .keysets import KeySets, default_keysets
 from . import infoloss, prl, ranks, risk, scores, utility, frequency, attribute, suda, synthetic  # noqa: F401
-from . import household, modrisk, attacks  # noqa: F401,E402  (register metrics)
+from . import household, modrisk, attacks, synthutility  # noqa: F401,E402  (register metrics)
 from .measure import expand_requirements, measure, options_of
 
 __all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",

@@ -179,6 +179,11 @@ def logistic_chunk(start: int, stop: int, X: Any, Y: Any, mean: np.ndarray, sd: 
     return {"exact": exact, "wrong": wrong, "k": k}
 
 
+#: the fit's kernel, its grid and its bits per part, shared with ``pmse``
+#: (:mod:`sdcdist.metrics.synthutility`): one logistic kernel for both
+logistic_rows, fixed_quanta, FIX_BITS = _logistic_rows, _quanta, _FIX
+
+
 def _exact_fit_sums(st: dict[str, Any]) -> dict[str, Any]:
     """The correctly rounded floats of the fit's exact sums: ``ll``, ``u``, ``grad``,
     ``hess`` (full, symmetric) and ``wrong``."""
