@@ -10,7 +10,7 @@ import pytest
 from sdcdist import SdcInputError
 from sdcdist.data import from_array
 from sdcdist.metrics import measure
-from sdcdist.metrics.frequency import (combo_frequencies, combo_table, individual_risk,
+from sdcdist.metrics.risk.frequency import (combo_frequencies, combo_table, individual_risk,
                                        merge_tables)
 
 FREQ = ["uniques", "kviol2", "kviol3", "kviol5", "IR_mean", "IR_max", "ER"]

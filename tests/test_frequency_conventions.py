@@ -12,7 +12,7 @@ import pytest
 from sdcdist.cube import conventions
 from sdcdist.data import from_array
 from sdcdist.metrics import measure
-from sdcdist.metrics.frequency import (combo_frequencies, combo_table, frequency_summary,
+from sdcdist.metrics.risk.frequency import (combo_frequencies, combo_table, frequency_summary,
                                        individual_risk)
 
 

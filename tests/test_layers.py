@@ -82,7 +82,7 @@ def import_graph(package: Path) -> tuple[Graph, dict[str, Path]]:
     """Every import between modules of ``package`` (a folder), at any depth of each file.
 
     An imported name resolves to the innermost module of the package that holds it:
-    ``from ..metrics import frequency`` to ``pkg.metrics.frequency``, ``from ..metrics
+    ``from ..metrics.risk import frequency`` to ``pkg.metrics.risk.frequency``, ``from ..metrics
     import get_metric`` to ``pkg.metrics`` (its ``__init__``).
     """
     root = package.parent
@@ -210,7 +210,7 @@ def test_the_scan_covers_the_package(package_graph, layers):
     assert len(files) > 80
     assert layer_of("sdcdist", layers) == layers["sdcdist.__init__"]
     assert layer_of("sdcdist.new_module", layers) is None
-    assert {"sdcdist", "sdcdist.errors", "sdcdist.options", "sdcdist.metrics.frequency",
+    assert {"sdcdist", "sdcdist.errors", "sdcdist.options", "sdcdist.metrics.risk.frequency",
             "sdcdist.service.app", "sdcdist.cli._common"} <= set(files)
     # imports inside functions are seen: cli/catalog.py reads the registries in its commands
     assert "sdcdist.metrics" in graph["sdcdist.cli.catalog"]

@@ -13,7 +13,7 @@ from sdcdist import options as opt
 from sdcdist import masking, metrics
 from sdcdist.audit import parse_spec
 from sdcdist.errors import SdcInputError
-from sdcdist.metrics.attacks import ATTACK_METRICS
+from sdcdist.metrics.risk.attacks import ATTACK_METRICS
 from sdcdist.masking import REGISTRY as METHODS
 from sdcdist.metrics import DEFAULT_OPTIONS, MeasureContext, measure
 from sdcdist.metrics import REGISTRY as METRICS

@@ -710,7 +710,7 @@ def test_pld_best_metric_beside_pld(census):
 
 def test_pld_leaves_a_named_constant_key_out_with_a_note():
     from sdcdist.metrics import measure
-    from sdcdist.metrics.prl import em_note
+    from sdcdist.metrics.risk.prl import em_note
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.normal(size=30), rng.normal(size=30), np.full(30, 2021.0)])
     Y = X + np.column_stack([rng.normal(scale=0.3, size=(30, 2)), np.zeros(30)])
@@ -728,7 +728,7 @@ def test_pld_leaves_a_named_constant_key_out_with_a_note():
 
 def test_plain_em_at_its_limit_says_what_to_do():
     from sdcdist.metrics import measure
-    from sdcdist.metrics.prl import em_note
+    from sdcdist.metrics.risk.prl import em_note
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 2))
     Y = X + rng.normal(scale=0.3, size=(30, 2))

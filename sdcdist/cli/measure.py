@@ -161,7 +161,7 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     for n, r in res.items():
         click.echo(f"{n:10s} {REGISTRY[n].kind:8s} {r.value:14.6g} {r.excluded:9d} {r.flag:5d}"
                    + interval_text(n, r))
-    from ..metrics.prl import em_note
+    from ..metrics.risk.prl import em_note
     for n, r in res.items():
         note = em_note(n, r)
         if note:

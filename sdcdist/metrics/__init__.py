@@ -8,8 +8,14 @@
 from ._registry import (DEFAULT_OPTIONS, NEEDS, REGISTRY, MeasureContext, Metric, MetricResult,
                         companions, get_metric, is_companion, needing, register)
 from .keysets import KeySets, default_keysets
-from . import infoloss, prl, ranks, risk, scores, utility, frequency, attribute, suda, synthetic  # noqa: F401
-from . import household, modrisk, attacks  # noqa: F401,E402  (register metrics)
+# the measures register on import; this order is the catalogue's
+from .loss import infoloss  # noqa: F401,I001
+from .risk import prl  # noqa: F401
+from .loss import ranks  # noqa: F401
+from .risk import linkage  # noqa: F401
+from . import scores  # noqa: F401
+from .loss import utility  # noqa: F401
+from .risk import frequency, attribute, suda, synthetic, household, modrisk, attacks  # noqa: F401
 from .measure import expand_requirements, measure, options_of
 
 __all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",

@@ -48,7 +48,7 @@ every cell's risk by [f_j = 1], so an overflowing exp() in a large cell turns it
 into NaN).
 
 Map / combine / aggregate over record chunks: each chunk returns the table of its
-distinct (cell, weight) pairs with their counts (:func:`sdcdist.metrics.attribute.pair_table`),
+distinct (cell, weight) pairs with their counts (:func:`sdcdist.metrics.risk.attribute.pair_table`),
 merged by exact integer counts into one sorted table, so the sums w_j and π_j (over
 distinct weights in increasing order), the fit and the figures are the same for any
 chunking and worker count. The fit is on the client, on the cells (not the records).
@@ -64,10 +64,10 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from ..errors import SdcInputError, column_positions, weight_error
-from ..keytables import weighted_chunk
-from ..parallel import map_reduce, one_blas_thread
-from ._registry import MeasureContext, MetricResult, register
+from ...errors import SdcInputError, column_positions, weight_error
+from ...keytables import weighted_chunk
+from ...parallel import map_reduce, one_blas_thread
+from .._registry import MeasureContext, MetricResult, register
 from .attribute import merge_weighted_tables, pair_table
 from .frequency import frequency_keys
 

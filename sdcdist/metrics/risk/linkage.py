@@ -40,14 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
-from ..linkage import distance
-from ..linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
-from ..linkage.truth import invert_truth, row_truth
-from ..moments import column_moments, constant_columns
-from ..parallel import add_dicts, map_reduce, tree_reduce
-from ._registry import MeasureContext, MetricResult, register, take_columns
-from .content import content_order, row_hashes
+from ...errors import SdcInputError, column_positions
+from ...linkage import distance
+from ...linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
+from ...linkage.truth import invert_truth, row_truth
+from ...moments import column_moments, constant_columns
+from ...parallel import add_dicts, map_reduce, tree_reduce
+from .._registry import MeasureContext, MetricResult, register, take_columns
+from ..content import content_order, row_hashes
 
 __all__ = ["interval_counts", "key_positions", "crl_links"]
 
@@ -161,7 +161,7 @@ def _zero_width(X: Any, n: int) -> np.ndarray:
 def _blocked_link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str,
                   reverse: bool) -> dict[str, Any]:
     """Linkage within blocks of equal categorical keys, distance on the numeric keys."""
-    from ..linkage.blocked import block_keys, blocked_link_top2, max_codes
+    from ...linkage.blocked import block_keys, blocked_link_top2, max_codes
     names, ja, jb = key_positions(ctx, keys)
     cat = [i for i, nm in enumerate(names) if nm in ctx.categorical]
     num = tuple(keys[i] for i in range(len(keys)) if i not in cat)
@@ -314,7 +314,7 @@ def _truth_array(ctx: MeasureContext) -> np.ndarray:
           description="global distance-based linkage: 1-1 assignment minimising total "
                       "standardised Euclidean distance; % of masked records paired with their own")
 def gdbrl(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
-    from ..linkage.assignment import (Candidates, assign_by_content, content_order,
+    from ...linkage.assignment import (Candidates, assign_by_content, content_order,
                                       expected_hits, identical_classes)
     M, O = _transformed(ctx, keys, "z")
     n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
@@ -402,7 +402,7 @@ def _crl_task(X: Any, Y: Any, ja: tuple[int, ...], jb: tuple[int, ...], truth: A
     expected correctness over the orders of identical records (as the other linkage
     metrics count identical records: :func:`~sdcdist.linkage.assignment.expected_hits`),
     summed exactly, so the figure does not depend on the files' row order."""
-    from ..linkage.assignment import expected_hits, identical_classes
+    from ...linkage.assignment import expected_hits, identical_classes
     A = np.asarray(X[:, list(ja)], dtype=np.float64)
     B = np.asarray(Y[:, list(jb)], dtype=np.float64)
     t = np.asarray(truth, dtype=np.int64)      # masked -> original

@@ -18,7 +18,7 @@ is its maximum 0.25, flagged (flag 1, ``info["separation"] = "complete"``).
 ``EMD`` clusters each z-scored file with seeded k-means (scikit-learn) and
 solves the transportation problem between the weighted centroid sets exactly
 with scipy's linear programming (HiGHS). ``EMD1`` pairs order statistics of
-each column from the distributed sort of :mod:`~sdcdist.metrics.ranks`.
+each column from the distributed sort of :mod:`~sdcdist.metrics.loss.ranks`.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import numba
 import numpy as np
 from scipy import sparse
 
-from ..parallel import map_reduce, one_blas_thread
-from ._registry import MeasureContext, MetricResult, register
-from .content import content_order, row_hashes
-from .exactsum import SCALE, to_fraction
+from ...parallel import map_reduce, one_blas_thread
+from .._registry import MeasureContext, MetricResult, register
+from ..content import content_order, row_hashes
+from ..exactsum import SCALE, to_fraction
 from .infoloss import il_sd, record_stats
 from .ranks import RANK_OPTIONS, rank_pass
 

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtri
 
-from ...errors import SdcInputError, column_positions, option_error
-from ...parallel import map_reduce, pair_block_rows, pairwise_reduce
-from .._attack_kernels import knn_ids_kernel as _knn_ids_kernel
-from .._registry import MeasureContext, MetricResult, register
-from ..content import content_hashes, content_order, content_ranks
+from ....errors import SdcInputError, column_positions, option_error
+from ....parallel import map_reduce, pair_block_rows, pairwise_reduce
+from .kernels import knn_ids_kernel as _knn_ids_kernel
+from ..._registry import MeasureContext, MetricResult, register
+from ...content import content_hashes, content_order, content_ranks
 
 __all__ = ["ATTACKS", "ATTACK_METRICS", "success_rate", "residual", "bound_risk",
            "risk_from_counts", "read_block", "concat_lists", "chunk_rows_option", "file_order",

@@ -54,10 +54,10 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
-from ..keytables import combo_table, merge_tables, unpack_keys
-from ..parallel import Runner, map_batches, map_reduce
-from ._registry import MeasureContext, MetricResult, register
+from ...errors import SdcInputError, column_positions
+from ...keytables import combo_table, merge_tables, unpack_keys
+from ...parallel import Runner, map_batches, map_reduce
+from .._registry import MeasureContext, MetricResult, register
 from .frequency import frequency_keys
 
 __all__ = ["MAX_SUBSETS", "hash_uniques", "suda_weights", "msu_search", "suda_scores", "suda2_records", "suda_summary",

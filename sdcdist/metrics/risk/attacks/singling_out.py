@@ -1,4 +1,4 @@
-"""Singling out (see :mod:`sdcdist.metrics.attacks`): metrics ``so_uni`` and ``so_multi``.
+"""Singling out (see :mod:`sdcdist.metrics.risk.attacks`): metrics ``so_uni`` and ``so_multi``.
 
 Singling out: queries (conjunctions of ``col op value``) built from the release
 that match exactly one of its distinct records; a query succeeds when it matches
@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
-from ...errors import SdcInputError, column_positions
-from ...parallel import map_chunks, map_reduce, reduce_chunks
-from .._attack_kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, NUMPY_QUERIES,
+from ....errors import SdcInputError, column_positions
+from ....parallel import map_chunks, map_reduce, reduce_chunks
+from .kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, NUMPY_QUERIES,
                                count_indexed,
                                count_kernel as _count_kernel, count_numpy, query_index)
-from .._registry import MeasureContext
-from ..content import content_hashes
+from ..._registry import MeasureContext
+from ...content import content_hashes
 from .common import (attack_columns, chunk_rows_option, concat_lists, read_block,
                      register_attack, risk_from_counts)
 

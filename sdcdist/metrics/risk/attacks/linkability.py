@@ -1,4 +1,4 @@
-"""Linkability (see :mod:`sdcdist.metrics.attacks`): metric ``linkability``.
+"""Linkability (see :mod:`sdcdist.metrics.risk.attacks`): metric ``linkability``.
 
 Linkability: each target record is split into the columns of the attacker's two
 files (``link_aux``); each half finds its ``link_neighbors`` nearest released
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, column_positions
-from .._registry import MeasureContext
+from ....errors import SdcInputError, column_positions
+from ..._registry import MeasureContext
 from .common import (attack_columns, attack_targets, file_order, gower_knn, register_attack,
                      risk_from_counts)
 

@@ -48,11 +48,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions, weight_error
-from ..keytables import (apply_lookup, combo_frequencies, combo_table, merge_tables,
+from ...errors import SdcInputError, column_positions, weight_error
+from ...keytables import (apply_lookup, combo_frequencies, combo_table, merge_tables,
                          unique_rows)
-from ..parallel import map_reduce
-from ._registry import MeasureContext, MetricResult, register
+from ...parallel import map_reduce
+from .._registry import MeasureContext, MetricResult, register
 
 __all__ = ["combo_table", "merge_tables", "combo_frequencies", "individual_risk",
            "frequency_summary", "frequency_keys", "K_VIOLATIONS"]

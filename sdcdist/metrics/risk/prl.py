@@ -21,11 +21,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..errors import SdcInputError
-from ..options import prl_names
-from ..linkage.prl import PRLResult, PRLSettings, probabilistic_linkage
-from ..linkage.prl.em import limit_advice
-from ._registry import MeasureContext, MetricResult, constant_columns, register
+from ...errors import SdcInputError
+from ...options import prl_names
+from ...linkage.prl import PRLResult, PRLSettings, probabilistic_linkage
+from ...linkage.prl.em import limit_advice
+from .._registry import MeasureContext, MetricResult, constant_columns, register
 
 log = logging.getLogger(__name__)
 

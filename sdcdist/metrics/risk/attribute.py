@@ -59,10 +59,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
-from ..keytables import key_rows, unique_rows
-from ..parallel import map_reduce
-from ._registry import REGISTRY, MeasureContext, MetricResult, get_metric, register
+from ...errors import SdcInputError, column_positions
+from ...keytables import key_rows, unique_rows
+from ...parallel import map_reduce
+from .._registry import REGISTRY, MeasureContext, MetricResult, get_metric, register
 from .frequency import frequency_keys
 
 __all__ = ["needs_confidential", "pair_table", "merge_pairs", "merge_weighted_tables", "class_measures",

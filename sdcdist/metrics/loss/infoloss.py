@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
-from ..parallel import map_reduce
-from ._registry import REGISTRY, MeasureContext, MetricResult, register
-from .exactsum import SQ_SCALE, exact_cross_sums, exact_square_sums, exact_sums, to_fraction
+from ...errors import SdcInputError
+from ...parallel import map_reduce
+from .._registry import REGISTRY, MeasureContext, MetricResult, register
+from ..exactsum import SQ_SCALE, exact_cross_sums, exact_square_sums, exact_sums, to_fraction
 
 __all__ = ["stats_chunk", "combine_stats", "record_stats", "table1", "il_sd"]
 

@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
-from ..parallel import Runner, add_dicts, map_reduce, tree_reduce
-from ..parallel.sort import SortedFile, chunk_ranks, distributed_sort
-from ._registry import MeasureContext, MetricResult, register
-from .content import row_hashes
-from .exactsum import exact_sums, to_fraction
+from ...errors import SdcInputError
+from ...parallel import Runner, add_dicts, map_reduce, tree_reduce
+from ...parallel.sort import SortedFile, chunk_ranks, distributed_sort
+from .._registry import MeasureContext, MetricResult, register
+from ..content import row_hashes
+from ..exactsum import exact_sums, to_fraction
 
 __all__ = ["rank_pass", "column_groups", "max_abs_rank_distance", "max_sq_rank_distance",
            "RANK_TIES"]

@@ -71,11 +71,11 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ..errors import SdcInputError, column_positions
-from ..keytables import unique_rows
-from ..linkage.distance_drivers import linkage_block_rows
-from ..parallel import indexed_reduce, map_reduce
-from ._registry import MeasureContext, MetricResult, register
+from ...errors import SdcInputError, column_positions
+from ...keytables import unique_rows
+from ...linkage.distance_drivers import linkage_block_rows
+from ...parallel import indexed_reduce, map_reduce
+from .._registry import MeasureContext, MetricResult, register
 from .attribute import confidential_columns
 from .frequency import frequency_keys
 
