@@ -17,7 +17,7 @@ from sdcdist import SdcInputError
 from sdcdist.data import Microdata, reference_file
 from sdcdist.data.types import check_roles
 from sdcdist.metrics import measure
-from sdcdist.metrics.risk.modrisk import GridDesign, design_matrix, poisson_glm, poisson_glm_grid
+from sdcdist.metrics.risk.loglinear import GridDesign, design_matrix, poisson_glm, poisson_glm_grid
 
 #: sdcMicro 5.8.1's measure_risk(hid = "ori_hid") and modRisk figures on the household file
 #: (benchmarks/peers/risk_household_sdcmicro.R)
@@ -391,7 +391,7 @@ def test_cli_link_refuses_the_household_as_key(run, tmp_path, rng):
 def test_weighted_chunk_tables_merge_to_the_whole_file_tables(rng):
     """The combine shared by the household and model-based risks: chunk tables merged in
     any grouping equal the whole file's table, and the bad weights add up."""
-    from sdcdist.metrics.risk.attribute import merge_weighted_tables, pair_table
+    from sdcdist.keytables import merge_weighted_tables, pair_table
     keys = rng.integers(0, 3, (90, 2)).astype(float)
     keys[::13, 1] = np.nan
     w = rng.choice([1.5, 2.0, 7.25], 90)
@@ -414,7 +414,7 @@ def test_household_risk_keeps_the_digits_of_tiny_risks(rng):
     fast_hier does in R; see docs/catalog.md)."""
     from fractions import Fraction
 
-    from sdcdist.metrics.risk.attribute import pair_table
+    from sdcdist.keytables import pair_table
     from sdcdist.metrics.risk.frequency import individual_risk
     from sdcdist.metrics.risk.household import household_risks
 

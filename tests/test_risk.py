@@ -12,7 +12,8 @@ from sdcdist.errors import SdcInputError
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
 from sdcdist.metrics.content import row_hashes
-from sdcdist.metrics.risk.linkage import crl_links, interval_counts
+from sdcdist.metrics.risk.interval import interval_counts
+from sdcdist.metrics.risk.linkage import crl_links
 
 LINKAGE = ["DLD", "DLD2", "DRL2", "PDL", "RR"]
 

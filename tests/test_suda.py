@@ -162,7 +162,7 @@ def test_extended_keys_equal_keys_from_scratch(seed):
     """The keys of a subset extended from its first columns' keys (on a stack shared by the
     subsets of a task) find the same uniques as keys built column by column, and as a
     brute-force count, also where the key space exceeds int64 (counted from scratch)."""
-    from sdcdist.metrics.risk.suda import _unique_batch, _unique_on
+    from sdcdist.metrics.risk.msu import _unique_batch, _unique_on
     rng = np.random.default_rng(seed)
     q = 5
     t = combo_table(_tie_heavy(rng, 300, q))

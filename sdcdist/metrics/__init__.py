@@ -12,10 +12,12 @@ from .keysets import KeySets, default_keysets
 from .loss import infoloss  # noqa: F401,I001
 from .risk import prl  # noqa: F401
 from .loss import ranks  # noqa: F401
-from .risk import linkage  # noqa: F401
+from .risk import linkage, interval  # noqa: F401
 from . import scores  # noqa: F401
-from .loss import utility  # noqa: F401
-from .risk import frequency, attribute, suda, synthetic, household, modrisk, attacks  # noqa: F401
+from .loss import propensity, emd  # noqa: F401
+from .risk import frequency  # noqa: F401
+from .loss import categorical  # noqa: F401
+from .risk import attribute, suda, synthetic, cap, household, modrisk, attacks  # noqa: F401
 from .measure import expand_requirements, measure, options_of
 
 __all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",

@@ -3,5 +3,6 @@
 One module per family of measures, each registering its metrics on import
 (``sdcdist.metrics`` imports them in the catalogue's order): :mod:`.infoloss`
 (Table 1 errors, IL, IL1s, ...), :mod:`.ranks` (rank errors over the distributed sort),
-:mod:`.utility` (propensity scores, earth mover's distances).
+:mod:`.propensity` (propensity scores), :mod:`.emd` (earth mover's distances),
+:mod:`.categorical` (changed values, distances between contingency tables).
 """

@@ -43,19 +43,17 @@ weight enters through F in the individual risk.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, column_positions, weight_error
-from ...keytables import (apply_lookup, combo_frequencies, combo_table, merge_tables,
-                         unique_rows)
+from ...errors import column_positions, weight_error
+from ...keytables import combo_frequencies, key_table_chunk, merge_tables
 from ...parallel import map_reduce
 from .._registry import MeasureContext, MetricResult, register
+from ..categorical_keys import frequency_keys
 
-__all__ = ["combo_table", "merge_tables", "combo_frequencies", "individual_risk",
-           "frequency_summary", "frequency_keys", "K_VIOLATIONS"]
+__all__ = ["individual_risk", "frequency_summary", "K_VIOLATIONS"]
 
 #: the k of the kviol metrics
 K_VIOLATIONS = (2, 3, 5)
@@ -99,49 +97,6 @@ def frequency_summary(table: dict[str, Any], weighted: bool) -> dict[str, float]
     return out
 
 
-def _chunk_table(start: int, stop: int, X: Any, keys: Sequence[int], w: int | None,
-                 lookups: Sequence[np.ndarray | None] | None = None) -> dict[str, Any]:
-    block = np.asarray(X[start:stop], dtype=np.float64)
-    if lookups is not None:
-        block = block.copy()
-        for j, lk in zip(keys, lookups):
-            block[:, j] = apply_lookup(block[:, j], lk)
-    weights = None
-    bad = 0
-    if w is not None:
-        weights = block[:, w]
-        ok = np.isfinite(weights) & (weights > 0)
-        bad = int((~ok).sum())
-    t = combo_table(block[:, list(keys)], weights)
-    t.pop("inverse")
-    t["bad_weights"] = bad
-    return t
-
-
-def frequency_keys(ctx: MeasureContext, name: str) -> tuple[str, ...]:
-    """The categorical key columns of the frequency metrics.
-
-    The named key sets' columns (else the dataset's key columns), keeping the
-    categorical ones.
-    """
-    if ctx.keysets_given:
-        cand = list(dict.fromkeys(c for ks in ctx.keysets for c in ks))
-    else:
-        cand = list(ctx.key_columns)
-    keys = tuple(c for c in cand if c in ctx.categorical)
-    if not keys:
-        if not ctx.categorical:
-            raise SdcInputError(
-                f"{name} counts key combinations of categorical columns, and the file has "
-                "none: declare the integer-coded keys categorical (ingest --categorical, or "
-                "'categorical:' in the spec's dataset), or use text columns")
-        raise SdcInputError(
-            f"{name} counts key combinations of categorical key columns, and none of the "
-            f"key columns is categorical; name categorical keys (--keys, or the key role), "
-            f"e.g. among: {', '.join(ctx.categorical)}")
-    return keys
-
-
 def _table(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
     keys = frequency_keys(ctx, name)
     pos = column_positions(keys, ctx.masked_columns, what="key column", where="the masked file")
@@ -150,7 +105,7 @@ def _table(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], bool, tuple[
         w = ctx.masked_columns.index(ctx.weight)
 
     def compute() -> dict[str, Any]:
-        t = map_reduce(ctx.runner, _chunk_table, merge_tables, [ctx.masked],
+        t = map_reduce(ctx.runner, key_table_chunk, merge_tables, [ctx.masked],
                        ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
                        args=(tuple(pos), w))
         if t["bad_weights"]:
@@ -179,140 +134,3 @@ _metric("IR_max", "largest individual re-identification risk (Benedetti-Franconi
         "probability (0 to 1)")
 _metric("ER", "expected number of re-identifications: the sum of the individual risks",
         "records")
-
-
-# -- global recodings: how the masked categories cover the original ones ---------------------
-
-def _chunk_pairs(start: int, stop: int, A: Any, B: Any, ja: Sequence[int], jb: Sequence[int]
-                 ) -> dict[str, Any]:
-    a = np.asarray(A[start:stop], dtype=np.float64)[:, list(ja)]
-    b = np.asarray(B[start:stop], dtype=np.float64)[:, list(jb)]
-    pairs = []
-    for j in range(a.shape[1]):
-        ok = ~np.isnan(a[:, j]) & ~np.isnan(b[:, j])
-        pairs.append(np.unique(np.column_stack([a[ok, j], b[ok, j]]).astype(np.int64), axis=0)
-                     if ok.any() else np.zeros((0, 2), np.int64))
-    return {"pairs": pairs}
-
-
-def _merge_pairs(*parts: dict[str, Any]) -> dict[str, Any]:
-    return {"pairs": [np.unique(np.concatenate(ps), axis=0)
-                      for ps in zip(*[p["pairs"] for p in parts])]}
-
-
-def recodings(ctx: MeasureContext, names: Sequence[str]) -> list[np.ndarray | None]:
-    """For each categorical column, the lookup original code -> masked code when the masked
-    column is a global recoding of the original (every original category went to one
-    masked category, and some changed), else None.
-
-    A published recoding is known to the intruder and the analyst alike, so the original is
-    recoded the same way before linking on it or comparing tables. Only for files whose
-    records correspond row by row (same shape, no truth given).
-    """
-    if ctx.truth is not None or ctx.shape_original[0] != ctx.shape_masked[0]:
-        return [None] * len(names)
-
-    def compute() -> list[np.ndarray | None]:
-        ja = column_positions(names, ctx.columns)
-        jb = column_positions(names, ctx.masked_columns)
-        t = map_reduce(ctx.runner, _chunk_pairs, _merge_pairs, [ctx.original, ctx.masked],
-                       ctx.shape_original[0], chunk_rows=int(ctx.options["chunk_rows"]),
-                       args=(tuple(ja), tuple(jb)))
-        out: list[np.ndarray | None] = []
-        for pr in t["pairs"]:
-            a, b = pr[:, 0], pr[:, 1]
-            if a.size == 0 or np.unique(a).size != a.size or np.array_equal(a, b):
-                out.append(None)
-                continue
-            lk = np.full(int(a.max()) + 1, np.nan)
-            lk[a] = b
-            out.append(lk)
-        return out
-    return ctx.cached(("recodings", tuple(names)), compute)
-
-
-# -- loss on categorical columns ----------------------------------------------------------
-
-def _chunk_changed(start: int, stop: int, A: Any, B: Any, ja: Sequence[int], jb: Sequence[int]
-                   ) -> dict[str, Any]:
-    a = np.asarray(A[start:stop], dtype=np.float64)[:, list(ja)]
-    b = np.asarray(B[start:stop], dtype=np.float64)[:, list(jb)]
-    same = (a == b) | (np.isnan(a) & np.isnan(b))
-    return {"changed": (~same).sum(axis=0).astype(np.int64), "n": np.int64(a.shape[0])}
-
-
-def _add(*parts: dict[str, Any]) -> dict[str, Any]:
-    out = dict(parts[0])
-    for p in parts[1:]:
-        out = {k: out[k] + p[k] for k in out}
-    return out
-
-
-@register("changed", kind="loss", categorical=True, options=("chunk_rows",),
-          unit="fraction of values (0 to 1)",
-          reference="share of perturbed values (e.g. Templ 2017, ch. 7)",
-          description="categorical columns: share of values changed by masking (a "
-                      "suppressed value counts as changed), mean over the columns")
-def changed(ctx: MeasureContext) -> MetricResult:
-    """Mean over the categorical columns of the share of records whose value changed."""
-    cols = [c for c in ctx.categorical if c in ctx.columns and c in ctx.masked_columns]
-    if not cols:
-        raise SdcInputError("changed compares categorical columns, and the files have none; "
-                            "declare integer-coded ones categorical (ingest --categorical, or "
-                            "'categorical:' in the spec's dataset)")
-    ja = column_positions(cols, ctx.columns)
-    jb = column_positions(cols, ctx.masked_columns)
-    t = map_reduce(ctx.runner, _chunk_changed, _add, [ctx.original, ctx.masked],
-                   ctx.shape_original[0], chunk_rows=int(ctx.options["chunk_rows"]),
-                   args=(tuple(ja), tuple(jb)))
-    share = t["changed"] / max(int(t["n"]), 1)
-    return MetricResult(float(share.mean()),
-                        info={"per_column": {c: float(s) for c, s in zip(cols, share)}})
-
-
-def _contingency(ctx: MeasureContext, name: str) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """Proportions of the key combinations in the original and the masked file, aligned."""
-    keys = frequency_keys(ctx, name)
-
-    def compute() -> tuple[np.ndarray, np.ndarray]:
-        lookups = recodings(ctx, keys)
-        ta = map_reduce(ctx.runner, _chunk_table, merge_tables, [ctx.original],
-                        ctx.shape_original[0], chunk_rows=int(ctx.options["chunk_rows"]),
-                        args=(tuple(column_positions(keys, ctx.columns)), None,
-                              lookups if any(lk is not None for lk in lookups) else None))
-        tb = map_reduce(ctx.runner, _chunk_table, merge_tables, [ctx.masked],
-                        ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
-                        args=(tuple(column_positions(keys, ctx.masked_columns)), None))
-        rows = np.concatenate([ta["rows"], tb["rows"]])
-        _, inv = unique_rows(rows)
-        m = int(inv.max()) + 1
-        ia, ib = inv[:ta["rows"].shape[0]], inv[ta["rows"].shape[0]:]
-        p = np.bincount(ia, weights=ta["count"].astype(np.float64), minlength=m)
-        q = np.bincount(ib, weights=tb["count"].astype(np.float64), minlength=m)
-        return p / p.sum(), q / q.sum()
-    p, q = ctx.cached(("contingency", keys), compute)
-    return p, q, keys
-
-
-@register("hellinger", kind="loss", categorical=True, same_shape=False, options=("chunk_rows",),
-          unit="distance (0 to 1)",
-          reference="Hellinger distance between contingency tables",
-          description="Hellinger distance between the original and masked contingency tables "
-                      "of the categorical keys, sqrt(1/2 sum (sqrt p - sqrt q)^2), in [0, 1] "
-                      "(a globally recoded key compared at the recoded level)")
-def hellinger(ctx: MeasureContext) -> MetricResult:
-    """Hellinger distance of the key tables (a missing value is a cell of its own)."""
-    p, q, keys = _contingency(ctx, "hellinger")
-    h = float(np.sqrt(0.5 * np.sum((np.sqrt(p) - np.sqrt(q)) ** 2)))
-    return MetricResult(min(h, 1.0), info={"keys": list(keys)})
-
-
-@register("tvd", kind="loss", categorical=True, same_shape=False, options=("chunk_rows",),
-          unit="distance (0 to 1)",
-          reference="total variation distance between contingency tables",
-          description="total variation distance between the original and masked contingency "
-                      "tables of the categorical keys, 1/2 sum |p - q|, in [0, 1]")
-def tvd(ctx: MeasureContext) -> MetricResult:
-    """Total variation distance of the key tables (a missing value is a cell of its own)."""
-    p, q, keys = _contingency(ctx, "tvd")
-    return MetricResult(float(0.5 * np.abs(p - q).sum()), info={"keys": list(keys)})

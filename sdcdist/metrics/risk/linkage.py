@@ -1,9 +1,9 @@
-"""Disclosure-risk metrics: distance, rank and correlation linkage, interval disclosure.
+"""Linkage risk: distance, rank and correlation linkage of the masked file to the original.
 
 Linkage metrics are computed per key set (column positions into the original
 file's columns; the masked file's columns are matched by name) through the
 exact drivers of :mod:`sdcdist.linkage`. Metrics sharing a transform and a
-neighbour search (``DLD`` and ``DLD2``; ``ID1``, ``ID2`` and ``SDID``) share one
+neighbour search (``DLD`` and ``DLD2``) share one
 computation through :meth:`MeasureContext.cached`, and the column transforms
 are computed once per column for all key sets.
 
@@ -27,10 +27,6 @@ Options (``ctx.options``; declared and checked in :mod:`sdcdist.options`)
     Convention of DLD and DLD2: ``"catalog"`` (default) or ``"dmt"`` (raw key
     values, original -> masked, a full hit when the true record is among the
     tied nearest); see :data:`sdcdist.cube.DLD_CONVENTIONS`.
-``id_p``
-    The percentages of ID1/ID2 (1..10).
-``sdid_k``
-    The k of SDID (0.05).
 """
 
 from __future__ import annotations
@@ -44,12 +40,11 @@ from ...errors import SdcInputError, column_positions
 from ...linkage import distance
 from ...linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
 from ...linkage.truth import invert_truth, row_truth
-from ...moments import column_moments, constant_columns
-from ...parallel import add_dicts, map_reduce, tree_reduce
+from ...moments import constant_columns
 from .._registry import MeasureContext, MetricResult, register, take_columns
 from ..content import content_order, row_hashes
 
-__all__ = ["interval_counts", "key_positions", "crl_links"]
+__all__ = ["key_positions", "crl_links"]
 
 
 # -- shared plumbing -----------------------------------------------------------------
@@ -171,7 +166,7 @@ def _blocked_link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric:
         M, O = _transformed(ctx, num, kind)
     else:
         M, O = ctx.runner.task(_zero_width, None, n_m), ctx.runner.task(_zero_width, None, n_o)
-    from .frequency import recodings
+    from ..categorical_keys import recodings
     lookups = recodings(ctx, [names[i] for i in cat])
     lookups = lookups if any(lk is not None for lk in lookups) else None
     hi = np.maximum(ctx.runner.call(max_codes, ctx.original, ca),
@@ -470,109 +465,3 @@ def _check_constant_one(ctx: MeasureContext, X: Any, j: int, name: str, what: st
                   lambda: ctx.runner.call(_column_refused, X, j)):
         raise SdcInputError(f"column '{name}' is constant in the {what}; correlation linkage "
                             "cannot use a constant column, so leave it out")
-
-
-# -- interval disclosure -------------------------------------------------------------
-
-def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
-                    ) -> dict[str, np.ndarray]:
-    """Task for one column: original values inside the ID1 and ID2 intervals, all p at once.
-
-    ID1: the masked column is sorted once (ties in content order: by a hash of the
-    record's original and masked values); for each p the interval of
-    record i is ``[s[r_i - h], s[r_i + h]]`` (clamped), ``r_i`` the rank of its
-    masked value and ``h = floor(p n / 100)``. ID2: ``x' ± p s' / 100``.
-    Also returns the masked column's sd (ddof 1, summed in sorted order:
-    :func:`sdcdist.moments.column_moments`) for SDID.
-    """
-    x = np.asarray(X[:, ja], dtype=np.float64)
-    y = np.asarray(Y[:, jb], dtype=np.float64)
-    n = y.shape[0]
-    # tied masked values in content order (by a hash of the record's original and masked
-    # value): the same ranks and counts in every row order, and as random as the row order
-    # (ordering ties by the original value would put it inside its interval more often);
-    # records equal in both values are interchangeable
-    order = np.lexsort((row_hashes(np.column_stack([x, y])), y))
-    s = y[order]                  # masked values by rank
-    xs = x[order]                 # each record's original value, at its masked rank
-    # summed over the sorted values: the same float in every row order, so which values
-    # fall on an interval's bound does not depend on the order of the records
-    sd = float(column_moments(y[:, None])[1][0]) if n > 1 else 0.0
-    id1 = np.zeros(len(ps), dtype=np.int64)
-    id2 = np.zeros(len(ps), dtype=np.int64)
-    for i, p in enumerate(ps):
-        h = min(int(np.floor(p * n / 100.0)), n - 1)
-        # rank r's interval is [s[max(r - h, 0)], s[min(r + h, n - 1)]]: shifted views of s
-        lo_ok = np.concatenate([xs[:h] >= s[0], xs[h:] >= s[:n - h]])
-        hi_ok = np.concatenate([xs[:n - h] <= s[h:], xs[n - h:] <= s[-1]])
-        id1[i] = int(np.count_nonzero(lo_ok & hi_ok))
-        w = p * sd / 100.0
-        id2[i] = int(np.count_nonzero((y - w <= x) & (x <= y + w)))
-    return {"id1": id1, "id2": id2, "n": np.array(n), "sd": np.array([sd])}
-
-
-def _concat_sd(*parts: dict) -> dict:
-    out = add_dicts(*[{k: p[k] for k in ("id1", "id2", "n")} for p in parts])  # integers
-    out["sd"] = np.concatenate([p["sd"] for p in parts])
-    return out
-
-
-def _shared_columns(ctx: MeasureContext) -> list[tuple[int, int]]:
-    pos = {c: i for i, c in enumerate(ctx.masked_columns)}
-    pairs = [(i, pos[c]) for i, c in enumerate(ctx.columns) if c in pos]
-    if not pairs:
-        raise SdcInputError("the original and masked files share no column names; interval "
-                            "disclosure compares each original column with the masked column "
-                            "of the same name")
-    return pairs
-
-
-def _intervals(ctx: MeasureContext) -> dict[str, Any]:
-    def run() -> dict[str, Any]:
-        ps = tuple(float(p) for p in ctx.options["id_p"])
-        parts = [ctx.runner.task(interval_counts, a, b, ctx.original, ctx.masked, ps)
-                 for a, b in _shared_columns(ctx)]
-        return ctx.runner.result(tree_reduce(ctx.runner, _concat_sd, parts))
-    return ctx.cached("intervals", run)
-
-
-@register("ID1", kind="risk", reference="[DMT §4.3]", options=("id_p",),
-          unit="% of values",
-          description="rank interval disclosure: % of original values inside the interval of "
-                      "masked values within p% of ranks, mean over p = 1..10")
-def id1(ctx: MeasureContext) -> float:
-    tot = _intervals(ctx)
-    return float(np.mean(100.0 * tot["id1"] / tot["n"]))
-
-
-@register("ID2", kind="risk", reference="[DMT §6]", options=("id_p",),
-          unit="% of values",
-          description="sd interval disclosure: % of original values within x' ± p s'/100, "
-                      "mean over p = 1..10")
-def id2(ctx: MeasureContext) -> float:
-    tot = _intervals(ctx)
-    return float(np.mean(100.0 * tot["id2"] / tot["n"]))
-
-
-def _sdid_chunk(start: int, stop: int, X: Any, Y: Any, ja: tuple[int, ...],
-                jb: tuple[int, ...], half: np.ndarray) -> dict[str, int]:
-    x = np.asarray(X[start:stop][:, list(ja)], dtype=np.float64)
-    y = np.asarray(Y[start:stop][:, list(jb)], dtype=np.float64)
-    inside = ((y - half) <= x) & (x <= (y + half))
-    return {"hits": int(np.count_nonzero(inside.all(axis=1))), "n": stop - start}
-
-
-@register("SDID", kind="risk", reference="sdcMicro dRisk",
-          unit="fraction of records (0 to 1)",
-          options=("chunk_rows", "id_p", "sdid_k"),
-          description="share of records whose every original value lies within "
-                      "x' ± k s'_j (k = 0.05)")
-def sdid(ctx: MeasureContext) -> float:
-    k = float(ctx.options["sdid_k"])
-    sd = _intervals(ctx)["sd"]
-    pairs = _shared_columns(ctx)
-    ja, jb = tuple(a for a, _ in pairs), tuple(b for _, b in pairs)
-    tot = map_reduce(ctx.runner, _sdid_chunk, add_dicts, [ctx.original, ctx.masked],
-                     ctx.shape_original[0], chunk_rows=int(ctx.options["chunk_rows"]),
-                     args=(ja, jb, k * sd))
-    return tot["hits"] / tot["n"]
