@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..errors import SdcInputError
+from ..errors import exclusive_error, exists_error
 from ._common import (ClusterOptions, check_tables, cluster, cluster_options, echo_json,
                       json_flag, main, option_items, parse_options, table_outputs,
                       write_tables)
@@ -116,7 +116,7 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     from ..audit.calibrate import STATUS, calibrate as run_calibrate, check_request
     from ..report import format_table
     if (risk is None) == (utility is None):
-        raise SdcInputError("give exactly one of --risk METRIC or --utility METRIC")
+        raise exclusive_error(["--risk METRIC", "--utility METRIC"], "exactly one")
     check_output(out, what="--out", kind="store", overwrite=overwrite)
     tables = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, [None],
                           overwrite=overwrite)[None]
@@ -124,7 +124,7 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float,
     mode, metric = ("risk", risk) if risk else ("utility", utility)
     check_request(s, metric, mode, target)
     if out is not None and not overwrite and Path(out).exists():
-        raise SdcInputError(f"{out!r} exists; choose another --out or pass --overwrite")
+        raise exists_error("--out", out)
     data = load_data(s)     # the data and the parameters it bounds, before any cluster
 
     def said(stage: str, n: int) -> None:

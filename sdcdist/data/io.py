@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import checksums, integrity
-from ..errors import SdcInputError, column_positions, param_error
+from ..errors import SdcInputError, column_positions, exists_error, param_error
 from .arrowcsv import read_typed
 from .microdata import (DEFAULT_CHUNK_ROWS, Microdata, align_categories, check_typed,
                         file_sha256_in_background, from_array, is_store, values_fingerprint)
@@ -162,7 +162,7 @@ def write_microdata(md: Microdata, store: str | os.PathLike, *,
     if low.endswith((".csv", ".parquet", ".pq")):
         import pandas as pd
         if Path(out).exists() and not overwrite:
-            raise SdcInputError(f"{out!r} already exists; pass --overwrite to replace it")
+            raise exists_error("file", out)
         df = pd.DataFrame(md.values, columns=list(md.columns))
         for c, labels in md.categories.items():
             codes = md.values[:, md.columns.index(c)]

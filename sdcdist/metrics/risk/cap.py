@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, column_positions
+from ...errors import column_error, column_positions
 from ...keytables import distinct_float_rows, unique_rows
 from ...parallel import map_reduce
 from .._registry import MeasureContext, MetricResult, register
@@ -96,9 +96,8 @@ def _cap(ctx: MeasureContext) -> MetricResult:
     conf = confidential_columns(ctx, "cap", keys)
     missing = [c for c in keys + conf if c not in ctx.columns]
     if missing:
-        raise SdcInputError(f"cap compares training records with released ones on the key "
-                            f"and confidential columns, and the original file lacks "
-                            f"{missing}; give both files these columns")
+        raise column_error(missing, ctx.columns, what="key or confidential column of cap",
+                           where="the original file")
     kq = column_positions(keys, ctx.masked_columns, what="key column", where="the masked file")
     cq = column_positions(conf, ctx.masked_columns, what="confidential column",
                           where="the masked file")

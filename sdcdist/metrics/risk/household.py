@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, column_positions, weight_error
+from ...errors import SdcInputError, bad_values_error, column_positions, weight_error
 from ...keytables import (combo_frequencies, merge_weighted_tables, pair_table, unique_rows,
                           weighted_chunk)
 from ...parallel import map_reduce
@@ -159,9 +159,9 @@ def _summary(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], tuple[str,
             raise weight_error(ctx.weight, bad=int(t["bad_weights"]))
         miss = int(t["tables"]["households"]["missing"])
         if miss:
-            raise SdcInputError(
-                f"the household id column {h!r} is missing in {miss} records; every record "
-                "needs a household id (give a person living alone an id of their own)")
+            raise bad_values_error(h, miss, "missing", "every record needs a household id "
+                                   "(give a person living alone an id of their own)",
+                                   where="the masked file (the household id)")
         return household_summary(t["tables"], w is not None)
     return ctx.cached(("household", keys, h, w), compute), keys, w is not None
 

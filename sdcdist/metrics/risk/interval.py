@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError
+from ...errors import count_error
 from ...moments import column_moments
 from ...parallel import add_dicts, map_reduce, tree_reduce
 from .._registry import MeasureContext, register
@@ -74,9 +74,9 @@ def _shared_columns(ctx: MeasureContext) -> list[tuple[int, int]]:
     pos = {c: i for i, c in enumerate(ctx.masked_columns)}
     pairs = [(i, pos[c]) for i, c in enumerate(ctx.columns) if c in pos]
     if not pairs:
-        raise SdcInputError("the original and masked files share no column names; interval "
-                            "disclosure compares each original column with the masked column "
-                            "of the same name")
+        raise count_error("The original and masked files", "at least 1", "column name in "
+                          "common", 0, "interval disclosure compares each original column with "
+                          "the masked column of the same name")
     return pairs
 
 

@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, column_positions
+from ...errors import (SdcInputError, column_positions, constant_error, empty_error,
+                        exclusive_error)
 from ...linkage import distance
 from ...linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
 from ...linkage.truth import invert_truth, row_truth
@@ -89,8 +90,8 @@ def _check_constant(ctx: MeasureContext, name: str, j_a: int, j_b: int) -> None:
     ra, rb = ctx.cached(("column_refused", name), refused)
     for r, what in ((ra, "original file"), (rb, "masked file")):
         if r:
-            raise SdcInputError(f"key column(s) ['{name}'] are constant in the {what}; linkage "
-                                "cannot use a constant column, so leave it out of the key sets")
+            raise constant_error([name], f"the {what}", "linkage cannot use a constant key "
+                                 "column", "leave it out of the key sets")
 
 
 def _transformed(ctx: MeasureContext, keys: tuple[int, ...], kind: str) -> tuple[Any, Any]:
@@ -418,9 +419,8 @@ def _crl_task(X: Any, Y: Any, ja: tuple[int, ...], jb: tuple[int, ...], truth: A
 def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     ext, rel = ctx.options.get("crl_external"), ctx.options.get("crl_released")
     if (ext is None) != (rel is None):
-        raise SdcInputError("CRL without shared attributes needs both the 'crl_external' "
-                            "(columns of the original file) and the 'crl_released' (columns "
-                            "of the masked file) options; got only one")
+        raise exclusive_error(["The option 'crl_external' (columns of the original file)",
+                               "'crl_released' (columns of the masked file)"], "all")
     if ext is None:
         if not ctx.keysets:
             raise SdcInputError("CRL needs a key set or the 'crl_external'/'crl_released' "
@@ -430,8 +430,8 @@ def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, 
     for cols, have, what in ((ext, ctx.columns, "original"), (rel, ctx.masked_columns, "masked")):
         cols = [cols] if isinstance(cols, str) else list(cols)
         if not cols:
-            raise SdcInputError(f"the CRL column list for the {what} file is empty; name at "
-                                "least one column")
+            raise empty_error(f"The CRL column list for the {what} file",
+                              "name at least one column")
         out.append(tuple(column_positions(cols, have, what="CRL column",
                                           where=f"the {what} file")))
     return [tuple(out)]  # type: ignore[list-item]
@@ -463,5 +463,5 @@ def crl(ctx: MeasureContext) -> MetricResult:
 def _check_constant_one(ctx: MeasureContext, X: Any, j: int, name: str, what: str) -> None:
     if ctx.cached(("column_refused_one", what, j),
                   lambda: ctx.runner.call(_column_refused, X, j)):
-        raise SdcInputError(f"column '{name}' is constant in the {what}; correlation linkage "
-                            "cannot use a constant column, so leave it out")
+        raise constant_error([name], f"the {what}", "correlation linkage cannot use a constant "
+                             "column", "leave it out")

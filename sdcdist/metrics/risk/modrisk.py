@@ -63,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, column_positions, weight_error
+from ...errors import SdcInputError, column_positions, option_error, weight_error
 from ...keytables import merge_weighted_tables, pair_table, weighted_chunk
 from ...parallel import map_reduce
 from .._registry import MeasureContext, MetricResult, register
@@ -90,8 +90,8 @@ def parse_formula(text: str, columns: Sequence[str]) -> tuple[list[str], list[tu
     if body.startswith("~"):
         body = body[1:]
     if "~" in body or not body.strip():
-        raise SdcInputError(f"modrisk_formula must be a right-hand side such as '~ a + b + "
-                            f"a:b'; got {text!r}")
+        raise option_error("modrisk_formula", "a right-hand side such as '~ a + b + a:b'",
+                           text)
     terms: list[tuple[str, ...]] = []
     for part in body.split("+"):
         part = part.strip()

@@ -23,7 +23,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ...errors import SdcInputError
+from ...errors import count_error
 from ...parallel import Runner, map_batches
 
 __all__ = ["msu_search", "MAX_SUBSETS", "KEY_LIMIT"]
@@ -310,10 +310,10 @@ def msu_search(runner: Runner, rows: np.ndarray, count: np.ndarray, *,
     if n_subsets > MAX_SUBSETS:
         fit = max(k for k in range(1, q + 1)
                   if sum(math.comb(q, i) for i in range(1, k + 1)) <= MAX_SUBSETS)
-        raise SdcInputError(
-            f"SUDA2 would search {n_subsets} key subsets ({q} key columns, MSUs of up to {K}), "
-            f"more than {MAX_SUBSETS}: set the 'suda_max_size' option to at most {fit}, or "
-            "name fewer categorical keys")
+        raise count_error("SUDA2's search", f"at most {MAX_SUBSETS}", "key subsets",
+                          f"{n_subsets} ({q} key columns, MSUs of up to {K})",
+                          f"set the 'suda_max_size' option to at most {fit}, or name fewer "
+                          "categorical keys")
     uniques = np.flatnonzero(count == 1).astype(np.int64)
     C = uniques.size
     counts = np.zeros((K + 1, C), np.int64)

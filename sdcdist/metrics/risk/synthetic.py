@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ...errors import SdcInputError, column_positions
+from ...errors import SdcInputError, column_positions, count_error
 from ...keytables import distinct_float_rows
 from ...linkage.distance_drivers import linkage_block_rows
 from ...parallel import indexed_reduce, map_reduce
@@ -419,8 +419,7 @@ def _nearest(ctx: MeasureContext, name: str, which: str) -> dict[str, Any]:
         sr = ctx.cached(("dcr_summary", which, tuple(pos_r)), lambda: _summary(
             ctx, R, n_r, pos_r, cat))
         if int(sr["n"]) == 0:
-            raise SdcInputError(f"{name}: the {which} file has no record; give one with at "
-                                "least one record")
+            raise count_error(f"The {which} file of {name}", "at least 1", "record", 0)
         cols = dcr_columns(pos_q, pos_r, [not c for c in cat], sq, sr)
         width = embed(np.zeros((0, len(names))), cols).shape[1]
         br = ctx.options.get("block_rows")
@@ -437,7 +436,7 @@ def _nearest(ctx: MeasureContext, name: str, which: str) -> dict[str, Any]:
                                          _query_threads(ctx.runner)))
         return {**res, "columns": names}
     if ctx.shape_masked[0] == 0:
-        raise SdcInputError(f"{name} needs a released file with at least one record")
+        raise count_error(f"The released file of {name}", "at least 1", "record", 0)
     return ctx.cached(("dcr_nearest", which, tuple(names)), compute)
 
 
