@@ -314,8 +314,8 @@ def test_too_many_subsets_asks_for_a_maximum_size():
     rng = np.random.default_rng(3)
     X = rng.integers(0, 3, (50, 17)).astype(np.float64)
     cols = [f"k{j}" for j in range(17)]
-    with pytest.raises(SdcInputError, match=r"131071 key subsets .* 'suda_max_size' option "
-                                            r"to at most 8"):
+    with pytest.raises(SdcInputError, match=r"at most 65535 key subsets\. Got 131071 .* "
+                                            r"'suda_max_size' option to at most 8"):
         measure(X, X, ["suda_mean"], columns=cols, categorical=cols)
     res = measure(X, X, ["msu_total"], columns=cols, categorical=cols,
                   options={"suda_max_size": 2})

@@ -310,7 +310,7 @@ def msu_search(runner: Runner, rows: np.ndarray, count: np.ndarray, *,
     if n_subsets > MAX_SUBSETS:
         fit = max(k for k in range(1, q + 1)
                   if sum(math.comb(q, i) for i in range(1, k + 1)) <= MAX_SUBSETS)
-        raise count_error("SUDA2's search", f"at most {MAX_SUBSETS}", "key subsets",
+        raise count_error("SUDA2's search space", f"at most {MAX_SUBSETS}", "key subsets",
                           f"{n_subsets} ({q} key columns, MSUs of up to {K})",
                           f"set the 'suda_max_size' option to at most {fit}, or name fewer "
                           "categorical keys")
