@@ -148,7 +148,7 @@ def run_sdcdist_ldiv(d: pd.DataFrame) -> float:
 
 def run_sdcdist(d: pd.DataFrame) -> tuple[dict, float, float]:
     from sdcdist.metrics import REGISTRY, measure
-    from sdcdist.metrics.attribute import MEASURES
+    from sdcdist.metrics.risk.attribute import MEASURES
     names = [k for k in REGISTRY if k in MEASURES or k[:-5] in MEASURES]
     X = d[KEYS + CONF].to_numpy(np.float64)
     tracemalloc.start()

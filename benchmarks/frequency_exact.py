@@ -70,7 +70,7 @@ def main() -> None:
     a = ap.parse_args()
     from sdcdist.keytables import exact_group_sums, exact_to_float, merge_tables
     from sdcdist.metrics import measure
-    from sdcdist.metrics.frequency import frequency_summary
+    from sdcdist.metrics.risk.frequency import frequency_summary
     exact_to_float(exact_group_sums(np.ones(2), np.zeros(2, np.int64), 1))   # compile
     X = categorical_file(a.rows)
     print(f"{a.rows:,} records, keys with {LEVELS} categories + weight, in memory")

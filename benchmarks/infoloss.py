@@ -27,7 +27,7 @@ import psutil
 from sdcdist.data import StoredArray, from_array, synth, write_microdata
 from sdcdist.masking import get_method
 from sdcdist.metrics import REGISTRY, MeasureContext, measure
-from sdcdist.metrics.ranks import _tie_seeds, max_abs_rank_distance, max_sq_rank_distance
+from sdcdist.metrics.loss.ranks import _tie_seeds, max_abs_rank_distance, max_sq_rank_distance
 from sdcdist.parallel import Runner
 from sdcdist.parallel.sort import tie_keys
 

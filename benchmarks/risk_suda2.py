@@ -74,7 +74,7 @@ def synthetic(n: int, seed: int = 20261127) -> pd.DataFrame:
 
 def _measure(d: pd.DataFrame) -> dict:
     from sdcdist.metrics import measure
-    from sdcdist.metrics.suda import METRICS
+    from sdcdist.metrics.risk.suda import METRICS
     # the row-major layout sdcdist's own reader (load_microdata) gives, made before the clock
     # as sdcMicro's data.frame is
     X = np.ascontiguousarray(d.to_numpy(np.float64))

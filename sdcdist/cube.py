@@ -62,7 +62,7 @@ import pandas as pd
 import xarray as xr
 
 from . import checksums, integrity
-from .errors import SdcInputError, unreadable_error
+from .errors import SdcInputError, empty_error, unknown_name_error, unreadable_error
 
 __all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_cells",
            "cell_table",
@@ -505,8 +505,7 @@ def select_dataset(cube: xr.Dataset, dataset: str | None = None) -> xr.Dataset:
     names = dataset_names(cube)
     if "dataset" not in cube.dims:
         if dataset is not None and dataset not in names:
-            raise SdcInputError(f"the cube has no dataset {dataset!r}. Datasets in this cube: "
-                                f"{', '.join(names)}.")
+            raise unknown_name_error("dataset", dataset, names)
         return cube
     if dataset is None:
         if len(names) > 1:
@@ -514,8 +513,7 @@ def select_dataset(cube: xr.Dataset, dataset: str | None = None) -> xr.Dataset:
                                 "choose one (dataset=... / --dataset)")
         dataset = names[0]
     if dataset not in names:
-        raise SdcInputError(f"the cube has no dataset {dataset!r}. Datasets in this cube: "
-                            f"{', '.join(names)}.")
+        raise unknown_name_error("dataset", dataset, names)
     out = cube.sel(dataset=dataset)
     return as_cube(out) if not isinstance(out, Cube) else out
 
@@ -525,8 +523,7 @@ def check_metrics(cube: xr.Dataset, names: Sequence[str]) -> None:
     have = [str(m) for m in cube["metric"].values]
     for n in names:
         if n not in have:
-            raise SdcInputError(f"the cube has no metric {n!r}. Metrics in this cube: "
-                                f"{', '.join(have)}.")
+            raise unknown_name_error("metric", n, have)
 
 
 def metric_ascending(cube: xr.Dataset) -> dict[str, bool]:
@@ -578,7 +575,7 @@ def _table(cube: xr.Dataset, dataset: str | None, names: Sequence[str]) -> pd.Da
     check_metrics(cube, names)
     t = cell_table(cube, dataset=dataset)
     if t.empty:
-        raise SdcInputError("the cube has no finished cells yet; run the audit first")
+        raise empty_error("The cube", "it has no finished cells yet: run the audit first")
     return t
 
 

@@ -21,6 +21,18 @@ mistake always reads the same way wherever it is made:
   it should be (:func:`unreadable_error`):
   ``The spec file 'a.yaml' does not exist.``,
   ``Cannot open 'x.zarr' as an sdcdist cube (no zarr.json); check the path.``
+- an output that exists (:func:`exists_error`):
+  ``The --out 'cube.zarr' already exists; pass --overwrite to replace it, ...``
+- too few or too many of something (:func:`count_error`):
+  ``The masked file must have at least 2 records. Got 1 instead.``
+- something given empty (:func:`empty_error`): ``--weight is empty; give ...``
+- values of a column that are not what they must be, counted, never shown
+  (:func:`bad_values_error`):
+  ``Column 'age' of a.csv has 3 missing values (records 2, 5, 9); impute or drop them first.``
+- constant columns a computation cannot use (:func:`constant_error`);
+- an output that cannot be written there (:func:`unwritable_error`);
+- settings that set the same thing, or go together (:func:`exclusive_error`):
+  ``--chunk-rows and --option chunk_rows=... set the same thing; give one of them.``
 
 A mistake that is made in one place only (a spec naming its data twice, a cube
 written by an older version) is worded where it is raised, in the same voice: the
@@ -33,7 +45,9 @@ from collections.abc import Iterable, Sequence
 
 __all__ = ["SdcInputError", "param_error", "option_error", "unknown_name_error",
            "check_choice", "one_of", "column_error", "column_positions", "value_error",
-           "unknown_keys_error", "missing_file_error", "unreadable_error", "weight_error"]
+           "unknown_keys_error", "missing_file_error", "unreadable_error", "weight_error",
+           "exists_error", "count_error", "empty_error", "bad_values_error", "constant_error",
+           "exclusive_error", "unwritable_error"]
 
 _NOTHING = object()
 
@@ -222,3 +236,93 @@ def weight_error(column: str, *, bad: int = 0, fix: str = "leave the weight role
             f"or drop those records, or {fix}.")
     return SdcInputError(f"Weight column {column!r} is categorical; a sampling weight must be "
                          f"a numeric column of positive values: {fix}.")
+
+
+def exists_error(what: str, path: object,
+                 hint: str = "pass --overwrite to replace it, or choose another path"
+                 ) -> SdcInputError:
+    """The standard message for an output that exists and may not be replaced.
+
+    >>> str(exists_error("--out", "cube.zarr"))
+    "The --out 'cube.zarr' already exists; pass --overwrite to replace it, or choose another path."
+    """
+    return SdcInputError(f"The {what} {str(path)!r} already exists; {hint}.")
+
+
+def count_error(what: str, bound: str, unit: str, got: object, hint: str = ""
+                ) -> SdcInputError:
+    """The standard message for too few or too many of something (records, columns, keys,
+    cells): ``bound`` is ``"at least 2"``, ``"at most 5000000"``, ``"exactly 3"``.
+
+    >>> str(count_error("The masked file", "at least 2", "records", 1))
+    'The masked file must have at least 2 records. Got 1 instead.'
+    >>> str(count_error("A key set", "at least 1", "column", 0, "name its columns"))
+    'A key set must have at least 1 column. Got 0 instead; name its columns.'
+    """
+    return SdcInputError(f"{what} must have {bound} {unit}. Got {got} instead"
+                         + (f"; {hint}." if hint else "."))
+
+
+def empty_error(what: str, fix: str) -> SdcInputError:
+    """The standard message for something given empty: a flag without a value, a list
+    without an item.
+
+    >>> str(empty_error("--weight", "give the weight column, or leave --weight out"))
+    '--weight is empty; give the weight column, or leave --weight out.'
+    """
+    return SdcInputError(f"{what} is empty; {fix}.")
+
+
+def bad_values_error(column: str, count: int, problem: str, fix: str, *, where: str = "",
+                     rows: str = "") -> SdcInputError:
+    """The standard message for values of a column that are not what they must be: a count
+    and, when known, the records' numbers, never the values.
+
+    >>> str(bad_values_error("age", 3, "missing", "impute or drop them first",
+    ...                      where="a.csv", rows="2, 5, 9"))
+    "Column 'age' of a.csv has 3 missing values (records 2, 5, 9); impute or drop them first."
+    """
+    of = f" of {where}" if where else ""
+    at = f" (records {rows})" if rows else ""
+    return SdcInputError(f"Column {column!r}{of} has {count} {problem} values{at}; {fix}.")
+
+
+def constant_error(columns: Sequence[object], where: str, why: str, fix: str
+                   ) -> SdcInputError:
+    """The standard message for constant columns (one value in every record) that a
+    computation cannot use.
+
+    >>> str(constant_error(["AGE"], "the masked file", "linkage scales keys", "drop it"))
+    "Column(s) ['AGE'] are constant in the masked file; linkage scales keys: drop it."
+    """
+    return SdcInputError(f"Column(s) {list(columns)} are constant in {where}; {why}: {fix}.")
+
+
+def exclusive_error(names: Sequence[str], rule: str) -> SdcInputError:
+    """The standard message for settings that go together or exclude each other: ``rule``
+    is ``"one"`` (they set the same thing), ``"exactly one"`` or ``"all"`` (all or none).
+
+    >>> str(exclusive_error(["--chunk-rows", "--option chunk_rows=..."], "one"))
+    '--chunk-rows and --option chunk_rows=... set the same thing; give one of them.'
+    >>> str(exclusive_error(["--risk", "--utility"], "exactly one"))
+    'Give exactly one of --risk and --utility.'
+    >>> str(exclusive_error(["--certfile", "--keyfile"], "all"))
+    '--certfile and --keyfile go together; give both or neither.'
+    """
+    shown = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    if rule == "one":
+        return SdcInputError(f"{shown} set the same thing; give one of them.")
+    if rule == "exactly one":
+        return SdcInputError(f"Give exactly one of {shown}.")
+    both = "both or neither" if len(names) == 2 else "all of them or none"
+    return SdcInputError(f"{shown} go together; give {both}.")
+
+
+def unwritable_error(what: str, place: object, reason: str = "permission denied",
+                     hint: str = "choose another place") -> SdcInputError:
+    """The standard message for an output that cannot be written where it is asked for.
+
+    >>> str(unwritable_error("--out", "/root"))
+    "--out: cannot write in '/root' (permission denied); choose another place."
+    """
+    return SdcInputError(f"{what}: cannot write in {str(place)!r} ({reason}); {hint}.")

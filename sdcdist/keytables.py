@@ -13,7 +13,15 @@ k-anonymity), which both read key combinations:
 - :func:`apply_lookup`: codes mapped through a recoding lookup;
 - :func:`unique_rows`: distinct rows in sorted order with the inverse index;
 - :func:`key_rows`, :func:`check_codes`: key codes as table rows, and the check that
-  a categorical column holds codes 0, 1, 2, ... (NaN missing).
+  a categorical column holds codes 0, 1, 2, ... (NaN missing);
+- the chunk tasks the risk and loss measures share: :func:`key_table_chunk` (a chunk's
+  combination table, weighted, through recoding lookups), :func:`recoding_pairs` with
+  :func:`merge_recoding_pairs` and :func:`recoding_lookups` (whether a masked column is a
+  global recoding of the original), :func:`pair_table` with :func:`merge_pairs` and
+  :func:`merge_weighted_tables` (distinct (key combination, value) pairs: the attribute,
+  household and model-based risks);
+- :func:`distinct_float_rows`: distinct float rows (bit for bit, one NaN) and their counts
+  (the DCR index, CategoricalCAP's tables).
 
 A table row holds -1 for a missing value, so a categorical value is a code 0..L-1:
 every reader makes them so (ingest gives each distinct value of a categorical column,
@@ -24,6 +32,7 @@ refused rather than counted as missing or merged with another category.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numba
@@ -33,7 +42,9 @@ from .errors import SdcInputError
 
 __all__ = ["combo_table", "merge_tables", "combo_frequencies", "apply_lookup", "unique_rows",
            "exact_group_sums", "exact_to_float", "key_rows", "check_codes", "weighted_chunk",
-           "unpack_keys"]
+           "unpack_keys", "key_table_chunk", "recoding_pairs", "merge_recoding_pairs",
+           "recoding_lookups", "pair_table", "merge_pairs", "merge_weighted_tables",
+           "distinct_float_rows"]
 
 _MAX_PACK = 2 ** 62
 
@@ -429,3 +440,167 @@ def exact_to_float(ex: dict[str, Any]) -> np.ndarray:
     if ex["special"] is not None:
         out = out + ex["special"]
     return out
+
+
+# -- chunk tables of the metrics -------------------------------------------------------------
+
+def key_table_chunk(start: int, stop: int, X: Any, keys: Sequence[int], w: int | None,
+                    lookups: Sequence[np.ndarray | None] | None = None) -> dict[str, Any]:
+    """Chunk task: the combination table (:func:`combo_table`) of records ``start:stop`` of
+    ``X`` on the columns ``keys`` (each mapped through its recoding lookup when given),
+    weighted by column ``w``, and ``bad_weights``: how many weights are not finite positive
+    numbers (the caller refuses the file when any is). Merged by :func:`merge_tables`."""
+    block = np.asarray(X[start:stop], dtype=np.float64)
+    if lookups is not None:
+        block = block.copy()
+        for j, lk in zip(keys, lookups):
+            block[:, j] = apply_lookup(block[:, j], lk)
+    weights = None
+    bad = 0
+    if w is not None:
+        weights = block[:, w]
+        ok = np.isfinite(weights) & (weights > 0)
+        bad = int((~ok).sum())
+    t = combo_table(block[:, list(keys)], weights)
+    t.pop("inverse")
+    t["bad_weights"] = bad
+    return t
+
+
+def recoding_pairs(start: int, stop: int, A: Any, B: Any, ja: Sequence[int],
+                   jb: Sequence[int]) -> dict[str, Any]:
+    """Chunk task: per column pair (``ja[i]`` of ``A``, ``jb[i]`` of ``B``), the distinct
+    (original code, masked code) pairs of records ``start:stop`` (both known), sorted.
+    Merged by :func:`merge_recoding_pairs`, read by :func:`recoding_lookups`."""
+    a = np.asarray(A[start:stop], dtype=np.float64)[:, list(ja)]
+    b = np.asarray(B[start:stop], dtype=np.float64)[:, list(jb)]
+    pairs = []
+    for j in range(a.shape[1]):
+        ok = ~np.isnan(a[:, j]) & ~np.isnan(b[:, j])
+        pairs.append(np.unique(np.column_stack([a[ok, j], b[ok, j]]).astype(np.int64), axis=0)
+                     if ok.any() else np.zeros((0, 2), np.int64))
+    return {"pairs": pairs}
+
+
+def merge_recoding_pairs(*parts: dict[str, Any]) -> dict[str, Any]:
+    """``combine`` of :func:`recoding_pairs`: the union of each column's pairs, sorted."""
+    return {"pairs": [np.unique(np.concatenate(ps), axis=0)
+                      for ps in zip(*[p["pairs"] for p in parts])]}
+
+
+def recoding_lookups(pairs: Sequence[np.ndarray]) -> list[np.ndarray | None]:
+    """For each column's (original, masked) code pairs, the lookup original code -> masked
+    code when the masked column is a global recoding of the original (every original code
+    went to one masked code, and some changed), else None."""
+    out: list[np.ndarray | None] = []
+    for pr in pairs:
+        a, b = pr[:, 0], pr[:, 1]
+        if a.size == 0 or np.unique(a).size != a.size or np.array_equal(a, b):
+            out.append(None)
+            continue
+        lk = np.full(int(a.max()) + 1, np.nan)
+        lk[a] = b
+        out.append(lk)
+    return out
+
+
+# -- (key combination, value) pair tables ------------------------------------------------------
+
+def _empty_pairs(q: int) -> dict[str, Any]:
+    return {"rows": np.zeros((0, q), np.int64), "value": np.zeros(0), "count":
+            np.zeros(0, np.int64), "missing": np.int64(0)}
+
+
+def pair_table(keys: np.ndarray, values: np.ndarray) -> dict[str, Any]:
+    """Distinct (key combination, value) pairs of a block and their counts (the
+    attribute-disclosure tables of a confidential column; the household and model-based
+    risks' tables of a household id or a weight).
+
+    Parameters
+    ----------
+    keys : ndarray, shape (n, q)
+        Key codes (NaN: missing, a category of its own).
+    values : ndarray, shape (n,)
+        Values (NaN: missing, left out and counted).
+
+    Returns
+    -------
+    dict
+        ``rows`` (U, q) int64 (-1: missing), ``value`` (U,) float64, ``count`` (U,)
+        int64, sorted by key combination then value; ``missing`` the number of
+        records whose value is missing.
+    """
+    keys = np.asarray(keys, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    known = ~np.isnan(values)
+    rows = key_rows(keys[known])
+    t = _group_pairs(rows, values[known] + 0.0, np.ones(int(known.sum()), np.int64))
+    t["missing"] = np.int64((~known).sum())
+    return t
+
+
+def _group_pairs(rows: np.ndarray, value: np.ndarray, count: np.ndarray) -> dict[str, Any]:
+    """Sum ``count`` over equal (row, value) pairs; sorted by row then value."""
+    if rows.shape[0] == 0:
+        return _empty_pairs(rows.shape[1])
+    urows, cls = unique_rows(rows)
+    uval, vid = np.unique(value, return_inverse=True)
+    key = cls * np.int64(uval.size) + vid.reshape(-1)
+    ukey, inv = np.unique(key, return_inverse=True)
+    cnt = np.bincount(inv.reshape(-1), weights=count, minlength=ukey.size)
+    return {"rows": urows[ukey // uval.size], "value": uval[ukey % uval.size],
+            "count": np.rint(cnt).astype(np.int64)}
+
+
+def merge_pairs(*tables: dict[str, Any]) -> dict[str, Any]:
+    """``combine``: merge per-column pair tables (dicts ``{column: table}``), adding counts."""
+    out = {}
+    for col in tables[0]:
+        ts = [t[col] for t in tables]
+        m = _group_pairs(np.concatenate([t["rows"] for t in ts]),
+                         np.concatenate([t["value"] for t in ts]),
+                         np.concatenate([t["count"] for t in ts]))
+        m["missing"] = np.int64(sum(int(t["missing"]) for t in ts))
+        out[col] = m
+    return out
+
+
+def merge_weighted_tables(*parts: dict[str, Any]) -> dict[str, Any]:
+    """``combine`` of the weighted chunk results (household and model-based risk).
+
+    Each part is ``{"tables": {name: pair table}, "bad_weights": int}`` (the tables of
+    :func:`pair_table` over the key codes of :func:`weighted_chunk`, the count of its bad
+    weights); the tables are merged by :func:`merge_pairs` and the bad weights added.
+    """
+    return {"tables": merge_pairs(*[p["tables"] for p in parts]),
+            "bad_weights": sum(int(p["bad_weights"]) for p in parts)}
+
+
+# -- distinct float rows ---------------------------------------------------------------------
+
+def distinct_float_rows(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows (bit for bit, one NaN) of float rows, and their counts.
+
+    The rows come sorted lexicographically by their 64-bit patterns (as signed
+    integers), the order of ``np.unique(..., axis=0)``. Each column is first
+    replaced by the rank of its value among the column's distinct values (which keeps
+    that order), so the rows pack into one integer key and factorise in linear time
+    instead of sorting structured rows.
+    """
+    R = np.where(np.isnan(R), np.nan, R) + 0.0                   # one NaN, no -0.0
+    bits = np.ascontiguousarray(R).view(np.int64)
+    if bits.shape[0] == 0 or bits.shape[1] == 0:
+        u, inv = unique_rows(bits)
+        return np.ascontiguousarray(u).view(np.float64), np.bincount(inv, minlength=u.shape[0])
+    import pandas as pd
+    ranks = np.empty(bits.shape, np.int64)
+    values = []
+    for j in range(bits.shape[1]):
+        r, v = pd.factorize(bits[:, j], sort=True)
+        ranks[:, j] = r
+        values.append(np.asarray(v, dtype=np.int64))
+    u, inv = unique_rows(ranks)
+    rows = np.empty(u.shape, np.int64)
+    for j in range(u.shape[1]):
+        rows[:, j] = values[j][u[:, j]]
+    return rows.view(np.float64), np.bincount(inv, minlength=u.shape[0])

@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
-from .errors import SdcInputError
+from .errors import SdcInputError, empty_error
 from .limits import MAX_QUERY_DEPTH
 
 __all__ = ["parse_where", "where", "query", "Comparison", "BoolOp"]
@@ -226,7 +226,7 @@ def query(cube: xr.Dataset, *, where_: str | None = None, sort: str | None = Non
         tree = parse_where(where_, metrics)
     t = cell_table(cube, dataset=dataset)
     if t.empty:
-        raise SdcInputError("the cube has no finished cells yet; run the audit first")
+        raise empty_error("The cube", "it has no finished cells yet: run the audit first")
     if where_ is not None:
         t = t[tree.evaluate(t).to_numpy()]
     if sort is not None:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SdcInputError
+from .errors import SdcInputError, exists_error
 
 __all__ = ["Release", "plan_release", "release"]
 
@@ -183,7 +183,7 @@ def release(cube: str, out: str, *, method: str, param: float, replicate: int = 
     if not low.endswith((".csv", ".parquet", ".pq")):
         raise SdcInputError(f"the release {str(out)!r} must be a .csv or .parquet file")
     if Path(out).exists() and not overwrite:
-        raise SdcInputError(f"{str(out)!r} already exists; pass --overwrite to replace it")
+        raise exists_error("release", str(out))
     r = plan_release(cube, method=method, param=param, replicate=replicate, dataset=dataset,
                      spec=spec)
     write_table_file(r.values, r.columns, r.categories, out, overwrite=overwrite,

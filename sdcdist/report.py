@@ -14,7 +14,7 @@ import xarray as xr
 
 from .cube import (Cube, cell_table, check_metrics, metric_ascending, pareto_mask, ranks,
                    select_dataset)
-from .errors import SdcInputError, unknown_name_error
+from .errors import SdcInputError, empty_error, unknown_name_error, value_error
 
 __all__ = ["ranking_table", "add_scores", "with_scores", "format_table", "markdown_table",
            "html_table", "write_table", "cell_label", "plot_tradeoff", "plot_risk_curves",
@@ -153,7 +153,7 @@ def ranking_table(cube: xr.Dataset, *, by: str, metrics: Sequence[str] | None = 
     check_metrics(cube, [by, *shown])
     table = cell_table(cube, dataset=dataset)
     if table.empty:
-        raise SdcInputError("the cube has no finished cells yet; run the audit first")
+        raise empty_error("The cube", "it has no finished cells yet: run the audit first")
     from .metrics import companions
     by_parts = [c for c in companions(by, [str(m) for m in cube["metric"].values]).values()
                 if c not in shown]
@@ -271,8 +271,8 @@ def write_table(df: pd.DataFrame, path: str | Path, *, digits: int = 2,
     elif ext in (".html", ".htm"):
         Path(path).write_text(html_table(df, digits=digits, title=title))
     else:
-        raise SdcInputError(f"cannot write a table as {ext or 'a file without extension'!r}; "
-                            "use .csv, .md or .html")
+        raise value_error("The extension of a table file", "one of .csv, .md, .html",
+                          ext or "no extension")
     return path
 
 
@@ -282,8 +282,8 @@ def write_table(df: pd.DataFrame, path: str | Path, *, digits: int = 2,
 
 def _figure(out: str) -> Any:
     if Path(str(out)).suffix.lower() not in IMAGE_FORMATS:
-        raise SdcInputError(f"cannot write a plot as {Path(str(out)).suffix or str(out)!r}; "
-                            f"use one of {', '.join(IMAGE_FORMATS)}")
+        raise value_error("The extension of a plot file", f"one of {', '.join(IMAGE_FORMATS)}",
+                          Path(str(out)).suffix or "no extension")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -311,7 +311,7 @@ def plot_tradeoff(cube: xr.Dataset, *, risk: str, loss: str, out: str,
     check_metrics(cube, [risk, loss])
     table = cell_table(cube, dataset=dataset)
     if table.empty:
-        raise SdcInputError("the cube has no finished cells yet; run the audit first")
+        raise empty_error("The cube", "it has no finished cells yet: run the audit first")
     t = table.reset_index()
     asc = metric_ascending(cube)
     front = pareto_mask(t[risk].to_numpy() * (1 if asc[risk] else -1),
@@ -415,8 +415,7 @@ def plot_risk_curves(cube: xr.Dataset, *, metric: str, out: str,
     methods = list(methods) if methods else all_methods
     bad = [m for m in methods if m not in all_methods]
     if bad:
-        raise SdcInputError(f"the cube has no method(s) {bad}. Methods in this cube: "
-                            f"{', '.join(all_methods)}.")
+        raise unknown_name_error("method", bad[0], all_methods)
     bounds: tuple[str, ...] = ()
     if not calibration:
         from .metrics import companions

@@ -18,8 +18,8 @@ from sdcdist.data import Microdata
 from sdcdist.errors import SdcInputError
 from sdcdist.metrics import measure
 from sdcdist.metrics._registry import MeasureContext
-from sdcdist.metrics._attack_kernels import EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL
-from sdcdist.metrics.attacks import (ATTACK_METRICS, control_correction, count_queries, gower_knn,
+from sdcdist.metrics.risk.attacks.kernels import EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL
+from sdcdist.metrics.risk.attacks import (ATTACK_METRICS, control_correction, count_queries, gower_knn,
                                      risk_from_counts, success_rate)
 from sdcdist.parallel import Runner
 
@@ -175,7 +175,7 @@ def test_query_counts_against_brute_force():
         return int(ok.sum())
     want = np.array([brute(q) for q in range(nq)])
     q = {"cols": cols, "ops": ops, "vals": vals}
-    from sdcdist.metrics._attack_kernels import count_kernel, count_numpy
+    from sdcdist.metrics.risk.attacks.kernels import count_kernel, count_numpy
     for cap in (0, 2):
         want_c = np.minimum(want, cap) if cap else want
         assert np.array_equal(count_kernel(X, keep, cols, ops, vals, cap), want_c)
@@ -193,7 +193,7 @@ def test_indexed_query_counts_against_brute_force():
     only the range of its most selective term), summed over chunks by map_chunks and
     reduce_chunks, equal brute force for every operator, missing values, -0.0, a NaN
     comparison value and queries of no narrowing term."""
-    from sdcdist.metrics._attack_kernels import count_indexed, query_index
+    from sdcdist.metrics.risk.attacks.kernels import count_indexed, query_index
     from sdcdist.parallel import map_chunks, reduce_chunks
     X = _tie_heavy(300, 3)
     X[::17, 1] = -0.0
@@ -220,7 +220,7 @@ def test_indexed_query_counts_against_brute_force():
         want_c = np.minimum(want, cap) if cap else want
         assert np.array_equal(count_indexed(query_index(X, keep), cols, ops, vals, cap), want_c)
     q = {"cols": cols, "ops": ops, "vals": vals}
-    from sdcdist.metrics.attacks.singling_out import _add_counts, _chunk_index, _index_counts
+    from sdcdist.metrics.risk.attacks.singling_out import _add_counts, _chunk_index, _index_counts
     for chunk in (65536, 7, 1):
         runner = Runner(None)
         states = map_chunks(runner, _chunk_index, [X], 300, chunk_rows=chunk,
@@ -358,7 +358,7 @@ def test_knn_kernel_is_the_exact_top_k(k):
     """The kernel (which stops adding up a row's distance once it exceeds the k-th nearest)
     returns, bit for bit, the k smallest (distance, tie key) of the full distance matrix
     added up column by column in the same order."""
-    from sdcdist.metrics._attack_kernels import knn_kernel
+    from sdcdist.metrics.risk.attacks.kernels import knn_kernel
     from sdcdist.metrics.content import _mix_np
 
     X, T = _tie_heavy(300, 5), _tie_heavy(40, 6)
@@ -407,7 +407,7 @@ def test_nearest_neighbour_figures_unchanged():
 
 def test_so_uni_falls_back_to_the_stated_scale_when_the_control_fit_does_not_converge(
         monkeypatch):
-    from sdcdist.metrics.attacks import singling_out
+    from sdcdist.metrics.risk.attacks import singling_out
     X, S, _ = _mixed()
     C = X[:150]                       # a control that some queries single out in
     ok = measure(X, S, ["so_uni"], control=C, options={"attack_n": 60}, **KW)["so_uni"]

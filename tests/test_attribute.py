@@ -15,7 +15,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from sdcdist.errors import SdcInputError
 from sdcdist.metrics import REGISTRY, measure
-from sdcdist.metrics.attribute import MEASURES
+from sdcdist.metrics.risk.attribute import MEASURES
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Figures of pycanon 1.3.6 (benchmarks/peers/attribute_pycanon.py, in the peers' venv) and

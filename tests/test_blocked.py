@@ -102,7 +102,7 @@ def test_prl_compares_categorical_keys_by_equality(rng):
     def spy(*a, **k):
         seen["categorical"] = list(k["categorical"])
         return real(*a, **k)
-    import sdcdist.metrics.prl as prlmod
+    import sdcdist.metrics.risk.prl as prlmod
     prlmod.probabilistic_linkage, old = spy, prlmod.probabilistic_linkage
     try:
         md = from_array(X, names, categories=categories)

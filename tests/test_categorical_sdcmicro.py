@@ -200,5 +200,5 @@ def test_importance_orders_the_keys():
     X = np.array([[0, 0]] * 3 + [[1, 1]], dtype=float)
     out, total, _ = suppress_greedy(X, 2, importance=[1, 2])   # key 2 suppressed first
     assert total == 2            # {1, 1} alone: one key is not enough, both go
-    with pytest.raises(SdcInputError, match="'importance' option of suppress must list"):
+    with pytest.raises(SdcInputError, match="'importance' option of suppress must be the integers"):
         suppress_greedy(X, 2, importance=[1, 1])

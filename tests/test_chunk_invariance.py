@@ -108,7 +108,7 @@ def test_propensity_sums_do_not_depend_on_blas_threads(rng):
     differently, which made PS2 change in its last bits from run to run on a cluster."""
     from threadpoolctl import threadpool_limits
 
-    from sdcdist.metrics.utility import logistic_chunk, ps_features
+    from sdcdist.metrics.loss.propensity import logistic_chunk, ps_features
     X, Y = _propensity_pair(rng)
     k = ps_features(X[:1], 2).shape[1]
     beta = rng.standard_normal(k) * 0.05

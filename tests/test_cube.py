@@ -46,5 +46,5 @@ def test_best_pareto_at_risk_respect_direction():
     assert list(pareto(flipped, risk="DLD", loss="IL1s").index) == [("rankswap", 5.0)]
     t = at_risk(cube, "DLD", 2.0)
     assert t.loc["noise", "param"] == 0.2 and t.loc["noise", "status"] == "ok"
-    with pytest.raises(SdcInputError, match="no metric 'RR'"):
+    with pytest.raises(SdcInputError, match="Unknown metric 'RR'"):
         at_risk(cube, "RR", 1.0)

@@ -58,13 +58,13 @@ def test_columns_selects_a_numeric_subset(tmp_path, rng):
 
 @pytest.mark.parametrize("content, match", [
     ("AGE,INCOME\n30,1000\n,2000\n40,\n50,3000\n",
-     r"column 'AGE' has 1 missing values \(records 2\).*impute or drop"),
+     r"Column 'AGE' of .*has 1 missing values \(records 2\).*impute or drop"),
     ("AGE,INCOME\n30,1000\n31,inf\n40,10\n50,3000\n",
-     r"column 'INCOME' has 1 infinite values \(records 2\)"),
-    ("AGE,INCOME\n30,7\n31,8\n", r"has 2 records; sdcdist needs at least 3"),
-    ("AGE,AGE\n30,7\n31,8\n32,9\n", r"duplicate column names \['AGE'\]"),
-    ("", r"is empty"),
-    ("AGE,INCOME\n", r"has no records"),
+     r"Column 'INCOME' of .*has 1 infinite values \(records 2\)"),
+    ("AGE,INCOME\n30,7\n31,8\n", r"must have at least 3 records\. Got 2 instead"),
+    ("AGE,AGE\n30,7\n31,8\n32,9\n", r"must be unique\. Got duplicates \['AGE'\]"),
+    ("", r"\(it is empty\); it needs a header row"),
+    ("AGE,INCOME\n", r"must have at least 3 records\. Got 0 instead"),
 ])
 def test_bad_input_gets_its_own_error_and_leaves_nothing(tmp_path, content, match):
     src = tmp_path / "in.csv"
@@ -89,7 +89,7 @@ def test_unreadable_and_missing_files(tmp_path):
     bad.write_bytes(b"this is not parquet")
     with pytest.raises(SdcInputError, match="Cannot open 'broken.parquet' as a Parquet file"):
         ingest(bad, str(tmp_path / "d.zarr"))
-    with pytest.raises(SdcInputError, match="cannot tell the format"):
+    with pytest.raises(SdcInputError, match="Cannot open .* as a data file \\(unknown format\\)"):
         ingest(tmp_path / "x.xlsx", str(tmp_path / "d.zarr"))
 
 
@@ -194,7 +194,7 @@ def test_reference_folder_override(monkeypatch, tmp_path):
     shutil.copy(reference_file("census"), tmp_path / "census.csv")
     monkeypatch.setenv("SDCDIST_REFDATA", str(tmp_path))
     assert reference_file("census") == tmp_path / "census.csv"
-    with pytest.raises(SdcInputError, match="'tarragona.csv' not found in .*SDCDIST_REFDATA"):
+    with pytest.raises(SdcInputError, match="reference file '.*tarragona.csv' does not exist; set SDCDIST_REFDATA"):
         reference_file("tarragona")
     with pytest.raises(SdcInputError, match="Unknown reference file 'adult'.*census, free1, household"):
         reference_file("adult")

@@ -23,7 +23,7 @@ def test_attack_docs_state_the_z_the_code_uses():
     """The Wilson intervals' z: the two-sided quantile (1.96 at 0.95), in code and docs."""
     import math
 
-    from sdcdist.metrics.attacks import success_rate
+    from sdcdist.metrics.risk.attacks import success_rate
     n = 1000.0
     rate, _ = success_rate(n, 0.0, 0.95)        # (z²/2) / (n + z²)
     z = math.sqrt(2 * rate * n / (1 - 2 * rate))

@@ -132,7 +132,20 @@ TEMPLATED = {
     "missing_file_error": r"does not exist",
     "unreadable_error": r"^[Cc]annot (open|read) ",
     "weight_error": r"^[Ww]eight column .*(is categorical|values that are zero)",
+    "exists_error": r"already exists|\{\} exists; ",
+    "count_error": r"needs? at least \d+ records|must have (at least|at most|exactly) ",
+    "empty_error": r"^(\{\}|--\S+|[Tt]he [\w' ]+?) is empty; |given without a name",
+    "bad_values_error": r"has \{\} (missing|infinite|repeated) values",
+    "constant_error": r"(are|is) constant in ",
+    "exclusive_error": r"set the same thing|give exactly one of|given twice \(",
+    "unwritable_error": r"cannot write in ",
 }
+#: the kinds that got their template last, and the modules another change is rewriting
+#: (their messages move to these templates there)
+NEWER_KINDS = ("exists_error", "count_error", "empty_error", "bad_values_error",
+               "constant_error", "exclusive_error", "unwritable_error")
+NEWER_EXEMPT = ("audit/", "metrics/measure.py", "metrics/_registry.py", "cli/risk.py",
+                "cli/_common.py", "masking/_checks.py")
 PACKAGE = Path(errors.__file__).parent
 #: modules being rewritten elsewhere (their messages move to the templates as they are)
 EXEMPT: tuple[str, ...] = ()
@@ -166,7 +179,8 @@ def test_every_mistake_of_a_templated_kind_uses_its_template():
     paths = [p for p in sorted(PACKAGE.rglob("*.py")) if p.name != "errors.py"
              and not p.relative_to(PACKAGE).as_posix().startswith(EXEMPT)]
     assert len(paths) > 60
-    bad = [v for p in paths for v in ad_hoc_templated(p.read_text(), str(p.relative_to(PACKAGE)))]
+    bad = [v for p in paths for v in ad_hoc_templated(p.read_text(), str(p.relative_to(PACKAGE)))
+           if not (v.split(": ")[-1] in NEWER_KINDS and v.startswith(NEWER_EXEMPT))]
     assert not bad, "ad hoc messages of a kind that has a template:\n" + "\n".join(bad)
 
 
@@ -177,6 +191,13 @@ def test_every_mistake_of_a_templated_kind_uses_its_template():
     'raise SdcInputError(f"spec file {p!r} does not exist")',
     'raise SdcInputError(f"cannot open {p!r} as a cube ({e}); check the path")',
     'raise SdcInputError(f"weight column {w!r} is categorical; use a numeric one")',
+    'raise SdcInputError(f"{out!r} already exists; pass --overwrite to replace it")',
+    'raise SdcInputError(f"{method} needs at least 2 records. Got {n}.")',
+    'raise SdcInputError("--weight was given without a name; give the column")',
+    'raise SdcInputError(f"column {c!r} has {n} missing values (records {rows})")',
+    'raise SdcInputError(f"key column(s) {cols} are constant in the {what}; drop them")',
+    'raise SdcInputError("chunk_rows is given twice (--chunk-rows and --option chunk_rows)")',
+    'raise SdcInputError(f"{what}: cannot write in {d!r} (permission denied)")',
 ])
 def test_the_scan_catches_ad_hoc_messages_of_templated_kinds(source):
     assert len(ad_hoc_templated(source, "m.py")) == 1
@@ -184,7 +205,7 @@ def test_the_scan_catches_ad_hoc_messages_of_templated_kinds(source):
 
 @pytest.mark.parametrize("source", [
     'raise value_error("\'metrics\'", "a non-empty list of metric names")',
-    'raise SdcInputError("give exactly one of --risk METRIC or --utility METRIC")',
+    'raise SdcInputError("two masked records claim the same original record in the truth")',
     'raise SdcInputError(f"method {m!r} is listed twice; put all its values in one list")',
     'raise SdcInputError(f"{m} needs --param: its {p!r} parameter must be {allowed}")',
 ])

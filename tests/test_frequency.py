@@ -9,9 +9,9 @@ import pytest
 
 from sdcdist import SdcInputError
 from sdcdist.data import from_array
+from sdcdist.keytables import combo_frequencies, combo_table, merge_tables
 from sdcdist.metrics import measure
-from sdcdist.metrics.frequency import (combo_frequencies, combo_table, individual_risk,
-                                       merge_tables)
+from sdcdist.metrics.risk.frequency import individual_risk
 
 FREQ = ["uniques", "kviol2", "kviol3", "kviol5", "IR_mean", "IR_max", "ER"]
 

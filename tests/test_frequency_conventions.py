@@ -11,9 +11,9 @@ import pytest
 
 from sdcdist.cube import conventions
 from sdcdist.data import from_array
+from sdcdist.keytables import combo_frequencies, combo_table
 from sdcdist.metrics import measure
-from sdcdist.metrics.frequency import (combo_frequencies, combo_table, frequency_summary,
-                                       individual_risk)
+from sdcdist.metrics.risk.frequency import frequency_summary, individual_risk
 
 
 def test_individual_risk_with_weights_below_one_stays_one_over_f():

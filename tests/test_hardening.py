@@ -144,7 +144,7 @@ def test_comma_separated_tsv_is_named(tmp_path):
 def test_column_names_that_break_messages_are_refused(tmp_path, name):
     quoted = '"' + name + '"'
     src = _csv(tmp_path / "x.csv", f"A,{quoted},C\n" + _good_rows(4))
-    with pytest.raises(SdcInputError, match=r"comma, a line break .*positions \[2\]") as e:
+    with pytest.raises(SdcInputError, match=r"commas, line breaks .*positions \[2\]") as e:
         load_microdata(src)
     assert "\n" not in str(e.value) and "\r" not in str(e.value)
     with pytest.raises(SdcInputError, match="positions \\[2\\]"):

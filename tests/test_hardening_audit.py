@@ -82,7 +82,7 @@ def test_check_data_covers_the_data_dependent_ranges():
     for name in ("jpeg", "distr"):
         with pytest.raises(SdcInputError, match="constant columns"):
             check_data(name, const, [50] if name == "jpeg" else [0])
-    with pytest.raises(SdcInputError, match="ipso_a needs more records"):
+    with pytest.raises(SdcInputError, match="given to ipso_a must have at least 3 records"):
         check_data("ipso_a", X[:2], [0], {"roles": {"confidential": [0], "quasi": [1]}})
     with pytest.raises(SdcInputError, match="roles"):
         check_data("ipso_a", X, [0], {})

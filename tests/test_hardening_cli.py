@@ -261,7 +261,7 @@ def test_closed_pipe_exits_quietly(csv):
 
 def test_empty_metric_list_is_refused(run, csv):
     _user_error(run("risk", csv, csv, "--metric", "", "--local"), "without a name")
-    _user_error(run("measure", csv, csv, "--metric", " , ", "--local"), "without a name")
+    _user_error(run("measure", csv, csv, "--metric", " , ", "--local"), "--metric is empty")
 
 
 def test_repeated_single_value_option_is_refused(run, csv, tmp_path):

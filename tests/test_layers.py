@@ -12,6 +12,11 @@ places a module. Every module of the package is parsed with :mod:`ast` and every
   ``file:line`` of each import in them);
 - an import from a module to a module of a higher layer (``file:line``).
 
+It also reads the file tables of ``docs/design.md`` ("Files", between ``<!-- files``
+and ``<!-- /files -->``: one row per file, its path under ``sdcdist/`` in backquotes
+and its one job) and fails on a file of the package without a row and on a row
+without a file.
+
 The cases at the end build small packages in ``tmp_path`` to show that the scan
 catches a cycle and an upward import, including imports inside functions.
 """
@@ -82,7 +87,7 @@ def import_graph(package: Path) -> tuple[Graph, dict[str, Path]]:
     """Every import between modules of ``package`` (a folder), at any depth of each file.
 
     An imported name resolves to the innermost module of the package that holds it:
-    ``from ..metrics import frequency`` to ``pkg.metrics.frequency``, ``from ..metrics
+    ``from ..metrics.risk import frequency`` to ``pkg.metrics.risk.frequency``, ``from ..metrics
     import get_metric`` to ``pkg.metrics`` (its ``__init__``).
     """
     root = package.parent
@@ -193,6 +198,32 @@ def unplaced(files: dict[str, Path], layers: dict[str, int]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
+# the file tables
+
+def read_file_table(text: str) -> dict[str, str]:
+    """``{path under the package: its one job}`` from the tables between ``<!-- files`` and
+    ``<!-- /files -->`` (first column a path in backquotes, second its job)."""
+    m = re.search(r"<!-- files.*?-->(.*?)<!-- /files -->", text, re.S)
+    assert m, "docs/design.md has no file table (<!-- files ... --> ... <!-- /files -->)"
+    out: dict[str, str] = {}
+    for line in m.group(1).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        name = re.fullmatch(r"`([\w./]+\.py)`", cells[0]) if len(cells) >= 2 else None
+        if not name:
+            continue
+        assert name.group(1) not in out, f"{name.group(1)} has two rows in the file table"
+        assert cells[1], f"the row of {name.group(1)} says no job"
+        out[name.group(1)] = cells[1]
+    assert out, "the file table lists no file"
+    return out
+
+
+def file_table_mismatch(package: Path, table: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(files of ``package`` without a row, rows without a file), paths under ``package``."""
+    files = {p.relative_to(package).as_posix() for p in package.rglob("*.py")}
+    return sorted(files - set(table)), sorted(set(table) - files)
+
+# ---------------------------------------------------------------------------
 # the package
 
 @pytest.fixture(scope="module")
@@ -210,7 +241,7 @@ def test_the_scan_covers_the_package(package_graph, layers):
     assert len(files) > 80
     assert layer_of("sdcdist", layers) == layers["sdcdist.__init__"]
     assert layer_of("sdcdist.new_module", layers) is None
-    assert {"sdcdist", "sdcdist.errors", "sdcdist.options", "sdcdist.metrics.frequency",
+    assert {"sdcdist", "sdcdist.errors", "sdcdist.options", "sdcdist.metrics.risk.frequency",
             "sdcdist.service.app", "sdcdist.cli._common"} <= set(files)
     # imports inside functions are seen: cli/catalog.py reads the registries in its commands
     assert "sdcdist.metrics" in graph["sdcdist.cli.catalog"]
@@ -227,6 +258,14 @@ def test_every_module_has_a_layer(package_graph, layers):
     stale = sorted(n for n in layers if not any(m == n.removesuffix(".__init__")
                                                  or m.startswith(n + ".") for m in files))
     assert not stale, f"the layer table names modules that do not exist: {stale}"
+
+
+def test_every_file_has_one_row_in_the_file_table():
+    missing, stale = file_table_mismatch(PACKAGE, read_file_table(DESIGN.read_text(
+        encoding="utf-8")))
+    assert not missing, ("files without a row in the file table of docs/design.md "
+                         f"(\"Files\"): {missing}")
+    assert not stale, f"rows of the file table of docs/design.md without a file: {stale}"
 
 
 def test_no_import_cycle(package_graph):
@@ -363,3 +402,29 @@ def test_no_module_reaches_into_another_modules_private_names():
 ])
 def test_the_private_name_scan_catches_reaches(tmp_path, files, expect):
     assert private_reaches(_package(tmp_path, files)) == expect
+
+
+FILES = """
+<!-- files: test -->
+| file | one job |
+|---|---|
+| `__init__.py` | the facade |
+| `base.py` | the base |
+| `mid/a.py` | the a |
+<!-- /files -->
+"""
+
+
+def test_the_file_table_check_catches_a_missing_and_a_stale_row(tmp_path):
+    pkg = tmp_path / "pkg"
+    for name in ("__init__.py", "base.py", "mid/a.py"):
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text("")
+    table = read_file_table(FILES)
+    assert table["mid/a.py"] == "the a"
+    assert file_table_mismatch(pkg, table) == ([], [])
+    (pkg / "mid" / "b.py").write_text("")          # a new file without a row
+    (pkg / "base.py").unlink()                      # a row whose file is gone
+    assert file_table_mismatch(pkg, table) == (["mid/b.py"], ["base.py"])
+    with pytest.raises(AssertionError, match="two rows"):
+        read_file_table(FILES.replace("<!-- /files -->", "| `base.py` | again |\n<!-- /files -->"))

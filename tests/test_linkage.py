@@ -199,7 +199,7 @@ def test_truth_from_ids_and_inverse():
     t = truth_from_ids(np.array([10, 30, 20]), np.array([20, 40, 10]))
     assert t.tolist() == [2, -1, 0]
     assert invert_truth(t, 3, 3).tolist() == [2, -1, 0]
-    with pytest.raises(SdcInputError, match="repeats 1"):
+    with pytest.raises(SdcInputError, match="has 1 repeated values"):
         truth_from_ids(np.array([1, 1]), np.array([1]))
     with pytest.raises(SdcInputError, match="same original record"):
         invert_truth(np.array([0, 0]), 2, 2)
@@ -275,7 +275,7 @@ def test_standardize_refuses_a_constant_column_whose_sd_is_not_zero(value, holes
     c[list(holes)] = np.nan
     X = np.c_[rng.standard_normal(1000), c]
     assert distance.column_moments(X[:, 1:])[1][0] > 0       # an sd test accepted it
-    with pytest.raises(SdcInputError, match=r"key column\(s\) \['b'\] are constant in the "
+    with pytest.raises(SdcInputError, match=r"Column\(s\) \['b'\] are constant in the "
                        r"original file; distance linkage standardises"):
         distance.standardize(X, what="original file", names=("a", "b"))
     with pytest.raises(SdcInputError, match=r"\[1\] are constant"):

@@ -53,7 +53,7 @@ def test_contract(name, small):
     # out-of-range parameter: the standard message
     bad = m.high + 1 if m.kind != "none" else 7
     want = (rf"The '{m.param}' parameter of {name} must be .* Got {bad!r} instead" if m.kind != "none"
-            else rf"{name} has no parameter: .* Got {bad!r} instead")
+            else rf"{name} has no parameter\. Got {bad!r} instead")
     with pytest.raises(SdcInputError, match=want):
         m(X, bad, rng=np.random.default_rng(1), **_options(m, X))
 

@@ -102,9 +102,9 @@ def test_needs_are_declared_where_the_metrics_register():
     holdout metrics, the confidential-column measures, the household risks, the distance
     (KD-tree) metrics and the attacks."""
     from sdcdist.metrics import NEEDS, REGISTRY, needing
-    from sdcdist.metrics.attacks import ATTACK_METRICS
-    from sdcdist.metrics.attribute import MEASURES, needs_confidential
-    from sdcdist.metrics.household import METRICS as HOUSEHOLD
+    from sdcdist.metrics.risk.attacks import ATTACK_METRICS
+    from sdcdist.metrics.risk.attribute import MEASURES, needs_confidential
+    from sdcdist.metrics.risk.household import METRICS as HOUSEHOLD
     names = list(REGISTRY)
     assert set(needing(names, "holdout")) == {"dcr_holdout_median", "dcr_closer_train",
                                               "dcr_overfit"}

@@ -13,7 +13,7 @@ from sdcdist import options as opt
 from sdcdist import masking, metrics
 from sdcdist.audit import parse_spec
 from sdcdist.errors import SdcInputError
-from sdcdist.metrics.attacks import ATTACK_METRICS
+from sdcdist.metrics.risk.attacks import ATTACK_METRICS
 from sdcdist.masking import REGISTRY as METHODS
 from sdcdist.metrics import DEFAULT_OPTIONS, MeasureContext, measure
 from sdcdist.metrics import REGISTRY as METRICS
@@ -328,5 +328,5 @@ def test_every_count_option_has_a_stated_bound(name, value, words):
 def test_so_n_cols_beyond_the_attack_columns_is_refused_before_the_attack():
     from sdcdist.metrics import measure
     X = np.column_stack([np.arange(40.0) % k for k in (3, 4, 5, 6, 7, 8, 9)])
-    with pytest.raises(SdcInputError, match="so_n_cols is 20, but so_multi has only 7"):
+    with pytest.raises(SdcInputError, match="'so_n_cols' option must be at most 7, the attack columns of so_multi"):
         measure(X, X, ["so_multi"], options={"so_n_cols": 20})

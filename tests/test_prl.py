@@ -288,16 +288,16 @@ def test_bad_inputs(rng):
     b = from_array(B[:, :3], ["x", "y", "c"])
     with pytest.raises(SdcInputError, match="Unknown key column .z. in the masked file"):
         link_files(a, b, ["x", "z"])
-    with pytest.raises(SdcInputError, match="no key columns"):
+    with pytest.raises(SdcInputError, match="Linkage must have at least 1 key column"):
         link_files(a, b, [])
-    with pytest.raises(SdcInputError, match="at least one key column"):
+    with pytest.raises(SdcInputError, match="must have at least 1 key column"):
         probabilistic_linkage(Runner(), A, B, 30, 20, ())
     for t in (0.0, -0.1, (0.1, 0.05)):
         with pytest.raises(SdcInputError, match="'prl_t' option"):
             link_files(a, b, ["x", "y"], settings=_settings(t=t))
-    with pytest.raises(SdcInputError, match="1 record"):
+    with pytest.raises(SdcInputError, match="must have at least 2 records. Got 1 instead"):
         probabilistic_linkage(Runner(), A, B[:1], 30, 1, (0, 1))
-    with pytest.raises(SdcInputError, match="1 record"):
+    with pytest.raises(SdcInputError, match="must have at least 2 records. Got 1 instead"):
         measure(A, B[:1], ["PLD"], keysets=[["V1", "V2"]])
     with pytest.raises(SdcInputError, match="'prl_method' option"):
         link_files(a, b, ["x"], settings=_settings(method="q"))
@@ -710,7 +710,7 @@ def test_pld_best_metric_beside_pld(census):
 
 def test_pld_leaves_a_named_constant_key_out_with_a_note():
     from sdcdist.metrics import measure
-    from sdcdist.metrics.prl import em_note
+    from sdcdist.metrics.risk.prl import em_note
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.normal(size=30), rng.normal(size=30), np.full(30, 2021.0)])
     Y = X + np.column_stack([rng.normal(scale=0.3, size=(30, 2)), np.zeros(30)])
@@ -722,13 +722,13 @@ def test_pld_leaves_a_named_constant_key_out_with_a_note():
         assert "constant key column(s) ['C'] left out" in em_note(name, a[name])
         assert a[name].info["per_keyset_info"][0]["em_loglik"] == \
             b[name].info["per_keyset_info"][0]["em_loglik"]
-    with pytest.raises(SdcInputError, match="every key of the key set"):
+    with pytest.raises(SdcInputError, match="are constant in the original file \\(every key of the key set\\)"):
         measure(X, Y, ["PLD"], columns=["A", "B", "C"], keysets=[["C"]])
 
 
 def test_plain_em_at_its_limit_says_what_to_do():
     from sdcdist.metrics import measure
-    from sdcdist.metrics.prl import em_note
+    from sdcdist.metrics.risk.prl import em_note
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 2))
     Y = X + rng.normal(scale=0.3, size=(30, 2))

@@ -515,7 +515,7 @@ def test_a_fit_the_counts_do_not_identify_is_flagged(caplog):
     info = (info.get("per_keyset_info") or [info])[0]
     assert res["PLD"].flag == 1 and info["em_identified"] is False
     assert "do not identify the EM fit" in caplog.text
-    from sdcdist.metrics.prl import em_note
+    from sdcdist.metrics.risk.prl import em_note
     assert "do not identify" in em_note("PLD", res["PLD"])
 
 

@@ -111,7 +111,7 @@ def test_parse_tree_flips_number_first():
 def test_query_on_a_cube():
     t = query(example_cube(), where_="DLD < 5 or IL1s <= 0.1", sort="IL1s", top=2)
     assert list(t.index) == [("rankswap", 5.0), ("rankswap", 10.0)]
-    with pytest.raises(SdcInputError, match="no metric 'Score'"):
+    with pytest.raises(SdcInputError, match="Unknown metric 'Score'"):
         query(example_cube(), sort="Score")
     with pytest.raises(SdcInputError, match="not a metric of this cube"):
         query(example_cube(), where_="Score < 3")

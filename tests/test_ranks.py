@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 from scipy.stats import rankdata
 
 from sdcdist.metrics import measure
-from sdcdist.metrics.ranks import column_groups, max_abs_rank_distance, max_sq_rank_distance
+from sdcdist.metrics.loss.ranks import column_groups, max_abs_rank_distance, max_sq_rank_distance
 from sdcdist.parallel import Runner
 from sdcdist.parallel.sort import chunk_ranks, distributed_sort, key_values, tie_keys, value_keys
 

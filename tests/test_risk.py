@@ -12,7 +12,8 @@ from sdcdist.errors import SdcInputError
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
 from sdcdist.metrics.content import row_hashes
-from sdcdist.metrics.risk import crl_links, interval_counts
+from sdcdist.metrics.risk.interval import interval_counts
+from sdcdist.metrics.risk.linkage import crl_links
 
 LINKAGE = ["DLD", "DLD2", "DRL2", "PDL", "RR"]
 
@@ -366,12 +367,12 @@ def test_linkage_refuses_a_constant_key_column_whose_sd_is_not_zero(value):
     cols = ["a", "b", "c"]
     for name in ["DLD", "DLD2", "DRL2", "PDL", "RR", "GDBRL"]:
         for A, B, what in ((X, Y, "original file"), (Y, X, "masked file")):
-            with pytest.raises(SdcInputError, match=rf"key column\(s\) \['b'\] are constant "
-                               rf"in the {what}; linkage cannot use a constant column"):
+            with pytest.raises(SdcInputError, match=rf"Column\(s\) \['b'\] are constant "
+                               rf"in the {what}; linkage cannot use a constant key column"):
                 measure(A, B, [name], columns=cols, keysets=[["a", "b"]])
     # CRL without shared attributes checks each column of either side alone
     for A, B, what in ((X, Y, "original file"), (Y, X, "masked file")):
-        with pytest.raises(SdcInputError, match=rf"column 'b' is constant in the {what}; "
+        with pytest.raises(SdcInputError, match=rf"Column\(s\) \['b'\] are constant in the {what}; "
                            "correlation linkage"):
             measure(A, B, ["CRL"], columns=cols,
                     options={"crl_external": ["a", "b"], "crl_released": ["b", "c"]})
@@ -389,7 +390,7 @@ def test_risk_command_refuses_a_constant_key_column_whose_sd_is_not_zero(tmp_pat
     res = CliRunner().invoke(main, ["risk", str(tmp_path / "o.csv"), str(tmp_path / "m.csv"),
                                     "--metric", "DLD", "--keyset", "a,b", "--local"])
     assert res.exit_code == 2, res.output
-    assert "key column(s) ['b'] are constant in the original file" in res.output
+    assert "Column(s) ['b'] are constant in the original file" in res.output
     assert "0.1" not in res.output
 
 

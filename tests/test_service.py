@@ -224,7 +224,7 @@ def test_token_file_forms(tmp_path):
     assert t.principal("chosen word") is None and t.principal("") is None
     assert "chosen words" not in f.read_text()
     f.write_text("ann plain-token\n")
-    with pytest.raises(SdcInputError, match="line 1"):
+    with pytest.raises(SdcInputError, match="Line 1 of --tokens"):
         Tokens.load(f)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from sdcdist.errors import SdcInputError
 from sdcdist.metrics import measure
-from sdcdist.metrics.synthetic import random_like
+from sdcdist.metrics.risk.synthetic import random_like
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Figures of SDMetrics 0.32.0 (benchmarks/peers/synthetic_sdmetrics.py, run once in
@@ -73,7 +73,7 @@ def test_equals_sdmetrics(case):
 def test_per_record_distances_equal_sdmetrics():
     """Every released record's DCR to the training and to the holdout file, bit for bit."""
     from sdcdist.metrics._registry import MeasureContext
-    from sdcdist.metrics.synthetic import _nearest
+    from sdcdist.metrics.risk.synthetic import _nearest
     from sdcdist.parallel import Runner
     ref, tr, ho, re_ = _files("ties")
     ctx = MeasureContext(Runner(None), tr, re_, shape_original=tr.shape,

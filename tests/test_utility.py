@@ -9,7 +9,8 @@ from scipy.stats import wasserstein_distance
 from sdcdist import SdcInputError
 from sdcdist.masking import get_method
 from sdcdist.metrics import measure
-from sdcdist.metrics.utility import ps_features, transport_emd
+from sdcdist.metrics.loss.emd import transport_emd
+from sdcdist.metrics.loss.propensity import ps_features
 
 
 def _sklearn_ps(X: np.ndarray, Y: np.ndarray, degree: int) -> float:

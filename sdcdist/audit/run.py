@@ -184,7 +184,7 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
 def _check_confidential(spec: AuditSpec, md: Microdata, name: str) -> None:
     """Refuse, before a cluster starts, metrics that read the confidential columns on a
     dataset without a confidential role (a worker would refuse each cell)."""
-    from ..metrics.attribute import needs_confidential
+    from ..metrics.risk.attribute import needs_confidential
     from ..metrics.measure import expand_requirements
     need = [m for m in expand_requirements(list(spec.metrics))
             if needs_confidential(m, spec.options)]

@@ -25,7 +25,8 @@ from typing import Any
 
 import click
 
-from ..errors import SdcInputError, value_error
+from ..errors import (SdcInputError, empty_error, exists_error, unwritable_error,
+                      value_error)
 from ..text import redact, slug, unique_slugs
 
 __all__ = ["PathOrURL", "check_output", "redact", "slug", "unique_slugs", "check_host",
@@ -114,7 +115,7 @@ def check_output(path: str | None, *, what: str, overwrite: bool = False,
         from ..storage import local_path
         path = local_path(path)
     if not path:
-        raise SdcInputError(f"{what} is empty; give a file name")
+        raise empty_error(what, "give a file name")
     p = Path(path)
     shown = redact(path)
     if p.exists():
@@ -125,12 +126,10 @@ def check_output(path: str | None, *, what: str, overwrite: bool = False,
             raise SdcInputError(f"{what} {shown!r} is a file; give the name of a folder "
                                 "(or a new name)")
         if not exists_ok and not overwrite and kind != "dir":
-            raise SdcInputError(f"{what} {shown!r} already exists; pass --overwrite to "
-                                "replace it, or choose another path")
+            raise exists_error(what, shown)
         target = p if kind in ("dir", "store") else p.parent
         if not os.access(target if str(target) else ".", os.W_OK | os.X_OK):
-            raise SdcInputError(f"{what}: cannot write in {str(target) or '.'!r} "
-                                "(permission denied); choose another place")
+            raise unwritable_error(what, str(target) or ".")
         _probe(Path(str(target) or "."), what)
         return
     parent = p.parent if str(p.parent) else Path(".")
@@ -143,13 +142,12 @@ def check_output(path: str | None, *, what: str, overwrite: bool = False,
         raise SdcInputError(f"{what} {shown!r}: {str(ancestor)!r} is a file, not a folder; "
                             "choose another path")
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise SdcInputError(f"{what}: cannot write in {str(ancestor)!r} (permission denied); "
-                            "choose another place")
+        raise unwritable_error(what, ancestor)
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise SdcInputError(f"{what}: cannot create the folder {str(parent)!r} "
-                            f"({type(exc).__name__}); choose another place") from None
+        raise unwritable_error(what, parent, f"cannot create the folder, "
+                               f"{type(exc).__name__}") from None
     _probe(parent, what)
 
 
@@ -160,9 +158,8 @@ def _probe(folder: Path, what: str) -> None:
     try:
         fd, name = tempfile.mkstemp(prefix=".sdcdist-probe-", dir=folder)
     except OSError as exc:
-        raise SdcInputError(f"{what}: cannot write in {str(folder)!r} ({type(exc).__name__}"
-                            f"{': ' + exc.strerror if exc.strerror else ''}); choose another "
-                            "place") from None
+        raise unwritable_error(what, folder, type(exc).__name__
+                               + (f": {exc.strerror}" if exc.strerror else "")) from None
     os.close(fd)
     try:
         os.unlink(name)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..errors import SdcInputError
+from ..errors import exclusive_error, exists_error
 from ._common import (ClusterOptions, check_tables, cluster, cluster_options, echo_json,
                       json_flag, main, option_items, parse_options, table_outputs,
                       write_tables)
@@ -135,8 +135,8 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float | 
                          overwrite, as_json, where)
         return
     if (risk is None) == (utility is None):
-        raise SdcInputError("give exactly one of --risk METRIC or --utility METRIC (or "
-                            "--require RULE)")
+        raise exclusive_error(["--risk METRIC", "--utility METRIC", "--require RULE"],
+                              "exactly one")
     if target is None:
         raise SdcInputError("--target is needed with --risk/--utility")
     check_output(out, what="--out", kind="store", overwrite=overwrite)
@@ -146,7 +146,7 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float | 
     mode, metric = ("risk", risk) if risk else ("utility", utility)
     check_request(s, metric, mode, target)
     if out is not None and not overwrite and Path(out).exists():
-        raise SdcInputError(f"{out!r} exists; choose another --out or pass --overwrite")
+        raise exists_error("--out", out)
     data = load_data(s)     # the data and the parameters it bounds, before any cluster
 
     def said(stage: str, n: int) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, empty_error
 from ..limits import MAX_CHUNK_ROWS, MAX_ROWS
 from ._common import (echo_json, json_flag, main, na_values_option, names_option,
                       parse_method_options, split_list)
@@ -60,8 +60,7 @@ def ingest(source: str, store: str, columns: str | None, keys: str | None,
     key_list, conf = names_option(keys, "--keys"), names_option(confidential, "--confidential")
     cols, cats = names_option(columns, "--columns"), names_option(categorical, "--categorical")
     if weight is not None and not weight.strip():
-        raise SdcInputError("--weight was given without a name; give the weight column, or "
-                            "leave --weight out")
+        raise empty_error("--weight", "give the weight column, or leave --weight out")
     if key_list:
         roles["key"] = key_list
     if conf:
@@ -69,8 +68,8 @@ def ingest(source: str, store: str, columns: str | None, keys: str | None,
     if weight:
         roles["weight"] = [weight]
     if household is not None and not household.strip():
-        raise SdcInputError("--household was given without a name; give the household id "
-                            "column, or leave --household out")
+        raise empty_error("--household", "give the household id column, or leave "
+                          "--household out")
     if household:
         roles["household"] = [household]
     do_ingest(source, store, chunk_rows=chunk_rows, overwrite=overwrite, roles=roles,

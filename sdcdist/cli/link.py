@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..errors import SdcInputError, unknown_name_error
+from ..errors import SdcInputError, exclusive_error, unknown_name_error, value_error
 from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_flag, main,
                       na_values_option, names_option, option_items)
 from ._paths import PathOrURL, check_output
@@ -83,8 +83,7 @@ def prl_settings(flags: dict[str, Any], option_items: tuple[str, ...],
         if text is None:
             continue
         if name in given:
-            raise SdcInputError(f"{_flag(name)} and --option {name}=... set the same thing; "
-                                "give one of them")
+            raise exclusive_error([_flag(name), f"--option {name}=..."], "one")
         value = _read_flag(name, text)
         try:
             PRLSettings.from_options({name: value})
@@ -136,8 +135,8 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     # the options first: a bad value is reported before anything about the files
     settings = prl_settings(flags, option_items, click.get_current_context())
     if not out.lower().endswith((".parquet", ".pq")):
-        raise SdcInputError(f"the pairs are written as Parquet; give an output ending in "
-                            f".parquet (got {out!r})")
+        raise value_error("--out", "a file name ending in .parquet (the pairs are written as "
+                          "Parquet)", out)
     check_output(out, what="--out", overwrite=overwrite)
     key_list = names_option(keys, "--keys")
     cats = names_option(categorical, "--categorical") or []
@@ -180,6 +179,7 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
                f"blocking {info['blocking']}, EM {info['em_iterations']} iterations "
                f"(log-likelihood {info['em_loglik']:.6g}), P(M) {info['p_match']:.3g}")
     if not info["em_converged"]:
+        from ..linkage.prl.em import limit_advice
         click.echo(f"warning: EM did not converge within {info['em_iterations']} iterations "
                    f"(parameters still moving by {settings.em.tol:g} or more); "
                    + ("raise max_iter (--em '{max_iter: N}')" if settings.em.accelerate else

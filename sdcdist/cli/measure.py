@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..errors import SdcInputError, missing_file_error
+from ..errors import empty_error, exclusive_error, missing_file_error, value_error
 from ..limits import MAX_CHUNK_ROWS
 from ._paths import PathOrURL
 from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_flag, main,
@@ -96,8 +96,8 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     from ..metrics import REGISTRY, get_metric, measure
     names = [n for arg in metric_names for n in split_list(arg)]
     if metric_names and not names:
-        raise SdcInputError("--metric was given without a name; give metric names "
-                            "(comma-separated), or leave --metric out for all of them")
+        raise empty_error("--metric", "give metric names (comma-separated), or leave --metric "
+                          "out for all of them")
     for n in names:
         get_metric(n)
     cats = names_option(categorical, "--categorical")
@@ -106,8 +106,7 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     options = parse_options(option_items)
     if chunk_rows:
         if "chunk_rows" in options:
-            raise SdcInputError("chunk_rows is given twice (--chunk-rows and --option "
-                                "chunk_rows=...); give it once")
+            raise exclusive_error(["--chunk-rows", "--option chunk_rows=..."], "one")
         options["chunk_rows"] = chunk_rows
     A, cols_a, cat_a, w_a, labels_a, roles_a = _open_input(original, "original", cats,
                                                            na_values)
@@ -120,9 +119,8 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     check_same_types(cat_a, cat_b, cols_b, original, masked, cols_a)
     A, B = _aligned(A, B, cols_a, cols_b, labels_a, labels_b)
     if cols_a != cols_b:
-        raise SdcInputError(f"the masked file's columns {list(cols_b)} differ from the original "
-                            f"file's {list(cols_a)}; both files need the same columns in the "
-                            f"same order")
+        raise value_error("The masked file's columns", f"the original file's {list(cols_a)}, "
+                          "in the same order", list(cols_b))
     if keysets is None and key_list:
         from ..metrics import default_keysets
         keysets = default_keysets(key_list)
@@ -136,8 +134,8 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
         from ..errors import column_positions
         column_positions(conf, cols_a, what="confidential column", where="the files")
     if household is not None and not household.strip():
-        raise SdcInputError("--household was given without a name; give the household id "
-                            "column, or leave --household out")
+        raise empty_error("--household", "give the household id column, or leave "
+                          "--household out")
     household = household or (roles_b.get("household") or roles_a.get("household")
                               or [None])[0]
     if household is not None and household not in cols_a:
@@ -161,7 +159,7 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     for n, r in res.items():
         click.echo(f"{n:10s} {REGISTRY[n].kind:8s} {r.value:14.6g} {r.excluded:9d} {r.flag:5d}"
                    + interval_text(n, r))
-    from ..metrics.prl import em_note
+    from ..metrics.risk.prl import em_note
     for n, r in res.items():
         note = em_note(n, r)
         if note:

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, empty_error, exclusive_error, value_error
 from ._common import ClusterOptions, cluster, cluster_options, main
 
 __all__ = ["serve", "uvicorn_config"]
@@ -55,12 +55,11 @@ def check_forwarded(value: str | None) -> str | None:
         try:
             ipaddress.ip_network(v, strict=False)
         except ValueError:
-            raise SdcInputError(f"--forwarded-allow-ips: {v[:64]!r} is not an IP address or "
-                                "network; give the addresses of your reverse proxies, "
-                                "e.g. 10.0.0.5,10.0.1.0/24") from None
+            raise value_error("--forwarded-allow-ips", "the IP addresses or networks of your "
+                              "reverse proxies, e.g. 10.0.0.5,10.0.1.0/24", v[:64]) from None
     if not items:
-        raise SdcInputError("--forwarded-allow-ips is empty; give the addresses of your "
-                            "reverse proxies, or leave the option out")
+        raise empty_error("--forwarded-allow-ips", "give the addresses of your reverse proxies, "
+                          "or leave the option out")
     return ",".join(items)
 
 
@@ -158,12 +157,12 @@ def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: 
         raise SdcInputError("serve needs --root DIR, the folder of its state, datasets and "
                             "cubes")
     if (certfile is None) != (keyfile is None):
-        raise SdcInputError("TLS needs both --certfile and --keyfile")
+        raise exclusive_error(["--certfile", "--keyfile"], "all")
     from pathlib import Path
 
     from ..service.auth import Tokens
     if Path(root).exists() and not Path(root).is_dir():
-        raise SdcInputError(f"--root {root!r} is a file; give a folder (created if missing)")
+        raise value_error("--root", "a folder (created if missing), not a file", root)
     principals = Tokens.load(tokens) if tokens else None
     from ..service.security import check_allow_url
     for prefix in allow_url:

@@ -268,8 +268,7 @@ def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
                 categorical: Sequence[str] | None, start: Any, write: Any, na_values: Any,
                 keep: bool, block_bytes: int) -> tuple[list[str], dict[str, list[str]]]:
     from .parse import CATEGORICAL, TypeScan, missing_markers
-    from .types import MAX_LEVELS, label_order
-    from ..errors import SdcInputError
+    from .types import label_order, too_many_levels
 
     markers = missing_markers(na_values)
     declared = list(dict.fromkeys(categorical or []))
@@ -334,11 +333,7 @@ def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
             raise _StepAside()
     for c in cats:
         if labels_of[c].over:
-            raise SdcInputError(
-                f"column {c!r} of {source.name!r} has more than {MAX_LEVELS} distinct "
-                "values, too many for a categorical column (an identifier or free "
-                "text?): leave it out with --columns, or recode it into fewer "
-                "categories first")
+            raise too_many_levels(c, repr(source.name))
     labels = {c: label_order(labels_of[c].seen) for c in cats}
     if keep:
         while kept:                     # each block's parts freed once written

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import checksums, integrity
-from ..errors import SdcInputError, column_positions, param_error
+from ..errors import SdcInputError, column_positions, exists_error, param_error
 from .arrowcsv import read_typed
 from .microdata import (DEFAULT_CHUNK_ROWS, Microdata, align_categories, check_typed,
                         file_sha256_in_background, from_array, is_store, values_fingerprint)
@@ -193,7 +193,7 @@ def write_table_file(values: np.ndarray, columns: Sequence[str],
     out = str(out)
     low = out.lower()
     if Path(out).exists() and not overwrite:
-        raise SdcInputError(f"{out!r} already exists; pass --overwrite to replace it")
+        raise exists_error("file", out)
     columns = [str(c) for c in columns]
     cat_index = {c: columns.index(c) for c in categories if c in columns}
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
+from ..errors import bad_values_error, column_positions, value_error
 from .validate import check_values
 
 __all__ = ["Microdata", "align_categories", "from_array", "check_typed", "values_fingerprint",
@@ -143,8 +143,8 @@ def from_array(values: np.ndarray, columns: Sequence[str] | None = None, *,
     """
     values = np.array(values, dtype=np.float64, copy=True)
     if values.ndim != 2:
-        raise SdcInputError(f"microdata must be 2-D (records x variables); got shape "
-                            f"{values.shape}")
+        raise value_error("microdata", "2-D (records x variables)",
+                          got_text=f"shape {values.shape}")
     if columns is None:
         columns = [f"V{j + 1}" for j in range(values.shape[1])]
     columns = tuple(str(c) for c in columns)
@@ -165,9 +165,9 @@ def check_typed(md: Microdata, source: str = "the data") -> None:
         x = md.values[:, md.columns.index(c)]
         ok = np.isnan(x) | ((x >= 0) & (x < len(labels)) & (x == np.floor(x)))
         if not ok.all():
-            raise SdcInputError(f"categorical column {c!r} has {int((~ok).sum())} values that "
-                                f"are not codes 0..{len(labels) - 1} of its {len(labels)} "
-                                "categories")
+            raise bad_values_error(c, int((~ok).sum()), "non-code",
+                                   f"a categorical column holds the codes 0..{len(labels) - 1} "
+                                   f"of its {len(labels)} categories", where=source)
     if md.weight is not None:
         check_weights(md.values[:, md.columns.index(md.weight)], md.weight)
     if md.household is not None and md.household in md.columns:

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import SdcInputError, value_error
+from ..errors import bad_values_error, empty_error, value_error
 
 __all__ = ["missing_markers", "missing_mask", "parse_numbers", "strict_float", "labels_text",
            "TypeScan",
@@ -65,8 +65,8 @@ def missing_markers(na_values: Iterable[str] | str | None) -> frozenset[str]:
                               got_text=f"a {type(m).__name__}",
                               hint="Give them as a list of strings, e.g. [NA, '-99'].")
         if not m.strip():
-            raise SdcInputError("a missing-value marker (na_values) is empty; an empty cell "
-                                "is missing anyway: name only non-empty markers, e.g. NA,-99")
+            raise empty_error("A missing-value marker (na_values)", "an empty cell is missing "
+                              "anyway: name only non-empty markers, e.g. NA,-99")
         out.add(m.strip())
     return frozenset(out)
 
@@ -181,10 +181,10 @@ class TypeScan:
             more = ", ..." if self.others[c] > len(self.rows[c]) else ""
             total = self.numbers[c] + self.others[c]
             also = (f" (so do columns {typos[1:]})" if len(typos) > 1 else "")
-            raise SdcInputError(
-                f"column {c!r} of {self.source} looks numeric, but {self.others[c]} of its "
-                f"{total} values are not numbers (records {rows}{more}){also}; a typo would "
-                "silently turn it into a categorical column: correct those values (or name "
-                f"a missing-value marker with --na-values), or declare the column "
-                f"categorical (--categorical {c}) if it is one")
+            raise bad_values_error(
+                c, self.others[c], f"non-numeric (of {total})",
+                f"the column looks numeric{also}, and a typo would silently turn it into a "
+                "categorical column: correct those values (or name a missing-value marker "
+                f"with --na-values), or declare the column categorical (--categorical {c}) "
+                "if it is one", where=self.source, rows=rows + more)
         return out

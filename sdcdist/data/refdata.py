@@ -24,7 +24,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from ..errors import SdcInputError, unknown_name_error
+from ..errors import missing_file_error, unknown_name_error
 
 __all__ = ["reference_dir", "reference_file", "REFERENCE_FILES"]
 
@@ -65,11 +65,10 @@ def reference_file(name: str) -> Path:
     path = folder / REFERENCE_FILES[name]
     if not path.exists():
         if os.environ.get("SDCDIST_REFDATA"):
-            raise SdcInputError(f"reference file {REFERENCE_FILES[name]!r} not found in "
-                                f"{str(folder)!r} (SDCDIST_REFDATA); set SDCDIST_REFDATA to "
-                                "the folder holding it, or unset it to use the copy shipped "
-                                "with sdcdist")
-        raise SdcInputError(f"reference file {REFERENCE_FILES[name]!r} is missing from the "
-                            f"installed package ({str(folder)!r}); reinstall sdcdist, or set "
-                            "SDCDIST_REFDATA to a folder holding it")
+            raise missing_file_error("reference file", path, "set SDCDIST_REFDATA to the "
+                                     "folder holding it, or unset it to use the copy shipped "
+                                     "with sdcdist")
+        raise missing_file_error("reference file", path, "it is missing from the installed "
+                                 "package: reinstall sdcdist, or set SDCDIST_REFDATA to a "
+                                 "folder holding it")
     return path

@@ -33,8 +33,8 @@ def source_kind(source: Path) -> str:
         return "parquet"
     if suffix.endswith((".csv", ".csv.gz", ".txt", ".tsv")):
         return "csv"
-    raise SdcInputError(f"cannot tell the format of {source.name!r}; sdcdist reads CSV "
-                        "(.csv, .csv.gz, .tsv) and Parquet (.parquet) files")
+    raise unreadable_error("a data file", source.name, "unknown format", "sdcdist reads CSV "
+                           "(.csv, .csv.gz, .tsv) and Parquet (.parquet) files")
 
 
 def _open_text(source: Path, *, errors: str = "strict") -> Any:
@@ -56,8 +56,13 @@ def _read_error(source: Path, exc: BaseException) -> SdcInputError:
         why = "the gzip file is truncated or damaged"
     else:
         why = "the file cannot be read"
-    return SdcInputError(f"cannot read {source.name!r} ({type(exc).__name__}: {why}); check "
-                         "the path and that it is a complete text CSV file")
+    return unreadable_error("a CSV file", source.name, f"{type(exc).__name__}: {why}",
+                            "check the path and that it is a complete text CSV file")
+
+
+def _empty_file(source: Path) -> SdcInputError:
+    return unreadable_error("a data file", source.name, "it is empty",
+                            "it needs a header row and at least 3 records")
 
 
 def csv_header(source: Path, sep: str) -> list[str]:
@@ -67,8 +72,7 @@ def csv_header(source: Path, sep: str) -> list[str]:
     except _READ_ERRORS as exc:
         raise _read_error(source, exc) from None
     if row is None or not any(c.strip() for c in row):
-        raise SdcInputError(f"{source.name!r} is empty; it needs a header row and at least "
-                            "3 records")
+        raise _empty_file(source)
     header = [c.strip() for c in row]
     _check_header(header, source.name, sep)
     return header
@@ -199,8 +203,8 @@ def _check_field_counts(source: Path, sep: str, width: int) -> None:
                     continue
                 raise _field_count_error(source.name, reader.line_num, len(row), width)
     except csv.Error as exc:
-        raise SdcInputError(f"cannot parse {source.name!r} as CSV (malformed quoting "
-                            f"{type(exc).__name__}); check the quotes around values") from None
+        raise unreadable_error("CSV", source.name, f"malformed quoting, {type(exc).__name__}",
+                               "check the quotes around values") from None
     except _READ_ERRORS as exc:
         raise _read_error(source, exc) from None
 
@@ -228,8 +232,7 @@ def source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
     if not source.exists():
         raise missing_file_error("data file", source, "check the path")
     if source.stat().st_size == 0:
-        raise SdcInputError(f"{source.name!r} is empty; it needs a header row and at least "
-                            "3 records")
+        raise _empty_file(source)
     if kind == "csv":
         sep = "\t" if source.suffix.lower() == ".tsv" else ","
         header = csv_header(source, sep)
@@ -253,9 +256,8 @@ def source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
             except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
                 if isinstance(exc, SdcInputError):
                     raise
-                raise SdcInputError(f"cannot parse {source.name!r} as CSV "
-                                    f"({type(exc).__name__}); check the delimiter and "
-                                    "quoting") from None
+                raise unreadable_error("CSV", source.name, type(exc).__name__,
+                                       "check the delimiter and quoting") from None
         return names, frames
     try:
         import pyarrow.parquet as pq

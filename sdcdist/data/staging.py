@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import checksums
-from ..errors import SdcInputError
+from ..errors import exists_error
 
 __all__ = ["remove_stale_temps", "open_zarr_group", "Staging", "new_values_array", "temp_name",
            "CleanOnSigterm"]
@@ -190,8 +190,8 @@ class Staging:
         self.guard: CleanOnSigterm | None = None
         if not self.remote:
             if Path(self.final).exists() and not overwrite:
-                raise SdcInputError(f"{self.final!r} already exists; pass --overwrite "
-                                    "(overwrite=True) to replace it, or choose another path")
+                raise exists_error("store", self.final, "pass --overwrite (overwrite=True) to "
+                                   "replace it, or choose another path")
             final = Path(self.final).resolve()
             final.parent.mkdir(parents=True, exist_ok=True)
             remove_stale_temps(final)

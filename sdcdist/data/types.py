@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions, unknown_name_error, weight_error
+from ..errors import (SdcInputError, column_positions, count_error, unknown_name_error,
+                      weight_error)
 
 __all__ = ["MAX_LEVELS", "ROLES", "label_order", "encode_column", "LabelCollector",
            "check_roles", "check_household_role", "check_household_ids", "check_weights",
@@ -86,14 +87,18 @@ class LabelCollector:
             vals = pd.unique(as_text(frame[c]))
             self.labels[c].update(v for v in vals if v is not None)
             if len(self.labels[c]) > MAX_LEVELS:
-                raise SdcInputError(
-                    f"column {c!r} of {self.source} has more than {MAX_LEVELS} distinct "
-                    "values, too many for a categorical column (an identifier or free "
-                    "text?): leave it out with --columns, or recode it into fewer "
-                    "categories first")
+                raise too_many_levels(c, self.source)
 
     def finish(self) -> dict[str, list[str]]:
         return {c: label_order(self.labels[c]) for c in self.names}
+
+
+def too_many_levels(column: str, source: str) -> SdcInputError:
+    """The error of a text column with more distinct values than a categorical column may
+    have (the readers' shared message)."""
+    return count_error(f"Categorical column {column!r} of {source}", f"at most {MAX_LEVELS}",
+                       "distinct values", "more", "an identifier or free text? Leave it out "
+                       "with --columns, or recode it into fewer categories first")
 
 
 def encode_column(values: Any, labels: Sequence[str]) -> np.ndarray:
@@ -129,8 +134,8 @@ def check_roles(columns: Sequence[str], roles: Mapping[str, Sequence[str]],
         column_positions(cols, columns, what=f"{r} column")
     w = list(roles.get("weight") or [])
     if len(w) > 1:
-        raise SdcInputError(f"{source} names {len(w)} weight columns ({', '.join(w)}); give "
-                            "one sampling-weight column")
+        raise count_error(f"The weight role of {source}", "exactly 1", "column",
+                          f"{len(w)} ({', '.join(w)})", "give one sampling-weight column")
     if w and w[0] in cats:
         raise weight_error(w[0], fix="name a numeric column as the weight, or leave the "
                            "weight role out")
@@ -147,8 +152,8 @@ def check_household_role(roles: Mapping[str, Sequence[str]], *, source: str = "t
     the weight or confidential (names only in messages)."""
     h = list(roles.get("household") or [])
     if len(h) > 1:
-        raise SdcInputError(f"{source} names {len(h)} household id columns ({', '.join(h)}); "
-                            "give one household id column")
+        raise count_error(f"The household role of {source}", "exactly 1", "column",
+                          f"{len(h)} ({', '.join(h)})", "give one household id column")
     for other, why in (("key", "a household id is never a linkage key (it identifies the "
                                "household, not a trait an intruder knows)"),
                        ("weight", "a household id is not a sampling weight"),

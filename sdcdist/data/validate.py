@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import SdcInputError, value_error
+from ..errors import bad_values_error, constant_error, count_error, value_error
 
 __all__ = ["check_column_names", "check_values", "first_rows", "MIN_RECORDS"]
 
@@ -30,20 +30,28 @@ def _unsafe_name(name: str) -> bool:
                               for ch in name)
 
 
+def _capital(source: str) -> str:
+    """``source`` at the start of a sentence (``the data`` -> ``The data``)."""
+    return source[:1].upper() + source[1:] if source.startswith("the ") else source
+
+
 def check_column_names(names: Sequence[str], source: str = "the data") -> None:
     """Raise if names are empty, blank or duplicated."""
     if len(names) == 0:
-        raise SdcInputError(f"{source} has no columns; sdcdist needs at least one numeric column")
+        raise count_error(_capital(source), "at least 1", "column", 0,
+                          "sdcdist needs at least one numeric column")
     blank = [i + 1 for i, c in enumerate(names) if str(c).strip() == ""]
     if blank:
-        raise SdcInputError(
-            f"{source} has unnamed columns (positions {blank}); give every column a header name")
+        raise value_error(f"The column names of {source}", "non-empty",
+                          got_text=f"unnamed columns at positions {blank}",
+                          hint="Give every column a header name.")
     unsafe = [i + 1 for i, c in enumerate(names) if _unsafe_name(str(c))]
     if unsafe:
-        raise SdcInputError(
-            f"{source} has column names containing a comma, a line break or another control "
-            f"character (positions {unsafe}); such names cannot be given to --columns or "
-            "--keys and break one-line messages: rename these columns")
+        raise value_error(f"The column names of {source}",
+                          "free of commas, line breaks and other control characters",
+                          got_text=f"such names at positions {unsafe}",
+                          hint="Such names cannot be given to --columns or --keys and break "
+                               "one-line messages: rename these columns.")
     seen: dict[str, int] = {}
     dups = []
     for c in names:
@@ -51,9 +59,9 @@ def check_column_names(names: Sequence[str], source: str = "the data") -> None:
         if seen[c] == 2:
             dups.append(c)
     if dups:
-        raise SdcInputError(
-            f"{source} has duplicate column names {dups}; rename them so that every column "
-            "name is unique")
+        raise value_error(f"The column names of {source}", "unique",
+                          got_text=f"duplicates {dups}",
+                          hint="Rename them so that every column name is unique.")
 
 
 class ValueChecker:
@@ -112,31 +120,28 @@ class ValueChecker:
         where a missing value is a wildcard or a suppressed value).
         """
         if self.n == 0:
-            raise SdcInputError(f"{self.source} has no records; sdcdist needs at least "
-                                f"{MIN_RECORDS} records")
+            raise count_error(_capital(self.source), f"at least {MIN_RECORDS}", "records", 0)
         for j, name in enumerate(self.names):
             if self.nan[j] and name not in missing_ok:
-                raise SdcInputError(
-                    f"column {name!r} has {self.nan[j]} missing values (records "
-                    f"{_rows_text(self.nan_rows[j], self.nan[j])}); sdcdist needs complete "
-                    "numeric data: impute or drop them first (a categorical column may have "
-                    "missing values: declare an integer-coded one with --categorical)")
+                raise bad_values_error(
+                    name, self.nan[j], "missing", "sdcdist needs complete numeric data: impute "
+                    "or drop them first (a categorical column may have missing values: "
+                    "declare an integer-coded one with --categorical)", where=self.source,
+                    rows=_rows_text(self.nan_rows[j], self.nan[j]))
             if self.inf[j]:
-                raise SdcInputError(
-                    f"column {name!r} has {self.inf[j]} infinite values (records "
-                    f"{_rows_text(self.inf_rows[j], self.inf[j])}); sdcdist needs finite "
-                    "numeric data: replace or drop them first")
+                raise bad_values_error(
+                    name, self.inf[j], "infinite", "sdcdist needs finite numeric data: replace "
+                    "or drop them first", where=self.source,
+                    rows=_rows_text(self.inf_rows[j], self.inf[j]))
         if self.n < MIN_RECORDS:
-            raise SdcInputError(f"{self.source} has {self.n} records; sdcdist needs at least "
-                                f"{MIN_RECORDS}")
+            raise count_error(_capital(self.source), f"at least {MIN_RECORDS}", "records", self.n)
         if not allow_constant:
             const = [name for j, name in enumerate(self.names)
                      if self.lo[j] == self.hi[j] and name not in constant_ok]
             if const:
-                raise SdcInputError(
-                    f"column(s) {const} are constant (one value in every record); they carry "
-                    "no information and break standardisation: drop them (select the others "
-                    "with --columns)")
+                raise constant_error(const, self.source, "they carry no information and "
+                                     "break standardisation", "drop them (select the others "
+                                     "with --columns)")
 
 
 def check_values(values: np.ndarray, names: Sequence[str], source: str = "the data", *,
@@ -148,7 +153,8 @@ def check_values(values: np.ndarray, names: Sequence[str], source: str = "the da
                           got_text=f"shape {values.shape}")
     check_column_names(names, source)
     if values.shape[1] != len(names):
-        raise SdcInputError(f"{source} has {values.shape[1]} columns but {len(names)} names")
+        raise count_error(f"The names of {source}", f"exactly {values.shape[1]}",
+                          "names (one per column)", len(names))
     checker = ValueChecker(names, source)
     checker.update(values)
     checker.finish(allow_constant=allow_constant)

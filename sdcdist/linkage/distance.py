@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ..errors import SdcInputError
+from ..errors import constant_error
 from ..moments import column_moments, constant_columns, sorted_column
 from .gower import Gower, gathered_gower, gower_distances
 
@@ -60,9 +60,8 @@ def standardize(X: np.ndarray, cols: tuple[int, ...] | None = None, *,
     bad = np.flatnonzero(constant_columns(A) | ~(sd > 0))
     if bad.size:
         label = [names[i] if names else (cols[i] if cols else i) for i in bad]
-        raise SdcInputError(
-            f"key column(s) {label} are constant in the {what}; distance linkage standardises "
-            "each key column, so leave constant columns out of the key sets")
+        raise constant_error(label, f"the {what}", "distance linkage standardises each key "
+                             "column", "leave constant columns out of the key sets")
     return (A - mu) / sd
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_error, column_positions
+from ..errors import SdcInputError, column_error, column_positions, count_error
 from ..parallel import Runner
 from .prl import DEFAULTS, PRLResult, PRLSettings, probabilistic_linkage
 from .truth import truth_counts, truth_from_ids
@@ -79,7 +79,8 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
 
     keys = list(keys)
     if not keys:
-        raise SdcInputError("no key columns given; give at least one (e.g. --keys V1,V2)")
+        raise count_error("Linkage", "at least 1", "key column", 0,
+                          "give key columns (e.g. --keys V1,V2)")
     ca = column_positions(keys, original.columns, what="key column", where="the original file")
     cb = column_positions(keys, masked.columns, what="key column", where="the masked file")
     column_positions(categorical, keys, what="categorical column", where="the key columns")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, bad_values_error, value_error
 
 __all__ = ["row_truth", "truth_from_ids", "truth_counts", "check_truth", "invert_truth"]
 
@@ -49,8 +49,9 @@ def truth_from_ids(id_original: np.ndarray, id_masked: np.ndarray, *,
     for v, what in ((a, "original"), (b, "masked")):
         uniq = np.unique(v)
         if uniq.size != v.size:
-            raise SdcInputError(f"the {name} repeats {v.size - uniq.size} value(s) "
-                                f"in the {what} file; identifiers must be unique per file")
+            raise bad_values_error(column or "identifier", v.size - uniq.size, "repeated",
+                                   "identifiers must be unique per file",
+                                   where=f"the {what} file")
     order = np.argsort(a, kind="stable")
     pos = np.searchsorted(a[order], b)
     pos = np.minimum(pos, max(len(a) - 1, 0))
@@ -79,8 +80,8 @@ def check_truth(truth: np.ndarray, n_cand: int, *, what: str = "the truth") -> d
     t = np.asarray(truth)
     if t.ndim != 1 or (t.size and (not np.issubdtype(t.dtype, np.integer)
                                    or t.min() < -1 or t.max() >= n_cand)):
-        raise SdcInputError(f"{what} must give one row of the original file (0..{n_cand - 1}) "
-                            "or -1 per masked record")
+        raise value_error(what, f"one row of the original file (0..{n_cand - 1}) or -1 per "
+                          "masked record")
     counts = truth_counts(t)
     if t.size and n_cand and counts["matched"] == 0:
         raise SdcInputError(

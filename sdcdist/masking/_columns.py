@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import constant_error, count_error
 
 __all__ = ["check_not_constant"]
 
@@ -21,12 +21,10 @@ def check_not_constant(X: np.ndarray, method: str, why: str) -> None:
         What the method does that a constant column breaks.
     """
     if X.shape[0] < 2:
-        raise SdcInputError(f"{method} needs at least 2 records. Got {X.shape[0]}.")
+        raise count_error(f"The array given to {method}", "at least 2", "records", X.shape[0])
     const = np.flatnonzero(X.max(axis=0) == X.min(axis=0))
     if const.size:
-        cols = ", ".join(str(j + 1) for j in const[:10])
-        more = f" (and {const.size - 10} more)" if const.size > 10 else ""
-        raise SdcInputError(
-            f"{method} cannot mask constant columns: column{'s' if const.size > 1 else ''} "
-            f"{cols}{more} (1-based) of {X.shape[1]} take a single value, and {why}. "
-            f"Drop constant columns before masking (they carry no information).")
+        raise constant_error([int(j) + 1 for j in const],
+                             f"the array given to {method} (1-based positions, of {X.shape[1]})",
+                             f"{method} cannot mask constant columns, as {why}",
+                             "drop constant columns before masking (they carry no information)")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import options as _options
-from ..errors import SdcInputError, param_error, unknown_name_error, value_error
+from ..errors import SdcInputError, count_error, param_error, unknown_name_error, value_error
 
 __all__ = ["MaskingMethod", "REGISTRY", "register", "get_method", "options_of"]
 
@@ -81,8 +81,8 @@ class MaskingMethod:
         if self.kind == "none":
             if value in (None, 0, 0.0):
                 return 0.0
-            raise SdcInputError(f"{self.name} has no parameter: leave 'params' out of its "
-                                f"spec entry (or give 0). Got {value!r} instead.")
+            raise param_error("params", self.name, f"left out of its spec entry (or 0): "
+                              f"{self.name} has no parameter", value)
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise param_error(self.param, self.name, self.allowed_text(), value)
         v = float(value)
@@ -114,9 +114,8 @@ class MaskingMethod:
         """
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
-            raise SdcInputError(
-                f"{self.name} needs a 2-D array (records x variables). Got {X.ndim} dimensions."
-            )
+            raise value_error(f"The array given to {self.name}", "2-D (records x variables)",
+                              got_text=f"{X.ndim} dimensions")
         p = self.check_param(param)
         arg = int(p) if self.kind == "int" else p
         cats = sorted({int(j) for j in categorical})
@@ -241,8 +240,8 @@ def pipeline_method(name: str) -> MaskingMethod:
         return _PIPELINES[name]
     steps = tuple(s.strip() for s in name.split("+"))
     if len(steps) < 2 or any(not s for s in steps):
-        raise SdcInputError(f"pipeline {name!r} needs at least two method names joined by "
-                            "'+', e.g. recode+noise")
+        raise count_error(f"Pipeline {name!r}", "at least 2", "method names joined by '+'",
+                          len([s for s in steps if s]), "e.g. recode+noise")
     if len(set(steps)) != len(steps):
         raise SdcInputError(f"pipeline {name!r} names a method twice; a step is one method "
                             "with one parameter")
@@ -295,8 +294,8 @@ def check_pipeline_options(meth: MaskingMethod, options: object) -> dict:
     if options is None:
         options = {}
     if not isinstance(options, dict):
-        raise SdcInputError(f"the options of pipeline {meth.name} must map step names to "
-                            f"their options. Got {options!r} instead.")
+        raise value_error(f"The options of pipeline {meth.name}",
+                          "a mapping of step names to their options", options)
     bad = [k for k in options if k not in meth.steps]
     if bad:
         raise unknown_name_error(f"{meth.name} step", bad[0], meth.steps)

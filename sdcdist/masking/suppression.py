@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
+from ..errors import option_error
 from ._registry import register
 from .categorical import check_suppress_k, masked_columns
 
@@ -91,8 +91,8 @@ def _suppression_order(codes: np.ndarray, importance: Sequence[int] | None) -> n
         return np.argsort(-levels, kind="stable")             # most categories first
     imp = [int(v) for v in importance]
     if sorted(imp) != list(range(1, q + 1)):
-        raise SdcInputError(f"The 'importance' option of suppress must list the integers "
-                            f"1..{q} once each, one per masked column. Got {imp} instead.")
+        raise option_error("importance", f"the integers 1..{q} once each, one per masked column",
+                           imp, owner="suppress")
     return np.argsort(-np.array(imp), kind="stable")          # least important first
 
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import SdcInputError, column_error
+from ..errors import SdcInputError, column_error, count_error, value_error
 from ._registry import register
 from .noise import cov_factor
 
@@ -66,7 +66,8 @@ def resolve_roles(roles: Mapping[str, Sequence] | None, m: int, method: str,
     quasi = list(roles.get(quasi_key[0]) if quasi_key else [])
     for what, cols in (("confidential", conf), ("quasi-identifier", quasi)):
         if not cols:
-            raise SdcInputError(f"{method} needs at least one {what} column{given}: {how}.")
+            raise count_error(f"The {what} role of {method}{given}", "at least 1", "column", 0,
+                              how)
     pos = {}
     if columns is not None:
         pos = {c: i for i, c in enumerate(columns)}
@@ -80,8 +81,8 @@ def resolve_roles(roles: Mapping[str, Sequence] | None, m: int, method: str,
                 raise column_error([c], columns, where=f"the roles of {method}")
             return pos[c]
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c < m:
-            raise SdcInputError(f"{method}: role column {c!r} is not a column position in "
-                                f"[0, {m - 1}] nor a column name.")
+            raise value_error(f"Role column {c!r} of {method}",
+                              f"a column position in [0, {m - 1}] or a column name")
         return int(c)
 
     conf_pos = [position(c) for c in conf]
@@ -130,8 +131,8 @@ def check_records(n: int, m: int, variant: str, *,
                 f"{q} quasi-identifier(s), so that the residual covariance can be restored"
                 if variant == "c" else
                 f"the {c + 1} regressors (intercept and {c} confidential column(s))")
-        raise SdcInputError(f"{method} needs more records than {what}: at least {need + 1}. "
-                            f"Got {n} records.")
+        raise count_error(f"The array given to {method}", f"at least {need + 1}", "records", n,
+                          f"more than {what}")
     return conf, quasi
 
 

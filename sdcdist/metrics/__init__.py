@@ -8,8 +8,17 @@
 from ._registry import (DEFAULT_OPTIONS, NEEDS, REGISTRY, MeasureContext, Metric, MetricResult,
                         companions, get_metric, is_companion, needing, register)
 from .keysets import KeySets, default_keysets
-from . import infoloss, prl, ranks, risk, scores, utility, frequency, attribute, suda, synthetic  # noqa: F401
-from . import household, modrisk, attacks, synthutility  # noqa: F401,E402  (register metrics)
+# the measures register on import; this order is the catalogue's
+from .loss import infoloss  # noqa: F401,I001
+from .risk import prl  # noqa: F401
+from .loss import ranks  # noqa: F401
+from .risk import linkage, interval  # noqa: F401
+from . import scores  # noqa: F401
+from .loss import propensity, emd  # noqa: F401
+from .risk import frequency  # noqa: F401
+from .loss import categorical  # noqa: F401
+from .risk import attribute, suda, synthetic, cap, household, modrisk, attacks  # noqa: F401
+from .loss import synthutility  # noqa: F401
 from .measure import expand_requirements, measure, options_of
 
 __all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",

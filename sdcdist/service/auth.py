@@ -21,7 +21,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SdcInputError
+from ..errors import SdcInputError, count_error, unreadable_error, value_error
 
 __all__ = ["Tokens", "hash_token", "new_token", "PRINCIPAL_NAME"]
 
@@ -86,8 +86,7 @@ class Tokens:
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise SdcInputError(f"--tokens {str(path)!r} cannot be read "
-                                f"({type(exc).__name__}); check the path") from None
+            raise unreadable_error("a token file (--tokens)", path, type(exc).__name__) from None
         entries = []
         for i, line in enumerate(text.splitlines(), 1):
             line = line.strip()
@@ -95,8 +94,8 @@ class Tokens:
                 continue
             entries.append(_parse(line, path.name, i))
         if not entries:
-            raise SdcInputError(f"--tokens {path.name!r} holds no token line; make lines with "
-                                "'sdcdist serve --hash-token NAME'")
+            raise count_error(f"The token file (--tokens) {path.name!r}", "at least 1",
+                              "token line", 0, "make lines with 'sdcdist serve --hash-token NAME'")
         return cls(entries)
 
     @property
@@ -130,9 +129,9 @@ class Tokens:
 
 
 def _parse(line: str, name: str, lineno: int) -> _Entry:
-    bad = SdcInputError(f"line {lineno} of --tokens {name!r} is not 'NAME sha256:HEX' or "
-                        "'NAME scrypt:N:r:p:SALT:HEX'; make lines with "
-                        "'sdcdist serve --hash-token NAME'")
+    bad = value_error(f"Line {lineno} of --tokens {name!r}",
+                      "'NAME sha256:HEX' or 'NAME scrypt:N:r:p:SALT:HEX'",
+                      hint="Make lines with 'sdcdist serve --hash-token NAME'.")
     parts = line.split()
     if len(parts) != 2 or not PRINCIPAL_NAME.match(parts[0]):
         raise bad

@@ -134,13 +134,13 @@ def balanced_table(cube: Any, *, risks: Sequence[str], losses: Sequence[str],
     the mean of the mean risk rank and the mean loss rank (one side alone when the other
     has no metric). Sorted best first."""
     from ..cube import cell_table, ranks
-    from ..errors import SdcInputError
+    from ..errors import SdcInputError, empty_error
     shown = [*losses, *risks]
     if not shown:
         raise SdcInputError("the cube has no risk or loss metric to rank by")
     table = cell_table(cube, dataset=dataset)
     if table.empty:
-        raise SdcInputError("the cube has no finished cells yet; run the audit first")
+        raise empty_error("The cube", "it has no finished cells yet: run the audit first")
     rk = ranks(cube, shown, dataset=dataset)
     sides = [rk[list(s)].mean(axis=1, skipna=True) for s in (risks, losses) if s]
     score = sum(sides) / len(sides)

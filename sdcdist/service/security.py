@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import SdcInputError, value_error
+from ..errors import SdcInputError, count_error, value_error
 
 __all__ = ["check_data_path", "principal_area", "RequestGuard", "FailureLimiter", "client_key",
            "hide_root",
@@ -83,9 +83,9 @@ def check_allow_url(prefix: str) -> str:
     if "://" not in prefix or "::" in prefix or not prefix.split("://", 1)[1].strip("/") \
             or not allowed_url(prefix.replace("{principal}", "p").rstrip("/") + "/x.zarr",
                                (prefix,), "p"):
-        raise SdcInputError(f"--allow-url {prefix!r} is not an object-store prefix such as "
-                            "'s3://bucket/{principal}/' (local, cached, chained and web "
-                            "protocols cannot be allowed)")
+        raise value_error("--allow-url", "an object-store prefix such as "
+                          "'s3://bucket/{principal}/' (local, cached, chained and web protocols "
+                          "cannot be allowed)", prefix)
     return prefix
 
 
@@ -101,11 +101,11 @@ def check_data_path(path: str, what: str, root: Path, who: str,
     """
     from ..storage import check_url, local_path
     if "\x00" in path or any(ord(ch) < 32 for ch in path):
-        raise SdcInputError(f"{what}.{field} holds a control character (such as a NUL byte); "
-                            "give a plain file path")
+        raise value_error(f"{what}.{field}", "a plain file path",
+                          got_text="a path with a control character (such as a NUL byte)")
     if len(path) > MAX_PATH_CHARS:
-        raise SdcInputError(f"{what}.{field} is {len(path)} characters long; the service "
-                            f"accepts paths of at most {MAX_PATH_CHARS}")
+        raise count_error(f"{what}.{field}", f"at most {MAX_PATH_CHARS}", "characters",
+                          len(path), "the service accepts no longer paths")
     area = principal_area(root, who)
     if "::" in path or "://" in path:
         check_url(path.split("::")[-1] if "::" in path else path, what=f"{what}.{field}")

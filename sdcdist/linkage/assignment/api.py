@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, param_error
+from ...errors import param_error, value_error
 from .dense import minmax, nonfinite, solve_dense
 from .sparse import Candidates, solve_sparse
 from .ties import grid_bits, quantize
@@ -242,10 +242,12 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
     else:
         W = np.asarray(weights, dtype=np.float64)
         if W.ndim != 2:
-            raise SdcInputError(f"assignment needs a 2-D weight matrix; got shape {W.shape}")
+            raise value_error("The weight matrix of an assignment", "2-D",
+                              got_text=f"shape {W.shape}")
         if W.ndim == 2 and W.size and nonfinite(W):
-            raise SdcInputError("assignment weights must be finite; got "
-                                f"{int(np.count_nonzero(~np.isfinite(W)))} non-finite entries")
+            raise value_error("Assignment weights", "finite",
+                              got_text=f"{int(np.count_nonzero(~np.isfinite(W)))} non-finite "
+                                       "entries")
         cand = None
     if dense_limit < 1:
         raise param_error("dense_limit", "assign", "an integer >= 1", dense_limit)

@@ -9,7 +9,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ...errors import SdcInputError
+from ...errors import value_error
 from .ties import lexmin, tight_csr
 
 __all__ = ["Candidates", "solve_sparse", "solve_min", "csr", "offer", "ssp", "arr", "init_duals",
@@ -43,14 +43,15 @@ class Candidates:
         c = np.asarray(self.cols, dtype=np.int64).ravel()
         w = np.asarray(self.weights, dtype=np.float64).ravel()
         if not (r.shape == c.shape == w.shape):
-            raise SdcInputError(f"candidate rows, cols and weights must have the same length; "
-                                f"got {r.size}, {c.size} and {w.size}")
+            raise value_error("Candidate rows, cols and weights", "of the same length",
+                              got_text=f"lengths {r.size}, {c.size} and {w.size}")
         n_r, n_c = (int(s) for s in self.shape)
         if r.size and (r.min() < 0 or r.max() >= n_r or c.min() < 0 or c.max() >= n_c):
-            raise SdcInputError(f"candidate indices out of range for shape {(n_r, n_c)}")
+            raise value_error("Candidate indices", f"within the shape {(n_r, n_c)}",
+                              got_text="indices out of range")
         if not np.all(np.isfinite(w)):
-            raise SdcInputError("candidate weights must be finite; "
-                                f"got {int(np.count_nonzero(~np.isfinite(w)))} non-finite")
+            raise value_error("Candidate weights", "finite",
+                              got_text=f"{int(np.count_nonzero(~np.isfinite(w)))} non-finite")
         object.__setattr__(self, "rows", r)
         object.__setattr__(self, "cols", c)
         object.__setattr__(self, "weights", w)

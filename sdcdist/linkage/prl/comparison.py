@@ -11,7 +11,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ...errors import SdcInputError, param_error
+from ...errors import count_error, param_error
 from ...moments import column_moments, constant_columns
 from .settings import DEFAULTS, PRLSettings
 
@@ -148,11 +148,12 @@ def comparison(n_keys: int, settings: PRLSettings | None = None, *, categorical:
         settings = settings.updated(given)
     method, t, weights = settings.method, settings.t, settings.weights
     if n_keys < 1:
-        raise SdcInputError("probabilistic record linkage needs at least one key column; "
-                            "got none. Give key columns (e.g. --keys V1,V2)")
+        raise count_error("Probabilistic record linkage", "at least 1", "key column", 0,
+                          "give key columns (e.g. --keys V1,V2)")
     cat = tuple(bool(c) for c in (categorical if categorical is not None else [False] * n_keys))
     if len(cat) != n_keys:
-        raise SdcInputError(f"categorical flags for {len(cat)} columns but {n_keys} key columns")
+        raise count_error("The categorical flags", f"exactly {n_keys}",
+                          "entries (one per key column)", len(cat))
     if not isinstance(t, (list, tuple)) and np.ndim(t) == 0:    # per-column lists may be ragged
         per = [(float(t),)] * n_keys
     elif all(np.ndim(x) == 0 for x in t):
@@ -160,7 +161,8 @@ def comparison(n_keys: int, settings: PRLSettings | None = None, *, categorical:
     else:
         per = [tuple(float(x) for x in np.atleast_1d(x)) for x in t]
         if len(per) != n_keys:
-            raise SdcInputError(f"tolerances for {len(per)} columns but {n_keys} key columns")
+            raise count_error("The tolerances 't'", f"exactly {n_keys}",
+                              "lists (one per key column)", len(per))
     levels = tuple(() if c else lev for lev, c in zip(per, cat))
     for lev in levels:
         if len(lev) > MAX_LEVELS:
@@ -168,10 +170,10 @@ def comparison(n_keys: int, settings: PRLSettings | None = None, *, categorical:
                               f"{len(lev)} tolerances")
     cmp = Comparison(method, levels, cat, weights)
     if cmp.n_patterns > MAX_PATTERN_CODE:
-        raise SdcInputError(f"{n_keys} key columns with these levels make {cmp.n_patterns:.3g} "
-                            f"comparison patterns, more than the {MAX_PATTERN_CODE:.3g} a "
-                            "pattern code can hold; use fewer tolerances per column or fewer "
-                            "key columns per key set")
+        raise count_error(f"The comparison of {n_keys} key columns", f"at most "
+                          f"{MAX_PATTERN_CODE:.3g} (what a pattern code holds)",
+                          "comparison patterns", f"{cmp.n_patterns:.3g}", "use fewer tolerances "
+                          "per column or fewer key columns per key set")
     return cmp
 
 

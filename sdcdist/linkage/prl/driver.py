@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, param_error
+from ...errors import SdcInputError, count_error, param_error, value_error
 from ...parallel import Runner
 from ..assignment import Candidates, assign_by_content
 from ..truth import row_truth
@@ -269,14 +269,15 @@ def _key_columns(cols_a: Any, cols_b: Any, n_a: int, n_b: int
                  ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     cols_b = tuple(cols_a) if cols_b is None else tuple(cols_b)
     if len(cols_a) == 0 or len(cols_b) == 0:
-        raise SdcInputError("probabilistic record linkage needs at least one key column; "
-                            "got none. Give key columns (e.g. --keys V1,V2)")
+        raise count_error("Probabilistic record linkage", "at least 1", "key column", 0,
+                          "give key columns (e.g. --keys V1,V2)")
     if len(cols_a) != len(cols_b):
-        raise SdcInputError(f"{len(cols_a)} key columns in A but {len(cols_b)} in B")
+        raise count_error("The key set of B", f"exactly {len(cols_a)} (as in A)", "columns",
+                          len(cols_b))
     for n, what in ((n_a, "original (A)"), (n_b, "masked (B)")):
         if n < 2:
-            raise SdcInputError(f"the {what} file has {n} record(s); linkage needs at least 2 "
-                                "records in each file to estimate the model")
+            raise count_error(f"The {what} file", "at least 2", "records", n,
+                              "linkage needs two records in each file to estimate the model")
     return tuple(cols_a), cols_b
 
 
@@ -304,8 +305,8 @@ def _truth(runner: Runner, truth: Any, n_a: int, n_b: int, order_a: np.ndarray) 
         truth = runner.share(row_truth(n_b, n_a))
     elif isinstance(truth, np.ndarray):
         if truth.shape != (n_b,):
-            raise SdcInputError(f"the truth must give one row per masked record: shape "
-                                f"({n_b},); got {truth.shape}")
+            raise value_error("The truth", f"one row per masked record: shape ({n_b},)",
+                              got_text=f"shape {truth.shape}")
         truth = runner.share(np.asarray(truth, dtype=np.int64))
     inv_a = np.empty_like(order_a)
     inv_a[order_a] = np.arange(order_a.size)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ...errors import SdcInputError, unknown_name_error
+from ...errors import column_error, unknown_name_error
 from ...options import OPTIONS, PRL_BLOCK_ROWS, PRL_EM_DEFAULTS, prl_names
 
 __all__ = ["PRLSettings", "EMSettings", "NAMES", "DEFAULTS"]
@@ -156,8 +156,7 @@ class PRLSettings:
             return None
         name, width = self.blocking
         if name not in names:
-            raise SdcInputError(f"the blocking column {name!r} is not in the key set {names}; "
-                                "block on a column of every key set (e.g. the first key)")
+            raise column_error([name], names, what="blocking column", where="the key set")
         return names.index(name), width
 
     def with_(self, **changes: Any) -> "PRLSettings":

@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
-from ...errors import SdcInputError
+from ...errors import SdcInputError, empty_error, unreadable_error, value_error
 from ...logs import event
 from ..helpers import Service
 from ..store import ACTIVE, Store, audit_out, new_id
@@ -160,12 +160,13 @@ def parse_body(body: bytes, ctype: str) -> Any:
     refused."""
     from ...yamlsafe import load_yaml
     if not body.strip():
-        raise SdcInputError("the request has no spec; send the YAML or JSON of an audit spec "
-                            "(see examples/demo.yaml)")
+        raise empty_error("The request", "send the YAML or JSON of an audit spec (see "
+                          "examples/demo.yaml)")
     try:
         text = body.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise SdcInputError("the spec is not UTF-8 text; send it as UTF-8") from None
+        raise unreadable_error("an audit spec", "the request", "not UTF-8 text",
+                               "send it as UTF-8") from None
     if "json" in ctype.lower():
         from ...limits import MAX_YAML_DEPTH
         from ..security import check_json_depth
@@ -173,8 +174,8 @@ def parse_body(body: bytes, ctype: str) -> Any:
         try:
             return json.loads(text, object_pairs_hook=_no_duplicate_keys)
         except json.JSONDecodeError as exc:
-            raise SdcInputError(f"the spec is not valid JSON (line {exc.lineno}, column "
-                                f"{exc.colno}: {exc.msg})") from None
+            raise unreadable_error("JSON", "the spec", f"line {exc.lineno}, column "
+                                   f"{exc.colno}: {exc.msg}", "send valid JSON") from None
     return load_yaml(text, what="the spec")
 
 
@@ -223,13 +224,13 @@ def resolve_field(value: Any, what: str, field: str, who: str, store: Store,
     from ..security import check_data_path
     if isinstance(value, Mapping):
         if set(value) != {"id"}:
-            raise SdcInputError(f"{what}.{field} is a mapping; give a path under files/{who}/ "
-                                "or {id: ...}, the id of one of your uploads")
+            raise value_error(f"{what}.{field}", f"a path under files/{who}/ or {{id: ...}}, "
+                              "the id of one of your uploads", got_text="another mapping")
         return _own_upload(value["id"], f"{what}.{field}", who, store)[0]
     if not isinstance(value, str):
-        raise SdcInputError(f"{what}.{field} is a {type(value).__name__}; give the path of a "
-                            f"file under files/{who}/, or {{id: ...}}, the id of one of your "
-                            "uploads")
+        raise value_error(f"{what}.{field}", f"the path of a file under files/{who}/, or "
+                          "{id: ...}, the id of one of your uploads",
+                          got_text=f"a {type(value).__name__}")
     check_data_path(value, what, store.root, who, allow_urls, field=field)
     return value
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, UploadFile
 
-from ...errors import SdcInputError
+from ...errors import SdcInputError, unreadable_error
 from ...logs import event
 from ..helpers import Service
 from ..store import ACTIVE, new_id
@@ -64,8 +64,8 @@ def router(svc: Service) -> APIRouter:
                                 "a control character; rename the file")
         low = filename.lower()
         if not low.endswith(UPLOAD_SUFFIXES):
-            raise SdcInputError(f"cannot tell the format of {filename!r}; upload CSV (.csv, "
-                                ".csv.gz, .tsv) or Parquet (.parquet) files")
+            raise unreadable_error("a data file", filename, "unknown format", "upload CSV "
+                                   "(.csv, .csv.gz, .tsv) or Parquet (.parquet) files")
         ext = next(s for s in sorted(UPLOAD_SUFFIXES, key=len, reverse=True) if low.endswith(s))
         stem = slug(filename[:-len(ext)])[:100] or "data"
         dataset_id = new_id("ds")

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
-from ..parallel import map_reduce
-from ._registry import REGISTRY, MeasureContext, MetricResult, register
-from .exactsum import SQ_SCALE, exact_cross_sums, exact_square_sums, exact_sums, to_fraction
+from ...errors import SdcInputError, constant_error, count_error
+from ...parallel import map_reduce
+from .._registry import REGISTRY, MeasureContext, MetricResult, register
+from ..exactsum import SQ_SCALE, exact_cross_sums, exact_square_sums, exact_sums, to_fraction
 
 __all__ = ["stats_chunk", "combine_stats", "record_stats", "table1", "il_sd"]
 
@@ -162,9 +162,8 @@ def _sd_check(var: np.ndarray, columns: tuple[str, ...], metric: str, what: str)
     sd = np.sqrt(var)
     bad = [columns[j] for j in np.flatnonzero(~(sd > 0))]
     if bad:
-        raise SdcInputError(f"{metric} divides by each {what} column's standard deviation, "
-                            f"and column(s) {bad} of the {what} file are constant; drop them "
-                            f"from both files first")
+        raise constant_error(bad, f"the {what} file", f"{metric} divides by each {what} "
+                             "column's standard deviation", "drop them from both files first")
     return sd
 
 
@@ -172,7 +171,8 @@ def il_sd(ctx: MeasureContext, metric: str) -> np.ndarray:
     """The original file's column standard deviations; error if one is zero."""
     st = record_stats(ctx)
     if int(st["n"]) < 2:
-        raise SdcInputError(f"{metric} needs at least 2 records; got {int(st['n'])}")
+        raise count_error(f"The file measured by {metric}", "at least 2", "records",
+                          int(st["n"]))
     return _sd_check(st["exact_var_x"], ctx.columns, metric, "original")
 
 
@@ -204,8 +204,8 @@ def table1(ctx: MeasureContext, obj: str) -> dict[str, MetricResult]:
         if obj == "M":
             return _errors(st["exact_mean_x"], st["exact_mean_y"])
         if n < 2:
-            raise SdcInputError(f"{obj}_MSE, {obj}_MAE and {obj}_MV need at least 2 records; "
-                                f"got {n}")
+            raise count_error(f"The file measured by {obj}_MSE, {obj}_MAE and {obj}_MV",
+                              "at least 2", "records", n)
         if obj == "S":
             return _errors(st["exact_var_x"], st["exact_var_y"])
         vx, vy = _covariances(st, "x"), _covariances(st, "y")
@@ -219,7 +219,7 @@ def table1(ctx: MeasureContext, obj: str) -> dict[str, MetricResult]:
         rx, ry = vx / np.outer(sx, sx), vy / np.outer(sy, sy)
         iu = np.triu_indices(p, 1)
         if iu[0].size == 0:
-            raise SdcInputError("correlation metrics need at least 2 columns; got 1")
+            raise count_error("The files of the correlation metrics", "at least 2", "columns", 1)
         return _errors(rx[iu], ry[iu])
     return ctx.cached(("table1", obj), run)
 

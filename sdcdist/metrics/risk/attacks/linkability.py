@@ -1,4 +1,4 @@
-"""Linkability (see :mod:`sdcdist.metrics.attacks`): metric ``linkability``.
+"""Linkability (see :mod:`sdcdist.metrics.risk.attacks`): metric ``linkability``.
 
 Linkability: each target record is split into the columns of the attacker's two
 files (``link_aux``); each half finds its ``link_neighbors`` nearest released
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, column_positions
-from .._registry import MeasureContext
+from ....errors import column_positions, count_error
+from ..._registry import MeasureContext
 from .common import (attack_columns, attack_targets, file_order, gower_knn, register_attack,
                      risk_from_counts)
 
@@ -28,8 +28,9 @@ def linkability(ctx: MeasureContext) -> dict[str, Any]:
     aux = ctx.options["link_aux"]
     if aux is None:
         if len(names) < 2:
-            raise SdcInputError("linkability splits the attacker's columns in two files and "
-                                f"has one column ({names}); name more attack_columns")
+            raise count_error("The attack columns of linkability", "at least 2", "columns",
+                              f"1 ({names})", "it splits them in the attacker's two files: name "
+                              "more attack_columns")
         h = len(names) // 2
         aux = [names[:h], names[h:]]
     aux = [list(a) if not isinstance(a, str) else [a] for a in aux]

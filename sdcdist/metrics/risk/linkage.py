@@ -1,9 +1,9 @@
-"""Disclosure-risk metrics: distance, rank and correlation linkage, interval disclosure.
+"""Linkage risk: distance, rank and correlation linkage of the masked file to the original.
 
 Linkage metrics are computed per key set (column positions into the original
 file's columns; the masked file's columns are matched by name) through the
 exact drivers of :mod:`sdcdist.linkage`. Metrics sharing a transform and a
-neighbour search (``DLD`` and ``DLD2``; ``ID1``, ``ID2`` and ``SDID``) share one
+neighbour search (``DLD`` and ``DLD2``) share one
 computation through :meth:`MeasureContext.cached`, and the column transforms
 are computed once per column for all key sets.
 
@@ -27,10 +27,6 @@ Options (``ctx.options``; declared and checked in :mod:`sdcdist.options`)
     Convention of DLD and DLD2: ``"catalog"`` (default) or ``"dmt"`` (raw key
     values, original -> masked, a full hit when the true record is among the
     tied nearest); see :data:`sdcdist.cube.DLD_CONVENTIONS`.
-``id_p``
-    The percentages of ID1/ID2 (1..10).
-``sdid_k``
-    The k of SDID (0.05).
 """
 
 from __future__ import annotations
@@ -41,19 +37,18 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
-from ..linkage import distance
-from ..linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
-from ..linkage.truth import invert_truth, row_truth
-from ..moments import column_moments, constant_columns
-from ..parallel import add_dicts, map_reduce, tree_reduce
-from ._registry import MeasureContext, MetricResult, register, take_columns
-from .content import content_order, row_hashes
+from ...errors import (SdcInputError, column_positions, constant_error, empty_error,
+                        exclusive_error)
+from ...linkage import distance
+from ...linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
+from ...linkage.truth import invert_truth, row_truth
+from ...moments import constant_columns
+from .._registry import MeasureContext, MetricResult, register, take_columns
+from ..content import content_order, row_hashes
 
 log = logging.getLogger(__name__)
 
-__all__ = ["interval_counts", "key_positions", "crl_links", "ordinal_columns",
-           "spearman_cross"]
+__all__ = ["key_positions", "crl_links", "ordinal_columns", "spearman_cross"]
 
 
 # -- shared plumbing -----------------------------------------------------------------
@@ -98,8 +93,8 @@ def _check_constant(ctx: MeasureContext, name: str, j_a: int, j_b: int) -> None:
     ra, rb = ctx.cached(("column_refused", name), refused)
     for r, what in ((ra, "original file"), (rb, "masked file")):
         if r:
-            raise SdcInputError(f"key column(s) ['{name}'] are constant in the {what}; linkage "
-                                "cannot use a constant column, so leave it out of the key sets")
+            raise constant_error([name], f"the {what}", "linkage cannot use a constant key "
+                                 "column", "leave it out of the key sets")
 
 
 def _transformed(ctx: MeasureContext, keys: tuple[int, ...], kind: str) -> tuple[Any, Any]:
@@ -165,7 +160,7 @@ def _zero_width(X: Any, n: int) -> np.ndarray:
 def _blocked_link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric: str,
                   reverse: bool) -> dict[str, Any]:
     """Linkage within blocks of equal categorical keys, distance on the numeric keys."""
-    from ..linkage.blocked import block_keys, blocked_link_top2, max_codes
+    from ...linkage.blocked import block_keys, blocked_link_top2, max_codes
     names, ja, jb = key_positions(ctx, keys)
     cat = [i for i, nm in enumerate(names) if nm in ctx.categorical]
     num = tuple(keys[i] for i in range(len(keys)) if i not in cat)
@@ -175,7 +170,7 @@ def _blocked_link(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric:
         M, O = _transformed(ctx, num, kind)
     else:
         M, O = ctx.runner.task(_zero_width, None, n_m), ctx.runner.task(_zero_width, None, n_o)
-    from .frequency import recodings
+    from ..categorical_keys import recodings
     lookups = recodings(ctx, [names[i] for i in cat])
     lookups = lookups if any(lk is not None for lk in lookups) else None
     hi = np.maximum(ctx.runner.call(max_codes, ctx.original, ca),
@@ -262,13 +257,13 @@ def _dld_gower(ctx: MeasureContext, keys: tuple[int, ...]) -> bool:
 
 
 def _gower_stats(X: Any, cols: tuple[int, ...], lookups: Any) -> dict[str, np.ndarray]:
-    from ..linkage.gower import column_stats
+    from ...linkage.gower import column_stats
     return column_stats(X, cols, lookups)
 
 
 def _gower_link(ctx: MeasureContext, keys: tuple[int, ...], reverse: bool) -> dict[str, Any]:
     """Nearest-neighbour linkage on ``keys`` by the Gower distance (cached)."""
-    from ..linkage.gower import plan, prepare
+    from ...linkage.gower import plan, prepare
 
     def run() -> dict[str, Any]:
         names, ja, jb = key_positions(ctx, keys)
@@ -288,9 +283,9 @@ def _gower_link(ctx: MeasureContext, keys: tuple[int, ...], reverse: bool) -> di
             # the terms divide by the original column's range (missing values aside; the
             # masked column may be constant: a release that collapsed it is still linked)
             if kind == "numeric" and not hi > lo:
-                raise SdcInputError(f"key column(s) ['{nm}'] are constant in the original "
-                                    "file; the Gower distance divides by each numeric key "
-                                    "column's range, so leave it out of the key sets")
+                raise constant_error([nm], "the original file", "the Gower distance divides "
+                                     "by each numeric key column's range",
+                                     "leave it out of the key sets")
         g, prep = plan(kinds, so, sm)
         O = ctx.runner.task(prepare, ctx.original, ja, kinds, prep, lk)
         M = ctx.runner.task(prepare, ctx.masked, jb, kinds, prep, None)
@@ -395,7 +390,7 @@ def _truth_array(ctx: MeasureContext) -> np.ndarray:
           description="global distance-based linkage: 1-1 assignment minimising total "
                       "standardised Euclidean distance; % of masked records paired with their own")
 def gdbrl(ctx: MeasureContext, keys: tuple[int, ...]) -> MetricResult:
-    from ..linkage.assignment import (Candidates, assign_by_content, content_order,
+    from ...linkage.assignment import (Candidates, assign_by_content, content_order,
                                       expected_hits, identical_classes)
     M, O = _transformed(ctx, keys, "z")
     n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
@@ -507,7 +502,7 @@ def _crl_task(X: Any, Y: Any, ja: tuple[int, ...], jb: tuple[int, ...], truth: A
     expected correctness over the orders of identical records (as the other linkage
     metrics count identical records: :func:`~sdcdist.linkage.assignment.expected_hits`),
     summed exactly, so the figure does not depend on the files' row order."""
-    from ..linkage.assignment import expected_hits, identical_classes
+    from ...linkage.assignment import expected_hits, identical_classes
     A = np.asarray(X[:, list(ja)], dtype=np.float64)
     B = np.asarray(Y[:, list(jb)], dtype=np.float64)
     t = np.asarray(truth, dtype=np.int64)      # masked -> original
@@ -531,9 +526,8 @@ def _crl_task(X: Any, Y: Any, ja: tuple[int, ...], jb: tuple[int, ...], truth: A
 def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     ext, rel = ctx.options.get("crl_external"), ctx.options.get("crl_released")
     if (ext is None) != (rel is None):
-        raise SdcInputError("CRL without shared attributes needs both the 'crl_external' "
-                            "(columns of the original file) and the 'crl_released' (columns "
-                            "of the masked file) options; got only one")
+        raise exclusive_error(["The option 'crl_external' (columns of the original file)",
+                               "'crl_released' (columns of the masked file)"], "all")
     if ext is None:
         if not ctx.keysets:
             raise SdcInputError("CRL needs a key set or the 'crl_external'/'crl_released' "
@@ -543,8 +537,8 @@ def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, 
     for cols, have, what in ((ext, ctx.columns, "original"), (rel, ctx.masked_columns, "masked")):
         cols = [cols] if isinstance(cols, str) else list(cols)
         if not cols:
-            raise SdcInputError(f"the CRL column list for the {what} file is empty; name at "
-                                "least one column")
+            raise empty_error(f"The CRL column list for the {what} file",
+                              "name at least one column")
         out.append(tuple(column_positions(cols, have, what="CRL column",
                                           where=f"the {what} file")))
     return [tuple(out)]  # type: ignore[list-item]
@@ -616,111 +610,5 @@ def _check_constant_one(ctx: MeasureContext, X: Any, j: int, name: str, what: st
     fn = _few_values if missing else _column_refused
     if ctx.cached(("column_refused_one", what, j, missing),
                   lambda: ctx.runner.call(fn, X, j)):
-        raise SdcInputError(f"column '{name}' is constant in the {what}; correlation linkage "
-                            "cannot use a constant column, so leave it out")
-
-
-# -- interval disclosure -------------------------------------------------------------
-
-def interval_counts(ja: int, jb: int, X: Any, Y: Any, ps: tuple[float, ...]
-                    ) -> dict[str, np.ndarray]:
-    """Task for one column: original values inside the ID1 and ID2 intervals, all p at once.
-
-    ID1: the masked column is sorted once (ties in content order: by a hash of the
-    record's original and masked values); for each p the interval of
-    record i is ``[s[r_i - h], s[r_i + h]]`` (clamped), ``r_i`` the rank of its
-    masked value and ``h = floor(p n / 100)``. ID2: ``x' ± p s' / 100``.
-    Also returns the masked column's sd (ddof 1, summed in sorted order:
-    :func:`sdcdist.moments.column_moments`) for SDID.
-    """
-    x = np.asarray(X[:, ja], dtype=np.float64)
-    y = np.asarray(Y[:, jb], dtype=np.float64)
-    n = y.shape[0]
-    # tied masked values in content order (by a hash of the record's original and masked
-    # value): the same ranks and counts in every row order, and as random as the row order
-    # (ordering ties by the original value would put it inside its interval more often);
-    # records equal in both values are interchangeable
-    order = np.lexsort((row_hashes(np.column_stack([x, y])), y))
-    s = y[order]                  # masked values by rank
-    xs = x[order]                 # each record's original value, at its masked rank
-    # summed over the sorted values: the same float in every row order, so which values
-    # fall on an interval's bound does not depend on the order of the records
-    sd = float(column_moments(y[:, None])[1][0]) if n > 1 else 0.0
-    id1 = np.zeros(len(ps), dtype=np.int64)
-    id2 = np.zeros(len(ps), dtype=np.int64)
-    for i, p in enumerate(ps):
-        h = min(int(np.floor(p * n / 100.0)), n - 1)
-        # rank r's interval is [s[max(r - h, 0)], s[min(r + h, n - 1)]]: shifted views of s
-        lo_ok = np.concatenate([xs[:h] >= s[0], xs[h:] >= s[:n - h]])
-        hi_ok = np.concatenate([xs[:n - h] <= s[h:], xs[n - h:] <= s[-1]])
-        id1[i] = int(np.count_nonzero(lo_ok & hi_ok))
-        w = p * sd / 100.0
-        id2[i] = int(np.count_nonzero((y - w <= x) & (x <= y + w)))
-    return {"id1": id1, "id2": id2, "n": np.array(n), "sd": np.array([sd])}
-
-
-def _concat_sd(*parts: dict) -> dict:
-    out = add_dicts(*[{k: p[k] for k in ("id1", "id2", "n")} for p in parts])  # integers
-    out["sd"] = np.concatenate([p["sd"] for p in parts])
-    return out
-
-
-def _shared_columns(ctx: MeasureContext) -> list[tuple[int, int]]:
-    pos = {c: i for i, c in enumerate(ctx.masked_columns)}
-    pairs = [(i, pos[c]) for i, c in enumerate(ctx.columns) if c in pos]
-    if not pairs:
-        raise SdcInputError("the original and masked files share no column names; interval "
-                            "disclosure compares each original column with the masked column "
-                            "of the same name")
-    return pairs
-
-
-def _intervals(ctx: MeasureContext) -> dict[str, Any]:
-    def run() -> dict[str, Any]:
-        ps = tuple(float(p) for p in ctx.options["id_p"])
-        parts = [ctx.runner.task(interval_counts, a, b, ctx.original, ctx.masked, ps)
-                 for a, b in _shared_columns(ctx)]
-        return ctx.runner.result(tree_reduce(ctx.runner, _concat_sd, parts))
-    return ctx.cached("intervals", run)
-
-
-@register("ID1", kind="risk", reference="[DMT §4.3]", options=("id_p",),
-          unit="% of values",
-          description="rank interval disclosure: % of original values inside the interval of "
-                      "masked values within p% of ranks, mean over p = 1..10")
-def id1(ctx: MeasureContext) -> float:
-    tot = _intervals(ctx)
-    return float(np.mean(100.0 * tot["id1"] / tot["n"]))
-
-
-@register("ID2", kind="risk", reference="[DMT §6]", options=("id_p",),
-          unit="% of values",
-          description="sd interval disclosure: % of original values within x' ± p s'/100, "
-                      "mean over p = 1..10")
-def id2(ctx: MeasureContext) -> float:
-    tot = _intervals(ctx)
-    return float(np.mean(100.0 * tot["id2"] / tot["n"]))
-
-
-def _sdid_chunk(start: int, stop: int, X: Any, Y: Any, ja: tuple[int, ...],
-                jb: tuple[int, ...], half: np.ndarray) -> dict[str, int]:
-    x = np.asarray(X[start:stop][:, list(ja)], dtype=np.float64)
-    y = np.asarray(Y[start:stop][:, list(jb)], dtype=np.float64)
-    inside = ((y - half) <= x) & (x <= (y + half))
-    return {"hits": int(np.count_nonzero(inside.all(axis=1))), "n": stop - start}
-
-
-@register("SDID", kind="risk", reference="sdcMicro dRisk",
-          unit="fraction of records (0 to 1)",
-          options=("chunk_rows", "id_p", "sdid_k"),
-          description="share of records whose every original value lies within "
-                      "x' ± k s'_j (k = 0.05)")
-def sdid(ctx: MeasureContext) -> float:
-    k = float(ctx.options["sdid_k"])
-    sd = _intervals(ctx)["sd"]
-    pairs = _shared_columns(ctx)
-    ja, jb = tuple(a for a, _ in pairs), tuple(b for _, b in pairs)
-    tot = map_reduce(ctx.runner, _sdid_chunk, add_dicts, [ctx.original, ctx.masked],
-                     ctx.shape_original[0], chunk_rows=int(ctx.options["chunk_rows"]),
-                     args=(ja, jb, k * sd))
-    return tot["hits"] / tot["n"]
+        raise constant_error([name], f"the {what}", "correlation linkage cannot use a constant "
+                             "column", "leave it out")

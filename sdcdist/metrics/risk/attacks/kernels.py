@@ -1,5 +1,5 @@
 """The numba kernels of the singling-out, linkability and inference attacks
-(:mod:`sdcdist.metrics.attacks`): plain functions on arrays, no scheduling."""
+(:mod:`sdcdist.metrics.risk.attacks`): plain functions on arrays, no scheduling."""
 
 from __future__ import annotations
 

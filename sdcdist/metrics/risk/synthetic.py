@@ -1,5 +1,5 @@
-"""Distances for synthetic releases: DCR against the training and holdout sets, NNDR and
-CategoricalCAP, as SDMetrics 0.32.0 defines them.
+"""Distances for synthetic releases: DCR against the training and holdout sets and NNDR, as
+SDMetrics 0.32.0 defines them (CategoricalCAP: :mod:`.cap`).
 
 A synthetic (or otherwise masked) release is judged by how close its records lie to
 the records it was made from (the *training* file, sdcdist's original file) and, for
@@ -40,12 +40,6 @@ Metrics (each figure is one SDMetrics returns):
   closest and second-closest training records (a duplicate counts: two equal
   training records give d1 = d2), 1 where d2 = 0. SDMetrics 0.32.0 has no NNDR;
   this is the usual definition on SDMetrics' distance.
-- ``cap``: CategoricalCAP, 1 - the mean, over training records whose key
-  combination occurs in the release, of the share of the released records with
-  that key combination whose confidential values equal the training record's.
-  Keys are the categorical key columns (as the frequency metrics), the
-  confidential columns those of the attribute-disclosure metrics; values compare
-  exactly, a missing value is a value of its own.
 
 Exact at any size, on a cluster: the reference file is split into blocks of rows;
 each block becomes one task holding its distinct rows and a KD-tree over an L1
@@ -71,18 +65,15 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ..errors import SdcInputError, column_positions
-from ..keytables import unique_rows
-from ..linkage.distance_drivers import linkage_block_rows
-from ..parallel import indexed_reduce, map_reduce
-from ._registry import MeasureContext, MetricResult, register
-from .attribute import confidential_columns
-from .frequency import frequency_keys
+from ...errors import SdcInputError, column_positions, count_error
+from ...keytables import distinct_float_rows
+from ...linkage.distance_drivers import linkage_block_rows
+from ...parallel import indexed_reduce, map_reduce
+from .._registry import MeasureContext, MetricResult, register
 
 __all__ = ["DcrColumns", "column_summary", "merge_summaries", "dcr_columns",
            "dcr_distances", "embed", "DcrIndex", "build_dcr_index", "dcr_top2",
-           "merge_top2", "random_like", "cap_table", "merge_cap_tables", "cap_score",
-           "nndr", "overfit_figures", "baseline_figures"]
+           "merge_top2", "random_like", "nndr", "overfit_figures", "baseline_figures"]
 
 #: Relative and absolute slack between cKDTree's L1 sums and the exact distances.
 _SLACK = 1e-9
@@ -238,40 +229,12 @@ class DcrIndex:
     tree: cKDTree
 
 
-def _distinct(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows (bit for bit, one NaN) of float rows, and their counts.
-
-    The rows come sorted lexicographically by their 64-bit patterns (as signed
-    integers), the order of ``np.unique(..., axis=0)``. Each column is first
-    replaced by the rank of its value among the column's distinct values (which keeps
-    that order), so the rows pack into one integer key and factorise in linear time
-    instead of sorting structured rows.
-    """
-    R = np.where(np.isnan(R), np.nan, R) + 0.0                   # one NaN, no -0.0
-    bits = np.ascontiguousarray(R).view(np.int64)
-    if bits.shape[0] == 0 or bits.shape[1] == 0:
-        u, inv = unique_rows(bits)
-        return np.ascontiguousarray(u).view(np.float64), np.bincount(inv, minlength=u.shape[0])
-    import pandas as pd
-    ranks = np.empty(bits.shape, np.int64)
-    values = []
-    for j in range(bits.shape[1]):
-        r, v = pd.factorize(bits[:, j], sort=True)
-        ranks[:, j] = r
-        values.append(np.asarray(v, dtype=np.int64))
-    u, inv = unique_rows(ranks)
-    rows = np.empty(u.shape, np.int64)
-    for j in range(u.shape[1]):
-        rows[:, j] = values[j][u[:, j]]
-    return rows.view(np.float64), np.bincount(inv, minlength=u.shape[0])
-
-
 def build_dcr_index(c0: int, c1: int, C: Any, cols: DcrColumns) -> DcrIndex:
     """Task: the :class:`DcrIndex` of reference records ``c0:c1``."""
     R = np.asarray(C[c0:c1], dtype=np.float64)[:, list(cols.pos_r)]
     if R.shape[0] == 0:
         return DcrIndex(R, np.zeros(0, np.int64), cKDTree(np.zeros((0, 1))))
-    rows, weight = _distinct(R)
+    rows, weight = distinct_float_rows(R)
     return DcrIndex(rows, weight.astype(np.int64),
                     cKDTree(embed(rows, cols), balanced_tree=False, compact_nodes=False))
 
@@ -408,64 +371,6 @@ def random_like(X: np.ndarray, n: int, categorical: Sequence[bool], *,
     return out
 
 
-# -- CategoricalCAP ---------------------------------------------------------------------
-
-def cap_table(start: int, stop: int, X: Any, keys: Sequence[int],
-              conf: Sequence[int]) -> dict[str, np.ndarray]:
-    """Task: the distinct (key combination, confidential combination) rows of records
-    ``start:stop`` and their counts (missing: a value of its own)."""
-    B = np.asarray(X[start:stop], dtype=np.float64)[:, list(keys) + list(conf)]
-    if B.shape[0] == 0:
-        return {"rows": np.zeros((0, B.shape[1])), "count": np.zeros(0, np.int64)}
-    rows, count = _distinct(B)
-    return {"rows": rows, "count": count.astype(np.int64)}
-
-
-def merge_cap_tables(*parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """``combine``: add the counts of equal rows (exact; sorted, so any chunking agrees)."""
-    rows = np.concatenate([p["rows"] for p in parts])
-    count = np.concatenate([p["count"] for p in parts])
-    if rows.shape[0] == 0:
-        return {"rows": rows, "count": count}
-    R = np.where(np.isnan(rows), np.nan, rows) + 0.0
-    u, inv = unique_rows(np.ascontiguousarray(R).view(np.int64))
-    return {"rows": np.ascontiguousarray(u).view(np.float64),
-            "count": np.bincount(inv, weights=count, minlength=u.shape[0]).astype(np.int64)}
-
-
-def cap_score(real: dict[str, np.ndarray], released: dict[str, np.ndarray], q: int
-              ) -> tuple[float, int]:
-    """CategoricalCAP from the (keys + confidential) tables of the training and released
-    files (the first ``q`` columns are the keys).
-
-    Returns
-    -------
-    (float, int)
-        1 - the mean over training records whose key combination is released of the
-        share of released records with it whose confidential values equal theirs
-        (NaN when none); the number of training records left out (key not released).
-    """
-    rr, rc = real["rows"], real["count"]
-    sr, sc = released["rows"], released["count"]
-    both = np.concatenate([rr, sr])
-    bits = np.ascontiguousarray(np.where(np.isnan(both), np.nan, both) + 0.0).view(np.int64)
-    _, kid = unique_rows(bits[:, :q])
-    _, fid = unique_rows(bits)
-    n_r = rr.shape[0]
-    nk = int(kid.max()) + 1 if kid.size else 0
-    nf = int(fid.max()) + 1 if fid.size else 0
-    key_count = np.bincount(kid[n_r:], weights=sc, minlength=nk)
-    full_count = np.bincount(fid[n_r:], weights=sc, minlength=nf)
-    kr, fr = kid[:n_r], fid[:n_r]
-    found = key_count[kr] > 0
-    left_out = int(rc[~found].sum())
-    count = int(rc[found].sum())
-    if count == 0:
-        return float("nan"), left_out
-    share = full_count[fr[found]] / key_count[kr[found]]
-    return 1.0 - float(np.sum(rc[found] * share)) / count, left_out
-
-
 # -- the metrics ------------------------------------------------------------------------
 
 _DCR_OPTIONS = ("block_memory", "block_rows", "chunk_rows")
@@ -514,8 +419,7 @@ def _nearest(ctx: MeasureContext, name: str, which: str) -> dict[str, Any]:
         sr = ctx.cached(("dcr_summary", which, tuple(pos_r)), lambda: _summary(
             ctx, R, n_r, pos_r, cat))
         if int(sr["n"]) == 0:
-            raise SdcInputError(f"{name}: the {which} file has no record; give one with at "
-                                "least one record")
+            raise count_error(f"The {which} file of {name}", "at least 1", "record", 0)
         cols = dcr_columns(pos_q, pos_r, [not c for c in cat], sq, sr)
         width = embed(np.zeros((0, len(names))), cols).shape[1]
         br = ctx.options.get("block_rows")
@@ -532,7 +436,7 @@ def _nearest(ctx: MeasureContext, name: str, which: str) -> dict[str, Any]:
                                          _query_threads(ctx.runner)))
         return {**res, "columns": names}
     if ctx.shape_masked[0] == 0:
-        raise SdcInputError(f"{name} needs a released file with at least one record")
+        raise count_error(f"The released file of {name}", "at least 1", "record", 0)
     return ctx.cached(("dcr_nearest", which, tuple(names)), compute)
 
 
@@ -642,34 +546,3 @@ def _dcr_baseline(ctx: MeasureContext) -> MetricResult:
 def _nndr_median(ctx: MeasureContext) -> MetricResult:
     res = _nearest(ctx, "nndr_median", "train")
     return MetricResult(float(np.median(nndr(res["d1"], res["d2"]))), info=_info(res))
-
-
-@register("cap", kind="risk", same_shape=False, categorical=True, ascending=False,
-          needs=("confidential",),
-          options=("chunk_rows",), unit="1 - probability (1 safest)",
-          reference="SDMetrics 0.32.0 CategoricalCAP",
-          description="CategoricalCAP: 1 - mean share of released records with a training "
-                      "record's key values whose confidential values equal its own")
-def _cap(ctx: MeasureContext) -> MetricResult:
-    keys = frequency_keys(ctx, "cap")
-    conf = confidential_columns(ctx, "cap", keys)
-    missing = [c for c in keys + conf if c not in ctx.columns]
-    if missing:
-        raise SdcInputError(f"cap compares training records with released ones on the key "
-                            f"and confidential columns, and the original file lacks "
-                            f"{missing}; give both files these columns")
-    kq = column_positions(keys, ctx.masked_columns, what="key column", where="the masked file")
-    cq = column_positions(conf, ctx.masked_columns, what="confidential column",
-                          where="the masked file")
-    kr = column_positions(keys, ctx.columns, what="key column", where="the original file")
-    cr = column_positions(conf, ctx.columns, what="confidential column",
-                          where="the original file")
-    chunk = int(ctx.options["chunk_rows"])
-    syn = map_reduce(ctx.runner, cap_table, merge_cap_tables, [ctx.masked],
-                     ctx.shape_masked[0], chunk_rows=chunk, args=(tuple(kq), tuple(cq)))
-    real = map_reduce(ctx.runner, cap_table, merge_cap_tables, [ctx.original],
-                      ctx.shape_original[0], chunk_rows=chunk, args=(tuple(kr), tuple(cr)))
-    score, left = cap_score(real, syn, len(keys))
-    return MetricResult(score, excluded=left,
-                        info={"keys": list(keys), "confidential": list(conf),
-                              "training_records_without_released_key": left})

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtri
 
-from ...errors import SdcInputError, column_positions, option_error
-from ...parallel import map_reduce, pair_block_rows, pairwise_reduce
-from .._attack_kernels import knn_ids_kernel as _knn_ids_kernel
-from .._registry import MeasureContext, MetricResult, register
-from ..content import content_hashes, content_order, content_ranks
+from ....errors import column_positions, count_error, option_error
+from ....parallel import map_reduce, pair_block_rows, pairwise_reduce
+from .kernels import knn_ids_kernel as _knn_ids_kernel
+from ..._registry import MeasureContext, MetricResult, register
+from ...content import content_hashes, content_order, content_ranks
 
 __all__ = ["ATTACKS", "ATTACK_METRICS", "success_rate", "residual", "bound_risk",
            "risk_from_counts", "read_block", "concat_lists", "chunk_rows_option", "file_order",
@@ -240,8 +240,9 @@ def attack_columns(ctx: MeasureContext, name: str) -> tuple[list[int], np.ndarra
     else:
         names = [given] if isinstance(given, str) else list(given)
     if not names:
-        raise SdcInputError(f"{name} needs at least one column shared by both files besides "
-                            "the weight; name attack_columns")
+        raise count_error(f"The attack columns of {name}", "at least 1",
+                          "column shared by both files besides the weight", 0,
+                          "name attack_columns")
     pos = column_positions(names, ctx.columns, what="attack column", where="the original file")
     column_positions(names, ctx.masked_columns, what="attack column", where="the masked file")
     cat = set(ctx.categorical)

@@ -22,7 +22,7 @@ Every record needs a household id; a household may be spread anywhere in the
 file (unsorted, over any number of chunks).
 
 Map / combine / aggregate over record chunks: each chunk returns two tables of
-distinct pairs with their record counts (:func:`sdcdist.metrics.attribute.pair_table`):
+distinct pairs with their record counts (:func:`sdcdist.keytables.pair_table`):
 (key combination, weight) and (key combination, household id). Tables are merged
 by exact integer counts into sorted tables, so the merged tables, and everything
 computed from them, are the same whatever the chunking and the number of
@@ -40,12 +40,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions, weight_error
-from ..keytables import combo_frequencies, unique_rows, weighted_chunk
-from ..parallel import map_reduce
-from ._registry import MeasureContext, MetricResult, register
-from .attribute import merge_weighted_tables, pair_table
-from .frequency import frequency_keys, individual_risk
+from ...errors import SdcInputError, bad_values_error, column_positions, weight_error
+from ...keytables import (combo_frequencies, merge_weighted_tables, pair_table, unique_rows,
+                          weighted_chunk)
+from ...parallel import map_reduce
+from .._registry import MeasureContext, MetricResult, register
+from ..categorical_keys import frequency_keys
+from .frequency import individual_risk
 
 __all__ = ["household_summary", "household_risks", "household_column", "METRICS"]
 
@@ -68,8 +69,8 @@ def household_risks(tables: dict[str, dict[str, Any]], weighted: bool
     ----------
     tables : dict
         ``weights``: (key combination, weight) pairs; ``households``: (key combination,
-        household id) pairs, as :func:`~sdcdist.metrics.attribute.pair_table` and
-        :func:`~sdcdist.metrics.attribute.merge_pairs` give them.
+        household id) pairs, as :func:`~sdcdist.keytables.pair_table` and
+        :func:`~sdcdist.keytables.merge_pairs` give them.
     weighted : bool
         Whether the weights are sampling weights (else r_k = 1 / f_k).
 
@@ -135,7 +136,7 @@ def household_column(ctx: MeasureContext, name: str, keys: Sequence[str]) -> str
 
 def _check_ids(X: Any, j: int, name: str) -> None:
     """Task: refuse household ids that are not whole numbers (of the masked file)."""
-    from ..data.types import check_household_ids
+    from ...data.types import check_household_ids
     check_household_ids(np.asarray(X[:, j], dtype=np.float64), name, "the masked file")
 
 
@@ -158,9 +159,9 @@ def _summary(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], tuple[str,
             raise weight_error(ctx.weight, bad=int(t["bad_weights"]))
         miss = int(t["tables"]["households"]["missing"])
         if miss:
-            raise SdcInputError(
-                f"the household id column {h!r} is missing in {miss} records; every record "
-                "needs a household id (give a person living alone an id of their own)")
+            raise bad_values_error(h, miss, "missing", "every record needs a household id "
+                                   "(give a person living alone an id of their own)",
+                                   where="the masked file (the household id)")
         return household_summary(t["tables"], w is not None)
     return ctx.cached(("household", keys, h, w), compute), keys, w is not None
 

@@ -1,4 +1,5 @@
-"""Utility metrics of [DRS]: propensity scores and earth mover's distances.
+"""Propensity-score utility of [DRS]: how well a logistic regression tells the masked file
+from the original (``PS``, ``PS2``; earth mover's distances: :mod:`.emd`).
 
 ``PS``/``PS2`` fit an unpenalised logistic regression of "is masked" on the
 z-scored columns of the stacked files by Newton-Raphson, where every
@@ -14,32 +15,22 @@ pool. A fit whose hyperplane classifies every record
 correctly proves complete separation: the likelihood has no maximum and its
 supremum is approached as every propensity score tends to its label, so U
 is its maximum 0.25, flagged (flag 1, ``info["separation"] = "complete"``).
-
-``EMD`` clusters each z-scored file with seeded k-means (scikit-learn) and
-solves the transportation problem between the weighted centroid sets exactly
-with scipy's linear programming (HiGHS). ``EMD1`` pairs order statistics of
-each column from the distributed sort of :mod:`~sdcdist.metrics.ranks`.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numba
 import numpy as np
-from scipy import sparse
 
-from ..parallel import map_reduce, one_blas_thread
-from ._registry import MeasureContext, MetricResult, register
-from .content import content_order, row_hashes
-from .exactsum import SCALE, to_fraction
+from ...parallel import map_reduce, one_blas_thread
+from .._registry import MeasureContext, MetricResult, register
+from ..exactsum import SCALE, to_fraction
 from .infoloss import il_sd, record_stats
-from .ranks import RANK_OPTIONS, rank_pass
 
-__all__ = ["ps_features", "logistic_chunk", "propensity_utility", "transport_emd",
-           "weighted_centroids"]
+__all__ = ["ps_features", "logistic_chunk", "propensity_utility"]
 
 #: Newton iterations before a fit is reported as not converged (flag 1)
 MAX_NEWTON = 100
@@ -180,7 +171,7 @@ def logistic_chunk(start: int, stop: int, X: Any, Y: Any, mean: np.ndarray, sd: 
 
 
 #: the fit's kernel, its grid and its bits per part, shared with ``pmse``
-#: (:mod:`sdcdist.metrics.synthutility`): one logistic kernel for both
+#: (:mod:`sdcdist.metrics.loss.synthutility`): one logistic kernel for both
 logistic_rows, fixed_quanta, FIX_BITS = _logistic_rows, _quanta, _FIX
 
 
@@ -274,84 +265,3 @@ def ps(ctx: MeasureContext) -> MetricResult:
           description="PS with squares and pairwise products of the z-scored columns")
 def ps2(ctx: MeasureContext) -> MetricResult:
     return propensity_utility(ctx, 2, "PS2")
-
-
-def weighted_centroids(Z: np.ndarray, h: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Seeded k-means (h clusters) of the rows of ``Z``: centroids and weights (sum 1).
-
-    Empty clusters (fewer distinct points than h) are dropped.
-    """
-    from sklearn.cluster import KMeans
-    from threadpoolctl import threadpool_limits
-    with threadpool_limits(1), warnings.catch_warnings():
-        warnings.simplefilter("ignore")          # fewer distinct points than clusters
-        km = KMeans(n_clusters=h, n_init=4, random_state=seed, algorithm="lloyd").fit(Z)
-    counts = np.bincount(km.labels_, minlength=h)
-    keep = counts > 0
-    return km.cluster_centers_[keep], counts[keep] / Z.shape[0]
-
-
-def transport_emd(a: np.ndarray, wa: np.ndarray, b: np.ndarray, wb: np.ndarray) -> float:
-    """Exact earth mover's distance between weighted point sets (Euclidean ground distance).
-
-    Solves min sum d_ij f_ij subject to row sums ``wa``, column sums ``wb``,
-    f >= 0, with scipy's HiGHS; returns work / total flow.
-    """
-    h, k = len(wa), len(wb)
-    d = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
-    rows = sparse.kron(sparse.eye(h), np.ones((1, k)))
-    cols = sparse.kron(np.ones((1, h)), sparse.eye(k))
-    A = sparse.vstack([rows, cols]).tocsr()
-    total = min(wa.sum(), wb.sum())
-    wb = wb * (total / wb.sum())
-    wa = wa * (total / wa.sum())
-    from scipy.optimize import linprog   # imported here: scipy.optimize takes a second
-
-    res = linprog(d.ravel(), A_eq=A, b_eq=np.concatenate([wa, wb]), bounds=(0, None),
-                  method="highs")
-    if res.status != 0:                          # pragma: no cover - balanced problems solve
-        raise RuntimeError(f"transportation problem failed: {res.message}")
-    flow = res.x
-    return float(d.ravel() @ flow / flow.sum())
-
-
-def _emd_task(X: Any, Y: Any, mean: np.ndarray, sd: np.ndarray, h: int,
-              seeds: tuple[int, int]) -> float:
-    # each file's records in content order: k-means' seeding picks records by position and
-    # its sums follow the records' order, so the centroids would follow the row order
-    xa, xb = np.asarray(X[:], dtype=np.float64), np.asarray(Y[:], dtype=np.float64)
-    xa = xa[content_order(row_hashes(xa))]
-    xb = xb[content_order(row_hashes(xb))]
-    za = (xa - mean) / sd
-    zb = (xb - mean) / sd
-    a, wa = weighted_centroids(za, h, seeds[0])
-    b, wb = weighted_centroids(zb, h, seeds[1])
-    return transport_emd(a, wa, b, wb)
-
-
-@register("EMD", kind="utility", reference="[DRS eq. 2]", random=True, options=("chunk_rows",),
-          unit="standard deviations",
-          description="earth mover's distance between the seeded k-means centroid sets "
-                      "(h = min(50, n/10)) of both files z-scored with the original's moments")
-def emd(ctx: MeasureContext) -> MetricResult:
-    st = record_stats(ctx)
-    sd = il_sd(ctx, "EMD")
-    n = int(st["n"])
-    h = max(1, min(50, n // 10))
-    g = ctx.rng("EMD")
-    seed = int(g.integers(0, 2**31 - 1))       # the same seed for both files: X' = X gives 0
-    seeds = (seed, seed)
-    r = ctx.runner
-    value = r.call(_emd_task, ctx.original, ctx.masked, st["exact_mean_x"], sd, h, seeds)
-    return MetricResult(value, info={"clusters": h})
-
-
-@register("EMD1", kind="utility", reference="[DRS eq. 2], one dimension at a time",
-          unit="standard deviations",
-          options=RANK_OPTIONS,
-          description="mean over columns of the 1-D Wasserstein distance between the columns "
-                      "of both files z-scored with the original's moments")
-def emd1(ctx: MeasureContext) -> MetricResult:
-    sd = il_sd(ctx, "EMD1")
-    n = ctx.shape_original[0]
-    return MetricResult(float(np.mean(rank_pass(ctx)["l1"] / n / sd)))

@@ -8,8 +8,8 @@
   their categories, a missing value a category of its own, the first category the
   reference; columns with one value in both files left out as synthpop does), pMSE =
   mean of (p - c)**2 over the N stacked records. The fit is the Newton-Raphson of
-  ``PS`` (:mod:`sdcdist.metrics.utility`) on the same fixed-point kernel
-  (:func:`~sdcdist.metrics.utility._logistic_rows`): every sum is exact, so the figure does
+  ``PS`` (:mod:`sdcdist.metrics.loss.propensity`) on the same fixed-point kernel
+  (:func:`~sdcdist.metrics.loss.propensity.logistic_rows`): every sum is exact, so the figure does
   not depend on the chunking or on the records' order, and on an all-numeric pair of
   equal sizes it is ``PS``. A category present in one file only separates its records
   (their fitted p tends to their label); they are taken out of the fit with that p, as
@@ -36,14 +36,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
-from ..parallel import map_reduce, one_blas_thread
-from ._registry import MeasureContext, MetricResult, register
-from .exactsum import SCALE, SQ_SCALE, exact_cross_sums, to_fraction
-from .utility import FIX_BITS as _FIX
-from .utility import MAX_NEWTON, PS_BLOCK_ROWS
-from .utility import fixed_quanta as _quanta
-from .utility import logistic_rows as _logistic_rows
+from ...errors import SdcInputError, column_positions
+from ...parallel import map_reduce, one_blas_thread
+from .._registry import MeasureContext, MetricResult, register
+from ..exactsum import SCALE, SQ_SCALE, exact_cross_sums, to_fraction
+from .propensity import FIX_BITS as _FIX
+from .propensity import MAX_NEWTON, PS_BLOCK_ROWS
+from .propensity import fixed_quanta as _quanta
+from .propensity import logistic_rows as _logistic_rows
 
 __all__ = ["profile_chunk", "merge_profiles", "ks_statistic", "tv_complement_counts",
            "pair_counts_chunk", "merge_pair_counts", "contingency_score", "cramers_v", "cross_chunk",

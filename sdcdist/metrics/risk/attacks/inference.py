@@ -1,4 +1,4 @@
-"""Inference (see :mod:`sdcdist.metrics.attacks`): metric ``inference``.
+"""Inference (see :mod:`sdcdist.metrics.risk.attacks`): metric ``inference``.
 
 Inference: the attacker knows a target's ``infer_aux`` columns, takes the secret
 (``infer_secret``) of the nearest released record; right when equal (categorical
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, column_positions
-from .._registry import MeasureContext
+from ....errors import SdcInputError, column_positions
+from ..._registry import MeasureContext
 from .common import (attack_columns, attack_targets, file_order, gower_knn, register_attack,
                      risk_from_counts, take_rows)
 

@@ -46,8 +46,9 @@ is known is not judged on that column (counted in ``excluded``).
 
 Map / combine / aggregate over record chunks: each chunk returns, for each
 confidential column, the table of its distinct (key combination, value) pairs
-and their record counts (:func:`pair_table`); tables are merged (:func:`merge_pairs`,
-exact integer counts, sorted, so any chunking gives the same table); the client
+and their record counts (:func:`~sdcdist.keytables.pair_table`); tables are merged
+(:func:`~sdcdist.keytables.merge_pairs`, exact integer counts, sorted, so any chunking
+gives the same table); the client
 computes the measures from the merged table (:func:`class_measures`). Memory is
 one chunk plus that table.
 """
@@ -59,13 +60,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
-from ..keytables import key_rows, unique_rows
-from ..parallel import map_reduce
-from ._registry import REGISTRY, MeasureContext, MetricResult, get_metric, register
-from .frequency import frequency_keys
+from ...errors import SdcInputError, column_positions
+from ...keytables import merge_pairs, pair_table, unique_rows
+from ...parallel import map_reduce
+from .._registry import REGISTRY, MeasureContext, MetricResult, get_metric, register
+from ..categorical_keys import frequency_keys
 
-__all__ = ["needs_confidential", "pair_table", "merge_pairs", "merge_weighted_tables", "class_measures",
+__all__ = ["needs_confidential", "class_measures",
            "attribute_summary", "confidential_columns", "MEASURES"]
 
 #: measure -> (best-is-largest, threshold option or None, unit, description)
@@ -99,75 +100,6 @@ MEASURES: dict[str, tuple[bool, str | None, str, str]] = {
 
 
 # -- the chunk tables -----------------------------------------------------------------------
-
-def _empty(q: int) -> dict[str, Any]:
-    return {"rows": np.zeros((0, q), np.int64), "value": np.zeros(0), "count":
-            np.zeros(0, np.int64), "missing": np.int64(0)}
-
-
-def pair_table(keys: np.ndarray, values: np.ndarray) -> dict[str, Any]:
-    """Distinct (key combination, confidential value) pairs of a block and their counts.
-
-    Parameters
-    ----------
-    keys : ndarray, shape (n, q)
-        Key codes (NaN: missing, a category of its own).
-    values : ndarray, shape (n,)
-        Confidential values (NaN: missing, left out and counted).
-
-    Returns
-    -------
-    dict
-        ``rows`` (U, q) int64 (-1: missing), ``value`` (U,) float64, ``count`` (U,)
-        int64, sorted by key combination then value; ``missing`` the number of
-        records whose value is missing.
-    """
-    keys = np.asarray(keys, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
-    known = ~np.isnan(values)
-    rows = key_rows(keys[known])
-    t = _group(rows, values[known] + 0.0, np.ones(int(known.sum()), np.int64))
-    t["missing"] = np.int64((~known).sum())
-    return t
-
-
-def _group(rows: np.ndarray, value: np.ndarray, count: np.ndarray) -> dict[str, Any]:
-    """Sum ``count`` over equal (row, value) pairs; sorted by row then value."""
-    if rows.shape[0] == 0:
-        return _empty(rows.shape[1])
-    urows, cls = unique_rows(rows)
-    uval, vid = np.unique(value, return_inverse=True)
-    key = cls * np.int64(uval.size) + vid.reshape(-1)
-    ukey, inv = np.unique(key, return_inverse=True)
-    cnt = np.bincount(inv.reshape(-1), weights=count, minlength=ukey.size)
-    return {"rows": urows[ukey // uval.size], "value": uval[ukey % uval.size],
-            "count": np.rint(cnt).astype(np.int64)}
-
-
-def merge_pairs(*tables: dict[str, Any]) -> dict[str, Any]:
-    """``combine``: merge per-column pair tables (dicts ``{column: table}``), adding counts."""
-    out = {}
-    for col in tables[0]:
-        ts = [t[col] for t in tables]
-        m = _group(np.concatenate([t["rows"] for t in ts]),
-                   np.concatenate([t["value"] for t in ts]),
-                   np.concatenate([t["count"] for t in ts]))
-        m["missing"] = np.int64(sum(int(t["missing"]) for t in ts))
-        out[col] = m
-    return out
-
-
-def merge_weighted_tables(*parts: dict[str, Any]) -> dict[str, Any]:
-    """``combine`` of the weighted chunk results (household and model-based risk).
-
-    Each part is ``{"tables": {name: pair table}, "bad_weights": int}`` (the tables of
-    :func:`pair_table` over the key codes of
-    :func:`~sdcdist.keytables.weighted_chunk`, the count of its bad weights); the
-    tables are merged by :func:`merge_pairs` and the bad weights added.
-    """
-    return {"tables": merge_pairs(*[p["tables"] for p in parts]),
-            "bad_weights": sum(int(p["bad_weights"]) for p in parts)}
-
 
 def _chunk_pairs(start: int, stop: int, X: Any, keys: Sequence[int],
                  conf: Sequence[int]) -> dict[int, dict[str, Any]]:

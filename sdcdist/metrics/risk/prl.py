@@ -21,11 +21,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..errors import SdcInputError
-from ..options import prl_names
-from ..linkage.prl import PRLResult, PRLSettings, probabilistic_linkage
-from ..linkage.prl.em import limit_advice
-from ._registry import MeasureContext, MetricResult, constant_columns, register
+from ...errors import constant_error
+from ...options import prl_names
+from ...linkage.prl import PRLResult, PRLSettings, probabilistic_linkage
+from ...linkage.prl.em import limit_advice
+from .._registry import MeasureContext, MetricResult, constant_columns, register
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +102,9 @@ def linkable_keys(ctx: MeasureContext, keys: tuple[int, ...]
     left = [ctx.columns[k] for k in keys if k in drop]
     kept = tuple(k for k in keys if k not in drop)
     if not kept:
-        raise SdcInputError(f"every key of the key set {[ctx.columns[k] for k in keys]} is "
-                            "constant in the original file; probabilistic linkage needs a "
-                            "key that varies: leave constant columns out of the key sets")
+        raise constant_error([ctx.columns[k] for k in keys], "the original file (every key "
+                             "of the key set)", "probabilistic linkage needs a key that varies",
+                             "leave constant columns out of the key sets")
     log.warning("constant key column(s) %s left out of the probabilistic linkage (PLD, "
                 "PLD20): a constant key separates no pair", left)
     return kept, left

@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SdcInputError
-from ..parallel import Runner, add_dicts, map_reduce, tree_reduce
-from ..parallel.sort import SortedFile, chunk_ranks, distributed_sort
-from ._registry import MeasureContext, MetricResult, register
-from .content import row_hashes
-from .exactsum import exact_sums, to_fraction
+from ...errors import count_error
+from ...parallel import Runner, add_dicts, map_reduce, tree_reduce
+from ...parallel.sort import SortedFile, chunk_ranks, distributed_sort
+from .._registry import MeasureContext, MetricResult, register
+from ..content import row_hashes
+from ..exactsum import exact_sums, to_fraction
 
 __all__ = ["rank_pass", "column_groups", "max_abs_rank_distance", "max_sq_rank_distance",
            "RANK_TIES"]
@@ -191,7 +191,7 @@ def max_sq_rank_distance(n: int) -> int:
 def _rank_metric(ctx: MeasureContext, which: str) -> MetricResult:
     n, p = ctx.shape_original
     if n < 2:
-        raise SdcInputError(f"rank metrics need at least 2 records; got {n}")
+        raise count_error("The file measured by the rank metrics", "at least 2", "records", n)
     e = rank_pass(ctx)
     total_abs, total_sq = sum(int(v) for v in e["abs"]), sum(int(v) for v in e["sq"])
     if which == "rMAE":

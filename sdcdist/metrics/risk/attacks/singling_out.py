@@ -1,4 +1,4 @@
-"""Singling out (see :mod:`sdcdist.metrics.attacks`): metrics ``so_uni`` and ``so_multi``.
+"""Singling out (see :mod:`sdcdist.metrics.risk.attacks`): metrics ``so_uni`` and ``so_multi``.
 
 Singling out: queries (conjunctions of ``col op value``) built from the release
 that match exactly one of its distinct records; a query succeeds when it matches
@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
-from ...errors import SdcInputError, column_positions
-from ...parallel import map_chunks, map_reduce, reduce_chunks
-from .._attack_kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, NUMPY_QUERIES,
+from ....errors import column_positions, option_error
+from ....parallel import map_chunks, map_reduce, reduce_chunks
+from .kernels import (EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL, NUMPY_QUERIES,
                                count_indexed,
                                count_kernel as _count_kernel, count_numpy, query_index)
-from .._registry import MeasureContext
-from ..content import content_hashes
+from ..._registry import MeasureContext
+from ...content import content_hashes
 from .common import (attack_columns, chunk_rows_option, concat_lists, read_block,
                      register_attack, risk_from_counts)
 
@@ -340,10 +340,9 @@ def singling_out(ctx: MeasureContext, mode: str) -> dict[str, Any]:
     n_attacks = int(o["attack_n"])
     n_cols = 1 if mode == "univariate" else int(o["so_n_cols"])
     if n_cols > len(cols):
-        raise SdcInputError(
-            f"so_n_cols is {n_cols}, but {name} has only {len(cols)} attack column(s) "
-            f"({[ctx.columns[j] for j in cols]}): a query cannot combine more columns than "
-            f"there are; choose so_n_cols <= {len(cols)} (or name more attack_columns)")
+        raise option_error("so_n_cols", f"at most {len(cols)}, the attack columns of {name} "
+                           f"({[ctx.columns[j] for j in cols]}; name more attack_columns to "
+                           "combine more)", n_cols)
     rng = ctx.rng(name)
     n_o, n_s = ctx.shape_original[0], ctx.shape_masked[0]
     keep_s, h_s = distinct_rows(ctx, ctx.masked, n_s, mcols, hashes=True)
