@@ -165,17 +165,11 @@ def open_unit(rng: np.random.Generator, size: int) -> np.ndarray:
     return rng.random(size) + 2.0 ** -54
 
 
-def category_order(freq: np.ndarray, labels: Sequence[str] | None) -> np.ndarray:
-    """Categories by decreasing frequency, ties by label (code order when there are no
-    labels; the missing category, last code, after every label)."""
-    L = freq.size
-    if labels is not None and len(labels) >= L - 1:
-        keys = [str(labels[c]) if c < len(labels) else "\U0010ffff" for c in range(L)]
-        rank = np.empty(L, dtype=np.int64)
-        rank[sorted(range(L), key=lambda c: keys[c])] = np.arange(L)
-    else:
-        rank = np.arange(L)
-    return np.lexsort((rank, -freq))
+def category_order(freq: np.ndarray) -> np.ndarray:
+    """Categories by decreasing frequency, ties by label: codes are in label order (the
+    labels sorted numerically where they read as numbers, else as text), so by code; the
+    missing category, the last code, after every label."""
+    return np.lexsort((np.arange(freq.size), -freq))
 
 
 def labels_of(j: int, columns: Sequence[str] | None,

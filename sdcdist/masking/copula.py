@@ -67,9 +67,9 @@ def _codes(x: np.ndarray, n_labels: int | None) -> tuple[np.ndarray, int, int]:
     return c, L + (1 if nan.any() else 0), miss
 
 
-def _intervals(freq: np.ndarray, labels: Sequence[str] | None) -> tuple[np.ndarray, ...]:
+def _intervals(freq: np.ndarray) -> tuple[np.ndarray, ...]:
     n = freq.sum()
-    order = category_order(freq, labels)
+    order = category_order(freq)
     width = freq[order] / n
     ends = np.cumsum(width)
     ends[-1] = 1.0
@@ -91,14 +91,14 @@ def copula_dims(X: np.ndarray, plan: ColumnPlan, columns: Sequence[str] | None,
             lab = labels_of(j, columns, labels)
             c, L, miss = _codes(x, len(lab) if lab is not None else None)
             freq = np.bincount(c, minlength=L).astype(np.float64)
-            low, high, ends, order = _intervals(freq, lab)
+            low, high, ends, order = _intervals(freq)
             dims.append(_Dim(j, "cat", low=low, high=high, bounds=ends, codes=order,
                              missing_code=miss))
             continue
         nan = np.isnan(x)
         if nan.any():
             freq = np.array([(~nan).sum(), nan.sum()], dtype=np.float64)
-            low, high, ends, order = _intervals(freq, None)
+            low, high, ends, order = _intervals(freq)
             dims.append(_Dim(j, "ind", low=low, high=high, bounds=ends, codes=order))
         vals = np.sort(x[~nan])
         dims.append(_Dim(j, "num", values=vals))
