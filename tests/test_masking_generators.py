@@ -238,6 +238,15 @@ def test_cli_mask_with_a_generator_and_bad_epsilon(tmp_path):
     want = REGISTRY["privbayes"](X, np.inf, rng=np.random.default_rng(3), categorical=[2],
                                  columns=COLS, synth_columns=["x", "c"])
     assert md.values.tobytes() == want.tobytes()
+    # the same file as CSV (categorical column by --categorical): the same bits
+    csv = tmp_path / "in.csv"
+    write_microdata(from_array(X, COLS, categories={"c": ["0", "1", "2", "3"]}), csv)
+    out_csv = tmp_path / "out_csv.zarr"
+    r = CliRunner().invoke(main, ["mask", str(csv), "--categorical", "c", "-m", "privbayes",
+                                  "-p", "inf", "--seed", "3", "-o", "synth_columns=[x, c]",
+                                  "--out", str(out_csv)])
+    assert r.exit_code == 0, r.output
+    assert load_microdata(out_csv).values.tobytes() == want.tobytes()
     bad = tmp_path / "bad.zarr"
     r = CliRunner().invoke(main, ["mask", str(src), "-m", "privbayes", "-p", "0",
                                   "--out", str(bad)])
