@@ -149,14 +149,14 @@ def test_privbayes_laplace_noise_has_the_stated_scale():
     assert scale == pytest.approx(2 * 1 / (n * eps / 2))
     truth = np.bincount(codes[:, 0] * 2 + codes[:, 1], minlength=4) / n
     assert truth.min() > 10 * scale                            # clipping at 0 negligible
-    R = 3000
+    R = 2000
     cells = np.empty((R, 4))
     for s in range(R):
         model = privbayes_fit(codes, cards, plan, eps, 1, Streams(np.random.default_rng(s)))
         T = model.noisy[0]                                     # axes (root, child)
         cells[s] = (T if model.root == 0 else T.T).ravel()
     np.testing.assert_allclose(cells.mean(axis=0), truth, atol=4 * scale * np.sqrt(2 / R))
-    np.testing.assert_allclose(cells.var(axis=0), 2 * scale ** 2, rtol=0.15)
+    np.testing.assert_allclose(cells.var(axis=0), 2 * scale ** 2, rtol=0.2)
     # and no noise at all without a budget limit
     exact = privbayes_fit(codes, cards, plan, np.inf, 1, Streams(np.random.default_rng(0)))
     assert exact.scale == 0.0
@@ -183,6 +183,14 @@ def test_partially_synthetic_keeps_the_other_columns_bit_for_bit(name):
     assert not np.array_equal(out[:, 1], X[:, 1], equal_nan=True)
     full = _gen(name, X)
     assert not np.array_equal(full[:, 0], X[:, 0])
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_the_weight_and_household_id_are_never_replaced(name):
+    X = _mixed(300, seed=8)
+    out = _gen(name, X, keep=[0])                      # e.g. the weight at position 0
+    assert out[:, 0].tobytes() == X[:, 0].tobytes()
+    assert not np.array_equal(out[:, 1], X[:, 1], equal_nan=True)
 
 
 @pytest.mark.parametrize("name", GENERATORS)
@@ -252,3 +260,27 @@ def test_cli_mask_with_a_generator_and_bad_epsilon(tmp_path):
                                   "--out", str(bad)])
     assert r.exit_code == 2 and "epsilon" in r.output
     assert not bad.exists()
+
+
+@pytest.mark.slow
+def test_audit_records_the_privacy_budget_in_the_cube(tmp_path):
+    from sdcdist.audit import parse_spec, run_audit
+    from sdcdist.cube import open_cube
+    spec = parse_spec({
+        "name": "gen", "seed": 3,
+        "dataset": {"name": "toy", "synthetic": {"rows": 200, "columns": 4, "seed": 1}},
+        "methods": [{"name": "privbayes", "params": [1.0, float("inf")],
+                     "options": {"synth_bins": 8}},
+                    {"name": "copula", "params": [0.5],
+                     "options": {"synth_columns": ["WAGES", "BUSINC"]}}],
+        "replicates": 1, "metrics": ["IL1s"]})
+    out = str(tmp_path / "c.zarr")
+    res = run_audit(spec, out)
+    cube = open_cube(out)
+    assert list(cube["param_name"].values) == ["epsilon", "lambda"]
+    assert np.isinf(cube["param"].values).any()
+    for p in (1.0, np.inf):
+        assert np.isfinite(float(cube.sel(method="privbayes", param=p, metric="IL1s")
+                                 ["value"].mean()))
+    assert '"params": [1.0, Infinity]' in cube.attrs["spec"]
+    assert run_audit(spec, out).computed == 0 and res.computed == 3
