@@ -620,6 +620,19 @@ declare("mapping", None, optional(Check("a mapping of column name to a mapping o
         scope="method")
 declare("origin", 0.0, number(), "recode: where the first band starts (bands are "
         "[origin + i w, origin + (i+1) w))", scope="method")
+declare("synth_columns", None, optional(Check("a non-empty list of column names", lambda v:
+                                              _column_list(v) and len(v) > 0),
+                                        "every column"),
+        "cart, copula, privbayes: the columns replaced by synthetic values; the others are "
+        "kept bit for bit and serve as predictors (partially synthetic)", scope="method")
+declare("synth_order", None, optional(Check("a list of column names", _column_list),
+                                      "the file's order"),
+        "cart: the visit sequence, each replaced column once", scope="method")
+declare("synth_bins", 20, integer(2, 10_000),
+        "privbayes: equal-width bins of each numeric column", scope="method")
+declare("synth_degree", 2, integer(1, 10),
+        "privbayes: the most parents of an attribute in the Bayesian network (k)",
+        scope="method")
 declare("categorical", None, optional(Check("a list of column positions", lambda v: isinstance(
             v, (list, tuple)) and all(_is_int(j) for j in v)), "none"),
         "positions of the categorical columns (filled in from the data; numeric methods carry "

@@ -19,7 +19,7 @@ def _valid_param(m):
 
 
 def _options(m, X):
-    if m.acts_on == "categorical":      # the two code columns appended by _with_codes
+    if m.acts_on != "numeric":      # the two code columns appended by _with_codes
         return {"categorical": [X.shape[1] - 2, X.shape[1] - 1]}
     if "roles" in m.options:   # IPSO: two regressors, the other columns quasi-identifiers
         return {"roles": {"confidential": [0, 1], "quasi": list(range(2, X.shape[1]))}}
@@ -38,7 +38,7 @@ def _with_codes(X, seed=0):
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_contract(name, small):
     m = REGISTRY[name]
-    X = _with_codes(small) if m.acts_on == "categorical" else small.copy()
+    X = _with_codes(small) if m.acts_on != "numeric" else small.copy()
     before = X.copy()
     p = _valid_param(m)
     a = m(X, p, rng=np.random.default_rng(1), **_options(m, X))
@@ -51,7 +51,7 @@ def test_contract(name, small):
         assert not np.array_equal(a, c), "different seed, same output"
     assert m.description and m.param
     # out-of-range parameter: the standard message
-    bad = m.high + 1 if m.kind != "none" else 7
+    bad = (m.low - 1 if m.infinite else m.high + 1) if m.kind != "none" else 7
     want = (rf"The '{m.param}' parameter of {name} must be .* Got {bad!r} instead" if m.kind != "none"
             else rf"{name} has no parameter\. Got {bad!r} instead")
     with pytest.raises(SdcInputError, match=want):

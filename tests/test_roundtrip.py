@@ -15,7 +15,8 @@ ROLES = {"key": ["r", "s", "a", "x"], "confidential": ["y", "z"], "weight": ["w"
 KEYSETS = [("r",), ("r", "s"), ("r", "s", "a", "x"), ("x", "y")]
 METRICS = ["IL1s", "X_MAE", "changed", "DLD", "DLD2", "PLD", "uniques", "kviol3", "IR_mean",
            "ER"]
-PARAMS = {"float": {"p": 0.1, "gamma": 0.1, "d": 0.1, "s": 0.1}, "int": {"k": 3, "t": 3, "q": 50}}
+PARAMS = {"float": {"p": 0.1, "gamma": 0.1, "d": 0.1, "s": 0.1, "lambda": 0.2, "epsilon": 1.0},
+          "int": {"k": 3, "t": 3, "q": 50}}
 #: recode needs numeric labels for bands; pram's p is the share kept
 OPTIONS = {"recode": {"variables": ["a"]},
            "recode+suppress": {"recode": {"w": 3, "variables": ["a"]}}}

@@ -53,6 +53,11 @@ def check_data(method: str, X: np.ndarray, params: Iterable[float],
             check_data(step, X, ps, own)
         return
     cats = opts.pop("categorical", ())
+    if meth.acts_on == "mixed":
+        from .generators import check_generator_data
+        check_generator_data(meth.name, X, params, categorical=list(cats or ()),
+                             keep=list(opts.pop("keep", None) or ()), **opts)
+        return
     cats = sorted(set(cats) | set(opts.pop("keep", ()))) if meth.acts_on == "numeric" \
         else cats
     opts.pop("keep", None)

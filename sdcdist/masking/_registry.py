@@ -49,11 +49,17 @@ class MaskingMethod:
         Extra keyword options the function accepts (e.g. ``roles``), each declared
         (default, check, description) in :mod:`sdcdist.options`; a spec's
         ``methods[i].options`` may set those not marked API-only.
-    acts_on : {"numeric", "categorical"}
+    acts_on : {"numeric", "categorical", "mixed"}
         The columns the method masks. A numeric method called with
         ``categorical=`` positions masks the other columns only and returns the
         categorical ones bit-identical; a categorical method receives the
-        positions and masks (some of) those columns.
+        positions and masks (some of) those columns; a mixed method (the
+        synthetic-data generators) receives the positions and the ``keep``
+        columns and masks columns of both kinds.
+    open_low : bool
+        The parameter must be strictly above ``low`` (privbayes's ε > 0).
+    infinite : bool
+        ``high`` may be +inf and the parameter may be +inf (ε = ∞: no noise).
     """
 
     name: str
@@ -69,6 +75,8 @@ class MaskingMethod:
     options: tuple[str, ...] = field(default_factory=tuple)
     acts_on: str = "numeric"
     steps: tuple[str, ...] = ()
+    open_low: bool = False
+    infinite: bool = False
 
     def check_param(self, value: object) -> float:
         """Return ``value`` as a float if it is valid for this method, else raise.
@@ -86,7 +94,10 @@ class MaskingMethod:
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise param_error(self.param, self.name, self.allowed_text(), value)
         v = float(value)
-        if not math.isfinite(v) or v < self.low or v > self.high:
+        if self.infinite and v == math.inf:
+            return v
+        if not math.isfinite(v) or v < self.low or v > self.high or \
+                (self.open_low and v == self.low):
             raise param_error(self.param, self.name, self.allowed_text(), value)
         if self.kind == "int" and v != int(v):
             raise param_error(self.param, self.name, self.allowed_text(), value)
@@ -119,6 +130,14 @@ class MaskingMethod:
         p = self.check_param(param)
         arg = int(p) if self.kind == "int" else p
         cats = sorted({int(j) for j in categorical})
+        if self.acts_on == "mixed":
+            out = np.asarray(self.func(X, arg, rng=rng, categorical=cats,
+                                       keep=sorted({int(j) for j in keep}), **options),
+                             dtype=np.float64)
+            kept = sorted({int(j) for j in keep})
+            if kept and out.shape == X.shape:
+                out[:, kept] = X[:, kept]
+            return out
         if self.acts_on == "categorical":
             if self.steps:
                 options["keep"] = list(keep)
@@ -177,12 +196,13 @@ REGISTRY: dict[str, MaskingMethod] = {}
 
 def register(name: str, *, param: str, kind: str, low: float = 0.0, high: float = 0.0,
              random: bool, description: str, reference: str = "", allowed: str = "",
-             options: tuple[str, ...] = (), acts_on: str = "numeric") -> Callable:
+             options: tuple[str, ...] = (), acts_on: str = "numeric",
+             open_low: bool = False, infinite: bool = False) -> Callable:
     """Decorator: register ``func`` as the masking method ``name``."""
     if kind not in ("float", "int", "none"):
         raise ValueError(f"kind must be float, int or none, not {kind!r}")
-    if acts_on not in ("numeric", "categorical"):
-        raise ValueError(f"acts_on must be numeric or categorical, not {acts_on!r}")
+    if acts_on not in ("numeric", "categorical", "mixed"):
+        raise ValueError(f"acts_on must be numeric, categorical or mixed, not {acts_on!r}")
     options = _options.check_declared(options, scope="method", owner=f"method {name!r}")
 
     def deco(func: Callable) -> Callable:
@@ -191,7 +211,8 @@ def register(name: str, *, param: str, kind: str, low: float = 0.0, high: float 
         REGISTRY[name] = MaskingMethod(
             name=name, func=func, param=param if kind != "none" else "none", kind=kind,
             low=low, high=high, random=random, description=description,
-            reference=reference, allowed=allowed, options=tuple(options), acts_on=acts_on)
+            reference=reference, allowed=allowed, options=tuple(options), acts_on=acts_on,
+            open_low=open_low, infinite=infinite)
         return func
 
     return deco

@@ -71,7 +71,7 @@ def method_options(method: str | MaskingMethod, *, columns: Sequence[str],
     if "columns" in meth.options and "columns" not in opts:
         opts["columns"] = list(columns)
     cats = [c for c in categorical if c in set(columns)]
-    if cats or meth.acts_on == "categorical":
+    if cats or meth.acts_on != "numeric":
         opts["categorical"] = column_positions(cats, columns, what="categorical column")
     weight = [c for c in ((roles or {}).get("weight") or []) if c in set(columns)]
     household = [c for c in ((roles or {}).get("household") or []) if c in set(columns)]
@@ -97,7 +97,7 @@ def missing_roles(method: str | MaskingMethod,
     if meth.steps:
         need = {r for step in meth.steps for r in missing_roles(step, roles)}
         return [r for r, _ in _NEEDED if r in need]
-    if "roles" not in meth.options or meth.acts_on == "categorical":
+    if "roles" not in meth.options or meth.acts_on != "numeric":
         return []
     roles = roles or {}
     return [need for need, names in _NEEDED if not any(roles.get(n) for n in names)]
