@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SdcInputError, column_positions
+from ..errors import SdcInputError, column_positions, count_error, option_error
 
 __all__ = ["BLOCK_ROWS", "ColumnPlan", "plan_columns", "content_order", "Streams",
            "blocks", "column_label", "check_order", "open_unit", "category_order",
@@ -63,8 +63,7 @@ def _names(option: str, value: object, columns: Sequence[str] | None, method: st
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value:
-        raise SdcInputError(f"The {option!r} option of {method} must be a non-empty list of "
-                            f"column names. Got {value!r} instead.")
+        raise option_error(option, "a non-empty list of column names", value, owner=method)
     if columns is None:
         raise SdcInputError(f"{method} got {option!r} but not the file's column names; "
                             "pass columns=[...] as well")
@@ -91,7 +90,7 @@ def plan_columns(method: str, X: np.ndarray, *, categorical: Sequence[int] = (),
     """
     n, m = X.shape
     if n < 2:
-        raise SdcInputError(f"{method} needs at least 2 records. Got {n}.")
+        raise count_error(f"The file {method} synthesises", "at least 2", "records", n)
     never = {int(j) for j in keep}
     if synth_columns is None:
         replaced = [j for j in range(m) if j not in never]
