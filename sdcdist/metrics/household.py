@@ -44,6 +44,7 @@ from ..errors import SdcInputError, column_positions, weight_error
 from ..keytables import combo_frequencies, unique_rows, weighted_chunk
 from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
+from .inputs import key_role_error, role_clash_error
 from .attribute import merge_weighted_tables, pair_table
 from .frequency import frequency_keys, individual_risk
 
@@ -123,13 +124,9 @@ def household_column(ctx: MeasureContext, name: str, keys: Sequence[str]) -> str
     column_positions([h], ctx.masked_columns, what="household id column",
                      where="the masked file")
     if h in keys:
-        raise SdcInputError(
-            f"the household id column {h!r} is among the key columns of {name}; a household "
-            "id is never a key (it identifies the household, not a trait an intruder knows): "
-            "leave it out of the keys")
+        raise key_role_error(f"the key columns of {name}", h, "household", "the keys")
     if h == ctx.weight:
-        raise SdcInputError(f"column {h!r} is both the household id and the weight; give "
-                            "it one role")
+        raise role_clash_error(h, "household id", "the weight")
     return h
 
 

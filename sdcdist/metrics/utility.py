@@ -255,7 +255,7 @@ def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricRes
                         info={"converged": False, "iterations": MAX_NEWTON})
 
 
-@register("PS", kind="utility", reference="[DRS Alg. 1]", options=("chunk_rows",),
+@register("PS", kind="utility", scaled=True, reference="[DRS Alg. 1]", options=("chunk_rows",),
           unit="(p − ½)², 0 (indistinguishable) to 0.25",
           description="propensity-score utility loss: mean (p - 1/2)**2 of an unpenalised "
                       "logistic regression of masked vs original on the z-scored columns "
@@ -264,7 +264,7 @@ def ps(ctx: MeasureContext) -> MetricResult:
     return propensity_utility(ctx, 1, "PS")
 
 
-@register("PS2", kind="utility", reference="[DRS Alg. 1]", options=("chunk_rows",),
+@register("PS2", kind="utility", scaled=True, reference="[DRS Alg. 1]", options=("chunk_rows",),
           unit="(p − ½)², 0 (indistinguishable) to 0.25",
           description="PS with squares and pairwise products of the z-scored columns")
 def ps2(ctx: MeasureContext) -> MetricResult:
@@ -324,7 +324,7 @@ def _emd_task(X: Any, Y: Any, mean: np.ndarray, sd: np.ndarray, h: int,
     return transport_emd(a, wa, b, wb)
 
 
-@register("EMD", kind="utility", reference="[DRS eq. 2]", random=True, options=("chunk_rows",),
+@register("EMD", kind="utility", scaled=True, reference="[DRS eq. 2]", random=True, options=("chunk_rows",),
           unit="standard deviations",
           description="earth mover's distance between the seeded k-means centroid sets "
                       "(h = min(50, n/10)) of both files z-scored with the original's moments")
@@ -341,7 +341,7 @@ def emd(ctx: MeasureContext) -> MetricResult:
     return MetricResult(value, info={"clusters": h})
 
 
-@register("EMD1", kind="utility", reference="[DRS eq. 2], one dimension at a time",
+@register("EMD1", kind="utility", scaled=True, reference="[DRS eq. 2], one dimension at a time",
           unit="standard deviations",
           options=RANK_OPTIONS,
           description="mean over columns of the 1-D Wasserstein distance between the columns "
