@@ -169,10 +169,7 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
                                            "p_match", "counting", "pattern_kernel",
                                            "candidates", "pairs_enumerated", "pairs_weighed")
                       if k in info},
-                   "PLD": res.pld, "PLD20": res.pld20,
-                   "PLD_best": None if res.pld is None else
-                   100.0 * res.result.correct_best / B.shape[0], "matched": res.matched,
-                   "unmatched": res.unmatched})
+                   **res.figures(), "matched": res.matched, "unmatched": res.unmatched})
         return
     click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
                f"{info['pairs_compared']} pairs compared, {info['assignment']} assignment, "
