@@ -111,3 +111,62 @@ def test_no_undeclared_input_changes_a_value(full, need):
 def _requirements(name: str) -> list[str]:
     from sdcdist.metrics import expand_requirements
     return expand_requirements([name])
+
+
+# -- what metrics declare, read without data ---------------------------------------------
+
+def test_scaling_and_scores_are_declared_at_registration():
+    from sdcdist.metrics import preferred_score, score_weights
+    assert {n for n, m in REGISTRY.items() if m.scaled} == {
+        "IL1s", "IL1s_sum", "R_MSE", "R_MAE", "R_MV", "PS", "PS2", "EMD", "EMD1"}
+    weights = score_weights()
+    assert weights["Score2"] == {"IL_S2": 0.5, "DLD": 0.25, "ID1": 0.125, "ID2": 0.125}
+    assert all(set(REGISTRY[s].requires) == set(w) for s, w in weights.items())
+    assert {n for n, m in REGISTRY.items() if m.kind == "score"} == set(weights)
+    assert preferred_score() == "Score2"
+
+
+def test_guards_leave_out_models_too_large_for_the_keys():
+    keys = tuple(f"q{i}" for i in range(17))
+    inputs = Inputs(columns=keys, categorical=keys, keysets=(keys,),
+                    levels=tuple((k, 2) for k in keys))
+    why = applicable("suda_share", inputs)
+    assert why is not None and why.head == "17 categorical keys" and not why.quiet
+    assert "suda_max_size=" in why.tail
+    assert applicable("suda_share", inputs, {"suda_max_size": 3}) is None
+    # 2^17 cells fit the log-linear model; 10^17 do not; unknown levels: no guess
+    assert applicable("modrisk_tau1", inputs) is None
+    big = inputs.replace(levels=tuple((k, 10) for k in keys))
+    assert "log-linear model of 1e+17 cells" in applicable("modrisk_tau1", big).head
+    assert applicable("modrisk_tau1", inputs.replace(levels=())) is None
+
+
+def test_role_clash_rules_are_stated_once():
+    clash = [
+        (FULL.replace(weight="h", categorical=CATS[:3]), "both the household id and the weight"),
+        (FULL.replace(confidential=("h",)), "both the household id and a confidential"),
+        (FULL.replace(keysets=(("a", "h"),)), "household id is never a linkage key"),
+        (FULL.replace(keysets=(("a", "w"),)), "sampling weight is never a linkage key"),
+        (FULL.replace(keys=("a", "w")), "sampling weight is never a linkage key"),
+        (FULL.replace(weight="k1"), "Weight column 'k1' is categorical"),
+        (FULL.replace(keysets=(("a", "a"),)), "more than once"),
+        (FULL.replace(keysets=()), "no key sets given"),
+    ]
+    for inputs, msg in clash:
+        with pytest.raises(SdcInputError, match=msg):
+            inputs.check()
+    FULL.replace(keysets=CATEGORICAL_KEYS).check()
+
+
+def test_default_choice_and_notes():
+    """The metrics a command computes unasked: not those computed only by name, nor
+    those whose needs are missing (quietly), nor those that do not apply (with a note)."""
+    from sdcdist.metrics import default_metrics
+    inputs = Inputs(columns=("a", "b"), shape_original=(10, 2), shape_masked=(8, 2))
+    names, skipped = default_metrics("risk", inputs)
+    assert not any(REGISTRY[n].by_name or REGISTRY[n].needs for n in names)
+    loud = [r for r in skipped if not r.quiet]
+    assert [r.head for r in loud] == ["files differ in shape"]
+    assert loud[0].note(["ID1"]) == ("files differ in shape: skipping ID1 (they compare the "
+                                     "files record by record)")
+    assert all(REGISTRY[n].same_shape for n in skipped[loud[0]])
