@@ -324,7 +324,8 @@ def _emd_task(X: Any, Y: Any, mean: np.ndarray, sd: np.ndarray, h: int,
     return transport_emd(a, wa, b, wb)
 
 
-@register("EMD", kind="utility", scaled=True, reference="[DRS eq. 2]", random=True, options=("chunk_rows",),
+@register("EMD", kind="utility", reference="[DRS eq. 2]", random=True, options=("chunk_rows",),
+          scaled=True,
           unit="standard deviations",
           description="earth mover's distance between the seeded k-means centroid sets "
                       "(h = min(50, n/10)) of both files z-scored with the original's moments")
