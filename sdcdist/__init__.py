@@ -39,7 +39,7 @@ __version__ = "0.1.0"
 
 __all__ = ["SdcInputError", "Microdata", "from_array", "ingest", "load_microdata",
            "open_microdata", "write_microdata", "MASKING_METHODS", "METRICS", "measure",
-           "mask", "connect", "__version__"]
+           "Inputs", "mask", "connect", "__version__"]
 
 #: public name -> (module, attribute), imported on first access
 _LAZY = {
@@ -52,6 +52,7 @@ _LAZY = {
     "MASKING_METHODS": (".masking", "REGISTRY"),
     "METRICS": (".metrics", "REGISTRY"),
     "measure": (".metrics", "measure"),
+    "Inputs": (".metrics", "Inputs"),
     "connect": (".client", "connect"),
 }
 
@@ -59,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .data import (Microdata, from_array, ingest, load_microdata, open_microdata,
                        write_microdata)
     from .masking import REGISTRY as MASKING_METHODS
-    from .metrics import REGISTRY as METRICS, measure
+    from .metrics import REGISTRY as METRICS, Inputs, measure
     from .client import connect
 
 

@@ -29,7 +29,8 @@ def _metrics_for(cube: xr.Dataset, by: str, metrics: Sequence[str] | None) -> li
     (Table 2 shows IL, DLD, PLD, ID1 beside Score), else every metric of the cube; each
     with the companions the cube has (``so_uni_lo``, ``so_uni_hi``, ``so_uni_base``:
     :func:`sdcdist.metrics.companions`); ``by`` and its companions are not among them."""
-    from .metrics.scores import SCORE_WEIGHTS
+    from .metrics import score_weights
+    SCORE_WEIGHTS = score_weights()
     have = [str(m) for m in cube["metric"].values]
     if metrics:
         out = list(metrics)
@@ -82,7 +83,8 @@ def add_scores(cube: xr.Dataset, names: Sequence[str] | None = None) -> xr.Datas
     >>> float(with_score.sel(method="noise", param=0.1, metric="Score")["value"][0])
     7.0
     """
-    from .metrics.scores import SCORE_WEIGHTS
+    from .metrics import score_weights
+    SCORE_WEIGHTS = score_weights()
     have = [str(m) for m in cube["metric"].values]
     wanted = list(names) if names is not None else list(SCORE_WEIGHTS)
     new = []
@@ -121,7 +123,8 @@ def add_scores(cube: xr.Dataset, names: Sequence[str] | None = None) -> xr.Datas
 
 def with_scores(cube: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
     """``cube`` plus the scores among ``names`` it lacks, computed from its cells."""
-    from .metrics.scores import SCORE_WEIGHTS
+    from .metrics import score_weights
+    SCORE_WEIGHTS = score_weights()
     have = {str(m) for m in cube["metric"].values}
     missing = [n for n in names if n in SCORE_WEIGHTS and n not in have]
     return add_scores(cube, missing) if missing else cube

@@ -197,16 +197,18 @@ def cube_rules(cube: Any, extra: Iterable[str] = ()) -> list[Rule]:
 
 def default_loss(cube: Any, loss: str | None = None) -> str:
     """The loss measure of a recommendation: ``loss`` if given (a metric of the cube),
-    else IL_S2, else IL1s, else the cube's first metric of kind loss."""
+    else the registry's preferred loss among the cube's metrics (IL_S2, then IL1s:
+    :func:`sdcdist.metrics.preferred_loss`), else the cube's first metric of kind loss."""
     names = [str(m) for m in cube["metric"].values]
     if loss is not None:
         if loss not in names:
             raise SdcInputError(f"the cube has no metric {loss!r} (--loss). Metrics in this "
                                 f"cube: {', '.join(names)}.")
         return loss
-    for pref in ("IL_S2", "IL1s"):
-        if pref in names:
-            return pref
+    from .metrics import preferred_loss
+    pref = preferred_loss(names)
+    if pref is not None:
+        return pref
     kinds = [str(k) for k in cube["metric_kind"].values]
     for n, k in zip(names, kinds):
         if k == "loss":

@@ -334,7 +334,8 @@ def test_inference_refusals():
     with pytest.raises(SdcInputError, match="secret column 'd' is also among"):
         measure(X, S, ["inference"], control=C, options={"infer_aux": ["a", "d"]}, **KW)
     kw = {**KW, "confidential": []}
-    with pytest.raises(SdcInputError, match="none is named; give infer_secret"):
+    with pytest.raises(SdcInputError, match="needs confidential columns .*none is named; "
+                                            "give them .*or set the option infer_secret"):
         measure(X, S, ["inference"], control=C, **kw)
     with pytest.raises(SdcInputError, match="Unknown infer_secret column 'zz'"):
         measure(X, S, ["inference"], control=C, options={"infer_secret": "zz"}, **KW)

@@ -328,7 +328,7 @@ def test_household_bad_input(rng):
     with pytest.raises(SdcInputError, match="has 2 missing values"):
         measure(bad, bad, ["HR_mean"], keysets=[["a", "c"]])
     none = Microdata(X, md.columns, {"weight": ["w"]}, None, md.categories)
-    with pytest.raises(SdcInputError, match="no household id column is named"):
+    with pytest.raises(SdcInputError, match="needs the household id column, and none is named"):
         measure(none, none, ["HR_mean"], keysets=[["a", "c"]])
     with pytest.raises(SdcInputError, match="both the household id and the weight"):
         measure(md, md, ["HR_mean"], keysets=[["a", "c"]], household="w")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -428,3 +429,67 @@ def test_the_file_table_check_catches_a_missing_and_a_stale_row(tmp_path):
     assert file_table_mismatch(pkg, table) == (["mid/b.py"], ["base.py"])
     with pytest.raises(AssertionError, match="two rows"):
         read_file_table(FILES.replace("<!-- /files -->", "| `base.py` | again |\n<!-- /files -->"))
+
+
+# ---------------------------------------------------------------------------
+# registry names: no layer above the registries keeps lists of their names
+
+def named_entries(package: Path, names: set[str], under: Sequence[str]) -> list[str]:
+    """``file:line: 'name'`` for each string literal (not a docstring) equal to one of
+    ``names`` in the modules of ``package`` whose dotted name starts with one of
+    ``under``: a list of metric names, a test of a method's name."""
+    root = package.parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        module = _module_name(path, root)
+        if not any(module == u.removesuffix(".__init__") if u.endswith(".__init__")
+                   else module == u or module.startswith(u + ".") for u in under):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+        docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)
+                and isinstance(n.value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value in names and id(node) not in docs:
+                found.append(f"{rel}:{node.lineno}: {node.value!r}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("startswith", "endswith") and node.args \
+                    and isinstance(node.args[0], ast.Constant) \
+                    and any(str(node.args[0].value) and n.startswith(str(node.args[0].value))
+                            for n in names if node.func.attr == "startswith"):
+                found.append(f"{rel}:{node.lineno}: .startswith({node.args[0].value!r})")
+    return found
+
+
+def _above(layers: dict[str, int], layer: int) -> list[str]:
+    return sorted(n for n, k in layers.items() if k > layer)
+
+
+def test_no_module_above_the_metrics_names_a_metric(layers):
+    """What a metric needs and which metrics apply live in the registry (``needs``,
+    ``scaled``, ``weights``, ``guard``, :func:`sdcdist.metrics.applicable`): the layers
+    above it keep no list of metric names."""
+    from sdcdist.metrics import REGISTRY
+    above = _above(layers, layers["sdcdist.metrics"])
+    found = named_entries(PACKAGE, set(REGISTRY), above)
+    assert not found, "metric names above sdcdist.metrics:\n" + "\n".join(found)
+
+
+def test_the_masking_checks_name_no_method():
+    """A masking method declares its data checks when it registers (``data_check``)."""
+    from sdcdist.masking import REGISTRY
+    found = named_entries(PACKAGE, set(REGISTRY), ["sdcdist.masking._checks"])
+    assert not found, "method names in masking/_checks.py:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("src, expect", [
+    ('X = ["PLD", "DLD"]\n', ["pkg/top/m.py:1: 'PLD'", "pkg/top/m.py:1: 'DLD'"]),
+    ('def f(n):\n    return n.startswith("modrisk_")\n',
+     ["pkg/top/m.py:2: .startswith('modrisk_')"]),
+    ('"""PLD in a docstring."""\nX = "plain"\n', []),
+])
+def test_the_name_scan_catches_lists(tmp_path, src, expect):
+    pkg = _package(tmp_path, {"top/m.py": src})
+    names = {"PLD", "DLD", "modrisk_tau1"}
+    assert named_entries(pkg, names, ["pkg.top"]) == expect

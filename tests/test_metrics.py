@@ -111,6 +111,9 @@ def test_needs_are_declared_where_the_metrics_register():
     conf = set(needing(names, "confidential"))
     assert set(MEASURES) <= conf and "cap" in conf
     assert all(needs_confidential(n) for n in conf)
+    # the inference attack needs a confidential column unless infer_secret names its secret
+    assert "inference" in conf and not needs_confidential("inference", {"infer_secret": "s"})
+    assert needing(["inference", "cap"], "confidential", {"infer_secret": "s"}) == ["cap"]
     assert set(needing(names, "household")) == set(HOUSEHOLD)
     assert {n for n in names if REGISTRY[n].by_name} == set(ATTACK_METRICS)
     assert {n for n in names if REGISTRY[n].index} == {

@@ -469,10 +469,9 @@ def calibrate_rules(spec: AuditSpec | str | Path, rules: Sequence[str], *,
     if not rule_list:
         raise SdcInputError("no rules to calibrate to: give --require (e.g. --require "
                             "'DLD <= 5') or a spec with 'require:'")
-    kinds = {m: get_metric(m).kind for m in spec.metrics}
     if loss is None:
-        loss = next((m for m in ("IL_S2", "IL1s") if m in spec.metrics),
-                    next((m for m in spec.metrics if kinds[m] == "loss"), None))
+        from ..metrics import preferred_loss
+        loss = preferred_loss(list(spec.metrics))
         if loss is None:
             raise SdcInputError("the spec measures no loss metric to minimise; name one "
                                 "with --loss")

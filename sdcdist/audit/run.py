@@ -34,7 +34,8 @@ from ..data import Microdata, is_store, load_microdata, reference_file
 from ..data.synth import generate
 from ..errors import SdcInputError, missing_file_error
 from ..masking import check_data, get_method, method_options
-from ..metrics import MeasureContext, default_keysets, get_metric
+from ..metrics import Inputs, MeasureContext, default_keysets, get_metric
+from ..metrics.inputs import key_role_error
 from ..metrics._registry import stable_id
 from ..options import OPTIONS
 from ..parallel import CellExecutor, Runner, cell_mode
@@ -171,7 +172,7 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
                 "has none: name its integer-coded categorical columns in the dataset's "
                 "'categorical:' (text columns are categorical anyway)")
         _check_keys(spec, md, ds.name, keysets)
-        _check_confidential(spec, md, ds.name)
+        _check_needs(spec, md, ds.name)
         md = split_control(md, spec.options.get("control"), spec.seed, len(data), ds.name)
         for ms in spec.methods:
             check_data(ms.name, md.values, ms.params,
@@ -181,18 +182,30 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
     return data
 
 
-def _check_confidential(spec: AuditSpec, md: Microdata, name: str) -> None:
-    """Refuse, before a cluster starts, metrics that read the confidential columns on a
-    dataset without a confidential role (a worker would refuse each cell)."""
-    from ..metrics.risk.attribute import needs_confidential
-    from ..metrics.measure import expand_requirements
-    need = [m for m in expand_requirements(list(spec.metrics))
-            if needs_confidential(m, spec.options)]
-    if need and not [c for c in (md.roles.get("confidential") or []) if c in md.columns]:
-        raise SdcInputError(
-            f"{', '.join(need)} measure what the keys disclose about confidential columns, "
-            f"and dataset {name!r} names none: give it a 'confidential' role (roles: "
-            "{confidential: [column, ...]} in the spec's dataset, or ingest --confidential)")
+#: How a dataset of a spec is given each role a metric may need.
+_ROLE_FIX = {
+    "confidential": "give it a 'confidential' role (roles: {confidential: [column, ...]} in "
+                    "the spec's dataset, or ingest --confidential)",
+    "household": "give it a 'household' role (roles: {household: [column]} in the spec's "
+                 "dataset, or ingest --household)",
+}
+
+
+def _check_needs(spec: AuditSpec, md: Microdata, name: str) -> None:
+    """Refuse, before a cluster starts, metrics that need a role the dataset does not give
+    (:func:`~sdcdist.metrics.applicable`; a worker would refuse each cell)."""
+    from ..metrics import applicable, expand_requirements
+    from ..metrics.inputs import NEED_TEXT
+    conf = [c for c in (md.roles.get("confidential") or []) if c in md.columns]
+    inputs = Inputs.from_microdata(md, confidential=conf, holdout=True)
+    need: dict[str, list[str]] = {}
+    for m in expand_requirements(list(spec.metrics)):
+        why = applicable(m, inputs, spec.options)
+        if why is not None and why.need in _ROLE_FIX:
+            need.setdefault(why.need, []).append(m)
+    for role, names in need.items():
+        raise SdcInputError(f"{', '.join(names)} need {NEED_TEXT[role][0]}, and dataset "
+                            f"{name!r} names none: {_ROLE_FIX[role]}")
 
 
 def split_control(md: Microdata, share: float | None, seed: int, d: int,
@@ -280,16 +293,9 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
     d = dataset if dataset is not None else spec.dataset
     w = md.weight
     h = md.household
-    if h is not None and h in (md.roles.get("key") or d.keys or ()):
-        raise SdcInputError(
-            f"the keys of dataset {d.name!r} hold its household id column {h!r}; a household "
-            "id is never a linkage key (it identifies the household, not a trait an intruder "
-            "knows): leave it out of 'keys'")
-    if w is not None and w in (md.roles.get("key") or d.keys or ()):
-        raise SdcInputError(
-            f"the keys of dataset {d.name!r} hold its weight column {w!r}; the sampling "
-            "weight is never a linkage key (it is not masked, so it would link every record "
-            "to itself): leave it out of 'keys'")
+    for col, role in ((h, "household"), (w, "weight")):
+        if col is not None and col in (md.roles.get("key") or d.keys or ()):
+            raise key_role_error(f"the keys of dataset {d.name!r}", col, role, "'keys'")
     if spec.keysets == "prefixes":
         # the sampling weight is never a linkage key (the key role cannot hold it); a
         # constant numeric column cannot link (standardisation): both left out, with a note
@@ -309,16 +315,10 @@ def resolve_keysets(spec: AuditSpec, md: Microdata,
         return default_keysets(base)
     for ks in spec.keysets:
         md.column_index(ks, what="key set column")
-        if h is not None and h in ks:
-            raise SdcInputError(
-                f"key set {list(ks)} of the spec holds the household id column {h!r} of "
-                f"dataset {d.name!r}; a household id is never a linkage key: leave it out of "
-                "the key sets")
-        if w is not None and w in ks:
-            raise SdcInputError(
-                f"key set {list(ks)} of the spec holds the weight column {w!r} of dataset "
-                f"{d.name!r}; the sampling weight is never a linkage key (it is not masked, "
-                "so it would link every record to itself): leave it out of the key sets")
+        for col, role in ((h, "household"), (w, "weight")):
+            if col is not None and col in ks:
+                raise key_role_error(f"key set {list(ks)} of the spec (dataset {d.name!r})",
+                                     col, role, "the key sets")
     return [tuple(k) for k in spec.keysets]
 
 
@@ -346,22 +346,21 @@ def mask_cell(X: np.ndarray, method: str, param: float, entropy: int,
 def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
                  columns: tuple[str, ...], keysets: list[tuple[str, ...]],
                  metrics: tuple[str, ...], cell: Cell,
-                 options: dict[str, Any], types: dict[str, Any] | None = None
+                 options: dict[str, Any], inputs: Inputs | None = None,
+                 holdout: np.ndarray | None = None, control: np.ndarray | None = None
                  ) -> dict[str, np.ndarray]:
     """Every metric of one cell, as the vectors the cube stores.
 
-    ``types``: ``{"categorical": [names], "weight": name or None, "confidential":
-    [names], "holdout": ndarray}`` of the dataset (the holdout only when it names one).
+    ``inputs``: the dataset's roles (:class:`~sdcdist.metrics.Inputs`; None: all numeric,
+    no roles); ``holdout`` and ``control`` its holdout file and control set, when it has
+    them.
     """
-    types = types or {}
-    control = types.get("control")
-    H = types.get("holdout")
+    inputs = inputs if inputs is not None else Inputs(columns=columns)
+    H = holdout
     ctx = MeasureContext(runner, X, Xm, shape_original=shape, shape_masked=shape,
                          columns=columns, keysets=keysets, seed=cell.seed, options=options,
-                         categorical=types.get("categorical", ()),
-                         weight=types.get("weight"),
-                         confidential=types.get("confidential", ()),
-                         household=types.get("household"),
+                         categorical=inputs.categorical, weight=inputs.weight,
+                         confidential=inputs.confidential, household=inputs.household,
                          holdout=None if H is None else runner.share(H),
                          shape_holdout=None if H is None else H.shape,
                          control=None if control is None else runner.share(control),
@@ -381,12 +380,12 @@ def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
 
 def cell_task(X: np.ndarray, columns: tuple[str, ...], keysets: list[tuple[str, ...]],
               metrics: tuple[str, ...], cell: Cell, method_options: dict[str, Any],
-              options: dict[str, Any], types: dict[str, Any] | None = None
-              ) -> dict[str, np.ndarray]:
-    """Task: a whole cell in one worker (mask, then every metric, in-process)."""
+              options: dict[str, Any], *inputs: Any) -> dict[str, np.ndarray]:
+    """Task: a whole cell in one worker (mask, then every metric, in-process); ``inputs``:
+    those of :func:`measure_cell` (the dataset's roles, holdout and control set)."""
     Xm = mask_cell(X, cell.method, cell.param, cell.entropy, cell.spawn_key, method_options)
     out = measure_cell(Runner(None), X, Xm, X.shape, columns, keysets, metrics, cell, options,
-                       types)
+                       *inputs)
     out["release_fingerprint"] = cubemod.masked_fingerprint(Xm)
     return out
 
@@ -394,30 +393,24 @@ def cell_task(X: np.ndarray, columns: tuple[str, ...], keysets: list[tuple[str, 
 def cell_spread(runner: Runner, X: Any, shape: tuple[int, int], columns: tuple[str, ...],
                 keysets: list[tuple[str, ...]], metrics: tuple[str, ...], cell: Cell,
                 method_options: dict[str, Any], options: dict[str, Any],
-                types: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
+                *inputs: Any) -> dict[str, np.ndarray]:
     """A cell whose tasks spread over the cluster: the masked file, then each metric's pieces."""
     Xm = runner.task(mask_cell, X, cell.method, cell.param, cell.entropy, cell.spawn_key,
                      method_options)
     fp = runner.task(cubemod.masked_fingerprint, Xm)
-    out = measure_cell(runner, X, Xm, shape, columns, keysets, metrics, cell, options, types)
+    out = measure_cell(runner, X, Xm, shape, columns, keysets, metrics, cell, options, *inputs)
     out["release_fingerprint"] = runner.result(fp)
     return out
 
 
-def _types(md: Microdata, holdout: Microdata | None = None) -> dict[str, Any] | None:
-    """The dataset's categorical columns, weight and confidential columns and its holdout
-    file, for its metrics (None: all numeric, no roles they read, no holdout)."""
-    conf = list(md.roles.get("confidential") or ())
-    if not md.categories and md.weight is None and not conf and md.household is None \
+def _inputs(md: Microdata, holdout: Microdata | None = None) -> tuple:
+    """The dataset's roles (:class:`~sdcdist.metrics.Inputs`), its holdout file and its
+    control set, for its metrics (empty: all numeric, no roles they read, no holdout)."""
+    inputs = Inputs.from_microdata(md)
+    if not (inputs.categorical or inputs.weight or inputs.confidential or inputs.household) \
             and holdout is None and md.control is None:
-        return None
-    out = {"categorical": md.categorical, "weight": md.weight, "confidential": conf,
-           "household": md.household}
-    if holdout is not None:
-        out["holdout"] = holdout.values
-    if md.control is not None:
-        out["control"] = md.control
-    return out
+        return ()
+    return (inputs, None if holdout is None else holdout.values, md.control)
 
 
 def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microdata, list]],
@@ -436,16 +429,14 @@ def run_cells(executor: CellExecutor, cells: list[Cell], data: list[tuple[Microd
 
     def whole_args(c: Cell) -> tuple:
         md, keysets = data[c.d]
-        types = _types(md, holdouts.get(c.d))
-        extra = (types,) if types else ()
         return (md.columns, keysets, metrics, c, method_options[c.d, c.method], options,
-                *extra)
+                *_inputs(md, holdouts.get(c.d)))
 
     def spread(runner: Runner, X: Any, c: Cell) -> dict[str, np.ndarray]:
         md, keysets = data[c.d]
         return cell_spread(runner, X, md.values.shape, md.columns, keysets, metrics, c,
                            method_options[c.d, c.method], options,
-                           _types(md, holdouts.get(c.d)))
+                           *_inputs(md, holdouts.get(c.d)))
     executor.run(cells, mode=mode, input_of=lambda c: c.d, whole=cell_task,
                  whole_args=whole_args, spread=spread, on_done=on_done)
 

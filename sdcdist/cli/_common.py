@@ -17,7 +17,7 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -571,6 +571,69 @@ def typed_input_options(f: Any) -> Any:
     return click.option("--categorical", default=None, metavar="A,B,...",
                         help="Integer-coded columns of CSV/Parquet inputs to read as "
                              "categorical (a Zarr store records its own).")(f)
+
+
+def role_options(f: Any) -> Any:
+    """The roles of a command's inputs: ``--keys``, ``--keyset`` (repeatable),
+    ``--confidential``, ``--household`` and the typing flags of
+    :func:`typed_input_options`; received as ``keys``, ``keysets``, ``confidential``,
+    ``household``, ``categorical``, ``weight``, ``na_values`` and turned into one
+    :class:`~sdcdist.metrics.Inputs` by :func:`flag_inputs`."""
+    f = typed_input_options(f)
+    f = click.option("--household", default=None, metavar="COLUMN",
+                     help="Household id column of the household risk metrics (HR_*; "
+                          "default: the store's household role); never a linkage key.")(f)
+    f = click.option("--confidential", default=None, metavar="A,B,...",
+                     help="Confidential columns of the attribute-disclosure metrics "
+                          "(l-diversity, t-closeness, beta-likeness, delta-disclosure), cap "
+                          "and the inference attack (default: the store's confidential "
+                          "role).")(f)
+    f = click.option("--keyset", "keysets", multiple=True, metavar="A,B,...",
+                     help="One explicit key set (repeatable; replaces the prefixes of "
+                          "--keys).")(f)
+    return click.option("--keys", default=None, metavar="A,B,...",
+                        help="Key columns in linkage order; key sets are their prefixes of "
+                             "sizes 1..7, and the frequency risk metrics count the "
+                             "combinations of the categorical ones (default: the store's "
+                             "key role, else the columns both files share).")(f)
+
+
+def flag_inputs(columns: Sequence[str], masked_columns: Sequence[str], *,
+                categorical: Sequence[str], roles: Sequence[Mapping[str, Any]],
+                keys: str | None, keysets: Sequence[str], confidential: str | None,
+                household: str | None, weight: str | None,
+                key_role: bool = True) -> Any:
+    """The :class:`~sdcdist.metrics.Inputs` of a command from its role flags
+    (:func:`role_options`), each flag winning over the files' roles (``roles``: the masked
+    file's, then the original's), the named columns checked to be in the masked file.
+    ``key_role``: the original's key role gives the key columns when no key is named."""
+    from ..errors import column_positions
+    from ..metrics import Inputs
+
+    def role(name: str) -> list:
+        return next((list(r.get(name) or []) for r in roles if r.get(name)), [])
+
+    key_list = names_option(keys, "--keys")
+    named = [names_option(k, "--keyset") for k in keysets]
+    conf = names_option(confidential, "--confidential") or role("confidential")
+    if household is not None and not household.strip():
+        raise SdcInputError("--household was given without a name; give the household id "
+                            "column, or leave --household out")
+    household = household or (role("household") or [None])[0]
+    weight = weight or (role("weight") or [None])[0]
+    for cols, what in ((conf, "confidential column"),
+                       ([household] if household is not None else [], "household id column"),
+                       ([weight] if weight is not None else [], "weight column")):
+        if cols:
+            column_positions(cols, masked_columns, what=what, where="the masked file")
+    if not named and not key_list and key_role:
+        # the store's key role, else every shared column but the weight, the household
+        # id and the confidential columns (measure's default)
+        key_list = [c for c in (roles[-1].get("key") or []) if c in masked_columns]
+    return Inputs(columns=tuple(columns), masked_columns=tuple(masked_columns),
+                  categorical=tuple(categorical), weight=weight, confidential=tuple(conf),
+                  household=household, keys=tuple(key_list or ()),
+                  keysets=named or None)
 
 
 def table_outputs(f: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..errors import exclusive_error, exists_error
+from ..errors import SdcInputError, exclusive_error, exists_error
 from ._common import (ClusterOptions, check_tables, cluster, cluster_options, echo_json,
                       json_flag, main, option_items, parse_options, table_outputs,
                       write_tables)

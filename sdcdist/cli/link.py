@@ -146,9 +146,8 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     A, B = align_categories(A, B)
     hid = [h for h in dict.fromkeys((A.household, B.household)) if h in key_list]
     if hid:
-        raise SdcInputError(f"--keys holds the household id column {hid[0]!r}; a household "
-                            "id is never a linkage key (it identifies the household, not a "
-                            "trait an intruder knows): leave it out of --keys")
+        from ..metrics.inputs import key_role_error
+        raise key_role_error("--keys", hid[0], "household", "--keys")
     # text keys (categorical in the files) are compared by equality too
     cats = list(dict.fromkeys(cats + [k for k in key_list
                                       if k in A.categories or k in B.categories]))
@@ -169,10 +168,7 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
                                            "p_match", "counting", "pattern_kernel",
                                            "candidates", "pairs_enumerated", "pairs_weighed")
                       if k in info},
-                   "PLD": res.pld, "PLD20": res.pld20,
-                   "PLD_best": None if res.pld is None else
-                   100.0 * res.result.correct_best / B.shape[0], "matched": res.matched,
-                   "unmatched": res.unmatched})
+                   **res.figures(), "matched": res.matched, "unmatched": res.unmatched})
         return
     click.echo(f"{out}: {len(res.pairs)} linked pairs of {B.shape[0]} masked records; "
                f"{info['pairs_compared']} pairs compared, {info['assignment']} assignment, "

@@ -9,9 +9,9 @@ import click
 from ..errors import empty_error, exclusive_error, missing_file_error, value_error
 from ..limits import MAX_CHUNK_ROWS
 from ._paths import PathOrURL
-from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_flag, main,
-                      names_option, option_items, parse_options, split_list,
-                      typed_input_options)
+from ._common import (ClusterOptions, cluster, cluster_options, echo_json, flag_inputs,
+                      json_flag, main, names_option, option_items, parse_options,
+                      role_options, split_list)
 
 __all__ = ["measure_cmd"]
 
@@ -60,28 +60,16 @@ def _aligned(A: Any, B: Any, cols_a: tuple[str, ...], cols_b: tuple[str, ...],
 @click.option("--metric", "metric_names", multiple=True, metavar="NAME[,NAME...]",
               help="Metric(s) to compute (repeat or comma-separate). Default: every "
                    "information-loss and utility metric. `sdcdist metrics` lists them.")
-@click.option("--keyset", multiple=True, metavar="A,B,...",
-              help="A key set for linkage-risk metrics (repeatable; default: prefixes of "
-                   "the columns of sizes 1..7).")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seed of the random tie-breaking and k-means starts.")
 @click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=None,
               help="Records per reduction chunk (default 65536).")
 @json_flag
 @option_items
-@typed_input_options
-@click.option("--keys", default=None, metavar="A,B,...",
-              help="Key columns (the frequency risk metrics count the combinations of the "
-                   "categorical ones); default: all columns.")
-@click.option("--confidential", default=None, metavar="A,B,...",
-              help="Confidential columns of the attribute-disclosure metrics, cap and the "
-                   "inference attack (default: the store's confidential role).")
-@click.option("--household", default=None, metavar="COLUMN",
-              help="Household id column of the household risk metrics (HR_*; default: the "
-                   "store's household role); never a linkage key.")
+@role_options
 @cluster_options(local=True)
 def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
-                keyset: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
+                keysets: tuple[str, ...], seed: int, chunk_rows: int | None, as_json: bool,
                 option_items: tuple[str, ...], categorical: str | None, keys: str | None,
                 weight: str | None, na_values: str | None, confidential: str | None,
                 household: str | None, where: ClusterOptions) -> None:
@@ -101,8 +89,6 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     for n in names:
         get_metric(n)
     cats = names_option(categorical, "--categorical")
-    key_list = names_option(keys, "--keys")
-    keysets = [names_option(k, "--keyset") for k in keyset] or None
     options = parse_options(option_items)
     if chunk_rows:
         if "chunk_rows" in options:
@@ -121,33 +107,14 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     if cols_a != cols_b:
         raise value_error("The masked file's columns", f"the original file's {list(cols_a)}, "
                           "in the same order", list(cols_b))
-    if keysets is None and key_list:
-        from ..metrics import default_keysets
-        keysets = default_keysets(key_list)
-    weight = weight or w_b or w_a
-    if weight is not None and weight not in cols_a:
-        from ..errors import column_error
-        raise column_error([weight], cols_a, what="weight column")
-    conf = names_option(confidential, "--confidential") or \
-        list(roles_b.get("confidential") or roles_a.get("confidential") or [])
-    if conf:
-        from ..errors import column_positions
-        column_positions(conf, cols_a, what="confidential column", where="the files")
-    if household is not None and not household.strip():
-        raise empty_error("--household", "give the household id column, or leave "
-                          "--household out")
-    household = household or (roles_b.get("household") or roles_a.get("household")
-                              or [None])[0]
-    if household is not None and household not in cols_a:
-        from ..errors import column_error
-        raise column_error([household], cols_a, what="household id column")
+    inputs = flag_inputs(cols_a, cols_b, roles=(roles_b, roles_a),
+                         categorical=list(dict.fromkeys(cat_a + cat_b)), keys=keys,
+                         keysets=keysets, confidential=confidential, household=household,
+                         weight=weight, key_role=False)
     from ._common import choose_where, in_process_reason, interval_figures, interval_text
     where = choose_where(where, in_process_reason(names, A.shape[0], B.shape[0]))
     with cluster(where, quiet=True) as client:
-        res = measure(A, B, names, columns=list(cols_a), keysets=keysets, seed=seed,
-                      options=options, client=client,
-                      categorical=list(dict.fromkeys(cat_a + cat_b)), weight=weight,
-                      confidential=conf, household=household)
+        res = measure(A, B, names, inputs=inputs, seed=seed, options=options, client=client)
     if as_json:
         echo_json({n: {"value": r.value, "kind": REGISTRY[n].kind,
                        "excluded": r.excluded, "flag": r.flag,

@@ -39,6 +39,13 @@ class LinkResult:
     matched: int | None = None
     unmatched: int | None = None
 
+    def figures(self) -> dict[str, float | None]:
+        """The re-identification figures under their metric names (``PLD``, ``PLD20``,
+        ``PLD_best``; None without the truth), as ``sdcdist link --json`` prints them."""
+        best = None if self.pld is None else \
+            100.0 * self.result.correct_best / self.result.n_b
+        return {"PLD": self.pld, "PLD20": self.pld20, "PLD_best": best}
+
 
 def link_files(original: Any, masked: Any, keys: Sequence[str], *,
                id_column: str | None = None, categorical: Sequence[str] = (),

@@ -2,9 +2,10 @@
 
 A spec's parameters are checked when it is parsed (:meth:`MaskingMethod.check_param`);
 some ranges depend on the data (``k <= n/2`` for microaggregation, enough records
-for IPSO's regression, no constant column for ``jpeg`` and ``distr``).
-:func:`check_data` checks those right after the data is read, so that an audit
-refuses them before it starts a cluster or creates a cube.
+for IPSO's regression, no constant column for ``jpeg`` and ``distr``). Each method
+declares those checks when it registers (``data_check=``); :func:`check_data` runs them
+right after the data is read, so that an audit refuses them before it starts a cluster
+or creates a cube. It names no method.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import SdcInputError
-from ._columns import check_not_constant
 from ._registry import get_method
 
 __all__ = ["check_data"]
@@ -64,14 +64,9 @@ def check_data(method: str, X: np.ndarray, params: Iterable[float],
     if meth.acts_on == "categorical":
         from .categorical import check_categorical_data
         check_categorical_data(meth.name, X, params, list(cats), opts)
-        if meth.name == "recode":
-            # deterministic and one pass over the data: run it, so that what depends on
-            # the labels (bands on text, a mapping naming an absent category) is refused
-            # here rather than on a worker
-            rng = np.random.default_rng(0)
-            own = {k: v for k, v in opts.items() if k != "info"}
-            for p in params:
-                meth(X, p, rng=rng, categorical=list(cats), **own)
+        if meth.data_check is not None:
+            meth.data_check(X, list(params), method=meth.name, categorical=list(cats),
+                            options=opts)
         return
     if cats:
         from ._registry import narrow_options
@@ -81,15 +76,5 @@ def check_data(method: str, X: np.ndarray, params: Iterable[float],
         n, m = X.shape
         if m == 0:
             return
-    if meth.param == "k" and meth.func.__module__.endswith(".microaggregation"):
-        from .microaggregation import check_k
-        for p in params:
-            check_k(int(p), n, meth.name)
-    elif meth.name == "jpeg":
-        check_not_constant(X, "jpeg", "jpeg maps each column's range [min, max] onto 0..255")
-    elif meth.name == "distr":
-        check_not_constant(X, "distr", "a distribution cannot be fitted to a single value")
-    elif meth.name.startswith("ipso_"):
-        from .synthetic import check_records
-        check_records(n, m, meth.name[-1], roles=opts.get("roles"),
-                      columns=opts.get("columns"))
+    if meth.data_check is not None:
+        meth.data_check(X, list(params), method=meth.name, categorical=[], options=opts)

@@ -60,6 +60,14 @@ class MaskingMethod:
         The parameter must be strictly above ``low`` (privbayes's ε > 0).
     infinite : bool
         ``high`` may be +inf and the parameter may be +inf (ε = ∞: no noise).
+    data_check : callable or None
+        The checks of the data this method needs beyond its parameter's fixed range,
+        ``data_check(X, params, *, method, categorical, options)`` raising
+        :class:`~sdcdist.errors.SdcInputError` (``k <= n/2``, no constant column, enough
+        records for a regression); :func:`~sdcdist.masking.check_data` calls it before an
+        audit starts. ``X`` holds the columns the method masks (a numeric method's numeric
+        columns); ``categorical`` the positions of the categorical columns (a categorical
+        method's).
     """
 
     name: str
@@ -77,6 +85,7 @@ class MaskingMethod:
     steps: tuple[str, ...] = ()
     open_low: bool = False
     infinite: bool = False
+    data_check: Callable[..., None] | None = None
 
     def check_param(self, value: object) -> float:
         """Return ``value`` as a float if it is valid for this method, else raise.
@@ -197,8 +206,10 @@ REGISTRY: dict[str, MaskingMethod] = {}
 def register(name: str, *, param: str, kind: str, low: float = 0.0, high: float = 0.0,
              random: bool, description: str, reference: str = "", allowed: str = "",
              options: tuple[str, ...] = (), acts_on: str = "numeric",
-             open_low: bool = False, infinite: bool = False) -> Callable:
-    """Decorator: register ``func`` as the masking method ``name``."""
+             open_low: bool = False, infinite: bool = False,
+             data_check: Callable[..., None] | None = None) -> Callable:
+    """Decorator: register ``func`` as the masking method ``name``; ``data_check`` states
+    the checks of the data it needs (:attr:`MaskingMethod.data_check`)."""
     if kind not in ("float", "int", "none"):
         raise ValueError(f"kind must be float, int or none, not {kind!r}")
     if acts_on not in ("numeric", "categorical", "mixed"):
@@ -212,7 +223,7 @@ def register(name: str, *, param: str, kind: str, low: float = 0.0, high: float 
             name=name, func=func, param=param if kind != "none" else "none", kind=kind,
             low=low, high=high, random=random, description=description,
             reference=reference, allowed=allowed, options=tuple(options), acts_on=acts_on,
-            open_low=open_low, infinite=infinite)
+            open_low=open_low, infinite=infinite, data_check=data_check)
         return func
 
     return deco

@@ -32,8 +32,13 @@ def jpeg_roundtrip(img: np.ndarray, quality: int) -> np.ndarray:
     return out
 
 
+def _check_jpeg_data(X: np.ndarray, params: object, **_: object) -> None:
+    """Data check of jpeg: no constant column."""
+    check_not_constant(X, "jpeg", "jpeg maps each column's range [min, max] onto 0..255")
+
+
 @register("jpeg", param="q", kind="int", low=1, high=100, random=False,
-          allowed="an integer in [1, 100]",
+          allowed="an integer in [1, 100]", data_check=_check_jpeg_data,
           description="lossy compression: the file as a grayscale image (columns scaled to "
                       "0..255) through baseline JPEG at quality q",
           reference="[DMT §2]")

@@ -136,7 +136,13 @@ def distr_fit(X: np.ndarray, *, rng: np.random.Generator) -> tuple[np.ndarray, d
     return out, info
 
 
+def _check_distr_data(X: np.ndarray, params: object, **_: Any) -> None:
+    """Data check of distr: no constant column."""
+    check_not_constant(X, "distr", "a distribution cannot be fitted to a single value")
+
+
 @register("distr", param="none", kind="none", random=True, options=("info",),
+          data_check=_check_distr_data,
           description="distribution fitting: each column replaced by a rank-ordered sample of "
                       "its best-AIC family (normal, lognormal, gamma, Weibull, exponential, "
                       "uniform)",

@@ -13,6 +13,9 @@ labels). :func:`mdav_groups` gives MDAV's grouping of any array directly.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numba
 import numpy as np
 
@@ -310,7 +313,15 @@ def _mdav_blocks(X: np.ndarray, k: int, width: int | None, method: str,
     return _finish(X, labels, return_groups)
 
 
-_K = dict(param="k", kind="int", low=2, high=float("inf"), random=False, allowed=K_ALLOWED)
+def _check_k_data(X: np.ndarray, params: Sequence[float], *, method: str,
+                  **_: Any) -> None:
+    """Data check of the microaggregation methods: ``2 <= k <= n/2`` for every k."""
+    for p in params:
+        check_k(int(p), X.shape[0], method)
+
+
+_K = dict(param="k", kind="int", low=2, high=float("inf"), random=False, allowed=K_ALLOWED,
+          data_check=_check_k_data)
 
 
 @register("micmul", **_K, reference="[DMT §2]",

@@ -92,8 +92,22 @@ def recode_labels(labels: Sequence[str], w: float, *, mapping: Mapping[str, str]
     return target, out
 
 
+def _check_recode_data(X: np.ndarray, params: Sequence[float], *, method: str,
+                       categorical: Sequence[int], options: Mapping[str, Any],
+                       **_: Any) -> None:
+    """Data check of recode: deterministic and one pass over the data, so it is run, and
+    what depends on the labels (bands on text, a mapping naming an absent category) is
+    refused before an audit starts rather than on a worker."""
+    from ._registry import get_method
+    meth = get_method(method)
+    rng = np.random.default_rng(0)
+    own = {k: v for k, v in options.items() if k != "info"}
+    for p in params:
+        meth(X, p, rng=rng, categorical=list(categorical), **own)
+
+
 @register("recode", param="w", kind="float", low=0.0, high=1e12, random=False,
-          acts_on="categorical",
+          acts_on="categorical", data_check=_check_recode_data,
           options=("variables", "columns", "roles", "mapping", "origin", "labels", "info"),
           allowed="a band width >= 0 (0: the mapping only)",
           description="global recoding of categorical columns: a mapping of categories, "

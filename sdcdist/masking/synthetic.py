@@ -20,6 +20,7 @@ B̂ and Σ̂ are the maximum-likelihood estimates: B̂ by least squares and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -163,8 +164,16 @@ def ipso(X: np.ndarray, variant: str, *, rng: np.random.Generator,
     return out
 
 
+def _check_ipso_data(X: np.ndarray, params: Sequence[float], *, method: str,
+                     options: Mapping[str, Any], **_: Any) -> None:
+    """Data check of IPSO: the roles name columns of the file, and there are enough records
+    for the regression."""
+    check_records(X.shape[0], X.shape[1], method.rsplit("_", 1)[-1],
+                  roles=options.get("roles"), columns=options.get("columns"))
+
+
 _IPSO = dict(param="none", kind="none", random=True, options=("roles", "columns"),
-             reference="[DTMS §2, Burridge]")
+             reference="[DTMS §2, Burridge]", data_check=_check_ipso_data)
 
 
 @register("ipso_a", **_IPSO,

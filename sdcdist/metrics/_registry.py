@@ -28,7 +28,8 @@ from .keysets import KEYSET_DEFAULTS, default_keysets
 
 __all__ = ["Metric", "MetricResult", "MeasureContext", "REGISTRY", "register",
            "get_metric", "stable_id", "DEFAULT_OPTIONS", "default_keysets", "PARTS",
-           "companions", "is_companion", "NEEDS", "needing"]
+           "companions", "is_companion", "NEEDS", "needing", "score_weights",
+           "preferred_score", "preferred_loss"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,27 @@ class Metric:
     index : bool
         Its work is nearest-neighbour searches in a KD-tree over every shared column,
         categorical or not (the distance metrics): about n log n, not pairs of records.
+    scaled : bool
+        Divides by each original column's standard deviation (or z-scores the columns): it
+        is computed without the columns that are constant in the original file (a survey
+        year), which are left out with a note (``info["constant_columns_left_out"]``).
+    weights : tuple of (str, float)
+        For a score, the metrics it combines and their weights (the score is their
+        weighted sum); :func:`score_weights` reads them.
+    preferred : bool
+        The score ranked by when nobody said how (the service's default ranking).
+    needs_unless : tuple of (str, str)
+        Needs that an option stands for when set: ``("confidential", "infer_secret")``
+        (the inference attack needs a confidential column unless ``infer_secret`` names
+        its secret).
+    reads : frozenset of str
+        Inputs of :data:`NEEDS` it reads when they are given but does without (the
+        distance metrics leave the household id out of the distance); with ``needs``,
+        every input that may change its value.
+    guard : callable or None
+        ``guard(inputs, options) -> Reason | None``: why the metric would refuse these
+        inputs (a model that grows too large with the number of keys), for
+        :func:`~sdcdist.metrics.inputs.applicable`.
     """
 
     name: str
@@ -106,6 +128,12 @@ class Metric:
     needs: frozenset[str] = frozenset()
     index: bool = False
     by_name: bool = False
+    scaled: bool = False
+    weights: tuple[tuple[str, float], ...] = ()
+    preferred: bool = False
+    needs_unless: tuple[tuple[str, str], ...] = ()
+    guard: Callable[..., Any] | None = None
+    reads: frozenset[str] = frozenset()
 
 
 #: What a metric may need besides the original and masked files (:attr:`Metric.needs`).
@@ -137,13 +165,6 @@ REGISTRY: dict[str, Metric] = {}
 
 log = logging.getLogger(__name__)
 
-#: Metrics that divide by each original column's standard deviation (or z-score the
-#: columns): they are computed without the columns that are constant in the original file
-#: (a survey year), which are left out with a note (``info["constant_columns_left_out"]``
-#: and a log line).
-SCALED = frozenset({"IL1s", "IL1s_sum", "R_MSE", "R_MAE", "R_MV", "PS", "PS2", "EMD", "EMD1"})
-
-
 def constant_columns(X: Any, cols: Sequence[int]) -> list[bool]:
     """Task: whether each of ``cols`` holds one value in every record (NaN ignored)."""
     return [bool(moments.constant_columns(np.asarray(X[:, j], dtype=np.float64)[:, None])[0])
@@ -163,7 +184,11 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
              options: Sequence[str] = (), keyset_default: str = "prefixes",
              categorical: bool = False, unit: str = "", part_of: str = "",
              part: str = "", needs: Sequence[str] = (), index: bool = False,
-             by_name: bool = False) -> Callable:
+             by_name: bool = False, scaled: bool = False,
+             weights: Mapping[str, float] | None = None, preferred: bool = False,
+             needs_unless: Mapping[str, str] | None = None,
+             guard: Callable[..., Any] | None = None,
+             reads: Sequence[str] = ()) -> Callable:
     """Decorator: register ``func`` as the metric ``name``.
 
     ``options`` names the options of :mod:`sdcdist.options` the metric reads;
@@ -171,7 +196,12 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
     ``unit`` what its value counts; ``part_of`` and ``part`` make it a companion
     (interval bound or baseline) of another metric; ``needs`` the inputs it reads besides
     the two files (:data:`NEEDS`); ``index`` that its work is KD-tree searches; ``by_name``
-    that it is computed only when named.
+    that it is computed only when named; ``scaled`` that it divides by the columns' sds;
+    ``weights`` a score's parts and their weights (``requires`` defaults to the parts);
+    ``preferred`` the score ranked by by default (a loss metric: the loss a
+    recommendation minimises by default, :func:`preferred_loss`); ``needs_unless`` the options that stand
+    for a need; ``guard`` the check of inputs it would refuse (:attr:`Metric.guard`);
+    ``reads`` the inputs it reads when given but does without.
     """
     if bool(part_of) != bool(part) or (part and part not in PARTS):
         raise ValueError(f"metric {name!r}: part_of and part go together, part one of {PARTS}")
@@ -180,8 +210,16 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
     if keyset_default not in KEYSET_DEFAULTS:
         raise ValueError(f"bad keyset_default {keyset_default!r}")
     used = _options.check_declared(options, scope="metric", owner=f"metric {name!r}")
-    if not set(needs) <= set(NEEDS):
-        raise ValueError(f"metric {name!r}: needs must be among {NEEDS}")
+    unless = dict(needs_unless or {})
+    if not set(needs) | set(reads) <= set(NEEDS) or not set(unless) <= set(needs):
+        raise ValueError(f"metric {name!r}: needs must be among {NEEDS}, needs_unless among "
+                         "its needs")
+    _options.check_declared(tuple(unless.values()), scope="metric", owner=f"metric {name!r}")
+    if weights is not None and kind != "score":
+        raise ValueError(f"metric {name!r}: only a score has weights")
+    parts = tuple((str(k), float(w)) for k, w in (weights or {}).items())
+    if parts and not requires:
+        requires = tuple(k for k, _ in parts)
 
     def deco(func: Callable) -> Callable:
         if name in REGISTRY:
@@ -190,21 +228,54 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
                                 tuple(requires), ascending, same_shape, random, used,
                                 keyset_default=keyset_default, categorical=categorical,
                                 unit=unit, part_of=part_of, part=part,
-                                needs=frozenset(needs), index=index, by_name=by_name)
+                                needs=frozenset(needs), index=index, by_name=by_name,
+                                scaled=scaled, weights=parts, preferred=preferred,
+                                needs_unless=tuple(unless.items()), guard=guard,
+                                reads=frozenset(reads))
         return func
 
     return deco
 
 
-def needing(names: Sequence[str], need: str) -> list[str]:
-    """The metrics among ``names`` that declare ``need`` (one of :data:`NEEDS`), in order.
+def needing(names: Sequence[str], need: str,
+            options: Mapping[str, Any] | None = None) -> list[str]:
+    """The metrics among ``names`` that declare ``need`` (one of :data:`NEEDS`), in order;
+    with ``options``, not those for which a set option stands for the need
+    (:attr:`Metric.needs_unless`).
 
     >>> needing(["IL1s", "dcr_overfit"], "holdout")
     ['dcr_overfit']
     """
     if need not in NEEDS:
         raise ValueError(f"unknown need {need!r}; one of {NEEDS}")
-    return [n for n in names if need in get_metric(n).needs]
+    opts = options or {}
+    return [n for n in names if need in get_metric(n).needs
+            and not any(opts.get(o) for k, o in get_metric(n).needs_unless if k == need)]
+
+
+def score_weights() -> dict[str, dict[str, float]]:
+    """Every score of the registry: name -> the metrics it combines and their weights.
+
+    >>> score_weights()["Score"]
+    {'IL': 0.5, 'DLD': 0.125, 'PLD': 0.125, 'ID1': 0.25}
+    """
+    return {n: dict(m.weights) for n, m in REGISTRY.items() if m.weights}
+
+
+def preferred_score() -> str:
+    """The score ranked by when nobody said how (registered ``preferred=True``)."""
+    return next(n for n, m in REGISTRY.items() if m.preferred and m.kind == "score")
+
+
+def preferred_loss(names: Sequence[str]) -> str | None:
+    """The loss measure a recommendation minimises when nobody said which: among
+    ``names``, the first loss metric registered ``preferred=True`` (in registry order),
+    else the first of ``names`` of kind loss, else None."""
+    present = set(names)
+    for n, m in REGISTRY.items():
+        if m.preferred and m.kind == "loss" and n in present:
+            return n
+    return next((n for n in names if n in REGISTRY and REGISTRY[n].kind == "loss"), None)
 
 
 def is_companion(name: str) -> bool:
@@ -361,7 +432,7 @@ class MeasureContext:
 
     def scaled_context(self) -> "MeasureContext":
         """This context without the columns that are constant in the original file: where
-        the metrics that divide by a column's sd (:data:`SCALED`) are computed. Itself when
+        the metrics that divide by a column's sd (:attr:`Metric.scaled`) are computed. Itself when
         no column is constant."""
         if self._scaled is None:
             const = self.runner.call(constant_columns, self.original,
@@ -436,7 +507,7 @@ class MeasureContext:
             res = self.numeric_context().measure(name)
             self.results[name] = res
             return res
-        if name in SCALED and self.scaled_context() is not self:
+        if metric.scaled and self.scaled_context() is not self:
             sc = self.scaled_context()
             res = sc.measure(name)
             res.info["constant_columns_left_out"] = list(sc.constant_left_out)

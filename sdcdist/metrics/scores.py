@@ -63,7 +63,8 @@ def _make(name: str) -> None:
 
     score.__name__ = score.__qualname__ = f"score_{name}"
     score.__doc__ = f"{name} = {text} {ref}."
-    register(name, kind="score", requires=tuple(weights), reference=ref,
+    # Score2 is what the service ranks by when nobody said how (sdcdist.service.results)
+    register(name, kind="score", weights=weights, reference=ref, preferred=name == "Score2",
              unit="points (weighted sum of its parts)",
              description=f"composite score {text} (lower is better)")(score)
 

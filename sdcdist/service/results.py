@@ -47,8 +47,16 @@ __all__ = ["default_ranking", "balanced_table", "metric_info", "ResultCache", "B
 
 #: the ``by`` of the rank-balanced ranking (not a metric: a way to rank)
 BALANCED = "balanced"
-#: the score ranked by when the cube has it (see the module docstring for why)
-PREFERRED_SCORE = "Score2"
+
+
+def __getattr__(name: str) -> Any:
+    # the score ranked by when the cube has it (see the module docstring for why): the one
+    # the metric registry marks preferred, read when asked for (importing this module
+    # does not import the metrics)
+    if name == "PREFERRED_SCORE":
+        from ..metrics import preferred_score
+        return preferred_score()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _kinds(cube: Any) -> dict[str, str]:
@@ -79,11 +87,12 @@ def default_ranking(cube: Any) -> dict[str, Any]:
     ``by`` is a metric (a score) or :data:`BALANCED`; ``risk`` and ``loss`` are the
     metrics of the trade-off plot; ``parts`` the metrics shown beside ``by``.
     """
-    from ..metrics import REGISTRY
-    from ..metrics.scores import SCORE_WEIGHTS
+    from ..metrics import REGISTRY, preferred_score, score_weights
+    SCORE_WEIGHTS = score_weights()
     kinds = _kinds(cube)
     have = set(kinds)
-    scores = [PREFERRED_SCORE, *[s for s in SCORE_WEIGHTS if s != PREFERRED_SCORE]]
+    first = preferred_score()
+    scores = [first, *[s for s in SCORE_WEIGHTS if s != first]]
     for s in scores:
         parts = list(SCORE_WEIGHTS[s])
         if all(p in have for p in parts):            # the cube has it, or computes it
@@ -109,7 +118,7 @@ def default_ranking(cube: Any) -> dict[str, Any]:
     if not risks or not losses:
         side = "disclosure risk" if not risks else "information loss"
         warning = (f"this audit measured no {side} metric, so its ranking weighs only one "
-                   f"side; add a {side} metric (or Score2) to the spec")
+                   f"side; add a {side} metric (or {preferred_score()}) to the spec")
     return {"by": BALANCED, "risk": risks[0] if risks else None,
             "loss": losses[0] if losses else None, "parts": [*losses, *risks],
             "why": "balanced: the mean of each cell's mean rank over the risk metrics ("

@@ -123,7 +123,7 @@ let datasets = [];
 // the page's starting grid (what a first audit usually compares); every method the
 // registry has is listed, these are only pre-filled
 const START = {noise: "0.05, 0.1, 0.2", rankswap: "2, 5, 10", micmul: "3, 5"};
-const START_METRICS = ["Score2"];
+// and the metric it starts with is the score the registry prefers (/v1/metrics "preferred")
 
 const csrf = (document.querySelector('meta[name="sdcdist-csrf"]') || {}).content || "";
 function headers(extra) {
@@ -222,7 +222,7 @@ async function loadCatalogue() {
     const group = el("div", {cls: "kindgroup", id: "metrics-" + kind}, [el("h3", {text: title})]);
     for (const m of metrics.filter((x) => x.kind === kind)) {
       const box = el("input", {type: "checkbox", value: m.name, cls: "metric"});
-      box.checked = START_METRICS.includes(m.name);
+      box.checked = Boolean(m.preferred);
       const lab = el("label", {title: m.description + (m.reference ? " " + m.reference : "")},
         [box, " ", el("b", {text: m.name}), " ",
          el("span", {cls: "hint", text: "(" + (m.unit || "no unit") + "; " +

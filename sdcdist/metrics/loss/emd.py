@@ -78,6 +78,7 @@ def _emd_task(X: Any, Y: Any, mean: np.ndarray, sd: np.ndarray, h: int,
 
 
 @register("EMD", kind="utility", reference="[DRS eq. 2]", random=True, options=("chunk_rows",),
+          scaled=True,
           unit="standard deviations",
           description="earth mover's distance between the seeded k-means centroid sets "
                       "(h = min(50, n/10)) of both files z-scored with the original's moments")
@@ -95,6 +96,7 @@ def emd(ctx: MeasureContext) -> MetricResult:
 
 
 @register("EMD1", kind="utility", reference="[DRS eq. 2], one dimension at a time",
+          scaled=True,
           unit="standard deviations",
           options=RANK_OPTIONS,
           description="mean over columns of the 1-D Wasserstein distance between the columns "

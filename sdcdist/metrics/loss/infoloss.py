@@ -236,7 +236,7 @@ def _register_table1(obj: str, err: str) -> None:
         unit = {"MSE": "squared correlation", "MAE": "correlation"}[err]
 
     @register(f"{obj}_{err}", kind="loss", reference="[DMT Table 1]", options=_CHUNK,
-              description=f"{how} of the {what}", unit=unit)
+              description=f"{how} of the {what}", unit=unit, scaled=obj == "R")
     def metric(ctx: MeasureContext) -> MetricResult:
         return table1(ctx, obj)[err]
 
@@ -263,7 +263,7 @@ def il(ctx: MeasureContext) -> MetricResult:
     return _combine(ctx, ("X_MV", "M_MV", "V_MV", "S_MV", "R_MAE"), 100.0)
 
 
-@register("IL_S2", kind="loss", reference="[DMT §6]",
+@register("IL_S2", kind="loss", reference="[DMT §6]", preferred=True,
           unit="% relative error",
           requires=("X_MV", "M_MV", "S_MV", "V_MV", "R_MAE"),
           description="100 * (X_MV + (M_MV + S_MV)/2 + (V_MV + R_MAE)/2) / 3")
@@ -280,7 +280,7 @@ def il1(ctx: MeasureContext) -> float:
     return float(to_fraction(sum(st["il1_sum"])) / (int(st["n"]) * len(ctx.columns)))
 
 
-@register("IL1s", kind="loss", reference="[YWC]", options=_CHUNK,
+@register("IL1s", kind="loss", reference="[YWC]", options=_CHUNK, scaled=True, preferred=True,
           unit="standard deviations (√2·s_j) per value",
           description="mean over all values of |x - x'| / (sqrt(2) s_j), s_j the original sd")
 def il1s(ctx: MeasureContext) -> float:
@@ -290,6 +290,7 @@ def il1s(ctx: MeasureContext) -> float:
 
 
 @register("IL1s_sum", kind="loss", reference="[YWC]; sdcMicro dUtility 'IL1s'", options=_CHUNK,
+          scaled=True,
           unit="standard deviations (√2·s_j), summed over all values",
           description="sum over all values of |x - x'| / (sqrt(2) s_j) (sdcMicro's IL1s)")
 def il1s_sum(ctx: MeasureContext) -> float:

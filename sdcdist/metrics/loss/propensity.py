@@ -251,7 +251,7 @@ def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricRes
                         info={"converged": False, "iterations": MAX_NEWTON})
 
 
-@register("PS", kind="utility", reference="[DRS Alg. 1]", options=("chunk_rows",),
+@register("PS", kind="utility", scaled=True, reference="[DRS Alg. 1]", options=("chunk_rows",),
           unit="(p − ½)², 0 (indistinguishable) to 0.25",
           description="propensity-score utility loss: mean (p - 1/2)**2 of an unpenalised "
                       "logistic regression of masked vs original on the z-scored columns "
@@ -260,7 +260,7 @@ def ps(ctx: MeasureContext) -> MetricResult:
     return propensity_utility(ctx, 1, "PS")
 
 
-@register("PS2", kind="utility", reference="[DRS Alg. 1]", options=("chunk_rows",),
+@register("PS2", kind="utility", scaled=True, reference="[DRS Alg. 1]", options=("chunk_rows",),
           unit="(p − ½)², 0 (indistinguishable) to 0.25",
           description="PS with squares and pairwise products of the z-scored columns")
 def ps2(ctx: MeasureContext) -> MetricResult:

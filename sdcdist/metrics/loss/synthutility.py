@@ -747,7 +747,13 @@ _UNIT01 = "score (0 to 1; 1 best)"
 _SDM = "SDMetrics 0.32 QualityReport"
 
 
+#: the measures leave the household id out when one is named (and the weight: an input
+#: of the design, not a column of the release)
+_READS = ("household",)
+
+
 @register("pmse", kind="utility", same_shape=False, categorical=True,
+          reads=_READS,
           options=("chunk_rows",), unit="(p − c)², 0 (indistinguishable) up",
           reference="Snoke, Raab, Nowok, Dibben and Slavkovic (2018); synthpop utility.gen",
           description="propensity-score mean squared error: mean (p - c)**2 of a logistic "
@@ -758,6 +764,7 @@ def _pmse(ctx: MeasureContext) -> MetricResult:
 
 
 @register("pmse_ratio", kind="utility", same_shape=False, categorical=True,
+          reads=_READS,
           options=("chunk_rows",), unit="ratio to the null expectation (1 = as expected)",
           reference="Snoke et al. (2018); synthpop utility.gen (utilR)",
           description="pMSE over its null expectation (k - 1)(1 - c)**2 c / N, k the model's "
@@ -774,6 +781,7 @@ def _pmse_ratio(ctx: MeasureContext) -> MetricResult:
 
 
 @register("ks_complement", kind="utility", same_shape=False, categorical=True,
+          reads=_READS,
           ascending=False, options=("chunk_rows",), unit=_UNIT01, reference=_SDM,
           description="mean over numeric columns of 1 - the two-sample Kolmogorov-Smirnov "
                       "statistic (SDMetrics' KSComplement)")
@@ -785,6 +793,7 @@ def _ks(ctx: MeasureContext) -> MetricResult:
 
 
 @register("tv_complement", kind="utility", same_shape=False, categorical=True,
+          reads=_READS,
           ascending=False, options=("chunk_rows",), unit=_UNIT01, reference=_SDM,
           description="mean over categorical columns of 1 - the total variation distance "
                       "of the category shares (SDMetrics' TVComplement)")
@@ -798,6 +807,7 @@ _PAIR_OPTIONS = ("chunk_rows", "quality_corr_threshold", "quality_assoc_threshol
 
 
 @register("corr_similarity", kind="utility", same_shape=False, categorical=True,
+          reads=_READS,
           ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
           description="mean over pairs of numeric columns whose original |r| exceeds "
                       "quality_corr_threshold of 1 - |r - r'|/2, Pearson's r (SDMetrics' "
@@ -810,6 +820,7 @@ def _corr(ctx: MeasureContext) -> MetricResult:
 
 
 @register("contingency_similarity", kind="utility", same_shape=False, categorical=True,
+          reads=_READS,
           ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
           description="mean over pairs of categorical columns whose original Cramér's V "
                       "exceeds quality_assoc_threshold of 1 - the total variation distance of "
@@ -823,6 +834,7 @@ def _cont(ctx: MeasureContext) -> MetricResult:
 
 
 @register("quality", kind="utility", same_shape=False, categorical=True,
+          reads=_READS,
           ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
           description="SDMetrics' quality score: the mean of column shapes (KS and TV "
                       "complements) and column pair trends (correlation and contingency "
@@ -837,7 +849,8 @@ def _quality(ctx: MeasureContext) -> MetricResult:
                         info={"column_shapes": shapes, "column_pair_trends": trends})
 
 
-@register("ci_overlap", kind="utility", same_shape=False, categorical=True, ascending=False,
+@register("ci_overlap", kind="utility", same_shape=False, categorical=True,
+          reads=_READS, ascending=False,
           options=("chunk_rows", "regression"), unit="overlap (1 = same intervals)",
           reference="Karr, Kohnen, Oganian, Reiter and Sanil (2006)",
           description="mean over the coefficients of the regression named by option "

@@ -288,13 +288,10 @@ def attribute_summary(tables: dict[str, dict[str, Any]], *, ordered: Sequence[st
 
 def needs_confidential(name: str, options: Any = None) -> bool:
     """Whether metric ``name`` reads the confidential columns (and refuses a file without
-    one): the attribute-disclosure measures and their ``_fail`` shares, ``cap``, and the
-    inference attack unless ``infer_secret`` names its secret."""
-    if name in REGISTRY and "confidential" in get_metric(name).needs:
-        return True
-    if name == "inference":
-        return not (options or {}).get("infer_secret")
-    return False
+    one) with these ``options``: it declares the need ``confidential`` and no option it
+    names stands for it (the inference attack's ``infer_secret``)."""
+    from .._registry import needing
+    return name in REGISTRY and bool(needing([name], "confidential", options))
 
 
 def confidential_columns(ctx: MeasureContext, name: str, keys: Sequence[str]

@@ -46,6 +46,7 @@ from ...keytables import (combo_frequencies, merge_weighted_tables, pair_table, 
 from ...parallel import map_reduce
 from .._registry import MeasureContext, MetricResult, register
 from ..categorical_keys import frequency_keys
+from ..inputs import key_role_error, role_clash_error
 from .frequency import individual_risk
 
 __all__ = ["household_summary", "household_risks", "household_column", "METRICS"]
@@ -124,13 +125,9 @@ def household_column(ctx: MeasureContext, name: str, keys: Sequence[str]) -> str
     column_positions([h], ctx.masked_columns, what="household id column",
                      where="the masked file")
     if h in keys:
-        raise SdcInputError(
-            f"the household id column {h!r} is among the key columns of {name}; a household "
-            "id is never a key (it identifies the household, not a trait an intruder knows): "
-            "leave it out of the keys")
+        raise key_role_error(f"the key columns of {name}", h, "household", "the keys")
     if h == ctx.weight:
-        raise SdcInputError(f"column {h!r} is both the household id and the weight; give "
-                            "it one role")
+        raise role_clash_error(h, "household id", "the weight")
     return h
 
 

@@ -273,7 +273,7 @@ def _gower_link(ctx: MeasureContext, keys: tuple[int, ...], reverse: bool) -> di
         cat = [nm for nm, kind in zip(names, kinds) if kind != "numeric"]
         lookups: list[Any] = [None] * len(names)
         if cat:
-            from .frequency import recodings
+            from ..categorical_keys import recodings
             for nm, lk in zip(cat, recodings(ctx, cat)):
                 lookups[names.index(nm)] = lk
         lk = lookups if any(x is not None for x in lookups) else None

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -258,6 +258,24 @@ def _summary(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], str, list[
 _OPTIONS = ("chunk_rows", "modrisk_method", "modrisk_formula", "modrisk_bound")
 
 
+def _guard(inputs: Any, options: Mapping[str, Any]) -> Any:
+    """Why the log-linear model would refuse these inputs without a ``modrisk_formula``:
+    more cells (the product of the categorical keys' numbers of values) than it fits."""
+    from ..inputs import Reason
+    keys = inputs.categorical_keys()
+    levels = dict(inputs.levels)
+    if "modrisk_formula" in options or not keys or any(c not in levels for c in keys):
+        return None
+    cells = 1.0
+    for c in keys:
+        cells *= max(1, levels[c])
+    if cells <= MAX_CELLS:
+        return None
+    return Reason(f"{len(keys)} categorical keys make a log-linear model of {cells:.3g} cells",
+                  "ask with --metric and -o modrisk_formula=... on fewer or coarser keys",
+                  order=4)
+
+
 def _metric(name: str, description: str, unit: str) -> None:
     def func(ctx: MeasureContext) -> MetricResult:
         s, formula, cols = _summary(ctx, name)
@@ -267,7 +285,7 @@ def _metric(name: str, description: str, unit: str) -> None:
                                   **{k: s[k] for k in ("cells", "nonempty_cells", "uniques",
                                                        "iterations", "converged")}})
     register(name, kind="risk", same_shape=False, categorical=True, options=_OPTIONS,
-             description=description, unit=unit,
+             description=description, unit=unit, guard=_guard,
              reference="Skinner and Holmes (1998); Skinner and Shlomo (2008); sdcMicro "
                        "modRisk")(func)
 

@@ -39,7 +39,7 @@ batching and worker count.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -380,12 +380,26 @@ METRICS: dict[str, tuple[str, str]] = {
 }
 
 
+def _guard(inputs: Any, options: Mapping[str, Any]) -> Any:
+    """Why SUDA2 would refuse these inputs without a ``suda_max_size``: its search over
+    every subset of more than 16 categorical keys."""
+    from ..inputs import Reason
+    q = len(inputs.categorical_keys())
+    if "suda_max_size" in options or 2 ** q - 1 <= MAX_SUBSETS:
+        return None
+    fit = max(k for k in range(1, q + 1)
+              if sum(math.comb(q, i) for i in range(1, k + 1)) <= MAX_SUBSETS)
+    return Reason(f"{q} categorical keys", "SUDA2 over every subset of them is too large; "
+                  f"ask with --metric and -o suda_max_size={fit} or less", order=3)
+
+
 def _register(name: str, unit: str, description: str) -> None:
     def func(ctx: MeasureContext) -> MetricResult:
         s = _summary(ctx, name)
         return MetricResult(s[name], info=dict(s["info"]))
     register(name, kind="risk", same_shape=False, categorical=True, options=_OPTIONS,
-             unit=unit, reference=_REF, description=description + " (released file)")(func)
+             unit=unit, reference=_REF, description=description + " (released file)",
+             guard=_guard)(func)
 
 
 for _name, (_unit, _desc) in METRICS.items():

@@ -469,7 +469,11 @@ def _info(res: dict[str, Any]) -> dict[str, Any]:
     return {"columns": list(res["columns"])}
 
 
-@register("dcr_train_median", kind="risk", same_shape=False, categorical=True,
+#: the distance leaves the household id out when one is named
+_READS = ("household",)
+
+
+@register("dcr_train_median", kind="risk", same_shape=False, categorical=True, reads=_READS,
           index=True,
           ascending=False, options=_DCR_OPTIONS, unit="distance (0 to 1)",
           reference="SDMetrics 0.32.0 calculate_dcr; DCRBaselineProtection",
@@ -480,7 +484,7 @@ def _dcr_train_median(ctx: MeasureContext) -> MetricResult:
     return MetricResult(float(np.median(res["d1"])), info=_info(res))
 
 
-@register("dcr_holdout_median", kind="risk", same_shape=False, categorical=True,
+@register("dcr_holdout_median", kind="risk", same_shape=False, categorical=True, reads=_READS,
           index=True, needs=("holdout",),
           ascending=False, options=_DCR_OPTIONS, unit="distance (0 to 1)",
           reference="SDMetrics 0.32.0 calculate_dcr",
@@ -498,7 +502,7 @@ def _overfit(ctx: MeasureContext, name: str) -> tuple[dict[str, float], dict[str
         **_info(tr), "holdout_records": int(ctx.shape_holdout[0])}
 
 
-@register("dcr_closer_train", kind="risk", same_shape=False, categorical=True,
+@register("dcr_closer_train", kind="risk", same_shape=False, categorical=True, reads=_READS,
           index=True, needs=("holdout",),
           options=_DCR_OPTIONS, unit="share of released records",
           reference="SDMetrics 0.32.0 DCROverfittingProtection",
@@ -509,7 +513,7 @@ def _dcr_closer_train(ctx: MeasureContext) -> MetricResult:
     return MetricResult(f["closer_to_training"], info=info)
 
 
-@register("dcr_overfit", kind="risk", same_shape=False, categorical=True,
+@register("dcr_overfit", kind="risk", same_shape=False, categorical=True, reads=_READS,
           index=True, needs=("holdout",),
           ascending=False, options=_DCR_OPTIONS, unit="score (0 to 1; 1 safest)",
           reference="SDMetrics 0.32.0 DCROverfittingProtection",
@@ -520,7 +524,7 @@ def _dcr_overfit(ctx: MeasureContext) -> MetricResult:
     return MetricResult(f["score"], info={**info, **f})
 
 
-@register("dcr_baseline", kind="risk", same_shape=False, categorical=True,
+@register("dcr_baseline", kind="risk", same_shape=False, categorical=True, reads=_READS,
           index=True,
           ascending=False, random=True, options=_DCR_OPTIONS,
           unit="score (0 to 1; 1 safest)",
@@ -537,7 +541,7 @@ def _dcr_baseline(ctx: MeasureContext) -> MetricResult:
                                "random_data_baseline": f["random_data_baseline"]}})
 
 
-@register("nndr_median", kind="risk", same_shape=False, categorical=True,
+@register("nndr_median", kind="risk", same_shape=False, categorical=True, reads=_READS,
           index=True,
           ascending=False, options=_DCR_OPTIONS, unit="ratio (0 to 1)",
           reference="nearest-neighbour distance ratio on SDMetrics 0.32.0's DCR distance",

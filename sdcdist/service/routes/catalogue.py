@@ -33,10 +33,15 @@ def router(svc: Service) -> APIRouter:
     @r.get("/v1/metrics", tags=["catalogue"])
     def metrics(who: str = Who) -> list[dict[str, Any]]:
         """The metrics a spec may name (the registry of `sdcdist metrics`), each with its
-        unit and which end is better."""
+        unit, which end is better, the inputs it needs besides the two files (``needs``:
+        a holdout file, confidential columns, a household id) and whether it is computed
+        only when named (``by_name``), so that a form offers what applies, and the score
+        ranked by by default (``preferred``), which the web page starts with."""
         from ...metrics import REGISTRY
         return [{"name": n, "kind": m.kind, "per_keyset": bool(m.keysets),
                  "ascending": bool(m.ascending), "requires": list(m.requires or ()),
+                 "needs": sorted(m.needs), "by_name": bool(m.by_name),
+                 "preferred": bool(m.preferred),
                  "unit": m.unit, "lower_is_better": bool(m.ascending),
                  "description": m.description, "reference": m.reference}
                 for n, m in REGISTRY.items()]

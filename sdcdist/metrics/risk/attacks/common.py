@@ -266,9 +266,11 @@ def _figures(ctx: MeasureContext, attack: str,
     return ctx.cached(key, lambda: compute(ctx))
 
 
-def register_attack(attack: str, compute: Callable[[MeasureContext], dict[str, Any]]) -> None:
+def register_attack(attack: str, compute: Callable[[MeasureContext], dict[str, Any]],
+                    **declared: Any) -> None:
     """Register the four metrics of ``attack`` (a key of :data:`ATTACKS`), whose figures
-    ``compute(ctx)`` gives (computed once per context and options)."""
+    ``compute(ctx)`` gives (computed once per context and options); ``declared`` are further
+    keywords of :func:`~sdcdist.metrics.register` (``needs``, ``needs_unless``)."""
     desc = ATTACKS[attack]
 
     def info(f: dict[str, Any]) -> dict[str, Any]:
@@ -286,4 +288,5 @@ def register_attack(attack: str, compute: Callable[[MeasureContext], dict[str, A
         register(attack + suffix, kind="risk", same_shape=False, by_name=True,
                  random=True, options=_OPTIONS, unit="share of attacks (0 to 1)",
                  reference=_REF, description=f"{desc}: {what}",
-                 part_of=attack if part else "", part=part)(func)
+                 part_of=attack if part else "", part=part,
+                 reads=("household",), **declared)(func)

@@ -91,4 +91,5 @@ def inference(ctx: MeasureContext) -> dict[str, Any]:
     return res
 
 
-register_attack("inference", inference)
+register_attack("inference", inference, needs={"confidential"},
+                needs_unless={"confidential": "infer_secret"})
