@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numba
 import numpy as np
 
 from .errors import SdcInputError
@@ -136,19 +135,26 @@ def weighted_chunk(X: Any, start: int, stop: int, keys: Any, w: int | None
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows (sorted) and the inverse index.
 
-    Rows are packed into one int64 key and factorised by hashing (linear time;
-    only the distinct keys are sorted), so the order never depends on the input's.
+    Rows are packed into one int64 key and the keys sorted, so the order never depends
+    on the input's (plain numpy: no pandas import for a command that only counts keys).
     """
     packed = _pack(rows)
     if packed is None:
         u, inv = np.unique(rows, axis=0, return_inverse=True)
         return u, inv.reshape(-1)
-    import pandas as pd
     key, radix = packed
-    inv, uk = pd.factorize(key, sort=True)
-    uk = np.asarray(uk, dtype=np.int64)
-    out = unpack_keys(uk, radix)
-    return out, np.asarray(inv, dtype=np.int64)
+    total = math.prod(int(r) for r in radix)
+    if total <= max(4 * key.size, 1 << 16):
+        # a small key space: mark the keys present, number them in order (linear time)
+        present = np.zeros(total, dtype=bool)
+        present[key] = True
+        uk = np.flatnonzero(present)
+        rank = np.cumsum(present, dtype=np.int64)
+        inv = rank[key] - 1
+    else:
+        uk, inv = np.unique(key, return_inverse=True)
+    out = unpack_keys(uk.astype(np.int64, copy=False), radix)
+    return out, np.asarray(inv, dtype=np.int64).reshape(-1)
 
 
 def combo_table(codes: np.ndarray, weights: np.ndarray | None = None) -> dict[str, Any]:
@@ -256,36 +262,40 @@ _LIMB = 24
 _RADIX = float(2 ** _LIMB)
 
 
-@numba.njit(cache=True)
-def _add_digits(bits: np.ndarray, inv: np.ndarray, lo: int, out: np.ndarray
-                ) -> None:  # pragma: no cover
+def _add_digits(bits: np.ndarray, inv: np.ndarray, lo: int, out: np.ndarray) -> None:
     """Add the signed 24-bit digits of each finite value (``bits``: the int64 view of
     float64 values) into ``out[group, limb - lo]``; a value with biased exponent E and
-    53-bit mantissa M is M * 2**(max(E, 1) - 1075)."""
-    for i in range(bits.size):
-        b = bits[i]
-        e = (b >> 52) & 0x7FF
-        if e == 0x7FF:
-            continue
-        m = b & 0xFFFFFFFFFFFFF
-        if e == 0:
-            e = 1
-        else:
-            m |= 0x10000000000000
-        if m == 0:
-            continue
-        p = e - 1075
-        k = p // 24                       # floor division: the limb of the lowest bit
-        r = p - 24 * k
-        sgn = -1.0 if b < 0 else 1.0
-        g = inv[i]
-        col = k - lo
-        out[g, col] += sgn * ((m & ((1 << (24 - r)) - 1)) << r)
-        m >>= 24 - r
-        while m:
-            col += 1
-            out[g, col] += sgn * (m & 0xFFFFFF)
-            m >>= 24
+    53-bit mantissa M is M * 2**(max(E, 1) - 1075).
+
+    Plain numpy (one ``bincount`` per limb a value spans, at most four): every digit and
+    every partial sum is an integer below 2**53, so the sums are exact in any order and
+    equal, bit for bit, to adding the digits one value at a time."""
+    e = (bits >> 52) & 0x7FF
+    m = bits & 0xFFFFFFFFFFFFF
+    m = np.where(e == 0, m, m | 0x10000000000000)
+    use = (e != 0x7FF) & (m != 0)
+    if not use.all():
+        bits, e, m, inv = bits[use], e[use], m[use], inv[use]
+    if m.size == 0:
+        return
+    p = np.maximum(e, 1) - 1075
+    k = p // 24                              # floor division: the limb of the lowest bit
+    r = p - 24 * k
+    sgn = np.where(bits < 0, -1.0, 1.0)
+    G, L = out.shape
+    flat = inv.astype(np.int64) * L + (k - lo)
+    acc = np.bincount(flat, weights=sgn * ((m & ((1 << (24 - r)) - 1)) << r), minlength=G * L)
+    m = m >> (24 - r)
+    while True:
+        nz = np.flatnonzero(m)
+        if nz.size == 0:
+            break
+        if nz.size < m.size:
+            m, flat, sgn = m[nz], flat[nz], sgn[nz]
+        flat = flat + 1
+        acc += np.bincount(flat, weights=sgn * (m & 0xFFFFFF), minlength=G * L)
+        m = m >> 24
+    out += acc.reshape(G, L)
 
 
 def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int) -> dict[str, Any]:
@@ -312,20 +322,26 @@ def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int) -> dict[
     return _normalise({"lo": lo, "digits": digits, "special": special})
 
 
-@numba.njit(cache=True)
-def _carry_rows(d: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+def _carry_rows(d: np.ndarray, out: np.ndarray) -> None:
     """Each row's unique expansion: digits in [0, 2**24) of the magnitude, carrying the
-    row's sign (``out`` has three more limbs than ``d``; |d| < 2**53)."""
+    row's sign (``out`` has three more limbs than ``d``; |d| < 2**53). Vectorised over the
+    rows: the positive carry pass first, the negative one for the rows whose sum is
+    negative (a carry left after the last limb)."""
     U, L = d.shape
-    for i in range(U):
-        for sgn in (1, -1):
-            c = 0
-            for k in range(L + 3):
-                v = c + (sgn * np.int64(d[i, k]) if k < L else 0)
-                out[i, k] = sgn * (v & 0xFFFFFF)          # floor mod and floor division
-                c = v >> 24
-            if c == 0:                                     # else the sum's sign is -sgn
-                break
+    di = np.ascontiguousarray(d.T).astype(np.int64)       # limb by limb
+    c = np.zeros(U, dtype=np.int64)
+    for k in range(L + 3):
+        v = c + di[k] if k < L else c
+        out[:, k] = v & 0xFFFFFF                           # floor mod and floor division
+        c = v >> 24
+    rows = np.flatnonzero(c)                               # these sums are negative
+    if rows.size:
+        dn = di[:, rows]
+        c = np.zeros(rows.size, dtype=np.int64)
+        for k in range(L + 3):
+            v = c - dn[k] if k < L else c
+            out[rows, k] = -(v & 0xFFFFFF)
+            c = v >> 24
 
 
 def _normalise(ex: dict[str, Any]) -> dict[str, Any]:
@@ -386,38 +402,37 @@ def _merge_exact(parts: list[dict[str, Any]], inv: np.ndarray, groups: int) -> d
     return _group_sum(lo, np.concatenate(digits), sp, inv, groups)
 
 
-@numba.njit(cache=True)
-def _round_rows(d: np.ndarray, lo: int, out: np.ndarray) -> None:  # pragma: no cover
-    """The correctly rounded float of each row's expansion (digits of one sign)."""
+def _round_rows(d: np.ndarray, lo: int, out: np.ndarray) -> None:
+    """The correctly rounded float of each row's expansion (digits of one sign).
+
+    Python's fsum ending on a non-overlapping expansion, vectorised over the rows: add
+    from the top limb until an addition is inexact; a tie rounded down with a positive
+    tail below goes up."""
     U, L = d.shape
-    v = np.empty(L)
-    for i in range(U):
-        sgn = 1.0
-        for k in range(L):
-            if d[i, k] < 0:
-                sgn = -1.0
-        for k in range(L):
-            v[k] = math.ldexp(sgn * d[i, k], 24 * (lo + k))
-        # Python's fsum ending on a non-overlapping expansion: add from the top limb until
-        # an addition is inexact; a tie rounded down with a positive tail below goes up
-        hi = 0.0
+    sgn = np.where((d < 0).any(axis=1), -1.0, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = np.ldexp(sgn[:, None] * d, (24 * (lo + np.arange(L))).astype(np.int32)[None, :])
+        hi = np.zeros(U)
+        done = np.zeros(U, dtype=bool)
         for k in range(L - 1, -1, -1):
             x = hi
-            hi = x + v[k]
-            err = v[k] - (hi - x)
-            if err != 0.0:
-                if err > 0.0:
-                    tail = False
-                    for j in range(k):
-                        if v[j] != 0.0:
-                            tail = True
-                    if tail:
-                        y = 2.0 * err
-                        x = hi + y
-                        if x - hi == y:
-                            hi = x
-                break
-        out[i] = sgn * hi
+            h2 = x + v[:, k]
+            err = v[:, k] - (h2 - x)
+            hi = np.where(done, hi, h2)
+            stop = np.flatnonzero(~done & (err != 0.0))
+            if stop.size:
+                e = err[stop]
+                up = (e > 0.0) & (v[stop, :k] != 0.0).any(axis=1)
+                if up.any():
+                    i = stop[up]
+                    y = 2.0 * e[up]
+                    xx = hi[i] + y
+                    ok = xx - hi[i] == y
+                    hi[i[ok]] = xx[ok]
+                done[stop] = True
+                if done.all():
+                    break
+    out[:] = sgn * hi
 
 
 def exact_to_float(ex: dict[str, Any]) -> np.ndarray:

@@ -216,8 +216,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                       holdout=h.values if h is not None else None,
                       control=c_set.values if c_set is not None else None)
     matched = ""
-    from ..linkage import truth_counts
     if truth is not None:
+        from ..linkage import truth_counts
         c = truth_counts(truth)
         matched = (f" ({c['matched']} of {c['matched'] + c['unmatched']} masked records have "
                    "an identifier in the original file")
