@@ -30,7 +30,7 @@ import numpy as np
 
 from .errors import SdcInputError
 
-__all__ = ["combo_table", "merge_tables", "combo_frequencies", "apply_lookup", "unique_rows",
+__all__ = ["combo_table", "with_weight", "merge_tables", "combo_frequencies", "apply_lookup", "unique_rows",
            "exact_group_sums", "exact_to_float", "key_rows", "check_codes", "weighted_chunk",
            "unpack_keys"]
 
@@ -157,7 +157,8 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, np.asarray(inv, dtype=np.int64).reshape(-1)
 
 
-def combo_table(codes: np.ndarray, weights: np.ndarray | None = None) -> dict[str, Any]:
+def combo_table(codes: np.ndarray, weights: np.ndarray | None = None, *,
+                rounded: bool = True) -> dict[str, Any]:
     """The distinct key combinations of a block and their counts.
 
     Parameters
@@ -172,7 +173,10 @@ def combo_table(codes: np.ndarray, weights: np.ndarray | None = None) -> dict[st
         ``rows`` (U, q) int64 (-1: missing), ``count`` (U,) int64, ``weight`` (U,)
         float64 (the correctly rounded exact weight sums; the counts when unweighted),
         ``inverse`` (n,) the row of each record; weighted, ``exact`` the exact sums
-        (for :func:`merge_tables` and :func:`combo_frequencies`).
+        (for :func:`merge_tables` and :func:`combo_frequencies`). With ``rounded``
+        False a weighted table has no ``weight`` (a chunk's table that
+        :func:`merge_tables` merges: it rounds the merged sums; :func:`with_weight` adds
+        them to a table that is not merged).
     """
     rows = key_rows(codes)
     u, inv = unique_rows(rows)
@@ -180,8 +184,19 @@ def combo_table(codes: np.ndarray, weights: np.ndarray | None = None) -> dict[st
     out = {"rows": u, "count": count, "weight": count.astype(np.float64), "inverse": inv}
     if weights is not None:
         out["exact"] = exact_group_sums(np.asarray(weights, dtype=np.float64), inv, u.shape[0])
-        out["weight"] = exact_to_float(out["exact"])
+        if rounded:
+            out["weight"] = exact_to_float(out["exact"])
+        else:
+            del out["weight"]
     return out
+
+
+def with_weight(table: dict[str, Any]) -> dict[str, Any]:
+    """The table with its ``weight``: the correctly rounded exact sums (a table built
+    with ``rounded=False`` has none)."""
+    if "weight" not in table:
+        table = {**table, "weight": exact_to_float(table["exact"])}
+    return table
 
 
 def merge_tables(*tables: dict[str, Any]) -> dict[str, Any]:

@@ -50,7 +50,7 @@ import numpy as np
 
 from ..errors import SdcInputError, column_positions, weight_error
 from ..keytables import (apply_lookup, combo_frequencies, combo_table, merge_tables,
-                         unique_rows)
+                         unique_rows, with_weight)
 from ..parallel import map_reduce
 from ._registry import MeasureContext, MetricResult, register
 
@@ -112,7 +112,8 @@ def _chunk_table(start: int, stop: int, X: Any, keys: Sequence[int], w: int | No
         weights = block[:, w]
         ok = np.isfinite(weights) & (weights > 0)
         bad = int((~ok).sum())
-    t = combo_table(block[:, list(keys)], weights)
+    # the chunk's weight sums stay exact: merge_tables rounds the merged ones
+    t = combo_table(block[:, list(keys)], weights, rounded=False)
     t.pop("inverse")
     t["bad_weights"] = bad
     return t
@@ -155,7 +156,7 @@ def _table(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], bool, tuple[
                        args=(tuple(pos), w))
         if t["bad_weights"]:
             raise weight_error(ctx.weight, bad=int(t["bad_weights"]))
-        return frequency_summary(t, w is not None)
+        return frequency_summary(with_weight(t), w is not None)
     return ctx.cached(("frequency", keys, w), compute), w is not None, keys
 
 
