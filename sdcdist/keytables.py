@@ -183,7 +183,8 @@ def combo_table(codes: np.ndarray, weights: np.ndarray | None = None, *,
     count = np.bincount(inv, minlength=u.shape[0]).astype(np.int64)
     out = {"rows": u, "count": count, "weight": count.astype(np.float64), "inverse": inv}
     if weights is not None:
-        out["exact"] = exact_group_sums(np.asarray(weights, dtype=np.float64), inv, u.shape[0])
+        out["exact"] = exact_group_sums(np.asarray(weights, dtype=np.float64), inv, u.shape[0],
+                                        normalise=rounded)
         if rounded:
             out["weight"] = exact_to_float(out["exact"])
         else:
@@ -195,7 +196,8 @@ def with_weight(table: dict[str, Any]) -> dict[str, Any]:
     """The table with its ``weight``: the correctly rounded exact sums (a table built
     with ``rounded=False`` has none)."""
     if "weight" not in table:
-        table = {**table, "weight": exact_to_float(table["exact"])}
+        ex = _exact_of(table)
+        table = {**table, "exact": ex, "weight": exact_to_float(ex)}
     return table
 
 
@@ -208,7 +210,12 @@ def merge_tables(*tables: dict[str, Any]) -> dict[str, Any]:
     out = {"rows": u, "count": count, "weight": count.astype(np.float64),
            "bad_weights": sum(int(t.get("bad_weights", 0)) for t in tables)}
     if any("exact" in t for t in tables):
-        out["exact"] = _merge_exact([_exact_of(t) for t in tables], inv, u.shape[0])
+        # raw digit sums (chunk tables) add exactly as they are while the records behind
+        # them number at most 2**29 (every digit sum stays below 2**53); else normalised
+        raw_ok = int(count.sum()) <= 2 ** 29
+        out["exact"] = _merge_exact([t["exact"] if raw_ok and "exact" in t and
+                                     t["exact"].get("raw") else _exact_of(t) for t in tables],
+                                    inv, u.shape[0])
         out["weight"] = exact_to_float(out["exact"])
     return out
 
@@ -313,9 +320,13 @@ def _add_digits(bits: np.ndarray, inv: np.ndarray, lo: int, out: np.ndarray) -> 
     out += acc.reshape(G, L)
 
 
-def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int) -> dict[str, Any]:
+def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int, *,
+                     normalise: bool = True) -> dict[str, Any]:
     """The exact sums of ``weights`` (n,) per group ``inv`` (n,), 0..groups-1: ``lo`` the
-    lowest limb, ``digits`` (groups, L), ``special`` the non-finite sums (or None)."""
+    lowest limb, ``digits`` (groups, L), ``special`` the non-finite sums (or None).
+
+    ``normalise`` False leaves the digit sums as added (each below n * 2**24 in magnitude,
+    exact), marked ``raw``: :func:`merge_tables` normalises the merged sums once."""
     w = np.ascontiguousarray(weights, dtype=np.float64)
     inv = np.ascontiguousarray(inv, dtype=np.int64)
     special = None
@@ -334,6 +345,8 @@ def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int) -> dict[
     if w.size > 2 ** 29:                  # digit sums must stay below 2**53
         raise ValueError("exact group sums take at most 2**29 values at a time")
     _add_digits(bits, inv, lo, digits)
+    if not normalise:
+        return {"lo": lo, "digits": digits, "special": special, "raw": True}
     return _normalise({"lo": lo, "digits": digits, "special": special})
 
 
@@ -375,9 +388,13 @@ def _normalise(ex: dict[str, Any]) -> dict[str, Any]:
 
 
 def _exact_of(table: dict[str, Any]) -> dict[str, Any]:
-    """A table's exact weight sums (its float weights, exactly, when it has none)."""
+    """A table's exact weight sums (its float weights, exactly, when it has none), as the
+    unique expansion (a ``raw`` one normalised)."""
     if "exact" in table:
-        return table["exact"]
+        ex = table["exact"]
+        if ex.get("raw"):
+            ex = _normalise({k: v for k, v in ex.items() if k != "raw"})
+        return ex
     w = table["weight"]
     return exact_group_sums(w, np.arange(w.size), w.size)
 

@@ -120,3 +120,23 @@ def test_unique_rows_is_sorted_with_its_inverse_on_both_paths():
         ref, rinv = np.unique(rows, axis=0, return_inverse=True)
         assert np.array_equal(u, ref) and np.array_equal(inv, rinv.reshape(-1))
         assert inv.dtype == np.int64
+
+
+def test_unrounded_chunk_tables_merge_to_the_same_table():
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        n = int(rng.integers(1, 400))
+        w = [rng.uniform(1, 500, n), rng.normal(0, 1, n) * 10.0 ** rng.integers(-300, 300, n),
+             rng.choice([1.0, -1.0, 1e16, -1e16, 0.5, 5e-324, 1e308], n)][trial % 3]
+        codes = rng.integers(0, 4, (n, 3)).astype(float)
+        codes[rng.random((n, 3)) < 0.1] = np.nan
+        parts = np.split(np.arange(n), np.sort(rng.integers(0, n + 1, trial % 5)))
+        a = [keytables.combo_table(codes[p], w[p]) for p in parts]
+        b = [keytables.combo_table(codes[p], w[p], rounded=False) for p in parts]
+        ma = keytables.merge_tables(*a) if len(a) > 1 else a[0]
+        mb = keytables.with_weight(keytables.merge_tables(*b) if len(b) > 1 else b[0])
+        for k in ("rows", "count", "weight"):
+            assert np.array_equal(ma[k], mb[k]), (trial, k)
+        fa, Fa = keytables.combo_frequencies(ma)
+        fb, Fb = keytables.combo_frequencies(mb)
+        assert np.array_equal(fa, fb) and np.array_equal(Fa, Fb)
