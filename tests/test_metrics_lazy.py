@@ -140,3 +140,12 @@ def test_unrounded_chunk_tables_merge_to_the_same_table():
         fa, Fa = keytables.combo_frequencies(ma)
         fb, Fb = keytables.combo_frequencies(mb)
         assert np.array_equal(fa, fb) and np.array_equal(Fa, Fb)
+
+
+def test_the_listing_order_does_not_depend_on_the_first_look_up():
+    code = ("import json\n{first}\nfrom sdcdist.metrics import REGISTRY\n"
+            "print(json.dumps(list(REGISTRY)))\n")
+    plain = _run(code.format(first=""))
+    after = _run(code.format(first="import sdcdist.metrics.attacks\n"
+                                   "from sdcdist.metrics import get_metric; get_metric('ER')"))
+    assert plain == after

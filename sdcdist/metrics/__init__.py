@@ -36,6 +36,13 @@ def _load(name: object = None) -> None:
                 return
         for mod in _MODULES:
             importlib.import_module(f"{__name__}.{mod}")
+        # the listing in module order whatever was imported first (a metric's place in it,
+        # e.g. in docs/catalog.md, must not depend on which look-up came first)
+        rank = {m: i for i, m in enumerate(_MODULES)}
+        items = sorted(dict.items(REGISTRY), key=lambda kv: rank.get(
+            kv[1].func.__module__[len(__name__) + 1:].split(".")[0], len(rank)))
+        dict.clear(REGISTRY)
+        dict.update(REGISTRY, items)
     except BaseException:
         REGISTRY.loader = _load
         raise
