@@ -41,6 +41,21 @@ def categorical_file(n: int, seed: int = 0) -> np.ndarray:
     return np.column_stack(cols)
 
 
+#: the extra columns of the 13-column file: read by both tools, used by neither
+WIDE_EXTRA = 7
+
+
+def wide_file(n: int, seed: int = 0) -> np.ndarray:
+    """(n, 13): :func:`categorical_file`'s keys and weight, then 7 numeric columns
+    (3 incomes rounded to cents, 2 whole counts, 2 shares), as a survey file carries."""
+    X = categorical_file(n, seed)
+    rng = np.random.default_rng(seed + 1)
+    extra = [np.round(np.exp(rng.normal(10, 1, n)), 2) for _ in range(3)]
+    extra += [rng.poisson(3, n).astype(np.float64) for _ in range(2)]
+    extra += [np.round(rng.random(n), 6) for _ in range(2)]
+    return np.column_stack([X] + extra)
+
+
 def pandas_reference(X: np.ndarray) -> dict[str, float]:
     """The same metrics by one pandas groupby, in one process."""
     import pandas as pd
@@ -120,14 +135,16 @@ def linkage_part(n: int, client) -> None:
 R_MEASURE_RISK = r"""
 suppressMessages({library(data.table); library(sdcMicro)})
 args <- commandArgs(trailingOnly = TRUE)
-t0 <- Sys.time()
+cpu <- function(a, b) sum((b - a)[c("user.self", "sys.self", "user.child", "sys.child")],
+                          na.rm = TRUE)
+c0 <- proc.time(); t0 <- Sys.time()
 d <- data.table::fread(args[1], showProgress = FALSE)
-t1 <- Sys.time()
+c1 <- proc.time(); t1 <- Sys.time()
 r <- measure_risk(as.data.frame(d), keyVars = c("k0", "k1", "k2", "k3", "k4"), w = "w")
-t2 <- Sys.time()
-cat(sprintf("READ %.3f\nRISK %.3f\nER %.10g\nVERSION %s\n",
+c2 <- proc.time(); t2 <- Sys.time()
+cat(sprintf("READ %.3f\nRISK %.3f\nER %.10g\nCPU %.3f\nVERSION %s\n",
             as.numeric(t1 - t0, units = "secs"), as.numeric(t2 - t1, units = "secs"),
-            r$global_risk_ER, as.character(packageVersion("sdcMicro"))))
+            r$global_risk_ER, cpu(c0, c2), as.character(packageVersion("sdcMicro"))))
 """
 
 
@@ -149,27 +166,44 @@ def sdcmicro_measure_risk(csv: str) -> dict[str, float]:
     out = subprocess.run(["Rscript", "-e", R_MEASURE_RISK, csv], capture_output=True,
                          text=True, check=True).stdout
     vals = dict(line.split(" ", 1) for line in out.strip().splitlines())
-    return {"read": float(vals["READ"]), "risk": float(vals["RISK"]), "ER": float(vals["ER"])}
+    return {"read": float(vals["READ"]), "risk": float(vals["RISK"]), "ER": float(vals["ER"]),
+            "cpu": float(vals["CPU"])}
 
 
 def write_frequency_csv(X: np.ndarray, path: str) -> None:
-    """The keys as integers and the weight with 17 significant digits, unquoted header."""
+    """The keys as integers and the weight with 17 significant digits, unquoted header;
+    a 13-column file's extra columns (:func:`wide_file`) as x0..x6, counts as integers."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
-    names = [f"k{j}" for j in range(5)] + ["w"]
+    names = [f"k{j}" for j in range(5)] + ["w"] + [f"x{j}" for j in range(X.shape[1] - 6)]
     cols = [pa.array(X[:, j].astype(np.int64)) for j in range(5)] + [pa.array(X[:, 5])]
+    cols += [pa.array(X[:, j].astype(np.int64) if j in (9, 10) else X[:, j])
+             for j in range(6, X.shape[1])]
     with open(path, "wb") as f:
         f.write((",".join(names) + "\n").encode())
         pacsv.write_csv(pa.table(cols, names=names), f,
                         pacsv.WriteOptions(include_header=False))
 
 
+#: the CPU seconds of the last :func:`sdcdist_risk_cli` call
+LAST_CPU = [float("nan")]
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children so far."""
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def sdcdist_risk_cli(path: str, *extra: str) -> tuple[float, float, str]:
     """``sdcdist risk PATH PATH`` on the frequency metrics as a user runs it (a new process,
-    imports included): wall time, ER, and whether it computed in this process."""
+    imports included): wall time, ER, and whether it computed in this process. Its CPU
+    time (user + system, every thread) is kept in ``LAST_CPU``."""
     import subprocess
     import sys
     import time
+    c0 = children_cpu()
     cmd = [sys.executable, "-m", "sdcdist.cli", "risk", path, path, "--metric",
            ",".join(FREQ), "--keys", "k0,k1,k2,k3,k4", *extra]
     if not path.endswith(".zarr"):
@@ -177,6 +211,7 @@ def sdcdist_risk_cli(path: str, *extra: str) -> tuple[float, float, str]:
     t = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True)
     dt = time.perf_counter() - t
+    LAST_CPU[0] = children_cpu() - c0
     if p.returncode != 0:
         raise RuntimeError(f"sdcdist risk failed ({p.returncode}): {p.stderr[-2000:]}")
     er = next(float(line.split()[1]) for line in p.stdout.splitlines()
@@ -184,27 +219,37 @@ def sdcdist_risk_cli(path: str, *extra: str) -> tuple[float, float, str]:
     return dt, er, "in-process" if "computing in this process" in p.stderr else "cluster"
 
 
-def _print_row(n: int, label: str, d_t: float, d_how: str, l_t: float, c_t: float,
-               d_er: float, peer: dict[str, float] | None) -> None:
+def _print_row(n: int, width: int, label: str, d_t: float, d_how: str, l_t: float,
+               c_t: float, d_er: float, d_cpu: float, load: float,
+               peer: dict[str, float] | None) -> None:
     if peer is not None and label == "CSV":
         p_t = peer["read"] + peer["risk"]
         agree = "yes" if np.isclose(d_er, peer["ER"], rtol=5e-6) else \
             f"NO ({d_er:.10g} vs {peer['ER']:.10g})"
-        tail = (f"{p_t:9.1f} {peer['read']:7.1f} {peer['risk']:8.1f} "
-                f"{p_t / d_t:16.2f}  {agree} (6 digits printed)")
+        tail = (f"{p_t:9.1f} {peer['read']:7.1f} {peer['risk']:8.1f} {p_t / d_t:6.2f} "
+                f"{d_cpu:6.2f} {peer['cpu']:6.2f} {peer['cpu'] / d_cpu:6.2f} {load:5.1f}  "
+                f"{agree} (6 digits printed)")
     elif peer is not None:
         p_t = peer["risk"]
-        tail = f"{p_t:9.1f} {'-':>7s} {peer['risk']:8.1f} {p_t / d_t:16.2f}  (risk only)"
+        tail = (f"{p_t:9.1f} {'-':>7s} {peer['risk']:8.1f} {p_t / d_t:6.2f} {d_cpu:6.2f} "
+                f"{'-':>6s} {'-':>6s} {load:5.1f}  (risk only)")
     else:
-        tail = f"{'absent':>9s}"
-    print(f"  {n:11,d} {label:5s} {d_t:8.1f} {'(' + d_how + ')':12s} {l_t:8.1f} "
+        tail = f"{'absent':>9s} {'':>24s} {d_cpu:6.2f} {'':>13s} {load:5.1f}"
+    print(f"  {n:11,d} {width:4d} {label:5s} {d_t:8.1f} {'(' + d_how + ')':12s} {l_t:8.1f} "
           f"{c_t:8.1f} {tail}", flush=True)
 
 
 def frequency_csv_part(sizes: list[int], tmp: str, workers: int,
-                       data_dir: str | None = None) -> None:
+                       data_dir: str | None = None, files: str = "6,13") -> None:
     """Frequency risk (5 keys + weight) from a CSV and from a Zarr store: sdcdist's default
-    path, --local and a local cluster, against sdcMicro's measure_risk after fread.
+    path, --local and a local cluster, against sdcMicro's measure_risk after fread; on
+    the 6-column file (keys + weight) and on a 13-column one (:func:`wide_file`: 7 more
+    numeric columns that both tools read and neither uses).
+
+    Wall times of a whole command (start-up and read included) and, because the machine
+    is shared, CPU times (user + system of every thread): sdcdist's whole process against
+    sdcMicro's fread + measure_risk (R's start-up and library loading left out). Each row
+    prints the load average when it ran.
 
     ``data_dir``: keep the generated files there and reuse them in a later run (the same
     seed gives the same files; generating 10 million records takes minutes)."""
@@ -212,40 +257,47 @@ def frequency_csv_part(sizes: list[int], tmp: str, workers: int,
     from sdcdist.data import Microdata, write_microdata
     version = sdcmicro_available()
     print("frequency risk from CSV and Zarr (uniques, kviol2/3/5, IR_mean, IR_max, ER; "
-          "5 keys + weight), wall seconds of a whole command (start-up and read included)")
+          "5 keys + weight), seconds of a whole command (start-up and read included)")
     if version is None:
         print("  sdcMicro ABSENT: R with sdcMicro and data.table was not found, so there is "
               "no peer figure in this run (install R, then sdcMicro and data.table)")
     else:
         print(f"  peer: sdcMicro {version} measure_risk, the CSV read by data.table::fread")
-    print(f"  {'records':>11s} {'input':5s} {'default':>8s} {'(path)':12s} {'--local':>8s} "
-          f"{'cluster':>8s} {'sdcMicro':>9s} {'(fread':>7s} {'+ risk)':>8s} "
-          f"{'sdcMicro/default':>16s}  ER agree", flush=True)
+    print(f"  {'records':>11s} {'cols':>4s} {'input':5s} {'default':>8s} {'(path)':12s} "
+          f"{'--local':>8s} {'cluster':>8s} {'sdcMicro':>9s} {'(fread':>7s} {'+ risk)':>8s} "
+          f"{'wall x':>6s} {'cpu':>6s} {'R cpu':>6s} {'cpu x':>6s} {'load':>5s}  ER agree",
+          flush=True)
     for n in sizes:
-        where = data_dir or tmp
-        csv, store = f"{where}/freq{n}.csv", f"{where}/freq{n}.zarr"
-        done = f"{where}/freq{n}.complete"
-        if not os.path.exists(done):
-            os.makedirs(where, exist_ok=True)
-            X = categorical_file(n)
-            write_frequency_csv(X, csv)
-            names = [f"k{j}" for j in range(5)] + ["w"]
-            cats = {f"k{j}": [str(i) for i in range(L)] for j, L in enumerate(LEVELS)}
-            write_microdata(Microdata(X, tuple(names), {"key": names[:5], "weight": ["w"]},
-                                      None, cats), store, chunk_rows=1_000_000,
-                            overwrite=True)
-            del X
-            open(done, "w").close()
-        peer = sdcmicro_measure_risk(csv) if version else None
-        for label, path in (("CSV", csv), ("Zarr", store)):
-            d_t, d_er, d_how = sdcdist_risk_cli(path)
-            l_t, _, _ = sdcdist_risk_cli(path, "--local")
-            c_t = sdcdist_risk_cli(path, "--workers", str(workers))[0] if n <= 1_000_000 \
-                else float("nan")
-            _print_row(n, label, d_t, d_how, l_t, c_t, d_er, peer)
+        for width in [int(x) for x in files.split(",") if x]:
+            where = data_dir or tmp
+            tag = f"freq{n}" if width == 6 else f"freq{n}w{width}"
+            csv, store = f"{where}/{tag}.csv", f"{where}/{tag}.zarr"
+            done = f"{where}/{tag}.complete"
+            if not os.path.exists(done):
+                os.makedirs(where, exist_ok=True)
+                X = categorical_file(n) if width == 6 else wide_file(n)
+                write_frequency_csv(X, csv)
+                names = [f"k{j}" for j in range(5)] + ["w"] + \
+                    [f"x{j}" for j in range(X.shape[1] - 6)]
+                cats = {f"k{j}": [str(i) for i in range(L)] for j, L in enumerate(LEVELS)}
+                write_microdata(Microdata(X, tuple(names), {"key": names[:5],
+                                                            "weight": ["w"]}, None, cats),
+                                store, chunk_rows=1_000_000, overwrite=True)
+                del X
+                open(done, "w").close()
+            peer = sdcmicro_measure_risk(csv) if version else None
+            for label, path in (("CSV", csv), ("Zarr", store)):
+                load = os.getloadavg()[0]
+                d_t, d_er, d_how = sdcdist_risk_cli(path)
+                d_cpu = LAST_CPU[0]
+                l_t, _, _ = sdcdist_risk_cli(path, "--local")
+                c_t = sdcdist_risk_cli(path, "--workers", str(workers))[0] \
+                    if n <= 1_000_000 else float("nan")
+                _print_row(n, width, label, d_t, d_how, l_t, c_t, d_er, d_cpu, load, peer)
     print("  cluster = --workers " f"{workers} (a local cluster), measured at 1M only; the "
           "Zarr rows compare with sdcMicro's risk step alone (the store is sdcdist's own "
-          "format)")
+          "format); cpu = sdcdist's whole default command, R cpu = fread + measure_risk; "
+          "load = the 1-minute load average as the row started")
 
 
 # -- local suppression and PRAM against sdcMicro (R) ------------------------------------------
@@ -396,6 +448,9 @@ def main() -> None:
     ap.add_argument("--data-dir", default=None,
                     help="keep the frequency-risk files (CSV and Zarr) in this folder and "
                          "reuse them in later runs (default: a temporary folder)")
+    ap.add_argument("--freq-files", default="6,13",
+                    help="the widths of the frequency-risk CSV files: 6 (keys + weight) "
+                         "and/or 13 (7 more numeric columns)")
     ap.add_argument("--only", choices=("all", "freq-csv", "sdcmicro"), default="all",
                     help="freq-csv: only the frequency risk rows against sdcMicro; sdcmicro: "
                          "only local suppression and PRAM against sdcMicro")
@@ -405,7 +460,7 @@ def main() -> None:
         try:
             if a.only == "freq-csv":
                 frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers,
-                                   a.data_dir)
+                                   a.data_dir, a.freq_files)
             else:
                 version = sdcmicro_version()
                 suppression_part(a.sdc_rows, a.sdcmicro_cap, tmp, version)
@@ -421,7 +476,7 @@ def main() -> None:
         frequency_part(a.rows, client, tmp)
         linkage_part(a.link_rows, client)
         frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers,
-                                   a.data_dir)
+                           a.data_dir, a.freq_files)
         version = sdcmicro_version()
         suppression_part(a.sdc_rows, a.sdcmicro_cap, tmp, version)
         pram_part(a.sdc_rows, tmp, version, a.sdcmicro_cap)

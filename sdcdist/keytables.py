@@ -35,12 +35,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numba
 import numpy as np
 
 from .errors import SdcInputError
 
-__all__ = ["combo_table", "merge_tables", "combo_frequencies", "apply_lookup", "unique_rows",
+__all__ = ["combo_table", "with_weight", "merge_tables", "combo_frequencies", "apply_lookup", "unique_rows",
            "exact_group_sums", "exact_to_float", "key_rows", "check_codes", "weighted_chunk",
            "unpack_keys", "key_table_chunk", "recoding_pairs", "merge_recoding_pairs",
            "recoding_lookups", "pair_table", "merge_pairs", "merge_weighted_tables",
@@ -147,22 +146,30 @@ def weighted_chunk(X: Any, start: int, stop: int, keys: Any, w: int | None
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows (sorted) and the inverse index.
 
-    Rows are packed into one int64 key and factorised by hashing (linear time;
-    only the distinct keys are sorted), so the order never depends on the input's.
+    Rows are packed into one int64 key and the keys sorted, so the order never depends
+    on the input's (plain numpy: no pandas import for a command that only counts keys).
     """
     packed = _pack(rows)
     if packed is None:
         u, inv = np.unique(rows, axis=0, return_inverse=True)
         return u, inv.reshape(-1)
-    import pandas as pd
     key, radix = packed
-    inv, uk = pd.factorize(key, sort=True)
-    uk = np.asarray(uk, dtype=np.int64)
-    out = unpack_keys(uk, radix)
-    return out, np.asarray(inv, dtype=np.int64)
+    total = math.prod(int(r) for r in radix)
+    if total <= max(4 * key.size, 1 << 16):
+        # a small key space: mark the keys present, number them in order (linear time)
+        present = np.zeros(total, dtype=bool)
+        present[key] = True
+        uk = np.flatnonzero(present)
+        rank = np.cumsum(present, dtype=np.int64)
+        inv = rank[key] - 1
+    else:
+        uk, inv = np.unique(key, return_inverse=True)
+    out = unpack_keys(uk.astype(np.int64, copy=False), radix)
+    return out, np.asarray(inv, dtype=np.int64).reshape(-1)
 
 
-def combo_table(codes: np.ndarray, weights: np.ndarray | None = None) -> dict[str, Any]:
+def combo_table(codes: np.ndarray, weights: np.ndarray | None = None, *,
+                rounded: bool = True) -> dict[str, Any]:
     """The distinct key combinations of a block and their counts.
 
     Parameters
@@ -177,16 +184,32 @@ def combo_table(codes: np.ndarray, weights: np.ndarray | None = None) -> dict[st
         ``rows`` (U, q) int64 (-1: missing), ``count`` (U,) int64, ``weight`` (U,)
         float64 (the correctly rounded exact weight sums; the counts when unweighted),
         ``inverse`` (n,) the row of each record; weighted, ``exact`` the exact sums
-        (for :func:`merge_tables` and :func:`combo_frequencies`).
+        (for :func:`merge_tables` and :func:`combo_frequencies`). With ``rounded``
+        False a weighted table has no ``weight`` (a chunk's table that
+        :func:`merge_tables` merges: it rounds the merged sums; :func:`with_weight` adds
+        them to a table that is not merged).
     """
     rows = key_rows(codes)
     u, inv = unique_rows(rows)
     count = np.bincount(inv, minlength=u.shape[0]).astype(np.int64)
     out = {"rows": u, "count": count, "weight": count.astype(np.float64), "inverse": inv}
     if weights is not None:
-        out["exact"] = exact_group_sums(np.asarray(weights, dtype=np.float64), inv, u.shape[0])
-        out["weight"] = exact_to_float(out["exact"])
+        out["exact"] = exact_group_sums(np.asarray(weights, dtype=np.float64), inv, u.shape[0],
+                                        normalise=rounded)
+        if rounded:
+            out["weight"] = exact_to_float(out["exact"])
+        else:
+            del out["weight"]
     return out
+
+
+def with_weight(table: dict[str, Any]) -> dict[str, Any]:
+    """The table with its ``weight``: the correctly rounded exact sums (a table built
+    with ``rounded=False`` has none)."""
+    if "weight" not in table:
+        ex = _exact_of(table)
+        table = {**table, "exact": ex, "weight": exact_to_float(ex)}
+    return table
 
 
 def merge_tables(*tables: dict[str, Any]) -> dict[str, Any]:
@@ -198,7 +221,12 @@ def merge_tables(*tables: dict[str, Any]) -> dict[str, Any]:
     out = {"rows": u, "count": count, "weight": count.astype(np.float64),
            "bad_weights": sum(int(t.get("bad_weights", 0)) for t in tables)}
     if any("exact" in t for t in tables):
-        out["exact"] = _merge_exact([_exact_of(t) for t in tables], inv, u.shape[0])
+        # raw digit sums (chunk tables) add exactly as they are while the records behind
+        # them number at most 2**29 (every digit sum stays below 2**53); else normalised
+        raw_ok = int(count.sum()) <= 2 ** 29
+        out["exact"] = _merge_exact([t["exact"] if raw_ok and "exact" in t and
+                                     t["exact"].get("raw") else _exact_of(t) for t in tables],
+                                    inv, u.shape[0])
         out["weight"] = exact_to_float(out["exact"])
     return out
 
@@ -267,41 +295,49 @@ _LIMB = 24
 _RADIX = float(2 ** _LIMB)
 
 
-@numba.njit(cache=True)
-def _add_digits(bits: np.ndarray, inv: np.ndarray, lo: int, out: np.ndarray
-                ) -> None:  # pragma: no cover
+def _add_digits(bits: np.ndarray, inv: np.ndarray, lo: int, out: np.ndarray) -> None:
     """Add the signed 24-bit digits of each finite value (``bits``: the int64 view of
     float64 values) into ``out[group, limb - lo]``; a value with biased exponent E and
-    53-bit mantissa M is M * 2**(max(E, 1) - 1075)."""
-    for i in range(bits.size):
-        b = bits[i]
-        e = (b >> 52) & 0x7FF
-        if e == 0x7FF:
-            continue
-        m = b & 0xFFFFFFFFFFFFF
-        if e == 0:
-            e = 1
-        else:
-            m |= 0x10000000000000
-        if m == 0:
-            continue
-        p = e - 1075
-        k = p // 24                       # floor division: the limb of the lowest bit
-        r = p - 24 * k
-        sgn = -1.0 if b < 0 else 1.0
-        g = inv[i]
-        col = k - lo
-        out[g, col] += sgn * ((m & ((1 << (24 - r)) - 1)) << r)
-        m >>= 24 - r
-        while m:
-            col += 1
-            out[g, col] += sgn * (m & 0xFFFFFF)
-            m >>= 24
+    53-bit mantissa M is M * 2**(max(E, 1) - 1075).
+
+    Plain numpy (one ``bincount`` per limb a value spans, at most four): every digit and
+    every partial sum is an integer below 2**53, so the sums are exact in any order and
+    equal, bit for bit, to adding the digits one value at a time."""
+    e = (bits >> 52) & 0x7FF
+    m = bits & 0xFFFFFFFFFFFFF
+    m = np.where(e == 0, m, m | 0x10000000000000)
+    use = (e != 0x7FF) & (m != 0)
+    if not use.all():
+        bits, e, m, inv = bits[use], e[use], m[use], inv[use]
+    if m.size == 0:
+        return
+    p = np.maximum(e, 1) - 1075
+    k = p // 24                              # floor division: the limb of the lowest bit
+    r = p - 24 * k
+    sgn = np.where(bits < 0, -1.0, 1.0)
+    G, L = out.shape
+    flat = inv.astype(np.int64) * L + (k - lo)
+    acc = np.bincount(flat, weights=sgn * ((m & ((1 << (24 - r)) - 1)) << r), minlength=G * L)
+    m = m >> (24 - r)
+    while True:
+        nz = np.flatnonzero(m)
+        if nz.size == 0:
+            break
+        if nz.size < m.size:
+            m, flat, sgn = m[nz], flat[nz], sgn[nz]
+        flat = flat + 1
+        acc += np.bincount(flat, weights=sgn * (m & 0xFFFFFF), minlength=G * L)
+        m = m >> 24
+    out += acc.reshape(G, L)
 
 
-def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int) -> dict[str, Any]:
+def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int, *,
+                     normalise: bool = True) -> dict[str, Any]:
     """The exact sums of ``weights`` (n,) per group ``inv`` (n,), 0..groups-1: ``lo`` the
-    lowest limb, ``digits`` (groups, L), ``special`` the non-finite sums (or None)."""
+    lowest limb, ``digits`` (groups, L), ``special`` the non-finite sums (or None).
+
+    ``normalise`` False leaves the digit sums as added (each below n * 2**24 in magnitude,
+    exact), marked ``raw``: :func:`merge_tables` normalises the merged sums once."""
     w = np.ascontiguousarray(weights, dtype=np.float64)
     inv = np.ascontiguousarray(inv, dtype=np.int64)
     special = None
@@ -320,23 +356,31 @@ def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int) -> dict[
     if w.size > 2 ** 29:                  # digit sums must stay below 2**53
         raise ValueError("exact group sums take at most 2**29 values at a time")
     _add_digits(bits, inv, lo, digits)
+    if not normalise:
+        return {"lo": lo, "digits": digits, "special": special, "raw": True}
     return _normalise({"lo": lo, "digits": digits, "special": special})
 
 
-@numba.njit(cache=True)
-def _carry_rows(d: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+def _carry_rows(d: np.ndarray, out: np.ndarray) -> None:
     """Each row's unique expansion: digits in [0, 2**24) of the magnitude, carrying the
-    row's sign (``out`` has three more limbs than ``d``; |d| < 2**53)."""
+    row's sign (``out`` has three more limbs than ``d``; |d| < 2**53). Vectorised over the
+    rows: the positive carry pass first, the negative one for the rows whose sum is
+    negative (a carry left after the last limb)."""
     U, L = d.shape
-    for i in range(U):
-        for sgn in (1, -1):
-            c = 0
-            for k in range(L + 3):
-                v = c + (sgn * np.int64(d[i, k]) if k < L else 0)
-                out[i, k] = sgn * (v & 0xFFFFFF)          # floor mod and floor division
-                c = v >> 24
-            if c == 0:                                     # else the sum's sign is -sgn
-                break
+    di = np.ascontiguousarray(d.T).astype(np.int64)       # limb by limb
+    c = np.zeros(U, dtype=np.int64)
+    for k in range(L + 3):
+        v = c + di[k] if k < L else c
+        out[:, k] = v & 0xFFFFFF                           # floor mod and floor division
+        c = v >> 24
+    rows = np.flatnonzero(c)                               # these sums are negative
+    if rows.size:
+        dn = di[:, rows]
+        c = np.zeros(rows.size, dtype=np.int64)
+        for k in range(L + 3):
+            v = c - dn[k] if k < L else c
+            out[rows, k] = -(v & 0xFFFFFF)
+            c = v >> 24
 
 
 def _normalise(ex: dict[str, Any]) -> dict[str, Any]:
@@ -355,9 +399,13 @@ def _normalise(ex: dict[str, Any]) -> dict[str, Any]:
 
 
 def _exact_of(table: dict[str, Any]) -> dict[str, Any]:
-    """A table's exact weight sums (its float weights, exactly, when it has none)."""
+    """A table's exact weight sums (its float weights, exactly, when it has none), as the
+    unique expansion (a ``raw`` one normalised)."""
     if "exact" in table:
-        return table["exact"]
+        ex = table["exact"]
+        if ex.get("raw"):
+            ex = _normalise({k: v for k, v in ex.items() if k != "raw"})
+        return ex
     w = table["weight"]
     return exact_group_sums(w, np.arange(w.size), w.size)
 
@@ -397,38 +445,37 @@ def _merge_exact(parts: list[dict[str, Any]], inv: np.ndarray, groups: int) -> d
     return _group_sum(lo, np.concatenate(digits), sp, inv, groups)
 
 
-@numba.njit(cache=True)
-def _round_rows(d: np.ndarray, lo: int, out: np.ndarray) -> None:  # pragma: no cover
-    """The correctly rounded float of each row's expansion (digits of one sign)."""
+def _round_rows(d: np.ndarray, lo: int, out: np.ndarray) -> None:
+    """The correctly rounded float of each row's expansion (digits of one sign).
+
+    Python's fsum ending on a non-overlapping expansion, vectorised over the rows: add
+    from the top limb until an addition is inexact; a tie rounded down with a positive
+    tail below goes up."""
     U, L = d.shape
-    v = np.empty(L)
-    for i in range(U):
-        sgn = 1.0
-        for k in range(L):
-            if d[i, k] < 0:
-                sgn = -1.0
-        for k in range(L):
-            v[k] = math.ldexp(sgn * d[i, k], 24 * (lo + k))
-        # Python's fsum ending on a non-overlapping expansion: add from the top limb until
-        # an addition is inexact; a tie rounded down with a positive tail below goes up
-        hi = 0.0
+    sgn = np.where((d < 0).any(axis=1), -1.0, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = np.ldexp(sgn[:, None] * d, (24 * (lo + np.arange(L))).astype(np.int32)[None, :])
+        hi = np.zeros(U)
+        done = np.zeros(U, dtype=bool)
         for k in range(L - 1, -1, -1):
             x = hi
-            hi = x + v[k]
-            err = v[k] - (hi - x)
-            if err != 0.0:
-                if err > 0.0:
-                    tail = False
-                    for j in range(k):
-                        if v[j] != 0.0:
-                            tail = True
-                    if tail:
-                        y = 2.0 * err
-                        x = hi + y
-                        if x - hi == y:
-                            hi = x
-                break
-        out[i] = sgn * hi
+            h2 = x + v[:, k]
+            err = v[:, k] - (h2 - x)
+            hi = np.where(done, hi, h2)
+            stop = np.flatnonzero(~done & (err != 0.0))
+            if stop.size:
+                e = err[stop]
+                up = (e > 0.0) & (v[stop, :k] != 0.0).any(axis=1)
+                if up.any():
+                    i = stop[up]
+                    y = 2.0 * e[up]
+                    xx = hi[i] + y
+                    ok = xx - hi[i] == y
+                    hi[i[ok]] = xx[ok]
+                done[stop] = True
+                if done.all():
+                    break
+    out[:] = sgn * hi
 
 
 def exact_to_float(ex: dict[str, Any]) -> np.ndarray:
@@ -449,7 +496,9 @@ def key_table_chunk(start: int, stop: int, X: Any, keys: Sequence[int], w: int |
     """Chunk task: the combination table (:func:`combo_table`) of records ``start:stop`` of
     ``X`` on the columns ``keys`` (each mapped through its recoding lookup when given),
     weighted by column ``w``, and ``bad_weights``: how many weights are not finite positive
-    numbers (the caller refuses the file when any is). Merged by :func:`merge_tables`."""
+    numbers (the caller refuses the file when any is). Merged by :func:`merge_tables`, which
+    rounds the merged weight sums once (the chunk's stay exact and unrounded: the caller
+    adds ``weight`` to the result with :func:`with_weight`)."""
     block = np.asarray(X[start:stop], dtype=np.float64)
     if lookups is not None:
         block = block.copy()
@@ -461,7 +510,7 @@ def key_table_chunk(start: int, stop: int, X: Any, keys: Sequence[int], w: int |
         weights = block[:, w]
         ok = np.isfinite(weights) & (weights > 0)
         bad = int((~ok).sum())
-    t = combo_table(block[:, list(keys)], weights)
+    t = combo_table(block[:, list(keys)], weights, rounded=False)
     t.pop("inverse")
     t["bad_weights"] = bad
     return t

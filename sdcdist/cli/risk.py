@@ -178,11 +178,11 @@ def _defaults(inputs: Any, b: Any, opts: dict) -> list[str]:
 def _print(res: dict, names: list[str], a: Any, b: Any, ks: Any, truth: Any,
            id_column: str | None, weight: str | None, as_json: bool) -> None:
     """The figures: one line per metric and its value per key set, or a JSON object."""
-    from ..linkage import truth_counts
     from ..metrics import default_keysets
     from ._common import interval_figures, interval_text
     matched = ""
     if truth is not None:
+        from ..linkage import truth_counts
         c = truth_counts(truth)
         matched = (f" ({c['matched']} of {c['matched'] + c['unmatched']} masked records have "
                    "an identifier in the original file")

@@ -127,6 +127,19 @@ def _ahead(batches: Iterator[list[Any]], depth: int = 2) -> Iterator[list[Any]]:
         thread.join()
 
 
+def _as_numpy(a: Any, dtype: Any) -> np.ndarray:
+    """An Arrow array of a fixed-width number type as numpy: its data buffer itself when
+    it has no nulls (``to_numpy`` would give the same values, but imports pandas on its
+    first call: more time than reading a million records), else ``to_numpy``."""
+    dtype = np.dtype(dtype)
+    if a.null_count == 0 and len(a):
+        buf = a.buffers()[1]
+        if buf is not None and a.type.bit_width == 8 * dtype.itemsize:
+            return np.frombuffer(buf, dtype=dtype, count=len(a), offset=a.offset *
+                                 dtype.itemsize)
+    return np.asarray(a.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
 def _cast_numbers(a: Any) -> np.ndarray | None:
     """``float(cell)`` of every cell when Arrow reads them all as numbers, else None.
 
@@ -139,7 +152,7 @@ def _cast_numbers(a: Any) -> np.ndarray | None:
         out = pc.cast(a, pa.float64(), safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    v = np.asarray(out.to_numpy(zero_copy_only=False), dtype=np.float64)
+    v = _as_numpy(out, np.float64)
     nan = np.isnan(v)
     if nan.any() and (nan & np.asarray(pc.is_valid(a).to_numpy(zero_copy_only=False),
                                        dtype=bool)).any():
@@ -195,8 +208,13 @@ def _dictionary_part(a: Any, markers: frozenset[str], parse: bool) -> _Part:
     if pc.any(pc.match_substring(d.dictionary, '"')).as_py():
         raise _StepAside()          # quoted fields are the reference reader's (quoting off)
     part = _Part(len(a))
-    part.entries = np.asarray(d.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-    part.index = d.indices.to_numpy(zero_copy_only=False)       # int32
+    # to_pylist, not to_numpy: pyarrow converts strings to numpy through pandas, whose
+    # import costs more than reading a million records
+    entries = d.dictionary.to_pylist()
+    part.entries = np.empty(len(entries), dtype=object)
+    part.entries[:] = entries
+    part.index = _as_numpy(d.indices, np.int32) if d.indices.null_count == 0 else \
+        d.indices.to_numpy(zero_copy_only=False)                 # int32
     part.missing = missing_mask(part.entries, markers)
     if parse:
         present = ~part.missing

@@ -77,15 +77,18 @@ def missing_mask(text: np.ndarray, markers: frozenset[str] = frozenset()) -> np.
     ``None`` and float NaN (a typed reader's nulls), empty and whitespace-only
     cells, and cells equal to a marker after trimming are missing.
     """
-    import pandas as pd
     text = np.asarray(text, dtype=object)
 
     def missing(cell: object) -> bool:
         if isinstance(cell, str):
             stripped = cell.strip()
             return not stripped or stripped in markers
-        return bool(pd.isna(cell)) if not isinstance(cell, (list, tuple, np.ndarray)) \
-            else False
+        if cell is None:
+            return True
+        if isinstance(cell, (list, tuple, np.ndarray)):
+            return False
+        import pandas as pd         # only for a typed reader's cells: text needs none
+        return bool(pd.isna(cell))
     return np.fromiter((missing(c) for c in text.ravel().tolist()), dtype=bool,
                        count=text.size).reshape(text.shape)
 

@@ -226,8 +226,6 @@ def source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
     no missing-value guessing: :mod:`sdcdist.data.parse` decides); a Parquet file's
     columns keep their types.
     """
-    import pandas as pd
-
     kind = source_kind(source)
     if not source.exists():
         raise missing_file_error("data file", source, "check the path")
@@ -241,6 +239,7 @@ def source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
         checked = [False]
 
         def frames(usecols: Sequence[str]) -> Iterator[Any]:
+            import pandas as pd         # here: reading the column names needs no pandas
             if not checked[0]:
                 _check_field_counts(source, sep, len(header))
                 checked[0] = True
@@ -270,6 +269,7 @@ def source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
     names = _select(header, columns, source.name)
 
     def pframes(usecols: Sequence[str]) -> Iterator[Any]:
+        import pandas  # noqa: F401  (to_pandas needs it)
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(usecols)):
             yield batch.to_pandas()[list(usecols)]
     return names, pframes

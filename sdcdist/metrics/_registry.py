@@ -161,7 +161,71 @@ class MetricResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-REGISTRY: dict[str, Metric] = {}
+class _Registry(dict):
+    """The registry: a dict of name -> :class:`Metric` filled as the metric modules are
+    imported. The package imports them on demand (:mod:`sdcdist.metrics`): a look-up of
+    one name imports only the module that declares it when the package knows which,
+    anything else (a listing, an unknown name) imports them all. A command that computes
+    only the frequency risk therefore never imports the linkage, SciPy or numba."""
+
+    #: the package's loader ``load(name or None)``; None once every module is imported
+    loader: Callable[[str | None], None] | None = None
+
+    def _need(self, name: Any = None) -> None:
+        if self.loader is not None:
+            self.loader(name)
+
+    def __getitem__(self, name: str) -> Metric:
+        if self.loader is not None and not dict.__contains__(self, name):
+            self._need(name)
+        return dict.__getitem__(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if self.loader is not None and not dict.__contains__(self, name):
+            self._need(name)
+        return dict.get(self, name, default)
+
+    def __contains__(self, name: object) -> bool:
+        if self.loader is not None and not dict.__contains__(self, name):
+            self._need(name)
+        return dict.__contains__(self, name)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        self._need()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._need()
+        return dict.__len__(self)
+
+    def __repr__(self) -> str:
+        self._need()
+        return dict.__repr__(self)
+
+    def keys(self):  # type: ignore[no-untyped-def]
+        self._need()
+        return dict.keys(self)
+
+    def values(self):  # type: ignore[no-untyped-def]
+        self._need()
+        return dict.values(self)
+
+    def items(self):  # type: ignore[no-untyped-def]
+        self._need()
+        return dict.items(self)
+
+    def copy(self) -> dict[str, Metric]:
+        self._need()
+        return dict(dict.items(self))
+
+    def __eq__(self, other: object) -> bool:
+        self._need()
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+REGISTRY: dict[str, Metric] = _Registry()
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +286,7 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
         requires = tuple(k for k, _ in parts)
 
     def deco(func: Callable) -> Callable:
-        if name in REGISTRY:
+        if dict.__contains__(REGISTRY, name):
             raise ValueError(f"metric {name!r} registered twice")
         REGISTRY[name] = Metric(name, kind, func, description, reference, keysets,
                                 tuple(requires), ascending, same_shape, random, used,
@@ -293,7 +357,10 @@ def companions(name: str, have: Sequence[str] | None = None) -> dict[str, str]:
     >>> companions("DLD")
     {}
     """
-    out = {m.part: m.name for m in REGISTRY.values() if m.part_of == name}
+    # a companion is registered by the module of its metric (tests/test_metrics_lazy.py):
+    # looking the metric up imports that module, and no other is needed
+    REGISTRY.get(str(name))
+    out = {m.part: m.name for m in dict.values(REGISTRY) if m.part_of == name}
     if have is not None:
         out = {p: n for p, n in out.items() if n in set(have)}
     return {p: out[p] for p in PARTS if p in out}

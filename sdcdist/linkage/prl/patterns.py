@@ -607,6 +607,19 @@ def _counts_ranked(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.nda
     """All pairs of a block with :func:`_counts_ranked_rows`, the A rows ranked
     ``rank_rows`` (at most :data:`RANK_ROWS`) at a time in the order of the last column
     (NaN last). Returns (int64 total or empty, uint32 hists) as :func:`_counts_flat`."""
+    total, h, h16 = _ranked_hists(avT, tc, bv, nlev, radix, n_patterns, nhist, flush,
+                                  rank_rows, walk_rows, chunk)
+    if h16.size:
+        h[0] += h16
+    return total, h
+
+
+def _ranked_hists(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.ndarray,
+                  radix: np.ndarray, n_patterns: int, nhist: int, flush: int, rank_rows: int,
+                  walk_rows: int, chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_counts_ranked` with the uint16 counters apart (empty unless ``nhist`` is 1):
+    ``(total, h, h16)``, the counts ``total + h.sum(0) + h16`` (:func:`_sparse_of_hists`
+    reads them without adding two arrays the size of the pattern space)."""
     K, na = avT.shape
     h = np.zeros((nhist, n_patterns), dtype=np.uint32)
     h16 = np.zeros(n_patterns if nhist == 1 else 0, dtype=np.uint16)
@@ -618,9 +631,7 @@ def _counts_ranked(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.nda
         rank, sv, nfin = _rank_side(av)
         total, since = _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h16, total,
                                            since, flush, walk_rows, chunk)
-    if h16.size:
-        h[0] += h16
-    return total, h
+    return total, h, h16
 
 
 @numba.njit(cache=True, nogil=True)
@@ -641,6 +652,50 @@ def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns
         for q in range(n):
             h[q & (nhist - 1), code[q]] += np.uint32(1)
     return total, h
+
+
+def _nonzero_u16(h16: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(h16)`` of a uint16 array, read four counters (one uint64) at a
+    time: most of a large pattern space is empty."""
+    P4 = h16.size // 4 * 4
+    w = np.flatnonzero(np.ascontiguousarray(h16[:P4]).view(np.uint64))
+    r, lane = np.nonzero(h16[:P4].reshape(-1, 4)[w])
+    return np.concatenate([w[r] * 4 + lane, P4 + np.flatnonzero(h16[P4:])]).astype(np.int64)
+
+
+def _sparse_of_hists(total: np.ndarray, h: np.ndarray, h16: np.ndarray,
+                     pairs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_sparse_of_hist` of :func:`_ranked_hists`' output, the same codes and counts.
+    With uint16 counters the pattern space can hold tens of millions of patterns (ten
+    columns of six levels) of which a few hundred thousand occur: the uint32 array then
+    holds only the wraps (its pages were never written elsewhere, so reading them is
+    cheap) and is not added to the counters as a whole. ``pairs``: how many pairs were
+    counted; when the counts found add up to it, no pattern hides behind a counter that
+    wrapped to exactly 0, and the uint32 array is not scanned."""
+    if not h16.size:
+        return _sparse_of_hist(total, h)
+    nz = _nonzero_u16(h16)
+    c = h16[nz].astype(np.int64) + h[0, nz].astype(np.int64)
+    if pairs is None or int(c.sum()) + (int(total.sum()) if total.size else 0) != pairs:
+        wrapped = np.flatnonzero(h[0])
+        # codes whose counters wrapped to 0 since the last flush: add them (sorted)
+        pos = np.minimum(np.searchsorted(nz, wrapped), max(nz.size - 1, 0))
+        extra = wrapped[~(nz[pos] == wrapped)] if nz.size else wrapped
+        if extra.size:
+            nz = np.sort(np.concatenate([nz, extra]))
+            c = h16[nz].astype(np.int64) + h[0, nz].astype(np.int64)
+    if total.size:
+        return _with_total(total, nz, c)
+    return nz, c
+
+
+def _with_total(total: np.ndarray, nz: np.ndarray, c: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    c = c + total[nz]          # a flushed pattern may be absent since: merge both
+    extra = np.setdiff1d(np.flatnonzero(total), nz)
+    if extra.size:
+        return sparse_counts(np.concatenate([nz, extra]), np.concatenate([c, total[extra]]))
+    return nz, c
 
 
 def _sparse_of_hist(total: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -781,10 +836,10 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
         if identity:
             tc, const = _const_tolerances(tolT, cmp.n_levels)
             if _rank_eligible(tc, const, cmp.n_levels) and P < (1 << 31):
-                total, h = _counts_ranked(avT, tc, np.ascontiguousarray(b["v"]),
-                                          cmp.n_levels, cmp.radix, P, nhist, _FLUSH_PAIRS,
-                                          RANK_ROWS, _WALK_ROWS, _RANK_CHUNK)
-                return _sparse_of_hist(total, h)
+                return _sparse_of_hists(*_ranked_hists(
+                    avT, tc, np.ascontiguousarray(b["v"]), cmp.n_levels, cmp.radix, P, nhist,
+                    _FLUSH_PAIRS, RANK_ROWS, _WALK_ROWS, _RANK_CHUNK),
+                    pairs=int(avT.shape[1]) * int(b["v"].shape[0]))
             total, h = _counts_flat(avT, tolT, tc, const, np.ascontiguousarray(b["v"]),
                                     cmp.n_levels, cmp.radix, P, nhist, _FLUSH_PAIRS)
         else:

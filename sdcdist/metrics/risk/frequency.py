@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import column_positions, weight_error
-from ...keytables import combo_frequencies, key_table_chunk, merge_tables
+from ...keytables import combo_frequencies, key_table_chunk, merge_tables, with_weight
 from ...parallel import map_reduce
 from .._registry import MeasureContext, MetricResult, register
 from ..categorical_keys import frequency_keys
@@ -110,7 +110,7 @@ def _table(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], bool, tuple[
                        args=(tuple(pos), w))
         if t["bad_weights"]:
             raise weight_error(ctx.weight, bad=int(t["bad_weights"]))
-        return frequency_summary(t, w is not None)
+        return frequency_summary(with_weight(t), w is not None)
     return ctx.cached(("frequency", keys, w), compute), w is not None, keys
 
 
