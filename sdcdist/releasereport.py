@@ -379,7 +379,9 @@ def build_report(cube: str, *, chosen: str, variant: str = "internal",
                             f"{', '.join(VARIANTS)}")
     internal = variant == "internal"
     method, param, replicate = parse_chosen(chosen)
-    full = open_cube(cube)
+    # a few numbers per cell, each cell its own chunk: read once, in this thread
+    full = open_cube(cube)[["value", "done"]]
+    full.load(scheduler="synchronous")
     rules = cube_rules(full, require)
     rec = recommend(full, rules, loss=loss, dataset=dataset)
     md, rel, r, ds = _original_and_release(cube, full, method, param, replicate, dataset,
