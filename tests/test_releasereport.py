@@ -103,8 +103,8 @@ def test_refusals_write_nothing_and_ranking_html_unchanged(run, audited, tmp_pat
         r = run("report", audited / "cube.zarr", "--chosen", chosen, "--html", out)
         assert r.exit_code == 2, (chosen, r.output)
         assert not out.exists()
-    assert "not in the cube" in run("report", audited / "cube.zarr", "--chosen",
-                                    "noise:0.7", "--html", out).output
+        if chosen == "noise:0.7":
+            assert "not in the cube" in r.output
     r = run("report", audited / "cube.zarr", "--by", "IL1s", "--html", out)
     assert r.exit_code == 0 and "<table" in out.read_text()
     assert "base64" not in out.read_text()                   # still the ranking table
