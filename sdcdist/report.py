@@ -17,8 +17,8 @@ from .cube import (Cube, cell_table, check_metrics, metric_ascending, pareto_mas
 from .errors import SdcInputError, empty_error, unknown_name_error, value_error
 
 __all__ = ["ranking_table", "add_scores", "with_scores", "format_table", "markdown_table",
-           "html_table", "write_table", "cell_label", "plot_tradeoff", "plot_risk_curves",
-           "plot_rank_heatmap", "with_rules"]
+           "html_table", "html_fragment", "write_table", "cell_label", "plot_tradeoff",
+           "plot_risk_curves", "plot_rank_heatmap", "with_rules"]
 
 #: Image formats the plots write (by the extension of ``out``).
 IMAGE_FORMATS = (".png", ".svg", ".pdf")
@@ -250,9 +250,14 @@ def markdown_table(df: pd.DataFrame, *, digits: int = 2) -> str:
     return "\n".join(lines) + "\n"
 
 
+def html_fragment(df: pd.DataFrame, *, digits: int = 2) -> str:
+    """The table as an HTML ``<table>`` element (for a page of one's own)."""
+    return _display(df, digits).to_html(index=False, border=0, classes="sdcdist")
+
+
 def html_table(df: pd.DataFrame, *, digits: int = 2, title: str = "") -> str:
     """The table as a standalone HTML page."""
-    body = _display(df, digits).to_html(index=False, border=0, classes="sdcdist")
+    body = html_fragment(df, digits=digits)
     t = html.escape(title)
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             f"<title>{t}</title><style>table.sdcdist{{border-collapse:collapse;"

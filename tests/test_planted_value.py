@@ -34,7 +34,7 @@ SPELLINGS = re.compile(rb"7[,._ ]?919[,._ ]?1(?:2|\b|e)", re.IGNORECASE)
 #: the commands this test runs; a new command must be added here (and run below)
 COVERED = {"ingest", "synth", "mask", "methods", "metrics", "measure", "risk", "link",
            "audit", "calibrate", "report", "query", "plot", "certs", "verify",
-           "serve"}   # serve: its responses and log are searched by tests/test_service.py
+           "release", "describe", "serve"}   # serve: its responses and log are searched by tests/test_service.py
 
 
 def _data(rng: np.random.Generator) -> np.ndarray:
@@ -130,6 +130,13 @@ def test_no_output_carries_a_planted_value(tmp_path):
         ("plot", ["plot", "cube.zarr", "--kind", "ranks", "--out", "r.svg"]),
         ("plot", ["plot", "cal.zarr", "--kind", "curves", "--metric", "DLD", "--out", "c.png"]),
         ("certs", ["certs", "--out", "certs"]),
+        ("release", ["release", "cube.zarr", "-m", "noise", "-p", "0.5", "--out", "rel.csv"]),
+        # the release report (external: no record-level content)
+        ("report", ["report", "cube.zarr", "--chosen", "noise:0.5:1", "--variant",
+                    "external", "--html", "rr.html"]),
+        # record-level key combinations are printed by design: the key is not WAGES
+        ("describe", ["describe", "orig.csv", "--keys", "HOURS", "--top", "3"]),
+        ("describe", ["describe", "orig.csv", "--json"]),
         ("serve", ["serve", "--hash-token", "planted"]),   # the service: test_service.py
     ]
     if "verify" in cmds:
@@ -143,6 +150,9 @@ def test_no_output_carries_a_planted_value(tmp_path):
         ("risk", ["risk", "orig.csv", "masked.csv", "--keys", "INCOME,NOPE", "--local"], ""),
         ("audit", ["audit", "bad_spec.yaml", "--out", "bad.zarr", "--workers", "1"], ""),
         ("report", ["report", "bad_row.csv", "--by", "IL1s"], "bad_row.csv"),
+        ("report", ["report", "cube.zarr", "--chosen", "noise:0.7", "--html", "bad.html"],
+         "noise"),
+        ("describe", ["describe", "bad_row.csv"], "bad_row.csv"),
         ("serve", ["serve", "--root", "bad_row.csv"], "bad_row.csv"),
     ]
     ran = set()
@@ -170,10 +180,10 @@ def test_no_output_carries_a_planted_value(tmp_path):
     assert not (tmp_path / "bad.zarr").exists()      # a refused audit leaves no cube
 
     inputs = {orig, bad_row, no_header, semi, text_cell, spec, bad_spec}
-    data_files = {tmp_path / "masked.csv"}
+    data_files = {tmp_path / "masked.csv", tmp_path / "rel.csv"}
     scanned = _scanned_files(tmp_path, inputs, data_files)
     names = {p.name for p in scanned}
-    assert {"r.csv", "r.html", "r.md", "q.csv", "cal.csv", "cal.md", "t.png", "r.svg",
+    assert {"r.csv", "r.html", "rr.html", "r.md", "q.csv", "cal.csv", "cal.md", "t.png", "r.svg",
             "c.png", "pairs.parquet", "zarr.json"} <= names
     # every store's and cube's metadata is searched, the cubes' chunks too
     for store in ("store.zarr", "syn.zarr", "masked.zarr", "cube.zarr", "cal.zarr"):

@@ -11,6 +11,7 @@ module         commands
 ``audit``      ``audit``, ``calibrate``
 ``results``    ``report``, ``query``, ``plot``
 ``release``    ``release``
+``describe``   ``describe`` (the data before masking)
 ``certs``      ``certs``
 ``verify``     ``verify``
 ``serve``      ``serve`` (the audit service; FastAPI and uvicorn load in its body)
@@ -29,6 +30,6 @@ from ._paths import StrictCommand
 
 main.command_class = StrictCommand     # a single-value option given twice is refused
 # each module registers its commands on ``main`` when imported
-from . import audit, catalog, certs, data, link, measure, release, results, risk, serve, verify  # noqa: F401, I001, E501
+from . import audit, catalog, certs, data, describe, link, measure, release, results, risk, serve, verify  # noqa: F401, I001, E501
 
 __all__ = ["main", "EXIT_FAILURE", "EXIT_USER"]

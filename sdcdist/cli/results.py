@@ -81,7 +81,9 @@ def _open_any(cube: str) -> Any:
 
 @main.command()
 @click.argument("cube", type=PathOrURL("input", exists=False))
-@click.option("--by", required=True, help="Metric to sort by, e.g. Score (rank 1 first).")
+@click.option("--by", default=None,
+              help="Metric to sort by, e.g. Score (rank 1 first); required without --chosen "
+                   "(with it, default: the loss measure of the recommendation).")
 @click.option("--metrics", "metric_list", default=None, metavar="A,B,...",
               help="Metrics to show (default: the parts of the score --by, else all).")
 @click.option("--top", type=click.IntRange(1), default=None, help="Show only the best N cells.")
@@ -89,10 +91,21 @@ def _open_any(cube: str) -> Any:
               help="Dataset of a multi-dataset cube (default: one table per dataset).")
 @require_options
 @table_outputs
+@click.option("--chosen", default=None, metavar="METHOD:PARAM[:REPLICATE]",
+              help="The cell chosen for release: --html then writes the release report "
+                   "(one self-contained HTML file) instead of the ranking table.")
+@click.option("--variant", type=click.Choice(["internal", "external"]), default="internal",
+              show_default=True,
+              help="Release report: 'internal' lists the records of highest individual "
+                   "risk; 'external' has no record-level content.")
+@click.option("--spec", "spec_path", default=None, type=PathOrURL("input"),
+              help="Release report: the spec file that made the cube (default: the copy "
+                   "the cube records, its data paths relative to the current directory).")
 @click.option("--overwrite", is_flag=True, help="Replace existing table files.")
-def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset: str | None,
-           require: tuple[str, ...], loss: str | None,
+def report(cube: str, by: str | None, metric_list: str | None, top: int | None,
+           dataset: str | None, require: tuple[str, ...], loss: str | None,
            csv_out: str | None, markdown_out: str | None, html_out: str | None,
+           chosen: str | None, variant: str, spec_path: str | None,
            overwrite: bool) -> None:
     """Print a ranking table like Table 2 of Domingo-Ferrer, Mateo-Sanz and Torra.
 
@@ -104,8 +117,28 @@ def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset
     acceptable or not with the rules it breaks, and the recommendation (the
     least-loss acceptable cell, the Pareto front of acceptable cells, or the
     closest cell when none is acceptable) is printed above the table.
+
+    \b
+    With --chosen METHOD:PARAM[:REPLICATE] and --html R.html, the release
+    report: one self-contained HTML file (no network; plots embedded) with the
+    data summary, the spec, conventions and rules, the ranking with
+    acceptability, the recommended and chosen cells, the original against the
+    released file, each risk family, and how to reproduce the release. The
+    chosen cell's file is regenerated and checked against the cube's
+    fingerprint first; on any refusal nothing is written.
     """
     from ..report import format_table, ranking_table
+    if chosen is not None:
+        _release_report(cube, chosen, variant, spec_path, by, dataset, require, loss,
+                        html_out, csv_out, markdown_out, overwrite)
+        return
+    if by is None:
+        raise SdcInputError("--by is missing: name the metric to sort by (e.g. --by Score), "
+                            "or give --chosen METHOD:PARAM and --html R.html for the "
+                            "release report")
+    if variant != "internal" or spec_path is not None:
+        raise SdcInputError("--variant and --spec belong to the release report; give "
+                            "--chosen METHOD:PARAM and --html R.html with them")
     c = _open(cube, "`sdcdist report`")
     rules = _rules(c, require)
     if loss is not None or rules:
@@ -126,6 +159,37 @@ def report(cube: str, by: str, metric_list: str | None, top: int | None, dataset
         click.echo(format_table(table))
         write_tables(table, files[d],
                      f"{Path(cube).name}: cells ranked by {by}" + (f" ({d})" if d else ""))
+
+
+def _release_report(cube: str, chosen: str, variant: str, spec_path: str | None,
+                    by: str | None, dataset: str | None, require: tuple[str, ...],
+                    loss: str | None, html_out: str | None, csv_out: str | None,
+                    markdown_out: str | None, overwrite: bool) -> None:
+    """``report --chosen``: the release report to ``--html``."""
+    if html_out is None:
+        raise SdcInputError("--chosen writes the release report: give its file with "
+                            "--html R.html")
+    if csv_out or markdown_out or by:
+        raise SdcInputError("--chosen writes the release report only (its ranking is by "
+                            "the loss measure, --loss); leave out --by, --csv and "
+                            "--markdown, or run `sdcdist report` a second time without "
+                            "--chosen for the ranking tables")
+    if "://" in html_out:
+        raise SdcInputError(f"--html {html_out!r}: the release report is written to a "
+                            "local file; give a local path")
+    from ..releasereport import parse_chosen, write_report
+    parse_chosen(chosen)                        # checked before anything is read
+    check_output(html_out, what="--html", overwrite=overwrite, kind="file")
+    _open(cube, "`sdcdist report --chosen`")
+    from ..audit.spec import load_spec
+    spec = load_spec(spec_path) if spec_path else None
+    info = write_report(cube, html_out, chosen=chosen, variant=variant, require=require,
+                        loss=loss, dataset=dataset, spec=spec)
+    ch = info["chosen"]
+    click.echo(f"{html_out}: {variant} release report of {ch['method']} {ch['param']:g} "
+               f"replicate {ch['replicate']} ({info['bytes']} bytes; "
+               + ("acceptable" if info["acceptable"] else "not acceptable")
+               + f"; release fingerprint {info['fingerprint']} matches the cube)")
 
 
 @main.command()
