@@ -94,16 +94,17 @@ def key_risk(md: Any, keys: Sequence[str], *, weight: str | None = None,
     Returns
     -------
     dict
-        ``keys``, ``combinations`` (distinct key combinations), ``uniques`` (records alone
-        in their combination), ``kviol`` (for k = 2, 3, 5: ``records`` with f_k < k, their
-        ``percent``, and the ``combinations`` with f_k < k), ``ER`` and ``IR_mean`` (sum
-        and mean of the individual risks), ``IR_max``, and ``riskiest``: the ``top``
+        ``keys``, ``combinations`` (distinct key combinations), ``unique_records``
+        (records alone in their combination), ``kviol`` (for k = 2, 3, 5: ``records``
+        with f_k < k, their ``percent``, and the ``combinations`` with f_k < k),
+        ``expected_reidentifications`` and ``risk_mean`` (sum and mean of the individual
+        risks, as the metrics ER and IR_mean), ``risk_max``, and ``riskiest``: the ``top``
         records of highest individual risk (ties: the earlier record first), each with
         its ``record`` number (1 = the first record), ``risk``, ``frequency`` (f_k) and
         ``keys`` (its key combination, labels; ``None`` for a missing value).
     """
     from .keytables import combo_frequencies, combo_table
-    from .metrics.frequency import K_VIOLATIONS, individual_risk
+    from .metrics.risk.frequency import K_VIOLATIONS, individual_risk
     codes, labels = _key_codes(md, keys)
     n = int(md.shape[0])
     w = None
@@ -136,9 +137,9 @@ def key_risk(md: Any, keys: Sequence[str], *, weight: str | None = None,
                                   for q, (k, c) in enumerate(zip(keys, combo))}})
     er = math.fsum(risk.tolist())
     return {"keys": list(keys), "weight": weight, "records": n,
-            "combinations": int(rows.shape[0]), "uniques": int((per == 1).sum()),
-            "kviol": kviol, "ER": er, "IR_mean": er / n if n else math.nan,
-            "IR_max": float(risk.max()) if n else math.nan, "riskiest": riskiest}
+            "combinations": int(rows.shape[0]), "unique_records": int((per == 1).sum()),
+            "kviol": kviol, "expected_reidentifications": er, "risk_mean": er / n if n else math.nan,
+            "risk_max": float(risk.max()) if n else math.nan, "riskiest": riskiest}
 
 
 def default_keys(md: Any) -> list[str]:
@@ -187,12 +188,12 @@ def describe_lines(d: dict[str, Any], *, records: bool = True) -> list[str]:
         return out
     w = f", weight {r['weight']}" if r["weight"] else ""
     out.append(f"keys {', '.join(r['keys'])}{w}: {r['combinations']} combinations, "
-               f"{r['uniques']} unique records")
+               f"{r['unique_records']} unique records")
     for k, v in r["kviol"].items():
         out.append(f"  k = {k}: {v['records']} records ({_g(v['percent'])} %) in "
                    f"{v['combinations']} combinations violate {k}-anonymity")
-    out.append(f"  individual risk: mean {_g(r['IR_mean'])}, max {_g(r['IR_max'])}; expected "
-               f"re-identifications {_g(r['ER'])}")
+    out.append(f"  individual risk: mean {_g(r['risk_mean'])}, max {_g(r['risk_max'])}; expected "
+               f"re-identifications {_g(r['expected_reidentifications'])}")
     if records and r["riskiest"]:
         out.append("records of highest individual risk (record 1 = the first):")
         for x in r["riskiest"]:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SdcInputError
+from .errors import SdcInputError, unknown_name_error
 
 __all__ = ["VARIANTS", "parse_chosen", "association_matrix", "risk_families",
            "build_report", "write_report"]
@@ -313,9 +313,9 @@ def _summary_html(d: dict[str, Any], internal: bool) -> str:
         return "".join(out)
     w = f", weight {_e(r['weight'])}" if r["weight"] else ""
     out.append(f"<h3>Key columns {_e(', '.join(r['keys']))}{w}</h3>"
-               f"<p>{r['combinations']} key combinations; {r['uniques']} records unique on "
-               f"the keys; individual risk mean {_n(r['IR_mean'])}, max {_n(r['IR_max'])}; "
-               f"expected re-identifications {_n(r['ER'])}.</p>")
+               f"<p>{r['combinations']} key combinations; {r['unique_records']} records unique on "
+               f"the keys; individual risk mean {_n(r['risk_mean'])}, max {_n(r['risk_max'])}; "
+               f"expected re-identifications {_n(r['expected_reidentifications'])}.</p>")
     out.append(_table(["k", "records with f_k < k", "% of records", "combinations"],
                       [[k, _n(v["records"]), _n(v["percent"]), _n(v["combinations"])]
                        for k, v in r["kviol"].items()]))
@@ -375,8 +375,7 @@ def build_report(cube: str, *, chosen: str, variant: str = "internal",
     from .report import ranking_table, with_rules
     from .rules import cube_rules, recommend
     if variant not in VARIANTS:
-        raise SdcInputError(f"unknown report variant {variant!r}; use one of "
-                            f"{', '.join(VARIANTS)}")
+        raise unknown_name_error("report variant", variant, VARIANTS)
     internal = variant == "internal"
     method, param, replicate = parse_chosen(chosen)
     # a few numbers per cell, each cell its own chunk: read once, in this thread

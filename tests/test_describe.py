@@ -38,9 +38,9 @@ def test_kviolations_and_risk_against_brute_force():
         f = _brute(md, keys)
         for k in (2, 3, 5):
             assert d["kviol"][str(k)]["records"] == int((f < k).sum())
-        assert d["uniques"] == int((f == 1).sum())
+        assert d["unique_records"] == int((f == 1).sum())
         r = 1.0 / f
-        assert np.isclose(d["ER"], r.sum()) and np.isclose(d["IR_max"], r.max())
+        assert np.isclose(d["expected_reidentifications"], r.sum()) and np.isclose(d["risk_max"], r.max())
         order = sorted(range(len(f)), key=lambda i: (-r[i], i))[:5]
         assert [x["record"] for x in d["riskiest"]] == [i + 1 for i in order]
         x = d["riskiest"][0]
