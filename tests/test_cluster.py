@@ -50,8 +50,10 @@ def spec_file(tmp_path_factory) -> Path:
     write_microdata(from_array(distinctive_data()), d / "people.zarr", chunk_rows=64)
     spec = {"name": "faults", "seed": 7,
             "dataset": {"name": "people", "path": "people.zarr"},
-            "methods": [{"name": "noise", "params": [0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3]},
-                        {"name": "rankswap", "params": [1, 2, 5, 10, 15, 20]}],
+            # 21 cells: a fault after the 4th (or 2nd) written cell leaves most of them to
+            # do on the surviving workers or in the resumed run
+            "methods": [{"name": "noise", "params": [0.01, 0.05, 0.1, 0.3]},
+                        {"name": "rankswap", "params": [1, 5, 20]}],
             "replicates": 3, "metrics": ["IL1s", "DLD"]}
     (d / "spec.yaml").write_text(yaml.safe_dump(spec))
     return d / "spec.yaml"

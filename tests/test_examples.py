@@ -15,8 +15,11 @@ load), ``drs_equal_risk`` (117 cells, each with two propensity-score fits) and
 ``household_risks`` (10 cells of some 40 risk figures each, about 30 s of CPU)
 run in full only with ``SDCDIST_FULL_EXAMPLES=1``. By default each runs on one
 or two parameters of each of its methods (``dmt_table2``: 24 cells, every
-family of Table 2 with its PRL; ``drs_equal_risk``: 24 cells, the small and
-the large end of each curve of Figure 1; ``household_risks``: 5 cells, one
+family of Table 2 with its PRL; ``drs_equal_risk``: 11 cells, micro-aggregation
+at both ends of its curve of Figure 1 (k = 3 fits apart from the original, k = 20
+saturates PS2: a flagged cell) and one parameter of each of the other three
+methods (both ends of their curves take the same path: corrnoise's never
+saturates, rankswap's and multnoise's both do); ``household_risks``: 5 cells, one
 parameter of each method); ``tests/data/<spec>_subset_fingerprints.json``
 holds the fingerprints of that cube, made by the same code as the full
 baseline, and each of its cells was checked equal to the full baseline cube's

@@ -50,12 +50,46 @@ def _csv(path: Path, header: str, rows: list[str]) -> Path:
     return path
 
 
+#: commands that start a LocalCluster run as their own process, so that the lines of its
+#: worker processes are searched too; the others run in this process (click's runner,
+#: stdout and stderr apart), as the same code with the same streams, without a new
+#: interpreter importing everything for each of them
+IN_A_PROCESS = {"link", "audit", "calibrate"}
+
+
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    if args[0] not in IN_A_PROCESS:
+        return _invoke(args, cwd)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for k in ("SDCDIST_LOG_FORMAT", "DASK_SCHEDULER_ADDRESS"):
         env.pop(k, None)
     return subprocess.run([sys.executable, "-m", "sdcdist.cli", "--log-format", "json",
                            *args], capture_output=True, cwd=cwd, env=env, timeout=300)
+
+
+def _invoke(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """``sdcdist --log-format json ARGS`` in this process, in ``cwd``."""
+    import logging
+    import warnings
+
+    from click.testing import CliRunner
+    runner = CliRunner(env={"SDCDIST_LOG_FORMAT": None, "DASK_SCHEDULER_ADDRESS": None})
+    here = os.getcwd()
+    loggers = {n: logging.getLogger(n) for n in ("sdcdist", "distributed", "py.warnings")}
+    saved = {n: (lg.handlers[:], lg.level, lg.propagate) for n, lg in loggers.items()}
+    os.chdir(cwd)
+    try:
+        with warnings.catch_warnings():
+            r = runner.invoke(main, ["--log-format", "json", *args], catch_exceptions=False)
+    finally:
+        os.chdir(here)
+        logging.captureWarnings(False)
+        for n, (handlers, level, propagate) in saved.items():   # the JSON handlers wrote
+            lg = loggers[n]                                     # to the runner's streams
+            lg.handlers[:] = handlers
+            lg.setLevel(level)
+            lg.propagate = propagate
+    return subprocess.CompletedProcess(args, r.exit_code, r.stdout_bytes, r.stderr_bytes)
 
 
 def _check_stderr(name: str, err: bytes) -> None:
