@@ -298,18 +298,23 @@ def main() -> None:
     ap.add_argument("--block-columns", type=int, default=2,
                     help="splink_fixed_u_sql: key columns per blocking rule")
     ap.add_argument("--memory", default="6GB", help="splink_fixed_u_sql: DuckDB memory_limit")
+    ap.add_argument("--u-pairs", type=float, default=0.0,
+                    help="splink_fixed_u_sql: random pairs for u (default every pair if all "
+                         "pairs are compared, else 1e7)")
     a = ap.parse_args()
     z = np.load(a.files)
     fn = {"splink": splink, "recordlinkage": recordlinkage,
           "splink_fixed_u_sql": splink_fixed_u_sql}[a.tool]
-    kw = ({"block_width": a.block_width, "block_columns": a.block_columns, "memory": a.memory}
+    kw = ({"block_width": a.block_width, "block_columns": a.block_columns, "memory": a.memory,
+           "u_pairs": a.u_pairs}
           if a.tool == "splink_fixed_u_sql" else {})
     print(json.dumps(fn(z["A"], z["B"], a.max_pairs, **kw)))
 
 
 def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
                        block_width: float = 0.1, block_columns: int = 2,
-                       chunks: int = 10, tmp: str = "/tmp", memory: str = "6GB") -> dict:
+                       chunks: int = 10, tmp: str = "/tmp", memory: str = "6GB",
+                       u_pairs: float = 0.0) -> dict:
     """Splink's fixed-u set-up (see :data:`SETUPS`) on a large file, scored by best link in SQL.
 
     The predictions never leave DuckDB (an in-memory database capped at 6 GB, spilling to a
@@ -384,7 +389,8 @@ def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
                                    probability_two_random_records_match=1.0 / n,
                                    max_iterations=100, retain_matching_columns=False)
         linker = Linker([sa, sb], settings)
-        u_pairs = max(1e7, n_all) if all_pairs else 1e7
+        # u from every pair where all pairs are compared (unless u_pairs says how many)
+        u_pairs = u_pairs or (max(1e7, n_all) if all_pairs else 1e7)
         linker.training.estimate_u_using_random_sampling(max_pairs=u_pairs, seed=1,
                                                          min_count_per_level=None)
         # blocked: one EM session per disjoint group of columns, as the docs recommend (each
