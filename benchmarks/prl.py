@@ -59,9 +59,10 @@ subprocesses (``benchmarks/peers/run_peer.py``); a missing venv skips them
 (``--peer-python`` points at another venv with splink and duckdb).
 
 The peer ``splink_fixed_u_sql`` (``--peers splink_fixed_u_sql``) is Splink's fixed-u set-up
-for the large files: predictions stay in DuckDB (6 GB memory limit, spilling to /tmp,
+for the large files: predictions stay in DuckDB (3.5 GB memory limit, spilling to /tmp,
 2 threads; predict in 10 slices of the masked file) and the best-link figure is computed in
-SQL, so 10,000 records run on all 1e8 pairs (up to ``--sql-max-pairs``, default 2e8). Above
+SQL, so 10,000 records run on all 1e8 pairs (up to ``--sql-max-pairs``, default 2e8; u from
+1e7 random pairs, EM of m on all pairs). Above
 that (59,315 records: 3.5e9 pairs) it blocks as Splink's docs recommend for large files:
 OR-ed ``block_on`` rules, here one per 2 consecutive key columns (cyclically, 10 rules) on
 equal floor(x / (0.1 sd)) bins, u from 1e7 random pairs, m by EM in one session per
@@ -95,9 +96,12 @@ PEER_PY = HERE / ".venv-peers" / "bin" / "python"
 #: machine, spins; recordlinkage's ECM (a few small dot products an iteration) ran 3x slower
 PEER_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1"}
-#: splink_fixed_u_sql: DuckDB capped at 6 GB (spilling to /tmp, 2 threads); above
-#: --sql-max-pairs, 10 OR-ed block_on rules on equal 0.1-sd bins of 2 consecutive columns
-SQL_ARGS = ("--memory", "6GB", "--block-width", "0.1", "--block-columns", "2")
+#: splink_fixed_u_sql: DuckDB capped at 3.5 GB (spilling to /tmp, 2 threads; at 6 GB under an
+#: 8.5 GB address-space limit its EM on 1e8 pairs failed to allocate); u from 1e7 random
+#: pairs; above --sql-max-pairs, 10 OR-ed block_on rules on equal 0.1-sd bins of 2
+#: consecutive columns
+SQL_ARGS = ("--memory", "3500MB", "--u-pairs", "1e7", "--block-width", "0.1",
+            "--block-columns", "2")
 FILES = ("census", "tarragona", "synth10k", "synth59k", "eia")
 #: sdcdist rows: name -> (label, PRL registry options)
 VARIANTS = {
