@@ -187,12 +187,9 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         counts = check_truth(np.asarray(truth), shape_a[0])
         t = runner.share(np.asarray(truth, dtype=np.int64))
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    ctx = MeasureContext(runner, A, B, shape_original=shape_a, shape_masked=shape_b,
-                         columns=cols, keysets=ks, seed=ss, options=options, truth=t,
-                         masked_columns=mcols, categorical=inputs.categorical,
-                         weight=inputs.weight, confidential=inputs.confidential,
-                         household=inputs.household, holdout=H, shape_holdout=shape_h,
-                         control=C, shape_control=shape_c)
+    ctx = MeasureContext(runner, A, B, inputs=inputs, keysets=ks, seed=ss, options=options,
+                         truth=t, holdout=H, shape_holdout=shape_h, control=C,
+                         shape_control=shape_c)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)
