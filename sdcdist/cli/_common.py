@@ -627,13 +627,17 @@ def flag_inputs(columns: Sequence[str], masked_columns: Sequence[str], *,
                 categorical: Sequence[str], roles: Sequence[Mapping[str, Any]],
                 keys: str | None, keysets: Sequence[str], confidential: str | None,
                 household: str | None, weight: str | None,
-                key_role: bool = True) -> Any:
+                key_role: bool = True,
+                categories: Sequence[Mapping[str, Sequence[str]]] = ()) -> Any:
     """The :class:`~sdcdist.metrics.Inputs` of a command from its role flags
     (:func:`role_options`), each flag winning over the files' roles (``roles``: the masked
     file's, then the original's), the named columns checked to be in the masked file.
-    ``key_role``: the original's key role gives the key columns when no key is named."""
+    ``key_role``: the original's key role gives the key columns when no key is named;
+    ``categories``: the files' category labels (``{column: labels}``), whose counts are the
+    declared levels of the categorical columns."""
     from ..errors import column_positions
     from ..metrics import Inputs
+    from ..metrics.inputs import declared_categories
 
     def role(name: str) -> list:
         return next((list(r.get(name) or []) for r in roles if r.get(name)), [])
@@ -658,7 +662,7 @@ def flag_inputs(columns: Sequence[str], masked_columns: Sequence[str], *,
     return Inputs(columns=tuple(columns), masked_columns=tuple(masked_columns),
                   categorical=tuple(categorical), weight=weight, confidential=tuple(conf),
                   household=household, keys=tuple(key_list or ()),
-                  keysets=named or None)
+                  keysets=named or None, n_categories=declared_categories(categories))
 
 
 def table_outputs(f: Any) -> Any:

@@ -395,8 +395,8 @@ class MeasureContext:
         shapes ``inputs.shape_original`` and ``inputs.shape_masked``.
     inputs : Inputs
         The columns (the original's and, when they differ, the masked file's), their roles
-        (categorical, ordinal, weight, confidential, household) and the files' shapes
-        (required).
+        (categorical, ordinal, weight, confidential, household, the declared categories'
+        counts) and the files' shapes (required).
     keysets : sequence of tuple of str, optional
         The key sets linkage metrics link on, once resolved (the given ones, or the
         default prefixes with constant columns left out). A
@@ -462,6 +462,10 @@ class MeasureContext:
         self.key_columns = tuple(getattr(ks, "columns", ())) or tuple(inputs.shared)
         self.seed = seed if seed is not None else np.random.SeedSequence(0)
         self.options = {**DEFAULT_OPTIONS, **_options.validate(options, what="options")}
+        ordinal = self.options.get("ordinal")
+        if ordinal is not None and not inputs.ordinal:
+            # the option ``ordinal`` names the ordered categorical columns of these inputs
+            self.inputs = inputs = inputs.replace(ordinal=ordinal)
         self.truth = truth
         have = set(self.columns) | set(self.masked_columns)
         #: the categorical columns either file holds
@@ -508,6 +512,11 @@ class MeasureContext:
     def ordinal(self) -> tuple[str, ...]:
         """The categorical columns whose categories are ordered."""
         return tuple(c for c in self.inputs.ordinal if c in set(self.categorical))
+
+    def n_levels(self, column: str) -> int | None:
+        """The number of declared categories of categorical ``column`` (its labels), or
+        None when no labels are known."""
+        return dict(self.inputs.n_categories).get(column)
 
     def _without(self, drop: set, keep_a: list[int], keep_b: list[int],
                  **roles: Any) -> "MeasureContext":

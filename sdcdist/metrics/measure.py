@@ -211,7 +211,13 @@ def _inputs(original: Any, masked: Any, inputs: Inputs | None, **given: Any) -> 
         given["keysets"] = ks
     if inputs is None:
         return Inputs.from_microdata(original, masked, **given)
-    return inputs.replace(**{k: v for k, v in given.items() if v is not None})
+    inputs = inputs.replace(**{k: v for k, v in given.items() if v is not None})
+    if not inputs.n_categories:
+        # the declared categories of the files, when the caller's inputs do not say
+        known = Inputs.from_microdata(original, masked).n_categories
+        if known:
+            inputs = inputs.replace(n_categories=known)
+    return inputs
 
 
 def _shaped(inputs: Inputs, metrics: Sequence[str], shape_a: tuple, shape_b: tuple,
