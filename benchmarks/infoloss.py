@@ -26,7 +26,7 @@ import psutil
 
 from sdcdist.data import StoredArray, from_array, synth, write_microdata
 from sdcdist.masking import get_method
-from sdcdist.metrics import REGISTRY, MeasureContext, measure
+from sdcdist.metrics import REGISTRY, Inputs, MeasureContext, measure
 from sdcdist.metrics.loss.ranks import _tie_seeds, max_abs_rank_distance, max_sq_rank_distance
 from sdcdist.parallel import Runner
 from sdcdist.parallel.sort import tie_keys
@@ -160,9 +160,9 @@ def main() -> None:
             with PeakRSS(pids) as mon:
                 res = measure(A, B, names, columns=list(X.columns), client=client, seed=0)
             t_dask = time.perf_counter() - t0
-        ctx = MeasureContext(Runner(), None, None, shape_original=X.values.shape,
-                             shape_masked=Y.shape, columns=X.columns,
-                             seed=np.random.SeedSequence(0))
+        ctx = MeasureContext(Runner(), None, None, inputs=Inputs(
+            shape_original=X.values.shape, shape_masked=Y.shape, columns=X.columns),
+            seed=np.random.SeedSequence(0))
         seeds = _tie_seeds(ctx)
         me = psutil.Process()
         before = me.memory_info().rss

@@ -16,7 +16,7 @@ from sdcdist.audit.run import load_data, split_control
 from sdcdist.audit.spec import parse_spec
 from sdcdist.data import Microdata
 from sdcdist.errors import SdcInputError
-from sdcdist.metrics import measure
+from sdcdist.metrics import Inputs, measure
 from sdcdist.metrics._registry import MeasureContext
 from sdcdist.metrics.risk.attacks.kernels import EQ, GE, GT, ISNULL, LE, LT, NE, NOTNULL
 from sdcdist.metrics.risk.attacks import (ATTACK_METRICS, control_correction, count_queries, gower_knn,
@@ -111,8 +111,9 @@ def _tie_heavy(n: int, seed: int) -> np.ndarray:
 
 
 def _ctx(A: np.ndarray, B: np.ndarray, **options) -> MeasureContext:
-    return MeasureContext(Runner(None), A, B, shape_original=A.shape, shape_masked=B.shape,
-                          columns=["a", "b", "c", "d"], options=options or None)
+    return MeasureContext(Runner(None), A, B, inputs=Inputs(
+        shape_original=A.shape, shape_masked=B.shape, columns=["a", "b", "c", "d"]),
+        options=options or None)
 
 
 def _brute_distance(T: np.ndarray, X: np.ndarray, is_cat: np.ndarray) -> np.ndarray:

@@ -56,8 +56,9 @@ def gower_fraction(a, b, kinds, den):
     return tot / len(kinds)
 
 
-def brute_dld(X, Y, keys, ordinal=()):
-    """DLD and DLD2 (masked -> original, ties 1/t) with exact rational distances."""
+def brute_dld(X, Y, keys, ordinal=(), levels=None):
+    """DLD and DLD2 (masked -> original, ties 1/t) with exact rational distances;
+    ``levels``: an ordinal column's declared levels L (default: its largest code + 1)."""
     idx = [COLS.index(c) for c in keys]
     kinds = ["ordinal" if c in ordinal else "nominal" if c in CAT else "numeric"
              for c in keys]
@@ -65,7 +66,8 @@ def brute_dld(X, Y, keys, ordinal=()):
     for j, kind in zip(idx, kinds):
         if kind == "ordinal":
             hi = max(v for v in list(X[:, j]) + list(Y[:, j]) if not math.isnan(v))
-            den.append(Fraction(int(hi)))                 # L - 1, codes 0..L-1
+            L = (levels or {}).get(COLS[j], int(hi) + 1)
+            den.append(Fraction(L - 1))                   # L - 1, codes 0..L-1
         elif kind == "numeric":
             col = [Fraction(v) for v in X[:, j] if not math.isnan(v)]
             den.append(max(col) - min(col))
@@ -103,6 +105,30 @@ def test_gower_dld_equals_exact_brute_force(noise):
         want1, want2 = brute_dld(X, Y, keys, ordinal=("educ",))
         assert dld.per_keyset[k] == pytest.approx(want1, abs=1e-12), keys
         assert dld2.per_keyset[k] == pytest.approx(want2, abs=1e-12), keys
+
+
+def test_ordinal_levels_are_the_declared_categories():
+    # educ declares 7 categories; its codes use 0..4 in both files, so the two highest
+    # (categories 5 and 6) are unused: L_j is 7 (CATALOG), not the largest code + 1
+    from sdcdist.metrics import Inputs
+    X, Y = mixed(np.random.default_rng(11), 40)
+    labels = {"sex": ["f", "m"], "region": ["n", "s", "w"],
+              "educ": [f"e{i}" for i in range(7)]}
+    keys = ["educ", "age", "income"]
+    want = brute_dld(X, Y, keys, ordinal=("educ",), levels={"educ": 7})
+    assert want != brute_dld(X, Y, keys, ordinal=("educ",))     # the levels matter here
+    a, b = (Microdata(M, tuple(COLS), categories=labels) for M in (X, Y))
+    r = measure(a, b, ["DLD", "DLD2"], keysets=[keys], options={"ordinal": ["educ"]})
+    assert (r["DLD"].value, r["DLD2"].value) == pytest.approx(want, abs=1e-12)
+    # the same from Inputs alone (ordinal and the declared counts as fields)
+    inp = Inputs(columns=COLS, categorical=CAT, ordinal=("educ",), keysets=[keys],
+                 n_categories={"educ": 7})
+    r = measure(X, Y, ["DLD"], inputs=inp)
+    assert r["DLD"].value == pytest.approx(want[0], abs=1e-12)
+    # without labels: the largest code + 1, as before
+    r = measure(X, Y, ["DLD"], inputs=inp.replace(n_categories=()))
+    assert r["DLD"].value == pytest.approx(brute_dld(X, Y, keys, ordinal=("educ",))[0],
+                                           abs=1e-12)
 
 
 def test_gower_is_the_default_on_categorical_keys_only():

@@ -204,13 +204,14 @@ def test_each_metric_reads_only_the_options_it_declares(rng):
     codes = np.floor(np.abs(X))          # categorical metrics read V1, V2 as codes
     for name in METRICS:
         cat = METRICS[name].categorical
+        inputs = metrics.Inputs(
+            shape_original=X.shape, shape_masked=Y.shape, columns=["V1", "V2", "V3"],
+            categorical=("V1", "V2") if cat else (),
+            confidential=("V3",) if cat or name in ATTACK_METRICS else (),
+            household="V3" if cat else None)
         ctx = MeasureContext(Runner(), codes if cat else X, codes if cat else Y,
-                             shape_original=X.shape, shape_masked=Y.shape,
-                             columns=["V1", "V2", "V3"], keysets=[("V1", "V2")],
+                             inputs=inputs, keysets=[("V1", "V2")],
                              seed=np.random.SeedSequence(3),
-                             categorical=("V1", "V2") if cat else (),
-                             confidential=("V3",) if cat or name in ATTACK_METRICS else (),
-                             household="V3" if cat else None,
                              holdout=codes[::2] if cat else X[::2],   # the DCR metrics
                              shape_holdout=(X.shape[0] // 2, X.shape[1]))
         if name.startswith("so_multi"):

@@ -7,7 +7,8 @@ import pytest
 import xarray as xr
 
 from sdcdist.cube import as_cube, ranks
-from sdcdist.metrics import REGISTRY, MeasureContext, MetricResult, expand_requirements
+from sdcdist.metrics import (REGISTRY, Inputs, MeasureContext, MetricResult,
+                             expand_requirements)
 from sdcdist.metrics.scores import SCORE_WEIGHTS
 from sdcdist.parallel import Runner
 from sdcdist.report import add_scores, ranking_table
@@ -46,8 +47,8 @@ def test_scores_from_context_equal_formulas():
         v = dict(zip(PARTS, rng.uniform(0, 100, len(PARTS))))
         for k in ("s0", "s1", "s2"):
             v[k] /= 100
-        ctx = MeasureContext(Runner(None), None, None, shape_original=(3, 2),
-                             shape_masked=(3, 2), columns=["a", "b"])
+        ctx = MeasureContext(Runner(None), None, None, inputs=Inputs(
+            shape_original=(3, 2), shape_masked=(3, 2), columns=["a", "b"]))
         ctx.results.update({k: MetricResult(x) for k, x in v.items()})
         want = _formulas(v)
         for name in SCORE_WEIGHTS:

@@ -72,13 +72,14 @@ def test_equals_sdmetrics(case):
 
 def test_per_record_distances_equal_sdmetrics():
     """Every released record's DCR to the training and to the holdout file, bit for bit."""
+    from sdcdist.metrics import Inputs
     from sdcdist.metrics._registry import MeasureContext
     from sdcdist.metrics.risk.synthetic import _nearest
     from sdcdist.parallel import Runner
     ref, tr, ho, re_ = _files("ties")
-    ctx = MeasureContext(Runner(None), tr, re_, shape_original=tr.shape,
-                         shape_masked=re_.shape, columns=ref["columns"],
-                         categorical=ref["categorical"], holdout=ho, shape_holdout=ho.shape)
+    ctx = MeasureContext(Runner(None), tr, re_, inputs=Inputs(
+        shape_original=tr.shape, shape_masked=re_.shape, columns=ref["columns"],
+        categorical=ref["categorical"]), holdout=ho, shape_holdout=ho.shape)
     np.testing.assert_array_equal(_nearest(ctx, "x", "train")["d1"], ref["dcr_train"])
     np.testing.assert_array_equal(_nearest(ctx, "x", "holdout")["d1"], ref["dcr_holdout"])
 

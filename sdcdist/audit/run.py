@@ -355,13 +355,11 @@ def measure_cell(runner: Runner, X: Any, Xm: Any, shape: tuple[int, int],
     no roles); ``holdout`` and ``control`` its holdout file and control set, when it has
     them.
     """
-    inputs = inputs if inputs is not None else Inputs(columns=columns)
+    inputs = (inputs if inputs is not None else Inputs()).replace(
+        columns=tuple(columns), masked_columns=None, shape_original=shape, shape_masked=shape)
     H = holdout
-    ctx = MeasureContext(runner, X, Xm, shape_original=shape, shape_masked=shape,
-                         columns=columns, keysets=keysets, seed=cell.seed, options=options,
-                         categorical=inputs.categorical, weight=inputs.weight,
-                         confidential=inputs.confidential, household=inputs.household,
-                         holdout=None if H is None else runner.share(H),
+    ctx = MeasureContext(runner, X, Xm, inputs=inputs, keysets=keysets, seed=cell.seed,
+                         options=options, holdout=None if H is None else runner.share(H),
                          shape_holdout=None if H is None else H.shape,
                          control=None if control is None else runner.share(control),
                          shape_control=None if control is None else control.shape)

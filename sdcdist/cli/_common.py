@@ -555,60 +555,89 @@ NA_VALUES_HELP = ("Cells of CSV/Parquet inputs that mean 'missing' besides empty
                   "labels are kept verbatim.")
 
 
-def na_values_option(f: Any) -> Any:
-    """``--na-values``: the missing-value markers of CSV/Parquet inputs."""
-    return click.option("--na-values", "na_values", default=None, metavar="A,B,...",
-                        help=NA_VALUES_HELP)(f)
+#: The standard help of each role flag (:func:`role_options`), in the order the flags are
+#: listed; a command may give its own help for a flag that means more (or less) there.
+ROLE_HELP: dict[str, str] = {
+    "keys": "Key columns in linkage order; key sets are their prefixes of sizes 1..7, and the "
+            "frequency risk metrics count the combinations of the categorical ones (default: "
+            "the store's key role, else the columns both files share).",
+    "keyset": "One explicit key set (repeatable; replaces the prefixes of --keys).",
+    "confidential": "Confidential columns of the attribute-disclosure metrics (l-diversity, "
+                    "t-closeness, beta-likeness, delta-disclosure), cap and the inference "
+                    "attack (default: the store's confidential role).",
+    "household": "Household id column of the household risk metrics (HR_*; default: the "
+                 "store's household role); never a linkage key.",
+    "categorical": "Integer-coded columns of CSV/Parquet inputs to read as categorical (a "
+                   "Zarr store records its own).",
+    "weight": "Sampling-weight column for the frequency risk metrics (default: the store's "
+              "weight role).",
+    "na_values": NA_VALUES_HELP,
+}
+
+#: Each role flag's click declaration: (flag names, metavar, extra keywords).
+_ROLE_FLAG: dict[str, tuple[tuple[str, ...], str, dict[str, Any]]] = {
+    "keys": (("--keys",), "A,B,...", {}),
+    "keyset": (("--keyset", "keysets"), "A,B,...", {"multiple": True}),
+    "confidential": (("--confidential",), "A,B,...", {}),
+    "household": (("--household",), "COLUMN", {}),
+    "weight": (("--weight",), "COLUMN", {}),
+    "categorical": (("--categorical",), "A,B,...", {}),
+    "na_values": (("--na-values", "na_values"), "A,B,...", {}),
+}
 
 
-def typed_input_options(f: Any) -> Any:
-    """``--categorical``, ``--weight`` and ``--na-values``: how CSV/Parquet inputs are typed
-    (measure, risk)."""
-    f = na_values_option(f)
-    f = click.option("--weight", default=None, metavar="COLUMN",
-                     help="Sampling-weight column for the frequency risk metrics (default: "
-                          "the store's weight role).")(f)
-    return click.option("--categorical", default=None, metavar="A,B,...",
-                        help="Integer-coded columns of CSV/Parquet inputs to read as "
-                             "categorical (a Zarr store records its own).")(f)
+def role_options(f: Any = None, /, **flags: Any) -> Any:
+    """Decorator: the role flags of a command, the one place every command takes them from.
 
+    Bare (``@role_options``): every flag of :data:`ROLE_HELP` (``--keys``, ``--keyset``
+    (repeatable), ``--confidential``, ``--household``, ``--weight``, ``--categorical``,
+    ``--na-values``), received as ``keys``, ``keysets``, ``confidential``, ``household``,
+    ``weight``, ``categorical``, ``na_values`` and turned into one
+    :class:`~sdcdist.metrics.Inputs` by :func:`flag_inputs`.
 
-def role_options(f: Any) -> Any:
-    """The roles of a command's inputs: ``--keys``, ``--keyset`` (repeatable),
-    ``--confidential``, ``--household`` and the typing flags of
-    :func:`typed_input_options`; received as ``keys``, ``keysets``, ``confidential``,
-    ``household``, ``categorical``, ``weight``, ``na_values`` and turned into one
-    :class:`~sdcdist.metrics.Inputs` by :func:`flag_inputs`."""
-    f = typed_input_options(f)
-    f = click.option("--household", default=None, metavar="COLUMN",
-                     help="Household id column of the household risk metrics (HR_*; "
-                          "default: the store's household role); never a linkage key.")(f)
-    f = click.option("--confidential", default=None, metavar="A,B,...",
-                     help="Confidential columns of the attribute-disclosure metrics "
-                          "(l-diversity, t-closeness, beta-likeness, delta-disclosure), cap "
-                          "and the inference attack (default: the store's confidential "
-                          "role).")(f)
-    f = click.option("--keyset", "keysets", multiple=True, metavar="A,B,...",
-                     help="One explicit key set (repeatable; replaces the prefixes of "
-                          "--keys).")(f)
-    return click.option("--keys", default=None, metavar="A,B,...",
-                        help="Key columns in linkage order; key sets are their prefixes of "
-                             "sizes 1..7, and the frequency risk metrics count the "
-                             "combinations of the categorical ones (default: the store's "
-                             "key role, else the columns both files share).")(f)
+    Called (``@role_options(keys=True, weight="...", keyset=False)``): a flag named True
+    takes its standard help, a string its own help, a dict the keywords of
+    :func:`click.option` (``{"help": ..., "required": True}``); a flag not named (or
+    False) is not taken, unless no flag is named at all.
+    """
+    if f is None:
+        return lambda g: role_options(g, **flags)
+    unknown = set(flags) - set(ROLE_HELP)
+    if unknown:
+        raise ValueError(f"unknown role flag(s) {sorted(unknown)}; one of {list(ROLE_HELP)}")
+    chosen = flags or dict.fromkeys(ROLE_HELP, True)
+    for name in reversed(list(ROLE_HELP)):
+        how = chosen.get(name, False)
+        if how is False or how is None:
+            continue
+        decls, metavar, extra = _ROLE_FLAG[name]
+        kw: dict[str, Any] = {"default": None, "metavar": metavar, "help": ROLE_HELP[name],
+                              **extra}
+        if isinstance(how, str):
+            kw["help"] = how
+        elif isinstance(how, Mapping):
+            kw.update(how)
+        if kw.get("multiple") or kw.get("required"):
+            kw.pop("default", None)
+        f = click.option(*decls, **kw)(f)
+    return f
 
 
 def flag_inputs(columns: Sequence[str], masked_columns: Sequence[str], *,
                 categorical: Sequence[str], roles: Sequence[Mapping[str, Any]],
                 keys: str | None, keysets: Sequence[str], confidential: str | None,
                 household: str | None, weight: str | None,
-                key_role: bool = True) -> Any:
+                key_role: bool = True,
+                categories: Sequence[Mapping[str, Sequence[str]]] = ()) -> Any:
     """The :class:`~sdcdist.metrics.Inputs` of a command from its role flags
     (:func:`role_options`), each flag winning over the files' roles (``roles``: the masked
     file's, then the original's), the named columns checked to be in the masked file.
-    ``key_role``: the original's key role gives the key columns when no key is named."""
+    ``key_role``: the original's key role gives the key columns when no key is named;
+    ``categories``: the files' category labels (``{column: labels}``), whose counts are the
+    declared levels of the categorical columns."""
     from ..errors import column_positions
     from ..metrics import Inputs
+    from ..metrics.inputs import declared_categories
 
     def role(name: str) -> list:
         return next((list(r.get(name) or []) for r in roles if r.get(name)), [])
@@ -633,7 +662,7 @@ def flag_inputs(columns: Sequence[str], masked_columns: Sequence[str], *,
     return Inputs(columns=tuple(columns), masked_columns=tuple(masked_columns),
                   categorical=tuple(categorical), weight=weight, confidential=tuple(conf),
                   household=household, keys=tuple(key_list or ()),
-                  keysets=named or None)
+                  keysets=named or None, n_categories=declared_categories(categories))
 
 
 def table_outputs(f: Any) -> Any:

@@ -9,7 +9,7 @@ import click
 
 from ..errors import SdcInputError, empty_error
 from ..limits import MAX_CHUNK_ROWS, MAX_ROWS
-from ._common import (echo_json, json_flag, main, na_values_option, names_option,
+from ._common import (echo_json, json_flag, main, names_option, role_options,
                       parse_method_options, split_list)
 from ._paths import PathOrURL, check_output
 
@@ -21,23 +21,18 @@ __all__ = ["ingest", "synth", "mask"]
 @click.argument("store", type=PathOrURL("output"))
 @click.option("--columns", default=None, metavar="A,B,...",
               help="Keep only these columns (comma-separated), e.g. to leave out text columns.")
-@click.option("--keys", default=None, metavar="A,B,...",
-              help="Columns an intruder may know (key role), in linkage order.")
-@click.option("--confidential", default=None, metavar="A,B,...",
-              help="Confidential columns (role used by the IPSO methods).")
-@click.option("--categorical", default=None, metavar="A,B,...",
-              help="Integer-coded columns to store as categorical (text columns are "
-                   "categorical anyway).")
-@click.option("--weight", default=None, metavar="COLUMN",
-              help="The sampling-weight column (positive values), used by the frequency "
-                   "risk metrics.")
-@click.option("--household", default=None, metavar="COLUMN",
-              help="The household id column (household role), read by the household risk "
-                   "metrics (HR_*); never a linkage key.")
+@role_options(keys="Columns an intruder may know (key role), in linkage order.",
+              confidential="Confidential columns (role used by the IPSO methods).",
+              household="The household id column (household role), read by the household "
+                        "risk metrics (HR_*); never a linkage key.",
+              categorical="Integer-coded columns to store as categorical (text columns are "
+                          "categorical anyway).",
+              weight="The sampling-weight column (positive values), used by the frequency "
+                     "risk metrics.",
+              na_values=True)
 @click.option("--chunk-rows", type=click.IntRange(1, MAX_CHUNK_ROWS), default=65_536, show_default=True,
               help="Records per Zarr chunk.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@na_values_option
 def ingest(source: str, store: str, columns: str | None, keys: str | None,
            confidential: str | None, categorical: str | None, weight: str | None,
            household: str | None, chunk_rows: int, overwrite: bool,
@@ -131,20 +126,18 @@ _ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
                    "prints it, to write the same file.")
 @click.option("--out", required=True, type=PathOrURL("output"),
               help="Masked file to write: .csv, .parquet, else a Zarr store.")
-@click.option("--keys", default=None, metavar="A,B,...",
-              help="IPSO: the quasi-identifier columns (key role) to replace; default: the "
-                   "dataset's key role.")
-@click.option("--confidential", default=None, metavar="A,B,...",
-              help="IPSO: the confidential columns (regressors); default: the dataset's "
-                   "confidential role.")
+@role_options(keys="IPSO: the quasi-identifier columns (key role) to replace; default: the "
+                   "dataset's key role.",
+              confidential="IPSO: the confidential columns (regressors); default: the "
+                           "dataset's confidential role.",
+              categorical="Integer-coded columns of a CSV/Parquet input to read as "
+                          "categorical.",
+              na_values=True)
 @click.option("--option", "-o", "option_items", multiple=True, metavar="KEY=VALUE",
               help="A method option, e.g. variables=[age] or mapping={sex: {'1': m}}; for "
                    "a pipeline a step's options, e.g. recode={w: 5, variables: [age]} "
                    "(repeatable; each key once).")
-@click.option("--categorical", default=None, metavar="A,B,...",
-              help="Integer-coded columns of a CSV/Parquet input to read as categorical.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output.")
-@na_values_option
 @json_flag
 def mask(data: str, method: str, param: float | None, seed: int, spawn_key: str | None,
          out: str, keys: str | None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import echo_json, json_flag, main, names_option, typed_input_options
+from ._common import echo_json, json_flag, main, names_option, role_options
 from ._paths import PathOrURL
 
 __all__ = ["describe"]
@@ -12,12 +12,11 @@ __all__ = ["describe"]
 
 @main.command()
 @click.argument("data", type=PathOrURL("input"))
-@click.option("--keys", default=None, metavar="A,B,...",
-              help="Key columns of the k-anonymity and individual-risk figures (default: "
-                   "the store's key role, else every categorical column).")
 @click.option("--top", type=click.IntRange(0), default=10, show_default=True,
               help="How many records of highest individual risk to list (0: none).")
-@typed_input_options
+@role_options(keys="Key columns of the k-anonymity and individual-risk figures (default: "
+                   "the store's key role, else every categorical column).",
+              categorical=True, weight=True, na_values=True)
 @json_flag
 def describe(data: str, keys: str | None, top: int, categorical: str | None,
              weight: str | None, na_values: str | None, as_json: bool) -> None:

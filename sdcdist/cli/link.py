@@ -8,7 +8,7 @@ import click
 
 from ..errors import SdcInputError, exclusive_error, unknown_name_error, value_error
 from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_flag, main,
-                      na_values_option, names_option, option_items)
+                      names_option, option_items, role_options)
 from ._paths import PathOrURL, check_output
 
 __all__ = ["link"]
@@ -96,18 +96,15 @@ def prl_settings(flags: dict[str, Any], option_items: tuple[str, ...],
 @main.command()
 @click.argument("original", type=PathOrURL("input"))
 @click.argument("masked", type=PathOrURL("input"))
-@click.option("--keys", required=True, metavar="A,B,...",
-              help="Key columns compared (present in both files).")
+@role_options(keys={"help": "Key columns compared (present in both files).", "required": True},
+              categorical="Key columns compared by equality.", na_values=True)
 @click.option("--method", type=click.Choice(["prl"]), default="prl", show_default=True,
               help="Linkage method: prl = probabilistic record linkage (Fellegi-Sunter, EM).")
 @click.option("--id", "id_column", default=None, metavar="COLUMN",
               help="Identifier column in both files: gives the truth, adds 'correct' and PLD.")
-@click.option("--categorical", default=None, metavar="A,B,...",
-              help="Key columns compared by equality.")
 @click.option("--out", required=True, type=PathOrURL("output"),
               help="Parquet file for the linked pairs.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
-@na_values_option
 @option_items
 @prl_flags
 @json_flag

@@ -110,7 +110,7 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     inputs = flag_inputs(cols_a, cols_b, roles=(roles_b, roles_a),
                          categorical=list(dict.fromkeys(cat_a + cat_b)), keys=keys,
                          keysets=keysets, confidential=confidential, household=household,
-                         weight=weight, key_role=False)
+                         weight=weight, key_role=False, categories=(labels_a, labels_b))
     from ._common import choose_where, in_process_reason, interval_figures, interval_text
     where = choose_where(where, in_process_reason(names, A.shape[0], B.shape[0]))
     with cluster(where, quiet=True) as client:

@@ -119,7 +119,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     inputs = flag_inputs(a.columns, b.columns, roles=(b.roles, a.roles),
                          categorical=list(dict.fromkeys(a.categorical + b.categorical)),
                          keys=keys, keysets=keysets, confidential=confidential,
-                         household=household, weight=weight).replace(
+                         household=household, weight=weight,
+                         categories=(a.categories, b.categories)).replace(
         holdout=h is not None, control=c_set is not None, shape_original=a.shape,
         shape_masked=b.shape)
     if not names:

@@ -3,7 +3,8 @@
 Gower (1971): the distance of two records is the mean over the key columns of
 
 - ``[a != b]`` for a nominal column (categorical codes),
-- ``|a - b| / (L_j - 1)`` for an ordinal column (codes in label order, L_j levels),
+- ``|a - b| / (L_j - 1)`` for an ordinal column (codes in label order, L_j its declared
+  categories; the largest code + 1 when none are known: :func:`plan`),
 - ``|a - b| / range_j`` for a numeric column (range of the ORIGINAL column),
 - 1 when either value is missing.
 
@@ -35,6 +36,7 @@ and multiplied by ``unit / den_j``, so a term is ``rint(|a' - b'|)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,9 +119,14 @@ def column_stats(X: Any, cols: tuple[int, ...], lookups: Any = None) -> dict[str
             "decimals": np.array([_decimals(A[:, j]) for j in range(p)], dtype=np.int64)}
 
 
-def plan(kinds: tuple[str, ...], orig: dict[str, np.ndarray], masked: dict[str, np.ndarray]
-         ) -> tuple[Gower, dict[str, np.ndarray]]:
+def plan(kinds: tuple[str, ...], orig: dict[str, np.ndarray], masked: dict[str, np.ndarray],
+         levels: Sequence[int | None] | None = None) -> tuple[Gower, dict[str, np.ndarray]]:
     """The Gower distance of a key set from the two files' :func:`column_stats`.
+
+    ``levels``: per column, the number of declared categories ``L_j`` of an ordinal
+    column (its labels, used or not); None (or no ``levels``): the largest code in either
+    file plus one. A code beyond the declared categories widens ``L_j`` to it (a term
+    never exceeds 1).
 
     Returns the :class:`Gower` and the per-column preparation ``{"shift", "scale",
     "mult", "grid"}``: a prepared value is ``(v - shift) * mult`` (nominal: the code
@@ -141,8 +148,11 @@ def plan(kinds: tuple[str, ...], orig: dict[str, np.ndarray], masked: dict[str, 
             exact[j] = True
             continue
         if kind == "ordinal":
-            levels = int(hi_b) + 1 if np.isfinite(hi_b) else 1
-            den[j] = max(levels - 1, 1)
+            n_lev = int(hi_b) + 1 if np.isfinite(hi_b) else 1
+            declared = levels[j] if levels is not None else None
+            if declared is not None:
+                n_lev = max(int(declared), n_lev)
+            den[j] = max(n_lev - 1, 1)
             span[j] = den[j]
             grid[j] = exact[j] = True
             continue

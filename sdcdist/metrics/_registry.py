@@ -381,23 +381,31 @@ def stable_id(name: str) -> int:
 class MeasureContext:
     """Everything a metric function needs for one (original, masked) pair.
 
+    The columns, their roles and the files' shapes come from one
+    :class:`~sdcdist.metrics.Inputs`; the context reads them from it (``ctx.columns``,
+    ``ctx.categorical``, ``ctx.weight``, ``ctx.confidential``, ``ctx.household``, ...) and
+    keeps no copy of its own.
+
     Parameters
     ----------
     runner : Runner
         Where the numpy pieces run.
     original, masked : array handles
         ndarray, :class:`~sdcdist.data.StoredArray` or a future of an ndarray;
-        shapes ``(n_a, m)`` and ``(n_b, m)``.
-    shape_original, shape_masked : tuple
-    columns : sequence of str
-        Column names (shared by both files).
+        shapes ``inputs.shape_original`` and ``inputs.shape_masked``.
+    inputs : Inputs
+        The columns (the original's and, when they differ, the masked file's), their roles
+        (categorical, ordinal, weight, confidential, household, the declared categories'
+        counts) and the files' shapes (required).
     keysets : sequence of tuple of str, optional
-        Key sets for linkage metrics. A :class:`~sdcdist.metrics.keysets.KeySets`
-        from :func:`default_keysets` (or None: the prefixes of the columns both files
-        share) is the default, and metrics registered with
-        ``keyset_default="all"`` then link on all its key columns as one key
-        set; any other sequence is taken as named key sets, used by every
-        key-set metric.
+        The key sets linkage metrics link on, once resolved (the given ones, or the
+        default prefixes with constant columns left out). A
+        :class:`~sdcdist.metrics.keysets.KeySets` from :func:`default_keysets` is a
+        default, and metrics registered with ``keyset_default="all"`` then link on all its
+        key columns as one key set; any other sequence is taken as named key sets, used by
+        every key-set metric. None: those of ``inputs``
+        (:meth:`~sdcdist.metrics.Inputs.given_keysets`), else the prefixes of the columns
+        both files share.
     seed : numpy.random.SeedSequence
         The cell's seed; metric ``name`` uses the child with spawn key
         ``seed.spawn_key + (1, stable_id(name))``.
@@ -407,61 +415,61 @@ class MeasureContext:
     truth : array handle or None
         For each masked record, the row of its true record in the original
         file (-1 if absent). ``None``: row order is the truth.
-    categorical : sequence of str
-        Names of the categorical columns (codes; the same in both files).
-    weight : str or None
-        The sampling-weight column, read by the frequency risk metrics.
-    confidential : sequence of str
-        The confidential columns, read by the attribute-disclosure metrics.
-    household : str or None
-        The household id column, read by the household risk metrics (never a key).
     holdout : array handle or None
         A holdout file (records of the original's population the release was not made
         from; the original's columns), read by the DCR metrics of
-        :mod:`sdcdist.metrics.synthetic`.
-    shape_holdout : tuple or None
+        :mod:`sdcdist.metrics.synthetic`; ``shape_holdout`` its shape (default: the
+        handle's ``shape``).
     control : array handle or None
         The control set of the singling-out, linkability and inference attacks:
         original records held out of what was masked, shape ``(n_c, m)`` with the
-        original file's columns (``shape_control``).
+        original file's columns (``shape_control``, default: the handle's ``shape``).
     """
 
-    def __init__(self, runner: Runner, original: Any, masked: Any, *,
-                 shape_original: tuple[int, int], shape_masked: tuple[int, int],
-                 columns: Sequence[str], keysets: Sequence[Sequence[str]] | None = None,
+    def __init__(self, runner: Runner, original: Any, masked: Any, *, inputs: Any,
+                 keysets: Sequence[Sequence[str]] | None = None,
                  seed: np.random.SeedSequence | None = None,
                  options: Mapping[str, Any] | None = None, truth: Any = None,
-                 masked_columns: Sequence[str] | None = None,
-                 categorical: Sequence[str] = (), weight: str | None = None,
-                 confidential: Sequence[str] = (), household: str | None = None,
                  holdout: Any = None, shape_holdout: tuple[int, int] | None = None,
                  control: Any = None, shape_control: tuple[int, int] | None = None):
+        if inputs.shape_original is None or inputs.shape_masked is None:
+            raise ValueError("MeasureContext needs the files' shapes in its inputs "
+                             "(Inputs(shape_original=..., shape_masked=...))")
+        if not inputs.columns:
+            raise ValueError("MeasureContext needs the column names in its inputs")
         self.runner = runner
+        #: the columns, their roles and the files' shapes (:class:`~sdcdist.metrics.Inputs`)
+        self.inputs = inputs
         self.holdout = holdout
+        if shape_holdout is None and holdout is not None:
+            shape_holdout = getattr(holdout, "shape", None)
         self.shape_holdout = tuple(shape_holdout) if shape_holdout is not None else None
         self.control = control
+        if shape_control is None and control is not None:
+            shape_control = getattr(control, "shape", None)
         self.shape_control = tuple(shape_control) if shape_control is not None else None
         self.original = original
         self.masked = masked
-        self.shape_original = tuple(shape_original)
-        self.shape_masked = tuple(shape_masked)
-        self.columns = tuple(columns)
-        self.masked_columns = tuple(masked_columns) if masked_columns else self.columns
-        shared = [c for c in self.columns if c in set(self.masked_columns)]
-        ks = keysets if keysets else default_keysets(shared)
+        ks = keysets if keysets else (inputs.given_keysets() if inputs.keysets is not None
+                                      else None)
+        if not ks:
+            ks = default_keysets(inputs.keys) if inputs.keys else default_keysets(
+                inputs.shared)
         self.keysets = [tuple(k) for k in ks]
         #: whether the key sets were named (else they are the default prefixes)
         self.keysets_given = bool(getattr(ks, "given", True))
         #: the key columns of the default (all of them: one key set for RR and PDL)
-        self.key_columns = tuple(getattr(ks, "columns", ())) or tuple(shared)
+        self.key_columns = tuple(getattr(ks, "columns", ())) or tuple(inputs.shared)
         self.seed = seed if seed is not None else np.random.SeedSequence(0)
         self.options = {**DEFAULT_OPTIONS, **_options.validate(options, what="options")}
+        ordinal = self.options.get("ordinal")
+        if ordinal is not None and not inputs.ordinal:
+            # the option ``ordinal`` names the ordered categorical columns of these inputs
+            self.inputs = inputs = inputs.replace(ordinal=ordinal)
         self.truth = truth
-        self.categorical = tuple(c for c in categorical
-                                 if c in set(self.columns) | set(self.masked_columns))
-        self.weight = weight
-        self.confidential = tuple(confidential or ())
-        self.household = household
+        have = set(self.columns) | set(self.masked_columns)
+        #: the categorical columns either file holds
+        self.categorical = tuple(c for c in inputs.categorical if c in have)
         self._cache: dict[Any, Any] = {}
         self.results: dict[str, MetricResult] = {}
         self._numeric: MeasureContext | None = None
@@ -469,19 +477,64 @@ class MeasureContext:
         #: columns this context left out because they are constant in the original file
         self.constant_left_out: tuple[str, ...] = ()
 
+    # -- what the inputs say (read-only views of :attr:`inputs`) -------------------------
+    @property
+    def shape_original(self) -> tuple[int, int]:
+        return self.inputs.shape_original
+
+    @property
+    def shape_masked(self) -> tuple[int, int]:
+        return self.inputs.shape_masked
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The original file's column names."""
+        return self.inputs.columns
+
+    @property
+    def masked_columns(self) -> tuple[str, ...]:
+        """The masked file's column names."""
+        return self.inputs.masked
+
+    @property
+    def weight(self) -> str | None:
+        return self.inputs.weight
+
+    @property
+    def confidential(self) -> tuple[str, ...]:
+        return self.inputs.confidential
+
+    @property
+    def household(self) -> str | None:
+        return self.inputs.household
+
+    @property
+    def ordinal(self) -> tuple[str, ...]:
+        """The categorical columns whose categories are ordered."""
+        return tuple(c for c in self.inputs.ordinal if c in set(self.categorical))
+
+    def n_levels(self, column: str) -> int | None:
+        """The number of declared categories of categorical ``column`` (its labels), or
+        None when no labels are known."""
+        return dict(self.inputs.n_categories).get(column)
+
     def _without(self, drop: set, keep_a: list[int], keep_b: list[int],
-                 **extra: Any) -> "MeasureContext":
+                 **roles: Any) -> "MeasureContext":
         """This context on the columns ``keep_a`` (original) and ``keep_b`` (masked), key
-        sets touching ``drop`` left out."""
-        return MeasureContext(
-            self.runner, self.runner.task(take_columns, self.original, keep_a),
-            self.runner.task(take_columns, self.masked, keep_b),
+        sets touching ``drop`` left out; ``roles``: the roles the new context keeps (the
+        others are left out)."""
+        inputs = self.inputs.replace(
+            columns=tuple(self.columns[j] for j in keep_a),
+            masked_columns=tuple(self.masked_columns[j] for j in keep_b),
             shape_original=(self.shape_original[0], len(keep_a)),
             shape_masked=(self.shape_masked[0], len(keep_b)),
-            columns=[self.columns[j] for j in keep_a],
+            **{"categorical": (), "ordinal": (), "weight": None, "confidential": (),
+               "household": None, "keys": (), "keysets": None, **roles})
+        return MeasureContext(
+            self.runner, self.runner.task(take_columns, self.original, keep_a),
+            self.runner.task(take_columns, self.masked, keep_b), inputs=inputs,
             keysets=[k for k in self.keysets if not set(k) & drop] or None,
-            seed=self.seed, options=self.options, truth=self.truth,
-            masked_columns=[self.masked_columns[j] for j in keep_b], **extra)
+            seed=self.seed, options=self.options, truth=self.truth)
 
     def numeric_context(self) -> "MeasureContext":
         """This context restricted to the numeric columns (without the categorical columns
@@ -518,7 +571,8 @@ class MeasureContext:
             log.warning("constant column(s) %s left out of the metrics that divide by a "
                         "column's standard deviation", list(left))
             ctx = self._without(drop, keep_a, keep_b, categorical=self.categorical,
-                                weight=self.weight, household=self.household)
+                                ordinal=self.inputs.ordinal, weight=self.weight,
+                                household=self.household)
             ctx._scaled = ctx
             ctx.constant_left_out = left
             self._scaled = ctx

@@ -24,7 +24,7 @@ from ._registry import NEEDS, REGISTRY, Metric, get_metric
 from .keysets import default_keysets
 
 __all__ = ["Inputs", "Reason", "applicable", "default_metrics", "need_error", "NEED_TEXT",
-           "key_role_error", "role_clash_error"]
+           "key_role_error", "role_clash_error", "declared_categories"]
 
 #: What each need (:data:`~sdcdist.metrics.NEEDS`) is, what a metric without it is told is
 #: missing, and where it is given: ``(what, noun, how)``.
@@ -77,6 +77,23 @@ def role_clash_error(column: str, role: str, other: str) -> SdcInputError:
     return SdcInputError(f"column {column!r} is both the {role} and {other}; give it one role")
 
 
+def declared_categories(categories: Any) -> dict[str, int]:
+    """The number of declared categories of each categorical column, from the files'
+    ``{column: labels}`` (Microdata's ``categories``): the labels of either file (the
+    codes once the files are aligned, :func:`~sdcdist.data.align_categories`); columns
+    without labels are left out.
+
+    >>> declared_categories([{"a": ["x", "y"]}, {"a": ["x", "z"], "b": []}])
+    {'a': 3}
+    """
+    seen: dict[str, dict[str, None]] = {}
+    for cats in categories:
+        for c, labels in (cats or {}).items():
+            if labels is not None and len(labels):
+                seen.setdefault(str(c), {}).update(dict.fromkeys(str(x) for x in labels))
+    return {c: len(v) for c, v in seen.items()}
+
+
 @dataclass(frozen=True)
 class Reason:
     """Why a metric does not apply: ``head`` says what the inputs lack or hold, ``tail``
@@ -127,6 +144,10 @@ class Inputs:
     levels : tuple of (str, int)
         The number of distinct values of categorical columns of the masked file, when
         known (what the guards of the models that grow with them read).
+    n_categories : tuple of (str, int)
+        The number of declared categories (labels) of each categorical column whose labels
+        are known (a Microdata's ``categories``; the larger count of the two files), used
+        or not: the levels ``L_j`` of an ordinal column's Gower term.
     """
 
     columns: tuple[str, ...] = ()
@@ -143,10 +164,13 @@ class Inputs:
     shape_original: tuple[int, int] | None = None
     shape_masked: tuple[int, int] | None = None
     levels: tuple[tuple[str, int], ...] = field(default=())
+    n_categories: tuple[tuple[str, int], ...] = field(default=())
 
     def __post_init__(self) -> None:
         for f in ("columns", "categorical", "ordinal", "confidential", "keys"):
-            object.__setattr__(self, f, tuple(str(c) for c in getattr(self, f) or ()))
+            v = getattr(self, f) or ()
+            object.__setattr__(self, f, tuple(str(c) for c in ([v] if isinstance(v, str)
+                                                              else v)))
         if self.masked_columns is not None:
             object.__setattr__(self, "masked_columns", tuple(self.masked_columns))
         if self.keysets is not None:
@@ -154,8 +178,9 @@ class Inputs:
         for f in ("shape_original", "shape_masked"):
             if getattr(self, f) is not None:
                 object.__setattr__(self, f, tuple(int(x) for x in getattr(self, f)))
-        object.__setattr__(self, "levels", tuple((str(c), int(k)) for c, k in
-                                                 dict(self.levels).items()))
+        for f in ("levels", "n_categories"):
+            object.__setattr__(self, f, tuple((str(c), int(k)) for c, k in
+                                              dict(getattr(self, f)).items()))
 
     # -- building ---------------------------------------------------------------------
     @classmethod
@@ -180,6 +205,9 @@ class Inputs:
             out["confidential"] = list(role("confidential") or ())
         if "household" not in out:
             out["household"] = next((md.household for md in mds if md.household), None)
+        if "n_categories" not in out:
+            out["n_categories"] = declared_categories(
+                md.categories for md in (original, masked) if isinstance(md, Microdata))
         if "columns" not in out and isinstance(original, Microdata):
             out["columns"] = original.columns
         if "masked_columns" not in out and isinstance(masked, Microdata) and \

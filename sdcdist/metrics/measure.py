@@ -187,12 +187,9 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         counts = check_truth(np.asarray(truth), shape_a[0])
         t = runner.share(np.asarray(truth, dtype=np.int64))
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    ctx = MeasureContext(runner, A, B, shape_original=shape_a, shape_masked=shape_b,
-                         columns=cols, keysets=ks, seed=ss, options=options, truth=t,
-                         masked_columns=mcols, categorical=inputs.categorical,
-                         weight=inputs.weight, confidential=inputs.confidential,
-                         household=inputs.household, holdout=H, shape_holdout=shape_h,
-                         control=C, shape_control=shape_c)
+    ctx = MeasureContext(runner, A, B, inputs=inputs, keysets=ks, seed=ss, options=options,
+                         truth=t, holdout=H, shape_holdout=shape_h, control=C,
+                         shape_control=shape_c)
     out = {}
     for name in expand_requirements(metrics):
         out[name] = ctx.measure(name)
@@ -214,7 +211,13 @@ def _inputs(original: Any, masked: Any, inputs: Inputs | None, **given: Any) -> 
         given["keysets"] = ks
     if inputs is None:
         return Inputs.from_microdata(original, masked, **given)
-    return inputs.replace(**{k: v for k, v in given.items() if v is not None})
+    inputs = inputs.replace(**{k: v for k, v in given.items() if v is not None})
+    if not inputs.n_categories:
+        # the declared categories of the files, when the caller's inputs do not say
+        known = Inputs.from_microdata(original, masked).n_categories
+        if known:
+            inputs = inputs.replace(n_categories=known)
+    return inputs
 
 
 def _shaped(inputs: Inputs, metrics: Sequence[str], shape_a: tuple, shape_b: tuple,

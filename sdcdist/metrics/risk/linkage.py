@@ -231,12 +231,12 @@ def _linked_share(ctx: MeasureContext, keys: tuple[int, ...], kind: str, metric:
 
 
 def ordinal_columns(ctx: MeasureContext) -> tuple[str, ...]:
-    """The columns named in option ``ordinal`` (categorical columns whose codes are
-    ordered); an unknown or numeric column raises."""
-    v = ctx.options.get("ordinal")
-    if v is None:
+    """The ordinal columns of the context's inputs (categorical columns whose codes are
+    ordered: :attr:`Inputs.ordinal <sdcdist.metrics.Inputs.ordinal>`, filled from option
+    ``ordinal``); an unknown or numeric column raises."""
+    cols = list(ctx.inputs.ordinal)
+    if not cols:
         return ()
-    cols = [v] if isinstance(v, str) else list(v)
     column_positions(cols, ctx.columns, what="ordinal column", where="the original file")
     bad = [c for c in cols if c not in ctx.categorical]
     if bad:
@@ -286,7 +286,11 @@ def _gower_link(ctx: MeasureContext, keys: tuple[int, ...], reverse: bool) -> di
                 raise constant_error([nm], "the original file", "the Gower distance divides "
                                      "by each numeric key column's range",
                                      "leave it out of the key sets")
-        g, prep = plan(kinds, so, sm)
+        # an ordinal column's levels L_j: its declared categories, used or not (the
+        # largest code in either file + 1 only when no labels are known)
+        levels = tuple(ctx.n_levels(nm) if kind == "ordinal" else None
+                       for nm, kind in zip(names, kinds))
+        g, prep = plan(kinds, so, sm, levels=levels)
         O = ctx.runner.task(prepare, ctx.original, ja, kinds, prep, lk)
         M = ctx.runner.task(prepare, ctx.masked, jb, kinds, prep, None)
         n_m, n_o = ctx.shape_masked[0], ctx.shape_original[0]
