@@ -18,7 +18,8 @@ from .inputs import Inputs, Reason, applicable, default_metrics
 _MODULES = ("loss.infoloss", "risk.prl", "loss.ranks", "risk.linkage", "risk.interval", "scores",
             "loss.propensity", "loss.emd", "risk.frequency", "loss.categorical",
             "risk.attribute", "risk.suda", "risk.synthetic", "risk.cap", "risk.household",
-            "risk.modrisk", "risk.attacks", "loss.synthutility")
+            "risk.modrisk", "risk.attacks", "loss.pmse", "loss.quality",
+            "loss.regression")
 #: metric names -> the one module that declares them, for the names whose look-up need not
 #: import the rest (tests/test_metrics_lazy.py checks each entry)
 _DECLARED = {n: "risk.frequency" for n in ("uniques", "kviol2", "kviol3", "kviol5", "IR_mean",

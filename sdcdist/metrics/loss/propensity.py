@@ -171,7 +171,7 @@ def logistic_chunk(start: int, stop: int, X: Any, Y: Any, mean: np.ndarray, sd: 
 
 
 #: the fit's kernel, its grid and its bits per part, shared with ``pmse``
-#: (:mod:`sdcdist.metrics.loss.synthutility`): one logistic kernel for both
+#: (:mod:`sdcdist.metrics.loss.pmse`): one logistic kernel for both
 logistic_rows, fixed_quanta, FIX_BITS = _logistic_rows, _quanta, _FIX
 
 
