@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from ...errors import SdcInputError
-from ...parallel import map_reduce, one_blas_thread
+from ...parallel import map_reduce
 from .._registry import MeasureContext, MetricResult, register
 from ..exactsum import SCALE, to_fraction
 from .profiles import READS, column_profiles, merge_profiles, profile_chunk
 from .propensity import FIX_BITS as _FIX
-from .propensity import MAX_NEWTON, PS_BLOCK_ROWS
+from .propensity import MAX_NEWTON, PS_BLOCK_ROWS, newton_step
 from .propensity import fixed_quanta as _quanta
 from .propensity import logistic_rows as _logistic_rows
 
@@ -261,17 +261,8 @@ def pmse_fit(ctx: MeasureContext, name: str) -> MetricResult:
                        + float(cur["fitted"][1]) * (1 - c) ** 2) / N
                 return MetricResult(sup, flag=1, info=info | {"separation": "complete",
                                                              "iterations": it})
-            with one_blas_thread():
-                step = np.linalg.lstsq(cur["hess"], cur["grad"], rcond=None)[0]
-            for _ in range(40):
-                new = evaluate(beta + step)
-                if new["ll"] >= cur["ll"] - 1e-12 * abs(cur["ll"]):
-                    break
-                step = step / 2
-            beta = beta + step
-            gain = new["ll"] - cur["ll"]
-            cur = new
-            if abs(gain) <= 1e-11 * (1.0 + abs(cur["ll"])) and np.max(np.abs(step)) < 1e-6:
+            beta, cur, done = newton_step(evaluate, beta, cur)
+            if done:
                 return MetricResult(value(cur), info=info | {"iterations": it + 1})
         return MetricResult(value(cur), flag=1,
                             info=info | {"converged": False, "iterations": MAX_NEWTON})

@@ -20,6 +20,7 @@ is its maximum 0.25, flagged (flag 1, ``info["separation"] = "complete"``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numba
@@ -30,7 +31,7 @@ from .._registry import MeasureContext, MetricResult, register
 from ..exactsum import SCALE, to_fraction
 from .infoloss import il_sd, record_stats
 
-__all__ = ["ps_features", "logistic_chunk", "propensity_utility"]
+__all__ = ["ps_features", "logistic_chunk", "propensity_utility", "newton_step"]
 
 #: Newton iterations before a fit is reported as not converged (flag 1)
 MAX_NEWTON = 100
@@ -208,6 +209,27 @@ def _add_fit(*parts: dict[str, Any]) -> dict[str, Any]:
             "wrong": sum(p["wrong"] for p in parts), "k": parts[0]["k"]}
 
 
+def newton_step(evaluate: Callable[[np.ndarray], dict[str, Any]], beta: np.ndarray,
+                cur: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any], bool]:
+    """One damped Newton-Raphson step of an exact logistic fit (PS, pMSE).
+
+    The step solves ``hess @ step = grad`` on one BLAS thread (the same bits whatever the
+    pool's size) and is halved, up to 40 times, until the log-likelihood does not fall.
+    Returns the new coefficients, ``evaluate`` of them, and whether the fit has converged
+    (the log-likelihood gained at most 1e-11 relative and no coefficient moved 1e-6).
+    """
+    with one_blas_thread():
+        step = np.linalg.lstsq(cur["hess"], cur["grad"], rcond=None)[0]
+    for _ in range(40):
+        new = evaluate(beta + step)
+        if new["ll"] >= cur["ll"] - 1e-12 * abs(cur["ll"]):
+            break
+        step = step / 2
+    gain = new["ll"] - cur["ll"]
+    done = bool(abs(gain) <= 1e-11 * (1.0 + abs(new["ll"])) and np.max(np.abs(step)) < 1e-6)
+    return beta + step, new, done
+
+
 def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricResult:
     """U = mean((p - 1/2)**2) over both files' records, p from the logistic fit."""
     st = record_stats(ctx)
@@ -233,17 +255,8 @@ def propensity_utility(ctx: MeasureContext, degree: int, name: str) -> MetricRes
     for it in range(MAX_NEWTON):
         if cur["wrong"] == 0:
             return MetricResult(0.25, flag=1, info=_SEPARATED | {"iterations": it})
-        with one_blas_thread():              # the same bits whatever the BLAS pool's size
-            step = np.linalg.lstsq(cur["hess"], cur["grad"], rcond=None)[0]
-        for _ in range(40):                      # step halving keeps the likelihood rising
-            new = evaluate(beta + step)
-            if new["ll"] >= cur["ll"] - 1e-12 * abs(cur["ll"]):
-                break
-            step = step / 2
-        beta = beta + step
-        gain = new["ll"] - cur["ll"]
-        cur = new
-        if abs(gain) <= 1e-11 * (1.0 + abs(cur["ll"])) and np.max(np.abs(step)) < 1e-6:
+        beta, cur, done = newton_step(evaluate, beta, cur)
+        if done:
             return MetricResult(cur["u"] / n_total, info={"iterations": it + 1})
     if cur["wrong"] == 0:
         return MetricResult(0.25, flag=1, info=_SEPARATED | {"iterations": MAX_NEWTON})
