@@ -752,7 +752,7 @@ _SDM = "SDMetrics 0.32 QualityReport"
 _READS = ("household",)
 
 
-@register("pmse", kind="utility", same_shape=False, categorical=True,
+@register("pmse", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=_READS,
           options=("chunk_rows",), unit="(p − c)², 0 (indistinguishable) up",
           reference="Snoke, Raab, Nowok, Dibben and Slavkovic (2018); synthpop utility.gen",
@@ -763,7 +763,7 @@ def _pmse(ctx: MeasureContext) -> MetricResult:
     return pmse_fit(ctx, "pmse")
 
 
-@register("pmse_ratio", kind="utility", same_shape=False, categorical=True,
+@register("pmse_ratio", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=_READS,
           options=("chunk_rows",), unit="ratio to the null expectation (1 = as expected)",
           reference="Snoke et al. (2018); synthpop utility.gen (utilR)",
@@ -780,7 +780,7 @@ def _pmse_ratio(ctx: MeasureContext) -> MetricResult:
     return MetricResult(res.value / null, flag=res.flag, info=res.info | {"null": null})
 
 
-@register("ks_complement", kind="utility", same_shape=False, categorical=True,
+@register("ks_complement", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=_READS,
           ascending=False, options=("chunk_rows",), unit=_UNIT01, reference=_SDM,
           description="mean over numeric columns of 1 - the two-sample Kolmogorov-Smirnov "
@@ -792,7 +792,7 @@ def _ks(ctx: MeasureContext) -> MetricResult:
                                                            if not c]})
 
 
-@register("tv_complement", kind="utility", same_shape=False, categorical=True,
+@register("tv_complement", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=_READS,
           ascending=False, options=("chunk_rows",), unit=_UNIT01, reference=_SDM,
           description="mean over categorical columns of 1 - the total variation distance "
@@ -806,7 +806,7 @@ def _tv(ctx: MeasureContext) -> MetricResult:
 _PAIR_OPTIONS = ("chunk_rows", "quality_corr_threshold", "quality_assoc_threshold")
 
 
-@register("corr_similarity", kind="utility", same_shape=False, categorical=True,
+@register("corr_similarity", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=_READS,
           ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
           description="mean over pairs of numeric columns whose original |r| exceeds "
@@ -819,7 +819,7 @@ def _corr(ctx: MeasureContext) -> MetricResult:
     return MetricResult(v, excluded=bad, info={"pairs_left_out": bad})
 
 
-@register("contingency_similarity", kind="utility", same_shape=False, categorical=True,
+@register("contingency_similarity", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=_READS,
           ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
           description="mean over pairs of categorical columns whose original Cramér's V "
@@ -833,7 +833,7 @@ def _cont(ctx: MeasureContext) -> MetricResult:
     return MetricResult(v, excluded=bad, info={"pairs_left_out": bad})
 
 
-@register("quality", kind="utility", same_shape=False, categorical=True,
+@register("quality", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=_READS,
           ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
           description="SDMetrics' quality score: the mean of column shapes (KS and TV "
@@ -849,7 +849,7 @@ def _quality(ctx: MeasureContext) -> MetricResult:
                         info={"column_shapes": shapes, "column_pair_trends": trends})
 
 
-@register("ci_overlap", kind="utility", same_shape=False, categorical=True,
+@register("ci_overlap", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=_READS, ascending=False,
           options=("chunk_rows", "regression"), unit="overlap (1 = same intervals)",
           reference="Karr, Kohnen, Oganian, Reiter and Sanil (2006)",
