@@ -290,7 +290,8 @@ def test_utility_and_distance_measures_run_on_all_numeric_files():
     for n in names:
         assert not get_metric(n).needs_categorical, n
         assert applicable(n, Inputs(columns=("a", "b"))) is None, n
-    assert get_metric("uniques").needs_categorical          # frequency risk still needs them
+    for n in ("uniques", "tv_complement", "contingency_similarity"):   # these still need them
+        assert get_metric(n).needs_categorical, n
     spec = parse_spec({"name": "t", "seed": 1,
                        "dataset": {"synthetic": {"rows": 60, "columns": 3, "seed": 1}},
                        "methods": [{"name": "noise", "params": [0.1]}],

@@ -792,7 +792,7 @@ def _ks(ctx: MeasureContext) -> MetricResult:
                                                            if not c]})
 
 
-@register("tv_complement", kind="utility", same_shape=False, categorical=True, mixed=True,
+@register("tv_complement", kind="utility", same_shape=False, categorical=True,
           reads=_READS,
           ascending=False, options=("chunk_rows",), unit=_UNIT01, reference=_SDM,
           description="mean over categorical columns of 1 - the total variation distance "
@@ -819,7 +819,7 @@ def _corr(ctx: MeasureContext) -> MetricResult:
     return MetricResult(v, excluded=bad, info={"pairs_left_out": bad})
 
 
-@register("contingency_similarity", kind="utility", same_shape=False, categorical=True, mixed=True,
+@register("contingency_similarity", kind="utility", same_shape=False, categorical=True,
           reads=_READS,
           ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
           description="mean over pairs of categorical columns whose original Cramér's V "
