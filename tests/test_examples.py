@@ -24,6 +24,10 @@ parameter of each method); ``tests/data/<spec>_subset_fingerprints.json``
 holds the fingerprints of that cube, made by the same code as the full
 baseline, and each of its cells was checked equal to the full baseline cube's
 (a cell's seed depends on its method, parameter and replicate, not on the grid).
+``synthetic_reid`` (8 cells of PRL on up to nine keys, some four minutes on two loaded
+cores) and ``synthetic_reid_household`` (7 cells with the three attacks, about three
+minutes) run by default on one parameter of each generator (``privbayes`` at epsilon 1;
+every method of the household file has one).
 
 A deliberate change of an example's numbers regenerates its fingerprints with
 ``python tests/data/make_fingerprints.py NAME ...`` (``--subset`` for the
@@ -72,7 +76,8 @@ def test_every_example_has_fingerprints():
     for name, fps in FINGERPRINTS.items():
         spec = load_spec(ROOT / "examples" / f"{name}.yaml")
         assert set(fps) == set(spec.metrics) - CHANGED_ON_PURPOSE, name
-    assert set(SUBSETS) == {"dmt_table2", "drs_equal_risk", "household_risks"}
+    assert set(SUBSETS) == {"dmt_table2", "drs_equal_risk", "household_risks", "synthetic_reid",
+                            "synthetic_reid_household"}
     for name, sub in SUBSETS.items():
         assert sub["spec"] == name
         assert set(sub["fingerprints"]) == set(FINGERPRINTS[name]), name

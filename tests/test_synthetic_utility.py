@@ -276,3 +276,27 @@ def test_same_bits_on_two_workers(pair, client):
     opts = {"regression": "c ~ a + b", "chunk_rows": 17}
     r = measure(X, Y, ALL, columns=NAMES, categorical=CATS, options=opts, client=client)
     assert _bits(r) == _bits(res)
+
+
+def test_utility_and_distance_measures_run_on_all_numeric_files():
+    """The synthetic-release measures read categorical columns when there are any, but an
+    all-numeric file (the Census study of examples/synthetic_reid.yaml) is theirs too: the
+    audit's dataset check and applicable() must not ask for a categorical column."""
+    from sdcdist.audit import parse_spec
+    from sdcdist.audit.run import load_data
+    from sdcdist.metrics import Inputs, applicable, get_metric
+    names = ["pmse", "pmse_ratio", "ks_complement", "corr_similarity", "quality",
+             "ci_overlap", "dcr_train_median", "dcr_baseline", "nndr_median"]
+    for n in names:
+        assert not get_metric(n).needs_categorical, n
+        assert applicable(n, Inputs(columns=("a", "b"))) is None, n
+    for n in ("uniques", "tv_complement", "contingency_similarity"):   # these still need them
+        assert get_metric(n).needs_categorical, n
+    spec = parse_spec({"name": "t", "seed": 1,
+                       "dataset": {"synthetic": {"rows": 60, "columns": 3, "seed": 1}},
+                       "methods": [{"name": "noise", "params": [0.1]}],
+                       "metrics": names, "options": {"regression": "V1 ~ V2"}})
+    load_data(spec)                                         # no SdcInputError
+    bad = parse_spec({**spec.raw, "metrics": ["uniques"]})
+    with pytest.raises(SdcInputError, match="uniques measure categorical columns"):
+        load_data(bad)

@@ -165,7 +165,7 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
         md = load_dataset(spec, ds)
         keysets = resolve_keysets(spec, md, ds)
         need = [k for k in spec.metrics
-                if get_metric(k).categorical and not get_metric(k).keysets]
+                if get_metric(k).needs_categorical]
         if need and not md.categories:
             raise SdcInputError(
                 f"{', '.join(need)} measure categorical columns, and dataset {ds.name!r} "
@@ -255,7 +255,7 @@ def _check_keys(spec: AuditSpec, md: Microdata, name: str, keysets: Any) -> None
     set."""
     cats = set(md.categories)
     need = [k for k in spec.metrics
-            if get_metric(k).categorical and not get_metric(k).keysets]
+            if get_metric(k).needs_categorical]
     if need and cats:
         cand = (list(dict.fromkeys(c for ks in keysets for c in ks))
                 if spec.keysets != "prefixes" else

@@ -83,6 +83,10 @@ class Metric:
     by_name : bool
         Computed only when asked for by name, never among a command's defaults (the
         attacks, whose cost the user chooses).
+    mixed : bool
+        With ``categorical``: reads the categorical columns when there are any and works
+        on all-numeric files too (the synthetic-release utility measures); such a metric,
+        like a key-set or an ``index`` one, does not need a categorical column.
     index : bool
         Its work is nearest-neighbour searches in a KD-tree over every shared column,
         categorical or not (the distance metrics): about n log n, not pairs of records.
@@ -133,7 +137,15 @@ class Metric:
     preferred: bool = False
     needs_unless: tuple[tuple[str, str], ...] = ()
     guard: Callable[..., Any] | None = None
+    mixed: bool = False
     reads: frozenset[str] = frozenset()
+
+    @property
+    def needs_categorical(self) -> bool:
+        """Whether it cannot run on a file without categorical columns: a ``categorical``
+        metric that is neither a key-set metric, nor a distance (``index``) one, nor
+        ``mixed`` (the frequency risks, the categorical losses)."""
+        return self.categorical and not (self.keysets or self.index or self.mixed)
 
 
 #: What a metric may need besides the original and masked files (:attr:`Metric.needs`).
@@ -252,7 +264,7 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
              weights: Mapping[str, float] | None = None, preferred: bool = False,
              needs_unless: Mapping[str, str] | None = None,
              guard: Callable[..., Any] | None = None,
-             reads: Sequence[str] = ()) -> Callable:
+             reads: Sequence[str] = (), mixed: bool = False) -> Callable:
     """Decorator: register ``func`` as the metric ``name``.
 
     ``options`` names the options of :mod:`sdcdist.options` the metric reads;
@@ -265,7 +277,8 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
     ``preferred`` the score ranked by by default (a loss metric: the loss a
     recommendation minimises by default, :func:`preferred_loss`); ``needs_unless`` the options that stand
     for a need; ``guard`` the check of inputs it would refuse (:attr:`Metric.guard`);
-    ``reads`` the inputs it reads when given but does without.
+    ``reads`` the inputs it reads when given but does without; ``mixed`` (with
+    ``categorical``) that it also runs on files without a categorical column.
     """
     if bool(part_of) != bool(part) or (part and part not in PARTS):
         raise ValueError(f"metric {name!r}: part_of and part go together, part one of {PARTS}")
@@ -295,7 +308,7 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
                                 needs=frozenset(needs), index=index, by_name=by_name,
                                 scaled=scaled, weights=parts, preferred=preferred,
                                 needs_unless=tuple(unless.items()), guard=guard,
-                                reads=frozenset(reads))
+                                reads=frozenset(reads), mixed=mixed)
         return func
 
     return deco

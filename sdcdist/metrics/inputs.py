@@ -334,7 +334,7 @@ def applicable(metric: Metric | str, inputs: Inputs,
                 any(opts.get(o) for n, o in m.needs_unless if n == need):
             return Reason(f"no {NEED_TEXT[need][1]}", f"they need {NEED_TEXT[need][0]}",
                           need=need, quiet=True)
-    if m.categorical and not m.keysets and not m.index and not inputs.categorical:
+    if m.needs_categorical and not inputs.categorical:
         return Reason("no categorical column", "they count categorical key combinations",
                       quiet=True)
     if m.same_shape and inputs.shape_original is not None and \

@@ -352,7 +352,7 @@ def check_submission(spec: Any, lim: Limits) -> None:
     from ..data.io import Microdata
     from ..errors import column_positions
     from ..metrics import get_metric
-    need = [k for k in spec.metrics if get_metric(k).categorical and not get_metric(k).keysets]
+    need = [k for k in spec.metrics if get_metric(k).needs_categorical]
     for d, m in zip(spec.datasets, metas):
         if d.categorical and d.synthetic is not None:
             raise SdcInputError("a synthetic dataset has numeric columns only; leave "

@@ -271,7 +271,7 @@ def pmse_fit(ctx: MeasureContext, name: str) -> MetricResult:
 
 # -- registered metrics ------------------------------------------------------------
 
-@register("pmse", kind="utility", same_shape=False, categorical=True,
+@register("pmse", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=READS,
           options=("chunk_rows",), unit="(p − c)², 0 (indistinguishable) up",
           reference="Snoke, Raab, Nowok, Dibben and Slavkovic (2018); synthpop utility.gen",
@@ -282,7 +282,7 @@ def _pmse(ctx: MeasureContext) -> MetricResult:
     return pmse_fit(ctx, "pmse")
 
 
-@register("pmse_ratio", kind="utility", same_shape=False, categorical=True,
+@register("pmse_ratio", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=READS,
           options=("chunk_rows",), unit="ratio to the null expectation (1 = as expected)",
           reference="Snoke et al. (2018); synthpop utility.gen (utilR)",

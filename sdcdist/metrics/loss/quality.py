@@ -303,7 +303,7 @@ _UNIT01 = "score (0 to 1; 1 best)"
 _SDM = "SDMetrics 0.32 QualityReport"
 
 
-@register("ks_complement", kind="utility", same_shape=False, categorical=True,
+@register("ks_complement", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=READS,
           ascending=False, options=("chunk_rows",), unit=_UNIT01, reference=_SDM,
           description="mean over numeric columns of 1 - the two-sample Kolmogorov-Smirnov "
@@ -329,7 +329,7 @@ def _tv(ctx: MeasureContext) -> MetricResult:
 _PAIR_OPTIONS = ("chunk_rows", "quality_corr_threshold", "quality_assoc_threshold")
 
 
-@register("corr_similarity", kind="utility", same_shape=False, categorical=True,
+@register("corr_similarity", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=READS,
           ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
           description="mean over pairs of numeric columns whose original |r| exceeds "
@@ -356,7 +356,7 @@ def _cont(ctx: MeasureContext) -> MetricResult:
     return MetricResult(v, excluded=bad, info={"pairs_left_out": bad})
 
 
-@register("quality", kind="utility", same_shape=False, categorical=True,
+@register("quality", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=READS,
           ascending=False, options=_PAIR_OPTIONS, unit=_UNIT01, reference=_SDM,
           description="SDMetrics' quality score: the mean of column shapes (KS and TV "

@@ -140,7 +140,7 @@ def _regression(ctx: MeasureContext, name: str) -> tuple[str, list[str]] | None:
 
 # -- the registered metric ----------------------------------------------------------
 
-@register("ci_overlap", kind="utility", same_shape=False, categorical=True,
+@register("ci_overlap", kind="utility", same_shape=False, categorical=True, mixed=True,
           reads=READS, ascending=False,
           options=("chunk_rows", "regression"), unit="overlap (1 = same intervals)",
           reference="Karr, Kohnen, Oganian, Reiter and Sanil (2006)",
