@@ -99,6 +99,9 @@ class Metric:
         weighted sum); :func:`score_weights` reads them.
     preferred : bool
         The score ranked by when nobody said how (the service's default ranking).
+    recommend : bool
+        A loss measure a release recommendation minimises when nobody said which; the
+        first of them in registry order that the cube holds (:func:`preferred_loss`).
     needs_unless : tuple of (str, str)
         Needs that an option stands for when set: ``("confidential", "infer_secret")``
         (the inference attack needs a confidential column unless ``infer_secret`` names
@@ -135,6 +138,7 @@ class Metric:
     scaled: bool = False
     weights: tuple[tuple[str, float], ...] = ()
     preferred: bool = False
+    recommend: bool = False
     needs_unless: tuple[tuple[str, str], ...] = ()
     guard: Callable[..., Any] | None = None
     mixed: bool = False
@@ -264,7 +268,8 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
              weights: Mapping[str, float] | None = None, preferred: bool = False,
              needs_unless: Mapping[str, str] | None = None,
              guard: Callable[..., Any] | None = None,
-             reads: Sequence[str] = (), mixed: bool = False) -> Callable:
+             reads: Sequence[str] = (), mixed: bool = False,
+             recommend: bool = False) -> Callable:
     """Decorator: register ``func`` as the metric ``name``.
 
     ``options`` names the options of :mod:`sdcdist.options` the metric reads;
@@ -274,8 +279,8 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
     the two files (:data:`NEEDS`); ``index`` that its work is KD-tree searches; ``by_name``
     that it is computed only when named; ``scaled`` that it divides by the columns' sds;
     ``weights`` a score's parts and their weights (``requires`` defaults to the parts);
-    ``preferred`` the score ranked by by default (a loss metric: the loss a
-    recommendation minimises by default, :func:`preferred_loss`); ``needs_unless`` the options that stand
+    ``preferred`` the score ranked by by default; ``recommend`` that a recommendation
+    minimises this loss by default (:func:`preferred_loss`); ``needs_unless`` the options that stand
     for a need; ``guard`` the check of inputs it would refuse (:attr:`Metric.guard`);
     ``reads`` the inputs it reads when given but does without; ``mixed`` (with
     ``categorical``) that it also runs on files without a categorical column.
@@ -292,6 +297,8 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
         raise ValueError(f"metric {name!r}: needs must be among {NEEDS}, needs_unless among "
                          "its needs")
     _options.check_declared(tuple(unless.values()), scope="metric", owner=f"metric {name!r}")
+    if (preferred and kind != "score") or (recommend and kind != "loss"):
+        raise ValueError(f"metric {name!r}: only a score is preferred, only a loss recommend")
     if weights is not None and kind != "score":
         raise ValueError(f"metric {name!r}: only a score has weights")
     parts = tuple((str(k), float(w)) for k, w in (weights or {}).items())
@@ -308,7 +315,7 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
                                 needs=frozenset(needs), index=index, by_name=by_name,
                                 scaled=scaled, weights=parts, preferred=preferred,
                                 needs_unless=tuple(unless.items()), guard=guard,
-                                reads=frozenset(reads), mixed=mixed)
+                                reads=frozenset(reads), mixed=mixed, recommend=recommend)
         return func
 
     return deco
@@ -346,11 +353,11 @@ def preferred_score() -> str:
 
 def preferred_loss(names: Sequence[str]) -> str | None:
     """The loss measure a recommendation minimises when nobody said which: among
-    ``names``, the first loss metric registered ``preferred=True`` (in registry order),
+    ``names``, the first loss metric registered ``recommend=True`` (in registry order),
     else the first of ``names`` of kind loss, else None."""
     present = set(names)
     for n, m in REGISTRY.items():
-        if m.preferred and m.kind == "loss" and n in present:
+        if m.recommend and m.kind == "loss" and n in present:
             return n
     return next((n for n in names if n in REGISTRY and REGISTRY[n].kind == "loss"), None)
 

@@ -263,7 +263,7 @@ def il(ctx: MeasureContext) -> MetricResult:
     return _combine(ctx, ("X_MV", "M_MV", "V_MV", "S_MV", "R_MAE"), 100.0)
 
 
-@register("IL_S2", kind="loss", reference="[DMT §6]", preferred=True,
+@register("IL_S2", kind="loss", reference="[DMT §6]", recommend=True,
           unit="% relative error",
           requires=("X_MV", "M_MV", "S_MV", "V_MV", "R_MAE"),
           description="100 * (X_MV + (M_MV + S_MV)/2 + (V_MV + R_MAE)/2) / 3")
@@ -280,7 +280,7 @@ def il1(ctx: MeasureContext) -> float:
     return float(to_fraction(sum(st["il1_sum"])) / (int(st["n"]) * len(ctx.columns)))
 
 
-@register("IL1s", kind="loss", reference="[YWC]", options=_CHUNK, scaled=True, preferred=True,
+@register("IL1s", kind="loss", reference="[YWC]", options=_CHUNK, scaled=True, recommend=True,
           unit="standard deviations (√2·s_j) per value",
           description="mean over all values of |x - x'| / (sqrt(2) s_j), s_j the original sd")
 def il1s(ctx: MeasureContext) -> float:
