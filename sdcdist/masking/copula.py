@@ -26,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 from ._registry import register
 from ._synth import (ColumnPlan, Streams, blocks, category_order, content_order, labels_of,
@@ -109,6 +108,7 @@ def copula_scores_block(X: np.ndarray, dims: list[_Dim], rng: np.random.Generato
                         ) -> np.ndarray:
     """Normal scores (rows of X, one column per dimension). Categorical dimensions draw
     u inside their intervals with ``rng``, dimension by dimension."""
+    from scipy.special import ndtri   # on first use: the registry loads without it
     Z = np.zeros((X.shape[0], len(dims)))
     for k, d in enumerate(dims):
         x = X[:, d.column]
@@ -202,6 +202,7 @@ def _sampler(model: CopulaModel, lam: float) -> _Sampler:
 def copula_sample_block(model: CopulaModel, sampler: _Sampler, Xb: np.ndarray, Zb: np.ndarray,
                         rng: np.random.Generator) -> np.ndarray:
     """The block with its replaced columns drawn (kept columns untouched)."""
+    from scipy.special import ndtr   # on first use: the registry loads without it
     nb = Xb.shape[0]
     W = rng.standard_normal((nb, sampler.synth.size))
     Zs = W @ sampler.L.T
