@@ -26,7 +26,7 @@ Options (``ctx.options``; declared and checked in :mod:`sdcdist.options`)
 ``dld``
     Convention of DLD and DLD2: ``"catalog"`` (default) or ``"dmt"`` (raw key
     values, original -> masked, a full hit when the true record is among the
-    tied nearest); see :data:`sdcdist.cube.DLD_CONVENTIONS`.
+    tied nearest); see :data:`sdcdist.conventions.DLD_CONVENTIONS`.
 """
 
 from __future__ import annotations
