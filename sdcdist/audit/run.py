@@ -35,7 +35,7 @@ from ..data.synth import generate
 from ..errors import SdcInputError, missing_file_error
 from ..masking import check_data, get_method, method_options
 from ..metrics import Inputs, MeasureContext, default_keysets, get_metric
-from ..metrics.inputs import key_role_error
+from ..roles import key_role_error
 from ..metrics._registry import stable_id
 from ..options import OPTIONS
 from ..parallel import CellExecutor, Runner, cell_mode

@@ -143,7 +143,7 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     A, B = align_categories(A, B)
     hid = [h for h in dict.fromkeys((A.household, B.household)) if h in key_list]
     if hid:
-        from ..metrics.inputs import key_role_error
+        from ..roles import key_role_error
         raise key_role_error("--keys", hid[0], "household", "--keys")
     # text keys (categorical in the files) are compared by equality too
     cats = list(dict.fromkeys(cats + [k for k in key_list

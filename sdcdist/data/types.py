@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import (SdcInputError, column_positions, count_error, unknown_name_error,
                       weight_error)
+from ..roles import ROLES, first_clash, role_clash_error
 
 __all__ = ["MAX_LEVELS", "ROLES", "label_order", "encode_column", "LabelCollector",
            "check_roles", "check_household_role", "check_household_ids", "check_weights",
@@ -32,7 +33,6 @@ __all__ = ["MAX_LEVELS", "ROLES", "label_order", "encode_column", "LabelCollecto
 MAX_LEVELS = 100_000
 
 #: The roles a column may have.
-ROLES = ("key", "confidential", "weight", "household")
 
 
 def _sort_key(label: str) -> tuple:
@@ -123,7 +123,9 @@ def encode_column(values: Any, labels: Sequence[str]) -> np.ndarray:
 
 def check_roles(columns: Sequence[str], roles: Mapping[str, Sequence[str]],
                 categorical: Iterable[str] = (), *, source: str = "the data") -> None:
-    """Refuse unknown roles, unknown columns, and a weight that is not one numeric column.
+    """Refuse unknown roles, unknown columns, a weight that is not one numeric column,
+    more than one household id, and a column holding two roles that exclude each other
+    (:data:`sdcdist.roles.EXCLUSIVE`).
 
     Messages name roles and columns only.
     """
@@ -139,29 +141,20 @@ def check_roles(columns: Sequence[str], roles: Mapping[str, Sequence[str]],
     if w and w[0] in cats:
         raise weight_error(w[0], fix="name a numeric column as the weight, or leave the "
                            "weight role out")
-    clash = [c for c in w if c in set(roles.get("key") or [])]
-    if clash:
-        raise SdcInputError(f"column {clash[0]!r} is both a key and the weight; a sampling "
-                            "weight is not a quasi-identifier: give it one role")
     check_household_role(roles, source=source)
+    clash = first_clash(roles)
+    if clash is not None:
+        raise role_clash_error(*clash, source=source)
 
 
 def check_household_role(roles: Mapping[str, Sequence[str]], *, source: str = "the data"
                          ) -> None:
-    """Refuse more than one household id column, and a household id that is also a key,
-    the weight or confidential (names only in messages)."""
+    """Refuse more than one household id column (its clashes with other roles are the
+    rules of :data:`sdcdist.roles.EXCLUSIVE`, checked by :func:`check_roles`)."""
     h = list(roles.get("household") or [])
     if len(h) > 1:
         raise count_error(f"The household role of {source}", "exactly 1", "column",
                           f"{len(h)} ({', '.join(h)})", "give one household id column")
-    for other, why in (("key", "a household id is never a linkage key (it identifies the "
-                               "household, not a trait an intruder knows)"),
-                       ("weight", "a household id is not a sampling weight"),
-                       ("confidential", "a household id is not a confidential attribute")):
-        clash = [c for c in h if c in set(roles.get(other) or [])]
-        if clash:
-            raise SdcInputError(f"column {clash[0]!r} is both the household id and a "
-                                f"{other} column of {source}; {why}: give it one role")
 
 
 def check_household_ids(h: np.ndarray, name: str, source: str = "the data") -> None:

@@ -17,13 +17,16 @@ exactly with :func:`merge_top2`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from ..errors import constant_error
 from ..moments import column_moments, constant_columns, sorted_column
 from .gower import Gower, gathered_gower, gower_distances
+
+if TYPE_CHECKING:
+    from scipy.spatial import cKDTree
 
 __all__ = ["sq_distances", "hit_total", "raw_columns", "block_top2", "merge_top2", "standardize", "top2_link_credit",
            "credit_counts", "add_counts", "credit_total", "METRICS", "pair_distances",
@@ -239,6 +242,7 @@ class CandidateIndex:
 
 def build_index(C: np.ndarray, offset: int = 0) -> CandidateIndex:
     """Collapse duplicate rows of ``C`` (shape (n, m)) and build a KD-tree over them."""
+    from scipy.spatial import cKDTree   # on first use: listing the metrics stays light
     C = np.ascontiguousarray(C, dtype=np.float64)
     if C.shape[0] == 0:
         z = np.zeros(0, np.int64)

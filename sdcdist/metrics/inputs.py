@@ -20,11 +20,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import SdcInputError, column_positions, weight_error
+from ..roles import EXCLUSIVE, first_clash, key_role_error, role_clash_error
 from ._registry import NEEDS, REGISTRY, Metric, get_metric
 from .keysets import default_keysets
 
 __all__ = ["Inputs", "Reason", "applicable", "default_metrics", "need_error", "NEED_TEXT",
-           "key_role_error", "role_clash_error", "declared_categories"]
+           "declared_categories"]
 
 #: What each need (:data:`~sdcdist.metrics.NEEDS`) is, what a metric without it is told is
 #: missing, and where it is given: ``(what, noun, how)``.
@@ -40,15 +41,6 @@ NEED_TEXT: dict[str, tuple[str, str, str]] = {
                   "give it (--household, household=..., or the dataset's 'household' role)"),
 }
 
-#: Why a column of each role is never a linkage key.
-_NEVER_A_KEY = {
-    "household": ("household id", "a household id is never a linkage key (it identifies the "
-                  "household, not a trait an intruder knows)"),
-    "weight": ("weight", "the sampling weight is never a linkage key (it is not masked, so "
-               "it would link every record to itself)"),
-}
-
-
 def need_error(name: str, need: str) -> SdcInputError:
     """The standard message for metric ``name`` asked for without its need ``need`` (and
     without the options that stand for it, :attr:`~sdcdist.metrics.Metric.needs_unless`).
@@ -62,19 +54,6 @@ def need_error(name: str, need: str) -> SdcInputError:
     alt = [o for n, o in (m.needs_unless if m is not None else ()) if n == need]
     return SdcInputError(f"{name} needs {what}, and none is named; {how}"
                          + "".join(f", or set the option {o}" for o in alt))
-
-
-def key_role_error(where: str, column: str, role: str, fix: str) -> SdcInputError:
-    """The standard message for a key (``where``: "key set [...]", "--keys", ...) holding
-    the column of a role that is never a key (``household``, ``weight``)."""
-    noun, why = _NEVER_A_KEY[role]
-    return SdcInputError(f"{where} holds the {noun} column {column!r}; {why}: leave it out "
-                         f"of {fix}")
-
-
-def role_clash_error(column: str, role: str, other: str) -> SdcInputError:
-    """The standard message for a column given two roles that exclude each other."""
-    return SdcInputError(f"column {column!r} is both the {role} and {other}; give it one role")
 
 
 def declared_categories(categories: Any) -> dict[str, int]:
@@ -279,15 +258,14 @@ class Inputs:
             raise weight_error(self.weight, fix="name a numeric weight column (--weight), or "
                                "leave the weight out")
         h = self.household
-        if h is not None:
-            if h == self.weight:
-                raise role_clash_error(h, "household id", "the weight")
-            if h in set(self.confidential):
-                raise role_clash_error(h, "household id", "a confidential column")
+        clash = first_clash({"household": h, "weight": self.weight,
+                             "confidential": self.confidential})
+        if clash is not None:
+            raise role_clash_error(*clash)
         given = self.given_keysets()
         if given is None:
             return
-        for role, col in (("household", h), ("weight", self.weight)):
+        for role, col in ((r, getattr(self, r)) for r, other in EXCLUSIVE if other == "key"):
             hit = [list(k) for k in given if col is not None and col in k]
             if hit:
                 raise key_role_error(f"key set {hit[0]}", col, role, "the key sets")

@@ -14,7 +14,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-from scipy import sparse
 
 from .._registry import MeasureContext, MetricResult, register
 from ..content import content_order, row_hashes
@@ -47,6 +46,7 @@ def transport_emd(a: np.ndarray, wa: np.ndarray, b: np.ndarray, wb: np.ndarray) 
     """
     h, k = len(wa), len(wb)
     d = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
+    from scipy import sparse   # on first use: listing the metrics stays light
     rows = sparse.kron(sparse.eye(h), np.ones((1, k)))
     cols = sparse.kron(np.ones((1, h)), sparse.eye(k))
     A = sparse.vstack([rows, cols]).tocsr()

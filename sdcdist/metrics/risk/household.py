@@ -46,7 +46,7 @@ from ...keytables import (combo_frequencies, merge_weighted_tables, pair_table, 
 from ...parallel import map_reduce
 from .._registry import MeasureContext, MetricResult, register
 from ..categorical_keys import frequency_keys
-from ..inputs import key_role_error, role_clash_error
+from ...roles import key_role_error, role_clash_error
 from .frequency import individual_risk
 
 __all__ = ["household_summary", "household_risks", "household_column", "METRICS"]
@@ -127,7 +127,7 @@ def household_column(ctx: MeasureContext, name: str, keys: Sequence[str]) -> str
     if h in keys:
         raise key_role_error(f"the key columns of {name}", h, "household", "the keys")
     if h == ctx.weight:
-        raise role_clash_error(h, "household id", "the weight")
+        raise role_clash_error(h, "household", "weight")
     return h
 
 

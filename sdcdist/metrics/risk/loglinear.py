@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
 from ...parallel import one_blas_thread
 
@@ -30,6 +29,12 @@ __all__ = ["design_matrix", "poisson_glm", "GridDesign", "poisson_glm_grid",
            "ipf_main_effects"]
 
 _EPS = np.finfo(np.float64).eps
+
+
+def _linalg() -> Any:
+    """scipy.linalg, imported on first use (listing the metrics stays light)."""
+    import scipy.linalg
+    return scipy.linalg
 
 
 def design_matrix(levels: Sequence[int], terms: Sequence[tuple[int, ...]]) -> np.ndarray:
@@ -105,7 +110,7 @@ def poisson_glm(X: np.ndarray, y: np.ndarray, offset: np.ndarray | None = None, 
             w = np.sqrt(d * d / mu)
             # QR with column pivoting (R's dqrls pivots too): a rank-deficient design
             # gives the same fitted values
-            beta = scipy.linalg.lstsq(X * w[:, None], z * w, lapack_driver="gelsy",
+            beta = _linalg().lstsq(X * w[:, None], z * w, lapack_driver="gelsy",
                                       check_finite=False)[0]
             eta = X @ beta + off
             mu = np.maximum(np.exp(eta), _EPS)
@@ -236,9 +241,9 @@ def poisson_glm_grid(design: GridDesign, y: np.ndarray, offset: np.ndarray | Non
             if np.all(s > 0):
                 As = A / s[:, None] / s[None, :]
                 try:
-                    c, low = scipy.linalg.cho_factor(As, check_finite=False)
+                    c, low = _linalg().cho_factor(As, check_finite=False)
                     if _rcond_chol(c, As, low) > 1e-10:
-                        beta = scipy.linalg.cho_solve((c, low), b / s,
+                        beta = _linalg().cho_solve((c, low), b / s,
                                                       check_finite=False) / s
                 except np.linalg.LinAlgError:
                     beta = None
@@ -248,7 +253,7 @@ def poisson_glm_grid(design: GridDesign, y: np.ndarray, offset: np.ndarray | Non
                     if design.extra is not None:
                         X = np.column_stack([X, design.extra])
                 w = np.sqrt(w2)
-                beta = scipy.linalg.lstsq(X * w[:, None], z * w, lapack_driver="gelsy",
+                beta = _linalg().lstsq(X * w[:, None], z * w, lapack_driver="gelsy",
                                           check_finite=False)[0]
                 eta = X @ beta + off
             else:
@@ -265,7 +270,7 @@ def poisson_glm_grid(design: GridDesign, y: np.ndarray, offset: np.ndarray | Non
 def _rcond_chol(c: np.ndarray, A: np.ndarray, lower: bool) -> float:
     """Reciprocal 1-norm condition number of A from its Cholesky factor (LAPACK dpocon)."""
     anorm = float(np.abs(A).sum(axis=0).max())
-    rc, info = scipy.linalg.lapack.dpocon(c, anorm, uplo="L" if lower else "U")
+    rc, info = _linalg().lapack.dpocon(c, anorm, uplo="L" if lower else "U")
     return float(rc) if info == 0 else 0.0
 
 

@@ -60,16 +60,18 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from ...errors import SdcInputError, column_positions, count_error
 from ...keytables import distinct_float_rows
 from ...linkage.distance_drivers import linkage_block_rows
 from ...parallel import indexed_reduce, map_reduce
 from .._registry import MeasureContext, MetricResult, register
+
+if TYPE_CHECKING:
+    from scipy.spatial import cKDTree
 
 __all__ = ["DcrColumns", "column_summary", "merge_summaries", "dcr_columns",
            "dcr_distances", "embed", "DcrIndex", "build_dcr_index", "dcr_top2",
@@ -231,6 +233,7 @@ class DcrIndex:
 
 def build_dcr_index(c0: int, c1: int, C: Any, cols: DcrColumns) -> DcrIndex:
     """Task: the :class:`DcrIndex` of reference records ``c0:c1``."""
+    from scipy.spatial import cKDTree   # on first use: listing the metrics stays light
     R = np.asarray(C[c0:c1], dtype=np.float64)[:, list(cols.pos_r)]
     if R.shape[0] == 0:
         return DcrIndex(R, np.zeros(0, np.int64), cKDTree(np.zeros((0, 1))))

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtri
 
 from ....errors import column_positions, count_error, option_error
 from ....parallel import map_reduce, pair_block_rows, pairwise_reduce
@@ -50,6 +49,7 @@ def success_rate(n_total: float, n_success: float, confidence: float) -> tuple[f
     """Wilson score estimate of a success rate and its error (anonymeter's ``success_rate``)."""
     # the probit: scipy.stats.norm.ppf is ndtri (bit for bit), without importing
     # scipy.stats (a second or more)
+    from scipy.special import ndtri   # on first use: listing the metrics stays light
     z = float(ndtri(0.5 * (1.0 + confidence)))
     z2 = z * z
     var = n_success * (n_total - n_success) / n_total

@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaln
 
 from ....errors import column_positions, option_error
 from ....parallel import map_chunks, map_reduce, reduce_chunks
@@ -177,6 +176,8 @@ def control_correction(matches: np.ndarray, n_control: int, n_ori: int) -> float
     sizes = np.linspace(min(1000, N), N, 10).astype(int)
     c = np.asarray(matches, dtype=np.float64)
     c = c[(c >= 1) & (c <= N)]
+
+    from scipy.special import gammaln   # on first use: listing the metrics stays light
 
     def lbinom(a: Any, b: Any) -> Any:
         return gammaln(a + 1) - gammaln(b + 1) - gammaln(a - b + 1)
