@@ -254,8 +254,27 @@ README = HERE / "README.md"
 SUMMARY_FILE = HERE.parent / "tests" / "data" / "example_tables.json"
 VALUES_FILE = HERE.parent / "tests" / "data" / "example_values_fingerprints.json"
 
-#: table name -> (example spec, ``sdcdist report`` arguments: --by and --metrics)
+#: The synthetic study's key sets (examples/synthetic_reid.yaml): k0 = (TAXINC, WSALVAL),
+#: k1, k2 = the paper's four-attribute sets, k3 = all nine quasi-identifiers.
+_REID_K = (0, 1, 2, 3)
+
+#: table name -> (example spec, ``sdcdist report`` arguments: --by and --metrics), or
+#: (example spec, {"columns": [(header, metric, key set or None), ...]}): chosen figures
+#: in the cube's cell order, a key set's own figure where one is named, no ranks
 README_TABLES: dict[str, tuple[str, dict[str, Any]]] = {
+    "synthetic_reid_linkage": ("synthetic_reid", {"columns": [
+        *[(f"DLD k{k}", "DLD", k) for k in _REID_K], ("DRL2 k0", "DRL2", 0),
+        ("DRL2 k3", "DRL2", 3), *[(f"PLD k{k}", "PLD", k) for k in _REID_K],
+        ("CRL", "CRL", None)]}),
+    "synthetic_reid_utility": ("synthetic_reid", {"columns": [
+        ("DLD (mean of key sets)", "DLD", None), *[(m, m, None) for m in (
+            "dcr_train_median", "dcr_baseline", "nndr_median", "pmse", "pmse_ratio",
+            "ks_complement", "corr_similarity", "quality", "ci_overlap", "IL1s")]]}),
+    "synthetic_reid_household": ("synthetic_reid_household", {"columns": [
+        (m, m, None) for m in (
+            "DLD", "PLD", "uniques", "kviol3", "ER", "so_uni", "so_multi", "linkability",
+            "inference", "pmse", "pmse_ratio", "tv_complement", "contingency_similarity",
+            "quality")]}),
     "household": ("household", {"by": "ER", "metrics": [
         "uniques", "kviol5", "IR_max", "ER", "changed", "hellinger", "IL1s", "DLD"]}),
     "household_risks_identity": ("household_risks", {"by": "HR_ER", "metrics": [
@@ -288,6 +307,32 @@ def _frame_from_json(obj: dict[str, Any]):
     return df.set_index(["method", "param"])
 
 
+def column_table(cube, columns: list[tuple[str, str, int | None]]):
+    """Chosen figures of every finished cell, in the cube's order: ``(header, metric,
+    key set)`` is the metric's value (``key set`` None) or its value on that key set, each
+    the mean over the cell's replicates (index (method, param), as a ranking table)."""
+    import pandas as pd
+
+    from sdcdist.cube import cell_table, select_dataset
+    cube = select_dataset(cube)
+    table = cell_table(cube)
+    metrics = [str(m) for m in cube["metric"].values]
+    methods = [str(m) for m in cube["method"].values]
+    params = [float(p) for p in cube["param"].values]
+    ks = cube["keyset_value"].mean("replicate", skipna=True).load().values
+    out = pd.DataFrame(index=table.index)
+    out["param_name"] = table["param_name"]
+    out["replicates"] = table["replicates"]
+    for header, metric, keyset in columns:
+        if keyset is None:
+            out[header] = table[metric]
+            continue
+        mi = metrics.index(metric)
+        out[header] = [float(ks[methods.index(m), params.index(p), mi, keyset])
+                       for m, p in out.index]
+    return out
+
+
 def summarize(name: str, cube_path: Path | str) -> dict[str, Any]:
     """The summary of example ``name``'s cube: its fingerprints and its README tables."""
     from sdcdist.cube import open_cube
@@ -295,7 +340,8 @@ def summarize(name: str, cube_path: Path | str) -> dict[str, Any]:
     from sdcdist.testing import cube_fingerprints
     import json
     cube = open_cube(str(cube_path))
-    tables = {t: _frame_to_json(ranking_table(cube, by=a["by"], metrics=a["metrics"]))
+    tables = {t: _frame_to_json(column_table(cube, a["columns"]) if "columns" in a else
+                                ranking_table(cube, by=a["by"], metrics=a["metrics"]))
               for t, (spec, a) in README_TABLES.items() if spec == name}
     # as tests/test_examples.py compares them: PS and PS2 by their values alone
     values_only = json.loads(VALUES_FILE.read_text())

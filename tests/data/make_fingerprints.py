@@ -20,8 +20,8 @@ leaves them out. ``--subset`` reruns each subset (the parameters listed in
 ``household_risks``) and rewrites its fingerprints (``["values", hash]`` for ``PS``/``PS2``). Only the files of the runs asked for are rewritten; review the
 diff (``git diff tests/data``) and say in the commit which metrics changed and why.
 
-The full run of a spec whose figures ``examples/README.md`` shows (``household``,
-``household_risks``: ``README_TABLES`` of ``examples/reproduce.py``) also rewrites its
+The full run of a spec whose figures ``examples/README.md`` shows (``household``, the
+``household_risks`` and ``synthetic_reid`` studies: ``README_TABLES`` of ``examples/reproduce.py``) also rewrites its
 summary in ``example_tables.json`` (the cube's fingerprints and the figures of its tables)
 and the README's tables between their markers, so fingerprints, summary and README change
 together (``tests/test_reproduce.py`` checks that they agree). ``--keep DIR`` leaves the
