@@ -130,6 +130,32 @@ def router(svc: Service) -> APIRouter:
         d = svc.own_dataset(dataset_id, who)
         return {**d, "schema": svc.dataset_schema(dataset_id)}
 
+    applicable_cache: dict[tuple[str, tuple[str, ...] | None], dict[str, Any]] = {}
+
+    @r.get("/v1/datasets/{dataset_id}/applicable", tags=["datasets"])
+    def applicable(dataset_id: str, keys: str | None = None,
+                   who: str = Who) -> dict[str, Any]:
+        """For every masking method and metric, null if it applies to this dataset, else
+        why not: the metrics as `sdcdist.metrics.applicable` decides on the dataset's
+        columns and roles with these key columns (`keys`, comma-separated; default: the
+        dataset's key role), the methods by the columns they mask and their data checks.
+        The page offers only what applies and shows the reason on hover."""
+        from ...data import load_microdata
+        from ...text import split_list
+        from ..presets import applicability
+        svc.own_dataset(dataset_id, who)
+        want = tuple(split_list(keys)) if keys else None
+        key = (dataset_id, want)
+        if key not in applicable_cache:
+            md = load_microdata(str(store.dataset_path(dataset_id)))
+            if want is not None:
+                md.column_index(list(want), what="key column")
+            if len(applicable_cache) > 64:
+                applicable_cache.clear()
+            applicable_cache[key] = applicability(md, want)
+        return {"dataset": dataset_id, "keys": list(want) if want is not None else None,
+                **applicable_cache[key]}
+
     @r.delete("/v1/datasets/{dataset_id}", tags=["datasets"])
     def delete_dataset(dataset_id: str, who: str = Who) -> dict[str, Any]:
         """Delete a dataset (refused while an audit of yours that uses it is active)."""
