@@ -630,7 +630,8 @@ function auditBox(a) {
   box.querySelector(".aid").textContent = a.id;
   const what = {queued: "waiting to start", running: "running", done: "done",
                 failed: "failed", cancelled: "cancelled"}[a.status] || a.status;
-  box.querySelector(".status").textContent = what;
+  box.querySelector(".status").textContent = a.status === "running" && !a.cells_done ?
+    "running: reading the data and computing the first cells" : what;
   // one count: the cells in the cube, as the service counts them
   const pct = a.cells_total ? Math.floor(100 * a.cells_done / a.cells_total) : 0;
   const count = box.querySelector(".count");
