@@ -113,6 +113,22 @@ def test_applicable_is_the_registries_decision(svc, tmp_path):
     assert not [v for v in values if re.search(rf"(?<![\w.]){re.escape(v)}(?![\w.])", text)]
 
 
+def test_describe_is_sdcdist_describe(svc, tmp_path):
+    from sdcdist.data import load_microdata
+    from sdcdist.describe import describe
+    ds = _upload(svc, tmp_path, _people(), "people", categorical="REGION,SEX")
+    md = load_microdata(str(svc.store.dataset_path(ds)))
+    got = svc.get(f"/v1/datasets/{ds}/describe", params={"keys": "REGION,SEX",
+                                                         "top": 3}).json()
+    want = describe(md, keys=["REGION", "SEX"], top=3)
+    assert got["risk"]["kviol"] == want["risk"]["kviol"]
+    assert got["risk"]["riskiest"] == want["risk"]["riskiest"]
+    assert got["summaries"][0]["mean"] == pytest.approx(want["summaries"][0]["mean"])
+    assert svc.get(f"/v1/datasets/{ds}/describe").json()["risk"]["keys"] == ["REGION", "SEX"]
+    bad = svc.get(f"/v1/datasets/{ds}/describe", params={"keys": "NOPE"})
+    assert bad.status_code == 422 and "NOPE" in bad.json()["detail"]
+
+
 def test_presets_come_from_the_registries(svc):
     from sdcdist.masking import REGISTRY as METHODS
     from sdcdist.metrics import REGISTRY as METRICS

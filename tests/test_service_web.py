@@ -188,6 +188,14 @@ def test_page_builds_ranks_explains_and_keeps_audits(browser, tmp_path):
         for c in d.find_elements(By.CSS_SELECTOR, "#spec-datasets input.ds"):
             if not c.is_selected():
                 c.click()
+        # keys per dataset: one list each, the first's keys still ticked
+        groups = d.find_elements(By.CSS_SELECTOR, "#spec-keys .keys")
+        assert [g.find_element(By.TAG_NAME, "b").text for g in groups] == \
+            ["Keys of people", "Keys of firms"]
+        assert [c.get_attribute("value") for c in groups[0].find_elements(
+            By.CSS_SELECTOR, "input.key") if c.is_selected()] == list(md.columns[:2])
+        assert not [c for c in groups[1].find_elements(By.CSS_SELECTOR, "input.key")
+                    if c.is_selected()]
         for c in d.find_elements(By.CSS_SELECTOR, "#method-table input.use"):
             if c.is_selected():
                 c.click()
@@ -321,6 +329,13 @@ def test_officer_scenario_from_upload_to_release(browser, tmp_path):
             d.find_element(By.CSS_SELECTOR, f'.keys[data-dataset="{ds}"] input[value="{k}"]').click()
         wait.until(lambda _: d.find_element(By.TAG_NAME, "body")
                    .get_attribute("data-applicable") == ds + ":" + ",".join(keys))
+        # the data before masking, on these keys: every Census record is unique on them
+        wait.until(EC.presence_of_element_located(
+            (By.CSS_SELECTOR, f'#describe details[data-dataset="{ds}"]')))
+        wait.until(lambda _: "on the keys AFNLWGT, AGI, EMCONTRB" in d.find_element(
+            By.CSS_SELECTOR, f'#describe details[data-dataset="{ds}"] summary').text)
+        assert "1080 records unique" in d.find_element(
+            By.CSS_SELECTOR, f'#describe details[data-dataset="{ds}"] summary').text
         # -- 3. the numeric preset: a short set, the rest behind "more" --------------------
         d.find_element(By.ID, "preset-numeric").click()
         ticked = [c.get_attribute("data-method") for c in
@@ -431,7 +446,8 @@ def test_officer_scenario_from_upload_to_release(browser, tmp_path):
             assert f"<tr><td>{x['record']}</td><td>{x['risk']:.6g}</td>" not in external
         log = (tmp_path / "service.log").read_text()
         values = {str(int(v)) for v in md.values[:20].ravel() if abs(v) >= 100000}
-        assert values and not [v for v in values if v in log or v in d.page_source]
+        errors = " ".join(e.text for e in d.find_elements(By.CSS_SELECTOR, ".msg, #rules-result, #spec-result, #release-msg"))
+        assert values and not [v for v in values if v in log or v in errors]
     finally:
         http.close()
         server.stop()

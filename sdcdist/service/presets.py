@@ -41,7 +41,10 @@ class Preset:
     preferred_score: bool = False           # the score the service ranks by (its parts too)
     metric_families: tuple[str, ...] = ()   # metric modules (kinds risk/loss/utility)
     per_family: int = 3
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: starting values where the spread of the declared range is not what a first audit
+    #: compares (PRAM's pd: the probability a category is kept is drawn in [pd, 1];
+    #: sdcMicro's default is 0.8)
+    grids: dict[str, list[float]] = field(default_factory=dict)
 
 
 #: The presets, in the order the page shows them.
@@ -52,14 +55,17 @@ PRESETS: tuple[Preset, ...] = (
            acts_on=("numeric",), families=("noise", "swapping", "microaggregation"),
            preferred_score=True),
     Preset("categorical", "Categorical keys",
-           "the keys are categories (region, sex, age group): PRAM, recoding and local "
+           "the keys are categories (region, sex, age group): PRAM and local "
            "suppression, judged by k-anonymity, individual risk and what changed",
-           acts_on=("categorical",), metric_families=("risk.frequency", "loss.categorical")),
+           acts_on=("categorical",), families=("pram", "suppression"),
+           metric_families=("risk.frequency", "loss.categorical"),
+           grids={"pram": [0.6, 0.8, 0.9]}),
     Preset("mixed", "Mixed data",
            "numeric columns and categorical keys: noise and microaggregation on the numbers, "
            "PRAM on the categories, the default score and frequency risk",
            acts_on=("numeric", "categorical"), families=("noise", "microaggregation", "pram"),
-           preferred_score=True, metric_families=("risk.frequency",), per_family=2),
+           preferred_score=True, metric_families=("risk.frequency",), per_family=2,
+           grids={"pram": [0.6, 0.8, 0.9]}),
     Preset("synthetic", "Synthetic data",
            "a synthetic file in place of the original: the generators, judged by "
            "distance to the closest record and by their utility",
@@ -112,7 +118,7 @@ def resolve() -> list[dict[str, Any]]:
             if p.families and fam not in p.families:
                 continue
             seen.add(fam)
-            methods[n] = start_grid(m)
+            methods[n] = list(p.grids.get(n) or start_grid(m))
         metrics: list[str] = []
         if p.preferred_score:
             metrics += [n for n, m in METRICS.items() if m.preferred][:1]

@@ -4,7 +4,8 @@ A guided flow for a data-protection officer preparing a release, in five steps:
 
 1. **Data.** Upload a file with its roles (key, confidential, weight, household id,
    integer-coded categorical columns); the answer lists every column's type and roles.
-   Choose the dataset(s) to audit and, for each dataset separately, its key columns.
+   Choose the dataset(s) to audit and, for each dataset separately, its key columns;
+   "before masking" shows each as ``sdcdist describe`` does (``/v1/datasets/{id}/describe``).
 2. **Rules.** Release rules ``METRIC OP NUMBER`` (``DLD <= 5``), one a line. They go
    into the spec's ``require:``, so the server reads them (:mod:`sdcdist.rules`) and a
    bad rule is refused with its 422 message, shown beside the rules.
@@ -113,6 +114,8 @@ recommended release with its report. API reference: <a href="docs">/docs</a>.</s
 <div id="spec-datasets"><small>upload a dataset first</small></div>
 <h3>Key columns <span class="hint">(what an intruder knows, per dataset; linkage risk is measured on them, in this order)</span></h3>
 <div id="spec-keys" class="cols"><small>choose a dataset</small></div>
+<h3>Before masking <span class="hint">(each variable, and how exposed the records are on the keys)</span></h3>
+<div id="describe"><small>choose a dataset</small></div>
 </section>
 
 <section class="step" id="step-rules"><h2><span class="n">2</span>Rules a release must meet</h2>
@@ -484,8 +487,75 @@ async function loadApplicable() {
   } catch (e) { text($("spec-result"), e.message, "msg"); return; }
   if (seq !== applicSeq) return;
   applic = got;
+  loadDescribe(ids, seq);
   if (!touched || !preset) applyPreset(suggestedPreset()); else arrange();
   document.body.setAttribute("data-applicable", ids.map((id) => id + ":" + keysOf(id).join(",")).join(";"));
+}
+
+// -- the data before masking (sdcdist describe) -------------------------------------------
+async function loadDescribe(ids, seq) {
+  const box = $("describe");
+  const parts = [];
+  try {
+    for (const id of ids) {
+      const keys = keysOf(id);
+      const q = keys.length ? "?keys=" + encodeURIComponent(keys.join(",")) : "";
+      parts.push([id, await (await api("v1/datasets/" + id + "/describe" + q)).json()]);
+    }
+  } catch (e) { text(box, e.message, "msg"); return; }
+  if (seq !== applicSeq) return;
+  box.innerHTML = "";
+  if (!parts.length) { box.appendChild(el("small", {text: "choose a dataset"})); return; }
+  for (const [id, dsc] of parts) {
+    const d = datasets.find((x) => x.id === id) || {name: id};
+    const r = dsc.risk;
+    const head = d.name + ": " + dsc.records + " records, " + dsc.variables + " variables" + (r ?
+      "; on the keys " + r.keys.join(", ") + ": " + r.unique_records + " records unique (" + num(100 * r.unique_records / r.records) + " %), " +
+      num(r.expected_reidentifications) + " expected re-identifications" : "; no key columns (tick some above)");
+    const det = el("details", {cls: "describe", "data-dataset": id}, [el("summary", {text: head})]);
+    const numeric = dsc.summaries.filter((x) => x.type === "numeric");
+    if (numeric.length) {
+      const qs = Object.keys(numeric[0].quantiles);
+      const t = el("table", {cls: "risk"});
+      const h = t.createTHead().insertRow();
+      for (const x of ["variable", "records", "missing", "mean", "sd", ...qs]) h.appendChild(el("th", {text: x}));
+      const b = t.createTBody();
+      for (const x of numeric) {
+        const tr = b.insertRow();
+        for (const v of [x.name, x.n, x.missing, num(x.mean), num(x.sd), ...qs.map((k) => num(x.quantiles[k]))]) tr.insertCell().textContent = v;
+      }
+      det.appendChild(t);
+    }
+    for (const x of dsc.summaries.filter((y) => y.type === "categorical")) {
+      const cats = x.categories.slice().sort((a, b) => b.count - a.count);
+      det.appendChild(el("div", {cls: "hint", text: x.name + " (categorical, " + x.categories.length + " categories, " + x.missing + " missing): " +
+        cats.slice(0, 12).map((c) => c.label + " " + c.count + " (" + num(c.percent) + " %)").join(", ") + (cats.length > 12 ? ", ..." : "")}));
+    }
+    if (r) {
+      const t = el("table", {cls: "risk"});
+      const h = t.createTHead().insertRow();
+      for (const x of ["k", "records in a key combination shared by fewer than k", "% of records", "such combinations"]) h.appendChild(el("th", {text: x}));
+      const b = t.createTBody();
+      for (const [k, v] of Object.entries(r.kviol)) {
+        const tr = b.insertRow();
+        for (const x of [k, v.records, num(v.percent), v.combinations]) tr.insertCell().textContent = x;
+      }
+      det.appendChild(el("div", {text: "k-anonymity on " + r.keys.join(", ") + ": " + r.combinations + " key combinations; individual risk mean " + num(r.risk_mean) + ", max " + num(r.risk_max)}));
+      det.appendChild(t);
+      if (r.riskiest && r.riskiest.length) {
+        const rt = el("table", {cls: "risk"});
+        const rh = rt.createTHead().insertRow();
+        for (const x of ["record", "risk", "f_k", ...r.keys]) rh.appendChild(el("th", {text: x}));
+        const rb = rt.createTBody();
+        for (const x of r.riskiest) {
+          const tr = rb.insertRow();
+          for (const v of [x.record, num(x.risk), x.frequency, ...r.keys.map((k) => x.keys[k] === null ? "(missing)" : x.keys[k])]) tr.insertCell().textContent = v;
+        }
+        det.appendChild(el("details", {}, [el("summary", {text: "the " + r.riskiest.length + " records of highest individual risk (your own data: record numbers and key values; never in the external report)"}), rt]));
+      }
+    }
+    box.appendChild(det);
+  }
 }
 
 $("upload-form").onsubmit = async (ev) => {
@@ -695,7 +765,6 @@ async function showDataset(a, view, dataset) {
   let rep;
   try {
     const base = await (await api("v1/audits/" + a.id + "/report?format=json" + q)).json();
-    // every metric the cube has beside the ranking's own, in the cube's order
     // what was ticked and the parts a ticked score brought; every metric when asked
     let want = names;
     if (!info.all && ticked) {
@@ -759,7 +828,6 @@ async function showDataset(a, view, dataset) {
   const table = el("table", {cls: "rank", id: "rank-" + a.id});
   const skip = new Set(["param_name", "replicates", "breaks", "acceptable", "balanced"]);
   const cols = Object.keys(rep.rows[0] || {}).filter((c) => !skip.has(c) && !/ rank$/.test(c));
-  const metricCols = cols.filter((c) => c !== "method" && c !== "param");
   const head = table.createTHead().insertRow();
   head.appendChild(el("th", {text: "rank", title: "1 is best by " + rep.by + "; equal values share a rank"}));
   for (const c of cols) {
