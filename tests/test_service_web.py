@@ -277,20 +277,16 @@ def _wait_file(folder: Path, pattern: str, timeout: float = 60) -> Path:
     raise TimeoutError(f"no download {pattern} in {folder}: {list(folder.iterdir())}")
 
 
-def test_officer_scenario_from_upload_to_release(browser, tmp_path):
+def test_officer_scenario_from_upload_to_release(browser, tmp_path, run):
     """Upload Census, pick the numeric preset, set DLD <= 5 and IL_S2 <= 20, run, see the
     recommendation, compare, download the release and both reports."""
-    import json
     import re
-    import subprocess
-    import sys
 
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from _service import env
     from sdcdist.data.refdata import reference_file
     census = tmp_path / "census.csv"
     shutil.copy(reference_file("census"), census)
@@ -408,13 +404,10 @@ def test_officer_scenario_from_upload_to_release(browser, tmp_path):
         cmp = http.get(f"/v1/audits/{audit}/compare", params={
             "method": cell["method"], "param": cell["param"], "replicate": 0}).json()
         masked = tmp_path / "mask.csv"
-        r = subprocess.run([sys.executable, "-m", "sdcdist.cli", "mask", str(census),
-                            "--method", cell["method"], "--param", f"{cell['param']:g}",
-                            "--seed", str(cmp["seed"]), "--spawn-key",
-                            ",".join(map(str, cmp["spawn_key"])), "--out", str(masked)],
-                           capture_output=True, text=True, env=env(), timeout=120,
-                           stdin=subprocess.DEVNULL)
-        assert r.returncode == 0, r.stderr
+        r = run("mask", census, "--method", cell["method"], "--param", f"{cell['param']:g}",
+                "--seed", cmp["seed"], "--spawn-key", ",".join(map(str, cmp["spawn_key"])),
+                "--out", masked)
+        assert r.exit_code == 0, r.output
         assert got.read_bytes() == masked.read_bytes()
         d.find_element(By.ID, "report-internal").click()
         internal = _wait_file(downloads, "*-internal.html").read_text()
