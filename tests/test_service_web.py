@@ -156,6 +156,13 @@ def test_page_builds_ranks_explains_and_keeps_audits(browser, tmp_path):
         assert "50 % of its weight on disclosure risk" in caption
         rows = _table(d, first)
         assert len(rows) == 8
+        # what was ticked is shown, and what Score2 brought is marked so; one rank column
+        head = [th.text for th in d.find_elements(By.CSS_SELECTOR, f"#rank-{first} thead th")]
+        assert "IL1s" in head and "Score2" in head
+        assert {"IL_S2\nadded by Score2", "DLD\nadded by Score2", "ID1\nadded by Score2",
+                "ID2\nadded by Score2"} <= set(head)
+        assert [h for h in head if "rank" in h] == ["rank"]
+        assert [r["rank"] for r in rows] == [str(i) for i in range(1, 9)]
         by_score = http.get(f"/v1/audits/{first}/report", params={
             "by": "Score2", "format": "json"}).json()["rows"]
         assert [r["Score2"] for r in rows] == [f"{r['Score2']:.3f}" for r in by_score]

@@ -38,7 +38,7 @@ PAGE = r"""<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>sdcdist: from audit to release</title>
 <style>
-body{font-family:system-ui,sans-serif;margin:1em auto;max-width:1180px;padding:0 1em;color:#222;font-size:15px}
+body{font-family:system-ui,sans-serif;margin:1em auto;max-width:1400px;padding:0 1em;color:#222;font-size:15px}
 h1{font-size:1.45em;margin-bottom:.1em} h2{font-size:1.2em;margin:0 0 .4em}
 h3{font-size:1em;margin:.7em 0 .3em}
 section.step{border:1px solid #cfd8e3;border-radius:6px;padding:.7em 1.1em;margin:1em 0;background:#fbfcfe}
@@ -59,14 +59,14 @@ table.rank td:first-child,table.rank th:first-child,table.risk td:first-child,ta
 table.rank th{background:#f2f5f9;vertical-align:bottom}
 table.rank tr.recommended td{background:#e3f4e8} table.rank tr.chosen td{outline:2px solid #f0b400}
 table.rank td.no{color:#a00} table.rank td.yes{color:#1d7a3a;font-weight:bold}
-table.rank td.breaks{text-align:left;color:#a00;font-size:12px}
+table.rank td.breaks,table.rank th.breaks{text-align:left} table.rank td.breaks{color:#a00;font-size:12px}
 th .added{display:block;font-weight:normal;font-size:11px;color:#7a5b00}
 table.grid td,table.grid th{padding:3px 6px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
 table.grid input[type=text]{font-family:monospace}
 tr.na td,label.na{color:#999} tr.na b,label.na b{text-decoration:line-through}
 img.plot{max-width:100%;width:760px;border:1px solid #eee;margin:.5em 0}
-#compare-distributions{display:grid;grid-template-columns:1fr 1fr;gap:.3em 1em}
-img.dist{width:100%;display:block;margin:.2em 0;border:1px solid #eee}
+#compare-distributions{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,640px),1fr));gap:.3em 1em}
+img.dist{width:100%;max-width:640px;display:block;margin:.2em 0;border:1px solid #eee}
 img.assoc{max-width:100%;border:1px solid #eee}
 small,.hint{color:#555} .hint{font-size:13px}
 dl.metrics{font-size:13px;margin:.3em 0;display:grid;grid-template-columns:max-content 1fr;gap:.15em .8em}
@@ -582,8 +582,9 @@ $("upload-form").onsubmit = async (ev) => {
       tr.insertCell().textContent = c.roles.join(", ");
       if (c.type === "categorical") tr.title = "stored as categories; if this column holds numbers, check the file (a stray text value makes a column categorical)";
     }
-    out.appendChild(el("details", {open: true}, [el("summary", {text: "its columns: type and roles"}), t]));
     const cats = (d.schema || []).filter((c) => c.type === "categorical").map((c) => c.name);
+    // open when something needs a look: categorical columns (a stray text value?)
+    out.appendChild(el("details", {open: cats.length > 0}, [el("summary", {text: "its columns: type and roles"}), t]));
     if (cats.length) out.appendChild(el("div", {cls: "warn", text: "categorical: " + cats.join(", ") + ". Numeric masking methods carry these columns through unchanged; if one should be numeric, fix the file and upload it again."}));
     await refreshDatasets(d.id);
   } catch (e) { text(out, e.message, "msg"); }
@@ -764,7 +765,7 @@ async function showDataset(a, view, dataset) {
   const ticked = info.spec ? info.spec.metrics : null;
   let rep;
   try {
-    const base = await (await api("v1/audits/" + a.id + "/report?format=json" + q)).json();
+    const base = {by: info.summary.ranking.by};      // the default ranking, from the summary
     // what was ticked and the parts a ticked score brought; every metric when asked
     let want = names;
     if (!info.all && ticked) {
@@ -837,7 +838,7 @@ async function showDataset(a, view, dataset) {
     if (addedBy[c]) th.appendChild(el("span", {cls: "added", text: "added by " + addedBy[c]}));
     head.appendChild(th);
   }
-  if (rec) { head.appendChild(el("th", {text: "acceptable"})); head.appendChild(el("th", {text: "breaks"})); }
+  if (rec) { head.appendChild(el("th", {text: "acceptable"})); head.appendChild(el("th", {text: "breaks", cls: "breaks"})); }
   head.appendChild(el("th", {text: ""}));
   const body = table.createTBody();
   const byv = rep.by === "balanced" ? "balanced" : rep.by;
@@ -892,7 +893,7 @@ function chooseCell(a, method, param, pname, dataset, rec, row) {
              replicates: row && row.replicates ? row.replicates : 1};
   $("release-none").style.display = "none";
   $("release-box").style.display = "";
-  $("release-cell").textContent = cellName(method, param, pname) + (dataset ? " of dataset " + dataset : "") + " (audit " + a.name + ")";
+  $("release-cell").textContent = cellName(method, param, pname) + (dataset ? " of dataset " + dataset : "") + ", from the audit \u201c" + a.name + "\u201d";
   const sel = $("release-replicate");
   sel.innerHTML = "";
   for (let r = 0; r < release.replicates; r++) sel.appendChild(el("option", {value: r, text: String(r)}));
