@@ -4,8 +4,15 @@ Upload through the form (the answer lists each column's type and roles), build a
 from the forms (registered methods with a grid, metrics, key columns), watch the audit
 finish, see it ranked by the default risk-utility score with every metric explained and
 the trade-off plot; then a second audit over two datasets (a dataset selector) beside the
-first, whose results stay; a cancelled audit says why. Screenshots are kept under
-test-artifacts/ (ignored by git)."""
+first, whose results stay, with keys chosen per dataset; a cancelled audit says why, and
+one resumed to done says done, with one count throughout.
+
+The officer's whole scenario: upload Census, the numeric preset, the rules DLD <= 5 and
+IL_S2 <= 20 (a malformed rule refused first), run, the recommendation, the comparison of
+original and release, the release (byte for byte `sdcdist mask` with the cell's seed) and
+both release reports (offline, the cube's numbers, no record content in the external one).
+
+Screenshots are kept under test-artifacts/ (ignored by git)."""
 
 from __future__ import annotations
 
