@@ -464,14 +464,21 @@ function showKeys() {
       const cb = el("input", {type: "checkbox", value: c.name, cls: "key", "data-dataset": d.id});
       const k = d.id + "/" + c.name;
       cb.checked = before.has(k) ? before.get(k) : declared.has(c.name);
-      cb.onchange = () => { loadApplicable(); };
+      cb.onchange = () => { keyHint(grp); loadApplicable(); };
       const what = (c.type || "") + (c.roles && c.roles.length ? ", " + c.roles.join(", ") : "");
       grp.appendChild(el("label", {}, [cb, " " + c.name + " ", el("span", {cls: "hint", text: what ? "(" + what + ")" : ""})]));
     }
+    grp.appendChild(el("div", {cls: "hint keyhint"}));
     box.appendChild(grp);
+    keyHint(grp);
   }
-  box.appendChild(el("div", {cls: "hint", text: "none ticked: every column is a key (prefixes of the column order)"}));
   loadApplicable();
+}
+function keyHint(grp) {
+  const keys = Array.from(grp.querySelectorAll("input.key:checked")).map((c) => c.value);
+  grp.querySelector(".keyhint").textContent = keys.length ?
+    "linkage risk on the key sets " + keys.map((_, i) => "{" + keys.slice(0, i + 1).join(", ") + "}").slice(0, 7).join(", ") + " (the prefixes, in this order)" :
+    "none ticked: every column is a key (linkage on the prefixes of the column order)";
 }
 let applicSeq = 0;
 async function loadApplicable() {
@@ -513,6 +520,10 @@ async function loadDescribe(ids, seq) {
       "; on the keys " + r.keys.join(", ") + ": " + r.unique_records + " records unique (" + num(100 * r.unique_records / r.records) + " %), " +
       num(r.expected_reidentifications) + " expected re-identifications" : "; no key columns (tick some above)");
     const det = el("details", {cls: "describe", "data-dataset": id}, [el("summary", {text: head})]);
+    const cats = new Set(dsc.summaries.filter((x) => x.type === "categorical").map((x) => x.name));
+    if (r && r.keys.some((k) => !cats.has(k))) det.appendChild(el("div", {cls: "hint", text:
+      "Numeric keys are counted here by their exact values, so nearly every record is unique on them; " +
+      "for numeric keys the audit's distance-linkage risk (DLD) says how many records an intruder would actually re-identify."}));
     const numeric = dsc.summaries.filter((x) => x.type === "numeric");
     if (numeric.length) {
       const qs = Object.keys(numeric[0].quantiles);
