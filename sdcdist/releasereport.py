@@ -42,7 +42,7 @@ import numpy as np
 from .errors import SdcInputError, unknown_name_error
 
 __all__ = ["VARIANTS", "parse_chosen", "association_matrix", "risk_families",
-           "build_report", "write_report"]
+           "build_report", "write_report", "comparison"]
 
 VARIANTS = ("internal", "external")
 
@@ -207,8 +207,30 @@ def _labels(col: np.ndarray, labels: Sequence[str]) -> dict[str, int]:
     return out
 
 
+#: the distribution plots drawn last, by content (the page's comparison and the two
+#: report variants of one cell draw the same plots; drawing is most of their time)
+_DRAWN: dict[tuple, str] = {}
+_DRAWN_MAX = 256
+
+
 def _distribution_png(name: str, a: np.ndarray, b: np.ndarray, cat: bool,
                       labels_a: Sequence[str], labels_b: Sequence[str], title_b: str) -> str:
+    import hashlib
+    key = (name, hashlib.sha256(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+           .hexdigest(), hashlib.sha256(np.ascontiguousarray(b, dtype=np.float64).tobytes())
+           .hexdigest(), bool(cat), tuple(map(str, labels_a)), tuple(map(str, labels_b)),
+           title_b)
+    hit = _DRAWN.get(key)
+    if hit is None:
+        hit = _draw_distribution(name, a, b, cat, labels_a, labels_b, title_b)
+        if len(_DRAWN) >= _DRAWN_MAX:
+            _DRAWN.pop(next(iter(_DRAWN)))
+        _DRAWN[key] = hit
+    return hit
+
+
+def _draw_distribution(name: str, a: np.ndarray, b: np.ndarray, cat: bool,
+                       labels_a: Sequence[str], labels_b: Sequence[str], title_b: str) -> str:
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(8, 2.6), sharey=True)
     if cat:
@@ -230,7 +252,9 @@ def _distribution_png(name: str, a: np.ndarray, b: np.ndarray, cat: bool,
                 lo, hi = lo - 0.5, hi + 0.5
             edges = np.linspace(lo, hi, 31)
             for ax, v in zip(axes, (fa, fb)):
-                ax.hist(np.clip(v, lo, hi), bins=edges, color="#4c72b0")
+                # one artist per histogram (as fast to draw as a line), the bins of hist
+                counts, _ = np.histogram(np.clip(v, lo, hi), bins=edges)
+                ax.stairs(counts, edges, fill=True, color="#4c72b0")
         axes[0].set_ylabel("records")
     axes[0].set_title(f"{name}: original", fontsize=10)
     axes[1].set_title(f"{name}: {title_b}", fontsize=10)
@@ -524,3 +548,46 @@ def write_report(cube: str, out: str, **kw: Any) -> dict[str, Any]:
             tmp.unlink()
     info["bytes"] = len(text.encode("utf-8"))
     return info
+
+
+def comparison(cube: str, *, method: str, param: float, replicate: int = 0,
+               require: Sequence[str] = (), loss: str | None = None,
+               dataset: str | None = None, spec: Any = None) -> dict[str, Any]:
+    """Original against released for one cell, as section 5 and 6 of the report draw them,
+    for a page: each variable's distribution (a PNG, base64, both files side by side), the
+    association matrices' difference (a PNG and the numbers) and each risk family's
+    figures; the release is regenerated and checked as for the report. Aggregates only:
+    no record-level content."""
+    from .cube import open_cube, select_dataset
+    from .rules import cube_rules, recommend
+    full = open_cube(cube)[["value", "done"]]
+    full.load(scheduler="synchronous")
+    rules = cube_rules(full, require)
+    rec = recommend(full, rules, loss=loss, dataset=dataset)
+    md, rel, r, _ = _original_and_release(cube, full, method, float(param), int(replicate),
+                                          dataset, spec)
+    c = select_dataset(full, r.dataset if "dataset" in full.dims else None)
+    families = risk_families(c, method, float(param), int(replicate), rec.recommended)
+    cats = set(md.categorical)
+    is_cat = [col in cats for col in md.columns]
+    diff = association_matrix(rel.values, is_cat) - association_matrix(md.values, is_cat)
+    shown = list(md.columns)[:MAX_PLOTS]
+    plots = [{"variable": name, "categorical": is_cat[j],
+              "png": _distribution_png(name, md.values[:, j], rel.values[:, j], is_cat[j],
+                                       md.categories.get(name, []),
+                                       rel.categories.get(name, []),
+                                       f"released ({method} {float(param):g})")}
+             for j, name in enumerate(shown)]
+    names = list(md.columns)
+    worst = float(np.nanmax(np.abs(diff))) if np.isfinite(diff).any() else math.nan
+    return {"dataset": r.dataset, "method": method, "param": float(param),
+            "replicate": int(replicate), "fingerprint": r.fingerprint,
+            "seed": r.entropy, "spawn_key": list(r.spawn_key),
+            "distributions": plots, "more_variables": max(0, len(names) - MAX_PLOTS),
+            "association": {"variables": names,
+                            "difference": [[None if not math.isfinite(v) else float(v)
+                                            for v in row] for row in diff],
+                            "largest": None if not math.isfinite(worst) else worst,
+                            "png": _association_png(names, diff)},
+            "risk": families,
+            "recommended": rec.as_dict()["recommended"]}

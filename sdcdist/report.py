@@ -335,7 +335,7 @@ def plot_tradeoff(cube: xr.Dataset, *, risk: str, loss: str, out: str,
                         ecolor=line.get_color(), alpha=0.6, capsize=2, lw=1)
         if g["param_name"].iloc[0] != "none":
             for _, row in g.iterrows():
-                ax.annotate(f"{row['param']:g}", (row[loss], row[risk]), fontsize=6,
+                ax.annotate(f"{row['param']:g}", (row[loss], row[risk]), fontsize=8,
                             xytext=(3, 3), textcoords="offset points")
     f = t[front].sort_values(loss)
     ax.plot(f[loss], f[risk], "k--", lw=1, label="Pareto front")
@@ -346,9 +346,9 @@ def plot_tradeoff(cube: xr.Dataset, *, risk: str, loss: str, out: str,
     ax.set_title(title or f"{risk} against {loss}")
     if _interval_errors(t, risk, have) is not None or _interval_errors(t, loss, have) is not None:
         ax.text(0.99, 0.01, "bars: confidence interval (mean of the replicates' bounds)",
-                transform=ax.transAxes, ha="right", va="bottom", fontsize=6, color="grey")
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="grey")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=8, ncol=2)
     return _save(plt, fig, out)
 
 

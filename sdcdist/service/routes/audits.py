@@ -148,10 +148,10 @@ def cancel_reason(a: Mapping[str, Any], who: str) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime())
     if a["status"] == "queued" and not a["cells_done"]:
         return f"cancelled by {who} at {when}, before it started; nothing was computed"
-    if not a["cells_done"]:
-        return f"cancelled by {who} at {when} while running, before any cell had finished"
-    return (f"cancelled by {who} at {when} while running; the {a['cells_done']} cells "
-            "finished before that stay in its cube and can be queried")
+    # no count here: a cell in flight may still land; the audit's cells_done is the one
+    # count (the cube's), shown beside this reason
+    return (f"cancelled by {who} at {when} while running; the cells finished before it "
+            "stopped stay in its cube and can be queried")
 
 
 def parse_body(body: bytes, ctype: str) -> Any:

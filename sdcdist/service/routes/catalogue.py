@@ -12,7 +12,7 @@ __all__ = ["router"]
 
 
 def router(svc: Service) -> APIRouter:
-    """The routes of the catalogue (``/v1/methods``, ``/v1/metrics``),
+    """The routes of the catalogue (``/v1/methods``, ``/v1/metrics``, ``/v1/presets``),
     on the shared state ``svc``."""
     r = APIRouter()
     Who = Depends(svc.principal)
@@ -27,6 +27,7 @@ def router(svc: Service) -> APIRouter:
                  "low": None if m.kind == "none" else clean(float(m.low)),
                  "high": None if m.kind == "none" else clean(float(m.high)),
                  "random": bool(m.random), "description": m.description,
+                 "acts_on": m.acts_on,
                  "options": [o.name for o in for_method(n) if o.spec]}
                 for n, m in REGISTRY.items()]
 
@@ -41,9 +42,17 @@ def router(svc: Service) -> APIRouter:
         return [{"name": n, "kind": m.kind, "per_keyset": bool(m.keysets),
                  "ascending": bool(m.ascending), "requires": list(m.requires or ()),
                  "needs": sorted(m.needs), "by_name": bool(m.by_name),
-                 "preferred": bool(m.preferred),
+                 "preferred": bool(m.preferred), "part_of": m.part_of or None,
                  "unit": m.unit, "lower_is_better": bool(m.ascending),
                  "description": m.description, "reference": m.reference}
                 for n, m in REGISTRY.items()]
+
+    @r.get("/v1/presets", tags=["catalogue"])
+    def presets(who: str = Who) -> list[dict[str, Any]]:
+        """The page's presets by data type (numeric, categorical keys, mixed, synthetic):
+        the methods each starts with (and their starting values) and its metrics, picked
+        by what the registries declare (`sdcdist.service.presets`)."""
+        from ..presets import resolve
+        return resolve()
 
     return r

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, File, Form, HTTPException, UploadFile
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, UploadFile
 
 from ...errors import SdcInputError, unreadable_error
 from ...logs import event
@@ -22,6 +22,18 @@ from ..store import ACTIVE, new_id
 UPLOAD_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".txt", ".parquet", ".pq")
 
 __all__ = ["router"]
+
+
+def _json_safe(v: Any) -> Any:
+    """``v`` with every NaN or infinity as null, at any depth."""
+    import math
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
 
 log = logging.getLogger("sdcdist.service")
 
@@ -129,6 +141,51 @@ def router(svc: Service) -> APIRouter:
         """One dataset's schema and roles (never values)."""
         d = svc.own_dataset(dataset_id, who)
         return {**d, "schema": svc.dataset_schema(dataset_id)}
+
+    applicable_cache: dict[tuple[str, tuple[str, ...] | None], dict[str, Any]] = {}
+
+    @r.get("/v1/datasets/{dataset_id}/applicable", tags=["datasets"])
+    def applicable(dataset_id: str, keys: str | None = None,
+                   who: str = Who) -> dict[str, Any]:
+        """For every masking method and metric, null if it applies to this dataset, else
+        why not: the metrics as `sdcdist.metrics.applicable` decides on the dataset's
+        columns and roles with these key columns (`keys`, comma-separated; default: the
+        dataset's key role), the methods by the columns they mask and their data checks.
+        The page offers only what applies and shows the reason on hover."""
+        from ...data import load_microdata
+        from ...text import split_list
+        from ..presets import applicability
+        svc.own_dataset(dataset_id, who)
+        want = tuple(split_list(keys)) if keys else None
+        key = (dataset_id, want)
+        if key not in applicable_cache:
+            md = load_microdata(str(store.dataset_path(dataset_id)))
+            if want is not None:
+                md.column_index(list(want), what="key column")
+            if len(applicable_cache) > 64:
+                applicable_cache.clear()
+            applicable_cache[key] = applicability(md, want)
+        return {"dataset": dataset_id, "keys": list(want) if want is not None else None,
+                **applicable_cache[key]}
+
+    @r.get("/v1/datasets/{dataset_id}/describe", tags=["datasets"])
+    def describe_dataset(dataset_id: str, keys: str | None = None,
+                         top: int = Query(10, ge=0, le=100),
+                         who: str = Who) -> dict[str, Any]:
+        """The data before masking, as `sdcdist describe`: per-variable summaries
+        (numeric: mean, sd and quantiles, never a minimum or maximum; categorical: each
+        category's count), and on the key columns (`keys`, default: the dataset's key
+        role, else its categorical columns) the k-anonymity violations, the individual
+        risk and the `top` records of highest risk (record numbers and key combinations:
+        the owner's own data, answered to the owner and never logged)."""
+        from ...data import load_microdata
+        from ...describe import describe
+        from ...text import split_list
+        svc.own_dataset(dataset_id, who)
+        md = load_microdata(str(store.dataset_path(dataset_id)))
+        want = split_list(keys) if keys else None
+        out = describe(md, keys=want, top=top)
+        return {"dataset": dataset_id, **_json_safe(out)}
 
     @r.delete("/v1/datasets/{dataset_id}", tags=["datasets"])
     def delete_dataset(dataset_id: str, who: str = Who) -> dict[str, Any]:

@@ -18,6 +18,15 @@ from ..store import new_id
 __all__ = ["router"]
 
 
+def _json_safe(v: Any) -> Any:
+    """``v`` with every NaN or infinity (a figure not measured) as null, at any depth."""
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return clean(v)
+
+
 def router(svc: Service) -> APIRouter:
     """The routes of an audit's results (``/v1/audits/{id}/cube``, ``query``, ``report``,
     ``plot``, ``summary``, ``cube.zarr.zip``), on the shared state ``svc``."""
@@ -279,5 +288,70 @@ def router(svc: Service) -> APIRouter:
                             else "application/vnd.apache.parquet", filename=name,
                             headers={"X-Sdcdist-Fingerprint": rel.fingerprint},
                             background=BackgroundTask(tmp.unlink, missing_ok=True))
+
+    def _audit_spec(audit_id: str, who: str) -> tuple[Any, Any]:
+        """The audit's parsed spec and its cube's path (409 while it has no cube)."""
+        import json
+
+        from ...audit.spec import parse_spec
+        a = svc.own_audit(audit_id, who)
+        path = store.cube_path(audit_id)
+        if not path.exists():
+            raise HTTPException(409, "the audit has not written its cube yet")
+        spec = parse_spec(json.loads(a["spec"]) if isinstance(a["spec"], str) else a["spec"],
+                          base_dir=store.root)
+        return spec, path
+
+    @r.get("/v1/audits/{audit_id}/compare", tags=["results"])
+    async def compare(audit_id: str, method: str, param: float,
+                      replicate: int = Query(0, ge=0), dataset: str | None = None,
+                      require: list[str] | None = Query(None),
+                      loss: str | None = None, who: str = Who) -> Response:
+        """Original against released for one finished cell, as the release report shows
+        it: each variable's distribution in both files (PNG, base64), the difference of
+        the association matrices (numbers and a PNG) and each risk family's figures (the
+        chosen replicate, the cell's mean, the recommended cell's mean, the grid's range).
+        The release is regenerated and checked against the cube's fingerprint (422 if it
+        differs or the cell is not in the cube). Aggregates only."""
+        from ...releasereport import comparison
+
+        def make() -> tuple[bytes, str]:
+            spec, path = _audit_spec(audit_id, who)
+            with svc.plot_lock:
+                out = comparison(str(path), method=method, param=param,
+                                 replicate=replicate, require=require or (), loss=loss,
+                                 dataset=dataset, spec=spec)
+            return json_answer(_json_safe({"audit": audit_id, **out}))
+        return await svc.cached(audit_id, who, ("compare", method, param, replicate, dataset,
+                                                tuple(require or ()), loss), make)
+
+    @r.get("/v1/audits/{audit_id}/release-report", tags=["results"],
+           response_class=Response, responses={200: {"content": {"text/html": {}}}})
+    async def release_report(audit_id: str, method: str, param: float,
+                             replicate: int = Query(0, ge=0), variant: str = "internal",
+                             dataset: str | None = None,
+                             require: list[str] | None = Query(None),
+                             loss: str | None = None, who: str = Who) -> Response:
+        """The release report of one finished cell, as `sdcdist report CUBE --html R.html
+        --chosen METHOD:PARAM:REPLICATE`: one self-contained HTML file (no network, plots
+        embedded); `variant` internal (lists the riskiest records) or external (no
+        record-level content); `require` adds rules to the spec's."""
+        from ...errors import check_choice
+        from ...releasereport import VARIANTS, build_report
+        check_choice("variant", variant, list(VARIANTS))
+
+        def make() -> tuple[bytes, str]:
+            spec, path = _audit_spec(audit_id, who)
+            with svc.plot_lock:
+                text, _ = build_report(str(path), chosen=f"{method}:{param!r}:{replicate}",
+                                       variant=variant, require=require or (), loss=loss,
+                                       dataset=dataset, spec=spec)
+            return text.encode("utf-8"), "text/html; charset=utf-8"
+        resp = await svc.cached(audit_id, who, ("release-report", method, param, replicate,
+                                                variant, dataset, tuple(require or ()), loss),
+                                make)
+        name = f"{audit_id}-{method}-{param:g}-r{replicate}-{variant}.html"
+        return Response(resp.body, media_type="text/html; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     return r
