@@ -402,6 +402,9 @@ def test_officer_scenario_from_upload_to_release(browser, tmp_path, run):
         else:
             assert "No cell is acceptable" in box and f"closest is {label}" in box
         wait.until(EC.text_to_be_present_in_element((By.ID, "release-cell"), label))
+        plot = wait.until(EC.visibility_of_element_located((By.ID, f"plot-{audit}")))
+        wait.until(lambda _: d.execute_script(          # the trade-off plot has loaded
+            "return arguments[0].complete && arguments[0].naturalWidth > 100", plot))
         _shot(d, tmp_path, "officer-2-results.png")
 
         # -- 5. release: compare, download the release and both reports --------------------
