@@ -13,7 +13,9 @@ table and every metric have the same bits whatever the chunking and the worker c
 client turns the merged table into
 the per-combination frequencies ``f_k`` (records) and ``F_k`` (weights) and the
 metrics. Memory is one chunk plus the table of distinct combinations, so 10
-million records work.
+million records work. Computed in this process on records held in memory, the table
+is built over all of them at once (in pieces of ``MAX_CHUNK_ROWS`` records): the same
+table, without merging many small ones.
 
 A missing key value (local suppression) matches every category of its key, as
 in sdcMicro's ``freqCalc``: the frequency of a combination with missing values
@@ -49,6 +51,7 @@ import numpy as np
 
 from ...errors import column_positions, weight_error
 from ...keytables import combo_frequencies, key_table_chunk, merge_tables, with_weight
+from ...options import MAX_CHUNK_ROWS
 from ...parallel import map_reduce
 from .._registry import MeasureContext, MetricResult, register
 from ..categorical_keys import frequency_keys
@@ -107,7 +110,7 @@ def _table(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], bool, tuple[
     def compute() -> dict[str, Any]:
         t = map_reduce(ctx.runner, key_table_chunk, merge_tables, [ctx.masked],
                        ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
-                       args=(tuple(pos), w))
+                       args=(tuple(pos), w), local_rows=MAX_CHUNK_ROWS)
         if t["bad_weights"]:
             raise weight_error(ctx.weight, bad=int(t["bad_weights"]))
         return frequency_summary(with_weight(t), w is not None)
@@ -119,7 +122,7 @@ def _metric(name: str, description: str, unit: str = "% of records") -> None:
         summary, weighted, keys = _table(ctx, name)
         return MetricResult(summary[name], info={"keys": list(keys), "weighted": weighted})
     register(name, kind="risk", same_shape=False, categorical=True, options=("chunk_rows",),
-             description=description, unit=unit,
+             description=description, unit=unit, keys_only=True,
              reference="Benedetti and Franconi (1998); sdcMicro measure_risk")(func)
 
 
