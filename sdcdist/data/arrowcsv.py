@@ -59,14 +59,19 @@ def _arrow_errors() -> tuple[type[BaseException], ...]:
 
 
 def _batches(source: Path, header: Sequence[str], usecols: Sequence[str], sep: str,
-             block_bytes: int, numbers: Sequence[str] = ()) -> Iterator[list[Any]]:
+             block_bytes: int, numbers: Sequence[str] = (),
+             coded: Sequence[str] = ()) -> Iterator[list[Any]]:
     """Arrow string arrays of ``usecols`` (in that order), one list per block of records,
     followed by float64 arrays of ``numbers`` converted by Arrow's CSV reader (a cell it
-    does not read as a number fails the block: :class:`_StepAside`)."""
+    does not read as a number fails the block: :class:`_StepAside`). The columns of
+    ``usecols`` in ``coded`` come dictionary-encoded by the reader (the same cells and
+    entries as ``dictionary_encode`` of their text, encoded as they are parsed)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
     errors = _arrow_errors()
-    types = {**{c: pa.string() for c in usecols}, **{c: pa.float64() for c in numbers}}
+    text, codes = pa.string(), pa.dictionary(pa.int32(), pa.string())
+    types = {**{c: codes if c in coded else text for c in usecols},
+             **{c: pa.float64() for c in numbers}}
     try:
         reader = pacsv.open_csv(
             str(source),
@@ -235,7 +240,9 @@ def _dictionary_part(a: Any, markers: frozenset[str], parse: bool) -> _Part:
                                   ScalarAggregateOptions)
 
     from .parse import missing_mask, parse_numbers
-    d = _call("dictionary_encode", [a], DictionaryEncodeOptions())
+    import pyarrow as pa
+    d = a if pa.types.is_dictionary(a.type) else \
+        _call("dictionary_encode", [a], DictionaryEncodeOptions())
     if _call("any", [_call("match_substring", [d.dictionary], MatchSubstringOptions('"'))],
              ScalarAggregateOptions()).as_py():
         raise _StepAside()          # quoted fields are the reference reader's (quoting off)
@@ -380,7 +387,8 @@ def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
             labels_of[c].update(part)
         return part
 
-    for cols in _ahead(_batches(source, header, names, sep, block_bytes, check)):
+    for cols in _ahead(_batches(source, header, names, sep, block_bytes, check,
+                                coded=declared)):
         for a in cols[len(names):]:
             _check_plain(a)
         cols = cols[:len(names)]
