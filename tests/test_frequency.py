@@ -339,3 +339,20 @@ def test_rounded_digits_give_the_exact_sums_of_the_bit_digits(rng):
     t1.pop("inverse"), t2.pop("inverse")
     whole = K.combo_table(codes, w)
     assert K.merge_tables(t1, t2)["weight"].tolist() == whole["weight"].tolist()
+
+
+def test_in_process_tables_of_any_size_give_the_same_bits(rng, monkeypatch):
+    """In this process the key tables are built on pieces of LOCAL_ROWS records (not of
+    chunk_rows): pieces of 13 records merged, or one table, give the same bits."""
+    import sdcdist.metrics.risk.frequency as freq
+    n = 300
+    codes = np.column_stack([rng.integers(0, 4, n), rng.integers(0, 3, n)]).astype(float)
+    codes[rng.random(n) < 0.05, 1] = np.nan
+    w = rng.uniform(1, 50, n) * np.where(rng.random(n) < 0.1, 1e7, 1.0)
+    X = np.column_stack([codes, w])
+    kw = {"columns": ["a", "b", "w"], "categorical": ["a", "b"], "weight": "w",
+          "keysets": [["a", "b"]], "options": {"chunk_rows": 7}}
+    one = measure(X, X, FREQ, **kw)
+    monkeypatch.setattr(freq, "LOCAL_ROWS", 13)
+    many = measure(X, X, FREQ, **kw)
+    assert [one[k].value for k in FREQ] == [many[k].value for k in FREQ]
