@@ -196,20 +196,31 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+#: the checkout this script belongs to: its sdcdist is the one timed
+ROOT = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+
+
+def _checkout_env(checkout: str | None) -> tuple[dict[str, str], str]:
+    """The environment and working folder of a command that runs the sdcdist of
+    ``checkout`` (default: this script's), whatever folder the script was started in."""
+    import os
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([checkout or ROOT] +
+                                        ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env, tempfile.gettempdir()
+
+
 def compile_package(checkout: str | None = None) -> str:
     """Compile the bytecode of the sdcdist package that the commands run (that of
-    ``checkout``, else the one this Python imports), as an installed package has it: with
+    ``checkout``, else this script's checkout), as an installed package has it: with
     PYTHONDONTWRITEBYTECODE set, or a fresh checkout, every command would otherwise compile
     its modules again (about 0.25 s of CPU). Returns the package's folder."""
     import compileall
-    import os
     import subprocess
     import sys
-    env = dict(os.environ)
-    if checkout:
-        env["PYTHONPATH"] = checkout
+    env, cwd = _checkout_env(checkout)
     where = subprocess.run([sys.executable, "-c", "import sdcdist, os; "
-                            "print(os.path.dirname(sdcdist.__file__))"], env=env,
+                            "print(os.path.dirname(sdcdist.__file__))"], env=env, cwd=cwd,
                            capture_output=True, text=True, check=True).stdout.strip()
     compileall.compile_dir(where, quiet=1)
     return where
@@ -220,21 +231,20 @@ def sdcdist_risk_cli(path: str, *extra: str, checkout: str | None = None
     """``sdcdist risk PATH PATH`` on the frequency metrics as a user runs it (a new process,
     imports included): wall time, ER, and whether it computed in this process. Its CPU
     time (user + system, every thread) is kept in ``LAST_CPU``. ``checkout``: run the
-    sdcdist of that folder (on PYTHONPATH) instead of the one this Python imports."""
+    sdcdist of that folder instead of this script's checkout."""
     import os
     import subprocess
     import sys
     import time
-    env = dict(os.environ)
-    if checkout:
-        env["PYTHONPATH"] = checkout
+    env, cwd = _checkout_env(checkout)
+    path = os.path.abspath(path)
     c0 = children_cpu()
     cmd = [sys.executable, "-m", "sdcdist.cli", "risk", path, path, "--metric",
            ",".join(FREQ), "--keys", "k0,k1,k2,k3,k4", *extra]
     if not path.endswith(".zarr"):
         cmd += ["--categorical", "k0,k1,k2,k3,k4", "--weight", "w"]
     t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     dt = time.perf_counter() - t
     LAST_CPU[0] = children_cpu() - c0
     if p.returncode != 0:
