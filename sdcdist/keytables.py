@@ -81,12 +81,16 @@ def _not_codes(codes: np.ndarray) -> np.ndarray:
     out = np.zeros(codes.shape[1], dtype=np.int64)
     if codes.shape[0] == 0:
         return out
+    buf, tmp = np.empty(codes.shape[0]), np.empty(codes.shape[0])
+    flag = np.empty(codes.shape[0], dtype=bool)
     with np.errstate(invalid="ignore"):
         for j in range(codes.shape[1]):
-            c = codes[:, j]
+            np.copyto(buf, codes[:, j])                 # contiguous, buffers reused
+            c = buf
             if np.fmin.reduce(c) >= 0 and np.fmax.reduce(c) < 2.0 ** 53:
                 # in range (or all NaN): count the fractional values (NaN != its floor)
-                out[j] = np.count_nonzero(np.floor(c) != c) - np.count_nonzero(np.isnan(c))
+                np.not_equal(np.floor(c, out=tmp), c, out=flag)
+                out[j] = np.count_nonzero(flag) - np.count_nonzero(np.isnan(c, out=flag))
             else:
                 ok = np.isnan(c) | ((c >= 0) & (c < 2.0 ** 53) & (c == np.floor(c)))
                 out[j] = c.size - np.count_nonzero(ok)
@@ -159,24 +163,27 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _code_keys(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The packed key (:func:`_pack`) of each row of key codes (NaN missing) read column by
-    column from the float codes, without the (n, q) integer rows of :func:`key_rows`;
-    refuses what :func:`key_rows` refuses, with its message. None when the key space
-    exceeds int64 (the caller then packs :func:`key_rows`' rows)."""
+    column from the float codes (a view will do), without the (n, q) integer rows of
+    :func:`key_rows` and with two column buffers reused; refuses what :func:`key_rows`
+    refuses, with its message. None when the key space exceeds int64 (the caller then
+    packs :func:`key_rows`' rows)."""
     n, q = codes.shape
     if n == 0 or q == 0:
         return None
-    cols, radix = [], []
+    buf, tmp = np.empty(n), np.empty(n)
+    flag = np.empty(n, dtype=bool)
+    radix = []
     bad = 0
     with np.errstate(invalid="ignore"):
         for j in range(q):
-            c = np.ascontiguousarray(codes[:, j])
-            lo, hi = np.fmin.reduce(c), np.fmax.reduce(c)
+            np.copyto(buf, codes[:, j])
+            lo, hi = np.fmin.reduce(buf), np.fmax.reduce(buf)
             if lo >= 0 and hi < 2.0 ** 53:          # in range: fractions only
-                bad += int(np.count_nonzero(np.floor(c) != c)) - \
-                    int(np.count_nonzero(c != c))
+                np.not_equal(np.floor(buf, out=tmp), buf, out=flag)
+                bad += int(np.count_nonzero(flag)) - \
+                    int(np.count_nonzero(np.isnan(buf, out=flag)))
             else:                                   # out of range, or all missing
-                bad += int(_not_codes(c.reshape(-1, 1))[0])
-            cols.append(c)
+                bad += int(_not_codes(buf.reshape(-1, 1))[0])
             radix.append(int(hi) + 2 if hi == hi else 1)     # codes 0..hi, and missing
     if bad:
         key_rows(codes)                             # raises its message
@@ -186,12 +193,15 @@ def _code_keys(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         if total > _MAX_PACK:
             return None
     key = np.zeros(n, dtype=np.int64)
-    for c, r in zip(cols, radix):
+    shifted = np.empty(n, dtype=np.int64)
+    for j, r in enumerate(radix):
         # shifted code: missing (NaN) -> 0, code k -> k + 1 (exact below 2**53)
-        s = np.fmax(c + 1.0, 0.0).astype(np.int64)
+        np.copyto(buf, codes[:, j])
+        np.fmax(np.add(buf, 1.0, out=buf), 0.0, out=buf)
+        np.copyto(shifted, buf, casting="unsafe")  # whole numbers: exact
         if r != 1:
             key *= r
-        key += s
+        key += shifted
     return key, np.array(radix, dtype=np.int64)
 
 
@@ -604,7 +614,11 @@ def key_table_chunk(start: int, stop: int, X: Any, keys: Sequence[int], w: int |
         weights = block[:, w]
         ok = np.isfinite(weights) & (weights > 0)
         bad = int((~ok).sum())
-    t = combo_table(block[:, list(keys)], weights, rounded=False)
+    keys = list(keys)
+    # a slice when the keys are consecutive columns: a view, not a copy
+    codes = block[:, keys[0]:keys[-1] + 1] if keys and \
+        keys == list(range(keys[0], keys[-1] + 1)) else block[:, keys]
+    t = combo_table(codes, weights, rounded=False)
     t.pop("inverse")
     t["bad_weights"] = bad
     return t

@@ -72,9 +72,17 @@ def _batches(source: Path, header: Sequence[str], usecols: Sequence[str], sep: s
     text, codes = pa.string(), pa.dictionary(pa.int32(), pa.string())
     types = {**{c: codes if c in coded else text for c in usecols},
              **{c: pa.float64() for c in numbers}}
+    # an uncompressed file is read through a memory map: its blocks come from the page
+    # cache, not copied into fresh buffers first
+    mapped = None
+    if Path(source).suffix.lower() in (".csv", ".tsv"):
+        try:
+            mapped = pa.memory_map(str(source))
+        except errors:                  # not a file that maps (a pipe): read as a stream
+            mapped = None
     try:
         reader = pacsv.open_csv(
-            str(source),
+            mapped if mapped is not None else str(source),
             read_options=pacsv.ReadOptions(use_threads=True, block_size=block_bytes,
                                            skip_rows=1, column_names=list(header)),
             parse_options=pacsv.ParseOptions(delimiter=sep, quote_char=False,
@@ -86,17 +94,23 @@ def _batches(source: Path, header: Sequence[str], usecols: Sequence[str], sep: s
                 null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
                 check_utf8=True))
     except errors:
+        if mapped is not None:
+            mapped.close()
         raise _StepAside() from None
-    while True:
-        try:
-            batch = reader.read_next_batch()
-        except StopIteration:
-            return
-        except errors:
-            raise _StepAside() from None
-        # a quote character can only be in a column read through its dictionary (no number
-        # holds one); _dictionary_part steps aside for it
-        yield [batch.column(c) for c in types]
+    try:
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except errors:
+                raise _StepAside() from None
+            # a quote character can only be in a column read through its dictionary (no
+            # number holds one); _dictionary_part steps aside for it
+            yield [batch.column(c) for c in types]
+    finally:
+        if mapped is not None:
+            mapped.close()
 
 
 def _ahead(batches: Iterator[list[Any]], depth: int = 2) -> Iterator[list[Any]]:
