@@ -2,7 +2,10 @@
 
 Run: ``python benchmarks/mixed.py [--rows 10000000] [--link-rows 1000000] [--workers 2]``
 (``--only freq-csv --data-dir DIR`` runs only the frequency risk from CSV and Zarr against
-sdcMicro, keeping the generated files in DIR for the next run)
+sdcMicro, keeping the generated files in DIR for the next run; ``--freq-sizes 1000000
+--repeats 3`` gives medians of 3 alternating runs of sdcMicro and sdcdist at 1,000,000
+records, ``--against DIR`` times another checkout's sdcdist in the same run; the timed
+commands run this checkout's sdcdist, its bytecode compiled first)
 
 1. Frequency risk (``uniques``, ``kviol2/3/5``, ``IR_mean``, ``IR_max``, ``ER``) on
    ``--rows`` synthetic records with 5 categorical keys (100, 40, 12, 5 and 2 categories,
