@@ -163,45 +163,42 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _code_keys(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The packed key (:func:`_pack`) of each row of key codes (NaN missing) read column by
-    column from the float codes (a view will do), without the (n, q) integer rows of
-    :func:`key_rows` and with two column buffers reused; refuses what :func:`key_rows`
-    refuses, with its message. None when the key space exceeds int64 (the caller then
-    packs :func:`key_rows`' rows)."""
+    column from the float codes (a view will do: each column is copied once, into one
+    buffer reused), without the (n, q) integer rows of :func:`key_rows`; refuses what
+    :func:`key_rows` refuses, with its message. None when the key space exceeds int64
+    (the caller then packs :func:`key_rows`' rows)."""
     n, q = codes.shape
     if n == 0 or q == 0:
         return None
     buf, tmp = np.empty(n), np.empty(n)
     flag = np.empty(n, dtype=bool)
+    shifted = np.empty(n, dtype=np.int64)
+    key = np.zeros(n, dtype=np.int64)
     radix = []
-    bad = 0
+    total = 1
     with np.errstate(invalid="ignore"):
         for j in range(q):
             np.copyto(buf, codes[:, j])
             lo, hi = np.fmin.reduce(buf), np.fmax.reduce(buf)
             if lo >= 0 and hi < 2.0 ** 53:          # in range: fractions only
                 np.not_equal(np.floor(buf, out=tmp), buf, out=flag)
-                bad += int(np.count_nonzero(flag)) - \
+                bad = int(np.count_nonzero(flag)) - \
                     int(np.count_nonzero(np.isnan(buf, out=flag)))
             else:                                   # out of range, or all missing
-                bad += int(_not_codes(buf.reshape(-1, 1))[0])
-            radix.append(int(hi) + 2 if hi == hi else 1)     # codes 0..hi, and missing
-    if bad:
-        key_rows(codes)                             # raises its message
-    total = 1
-    for r in radix:
-        total *= r
-        if total > _MAX_PACK:
-            return None
-    key = np.zeros(n, dtype=np.int64)
-    shifted = np.empty(n, dtype=np.int64)
-    for j, r in enumerate(radix):
-        # shifted code: missing (NaN) -> 0, code k -> k + 1 (exact below 2**53)
-        np.copyto(buf, codes[:, j])
-        np.fmax(np.add(buf, 1.0, out=buf), 0.0, out=buf)
-        np.copyto(shifted, buf, casting="unsafe")  # whole numbers: exact
-        if r != 1:
-            key *= r
-        key += shifted
+                bad = int(_not_codes(buf.reshape(-1, 1))[0])
+            if bad:
+                key_rows(codes)                     # raises its message
+            r = int(hi) + 2 if hi == hi else 1      # codes 0..hi, and missing
+            total *= r
+            if total > _MAX_PACK:
+                return None
+            radix.append(r)
+            # shifted code: missing (NaN) -> 0, code k -> k + 1 (exact below 2**53)
+            np.fmax(np.add(buf, 1.0, out=buf), 0.0, out=buf)
+            np.copyto(shifted, buf, casting="unsafe")  # whole numbers: exact
+            if r != 1:
+                key *= r
+            key += shifted
     return key, np.array(radix, dtype=np.int64)
 
 
@@ -611,7 +608,7 @@ def key_table_chunk(start: int, stop: int, X: Any, keys: Sequence[int], w: int |
     weights = None
     bad = 0
     if w is not None:
-        weights = block[:, w]
+        weights = np.ascontiguousarray(block[:, w])     # one strided read of the column
         ok = np.isfinite(weights) & (weights > 0)
         bad = int((~ok).sum())
     keys = list(keys)
