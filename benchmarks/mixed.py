@@ -2,7 +2,10 @@
 
 Run: ``python benchmarks/mixed.py [--rows 10000000] [--link-rows 1000000] [--workers 2]``
 (``--only freq-csv --data-dir DIR`` runs only the frequency risk from CSV and Zarr against
-sdcMicro, keeping the generated files in DIR for the next run)
+sdcMicro, keeping the generated files in DIR for the next run; ``--freq-sizes 1000000
+--repeats 3`` gives medians of 3 alternating runs of sdcMicro and sdcdist at 1,000,000
+records, ``--against DIR`` times another checkout's sdcdist in the same run; the timed
+commands run this checkout's sdcdist, its bytecode compiled first)
 
 1. Frequency risk (``uniques``, ``kviol2/3/5``, ``IR_mean``, ``IR_max``, ``ER``) on
    ``--rows`` synthetic records with 5 categorical keys (100, 40, 12, 5 and 2 categories,
@@ -196,20 +199,55 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def sdcdist_risk_cli(path: str, *extra: str) -> tuple[float, float, str]:
+#: the checkout this script belongs to: its sdcdist is the one timed
+ROOT = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+
+
+def _checkout_env(checkout: str | None) -> tuple[dict[str, str], str]:
+    """The environment and working folder of a command that runs the sdcdist of
+    ``checkout`` (default: this script's), whatever folder the script was started in."""
+    import os
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([checkout or ROOT] +
+                                        ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env, tempfile.gettempdir()
+
+
+def compile_package(checkout: str | None = None) -> str:
+    """Compile the bytecode of the sdcdist package that the commands run (that of
+    ``checkout``, else this script's checkout), as an installed package has it: with
+    PYTHONDONTWRITEBYTECODE set, or a fresh checkout, every command would otherwise compile
+    its modules again (about 0.25 s of CPU). Returns the package's folder."""
+    import compileall
+    import subprocess
+    import sys
+    env, cwd = _checkout_env(checkout)
+    where = subprocess.run([sys.executable, "-c", "import sdcdist, os; "
+                            "print(os.path.dirname(sdcdist.__file__))"], env=env, cwd=cwd,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    compileall.compile_dir(where, quiet=1)
+    return where
+
+
+def sdcdist_risk_cli(path: str, *extra: str, checkout: str | None = None
+                     ) -> tuple[float, float, str]:
     """``sdcdist risk PATH PATH`` on the frequency metrics as a user runs it (a new process,
     imports included): wall time, ER, and whether it computed in this process. Its CPU
-    time (user + system, every thread) is kept in ``LAST_CPU``."""
+    time (user + system, every thread) is kept in ``LAST_CPU``. ``checkout``: run the
+    sdcdist of that folder instead of this script's checkout."""
+    import os
     import subprocess
     import sys
     import time
+    env, cwd = _checkout_env(checkout)
+    path = os.path.abspath(path)
     c0 = children_cpu()
     cmd = [sys.executable, "-m", "sdcdist.cli", "risk", path, path, "--metric",
            ",".join(FREQ), "--keys", "k0,k1,k2,k3,k4", *extra]
     if not path.endswith(".zarr"):
         cmd += ["--categorical", "k0,k1,k2,k3,k4", "--weight", "w"]
     t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     dt = time.perf_counter() - t
     LAST_CPU[0] = children_cpu() - c0
     if p.returncode != 0:
@@ -222,7 +260,7 @@ def sdcdist_risk_cli(path: str, *extra: str) -> tuple[float, float, str]:
 def _print_row(n: int, width: int, label: str, d_t: float, d_how: str, l_t: float,
                c_t: float, d_er: float, d_cpu: float, load: float,
                peer: dict[str, float] | None) -> None:
-    if peer is not None and label == "CSV":
+    if peer is not None and label in ("CSV", "bfore"):
         p_t = peer["read"] + peer["risk"]
         agree = "yes" if np.isclose(d_er, peer["ER"], rtol=5e-6) else \
             f"NO ({d_er:.10g} vs {peer['ER']:.10g})"
@@ -240,7 +278,8 @@ def _print_row(n: int, width: int, label: str, d_t: float, d_how: str, l_t: floa
 
 
 def frequency_csv_part(sizes: list[int], tmp: str, workers: int,
-                       data_dir: str | None = None, files: str = "6,13") -> None:
+                       data_dir: str | None = None, files: str = "6,13",
+                       repeats: int = 1, against: str | None = None) -> None:
     """Frequency risk (5 keys + weight) from a CSV and from a Zarr store: sdcdist's default
     path, --local and a local cluster, against sdcMicro's measure_risk after fread; on
     the 6-column file (keys + weight) and on a 13-column one (:func:`wide_file`: 7 more
@@ -252,9 +291,23 @@ def frequency_csv_part(sizes: list[int], tmp: str, workers: int,
     prints the load average when it ran.
 
     ``data_dir``: keep the generated files there and reuse them in a later run (the same
-    seed gives the same files; generating 10 million records takes minutes)."""
+    seed gives the same files; generating 10 million records takes minutes).
+
+    ``repeats``: on the CSV files, sdcMicro and sdcdist's default command run this many
+    times, alternately (with ``against``, that checkout's command too, after sdcdist's),
+    and the rows give the median wall and CPU times of each (the ratios are those of the
+    medians); the load average is that before the first repeat.
+
+    ``against``: another sdcdist checkout (a folder holding its ``sdcdist`` package, e.g.
+    the code before a change), timed the same way on the CSV files in the same run: a
+    ``before`` row under each CSV row, with the same sdcMicro medians."""
     import os
+    import statistics
     from sdcdist.data import Microdata, write_microdata
+    here = compile_package()
+    print(f"  sdcdist: {here} (bytecode compiled before timing)")
+    if against:
+        print(f"  before: {compile_package(against)} (bytecode compiled before timing)")
     version = sdcmicro_available()
     print("frequency risk from CSV and Zarr (uniques, kviol2/3/5, IR_mean, IR_max, ER; "
           "5 keys + weight), seconds of a whole command (start-up and read included)")
@@ -285,19 +338,41 @@ def frequency_csv_part(sizes: list[int], tmp: str, workers: int,
                                 store, chunk_rows=1_000_000, overwrite=True)
                 del X
                 open(done, "w").close()
-            peer = sdcmicro_measure_risk(csv) if version else None
+            load = os.getloadavg()[0]
+            peers, ours, before = [], [], []
+            for _ in range(max(1, repeats)):
+                if version:
+                    peers.append(sdcmicro_measure_risk(csv))
+                ours.append((*sdcdist_risk_cli(csv), LAST_CPU[0]))
+                if against:
+                    before.append((*sdcdist_risk_cli(csv, checkout=against), LAST_CPU[0]))
+            med = statistics.median
+            peer = {k: med(p[k] for p in peers) for k in peers[0]} if peers else None
+            if peers:       # the whole time of the median run, not a sum of medians
+                peer["read"] = med(p["read"] + p["risk"] for p in peers) - peer["risk"]
             for label, path in (("CSV", csv), ("Zarr", store)):
-                load = os.getloadavg()[0]
-                d_t, d_er, d_how = sdcdist_risk_cli(path)
-                d_cpu = LAST_CPU[0]
+                if label == "CSV":
+                    d_t, d_er, d_how = med(r[0] for r in ours), ours[0][1], ours[0][2]
+                    d_cpu = med(r[3] for r in ours)
+                else:
+                    load = os.getloadavg()[0]
+                    d_t, d_er, d_how = sdcdist_risk_cli(path)
+                    d_cpu = LAST_CPU[0]
                 l_t, _, _ = sdcdist_risk_cli(path, "--local")
                 c_t = sdcdist_risk_cli(path, "--workers", str(workers))[0] \
                     if n <= 1_000_000 else float("nan")
                 _print_row(n, width, label, d_t, d_how, l_t, c_t, d_er, d_cpu, load, peer)
+                if label == "CSV" and before:
+                    b_t, b_er, b_how = med(r[0] for r in before), before[0][1], before[0][2]
+                    _print_row(n, width, "bfore", b_t, b_how, float("nan"), float("nan"),
+                               b_er, med(r[3] for r in before), load, peer)
     print("  cluster = --workers " f"{workers} (a local cluster), measured at 1M only; the "
           "Zarr rows compare with sdcMicro's risk step alone (the store is sdcdist's own "
           "format); cpu = sdcdist's whole default command, R cpu = fread + measure_risk; "
-          "load = the 1-minute load average as the row started")
+          "load = the 1-minute load average as the row started"
+          + (f"; CSV rows: medians of {repeats} alternating runs of sdcMicro and sdcdist"
+             if repeats > 1 else "")
+          + ("; bfore = the --against checkout's default command" if against else ""))
 
 
 # -- local suppression and PRAM against sdcMicro (R) ------------------------------------------
@@ -451,6 +526,12 @@ def main() -> None:
     ap.add_argument("--freq-files", default="6,13",
                     help="the widths of the frequency-risk CSV files: 6 (keys + weight) "
                          "and/or 13 (7 more numeric columns)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="alternating runs of sdcMicro and sdcdist on each CSV file "
+                         "(medians reported)")
+    ap.add_argument("--against", default=None, metavar="DIR",
+                    help="another sdcdist checkout (the folder holding its sdcdist package) "
+                         "timed on the CSV files in the same run (rows 'bfore')")
     ap.add_argument("--only", choices=("all", "freq-csv", "sdcmicro"), default="all",
                     help="freq-csv: only the frequency risk rows against sdcMicro; sdcmicro: "
                          "only local suppression and PRAM against sdcMicro")
@@ -460,7 +541,7 @@ def main() -> None:
         try:
             if a.only == "freq-csv":
                 frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers,
-                                   a.data_dir, a.freq_files)
+                                   a.data_dir, a.freq_files, a.repeats, a.against)
             else:
                 version = sdcmicro_version()
                 suppression_part(a.sdc_rows, a.sdcmicro_cap, tmp, version)
@@ -476,7 +557,7 @@ def main() -> None:
         frequency_part(a.rows, client, tmp)
         linkage_part(a.link_rows, client)
         frequency_csv_part([int(x) for x in a.freq_sizes.split(",")], tmp, a.workers,
-                           a.data_dir, a.freq_files)
+                           a.data_dir, a.freq_files, a.repeats, a.against)
         version = sdcmicro_version()
         suppression_part(a.sdc_rows, a.sdcmicro_cap, tmp, version)
         pram_part(a.sdc_rows, tmp, version, a.sdcmicro_cap)

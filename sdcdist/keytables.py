@@ -81,12 +81,16 @@ def _not_codes(codes: np.ndarray) -> np.ndarray:
     out = np.zeros(codes.shape[1], dtype=np.int64)
     if codes.shape[0] == 0:
         return out
+    buf, tmp = np.empty(codes.shape[0]), np.empty(codes.shape[0])
+    flag = np.empty(codes.shape[0], dtype=bool)
     with np.errstate(invalid="ignore"):
         for j in range(codes.shape[1]):
-            c = codes[:, j]
+            np.copyto(buf, codes[:, j])                 # contiguous, buffers reused
+            c = buf
             if np.fmin.reduce(c) >= 0 and np.fmax.reduce(c) < 2.0 ** 53:
                 # in range (or all NaN): count the fractional values (NaN != its floor)
-                out[j] = np.count_nonzero(np.floor(c) != c) - np.count_nonzero(np.isnan(c))
+                np.not_equal(np.floor(c, out=tmp), c, out=flag)
+                out[j] = np.count_nonzero(flag) - np.count_nonzero(np.isnan(c, out=flag))
             else:
                 ok = np.isnan(c) | ((c >= 0) & (c < 2.0 ** 53) & (c == np.floor(c)))
                 out[j] = c.size - np.count_nonzero(ok)
@@ -153,7 +157,53 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if packed is None:
         u, inv = np.unique(rows, axis=0, return_inverse=True)
         return u, inv.reshape(-1)
-    key, radix = packed
+    uk, inv = _factorise(*packed)
+    return unpack_keys(uk, packed[1]), inv
+
+
+def _code_keys(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The packed key (:func:`_pack`) of each row of key codes (NaN missing) read column by
+    column from the float codes (a view will do: each column is copied once, into one
+    buffer reused), without the (n, q) integer rows of :func:`key_rows`; refuses what
+    :func:`key_rows` refuses, with its message. None when the key space exceeds int64
+    (the caller then packs :func:`key_rows`' rows)."""
+    n, q = codes.shape
+    if n == 0 or q == 0:
+        return None
+    buf, tmp = np.empty(n), np.empty(n)
+    flag = np.empty(n, dtype=bool)
+    shifted = np.empty(n, dtype=np.int64)
+    key = np.zeros(n, dtype=np.int64)
+    radix = []
+    total = 1
+    with np.errstate(invalid="ignore"):
+        for j in range(q):
+            np.copyto(buf, codes[:, j])
+            lo, hi = np.fmin.reduce(buf), np.fmax.reduce(buf)
+            if lo >= 0 and hi < 2.0 ** 53:          # in range: fractions only
+                np.not_equal(np.floor(buf, out=tmp), buf, out=flag)
+                bad = int(np.count_nonzero(flag)) - \
+                    int(np.count_nonzero(np.isnan(buf, out=flag)))
+            else:                                   # out of range, or all missing
+                bad = int(_not_codes(buf.reshape(-1, 1))[0])
+            if bad:
+                key_rows(codes)                     # raises its message
+            r = int(hi) + 2 if hi == hi else 1      # codes 0..hi, and missing
+            total *= r
+            if total > _MAX_PACK:
+                return None
+            radix.append(r)
+            # shifted code: missing (NaN) -> 0, code k -> k + 1 (exact below 2**53)
+            np.fmax(np.add(buf, 1.0, out=buf), 0.0, out=buf)
+            np.copyto(shifted, buf, casting="unsafe")  # whole numbers: exact
+            if r != 1:
+                key *= r
+            key += shifted
+    return key, np.array(radix, dtype=np.int64)
+
+
+def _factorise(key: np.ndarray, radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct packed keys (sorted) and the inverse index (:func:`unique_rows`' core)."""
     total = math.prod(int(r) for r in radix)
     if total <= max(4 * key.size, 1 << 16):
         # a small key space: mark the keys present, number them in order (linear time)
@@ -164,8 +214,7 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         inv = rank[key] - 1
     else:
         uk, inv = np.unique(key, return_inverse=True)
-    out = unpack_keys(uk.astype(np.int64, copy=False), radix)
-    return out, np.asarray(inv, dtype=np.int64).reshape(-1)
+    return uk.astype(np.int64, copy=False), np.asarray(inv, dtype=np.int64).reshape(-1)
 
 
 def combo_table(codes: np.ndarray, weights: np.ndarray | None = None, *,
@@ -189,8 +238,13 @@ def combo_table(codes: np.ndarray, weights: np.ndarray | None = None, *,
         :func:`merge_tables` merges: it rounds the merged sums; :func:`with_weight` adds
         them to a table that is not merged).
     """
-    rows = key_rows(codes)
-    u, inv = unique_rows(rows)
+    codes = np.asarray(codes, dtype=np.float64)
+    packed = _code_keys(codes) if codes.ndim == 2 else None
+    if packed is not None:
+        uk, inv = _factorise(*packed)
+        u = unpack_keys(uk, packed[1])
+    else:
+        u, inv = unique_rows(key_rows(codes))
     count = np.bincount(inv, minlength=u.shape[0]).astype(np.int64)
     out = {"rows": u, "count": count, "weight": count.astype(np.float64), "inverse": inv}
     if weights is not None:
@@ -331,6 +385,47 @@ def _add_digits(bits: np.ndarray, inv: np.ndarray, lo: int, out: np.ndarray) -> 
     out += acc.reshape(G, L)
 
 
+def _biased_exponent(x: float) -> int:
+    return int((np.array(x, dtype=np.float64).view(np.int64) >> 52) & 0x7FF)
+
+
+#: the limbs :func:`_add_rounded_digits` handles: their rounding constants and scale
+#: factors are normal floats
+_ROUNDED_LIMBS = (-40, 40)
+
+
+def _add_rounded_digits(w: np.ndarray, inv: np.ndarray, lo: int, out: np.ndarray) -> bool:
+    """Add each finite value's signed digits on the limbs of ``out`` (``out[group, limb -
+    lo]``), the digits taken by rounding from the top limb down: at limb k, q = (r + C) -
+    C with C = 1.5 * 2**(24k + 52) is the remainder r rounded to a multiple of 2**(24k)
+    (exactly, for |r| <= 2**(24k + 51)), the digit is q / 2**(24k) and r - q, exact, is
+    left for the lower limbs. Each digit has magnitude at most 2**24 (2**23 below the top
+    limb), so the sums stay exact integers in any order as those of :func:`_add_digits`,
+    and their normalised expansion is the same. Four float operations and one
+    ``bincount`` per limb, against a dozen integer passes.
+
+    False (``out`` untouched) when the limbs lie outside :data:`_ROUNDED_LIMBS` or a
+    remainder is left (not expected): the caller then uses :func:`_add_digits`."""
+    G, L = out.shape
+    if lo < _ROUNDED_LIMBS[0] or lo + L - 1 > _ROUNDED_LIMBS[1]:
+        return False
+    r = np.array(w, dtype=np.float64)
+    q = np.empty_like(r)
+    cols = []
+    for k in range(lo + L - 1, lo - 1, -1):
+        c = 1.5 * 2.0 ** (_LIMB * k + 52)
+        np.add(r, c, out=q)
+        q -= c
+        r -= q
+        q *= 2.0 ** (-_LIMB * k)
+        cols.append((k - lo, np.bincount(inv, weights=q, minlength=G)))
+    if r.any():
+        return False
+    for j, col in cols:
+        out[:, j] += col
+    return True
+
+
 def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int, *,
                      normalise: bool = True) -> dict[str, Any]:
     """The exact sums of ``weights`` (n,) per group ``inv`` (n,), 0..groups-1: ``lo`` the
@@ -341,21 +436,27 @@ def exact_group_sums(weights: np.ndarray, inv: np.ndarray, groups: int, *,
     w = np.ascontiguousarray(weights, dtype=np.float64)
     inv = np.ascontiguousarray(inv, dtype=np.int64)
     special = None
+    finite = w
     if not np.isfinite(w).all():
         bad = ~np.isfinite(w)
         special = np.bincount(inv[bad], weights=w[bad], minlength=groups)
-    bits = w.view(np.int64)
-    e = (bits >> 52) & 0x7FF
-    use = (e != 0x7FF) & (w != 0)
-    if not use.any():
+        finite = np.where(bad, 0.0, w)
+    aw = np.abs(finite)
+    top = float(aw.max()) if aw.size else 0.0
+    if top == 0.0:
         return {"lo": 0, "digits": np.zeros((groups, 0)), "special": special}
-    p = np.maximum(e[use], 1) - 1075
-    lo = int(p.min()) // _LIMB
-    L = (int(p.max()) + 52) // _LIMB - lo + 1
+    least = float(np.min(aw, where=aw > 0.0, initial=np.inf))
+    del aw
+    # the limbs of the lowest mantissa bit of the smallest value and of the highest bit of
+    # the largest (a value of biased exponent E has its lowest bit at max(E, 1) - 1075)
+    lo = (max(_biased_exponent(least), 1) - 1075) // _LIMB
+    L = (max(_biased_exponent(top), 1) - 1075 + 52) // _LIMB - lo + 1
     digits = np.zeros((groups, L))
     if w.size > 2 ** 29:                  # digit sums must stay below 2**53
         raise ValueError("exact group sums take at most 2**29 values at a time")
-    _add_digits(bits, inv, lo, digits)
+    if not _add_rounded_digits(finite, inv, lo, digits):
+        digits[:] = 0.0
+        _add_digits(w.view(np.int64), inv, lo, digits)
     if not normalise:
         return {"lo": lo, "digits": digits, "special": special, "raw": True}
     return _normalise({"lo": lo, "digits": digits, "special": special})
@@ -507,10 +608,14 @@ def key_table_chunk(start: int, stop: int, X: Any, keys: Sequence[int], w: int |
     weights = None
     bad = 0
     if w is not None:
-        weights = block[:, w]
+        weights = np.ascontiguousarray(block[:, w])     # one strided read of the column
         ok = np.isfinite(weights) & (weights > 0)
         bad = int((~ok).sum())
-    t = combo_table(block[:, list(keys)], weights, rounded=False)
+    keys = list(keys)
+    # a slice when the keys are consecutive columns: a view, not a copy
+    codes = block[:, keys[0]:keys[-1] + 1] if keys and \
+        keys == list(range(keys[0], keys[-1] + 1)) else block[:, keys]
+    t = combo_table(codes, weights, rounded=False)
     t.pop("inverse")
     t["bad_weights"] = bad
     return t

@@ -332,9 +332,9 @@ def read_items(items: Iterable[str], *, what: str = "--option") -> dict[str, Any
     A key given twice is refused (no "last one wins"); an item without ``=`` is
     refused with a hint at ``--out`` (``-o FILE`` once meant ``--out FILE``).
     """
-    from .yamlsafe import parse_option_value
     out: dict[str, Any] = {}
     for item in items:
+        from .yamlsafe import parse_option_value     # imported only when there are items
         key, sep, value = str(item).partition("=")
         key = key.strip()
         if not sep or not key:

@@ -215,3 +215,69 @@ def test_blocks_read_ahead_keep_their_order_and_errors():
     assert got == [[0], [1], [2], [3]]
     for b in arrowcsv._ahead(blocks()):          # the caller stops early: the thread ends
         break
+
+
+#: odd cells of a numeric column: what Python's float reads and what it does not
+_ODD_CELLS = ["1_000", "nan", "NaN", "+nan", "inf", "-inf", "Infinity", "+1", "1.", ".5",
+              "+.5", "1e5", "1E+05", " 7", "7 ", "\t7", "\u00a07", "7\u00a0", "\x0c7",
+              "0x10", "1d5", "\u0661", "\u22121", "1e", "e1", ".", "-", "+", "--1", "1..2",
+              "1e5.5", "0001", "-0", "1e-400", "1e400", "9" * 400, "1f", "1_0.5", "-.e1",
+              "1e+", "1\x00", "12345678901234567890.123456789"]
+
+
+def test_cells_arrow_converts_to_finite_numbers_are_numbers_of_the_rules():
+    """The premise of reading only some columns (``load_microdata(only=...)``): a cell of
+    a column left unread that Arrow's CSV reader converts to a finite float64 is one that
+    :func:`~sdcdist.data.parse.parse_numbers` reads as the same number (so the column would
+    be numeric and complete in a whole read); every other cell makes the reader read the
+    whole file."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from sdcdist.data.parse import parse_numbers
+    for cell in _ODD_CELLS:
+        data = ("a,b\n1," + cell + "\n").encode()
+        try:
+            t = pacsv.read_csv(io.BytesIO(data),
+                               parse_options=pacsv.ParseOptions(quote_char=False),
+                               convert_options=pacsv.ConvertOptions(
+                                   column_types={"b": pa.float64()}, null_values=[],
+                                   strings_can_be_null=False))
+        except pa.ArrowInvalid:
+            continue
+        v = t.column("b")[0].as_py()
+        if not np.isfinite(v):
+            continue
+        text = np.array([cell], dtype=object)
+        got, bad = parse_numbers(text, np.zeros(1, dtype=bool))
+        assert not bad[0] and got[0] == v, repr(cell)
+
+
+def test_only_the_columns_read_when_the_others_are_plain_numbers(tmp_path):
+    """``load_microdata(only=...)`` keeps the named columns when every other cell is a
+    finite number, with the values and categories of a whole read; a text, ``nan``,
+    ``inf``, empty or underscored cell in another column gives the whole read."""
+    lines = ["k,w,x,y"] + [f"{i % 3},{1 + i / 7:.5f},{i * 1.5},{i}" for i in range(30)]
+    f = tmp_path / "f.csv"
+    f.write_text("\n".join(lines) + "\n")
+    whole = load_microdata(f, categorical=["k"])
+    part = load_microdata(f, categorical=["k"], only=["w"], fingerprint=False)
+    assert part.columns == ("k", "w") and part.sha256 is None
+    assert part.values.tobytes() == np.ascontiguousarray(whole.values[:, :2]).tobytes()
+    assert part.categories == whole.categories
+    for cell in ("abc", "nan", "inf", "", "1_000", "1e999"):
+        rows = list(lines)
+        rows[5] = rows[5].rsplit(",", 1)[0] + "," + cell
+        g = tmp_path / "g.csv"
+        g.write_text("\n".join(rows) + "\n")
+        try:
+            want = ("ok", load_microdata(g, categorical=["k"]).columns)
+        except SdcInputError as exc:
+            want = ("error", str(exc))
+        try:
+            got = ("ok", load_microdata(g, categorical=["k"], only=["w"]).columns)
+        except SdcInputError as exc:
+            got = ("error", str(exc))
+        assert got == want, cell

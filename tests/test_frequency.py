@@ -297,3 +297,62 @@ def test_a_category_minus_one_is_no_missing_value(tmp_path):
         measure(raw, raw, ["IR_mean"], columns=list(md.columns), categorical=["a", "b"], **kw)
     with pytest.raises(SdcInputError, match="not codes 0, 1, 2"):
         combo_table(raw[:, :2])
+
+
+def test_rounded_digits_give_the_exact_sums_of_the_bit_digits(rng):
+    """The weight sums' digits taken by rounding (the fast path) normalise to the same
+    expansion as the bit-by-bit digits, and their floats are the exact sums (fsum):
+    values just below and at limb boundaries, signs mixed, magnitudes 2**-900 to 2**900
+    (beyond the rounding's limbs: the bit digits), and raw tables of both kinds merged."""
+    from sdcdist import keytables as K
+    n = 300
+    edges = [2.0 ** (24 * k) * s for k in (-2, 0, 1, 2) for s in (1.0, 1 - 2.0 ** -53)]
+    sets = {
+        "survey": rng.uniform(1.0, 500.0, n),
+        "edges": rng.choice(edges, n) * rng.choice([-1.0, 1.0], n),
+        "wide": np.exp(rng.uniform(-60, 60, n)) * rng.choice([-1.0, 1.0], n),
+        "extreme": np.exp2(rng.uniform(-900, 900, n).round()) * rng.uniform(1, 2, n),
+    }
+    for label, w in sets.items():
+        inv = rng.integers(0, 7, n)
+        lo_limbs = []
+        for add in ("rounded", "bits"):
+            ex = K.exact_group_sums(w, inv, 7, normalise=False)
+            d = np.zeros_like(ex["digits"])
+            if add == "bits" or not K._add_rounded_digits(w, inv, ex["lo"], d):
+                d[:] = 0
+                K._add_digits(w.view(np.int64), inv, ex["lo"], d)
+            lo_limbs.append(K._normalise({"lo": ex["lo"], "digits": d, "special": None}))
+        a, b = lo_limbs
+        assert a["lo"] == b["lo"] and np.array_equal(a["digits"], b["digits"]), label
+        got = K.exact_to_float(a).tolist()
+        assert got == [math.fsum(w[inv == g]) for g in range(7)], label
+    # a chunk table of rounded digits merged with one of bit digits
+    w = sets["wide"]
+    codes = rng.integers(0, 3, (n, 1)).astype(float)
+    t1 = K.combo_table(codes[:150], w[:150], rounded=False)
+    t2 = K.combo_table(codes[150:], w[150:], rounded=False)
+    ex = t2["exact"]
+    d = np.zeros_like(ex["digits"])
+    K._add_digits(w[150:].view(np.int64), t2["inverse"], ex["lo"], d)
+    t2["exact"] = {**ex, "digits": d}
+    t1.pop("inverse"), t2.pop("inverse")
+    whole = K.combo_table(codes, w)
+    assert K.merge_tables(t1, t2)["weight"].tolist() == whole["weight"].tolist()
+
+
+def test_in_process_tables_of_any_size_give_the_same_bits(rng, monkeypatch):
+    """In this process the key tables are built on pieces of LOCAL_ROWS records (not of
+    chunk_rows): pieces of 13 records merged, or one table, give the same bits."""
+    import sdcdist.metrics.risk.frequency as freq
+    n = 300
+    codes = np.column_stack([rng.integers(0, 4, n), rng.integers(0, 3, n)]).astype(float)
+    codes[rng.random(n) < 0.05, 1] = np.nan
+    w = rng.uniform(1, 50, n) * np.where(rng.random(n) < 0.1, 1e7, 1.0)
+    X = np.column_stack([codes, w])
+    kw = {"columns": ["a", "b", "w"], "categorical": ["a", "b"], "weight": "w",
+          "keysets": [["a", "b"]], "options": {"chunk_rows": 7}}
+    one = measure(X, X, FREQ, **kw)
+    monkeypatch.setattr(freq, "LOCAL_ROWS", 13)
+    many = measure(X, X, FREQ, **kw)
+    assert [one[k].value for k in FREQ] == [many[k].value for k in FREQ]

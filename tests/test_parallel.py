@@ -341,3 +341,25 @@ def test_keysets_in_parallel_give_the_same_values(census, client):
     there = measure(X, Y, ["PLD", "DLD"], columns=cols, keysets=ks, client=client)
     for m in ("PLD", "DLD"):
         assert here[m].per_keyset == there[m].per_keyset
+
+
+def test_map_reduce_takes_local_rows_in_this_process_on_arrays_in_memory():
+    """``local_rows``: larger chunks only without a client and on in-memory arrays."""
+    from sdcdist.parallel import map_reduce
+
+    def spans(start, stop, X):
+        return [(start, stop)]
+
+    def join(*parts):
+        return [s for p in parts for s in p]
+    X = np.zeros((100, 2))
+    r = Runner(None)
+    assert map_reduce(r, spans, join, [r.share(X)], 100, chunk_rows=30,
+                      local_rows=64) == [(0, 64), (64, 100)]
+    assert map_reduce(r, spans, join, [r.share(X)], 100, chunk_rows=30,
+                      local_rows=10) == [(0, 30), (30, 60), (60, 90), (90, 100)]
+
+    class Lazy:                       # an array read on demand (a store): chunks as asked
+        shape = (100, 2)
+    assert len(map_reduce(r, spans, join, [Lazy()], 100, chunk_rows=30,
+                          local_rows=64)) == 4

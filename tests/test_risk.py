@@ -431,3 +431,104 @@ def test_default_key_sets_leave_the_confidential_columns_out(run, tmp_path):
     assert res.exit_code == 0, res.output
     import json
     assert json.loads(res.output)["metrics"]["uniques"]["value"] == 0
+
+
+# -- the frequency risks read only their columns: the same output as a whole read ----------
+
+_FREQ = "uniques,kviol2,kviol3,kviol5,IR_mean,IR_max,ER"
+
+#: the cells of an unused numeric column, and what a whole read makes of them
+_UNUSED = {"clean": None, "typo": "abc", "underscore": "1_000", "nan": "nan", "missing": "",
+           "inf": "inf", "quoted": '"5"', "huge": "1e999", "padded": " 7"}
+
+
+def _freq_file(path, x_cell=None, w_cell=None, text_col=False, n=40):
+    """k0,k1 (integer-coded keys), w (weight), x and y (numbers no frequency metric reads);
+    record 7's x and w replaced by the given cells (text_col: x holds labels)."""
+    rng = np.random.default_rng(5)
+    lines = ["k0,k1,w,x,y"]
+    for i in range(n):
+        x = f"lab{i % 3}" if text_col else f"{rng.normal(100, 10):.3f}"
+        w = f"{rng.uniform(1, 9):.6f}"
+        if i == 6:
+            x = x if x_cell is None else x_cell
+            w = w if w_cell is None else w_cell
+        lines.append(f"{i % 3},{i % 4},{w},{x},{i}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _both_ways(monkeypatch, *args):
+    """The command's (exit code, stdout, stderr) with its reading of the key columns only,
+    then with every column read (as before that reading existed)."""
+    from click.testing import CliRunner
+
+    import sdcdist.cli.risk as risk_cli
+    from sdcdist.cli import main
+    args = [str(a) for a in args]
+    fast = CliRunner().invoke(main, args)
+    with monkeypatch.context() as m:
+        m.setattr(risk_cli, "_read_columns", lambda *a: None)
+        whole = CliRunner().invoke(main, args)
+    return ((fast.exit_code, fast.stdout, fast.stderr),
+            (whole.exit_code, whole.stdout, whole.stderr))
+
+
+@pytest.mark.parametrize("case", sorted(_UNUSED))
+def test_frequency_risk_reading_only_its_columns_prints_and_refuses_the_same(
+        tmp_path, monkeypatch, case):
+    """``risk --metric uniques,... --keys`` leaves the values of the columns no frequency
+    metric reads unread when they are plain numbers, and reads the whole file otherwise:
+    stdout, stderr and the exit code are those of a whole read, for a typo, ``1_000``,
+    ``nan``, an empty cell, an infinity or a quoted cell in an unused column."""
+    import sdcdist.data.io as dio
+    seen = []
+    real = dio._load_read_columns
+
+    def spy(*a, **k):
+        md = real(*a, **k)
+        seen.append(None if md is None else md.columns)
+        return md
+    monkeypatch.setattr(dio, "_load_read_columns", spy)
+    f = _freq_file(tmp_path / "f.csv", _UNUSED[case])
+    base = ["risk", f, f, "--metric", _FREQ, "--keys", "k0,k1", "--categorical", "k0,k1",
+            "--weight", "w", "--local"]
+    fast, whole = _both_ways(monkeypatch, *base)
+    assert fast == whole
+    refused = case in ("typo", "underscore", "nan", "missing", "inf", "huge")
+    assert (fast[0] == 2) == refused and fast[0] in (0, 2), fast
+    if not refused:
+        assert "original 40 x 5, masked 40 x 5" in fast[1]
+    else:
+        assert "'x'" in fast[2] and "record" in fast[2]     # the column and its records
+    # the columns read: the keys and the weight when x is plain numbers, else all
+    assert seen[0] == ("k0", "k1", "w") if case == "clean" else \
+        (seen[0] is None or case == "padded")
+    fast, whole = _both_ways(monkeypatch, *base, "--json")
+    assert fast == whole
+
+
+def test_frequency_risk_reading_only_its_columns_other_outcomes(tmp_path, monkeypatch):
+    """The same output as a whole read: a typo in the weight and in an unused column (the
+    first one named), a missing weight, a text column left unused, a key the file lacks
+    (the message lists every column), an identifier column, JSON output, two files."""
+    f = _freq_file
+    cases = [
+        (f(tmp_path / "a.csv", "abc", "xyz"), []),
+        (f(tmp_path / "b.csv", None, ""), []),
+        (f(tmp_path / "c.csv", text_col=True), []),
+        (f(tmp_path / "d.csv"), ["--json"]),
+        (f(tmp_path / "e.csv"), ["--id", "y"]),
+    ]
+    for path, extra in cases:
+        args = ["risk", path, path, "--metric", _FREQ, "--keys", "k0,k1", "--categorical",
+                "k0,k1", "--weight", "w", "--local", *extra]
+        fast, whole = _both_ways(monkeypatch, *args)
+        assert fast == whole, (path.name, fast, whole)
+    good = f(tmp_path / "g.csv")
+    for keys in ("k0,k9", "k0,k1"):
+        for other in (good, f(tmp_path / "h.csv", "abc")):
+            args = ["risk", good, other, "--metric", _FREQ, "--keys", keys,
+                    "--categorical", "k0,k1", "--weight", "w", "--local"]
+            fast, whole = _both_ways(monkeypatch, *args)
+            assert fast == whole, (keys, other.name, fast, whole)

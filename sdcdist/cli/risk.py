@@ -33,11 +33,15 @@ def _load_beside(a: Any, path: str, what: str, original: str,
 
 def _load_with_id(path: str, id_column: str | None, what: str,
                   categorical: list[str] | None = None,
-                  na_values: str | None = None) -> tuple[Any, Any]:
-    """The file without its identifier column, and that column (None without ``id_column``)."""
+                  na_values: str | None = None,
+                  only: list[str] | None = None) -> tuple[Any, Any]:
+    """The file without its identifier column, and that column (None without ``id_column``).
+    ``only``: the columns the metrics read (:func:`_read_columns`; the others may be left
+    out, see :func:`~sdcdist.data.load_microdata`)."""
     from ..data import is_store, load_microdata
     cats = categorical if categorical and not is_store(path) else None
-    md = load_microdata(path, allow_constant=True, categorical=cats, na_values=na_values)
+    md = load_microdata(path, allow_constant=True, categorical=cats, na_values=na_values,
+                        only=only, fingerprint=False)
     if id_column is None:
         return md, None
     from ..errors import column_positions
@@ -100,11 +104,22 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     names = _asked(metric_names)
     cats = names_option(categorical, "--categorical")
     opts = parse_options(option_items)
-    a, id_a = _load_with_id(original, id_column, "original", cats, na_values)
+    only = None if holdout is not None or control is not None else \
+        _read_columns(names, keys, keysets, cats, weight, confidential, household, id_column)
+    a, id_a = _load_with_id(original, id_column, "original", cats, na_values, only)
     if _same_file(original, masked):        # one file assessed on its own: read it once
         b, id_b = a, id_a
     else:
-        b, id_b = _load_with_id(masked, id_column, "masked", cats, na_values)
+        b, id_b = _load_with_id(masked, id_column, "masked", cats, na_values, only)
+    shape_a = _file_shape(original, a, only, id_column)
+    shape_b = _file_shape(masked, b, only, id_column)
+    if only is not None and (shape_a[1] == a.shape[1]) != (shape_b[1] == b.shape[1]):
+        # one file read whole (a column of its is not plain numbers): both are, so that
+        # the files' columns and types are compared as always
+        if shape_a[1] != a.shape[1]:
+            a, id_a = _load_with_id(original, id_column, "original", cats, na_values)
+        else:
+            b, id_b = _load_with_id(masked, id_column, "masked", cats, na_values)
     from ._common import check_same_types
     check_same_types(a.categorical, b.categorical, b.columns, original, masked, a.columns)
     from ..data import align_categories
@@ -121,8 +136,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                          keys=keys, keysets=keysets, confidential=confidential,
                          household=household, weight=weight,
                          categories=(a.categories, b.categories)).replace(
-        holdout=h is not None, control=c_set is not None, shape_original=a.shape,
-        shape_masked=b.shape)
+        holdout=h is not None, control=c_set is not None, shape_original=shape_a,
+        shape_masked=shape_b)
     if not names:
         names = _defaults(inputs, b, opts)
     truth = None
@@ -139,7 +154,33 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                       truth=truth, client=client,
                       holdout=h.values if h is not None else None,
                       control=c_set.values if c_set is not None else None)
-    _print(res, names, a, b, ks, truth, id_column, inputs.weight, as_json)
+    _print(res, names, a, b, ks, truth, id_column, inputs.weight, as_json,
+           (shape_a, shape_b))
+
+
+def _read_columns(names: list[str], keys: str | None, keysets: tuple[str, ...],
+                  cats: list[str] | None, weight: str | None, confidential: str | None,
+                  household: str | None, id_column: str | None) -> list[str] | None:
+    """The columns that the metrics ``names`` read, when every one of them reads only its
+    key columns and the weight (:attr:`~sdcdist.metrics.Metric.keys_only`) and the keys
+    are named: those and every column a flag names. None: every column is read."""
+    from ..metrics import get_metric
+    if not names or not (keys or keysets) or \
+            not all(get_metric(n).keys_only for n in names):
+        return None
+    named = [c for item in (keys, *keysets, confidential) if item for c in split_list(item)]
+    named += list(cats or []) + [c for c in (weight, household, id_column) if c]
+    return list(dict.fromkeys(named))
+
+
+def _file_shape(path: str, md: Any, only: list[str] | None,
+                id_column: str | None) -> tuple[int, int]:
+    """The records and columns of the file but its identifier column (``md`` may hold
+    only the columns read)."""
+    from ..data import is_store, source_columns
+    if only is None or is_store(path):
+        return md.shape
+    return (md.shape[0], len(source_columns(path)) - (id_column is not None))
 
 
 def _asked(metric_names: tuple[str, ...]) -> list[str]:
@@ -177,8 +218,11 @@ def _defaults(inputs: Any, b: Any, opts: dict) -> list[str]:
 
 
 def _print(res: dict, names: list[str], a: Any, b: Any, ks: Any, truth: Any,
-           id_column: str | None, weight: str | None, as_json: bool) -> None:
-    """The figures: one line per metric and its value per key set, or a JSON object."""
+           id_column: str | None, weight: str | None, as_json: bool,
+           shapes: tuple[tuple[int, int], tuple[int, int]]) -> None:
+    """The figures: one line per metric and its value per key set, or a JSON object.
+    ``shapes``: the files' records and columns."""
+    (na, ma), (nb, mb) = shapes
     from ..metrics import default_keysets
     from ._common import interval_figures, interval_text
     matched = ""
@@ -190,7 +234,7 @@ def _print(res: dict, names: list[str], a: Any, b: Any, ks: Any, truth: Any,
         matched += "; the others count as not re-identified)" if c["unmatched"] else ")"
     if as_json:
         labels = ks or default_keysets([c for c in a.columns if c in b.columns])
-        echo_json({"original": list(a.shape), "masked": list(b.shape),
+        echo_json({"original": [na, ma], "masked": [nb, mb],
                    "truth": f"column {id_column}" if id_column else "row order",
                    **({"matched": truth_counts(truth)} if truth is not None else {}),
                    "metrics": {n: {"value": res[n].value, "flag": res[n].flag,
@@ -201,7 +245,7 @@ def _print(res: dict, names: list[str], a: Any, b: Any, ks: Any, truth: Any,
                                       else {})}
                                for n in names}})
         return
-    click.echo(f"original {a.shape[0]} x {a.shape[1]}, masked {b.shape[0]} x {b.shape[1]}, "
+    click.echo(f"original {na} x {ma}, masked {nb} x {mb}, "
                f"truth: {'column ' + repr(id_column) if id_column else 'row order'}{matched}")
     gone = sorted({c for n in names for c in (res[n].info.get("constant_keys_left_out") or ())})
     if gone:

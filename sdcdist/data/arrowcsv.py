@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import column_positions
 
-__all__ = ["read_typed", "BLOCK_BYTES"]
+__all__ = ["read_typed", "BLOCK_BYTES", "NotPlain"]
 
 #: Bytes of text Arrow parses per block (one batch of records per block).
 BLOCK_BYTES = 1 << 23
@@ -46,20 +46,43 @@ class _StepAside(Exception):
     """This file is read by the reference reader instead (never reaches the user)."""
 
 
+class NotPlain(Exception):
+    """A column read only to be checked (``check`` of :func:`read_typed`) holds a cell that
+    is not a plain finite number, or the file is one this reader steps aside for: the
+    caller reads the whole file instead, which gives every value and every message
+    (never reaches the user)."""
+
+
 def _arrow_errors() -> tuple[type[BaseException], ...]:
     import pyarrow as pa
     return (pa.ArrowException, OSError, EOFError, ValueError, zlib.error)
 
 
 def _batches(source: Path, header: Sequence[str], usecols: Sequence[str], sep: str,
-             block_bytes: int) -> Iterator[list[Any]]:
-    """Arrow string arrays of ``usecols`` (in that order), one list per block of records."""
+             block_bytes: int, numbers: Sequence[str] = (),
+             coded: Sequence[str] = ()) -> Iterator[list[Any]]:
+    """Arrow string arrays of ``usecols`` (in that order), one list per block of records,
+    followed by float64 arrays of ``numbers`` converted by Arrow's CSV reader (a cell it
+    does not read as a number fails the block: :class:`_StepAside`). The columns of
+    ``usecols`` in ``coded`` come dictionary-encoded by the reader (the same cells and
+    entries as ``dictionary_encode`` of their text, encoded as they are parsed)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
     errors = _arrow_errors()
+    text, codes = pa.string(), pa.dictionary(pa.int32(), pa.string())
+    types = {**{c: codes if c in coded else text for c in usecols},
+             **{c: pa.float64() for c in numbers}}
+    # an uncompressed file is read through a memory map: its blocks come from the page
+    # cache, not copied into fresh buffers first
+    mapped = None
+    if Path(source).suffix.lower() in (".csv", ".tsv"):
+        try:
+            mapped = pa.memory_map(str(source))
+        except errors:                  # not a file that maps (a pipe): read as a stream
+            mapped = None
     try:
         reader = pacsv.open_csv(
-            str(source),
+            mapped if mapped is not None else str(source),
             read_options=pacsv.ReadOptions(use_threads=True, block_size=block_bytes,
                                            skip_rows=1, column_names=list(header)),
             parse_options=pacsv.ParseOptions(delimiter=sep, quote_char=False,
@@ -67,21 +90,27 @@ def _batches(source: Path, header: Sequence[str], usecols: Sequence[str], sep: s
                                              newlines_in_values=False,
                                              ignore_empty_lines=True),
             convert_options=pacsv.ConvertOptions(
-                column_types={c: pa.string() for c in usecols}, include_columns=list(usecols),
+                column_types=types, include_columns=list(types),
                 null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
                 check_utf8=True))
     except errors:
+        if mapped is not None:
+            mapped.close()
         raise _StepAside() from None
-    while True:
-        try:
-            batch = reader.read_next_batch()
-        except StopIteration:
-            return
-        except errors:
-            raise _StepAside() from None
-        # a quote character can only be in a column read through its dictionary (no number
-        # holds one); _dictionary_part steps aside for it
-        yield [batch.column(c) for c in usecols]
+    try:
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except errors:
+                raise _StepAside() from None
+            # a quote character can only be in a column read through its dictionary (no
+            # number holds one); _dictionary_part steps aside for it
+            yield [batch.column(c) for c in types]
+    finally:
+        if mapped is not None:
+            mapped.close()
 
 
 def _ahead(batches: Iterator[list[Any]], depth: int = 2) -> Iterator[list[Any]]:
@@ -140,6 +169,23 @@ def _as_numpy(a: Any, dtype: Any) -> np.ndarray:
     return np.asarray(a.to_numpy(zero_copy_only=False), dtype=dtype)
 
 
+def _call(name: str, args: list[Any], options: Any = None) -> Any:
+    """Arrow's compute function ``name``, called through ``pyarrow._compute``: importing
+    ``pyarrow.compute`` builds a Python wrapper with a scraped docstring for each of its
+    hundreds of functions, more time than the few this reader calls take on a million
+    records."""
+    from pyarrow._compute import call_function
+    return call_function(name, args, options)
+
+
+def _arrow_mask(mask: np.ndarray) -> Any:
+    """A numpy bool array as an Arrow boolean array, built from its bits (``pa.array``
+    of a numpy array imports pandas)."""
+    import pyarrow as pa
+    bits = np.packbits(np.asarray(mask, dtype=bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(mask), [None, pa.py_buffer(bits)])
+
+
 def _cast_numbers(a: Any) -> np.ndarray | None:
     """``float(cell)`` of every cell when Arrow reads them all as numbers, else None.
 
@@ -147,16 +193,19 @@ def _cast_numbers(a: Any) -> np.ndarray | None:
     missing only when named), so a block where a present cell gave NaN is not numbers
     only (the caller then judges each distinct cell by the shared rules)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from pyarrow._compute import CastOptions
     try:
-        out = pc.cast(a, pa.float64(), safe=True)
+        out = _call("cast", [a], CastOptions.safe(pa.float64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     v = _as_numpy(out, np.float64)
     nan = np.isnan(v)
-    if nan.any() and (nan & np.asarray(pc.is_valid(a).to_numpy(zero_copy_only=False),
-                                       dtype=bool)).any():
-        return None
+    if nan.any():
+        if a.null_count == 0:
+            return None             # every cell is present (the reader's text never null)
+        if (nan & np.asarray(_call("is_valid", [a]).to_numpy(zero_copy_only=False),
+                             dtype=bool)).any():
+            return None
     return v
 
 
@@ -201,11 +250,15 @@ class _Part:
 
 def _dictionary_part(a: Any, markers: frozenset[str], parse: bool) -> _Part:
     """A block of one column, dictionary-encoded; each distinct cell judged once."""
-    import pyarrow.compute as pc
+    from pyarrow._compute import (DictionaryEncodeOptions, MatchSubstringOptions,
+                                  ScalarAggregateOptions)
 
     from .parse import missing_mask, parse_numbers
-    d = pc.dictionary_encode(a)
-    if pc.any(pc.match_substring(d.dictionary, '"')).as_py():
+    import pyarrow as pa
+    d = a if pa.types.is_dictionary(a.type) else \
+        _call("dictionary_encode", [a], DictionaryEncodeOptions())
+    if _call("any", [_call("match_substring", [d.dictionary], MatchSubstringOptions('"'))],
+             ScalarAggregateOptions()).as_py():
         raise _StepAside()          # quoted fields are the reference reader's (quoting off)
     part = _Part(len(a))
     # to_pylist, not to_numpy: pyarrow converts strings to numpy through pandas, whose
@@ -220,8 +273,14 @@ def _dictionary_part(a: Any, markers: frozenset[str], parse: bool) -> _Part:
         present = ~part.missing
         number = np.full(len(part.entries), np.nan)
         bad = np.zeros(len(part.entries), dtype=bool)
-        fast = _cast_numbers(d.dictionary.filter(present)) if present.any() else \
-            np.empty(0)
+        if present.all():
+            fast = _cast_numbers(d.dictionary)
+        elif present.any():
+            from pyarrow._compute import FilterOptions
+            fast = _cast_numbers(_call("filter", [d.dictionary, _arrow_mask(present)],
+                                       FilterOptions()))
+        else:
+            fast = np.empty(0)
         if fast is not None:
             number[present] = fast
         else:
@@ -251,7 +310,8 @@ class _Labels:
 def read_typed(source: Path, columns: Sequence[str] | None, chunk_rows: int,
                categorical: Sequence[str] | None, start: Any, write: Any,
                na_values: Any = None, *, keep: bool = False,
-               block_bytes: int | None = None) -> tuple[list[str], dict[str, list[str]]]:
+               block_bytes: int | None = None,
+               check: Sequence[str] = ()) -> tuple[list[str], dict[str, list[str]]]:
     """Read ``source`` into float64 blocks, categorical columns as codes.
 
     The contract of :func:`sdcdist.data.sources.read_typed_frames` (``start()`` before
@@ -265,6 +325,17 @@ def read_typed(source: Path, columns: Sequence[str] | None, chunk_rows: int,
     labels, then codes), in memory bounded by ``block_bytes`` (default
     :data:`BLOCK_BYTES`) times Arrow's read-ahead.
 
+    ``check``: other columns of a CSV file (not among ``columns``), read only to be
+    checked: Arrow's CSV reader converts them to float64 (its decimal parser, as its cast
+    below, after trimming spaces and tabs, which ``float`` trims too), and every value
+    must be finite (no missing-value markers given); their values are not kept. Anything
+    else raises :class:`NotPlain` (so does a file this reader would hand to the reference
+    reader), and the caller then reads every column. When no exception is raised, the
+    columns read give what reading all of them would, messages included: every cell of
+    those other columns is a finite number that :func:`~sdcdist.data.parse.parse_numbers`
+    reads too (Arrow's parser takes no underscores, no empty cell), so they are numeric
+    and complete, and would neither be refused nor change a type or a message.
+
     Returns the column names and ``{column: labels}``.
     """
     from .sources import csv_header, source_frames, source_kind, read_typed_frames
@@ -275,20 +346,33 @@ def read_typed(source: Path, columns: Sequence[str] | None, chunk_rows: int,
         if len(header) > 1:
             try:
                 return _read_arrow(source, header, names, sep, categorical, start, write,
-                                   na_values, keep, block_bytes or BLOCK_BYTES)
+                                   na_values, keep, block_bytes or BLOCK_BYTES, check)
             except _StepAside:
                 pass
+    if check:
+        raise NotPlain()
     return read_typed_frames(source, columns, chunk_rows, categorical, start, write,
                              na_values)
 
 
+def _check_plain(a: Any) -> None:
+    """Raise :class:`NotPlain` unless every value of ``a`` (float64, from Arrow's CSV
+    reader) is finite (Arrow reads ``nan`` and ``inf`` as numbers)."""
+    if a.null_count or not np.isfinite(_as_numpy(a, np.float64)).all():
+        raise NotPlain()
+
+
 def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
                 categorical: Sequence[str] | None, start: Any, write: Any, na_values: Any,
-                keep: bool, block_bytes: int) -> tuple[list[str], dict[str, list[str]]]:
+                keep: bool, block_bytes: int,
+                check: Sequence[str] = ()) -> tuple[list[str], dict[str, list[str]]]:
     from .parse import CATEGORICAL, TypeScan, missing_markers
     from .types import label_order, too_many_levels
 
     markers = missing_markers(na_values)
+    check = [c for c in check if c not in names]
+    if check and (markers or not keep):
+        raise NotPlain()            # a marker could make a cell of them missing
     declared = list(dict.fromkeys(categorical or []))
     column_positions(declared, names, what="categorical column", where=repr(source.name))
     scan = TypeScan([c for c in names if c not in declared], repr(source.name))
@@ -317,7 +401,11 @@ def _read_arrow(source: Path, header: Sequence[str], names: list[str], sep: str,
             labels_of[c].update(part)
         return part
 
-    for cols in _ahead(_batches(source, header, names, sep, block_bytes)):
+    for cols in _ahead(_batches(source, header, names, sep, block_bytes, check,
+                                coded=declared)):
+        for a in cols[len(names):]:
+            _check_plain(a)
+        cols = cols[:len(names)]
         parts = {c: part_of(c, a, True) for c, a in zip(names, cols)}
         n = len(cols[0]) if cols else 0
         for c in scan.names:

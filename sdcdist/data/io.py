@@ -32,6 +32,7 @@ from .stores import StoredArray, check_fingerprint, store_group, open_microdata
 from .validate import ValueChecker, check_column_names
 
 __all__ = ["Microdata", "align_categories", "ingest", "open_microdata", "load_microdata",
+           "source_columns",
            "write_microdata", "from_array", "StoredArray", "is_store", "DEFAULT_CHUNK_ROWS",
            "check_typed", "remove_stale_temps", "values_fingerprint", "write_table_file"]
 
@@ -245,7 +246,9 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
                    columns: Sequence[str] | None = None,
                    allow_constant: bool = True,
                    categorical: Sequence[str] | None = None,
-                   na_values: Sequence[str] | str | None = None) -> Microdata:
+                   na_values: Sequence[str] | str | None = None,
+                   only: Sequence[str] | None = None,
+                   fingerprint: bool = True) -> Microdata:
     """Load a store, a CSV or a Parquet file fully into memory, validated.
 
     ``categorical``: numeric columns of a CSV or Parquet file to read as
@@ -254,6 +257,17 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
     text); see :mod:`sdcdist.data.parse` for the rules. Missing values are
     allowed in categorical columns only. Constant columns are accepted unless
     ``allow_constant`` is False.
+
+    ``only``: the columns a caller will read (those of ``categorical`` too). The other
+    columns of a CSV file are then checked without being kept, when that gives the same
+    outcome: when every cell of theirs is a plain finite number, the result holds only
+    the columns read (in file order); otherwise, and for stores, Parquet files and files
+    the fast reader does not read, every column is read as without ``only``, so every
+    refusal and its message are those of a whole read. :func:`source_columns` gives
+    all of the file's columns.
+
+    ``fingerprint``: compute the SHA-256 of a CSV or Parquet file (``sha256``); False
+    leaves it None, for a caller that does not record it.
     """
     if isinstance(source, Microdata):
         return source
@@ -280,6 +294,11 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
     path = Path(source)
     state: dict[str, Any] = {"names": _source_names(path, columns, DEFAULT_CHUNK_ROWS)}
     _check_source_roles(state["names"], {}, categorical, path.name)
+    if only is not None and columns is None and allow_constant:
+        md = _load_read_columns(path, state["names"], only, categorical, na_values,
+                                fingerprint)
+        if md is not None:
+            return md
 
     def start() -> None:
         state.update(parts=[], checker=ValueChecker(state["names"], repr(path.name)))
@@ -288,16 +307,61 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
         state["checker"].update(block)
         state["parts"].append(block)
 
-    sha256 = file_sha256_in_background(path)
+    sha256 = file_sha256_in_background(path) if fingerprint else (lambda: None)
     names, labels = read_typed(path, columns, DEFAULT_CHUNK_ROWS, categorical, start, write,
                                na_values, keep=True)
     _finish_checks(state["checker"], names, {}, labels, allow_constant)
-    # C order whatever the reader gives, as a store's values are read (same data, same layout)
-    parts = state["parts"]
-    values = np.empty((sum(len(p) for p in parts), len(names)))
+    return Microdata(_stacked(state["parts"], len(names)), tuple(names), {}, sha256(), labels)
+
+
+def _stacked(parts: list[np.ndarray], width: int) -> np.ndarray:
+    """The blocks one under the other, in C order whatever the reader gives, as a store's
+    values are read (same data, same layout); each block freed once copied."""
+    values = np.empty((sum(len(p) for p in parts), width))
     row = 0
     while parts:
         block = parts.pop(0)
         values[row:row + len(block)] = block
         row += len(block)
-    return Microdata(values, tuple(names), {}, sha256(), labels)
+    return values
+
+
+def _load_read_columns(path: Path, names: Sequence[str], only: Sequence[str],
+                       categorical: Sequence[str] | None, na_values: Any,
+                       fingerprint: bool) -> Microdata | None:
+    """``load_microdata(only=...)``'s reading of the columns read, the others checked to
+    be plain finite numbers; None when the whole file must be read (see there)."""
+    from ..errors import SdcInputError
+    from .arrowcsv import NotPlain
+    from .sources import source_kind
+    wanted = set(only) | set(categorical or ())
+    kept = [c for c in names if c in wanted]
+    rest = [c for c in names if c not in wanted]
+    if not rest or len(kept) != len(wanted) or source_kind(path) != "csv":
+        return None             # a message naming a column the file lacks lists them all
+    state: dict[str, Any] = {}
+
+    def start() -> None:
+        state.update(parts=[], checker=ValueChecker(kept, repr(path.name)))
+
+    def write(block: np.ndarray) -> None:
+        state["checker"].update(block)
+        state["parts"].append(block)
+
+    sha256 = file_sha256_in_background(path) if fingerprint else (lambda: None)
+    try:
+        got, labels = read_typed(path, kept, DEFAULT_CHUNK_ROWS, categorical, start, write,
+                                 na_values, keep=True, check=rest)
+        # the columns left out are complete and numeric: what a whole read would refuse
+        # here, it refuses in these columns; the whole read below words it
+        _finish_checks(state["checker"], got, {}, labels, True)
+    except (NotPlain, SdcInputError):
+        return None
+    return Microdata(_stacked(state["parts"], len(got)), tuple(got), {}, sha256(), labels)
+
+
+def source_columns(source: str | os.PathLike) -> list[str]:
+    """All the column names of a CSV or Parquet file, or of a store, in their order."""
+    if is_store(source):
+        return list(store_group(source).attrs["columns"])
+    return _source_names(Path(source), None, DEFAULT_CHUNK_ROWS)

@@ -110,6 +110,10 @@ class Metric:
         Inputs of :data:`NEEDS` it reads when they are given but does without (the
         distance metrics leave the household id out of the distance); with ``needs``,
         every input that may change its value.
+    keys_only : bool
+        Reads no column of the files but the key columns (of the named key sets, else the
+        key role) and the weight (the frequency risks): a command computing only such
+        metrics on named keys may leave the other columns' values unread.
     guard : callable or None
         ``guard(inputs, options) -> Reason | None``: why the metric would refuse these
         inputs (a model that grows too large with the number of keys), for
@@ -143,6 +147,7 @@ class Metric:
     guard: Callable[..., Any] | None = None
     mixed: bool = False
     reads: frozenset[str] = frozenset()
+    keys_only: bool = False
 
     @property
     def needs_categorical(self) -> bool:
@@ -269,7 +274,7 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
              needs_unless: Mapping[str, str] | None = None,
              guard: Callable[..., Any] | None = None,
              reads: Sequence[str] = (), mixed: bool = False,
-             recommend: bool = False) -> Callable:
+             recommend: bool = False, keys_only: bool = False) -> Callable:
     """Decorator: register ``func`` as the metric ``name``.
 
     ``options`` names the options of :mod:`sdcdist.options` the metric reads;
@@ -283,7 +288,8 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
     minimises this loss by default (:func:`preferred_loss`); ``needs_unless`` the options that stand
     for a need; ``guard`` the check of inputs it would refuse (:attr:`Metric.guard`);
     ``reads`` the inputs it reads when given but does without; ``mixed`` (with
-    ``categorical``) that it also runs on files without a categorical column.
+    ``categorical``) that it also runs on files without a categorical column;
+    ``keys_only`` that it reads only the key columns and the weight (:attr:`Metric.keys_only`).
     """
     if bool(part_of) != bool(part) or (part and part not in PARTS):
         raise ValueError(f"metric {name!r}: part_of and part go together, part one of {PARTS}")
@@ -315,7 +321,8 @@ def register(name: str, *, kind: str, description: str, reference: str = "",
                                 needs=frozenset(needs), index=index, by_name=by_name,
                                 scaled=scaled, weights=parts, preferred=preferred,
                                 needs_unless=tuple(unless.items()), guard=guard,
-                                reads=frozenset(reads), mixed=mixed, recommend=recommend)
+                                reads=frozenset(reads), mixed=mixed, recommend=recommend,
+                                keys_only=keys_only)
         return func
 
     return deco

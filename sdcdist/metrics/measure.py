@@ -78,8 +78,9 @@ def _check_codes(categorical: Sequence[str] | None, inputs: Sequence[tuple[Any, 
         cats = [c for c in categorical if c in cols]
         if cats:
             pos = [list(cols).index(c) for c in cats]
-            check_codes(arr if pos == list(range(arr.shape[1])) else arr[:, pos], cats,
-                        where=what)
+            # consecutive columns as a slice: a view, not a copy
+            check_codes(arr[:, pos[0]:pos[-1] + 1] if pos == list(range(pos[0], pos[-1] + 1))
+                        else arr[:, pos], cats, where=what)
 
 
 def measure(original: Any, masked: Any, metrics: Sequence[str], *,

@@ -46,18 +46,34 @@ def chunk_bounds(n: int, chunk_rows: int) -> list[tuple[int, int]]:
 def map_reduce(runner: Runner, chunk_fn: Callable, combine: Callable,
                arrays: Sequence[Any], n: int, *, chunk_rows: int,
                aggregate: Callable | None = None, args: tuple = (),
-               split_every: int = 8) -> Any:
+               split_every: int = 8, local_rows: int | None = None) -> Any:
     """Reduce over record chunks.
 
     ``chunk_fn(start, stop, *arrays, *args)`` returns a small dict of sufficient
     statistics for records ``start:stop`` (it slices the arrays itself, so a
     task reads only its rows); ``combine(*dicts)`` merges them; the optional
     ``aggregate(dict)`` turns the total into the final result on the client.
+
+    ``local_rows``: records per chunk when the reduction runs in this process (no
+    client) on arrays held in memory, if larger than ``chunk_rows``: fewer partial
+    results to combine, for a ``combine`` that is exact (its result does not depend on
+    the chunking, as the key tables' exact sums), on records that are in memory anyway.
     """
+    if local_rows is not None and runner.client is None and local_rows > chunk_rows and \
+            all(_in_memory(a) for a in arrays):
+        chunk_rows = local_rows
     parts = [runner.task(chunk_fn, s, e, *arrays, *args)
              for s, e in chunk_bounds(n, chunk_rows)]
     total = runner.result(tree_reduce(runner, combine, parts, split_every))
     return aggregate(total) if aggregate is not None else total
+
+
+def _in_memory(a: Any) -> bool:
+    """Whether a shared value (or the value itself) is an array held in memory."""
+    import numpy as np
+
+    from .runner import Local
+    return isinstance(a.value if isinstance(a, Local) else a, np.ndarray)
 
 
 def map_chunks(runner: Runner, chunk_fn: Callable, arrays: Sequence[Any], n: int, *,

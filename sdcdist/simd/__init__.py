@@ -56,12 +56,38 @@ class SimdWarning(UserWarning):
 
 
 def _numpy_version() -> tuple[int, ...]:
-    import importlib.metadata as md
+    """numpy's (major, minor), without importing numpy: from its installed metadata's
+    folder name beside the package when there is one (``numpy-2.4.6.dist-info``: no
+    ``importlib.metadata``, whose import costs a command tens of milliseconds), else
+    from that metadata; not installed: the newest names."""
+    text = _numpy_dist_version()
+    if text is None:
+        import importlib.metadata as md
+        try:
+            text = md.version("numpy")
+        except Exception:   # not installed: the newest names
+            return (99, 0)
+    parts = text.split(".")[:2]
+    return tuple(int("".join(c for c in p if c.isdigit()) or 0) for p in parts)
+
+
+def _numpy_dist_version() -> str | None:
+    """The version in the name of the one ``numpy-*.dist-info`` folder beside the numpy
+    package that Python would import, or None."""
+    import importlib.util
     try:
-        parts = md.version("numpy").split(".")[:2]
-        return tuple(int("".join(c for c in p if c.isdigit()) or 0) for p in parts)
-    except Exception:   # not installed: the newest names
-        return (99, 0)
+        spec = importlib.util.find_spec("numpy")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    site = os.path.dirname(os.path.abspath(list(spec.submodule_search_locations)[0]))
+    try:
+        found = [n for n in os.listdir(site)
+                 if n.lower().startswith("numpy-") and n.endswith(".dist-info")]
+    except OSError:
+        return None
+    return found[0][len("numpy-"):-len(".dist-info")] if len(found) == 1 else None
 
 
 def _x86_64() -> bool:

@@ -13,7 +13,9 @@ table and every metric have the same bits whatever the chunking and the worker c
 client turns the merged table into
 the per-combination frequencies ``f_k`` (records) and ``F_k`` (weights) and the
 metrics. Memory is one chunk plus the table of distinct combinations, so 10
-million records work.
+million records work. Computed in this process on records held in memory, the tables
+are built on pieces of :data:`LOCAL_ROWS` records (a million-record file in one table):
+the same merged table, without merging many small ones.
 
 A missing key value (local suppression) matches every category of its key, as
 in sdcMicro's ``freqCalc``: the frequency of a combination with missing values
@@ -57,6 +59,11 @@ __all__ = ["individual_risk", "frequency_summary", "K_VIOLATIONS"]
 
 #: the k of the kviol metrics
 K_VIOLATIONS = (2, 3, 5)
+
+#: records per key table when the table is built in this process on records in memory: a
+#: million-record file in one table (merging many small tables costs more than building
+#: them), the temporary arrays of a larger one bounded (a few hundred MB)
+LOCAL_ROWS = 1 << 22
 
 
 def individual_risk(fk: np.ndarray, Fk: np.ndarray | None) -> np.ndarray:
@@ -107,7 +114,7 @@ def _table(ctx: MeasureContext, name: str) -> tuple[dict[str, Any], bool, tuple[
     def compute() -> dict[str, Any]:
         t = map_reduce(ctx.runner, key_table_chunk, merge_tables, [ctx.masked],
                        ctx.shape_masked[0], chunk_rows=int(ctx.options["chunk_rows"]),
-                       args=(tuple(pos), w))
+                       args=(tuple(pos), w), local_rows=LOCAL_ROWS)
         if t["bad_weights"]:
             raise weight_error(ctx.weight, bad=int(t["bad_weights"]))
         return frequency_summary(with_weight(t), w is not None)
@@ -119,7 +126,7 @@ def _metric(name: str, description: str, unit: str = "% of records") -> None:
         summary, weighted, keys = _table(ctx, name)
         return MetricResult(summary[name], info={"keys": list(keys), "weighted": weighted})
     register(name, kind="risk", same_shape=False, categorical=True, options=("chunk_rows",),
-             description=description, unit=unit,
+             description=description, unit=unit, keys_only=True,
              reference="Benedetti and Franconi (1998); sdcMicro measure_risk")(func)
 
 
