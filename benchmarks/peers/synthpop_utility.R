@@ -46,9 +46,13 @@ u <- utility.gen(syn, orig, method = "logit", maxorder = as.integer(opt$maxorder
                  print.flag = FALSE)
 fit <- u$fit
 # utility.gen's glm stops on a relative deviance change of 1e-8: the same model refitted
-# to 1e-14 gives the pMSE its Newton iterations converge to (same records, same N)
-tight <- suppressWarnings(glm(t ~ ., data = fit$model, family = "binomial",
-                              control = glm.control(epsilon = 1e-14, maxit = 500)))
+# to 1e-14 gives the pMSE its iterations converge to (same records, same N). The refit is
+# on the identified columns of glm's design, standardised (the same column space, so the
+# same fitted p; unscaled incomes make IRLS's least squares lose digits)
+D <- model.matrix(fit)[, !is.na(coef(fit)), drop = FALSE]
+D[, -1] <- scale(D[, -1])
+tight <- suppressWarnings(glm.fit(D, fit$y, family = binomial(),
+                                  control = glm.control(epsilon = 1e-14, maxit = 500)))
 N <- nrow(orig) + nrow(syn)
 cc <- nrow(syn) / N
 cat(sprintf('\n{"pMSE": %.17g, "pMSE_tight": %.17g, "S_pMSE": %.17g, "parameters": %d, "fitted_records": %d, "records": %d, "converged": %s}\n',

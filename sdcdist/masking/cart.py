@@ -21,7 +21,15 @@ missing values go down scikit-learn's trees by its missing-value rule.
 
 Differences from rpart that remain: scikit-learn splits a categorical predictor on
 its codes as ordered numbers (rpart on subsets of categories), and thresholds are
-compared in float32.
+compared in float32. Difference from synthpop that remains: before each fit synthpop
+leaves out the predictors that are constant (variance <= 1e-5), correlated >= 0.99999
+with the response, or linearly dependent on the others (its ``remove.lindep.syn``); here
+every kept and earlier column is a predictor (CATALOG). On Census, where PTOTVAL =
+PEARNVAL + POTHVAL, synthpop never splits on PTOTVAL, and its releases link back less
+often on all nine quasi-identifiers (benchmarks/synthpop_cart.py).
+
+The trees are fitted in threads (they are independent: each on original records, with
+its own seed), and the blocks drawn in threads: the same bits for any number of them.
 """
 
 from __future__ import annotations
