@@ -72,6 +72,20 @@ def test_cart_minbucket_1_reproduces_a_function_exactly():
     assert (out[:, 0] != X[:, 0]).mean() > 0.5          # x itself is a bootstrap sample
 
 
+def test_cart_same_bits_with_any_number_of_threads(monkeypatch):
+    # the trees are fitted, and the blocks drawn, in threads: their number changes nothing
+    import sdcdist.masking._synth as synth
+    import sdcdist.masking.cart as cartmod
+    monkeypatch.setattr(synth, "BLOCK_ROWS", 64)          # 5 blocks of the 300 records
+    X = _mixed(300, seed=7)
+    runs = []
+    for t in (1, 2, 3):
+        monkeypatch.setattr(cartmod, "_threads", lambda jobs, t=t: max(1, min(t, jobs)))
+        runs.append(_gen("cart", X, 2, synth_order=["c", "x", "y"]))
+    assert np.array_equal(runs[0], runs[1], equal_nan=True)
+    assert np.array_equal(runs[0], runs[2], equal_nan=True)
+
+
 def test_cart_missing_values_synthesised():
     X = _mixed(2000, seed=5)
     out = _gen("cart", X, 5)

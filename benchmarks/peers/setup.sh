@@ -7,8 +7,49 @@
 #                                 pin numpy and pandas versions that recordlinkage and pycanon
 #                                 cannot share
 #   sh benchmarks/peers/setup.sh [python]
+#   sh benchmarks/peers/setup.sh synthpop     R's synthpop only (see install_synthpop below)
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
+
+# synthpop (R; the anchor of sdcdist's `cart`, benchmarks/peers/synthpop_cart.R) into a
+# library of its own, never an sdcdist dependency. Its dependencies come from Debian's
+# r-cran-* packages; synthpop and the ones Debian lacks (mipfp, which needs cmm; broman)
+# are built from their source tarballs in $SYNTHPOP_SRC, each made from the package's
+# CRAN source repository (github.com/cran/<name>) with
+#   git archive --prefix=<name>/ -o $SYNTHPOP_SRC/<name>.tar.gz HEAD
+# (synthpop 1.9-2, mipfp 3.2.1, cmm 1.0, broman 0.96). Idempotent: a package already in
+# the library at that version is left alone. Then: R_LIBS=$SYNTHPOP_LIB Rscript ...
+install_synthpop() {
+    lib=${SYNTHPOP_LIB:-/work/rsrc/Rlib}
+    src=${SYNTHPOP_SRC:-/work/rsrc/synthpop-src}
+    if ! command -v Rscript >/dev/null 2>&1 || ! dpkg -s r-cran-rpart >/dev/null 2>&1 \
+        || ! dpkg -s r-cran-party >/dev/null 2>&1; then
+        apt-get update -q
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q r-base-core r-cran-data.table \
+            r-cran-lattice r-cran-mass r-cran-nnet r-cran-ggplot2 r-cran-rpart r-cran-party \
+            r-cran-foreign r-cran-plyr r-cran-proto r-cran-polspline r-cran-randomforest \
+            r-cran-ranger r-cran-classint r-cran-survival r-cran-stringr r-cran-rmutil \
+            r-cran-forcats r-cran-rsolnp r-cran-numderiv
+    fi
+    mkdir -p "$lib"
+    for pkg in cmm:1.0 mipfp:3.2.1 broman:0.96 synthpop:1.9.2; do
+        name=${pkg%%:*}; want=${pkg#*:}
+        have=$(R_LIBS="$lib" Rscript -e "cat(tryCatch(format(packageVersion('$name', lib.loc = '$lib')), error = function(e) ''))")
+        if [ "$have" = "$want" ]; then
+            echo "$name $have already in $lib"
+            continue
+        fi
+        [ -f "$src/$name.tar.gz" ] || { echo "missing $src/$name.tar.gz (see above)" >&2; return 1; }
+        R_LIBS="$lib" R CMD INSTALL --no-docs --no-multiarch -l "$lib" "$src/$name.tar.gz"
+    done
+    R_LIBS="$lib" Rscript -e "cat('synthpop', format(packageVersion('synthpop')), 'rpart', format(packageVersion('rpart')), '\\n')"
+}
+
+if [ "${1:-}" = synthpop ]; then
+    install_synthpop
+    exit 0
+fi
+
 py=${1:-python3}
 "$py" -m venv "$here/.venv-peers"
 "$here/.venv-peers/bin/pip" install -q --upgrade pip

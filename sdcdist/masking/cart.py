@@ -21,12 +21,22 @@ missing values go down scikit-learn's trees by its missing-value rule.
 
 Differences from rpart that remain: scikit-learn splits a categorical predictor on
 its codes as ordered numbers (rpart on subsets of categories), and thresholds are
-compared in float32.
+compared in float32. Difference from synthpop that remains: before each fit synthpop
+leaves out the predictors that are constant (variance <= 1e-5), correlated >= 0.99999
+with the response, or linearly dependent on the others (its ``remove.lindep.syn``); here
+every kept and earlier column is a predictor (CATALOG). On Census, where PTOTVAL =
+PEARNVAL + POTHVAL, synthpop never splits on PTOTVAL, and its releases link back less
+often on all nine quasi-identifiers (benchmarks/synthpop_cart.py).
+
+The trees are fitted in threads (they are independent: each on original records, with
+its own seed), and the blocks drawn in threads: the same bits for any number of them.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,19 +111,45 @@ def _fit_step(X: np.ndarray, column: int, kind: str, categorical: bool, predicto
     return CartStep(column, kind, list(predictors), tree, start, count, values[order])
 
 
+def _threads(jobs: int) -> int:
+    """Threads for ``jobs`` independent fits: the cores this process may run on."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:                                   # pragma: no cover (not Linux)
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, jobs))
+
+
 def cart_fit(X: np.ndarray, plan: ColumnPlan, sequence: list[int], minbucket: int,
-             streams: Streams) -> list[CartStep]:
-    """The trees of the visit sequence, fitted on the original records (content order)."""
-    steps = []
+             streams: Streams, *, threads: int | None = None) -> list[CartStep]:
+    """The trees of the visit sequence, fitted on the original records (content order).
+
+    Every tree is fitted on original records only, so the fits are independent: they run
+    in ``threads`` threads (default: one per core this process may use; scikit-learn
+    grows a tree without holding the GIL). Each tree has its own seed, so the steps are
+    the same bits whatever the number of threads."""
+    jobs = []
     before = list(plan.kept)
     for i, j in enumerate(sequence):
         cat = plan.is_cat(j)
         kinds = ["ind", "val"] if not cat and np.isnan(X[:, j]).any() else ["val"]
         for kind in kinds:
             seed = streams.seed(100 + 2 * i + (kind == "ind"))
-            steps.append(_fit_step(X, j, kind, cat, sorted(before), minbucket, seed))
+            jobs.append((j, kind, cat, sorted(before), seed))
         before.append(j)
-    return steps
+
+    def fit(job: tuple) -> CartStep:
+        j, kind, cat, predictors, seed = job
+        return _fit_step(X, j, kind, cat, predictors, minbucket, seed)
+
+    workers = _threads(len(jobs)) if threads is None else max(1, min(int(threads), len(jobs)))
+    if workers == 1:
+        return [fit(job) for job in jobs]
+    # the largest fits (most predictors) first, so that the threads end together
+    order = sorted(range(len(jobs)), key=lambda k: -len(jobs[k][3]))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        done = dict(zip(order, pool.map(fit, [jobs[k] for k in order])))
+    return [done[k] for k in range(len(jobs))]
 
 
 def _draw(step: CartStep, P: np.ndarray | None, size: int, rng: np.random.Generator
@@ -185,8 +221,19 @@ def cart(X: np.ndarray, minbucket: int, *, rng: np.random.Generator,
     Xs = X[order]
     steps = cart_fit(Xs, plan, sequence, int(minbucket), streams)
     out_s = np.empty_like(Xs)
-    for b, (a, e) in enumerate(blocks(Xs.shape[0])):
+    spans = blocks(Xs.shape[0])
+
+    def draw(b: int) -> None:
+        a, e = spans[b]
         out_s[a:e] = cart_sample_block(steps, Xs[a:e], streams.block(Streams.SYNTH, b))
+
+    workers = _threads(len(spans))
+    if workers == 1:
+        for b in range(len(spans)):
+            draw(b)
+    else:                       # blocks are independent: each has its own generator
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(draw, range(len(spans))))
     out = np.empty_like(X)
     out[order] = out_s
     out[:, list(plan.kept)] = X[:, list(plan.kept)]
