@@ -89,7 +89,8 @@ estimator, all pairs) stands in for the set-up.
                              [--variants default,step,l] [--peers splink,recordlinkage]
                              [--peer-max-pairs 2e7] [--sql-max-pairs 2e8] [--timeout 3600]
                              [--sql-memory 9GB] [--sql-threads 1] [--sql-tmp DIR]
-                             [--sql-em-pairs 0] [--peer-log FILE] [--until HH:MM]
+                             [--sql-em-pairs 0] [--sql-sample-slices K/N] [--peer-log FILE]
+                             [--peer-files F] [--until HH:MM]
                              [--eia-csv eia.csv] [--warm]
 """
 
@@ -331,8 +332,10 @@ def main() -> None:
     ap.add_argument("--files", default=",".join(FILES))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--variants", default=",".join(VARIANTS),
-                    help="sdcdist rows: " + ", ".join(VARIANTS))
+                    help="sdcdist rows: " + ", ".join(VARIANTS) + " (none: no sdcdist row)")
     ap.add_argument("--peers", default="splink,recordlinkage")
+    ap.add_argument("--peer-files", default=None,
+                    help="the files the peers run on (default: all of --files)")
     ap.add_argument("--peer-max-pairs", type=float, default=2e7,
                     help="all pairs up to this many for the peers; above, their blocking")
     ap.add_argument("--sql-max-pairs", type=float, default=2e8,
@@ -369,6 +372,7 @@ def main() -> None:
     ap.add_argument("--peer-python", default=str(PEER_PY),
                     help="the python of the peers' venv (default benchmarks/.venv-peers)")
     args = ap.parse_args()
+    args.variants = "" if args.variants == "none" else args.variants
     until = None
     if args.until:
         import datetime as dt
@@ -403,7 +407,8 @@ def main() -> None:
                 if args.warm:
                     run_sdcdist(client, X, Y, options)
                 print(row(label, run_sdcdist(client, X, Y, options)), flush=True)
-            for tool in peers:
+            for tool in (peers if args.peer_files is None
+                         or name in args.peer_files.split(",") else []):
                 if tool == "splink_fixed_u_sql":
                     extra = SQL_ARGS + (
                         "--memory", args.sql_memory, "--threads", str(args.sql_threads),
