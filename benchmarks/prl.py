@@ -65,12 +65,19 @@ the connection) under ``--sql-tmp`` with ``memory_limit`` ``--sql-memory`` (9 GB
 materialises for EM (every compared pair and its comparison vector) live on disk and its
 joins spill there; predict runs in 10 slices of the masked file and the best-link figure is
 computed in SQL. Up to ``--sql-max-pairs`` (default 2e8: the 10,000-record file's 1e8) it
-compares all pairs: u from every pair (``--sql-u-pairs``), EM of m on every pair, or with
-``--sql-em-pairs`` on Splink's own sample of about that many (``max_pairs`` of its EM; the
-row says which). Its 1-1 figure is Splink's single-best-links clustering on the pairs at or
-above the weight the top ~200 pairs a masked record reach: links below that weight never
-decide one above it, so it is a lower bound (marked ``≥``) of the clustering on all pairs,
-which can add at most the true pairs below (counted in the row). Above ``--sql-max-pairs``
+compares all pairs: u from every pair (``--sql-u-pairs``), EM of m on every pair. Above it,
+with ``--sql-sample-slices K/N``, still every pair for prediction but a sample for training
+(as Splink's docs suggest for large files): u from 1e7 random pairs, EM of m on Splink's own
+sample of about ``--sql-em-pairs`` pairs (``max_pairs`` of its EM: a hash filter on the
+records of each side), and predict on all pairs of K of N slices of the masked file (each a
+hash-random set of masked records, each against every original record: a masked record's
+best link is exact, so the finished slices estimate the file's rate, with its standard
+error; the peer prints its figure after every slice, and a run cut short by ``--timeout`` or
+``--until`` keeps the last). The row says which. Its 1-1 figure (all pairs, every slice)
+is Splink's single-best-links clustering on the pairs at or above the weight the top ~200
+pairs a masked record reach: links below that weight never decide one above it, so it is a
+lower bound (marked ``≥``) of the clustering on all pairs, which can add at most the true
+pairs below (counted in the row). Without ``--sql-sample-slices``, above ``--sql-max-pairs``
 (59,315 records: 3.5e9 pairs) it blocks as Splink's docs recommend for large files: OR-ed
 ``block_on`` rules, one per 2 consecutive key columns (cyclically, 10 rules) on equal
 floor(x / (0.1 sd)) bins, u from 1e7 random pairs, m by EM in one session per disjoint rule;
@@ -352,8 +359,10 @@ def main() -> None:
                     help="splink_fixed_u_sql: random pairs for u (default: every pair where "
                          "all pairs are compared, the set-up of issue 42; else 1e7)")
     ap.add_argument("--sql-em-pairs", type=float, default=0.0,
-                    help="splink_fixed_u_sql: EM on Splink's sample of about this many pairs "
-                         "(its max_pairs; default 0: every compared pair)")
+                    help="splink_fixed_u_sql with --sql-sample-slices, above --sql-max-pairs: "
+                         "EM on Splink's sample of about this many pairs (its max_pairs; "
+                         "default --sql-max-pairs); up to --sql-max-pairs EM runs on every "
+                         "pair")
     ap.add_argument("--sql-sample-slices", default="",
                     help="splink_fixed_u_sql above --sql-max-pairs: K/N = all pairs of K of N "
                          "slices of the masked file (EM on Splink's sample of --sql-max-pairs "
@@ -412,10 +421,10 @@ def main() -> None:
                 if tool == "splink_fixed_u_sql":
                     extra = SQL_ARGS + (
                         "--memory", args.sql_memory, "--threads", str(args.sql_threads),
-                        "--tmp", args.sql_tmp, "--u-pairs", repr(args.sql_u_pairs),
-                        "--em-pairs", repr(args.sql_em_pairs)) + (
+                        "--tmp", args.sql_tmp, "--u-pairs", repr(args.sql_u_pairs)) + (
                         ("--predict-slices", args.sql_sample_slices.split("/")[0],
-                         "--chunks", args.sql_sample_slices.split("/")[1])
+                         "--chunks", args.sql_sample_slices.split("/")[1],
+                         "--em-pairs", repr(args.sql_em_pairs or args.sql_max_pairs))
                         if args.sql_sample_slices and X.shape[0] ** 2 > args.sql_max_pairs
                         else ()) + (
                         ("--log", args.peer_log) if args.peer_log else ())
