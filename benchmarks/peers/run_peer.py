@@ -375,8 +375,8 @@ def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
     slices of the masked file (Splink's ``predict_chunk``: slices by a hash of the record
     id, so a random set of masked records, each against every original record). A masked
     record's best link depends on its own pairs only, so its outcome is exact, and the
-    rate over the slices estimates the file's (its standard error is reported). No 1-1
-    figure then (the 1-1 clustering needs every masked record)."""
+    rate over the slices estimates the file's (its standard error is reported). The 1-1
+    figure only when k = ``chunks`` (the clustering needs every masked record)."""
     import logging
     import os
     import shutil
@@ -420,8 +420,9 @@ def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
             return df
 
         sample = not all_pairs and predict_slices > 0
-        if sample:
-            keep_edges, em_pairs = 0, em_pairs or max_pairs
+        if sample:                   # the 1-1 figure needs every slice
+            em_pairs = em_pairs or max_pairs
+            keep_edges = keep_edges if predict_slices >= chunks else 0
         if all_pairs or sample:
             rules, kept = ["1=1"], 1.0
             where = f"all {n_all:.3g} pairs"
