@@ -90,7 +90,12 @@ rule per column on bins of 0.25 / 0.5 sd keeps 96.9 / 99.9 % of the true pairs b
 13.3 / 52.5 / 87.7 % with 2.5e8 / 1.2e9 / 2.5e9 pairs; all 45 column pairs on 0.25 sd bins
 84.5 % with 2.3e9; |difference of the sums of standardised values| below 0.25 / 1.65 keeps
 19.8 / 90.1 % with 2.6e8 / 1.5e9 pairs. At that size sdcdist's ``m_only`` (the same
-estimator, all pairs) stands in for the set-up.
+estimator, all pairs) stands in for the set-up. On 2 cores shared with other jobs Splink's EM
+took 20-70 s an iteration on a 1e7-pair sample (58 iterations at 10,000 records), so EM on
+all 1e8 pairs did not fit an hour: README's figures ran 10,000 records with
+``--sql-max-pairs 9.9e7 --sql-sample-slices 10/10 --sql-em-pairs 1e7`` (every pair
+predicted, trained on samples), and the same at 59,315 records (50 s an iteration, then 35
+slices of 1e8 pairs) did not finish.
 
     python benchmarks/prl.py [--files census,tarragona,synth10k,synth59k,eia] [--workers 2]
                              [--variants default,step,l] [--peers splink,recordlinkage]
