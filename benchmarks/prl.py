@@ -290,7 +290,8 @@ def run_peer(tool: str, X: np.ndarray, Y: np.ndarray, max_pairs: float,
             return r
     lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
     if p.returncode != 0 or not lines:
-        return {"error": f"failed: {p.stderr.strip().splitlines()[-1:]}"}
+        last = p.stderr.strip().splitlines()[-1:]
+        return {"error": f"failed (exit {p.returncode})" + (f": {last[0]}" if last else "")}
     return json.loads(lines[-1])
 
 
