@@ -58,22 +58,51 @@ installs them into ``benchmarks/.venv-peers``, and they run there as
 subprocesses (``benchmarks/peers/run_peer.py``); a missing venv skips them
 (``--peer-python`` points at another venv with splink and duckdb).
 
-The peer ``splink_fixed_u_sql`` (``--peers splink_fixed_u_sql``) is Splink's fixed-u set-up
-for the large files: predictions stay in DuckDB (3.5 GB memory limit, spilling to /tmp,
-2 threads; predict in 10 slices of the masked file) and the best-link figure is computed in
-SQL, so 10,000 records run on all 1e8 pairs (up to ``--sql-max-pairs``, default 2e8; u from
-1e7 random pairs, EM of m on all pairs). Above
-that (59,315 records: 3.5e9 pairs) it blocks as Splink's docs recommend for large files:
-OR-ed ``block_on`` rules, here one per 2 consecutive key columns (cyclically, 10 rules) on
-equal floor(x / (0.1 sd)) bins, u from 1e7 random pairs, m by EM in one session per
-disjoint rule; its note states the share of true pairs the blocking keeps. One rule per
-column on 0.5-sd bins (pairs close on any one column) keeps 99.9 % of the true pairs of the
-59,315-record file but, the columns being skewed with many zeros, ~1.4e10 pair-rule
-matches (nearly every pair): not feasible. No 1-1 figure for this peer.
+The peer ``splink_fixed_u_sql`` (``--peers splink_fixed_u_sql``) is the same fixed-u set-up
+(issue 42's) for the large files. Splink works in a DuckDB database file (``DuckDBAPI`` takes
+the connection) under ``--sql-tmp`` with ``memory_limit`` ``--sql-memory`` (9 GB),
+``--sql-threads`` threads (1) and its ``temp_directory`` beside it, so the tables Splink
+materialises for EM (every compared pair and its comparison vector) live on disk and its
+joins spill there; predict runs in 10 slices of the masked file and the best-link figure is
+computed in SQL. Up to ``--sql-max-pairs`` (default 2e8: the 10,000-record file's 1e8) it
+compares all pairs: u from every pair (``--sql-u-pairs``), EM of m on every pair. Above it,
+with ``--sql-sample-slices K/N``, still every pair for prediction but a sample for training
+(as Splink's docs suggest for large files): u from 1e7 random pairs, EM of m on Splink's own
+sample of about ``--sql-em-pairs`` pairs (``max_pairs`` of its EM: a hash filter on the
+records of each side), and predict on all pairs of K of N slices of the masked file (each a
+hash-random set of masked records, each against every original record: a masked record's
+best link is exact, so the finished slices estimate the file's rate, with its standard
+error; the peer prints its figure after every slice, and a run cut short by ``--timeout`` or
+``--until`` keeps the last). The row says which. Its 1-1 figure (all pairs, every slice)
+is Splink's single-best-links clustering on the pairs at or above the weight the top ~200
+pairs a masked record reach: links below that weight never decide one above it, so it is a
+lower bound (marked ``≥``) of the clustering on all pairs, which can add at most the true
+pairs below (counted in the row). Without ``--sql-sample-slices``, above ``--sql-max-pairs``
+(59,315 records: 3.5e9 pairs) it blocks as Splink's docs recommend for large files: OR-ed
+``block_on`` rules, one per 2 consecutive key columns (cyclically, 10 rules) on equal
+floor(x / (0.1 sd)) bins, u from 1e7 random pairs, m by EM in one session per disjoint rule;
+the row states the share of true pairs the blocking keeps (13.3 %). No blocking on this file
+keeps 90 % of the true pairs within 3e8 pairs: its ten columns are skewed (10-80 % zeros,
+the median record within 0.3 sd of zero on every column) while the noise has 0.32 sd, so a
+rule is nearly as likely to keep a random pair as a true one. Measured on the file: one
+rule per column on bins of 0.25 / 0.5 sd keeps 96.9 / 99.9 % of the true pairs but
+3.1e9 / 3.5e9 of the 3.5e9 pairs; consecutive column pairs on 0.1 / 0.25 / 0.5 sd bins keep
+13.3 / 52.5 / 87.7 % with 2.5e8 / 1.2e9 / 2.5e9 pairs; all 45 column pairs on 0.25 sd bins
+84.5 % with 2.3e9; |difference of the sums of standardised values| below 0.25 / 1.65 keeps
+19.8 / 90.1 % with 2.6e8 / 1.5e9 pairs. At that size sdcdist's ``m_only`` (the same
+estimator, all pairs) stands in for the set-up. On 2 cores shared with other jobs Splink's EM
+took 20-70 s an iteration on a 1e7-pair sample (58 iterations at 10,000 records), so EM on
+all 1e8 pairs did not fit an hour: README's figures ran 10,000 records with
+``--sql-max-pairs 9.9e7 --sql-sample-slices 10/10 --sql-em-pairs 1e7`` (every pair
+predicted, trained on samples), and the same at 59,315 records (50 s an iteration, then 35
+slices of 1e8 pairs) did not finish.
 
     python benchmarks/prl.py [--files census,tarragona,synth10k,synth59k,eia] [--workers 2]
                              [--variants default,step,l] [--peers splink,recordlinkage]
                              [--peer-max-pairs 2e7] [--sql-max-pairs 2e8] [--timeout 3600]
+                             [--sql-memory 9GB] [--sql-threads 1] [--sql-tmp DIR]
+                             [--sql-em-pairs 0] [--sql-sample-slices K/N] [--peer-log FILE]
+                             [--peer-files F] [--until HH:MM]
                              [--eia-csv eia.csv] [--warm]
 """
 
@@ -96,12 +125,10 @@ PEER_PY = HERE / ".venv-peers" / "bin" / "python"
 #: machine, spins; recordlinkage's ECM (a few small dot products an iteration) ran 3x slower
 PEER_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1"}
-#: splink_fixed_u_sql: DuckDB capped at 3.5 GB (spilling to /tmp, 2 threads; at 6 GB under an
-#: 8.5 GB address-space limit its EM on 1e8 pairs failed to allocate); u from 1e7 random
-#: pairs; above --sql-max-pairs, 10 OR-ed block_on rules on equal 0.1-sd bins of 2
-#: consecutive columns
-SQL_ARGS = ("--memory", "3500MB", "--u-pairs", "1e7", "--block-width", "0.1",
-            "--block-columns", "2")
+#: splink_fixed_u_sql: above --sql-max-pairs, 10 OR-ed block_on rules on equal 0.1-sd bins of
+#: 2 consecutive columns (DuckDB's memory, threads, directory and the pairs for u and EM are
+#: options of the command)
+SQL_ARGS = ("--block-width", "0.1", "--block-columns", "2")
 FILES = ("census", "tarragona", "synth10k", "synth59k", "eia")
 #: sdcdist rows: name -> (label, PRL registry options)
 VARIANTS = {
@@ -194,19 +221,44 @@ def load(name: str, *, eia_csv: str | None = None) -> tuple[np.ndarray, np.ndarr
     return X, Y
 
 
+def _reset_peak() -> None:
+    """Reset this process's peak resident memory (Linux: VmHWM, by writing 5 to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _peak_mb() -> float:
+    """This process's peak resident memory since the last :func:`_reset_peak`, in MB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def run_sdcdist(client, X: np.ndarray, Y: np.ndarray, options: dict) -> dict:
     from sdcdist.linkage.prl import PRLSettings, probabilistic_linkage
     from sdcdist.parallel import Runner
     runner = Runner(client)
     n = X.shape[0]
     A, B = runner.share(X), runner.share(Y)
+    client.run(_reset_peak)
+    _reset_peak()
     t0 = time.perf_counter()
     res = probabilistic_linkage(runner, A, B, n, n, tuple(range(X.shape[1])),
                                 settings=PRLSettings.from_options(options))
     wall = time.perf_counter() - t0
+    workers = client.run(_peak_mb)
     i = res.info
     return {"correct": res.correct, "best": res.correct_best, "n": n, "wall": wall,
-            "pairs": i["pairs_compared"],
+            "pairs": i["pairs_compared"], "rss": _peak_mb(), "rss_workers": max(workers.values()),
             "note": f"{i['assignment']} assignment; EM {i['em_iterations']} it, "
                     f"P(M) {i['p_match']:.6g}"
                     f"{'' if i['em_converged'] else ' (NOT converged)'}; timings "
@@ -215,6 +267,8 @@ def run_sdcdist(client, X: np.ndarray, Y: np.ndarray, options: dict) -> dict:
 
 def run_peer(tool: str, X: np.ndarray, Y: np.ndarray, max_pairs: float,
              timeout: float, python: Path = PEER_PY, extra: tuple = ()) -> dict:
+    """Run one peer in its venv on the two files; its last JSON line (``rss``: the peer
+    process's peak resident memory, MB, DuckDB's included)."""
     if not Path(python).exists():
         return {"error": f"skipped: no {python} (sh benchmarks/peers/setup.sh, or "
                          "--peer-python)"}
@@ -236,26 +290,37 @@ def run_peer(tool: str, X: np.ndarray, Y: np.ndarray, max_pairs: float,
             return r
     lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
     if p.returncode != 0 or not lines:
-        return {"error": f"failed: {p.stderr.strip().splitlines()[-1:]}"}
+        last = p.stderr.strip().splitlines()[-1:]
+        return {"error": f"failed (exit {p.returncode})" + (f": {last[0]}" if last else "")}
     return json.loads(lines[-1])
+
+
+def memory(r: dict) -> str:
+    """Peak resident memory: sdcdist's client process and its largest worker; a peer's
+    process."""
+    if "rss_workers" in r:
+        return f"{r['rss'] / 1024:.2f} GiB client, {r['rss_workers'] / 1024:.2f} GiB worker"
+    return f"{r['rss'] / 1024:.2f} GiB" if "rss" in r else "–"
 
 
 def row(tool: str, r: dict) -> str:
     """A table row: PLD (1-1 assignment) and best link (PLD_best: ties 1/t) where both are
     known; a peer's row is its strongest set-up and scoring."""
     if "error" in r:
-        return f"| {tool} | – | – | – | {r['error']} |"
-    if "correct" not in r:     # best link only (splink_fixed_u_sql)
-        return (f"| {tool} | – | {100.0 * r['best'] / r['n']:.2f} % | {r['wall']:.1f} s | "
-                f"{r['pairs']:,} pairs; {r['note']} |")
+        return f"| {tool} | – | – | – | – | {r['error']} |"
+    if "correct" not in r:     # best link only (splink_fixed_u_sql), perhaps on a sample
+        se = f" (± {100.0 * r['best_se']:.2f})" if "best_se" in r else ""
+        return (f"| {tool} | – | {100.0 * r['best'] / r['n']:.2f} %{se} | {r['wall']:.1f} s | "
+                f"{memory(r)} | {r['pairs']:,} pairs; {r['note']} |")
     if "setups" in r:          # a peer: the strongest set-up under each scoring
         one = [v[0] for k, v in r["setups"].items() if k.endswith("|1-1")]
         bst = [v[0] for k, v in r["setups"].items() if k.endswith("|best")]
         r = {**r, "correct": max(one) if one else float("nan"),
              "best": max(bst) if bst else float("nan")}
     best = f"{100.0 * r['best'] / r['n']:.2f} %" if "best" in r else "–"
-    return (f"| {tool} | {100.0 * r['correct'] / r['n']:.2f} % | {best} | {r['wall']:.1f} s | "
-            f"{r['pairs']:,} pairs; {r['note']} |")
+    ge = "≥ " if r.get("correct_lower_bound") else ""
+    return (f"| {tool} | {ge}{100.0 * r['correct'] / r['n']:.2f} % | {best} | {r['wall']:.1f} s | "
+            f"{memory(r)} | {r['pairs']:,} pairs; {r['note']} |")
 
 
 def setup_rows(r: dict) -> list[str]:
@@ -267,7 +332,8 @@ def setup_rows(r: dict) -> list[str]:
     n = r["n"]
     one, best = s.get("fixed u|1-1", [float("nan"), 0.0]), s["fixed u|best"]
     return [f"| {r['tool']}, fixed u | {100.0 * one[0] / n:.2f} % | "
-            f"{100.0 * best[0] / n:.2f} % | {best[1]:.1f} s | {r['pairs']:,} pairs; null "
+            f"{100.0 * best[0] / n:.2f} % | {best[1]:.1f} s | {memory(r)} | {r['pairs']:,} "
+            "pairs (all); null "
             "level + |a-b| <= 0.1, 0.25, 0.5, 1 sd + else; u from every pair (random sampling "
             "with max_pairs >= all pairs, no early stop), EM of m only with u and "
             "P(match) = 1/n fixed, no term frequencies; first column Splink's 1-1 single "
@@ -279,14 +345,40 @@ def main() -> None:
     ap.add_argument("--files", default=",".join(FILES))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--variants", default=",".join(VARIANTS),
-                    help="sdcdist rows: " + ", ".join(VARIANTS))
+                    help="sdcdist rows: " + ", ".join(VARIANTS) + " (none: no sdcdist row)")
     ap.add_argument("--peers", default="splink,recordlinkage")
+    ap.add_argument("--peer-files", default=None,
+                    help="the files the peers run on (default: all of --files)")
     ap.add_argument("--peer-max-pairs", type=float, default=2e7,
                     help="all pairs up to this many for the peers; above, their blocking")
     ap.add_argument("--sql-max-pairs", type=float, default=2e8,
                     help="splink_fixed_u_sql: all pairs up to this many (10,000 records: "
                          "1e8), above its blocking")
+    ap.add_argument("--sql-memory", default="9GB",
+                    help="splink_fixed_u_sql: DuckDB's memory_limit (it spills beyond)")
+    ap.add_argument("--sql-threads", type=int, default=1,
+                    help="splink_fixed_u_sql: DuckDB's threads")
+    ap.add_argument("--sql-tmp", default=tempfile.gettempdir(),
+                    help="splink_fixed_u_sql: directory of DuckDB's database file and spill "
+                         "files (~30 GB free at 1e8 pairs)")
+    ap.add_argument("--sql-u-pairs", type=float, default=0.0,
+                    help="splink_fixed_u_sql: random pairs for u (default: every pair where "
+                         "all pairs are compared, the set-up of issue 42; else 1e7)")
+    ap.add_argument("--sql-em-pairs", type=float, default=0.0,
+                    help="splink_fixed_u_sql with --sql-sample-slices, above --sql-max-pairs: "
+                         "EM on Splink's sample of about this many pairs (its max_pairs; "
+                         "default --sql-max-pairs); up to --sql-max-pairs EM runs on every "
+                         "pair")
+    ap.add_argument("--sql-sample-slices", default="",
+                    help="splink_fixed_u_sql above --sql-max-pairs: K/N = all pairs of K of N "
+                         "slices of the masked file (EM on Splink's sample of --sql-max-pairs "
+                         "pairs) instead of blocking")
+    ap.add_argument("--peer-log", default=None,
+                    help="splink_fixed_u_sql: append Splink's INFO log (with times) here")
     ap.add_argument("--timeout", type=float, default=3600.0)
+    ap.add_argument("--until", default=None,
+                    help="HH:MM (UTC): no peer runs past this time (each gets the lesser of "
+                         "--timeout and the time left)")
     ap.add_argument("--eia-csv", default=None,
                     help="the real EIA file as CSV for the file 'eia' (default: the "
                          "generated tie-heavy look-alike, eia_like)")
@@ -295,6 +387,20 @@ def main() -> None:
     ap.add_argument("--peer-python", default=str(PEER_PY),
                     help="the python of the peers' venv (default benchmarks/.venv-peers)")
     args = ap.parse_args()
+    args.variants = "" if args.variants == "none" else args.variants
+    until = None
+    if args.until:
+        import datetime as dt
+        now = dt.datetime.now(dt.timezone.utc)
+        hh, mm = (int(x) for x in args.until.split(":"))
+        until = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+        if until < now:
+            until += dt.timedelta(days=1)
+        until = time.time() + (until - now).total_seconds()
+
+    def timeout() -> float:
+        return args.timeout if until is None else max(1.0, min(args.timeout,
+                                                               until - time.time()))
     from distributed import Client, LocalCluster
     peers = [p for p in args.peers.split(",") if p]
     variants = [v for v in args.variants.split(",") if v]
@@ -309,21 +415,33 @@ def main() -> None:
         for name in args.files.split(","):
             X, Y = load(name, eia_csv=args.eia_csv)
             print(f"### {name}: {X.shape[0]:,} x {X.shape[1]}\n")
-            print("| tool | PLD (1-1) | best link (ties 1/t) | wall | notes |\n"
-                  "|---|---|---|---|---|")
+            print("| tool | PLD (1-1) | best link (ties 1/t) | wall | peak memory | notes |\n"
+                  "|---|---|---|---|---|---|")
             for v in variants:
                 label, options = VARIANTS[v]
                 if args.warm:
                     run_sdcdist(client, X, Y, options)
                 print(row(label, run_sdcdist(client, X, Y, options)), flush=True)
-            for tool in peers:
+            for tool in (peers if args.peer_files is None
+                         or name in args.peer_files.split(",") else []):
                 if tool == "splink_fixed_u_sql":
-                    r = run_peer(tool, X, Y, args.sql_max_pairs, args.timeout,
-                                 Path(args.peer_python), SQL_ARGS)
-                    print(row(f"{r.get('tool', tool)}, fixed u, best link in SQL", r),
-                          flush=True)
+                    extra = SQL_ARGS + (
+                        "--memory", args.sql_memory, "--threads", str(args.sql_threads),
+                        "--tmp", args.sql_tmp, "--u-pairs", repr(args.sql_u_pairs)) + (
+                        ("--predict-slices", args.sql_sample_slices.split("/")[0],
+                         "--chunks", args.sql_sample_slices.split("/")[1],
+                         "--em-pairs", repr(args.sql_em_pairs or args.sql_max_pairs))
+                        if args.sql_sample_slices and X.shape[0] ** 2 > args.sql_max_pairs
+                        else ()) + (
+                        ("--log", args.peer_log) if args.peer_log else ())
+                    r = run_peer(tool, X, Y, args.sql_max_pairs, timeout(),
+                                 Path(args.peer_python), extra)
+                    label = (f"{r.get('tool', tool)}, fixed u (issue 42's set-up), best link "
+                             f"in SQL: {r['setup']}" if "setup" in r else
+                             f"{r.get('tool', tool)}, fixed u (issue 42's set-up)")
+                    print(row(label, r), flush=True)
                     continue
-                r = run_peer(tool, X, Y, args.peer_max_pairs, args.timeout,
+                r = run_peer(tool, X, Y, args.peer_max_pairs, timeout(),
                              Path(args.peer_python))
                 print(row(r.get("tool", tool), r), flush=True)
                 for line in setup_rows(r):

@@ -298,15 +298,36 @@ def main() -> None:
     ap.add_argument("--block-columns", type=int, default=2,
                     help="splink_fixed_u_sql: key columns per blocking rule")
     ap.add_argument("--memory", default="6GB", help="splink_fixed_u_sql: DuckDB memory_limit")
+    ap.add_argument("--threads", type=int, default=2, help="splink_fixed_u_sql: DuckDB threads")
+    ap.add_argument("--tmp", default="/tmp",
+                    help="splink_fixed_u_sql: directory of DuckDB's database file and spill "
+                         "files (needs room for the compared pairs: ~30 GB at 1e8 pairs)")
     ap.add_argument("--u-pairs", type=float, default=0.0,
                     help="splink_fixed_u_sql: random pairs for u (default every pair if all "
                          "pairs are compared, else 1e7)")
+    ap.add_argument("--em-pairs", type=float, default=0.0,
+                    help="splink_fixed_u_sql: EM on Splink's sample of about this many pairs "
+                         "(estimate_parameters_using_expectation_maximisation(max_pairs=...)); "
+                         "default 0: EM on every compared pair")
+    ap.add_argument("--keep-edges", type=int, default=200,
+                    help="splink_fixed_u_sql: 1-1 by single best links on the pairs above the "
+                         "weight a first slice's top (this many / n) reach (0: no 1-1)")
+    ap.add_argument("--chunks", type=int, default=10,
+                    help="splink_fixed_u_sql: slices of the masked file to predict in")
+    ap.add_argument("--predict-slices", type=int, default=0,
+                    help="splink_fixed_u_sql: above --max-pairs, instead of blocking, all pairs "
+                         "of this many of the --chunks slices (EM on Splink's sample of "
+                         "--max-pairs pairs)")
+    ap.add_argument("--log", default=None,
+                    help="splink_fixed_u_sql: append Splink's INFO log, with times, to this file")
     a = ap.parse_args()
     z = np.load(a.files)
     fn = {"splink": splink, "recordlinkage": recordlinkage,
           "splink_fixed_u_sql": splink_fixed_u_sql}[a.tool]
     kw = ({"block_width": a.block_width, "block_columns": a.block_columns, "memory": a.memory,
-           "u_pairs": a.u_pairs}
+           "threads": a.threads, "tmp": a.tmp, "u_pairs": a.u_pairs, "em_pairs": a.em_pairs,
+           "log": a.log, "keep_edges": a.keep_edges, "chunks": a.chunks,
+           "predict_slices": a.predict_slices}
           if a.tool == "splink_fixed_u_sql" else {})
     print(json.dumps(fn(z["A"], z["B"], a.max_pairs, **kw)))
 
@@ -314,24 +335,50 @@ def main() -> None:
 def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
                        block_width: float = 0.1, block_columns: int = 2,
                        chunks: int = 10, tmp: str = "/tmp", memory: str = "6GB",
-                       u_pairs: float = 0.0) -> dict:
+                       threads: int = 2, u_pairs: float = 0.0, em_pairs: float = 0.0,
+                       log: str | None = None, keep_edges: int = 200,
+                       predict_slices: int = 0) -> dict:
     """Splink's fixed-u set-up (see :data:`SETUPS`) on a large file, scored by best link in SQL.
 
-    The predictions never leave DuckDB (an in-memory database capped at 6 GB, spilling to a
-    temporary directory, 2 threads): ``predict_chunk`` scores the masked file in ``chunks``
-    slices (Splink's documented way to bound predict's memory), each slice holds every
-    candidate original record of its masked records, and one SQL query per slice adds up
-    the best-link hits (per masked record the max match_weight; the true record counts 1/t
-    among t tied at the top); the slice's table is dropped before the next one. No 1-1
-    figure (Splink's single-best-links clustering needs every prediction at once).
+    Splink works in a DuckDB database file under ``tmp`` (``DuckDBAPI`` takes the connection;
+    its ``memory_limit``, ``threads`` and a ``temp_directory`` beside the file are DuckDB
+    settings), so the tables Splink materialises (EM's blocked pairs and their comparison
+    vectors: every compared pair) live on disk and DuckDB spills its joins there rather than
+    failing at ``memory``. u by Splink's random sampling of ``u_pairs`` pairs (default: every
+    pair where all pairs are compared, else 1e7; no early stop); m by Splink's EM with u and
+    P(match) = 1/n fixed, no term frequencies, on every compared pair, or with ``em_pairs`` on
+    Splink's own sample of about that many (``max_pairs`` of
+    ``estimate_parameters_using_expectation_maximisation``: a hash filter on the records of
+    each side). The predictions never leave DuckDB: ``predict_chunk`` scores the masked file
+    in ``chunks`` slices (Splink's documented way to bound predict's memory), and one SQL
+    query per slice adds up the best-link hits (per masked record the max match_weight; the
+    true record counts 1/t among t tied at the top); the slice's table is dropped before the
+    next one.
+
+    1-1 (with ``keep_edges`` > 0): Splink's single-best-links clustering (ties to the lowest
+    id, as :func:`splink`) on the pairs whose match_weight reaches a threshold w0: the
+    ``keep_edges / n`` upper quantile of the first slice's weights (about ``keep_edges``
+    pairs a masked record), kept from every slice. Splink's own ``threshold_match_weight``
+    of the clustering does the same, and a link below w0 never decides one above it (a record
+    whose best remaining pair is below w0 has only pairs below w0 left), so the figure is
+    exactly the hits of the links at or above w0: a lower bound of the clustering on all
+    pairs, which can add at most the true pairs below w0 (counted and reported).
 
     All pairs up to ``max_pairs``; above, Splink's blocking as its docs recommend for large
     files: OR-ed ``block_on`` rules, one per group of ``block_columns`` consecutive key
     columns (all the groups, cyclically), each on equal bins floor(x / (block_width sd));
-    u from random sampling of max(1e7, pairs) or 1e7 pairs (no early stop), m by EM on the
-    same rules (one session each), u and P(match) = 1/n fixed. The share of true pairs the
+    m by EM on the same rules (one session per disjoint group). The share of true pairs the
     blocking keeps is reported (a masked record whose true record is not a candidate cannot
-    be a hit)."""
+    be a hit). Or, with ``predict_slices`` = k > 0, no blocking but a sample: u from
+    ``u_pairs`` (default 1e7) random pairs, EM on Splink's own sample of about ``max_pairs``
+    of all pairs (its ``max_pairs``), and predict on all pairs of the first k of ``chunks``
+    slices of the masked file (Splink's ``predict_chunk``: slices by a hash of the record
+    id, so a random set of masked records, each against every original record). A masked
+    record's best link depends on its own pairs only, so its outcome is exact, and the
+    rate over the slices estimates the file's (its standard error is reported). The 1-1
+    figure only when k = ``chunks`` (the clustering needs every masked record)."""
+    import logging
+    import os
     import shutil
     import tempfile
 
@@ -341,6 +388,13 @@ def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
     import splink.comparison_level_library as cll
     import splink.comparison_library as cl
     from splink import DuckDBAPI, Linker, SettingsCreator, block_on
+
+    bench_log = logging.getLogger("splink.benchmark")
+    if log:
+        h = logging.FileHandler(log)
+        h.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+        logging.getLogger("splink").addHandler(h)
+        logging.getLogger("splink").setLevel(logging.INFO)
 
     n, K = A.shape
     cols = [f"k{j}" for j in range(K)]
@@ -352,9 +406,10 @@ def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
     t0 = time.perf_counter()
     tdir = tempfile.mkdtemp(prefix="splink_", dir=tmp)
     try:
-        con = duckdb.connect(":memory:", config={"memory_limit": memory, "threads": 2,
-                                                 "temp_directory": tdir,
-                                                 "preserve_insertion_order": False})
+        con = duckdb.connect(os.path.join(tdir, "splink.duckdb"),
+                             config={"memory_limit": memory, "threads": threads,
+                                     "temp_directory": os.path.join(tdir, "spill"),
+                                     "preserve_insertion_order": False})
 
         def frame(X: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
             df = pd.DataFrame(X, columns=cols)
@@ -364,8 +419,13 @@ def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
             df.insert(0, "unique_id", ids)
             return df
 
-        if all_pairs:
-            rules, note, kept = ["1=1"], "all pairs", 1.0
+        sample = not all_pairs and predict_slices > 0
+        if sample:                   # the 1-1 figure needs every slice
+            em_pairs = em_pairs or max_pairs
+            keep_edges = keep_edges if predict_slices >= chunks else 0
+        if all_pairs or sample:
+            rules, kept = ["1=1"], 1.0
+            where = f"all {n_all:.3g} pairs"
         else:
             groups = [[cols[(j + i) % K] for i in range(block_columns)] for j in range(K)]
             rules = [block_on(*[f"bin_{c}" for c in g]) for g in groups]
@@ -374,9 +434,9 @@ def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
             same = bA == bB
             kept = float(np.mean(np.any([same[:, [(j + i) % K for i in range(block_columns)]]
                                          .all(axis=1) for j in range(K)], axis=0)))
-            note = (f"blocking (docs: OR-ed block_on rules): {K} rules, each equal "
-                    f"floor(x / ({block_width} sd)) bins on {block_columns} consecutive key "
-                    f"columns; keeps {100.0 * kept:.2f} % of the true pairs")
+            where = (f"blocked (docs: OR-ed block_on rules): {K} rules, each equal "
+                     f"floor(x / ({block_width} sd)) bins on {block_columns} consecutive key "
+                     f"columns; keeps {100.0 * kept:.2f} % of the true pairs")
         api = DuckDBAPI(con)
         sa = api.register(frame(A, perm), dataset_display_name="a")
         sb = api.register(frame(B, np.arange(B.shape[0])), dataset_display_name="b")
@@ -391,29 +451,112 @@ def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
         linker = Linker([sa, sb], settings)
         # u from every pair where all pairs are compared (unless u_pairs says how many)
         u_pairs = u_pairs or (max(1e7, n_all) if all_pairs else 1e7)
+        if sample:
+            where = (f"all {n_all:.3g} pairs, predicted in {chunks} slices of the masked "
+                     f"file (predict_chunk: each masked record against all {A.shape[0]:,} "
+                     f"original records)")
+        bench_log.info("u from %.3g random pairs", u_pairs)
         linker.training.estimate_u_using_random_sampling(max_pairs=u_pairs, seed=1,
                                                          min_count_per_level=None)
+        t_u = time.perf_counter() - t0
         # blocked: one EM session per disjoint group of columns, as the docs recommend (each
         # comparison is estimated in the sessions that do not block on it); a session Splink
         # rejects (an m below its 1e-300 floor) is skipped and said in the note
-        sessions, failed = (["1=1"] if all_pairs else rules[::block_columns]), []
+        sessions, failed, its, sampled = (["1=1"] if all_pairs or sample
+                                          else rules[::block_columns]), [], [], []
         for rule in sessions:
+            bench_log.info("EM session %s", getattr(rule, "blocking_rule_sql", rule))
             try:
-                linker.training.estimate_parameters_using_expectation_maximisation(
+                em = linker.training.estimate_parameters_using_expectation_maximisation(
                     rule, fix_u_probabilities=True,
                     fix_probability_two_random_records_match=True,
-                    estimate_without_term_frequencies=True)
+                    estimate_without_term_frequencies=True,
+                    **({"max_pairs": em_pairs} if em_pairs else {}))
+                its.append(len(em._core_model_settings_history) - 1)
+                info = em._sample_info or {}
+                if info.get("sampling_applied"):
+                    sampled.append(f"~{info['expected_pairs_after_sampling']:.3g} of "
+                                   f"~{info['estimated_total_pairs']:.3g}")
             except ValueError as e:
                 failed.append(f"{getattr(rule, 'blocking_rule_sql', rule)}: "
                               f"{str(e).splitlines()[0][:60]}")
-        t_fit = time.perf_counter() - t0
+        t_em = time.perf_counter() - t0 - t_u
         truth = pd.DataFrame({"b_id": np.arange(B.shape[0], dtype=np.int64),
                               "a_id": perm.astype(np.int64)})
         con.register("__truth_df", truth)
-        hits, pairs = 0.0, 0
-        for k in range(1, chunks + 1):
+        em_on = (f"EM on Splink's max_pairs sample ({'; '.join(sampled)} pairs)" if sampled
+                 else "EM on every compared pair")
+        u_from = (f"u from every pair (Splink's random sampling, max_pairs {u_pairs:.3g} >= "
+                  f"all pairs, no early stop)" if all_pairs and u_pairs >= n_all else
+                  f"u from {u_pairs:.3g} random pairs (no early stop)")
+        st = {"hits": 0.0, "pairs": 0, "n_b": 0, "below": 0, "slices": 0, "one": None,
+              "kept_edges": 0, "w0": None, "wall1": None}
+        n_slices = predict_slices if sample else chunks
+
+        def result() -> dict:
+            """The figures so far: after every slice (printed at once, so a run cut short
+            keeps an estimate from the slices it finished) and at the end."""
+            wall = time.perf_counter() - t0 if st["wall"] is None else st["wall"]
+            t_pred = wall - t_u - t_em
+            setup = f"{where}; {u_from}; {em_on}"
+            hits, n_b, se = st["hits"], st["n_b"], None
+            if st["slices"] < chunks:  # a sample of the masked file: its rate, as hits of n
+                rate = hits / max(n_b, 1)
+                se = (rate * (1.0 - rate) / max(n_b, 1)) ** 0.5
+                setup += (f"; best link predicted for {n_b:,} masked records "
+                          f"({st['slices']} of {chunks} slices, {hits:.2f} hits), estimating "
+                          f"the file's rate (standard error {100.0 * se:.2f} points)")
+                hits = rate * B.shape[0]
+            one = st["one"]
+            if one is not None:
+                setup += (f"; 1-1: single best links on the {st['kept_edges']:,} pairs with "
+                          f"match_weight >= {st['w0']:.3g} (a lower bound: {st['below']:,} "
+                          f"true pairs lie below)")
+            return {"tool": f"Splink {_s.__version__} (DuckDB)", "n": int(B.shape[0]),
+                    "best": hits,
+                    **({"correct": one, "wall_1_1": st["wall1"],
+                        "correct_lower_bound": st["below"] > 0} if one is not None else {}),
+                    "wall": wall, "pairs": st["pairs"], "rss": _rss(), "kept": kept,
+                    "setup": setup,
+                    **({"best_se": se, "masked_predicted": n_b} if se is not None else {}),
+                    "note": (f"{setup}; fixed u: null level + |a-b| <= {LEVELS} sd + else, EM "
+                             f"of m only with u and P(match) = 1/n fixed, no term frequencies "
+                             f"({', '.join(map(str, its))} it); DuckDB file database, "
+                             f"memory_limit {memory}, {threads} thread(s), spilling to disk; "
+                             f"predict in slices of the masked file, best link scored in "
+                             f"DuckDB SQL; u {t_u:.0f} s, EM {t_em:.0f} s, predict + score "
+                             f"{t_pred:.0f} s"
+                             + (f", 1-1 clustering {st['wall1'] - wall:.0f} s (wall: best "
+                                f"link; 1-1 {st['wall1']:.0f} s)" if one is not None else
+                                ", no 1-1 figure") + "; "
+                             f"{len(sessions) - len(failed)} of {len(sessions)} EM sessions"
+                             + (f" (skipped: {'; '.join(failed)})" if failed else ""))}
+
+        st["wall"] = None
+        w0, below = None, 0
+        for k in range(1, n_slices + 1):
+            bench_log.info("predict slice %d of %d", k, chunks)
             pred = linker.inference.predict_chunk(right_chunk=(k, chunks), warning_mode="never")
             t = pred.physical_name
+            if keep_edges > 0:
+                if w0 is None:
+                    (w0,), = con.execute(f"select quantile_disc(match_weight, "
+                                         f"{1.0 - min(1.0, keep_edges / n)!r}) "
+                                         f"from {t}").fetchall()
+                    w0 = float(w0)
+                    con.execute(f"create table __kept_edges as select * from {t} "
+                                f"where match_weight >= {w0!r}")
+                else:
+                    con.execute(f"insert into __kept_edges select * from {t} "
+                                f"where match_weight >= {w0!r}")
+                (nb,), = con.execute(f"""
+                    select count(*) from {t} p join __truth_df tr
+                    on tr.b_id = case when p.source_dataset_l = 'a' then p.unique_id_r
+                                      else p.unique_id_l end
+                    and tr.a_id = case when p.source_dataset_l = 'a' then p.unique_id_l
+                                       else p.unique_id_r end
+                    where p.match_weight < {w0!r}""").fetchall()
+                below += int(nb)
             q = f"""
             with p as (
               select case when source_dataset_l = 'a' then unique_id_r else unique_id_l end
@@ -427,24 +570,39 @@ def splink_fixed_u_sql(A: np.ndarray, B: np.ndarray, max_pairs: float, *,
                              sum(case when at_top.a_id = tr.a_id then 1 else 0 end) as hit
                       from at_top join __truth_df tr on at_top.b_id = tr.b_id
                       group by at_top.b_id)
-            select coalesce(sum(hit::double / t), 0), (select count(*) from {t})
+            select coalesce(sum(hit::double / t), 0), (select count(*) from {t}), count(*)
             from per_b"""
-            (h, c), = con.execute(q).fetchall()
-            hits += float(h)
-            pairs += int(c)
+            (h, c, nb), = con.execute(q).fetchall()
+            st["hits"] += float(h)
+            st["pairs"] += int(c)
+            st["n_b"] += int(nb)
+            st["slices"] = k
+            st["below"] = below
             pred.drop_table_from_database_and_remove_from_cache()
-        wall = time.perf_counter() - t0
+            if k < chunks and (all_pairs or sample):   # every pair of the slice's records
+                print(json.dumps(result()), flush=True)
+        st["wall"] = time.perf_counter() - t0
+        if keep_edges > 0:
+            bench_log.info("single best links on the pairs with match_weight >= %g", w0)
+            (st["kept_edges"],), = con.execute("select count(*) from __kept_edges").fetchall()
+            kept_sdf = linker.table_management.register_table_predict(
+                api.register("__kept_edges"))
+            cl_df = linker.clustering.cluster_using_single_best_links(
+                kept_sdf, duplicate_free_datasets=["a", "b"], threshold_match_weight=w0,
+                ties_method="lowest_id").as_pandas_dataframe()
+            row_of_id = np.argsort(perm)
+            ca = cl_df[cl_df["source_dataset"] == "a"].set_index("cluster_id")["unique_id"]
+            cb = cl_df[cl_df["source_dataset"] == "b"].set_index("cluster_id")["unique_id"]
+            both = pd.concat([ca.rename("a"), cb.rename("b")], axis=1, join="inner")
+            st["one"] = float(np.count_nonzero(
+                row_of_id[both["a"].to_numpy(np.int64)] == both["b"].to_numpy(np.int64)))
+            st["wall1"] = time.perf_counter() - t0
+            st["w0"] = w0
+        out = result()
+        con.close()
     finally:
         shutil.rmtree(tdir, ignore_errors=True)
-    return {"tool": f"Splink {_s.__version__} (DuckDB)", "n": int(B.shape[0]), "best": hits,
-            "wall": wall, "pairs": pairs, "rss": _rss(), "kept": kept,
-            "note": (f"{note}; fixed u: null level + |a-b| <= {LEVELS} sd + else; u from "
-                     f"{u_pairs:.3g} random pairs (no early stop), EM of m only with u and "
-                     f"P(match) = 1/n fixed, no term frequencies; predict in {chunks} slices "
-                     f"of the masked file, best link scored in DuckDB SQL (fit {t_fit:.0f} s); "
-                     f"no 1-1 figure (single best links needs all predictions at once); "
-                     f"{len(sessions) - len(failed)} of {len(sessions)} EM sessions"
-                     + (f" (skipped: {'; '.join(failed)})" if failed else ""))}
+    return out
 
 
 if __name__ == "__main__":
