@@ -400,6 +400,41 @@ def test_estep_two_groups_equals_the_general_loop(extreme):
     assert bm2.tobytes() == bm3.tobytes() and S2.tobytes() == S3.tobytes()
 
 
+@pytest.mark.parametrize("extreme", [False, True])
+def test_estep_by_runs_equals_the_loop(extreme):
+    """The E-step by runs of one group-1 row, whose softplus terms are computed a chunk at
+    a time in a vectorised pass (_estep_runs, the EM's E-step for two column groups), gives
+    the same floats bit for bit as _estep's loop: runs longer than a chunk, short runs,
+    every branch of the softplus (series, log1p, logs)."""
+    from sdcdist.linkage.prl.em import ESTEP_CHUNK, _estep_any, estep_runs
+    rng = np.random.default_rng(12)
+    K = 8
+    cmp = prl.comparison(K)
+    # the first group-1 rows complete (runs of 6^5 patterns: several chunks), then sparse
+    codes = np.unique(np.r_[np.arange(3 * 6**5), rng.integers(0, cmp.n_patterns, 30_000)])
+    c = rng.integers(1, 1000, codes.size).astype(float)
+    idx, clev = _group_tables(codes, cmp.n_levels, cmp.radix)
+    runs = estep_runs(idx, clev.shape[0])
+    assert idx.shape[1] == 2 and np.diff(runs[1]).max() > 2 * ESTEP_CHUNK
+    J = clev.shape[0]
+    lev = _pattern_levels(cmp, codes)
+    T = np.stack([np.bincount(lev[:, k], weights=c, minlength=6) for k in range(K)])
+    m = rng.dirichlet(np.r_[40.0, 20, 8, 4, 2, 1], size=K)
+    u = rng.dirichlet(np.r_[1.0, 2, 4, 8, 16, 60], size=K)
+    if extreme:                                    # odds beyond the double range
+        m[:2] = [1 - 5e-200, 1e-200, 1e-200, 1e-200, 1e-200, 1e-200]
+        u[:2] = [1e-200, 0.2, 0.2, 0.2, 0.2, 0.2 - 1e-200]
+    outs = []
+    for tables in (estep_runs(idx[:, :1], J), runs):   # empty tables: _estep's loop
+        bm, S = np.zeros((K, 6)), np.zeros(J)
+        sm, ll = _estep_any(idx, c, clev, cmp.n_levels, m, u, 0.003, T, c.sum(), bm,
+                            np.zeros((K, 6)), np.zeros(J), np.zeros(J), S, tables)
+        outs.append((sm, ll, bm, S))
+    (sm0, ll0, bm0, S0), (sm1, ll1, bm1, S1) = outs
+    assert sm0 == sm1 and ll0 == ll1
+    assert bm0.tobytes() == bm1.tobytes() and S0.tobytes() == S1.tobytes()
+
+
 def _numpy_m_only_em(levels, n_levels, p, m_start=0.9, eps=1e-9, tol=1e-10, max_iter=20000):
     """The ``m_only`` fit written out on every pair (no pattern counts): u the level
     frequencies over all pairs (clipped to [eps, 1 - eps], renormalised) and P(M) = p, both

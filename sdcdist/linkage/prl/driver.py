@@ -224,6 +224,7 @@ def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, 
     idn = identification(counts, cmp, fit, eps=e.eps,
                          p_max=p_start if e.p_max is None else e.p_max, m_only=m_only)
     fit.identified, fit.info_ratio = idn["identified"], idn["info_ratio"]
+    fit.tables = None                  # the E-step's tables: not kept with the result
     if not fit.identified:
         log.warning("PRL: the pattern counts do not identify the EM fit (observed information "
                     "singular: smallest/largest eigenvalue %.3g); other parameters fit them "
