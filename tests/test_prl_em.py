@@ -10,7 +10,7 @@ import pytest
 
 from sdcdist.linkage import prl
 from sdcdist.linkage.prl import PRLSettings, probabilistic_linkage
-from sdcdist.linkage.prl.em import _constrained_levels, _estep, _group_tables
+from sdcdist.linkage.prl.em import _constrained_levels, _estep, group_tables
 from sdcdist.linkage.prl.identification import FLAT_RATIO
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
@@ -250,7 +250,7 @@ def test_em_log_likelihood_matches_direct_evaluation():
     m = np.tile([1 - 2e-200, 1e-200, 1e-200], (K, 1))
     u = np.tile([1e-200, 0.5, 0.5 - 1e-200], (K, 1))
     T = np.stack([np.bincount(lev3[:, k], weights=c3, minlength=3) for k in range(K)])
-    idx, clev = _group_tables(codes3, cmp3.n_levels, cmp3.radix)
+    idx, clev = group_tables(codes3, cmp3.n_levels, cmp3.radix)
     J = clev.shape[0]
     bm = np.zeros((K, 3))
     sm, ll = _estep(idx, c3, clev, cmp3.n_levels, m, u, 0.01, T, c3.sum(), bm,
@@ -376,7 +376,7 @@ def test_estep_two_groups_equals_the_general_loop(extreme):
     cmp = prl.comparison(K)                        # default: 6 levels per column
     codes = np.unique(rng.integers(0, cmp.n_patterns, 40_000))
     c = rng.integers(1, 1000, codes.size).astype(float)
-    idx, clev = _group_tables(codes, cmp.n_levels, cmp.radix)
+    idx, clev = group_tables(codes, cmp.n_levels, cmp.radix)
     assert idx.shape[1] == 2
     J = clev.shape[0]
     lev = _pattern_levels(cmp, codes)
@@ -413,7 +413,7 @@ def test_estep_by_runs_equals_the_loop(extreme):
     # the first group-1 rows complete (runs of 6^5 patterns: several chunks), then sparse
     codes = np.unique(np.r_[np.arange(3 * 6**5), rng.integers(0, cmp.n_patterns, 30_000)])
     c = rng.integers(1, 1000, codes.size).astype(float)
-    idx, clev = _group_tables(codes, cmp.n_levels, cmp.radix)
+    idx, clev = group_tables(codes, cmp.n_levels, cmp.radix)
     runs = estep_runs(idx, clev.shape[0])
     assert idx.shape[1] == 2 and np.diff(runs[1]).max() > 2 * ESTEP_CHUNK
     J = clev.shape[0]

@@ -13,7 +13,8 @@ from ...errors import SdcInputError
 from .comparison import Comparison
 from .settings import DEFAULTS
 
-__all__ = ["EMResult", "em", "EM_GROUP_SPACE", "limit_advice"]
+__all__ = ["EMResult", "em", "EM_GROUP_SPACE", "limit_advice", "group_tables", "estep_runs",
+           "ESTEP_CHUNK"]
 
 
 @dataclass
@@ -31,7 +32,7 @@ class EMResult:
     information at the end point is singular, a flat likelihood the data do not pin down,
     :func:`identification`; set by the caller that checks it) and ``info_ratio`` (its
     smallest over its largest eigenvalue; NaN when not checked); ``tables``: the column
-    groups' tables the E-step used (:func:`_group_tables`), which the identification check
+    groups' tables the E-step used (:func:`group_tables`), which the identification check
     reuses.
     """
 
@@ -76,7 +77,7 @@ _EM = DEFAULTS.em
 EM_GROUP_SPACE = 8192
 
 
-def _group_tables(codes: np.ndarray, nl: np.ndarray,
+def group_tables(codes: np.ndarray, nl: np.ndarray,
                   radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Split the key columns into consecutive groups whose level combinations number at
     most :data:`EM_GROUP_SPACE` and index each pattern's combination in every group.
@@ -756,7 +757,7 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     towards ``max_iter``; the fit stops as soon as one of them moves no
     parameter's logarithm by ``tol``. On files with many distinct patterns this takes 10-20
     times fewer E-steps than plain EM. The E-step uses one table lookup per
-    group of columns (:func:`_group_tables`) for the match odds of a pattern
+    group of columns (:func:`group_tables`) for the match odds of a pattern
     and ``bu = T - bm`` with the fixed level totals ``T``. Everything runs in
     a fixed order: the same counts give the same fit bit for bit.
     """
@@ -769,7 +770,7 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     K = len(nl)
     L = int(nl.max())
     # one table row per occurring level combination of a column group (int8 levels)
-    idx, clev = _group_tables(codes, nl, cmp.radix)
+    idx, clev = group_tables(codes, nl, cmp.radix)
     J = clev.shape[0]
     T = np.zeros((K, L))        # T[k, l]: pairs at level l of column k (fixed; exact integers)
     for g in range(idx.shape[1]):

@@ -9,10 +9,10 @@ import numba
 import numpy as np
 
 from .comparison import Comparison
-from .em import EMResult, _group_tables, as_sparse
+from .em import EMResult, as_sparse, group_tables
 from .settings import DEFAULTS
 
-__all__ = ["identification", "FLAT_RATIO"]
+__all__ = ["identification", "FLAT_RATIO", "pattern_levels"]
 
 _EM = DEFAULTS.em
 
@@ -79,7 +79,7 @@ def _posterior(lev, mt, ut, p):
 
 @numba.njit(cache=True, nogil=True)
 def _levels_of(idx, clev):
-    # each pattern's level per column from the column groups' tables (em._group_tables):
+    # each pattern's level per column from the column groups' tables (em.group_tables):
     # row idx[q, g] of clev holds the levels of group g's columns (-1 elsewhere)
     P, G = idx.shape
     K = clev.shape[1]
@@ -96,10 +96,10 @@ def _levels_of(idx, clev):
 
 def pattern_levels(codes: np.ndarray, cmp: Comparison, tables: Any = None) -> np.ndarray:
     """Each pattern's level per key column, (P, K) int8, from the column groups' tables of
-    the EM (``tables``: ``(idx, clev)`` of :func:`~.em._group_tables` on the same codes;
+    the EM (``tables``: ``(idx, clev)`` of :func:`~.em.group_tables` on the same codes;
     made here when not given)."""
     if tables is None or tables[0].shape[0] != codes.size:
-        tables = _group_tables(codes, cmp.n_levels, cmp.radix)
+        tables = group_tables(codes, cmp.n_levels, cmp.radix)
     return _levels_of(*tables)
 
 
