@@ -10,7 +10,7 @@ import pytest
 
 from sdcdist.linkage import prl
 from sdcdist.linkage.prl import PRLSettings, probabilistic_linkage
-from sdcdist.linkage.prl.em import _constrained_levels, _estep, _group_tables
+from sdcdist.linkage.prl.em import _constrained_levels, _estep, group_tables
 from sdcdist.linkage.prl.identification import FLAT_RATIO
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
@@ -250,7 +250,7 @@ def test_em_log_likelihood_matches_direct_evaluation():
     m = np.tile([1 - 2e-200, 1e-200, 1e-200], (K, 1))
     u = np.tile([1e-200, 0.5, 0.5 - 1e-200], (K, 1))
     T = np.stack([np.bincount(lev3[:, k], weights=c3, minlength=3) for k in range(K)])
-    idx, clev = _group_tables(codes3, cmp3.n_levels, cmp3.radix)
+    idx, clev = group_tables(codes3, cmp3.n_levels, cmp3.radix)
     J = clev.shape[0]
     bm = np.zeros((K, 3))
     sm, ll = _estep(idx, c3, clev, cmp3.n_levels, m, u, 0.01, T, c3.sum(), bm,
@@ -376,7 +376,7 @@ def test_estep_two_groups_equals_the_general_loop(extreme):
     cmp = prl.comparison(K)                        # default: 6 levels per column
     codes = np.unique(rng.integers(0, cmp.n_patterns, 40_000))
     c = rng.integers(1, 1000, codes.size).astype(float)
-    idx, clev = _group_tables(codes, cmp.n_levels, cmp.radix)
+    idx, clev = group_tables(codes, cmp.n_levels, cmp.radix)
     assert idx.shape[1] == 2
     J = clev.shape[0]
     lev = _pattern_levels(cmp, codes)
@@ -398,6 +398,41 @@ def test_estep_two_groups_equals_the_general_loop(extreme):
     (sm2, ll2, bm2, S2), (sm3, ll3, bm3, S3) = outs
     assert sm2 == sm3 and ll2 == ll3
     assert bm2.tobytes() == bm3.tobytes() and S2.tobytes() == S3.tobytes()
+
+
+@pytest.mark.parametrize("extreme", [False, True])
+def test_estep_by_runs_equals_the_loop(extreme):
+    """The E-step by runs of one group-1 row, whose softplus terms are computed a chunk at
+    a time in a vectorised pass (_estep_runs, the EM's E-step for two column groups), gives
+    the same floats bit for bit as _estep's loop: runs longer than a chunk, short runs,
+    every branch of the softplus (series, log1p, logs)."""
+    from sdcdist.linkage.prl.em import ESTEP_CHUNK, _estep_any, estep_runs
+    rng = np.random.default_rng(12)
+    K = 8
+    cmp = prl.comparison(K)
+    # the first group-1 rows complete (runs of 6^5 patterns: several chunks), then sparse
+    codes = np.unique(np.r_[np.arange(3 * 6**5), rng.integers(0, cmp.n_patterns, 30_000)])
+    c = rng.integers(1, 1000, codes.size).astype(float)
+    idx, clev = group_tables(codes, cmp.n_levels, cmp.radix)
+    runs = estep_runs(idx, clev.shape[0])
+    assert idx.shape[1] == 2 and np.diff(runs[1]).max() > 2 * ESTEP_CHUNK
+    J = clev.shape[0]
+    lev = _pattern_levels(cmp, codes)
+    T = np.stack([np.bincount(lev[:, k], weights=c, minlength=6) for k in range(K)])
+    m = rng.dirichlet(np.r_[40.0, 20, 8, 4, 2, 1], size=K)
+    u = rng.dirichlet(np.r_[1.0, 2, 4, 8, 16, 60], size=K)
+    if extreme:                                    # odds beyond the double range
+        m[:2] = [1 - 5e-200, 1e-200, 1e-200, 1e-200, 1e-200, 1e-200]
+        u[:2] = [1e-200, 0.2, 0.2, 0.2, 0.2, 0.2 - 1e-200]
+    outs = []
+    for tables in (estep_runs(idx[:, :1], J), runs):   # empty tables: _estep's loop
+        bm, S = np.zeros((K, 6)), np.zeros(J)
+        sm, ll = _estep_any(idx, c, clev, cmp.n_levels, m, u, 0.003, T, c.sum(), bm,
+                            np.zeros((K, 6)), np.zeros(J), np.zeros(J), S, tables)
+        outs.append((sm, ll, bm, S))
+    (sm0, ll0, bm0, S0), (sm1, ll1, bm1, S1) = outs
+    assert sm0 == sm1 and ll0 == ll1
+    assert bm0.tobytes() == bm1.tobytes() and S0.tobytes() == S1.tobytes()
 
 
 def _numpy_m_only_em(levels, n_levels, p, m_start=0.9, eps=1e-9, tol=1e-10, max_iter=20000):

@@ -383,3 +383,53 @@ def test_compiled_tree_build_equals_the_node_by_node_rule(scaled):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             np.testing.assert_array_equal(tree["lo"][q], np.nanmin(rows, axis=0))
+
+
+@pytest.mark.parametrize("method", ["s", "l"])
+def test_dense_grid_equals_the_rounded_float_weights(method):
+    """The dense path's weights straight on the 2^-24 grid (blocks of rows, on one thread or
+    two, any block size) equal the float weights rounded by the assignment (quantize), with
+    each row's best grid value and its ties as best link counts them; the assignment, the
+    assigned and the true pairs' weights and best link are bit for bit those of the path
+    through the float matrix."""
+    from sdcdist.linkage.assignment.ties import quantize
+    from sdcdist.linkage.prl import blocks
+    K = 5
+    A, B = _rounded(300, K, seed=7)
+    t = {"s": {}, "l": {"t": (0, 0.1, 0.25, 0.5, 1.0)}}[method]
+    cmp = prl.comparison(K, method=method, **t)
+    a, b = _sides(A, B[:250], cmp)
+    N = 300 * 250
+    wp = prl.weight_params(prl.em(prl.pattern_counts(a, b, cmp), cmp, p_start=250 / N,
+                                  p_max=250 / N), cmp)
+    W = prl.dense_weights(a, b, cmp, wp)
+    top0, n_top0 = blocks._grid_top(W)
+    at = transposed(a)
+    for rows, threads in ((256, 1), (7, 2), (64, 2)):
+        Q, top, n_top = np.empty(W.shape), np.empty(250), np.empty(250, dtype=np.int64)
+        parts = blocks._rows_in_threads(
+            lambda j0, j1: weights.grid_rows(at, b, cmp, wp, j0, j1, 24, Q, top, n_top), 250,
+            rows=rows, threads=threads)
+        assert Q.tobytes() == quantize(W, 24).tobytes()
+        assert top.tobytes() == top0.tobytes() and n_top.tobytes() == n_top0.tobytes()
+        assert (min(p[0] for p in parts), max(p[1] for p in parts)) == (W.min(), W.max())
+        assert all(p[2] for p in parts)
+    truth = np.r_[np.arange(240), -np.ones(10, dtype=np.int64)]
+    new = blocks._dense_assign(a, b, cmp, wp, 5000, truth)
+    old = blocks._dense_assign_floats(a, b, cmp, wp, 5000, truth,
+                                      prl.blocks.content_order(b["v"]), 0.0)
+    for k in ("rows", "cols", "w", "wtrue", "top", "n_top"):
+        assert np.asarray(new[k]).tobytes() == np.asarray(old[k]).tobytes(), k
+    assert new["info"] == old["info"]
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 9, 4099])
+def test_nonzero_u16_equals_flatnonzero(n):
+    """The uint16 histogram's non-zero counters, read a word at a time, are np.flatnonzero's
+    (the tail that does not fill a word included)."""
+    rng = np.random.default_rng(n)
+    h = np.zeros(n, dtype=np.uint16)
+    h[rng.integers(0, max(n, 1), n // 3)] = rng.integers(1, 65535, n // 3).astype(np.uint16)
+    if n:
+        h[-1] = 3
+    np.testing.assert_array_equal(prl.patterns._nonzero_u16(h), np.flatnonzero(h))

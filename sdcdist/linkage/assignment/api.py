@@ -192,7 +192,8 @@ def top_candidates(W: np.ndarray, c: int, *, maximize: bool = True) -> Candidate
 
 def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
            dense_limit: int = DEFAULT_DENSE_LIMIT, top_c: int = 20,
-           unmatched: Any = None) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+           unmatched: Any = None, on_grid: int | None = None
+           ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Optimal one-to-one assignment of rows to columns.
 
     Parameters
@@ -216,6 +217,12 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
         unassigned only when that frees a better use of its candidates; much
         faster than ``None`` on large contested graphs, and the same result
         whenever the graph is complete. Dense matrices treat it as ``None``.
+    on_grid : int, optional
+        A dense ``weights`` already on the grid ``2**-on_grid``: the integers
+        ``np.rint(w * 2**on_grid)`` of finite weights (:func:`~.ties.quantize`), with
+        ``on_grid`` the bits :func:`~.ties.grid_bits` gives for them (the caller checked
+        both, e.g. while computing them); neither checked nor rounded again. Without
+        ``unmatched``.
 
     Returns
     -------
@@ -237,6 +244,13 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
     if isinstance(unmatched, str) and unmatched != "row_floor":
         raise param_error("unmatched", "assign", "None, a number, one number per row or "
                           "'row_floor'", unmatched)
+    if on_grid is not None:
+        if isinstance(weights, Candidates) or unmatched is not None:
+            raise param_error("on_grid", "assign", "a dense matrix without unmatched", on_grid)
+        if dense_limit < 1:
+            raise param_error("dense_limit", "assign", "an integer >= 1", dense_limit)
+        return _assign_grid(np.asarray(weights, dtype=np.float64), int(on_grid), maximize,
+                            dense_limit, top_c)
     if isinstance(weights, Candidates):
         cand, W = weights.dedup(maximize), None
     else:
@@ -286,6 +300,29 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
         n_r = cand.shape[0]
         r, c, _, _ = solve_sparse(cand, maximize=maximize, unmatched=uq, integer=True)
         info = {"method": "sparse", "flag": 1, "n_candidates": int(cand.rows.size)}
+    info["grid"] = 2.0 ** -bits
+    order = np.argsort(r, kind="stable")
+    r, c = np.asarray(r, np.int64)[order], np.asarray(c, np.int64)[order]
+    info.update(n_assigned=int(r.size), n_unassigned_rows=int(n_r - r.size))
+    return r, c, info
+
+
+def _assign_grid(W: np.ndarray, bits: int, maximize: bool, dense_limit: int, top_c: int
+                 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    # assign() of weights already on the grid 2**-bits (held as integers), without
+    # unmatched: the same steps after the rounding
+    if max(W.shape) > dense_limit:
+        cand = top_candidates(W, top_c, maximize=maximize)
+        n_r = cand.shape[0]
+        r, c, _, _ = solve_sparse(cand, maximize=maximize, unmatched=None, integer=True)
+        info = {"method": "sparse", "flag": 1, "n_candidates": int(cand.rows.size)}
+    else:
+        n_r = W.shape[0]
+        if W.size == 0:
+            r = c = np.zeros(0, np.int64)
+        else:
+            r, c = solve_dense(W, maximize, None, integer=True)
+        info = {"method": "dense", "flag": 0, "n_candidates": int(W.size)}
     info["grid"] = 2.0 ** -bits
     order = np.argsort(r, kind="stable")
     r, c = np.asarray(r, np.int64)[order], np.asarray(c, np.int64)[order]

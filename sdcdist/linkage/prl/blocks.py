@@ -27,6 +27,7 @@ comparison on up to 10 key columns), by the hash kernel above; the info's
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -36,14 +37,15 @@ from ...errors import SdcInputError
 from ...options import PRL_BLOCK_ROWS
 from ...parallel import Runner, add_dicts, chunk_bounds, pairwise_reduce, tree_reduce
 from ..assignment import assign_by_content, content_order, identical_classes
-from .comparison import Comparison, prepare_side
+from ..assignment.ties import GRID_BITS, grid_bits
+from .comparison import Comparison, prepare_side, transposed
 from .counting import (build_index, count_block, enumerated_share, index_bytes, sample_rows,
                        sorted_columns)
 from .patterns import RANK_ROWS, merge_counts, pattern_counts, pattern_kernel
 from .pld import on_grid
 from .kdtree import build_tree, split_scale
 from .topc import merge_topc, topc_block, topc_search
-from .weights import WeightParams, dense_weights, pair_weights
+from .weights import WeightParams, dense_weights, grid_rows, pair_weights
 
 log = logging.getLogger(__name__)
 
@@ -179,9 +181,65 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
                   dense_limit: int, truth: np.ndarray) -> dict:
     # ties between optimal assignments broken by the records' values, not their order
     # (A is already in content order: probabilistic_linkage put it there); the weights'
-    # rows are B's records in content order from the start (no permuted copy of W)
+    # rows are B's records in content order from the start (no permuted copy of W).
+    # Every weight goes straight onto the fixed-point grid (the assignment's and best
+    # link's), by blocks of rows on DENSE_THREADS threads; the float weights of the
+    # assigned and the true pairs are computed again (the same floats, pair_weights)
     ro = content_order(B["v"])
     t0 = time.perf_counter()
+    Bo = _take(B, ro)
+    n_b, n_a = Bo["v"].shape[0], A["v"].shape[0]
+    Q = np.empty((n_b, n_a))
+    top = np.empty(n_b)
+    n_top = np.empty(n_b, dtype=np.int64)
+    at = transposed(A)
+    parts = _rows_in_threads(lambda j0, j1: grid_rows(at, Bo, cmp, wp, j0, j1, GRID_BITS, Q,
+                                                      top, n_top), n_b)
+    lo = min((p[0] for p in parts), default=0.0)
+    hi = max((p[1] for p in parts), default=0.0)
+    t_weights = time.perf_counter() - t0
+    if not all(p[2] for p in parts) or grid_bits(lo, hi, min(n_b, n_a)) != GRID_BITS:
+        # non-finite weights (refused by the assignment) or a range that needs a coarser
+        # grid: the float weights, rounded by the assignment
+        return _dense_assign_floats(A, B, cmp, wp, dense_limit, truth, ro, t0)
+    r, c, info = assign_by_content(Q, ro, None, rows_ordered=True, maximize=True,
+                                   dense_limit=dense_limit, on_grid=GRID_BITS)
+    del Q
+    inv = np.empty_like(ro)                  # row of Q of each B record
+    inv[ro] = np.arange(ro.size)
+    t = np.asarray(truth, dtype=np.int64)
+    known = np.flatnonzero(t >= 0)
+    wtrue = np.full(t.size, np.nan)
+    wtrue[known] = pair_weights(A, B, t[known], known, cmp, wp)
+    return {"rows": r, "cols": c, "w": pair_weights(A, B, c, r, cmp, wp), "info": info,
+            "wtrue": wtrue, "t_weights": t_weights, "top": top[inv], "n_top": n_top[inv]}
+
+
+#: Threads that compute the dense weights (:func:`_dense_assign`), each on its own blocks
+#: of :data:`DENSE_BLOCK_ROWS` rows (rows are independent: the result is the same for any
+#: number of threads).
+DENSE_THREADS = max(1, min(2, os.cpu_count() or 1))
+DENSE_BLOCK_ROWS = 256
+
+
+def _rows_in_threads(fn: Any, n: int, rows: int = DENSE_BLOCK_ROWS,
+                     threads: int | None = None) -> list:
+    """``[fn(j0, j1) for each block of rows]`` (blocks of ``rows``), the blocks shared out
+    to ``threads`` threads (default :data:`DENSE_THREADS`; ``fn`` releases the GIL);
+    results in block order."""
+    blocks = chunk_bounds(n, rows) if n else []
+    threads = DENSE_THREADS if threads is None else threads
+    if threads <= 1 or len(blocks) < 2:
+        return [fn(j0, j1) for j0, j1 in blocks]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sdcdist-prl") as pool:
+        return list(pool.map(lambda b: fn(*b), blocks))
+
+
+def _dense_assign_floats(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
+                         dense_limit: int, truth: np.ndarray, ro: np.ndarray,
+                         t0: float) -> dict:
+    # _dense_assign through the float weights (the assignment checks and rounds them)
     W = dense_weights(A, _take(B, ro), cmp, wp)
     t_weights = time.perf_counter() - t0
     r, c, info = assign_by_content(W, ro, None, rows_ordered=True,

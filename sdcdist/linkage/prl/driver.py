@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,30 +126,20 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     counts, n_pairs, path, cinfo = count(runner, Ap, Bp, n_a, n_b, cmp, s, blocking)
     timings["patterns"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fit, wp = fit_model(counts, cmp, n_a, n_b, n_pairs, s)
+    fit, wp = fit_model(counts, cmp, n_a, n_b, n_pairs, s, check=False)
     timings["em"] = time.perf_counter() - t0
+    # the identification check (it only flags the fit) runs in a thread of its own beside
+    # the candidates and the assignment, which do not depend on it
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sdcdist-prl-check")
+    try:
+        check = pool.submit(_timed, identify, counts, cmp, fit, n_a, n_b, n_pairs, s)
+        out = _link(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo,
+                    timings)
+        timings["identification"] = check.result()
+    finally:
+        pool.shutdown(wait=True)
+    r, c, w, ainfo, wtrue, top, n_top, recounted, true_in_cand = out
     tr = np.asarray(runner.result(truth), dtype=np.int64)
-    if blocking is None and max(n_a, n_b) <= s.dense_limit:
-        t0 = time.perf_counter()
-        out = dense_assign(runner, Ap, Bp, cmp, wp, s.dense_limit, truth)
-        r, c, w, ainfo, wtrue = out["rows"], out["cols"], out["w"], out["info"], out["wtrue"]
-        true_in_cand = int(np.count_nonzero(~np.isnan(wtrue)))
-        top, n_top, recounted = out["top"], out["n_top"], 0
-        # every pair's weight (the dense path's candidates), then the assignment
-        timings["candidates"] = float(out["t_weights"])
-        timings["assignment"] = time.perf_counter() - t0 - timings["candidates"]
-    else:
-        t0 = time.perf_counter()
-        cand = candidates(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo)
-        timings["candidates"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        r, c, w, ainfo = assign(runner, cand, Bp, n_a, s)
-        wtrue = cand["wtrue"]
-        top, n_top, recounted = best_ties(runner, Ap, Bp, n_a, cmp, wp, cand, s.top_c,
-                                          blocking)
-        true_in_cand = int(np.count_nonzero((cand["idx"] == tr[:, None]).any(axis=1)
-                                            & (tr >= 0)))
-        timings["assignment"] = time.perf_counter() - t0
     # identical records are interchangeable: each pair counts its expected correctness
     # over their permutations (CATALOG PRL item 5), so PLD does not depend on row order
     pc = pld_counts(r, c, w, tr, class_b=classes_of(runner, Bp), class_a=classes_of(runner, Ap))
@@ -175,6 +166,38 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
 
 
 # ---- the phases --------------------------------------------------------------------
+
+def _link(runner: Runner, Ap: Any, Bp: Any, n_a: int, n_b: int, cmp: Comparison,
+          wp: WeightParams, truth: Any, s: PRLSettings, blocking: tuple[int, int] | None,
+          path: str, cinfo: dict, timings: dict) -> tuple:
+    """Candidates and the 1-1 assignment (dense and exact, or sparse on the top-c
+    candidates), with best link's top weights and their ties: ``(rows, cols, w, ainfo,
+    wtrue, top, n_top, recounted, true_in_candidates)``; their wall times into
+    ``timings``."""
+    tr = np.asarray(runner.result(truth), dtype=np.int64)
+    if blocking is None and max(n_a, n_b) <= s.dense_limit:
+        t0 = time.perf_counter()
+        out = dense_assign(runner, Ap, Bp, cmp, wp, s.dense_limit, truth)
+        r, c, w, ainfo, wtrue = out["rows"], out["cols"], out["w"], out["info"], out["wtrue"]
+        true_in_cand = int(np.count_nonzero(~np.isnan(wtrue)))
+        top, n_top, recounted = out["top"], out["n_top"], 0
+        # every pair's weight (the dense path's candidates), then the assignment
+        timings["candidates"] = float(out["t_weights"])
+        timings["assignment"] = time.perf_counter() - t0 - timings["candidates"]
+    else:
+        t0 = time.perf_counter()
+        cand = candidates(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo)
+        timings["candidates"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        r, c, w, ainfo = assign(runner, cand, Bp, n_a, s)
+        wtrue = cand["wtrue"]
+        top, n_top, recounted = best_ties(runner, Ap, Bp, n_a, cmp, wp, cand, s.top_c,
+                                          blocking)
+        true_in_cand = int(np.count_nonzero((cand["idx"] == tr[:, None]).any(axis=1)
+                                            & (tr >= 0)))
+        timings["assignment"] = time.perf_counter() - t0
+    return r, c, w, ainfo, wtrue, top, n_top, recounted, true_in_cand
+
 
 def count(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparison,
           s: PRLSettings, blocking: tuple[int, int] | None
@@ -204,11 +227,13 @@ def count(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparison,
 
 
 def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, n_b: int,
-              n_pairs: int, s: PRLSettings) -> tuple[EMResult, WeightParams]:
+              n_pairs: int, s: PRLSettings, *, check: bool = True
+              ) -> tuple[EMResult, WeightParams]:
     """The EM fit on the pattern counts (P(M) starts at, and by default is capped by,
     ``min(n_a, n_b) / pairs``) and the weights it gives. ``prl_em: {fit: m_only}``: u the
     level frequencies over all pairs (all compared pairs), P(M) = ``min(n_a, n_b) / pairs``,
-    both fixed; only m fitted."""
+    both fixed; only m fitted. With ``check`` the fit is checked at once
+    (:func:`identify`); without, the caller runs that check."""
     p_start = min(n_a, n_b) / float(n_pairs)
     e = s.em
     m_only = e.fit == "m_only"
@@ -219,17 +244,36 @@ def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, 
     if not fit.converged:
         log.warning("PRL: EM did not converge within %d iterations (the result is flagged); %s",
                     fit.iterations, limit_advice(e.accelerate))
+    if check:
+        identify(counts, cmp, fit, n_a, n_b, n_pairs, s)
+    return fit, weight_params(fit, cmp)
+
+
+def identify(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, fit: EMResult,
+             n_a: int, n_b: int, n_pairs: int, s: PRLSettings) -> None:
+    """Whether the pattern counts identify the fit (``fit.identified``, ``fit.info_ratio``;
+    :func:`~.identification.identification`), with a warning when they do not."""
     # a flat likelihood is said, not hidden: a singular observed information at the end
     # point means other parameters (another P(M)) fit the counts as well
+    p_start = min(n_a, n_b) / float(n_pairs)
+    e = s.em
     idn = identification(counts, cmp, fit, eps=e.eps,
-                         p_max=p_start if e.p_max is None else e.p_max, m_only=m_only)
+                         p_max=p_start if e.p_max is None else e.p_max,
+                         m_only=e.fit == "m_only")
     fit.identified, fit.info_ratio = idn["identified"], idn["info_ratio"]
+    fit.tables = None                  # the E-step's tables: not kept with the result
     if not fit.identified:
         log.warning("PRL: the pattern counts do not identify the EM fit (observed information "
                     "singular: smallest/largest eigenvalue %.3g); other parameters fit them "
                     "as well (the result is flagged; use more or other key columns)",
                     fit.info_ratio)
-    return fit, weight_params(fit, cmp)
+
+
+def _timed(fn: Any, *args: Any) -> float:
+    """``fn(*args)``; returns its wall time (s)."""
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
 
 
 def candidates(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparison,

@@ -13,7 +13,8 @@ from ...errors import SdcInputError
 from .comparison import Comparison
 from .settings import DEFAULTS
 
-__all__ = ["EMResult", "em", "EM_GROUP_SPACE", "limit_advice"]
+__all__ = ["EMResult", "em", "EM_GROUP_SPACE", "limit_advice", "group_tables", "estep_runs",
+           "ESTEP_CHUNK"]
 
 
 @dataclass
@@ -30,7 +31,9 @@ class EMResult:
     input of each evaluation (one per iteration); ``identified`` (False: the observed
     information at the end point is singular, a flat likelihood the data do not pin down,
     :func:`identification`; set by the caller that checks it) and ``info_ratio`` (its
-    smallest over its largest eigenvalue; NaN when not checked).
+    smallest over its largest eigenvalue; NaN when not checked); ``tables``: the column
+    groups' tables the E-step used (:func:`group_tables`), which the identification check
+    reuses.
     """
 
     m: list[np.ndarray]
@@ -44,6 +47,7 @@ class EMResult:
     history: list[float] = field(default_factory=list, repr=False)
     identified: bool = True
     info_ratio: float = float("nan")
+    tables: Any = field(default=None, repr=False, compare=False)
 
 
 def _guard(x: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
@@ -73,7 +77,7 @@ _EM = DEFAULTS.em
 EM_GROUP_SPACE = 8192
 
 
-def _group_tables(codes: np.ndarray, nl: np.ndarray,
+def group_tables(codes: np.ndarray, nl: np.ndarray,
                   radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Split the key columns into consecutive groups whose level combinations number at
     most :data:`EM_GROUP_SPACE` and index each pattern's combination in every group.
@@ -222,6 +226,125 @@ def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
     return sm, base + sp
 
 
+#: Patterns per chunk of the run E-step (:func:`_estep_runs`): the chunk's terms are computed
+#: in one vectorised pass into two buffers, then added in pattern order.
+ESTEP_CHUNK = 512
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _series_chunk(i0, c, OR, r1, q0, n, cs, cw):
+    # the softplus terms c_q softplus(d_q) and c_q g_q of patterns q0 .. q0 + n - 1 of one
+    # group-1 row (ratio product r1) by the series branch of _softplus, the same
+    # operations in the same order (e = odds R[i0] R[i1] = OR[i0] r1). The gather first
+    # (into cw), then a loop on contiguous values without a branch, which vectorises.
+    # Returns how many patterns are outside the series' range (their terms are then
+    # computed again by _softplus).
+    for p in range(n):
+        cw[p] = OR[i0[q0 + p]]
+    cq = c[q0:q0 + n]
+    bad = 0
+    for p in range(n):
+        e = cw[p] * r1
+        s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
+        w = e / (1.0 + e)
+        cs[p] = cq[p] * s
+        cw[p] = cq[p] * w
+        bad += np.int64(not ((e > 0.0) & (e < 1e-4)))
+    return bad
+
+
+@numba.njit(cache=True, nogil=True)
+def _estep_runs(idx, i0, rstart, rrow, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S, OR,
+                cs, cw):
+    # _estep for two column groups, the same floats bit for bit: the patterns (codes
+    # increasing) form runs of one group-1 row (rrow[r]: patterns rstart[r] ..
+    # rstart[r + 1] - 1); each run is taken in chunks of ESTEP_CHUNK patterns whose
+    # softplus terms are computed in a vectorised pass (_series_chunk, the rare patterns
+    # outside the series' range by _softplus), then added in pattern order into the same
+    # sums as _estep's loop (sp, sm, S[i0] and the run's group-1 sum held in a register).
+    # i0: idx[:, 0] contiguous; OR, cs, cw: scratch (J), (ESTEP_CHUNK,), (ESTEP_CHUNK,).
+    J, K = clev.shape
+    base = N * np.log1p(-p)
+    lratio = np.zeros_like(ratio)
+    for k in range(K):
+        for l in range(nl[k]):
+            lu = np.log(u[k, l])
+            base += T[k, l] * lu
+            ratio[k, l] = m[k, l] / u[k, l]
+            lratio[k, l] = np.log(m[k, l]) - lu
+    odds = p / (1.0 - p)
+    for j in range(J):
+        r = 1.0
+        lr = 0.0
+        for k in range(K):
+            lv = clev[j, k]
+            if lv >= 0:
+                r *= ratio[k, lv]
+                lr += lratio[k, lv]
+        R[j] = r
+        LR[j] = lr
+        S[j] = 0.0
+        OR[j] = odds * r
+    sp = 0.0
+    sm = 0.0
+    for rr in range(rstart.size - 1):
+        j1 = rrow[rr]
+        r1 = R[j1]
+        a1 = S[j1]
+        q = rstart[rr]
+        qe = rstart[rr + 1]
+        while q < qe:
+            n = min(ESTEP_CHUNK, qe - q)
+            if _series_chunk(i0, c, OR, r1, q, n, cs, cw):
+                for t in range(n):
+                    e = OR[i0[q + t]] * r1
+                    if not (0.0 < e < 1e-4):
+                        s, w = _softplus(e, odds, LR, idx, q + t)
+                        cs[t] = c[q + t] * s
+                        cw[t] = c[q + t] * w
+            for t in range(n):
+                cm = cw[t]
+                sp += cs[t]
+                sm += cm
+                S[i0[q + t]] += cm
+                a1 += cm
+            q += n
+        S[j1] = a1
+    bm[:, :] = 0.0
+    for j in range(J):
+        for k in range(K):
+            lv = clev[j, k]
+            if lv >= 0:
+                bm[k, lv] += S[j]
+    return sm, base + sp
+
+
+@numba.njit(cache=True, nogil=True)
+def _estep_any(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S, runs):
+    # the E-step: by runs (_estep_runs) when runs holds them (two column groups), else
+    # _estep
+    i0, rstart, rrow, OR, cs, cw = runs
+    if rstart.size > 1:
+        return _estep_runs(idx, i0, rstart, rrow, c, clev, nl, m, u, p, T, N, bm, ratio, R,
+                           LR, S, OR, cs, cw)
+    return _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S)
+
+
+def estep_runs(idx: np.ndarray, J: int) -> tuple:
+    """The run tables of :func:`_estep_runs` for ``idx`` of two column groups (codes
+    increasing): ``(i0, rstart, rrow, OR, cs, cw)``; empty tables (so :func:`_estep`)
+    otherwise."""
+    z = np.zeros(0)
+    if idx.shape[1] != 2 or idx.shape[0] == 0:
+        return (np.zeros(0, np.uint16), np.zeros(0, np.int64), np.zeros(0, np.int64), z, z, z)
+    i1 = idx[:, 1]
+    rstart = np.r_[0, np.flatnonzero(i1[1:] != i1[:-1]) + 1, i1.size].astype(np.int64)
+    # group-0 rows as uint16 where they fit (half the bytes the E-step streams)
+    i0 = idx[:, 0].astype(np.uint16 if J <= 65536 else np.int32)
+    return (i0, rstart, i1[rstart[:-1]].astype(np.int64), np.zeros(J), np.zeros(ESTEP_CHUNK),
+            np.zeros(ESTEP_CHUNK))
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _segment(a, b, lo, hi):
     # expected matches and non-matches of the levels lo..hi (one piece between active cuts)
@@ -329,13 +452,13 @@ def _constrained_levels(a, b, nk, m, u, smx, sux, t, N):
 
 @numba.njit(cache=True, nogil=True)
 def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm, delta,
-             R, LR, S):
+             R, LR, S, runs):
     # One step of Winkler's constrained EM, the map F: (m, u, p) -> (m2, u2, p2).
     # Returns p2, the largest parameter change, the log-likelihood at (m, u, p), and
     # how many probabilities were clipped / columns pooled. F's output is always
     # feasible (P(M) in [p_lo, p_hi], m >= u cumulatively, probabilities in [eps, 1-eps]).
     K = nl.shape[0]
-    sm, ll = _estep(idx, c, clev, nl, m, u, p, T, N, bm, delta, R, LR, S)
+    sm, ll = _estep_any(idx, c, clev, nl, m, u, p, T, N, bm, delta, R, LR, S, runs)
     su = N - sm                      # bu = T - bm: one scatter per column
     # M-step: P(M) bounded above (at most min(nA, nB) matches)
     pn = sm / N
@@ -436,7 +559,7 @@ def _extrapolate(nl, a, m0, u0, p0, m1, u1, p1, m2, u2, p2, mx, ux, p_lo, p_hi, 
 
 @numba.njit(cache=True, nogil=True)
 def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, history, fix_u,
-               accelerate):
+               accelerate, runs):
     # Constrained EM on sparse pattern counts, optionally accelerated by SQUAREM
     # (Varadhan & Roland 2008, SqS3 with the global step-length bound of their
     # package). m, u (K, L) hold the start and are overwritten by the fit (padding
@@ -466,7 +589,7 @@ def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, his
     stepmax = 1.0
     while it < max_iter:
         p1, ch, ll0, cl, co = _em_step(idx, c, clev, T, N, nl, m, u, p, m1, u1, p_lo, p_hi, eps,
-                                       fix_u, bm, delta, R, LR, S)
+                                       fix_u, bm, delta, R, LR, S, runs)
         history[it] = ll0
         it += 1
         clipped += cl
@@ -480,7 +603,7 @@ def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, his
                 break
             continue
         p2, ch, ll1, cl, co = _em_step(idx, c, clev, T, N, nl, m1, u1, p1, m2, u2, p_lo, p_hi, eps,
-                                       fix_u, bm, delta, R, LR, S)
+                                       fix_u, bm, delta, R, LR, S, runs)
         history[it] = ll1
         it += 1
         clipped += cl
@@ -518,7 +641,7 @@ def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, his
             px = p2
         # stabilise with one F step from the extrapolated point (into m, u)
         p3, ch, llx, cl, co = _em_step(idx, c, clev, T, N, nl, mx, ux, px, m, u, p_lo, p_hi, eps,
-                                       fix_u, bm, delta, R, LR, S)
+                                       fix_u, bm, delta, R, LR, S, runs)
         history[it] = llx
         it += 1
         clipped += cl
@@ -634,7 +757,7 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     towards ``max_iter``; the fit stops as soon as one of them moves no
     parameter's logarithm by ``tol``. On files with many distinct patterns this takes 10-20
     times fewer E-steps than plain EM. The E-step uses one table lookup per
-    group of columns (:func:`_group_tables`) for the match odds of a pattern
+    group of columns (:func:`group_tables`) for the match odds of a pattern
     and ``bu = T - bm`` with the fixed level totals ``T``. Everything runs in
     a fixed order: the same counts give the same fit bit for bit.
     """
@@ -647,7 +770,7 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     K = len(nl)
     L = int(nl.max())
     # one table row per occurring level combination of a column group (int8 levels)
-    idx, clev = _group_tables(codes, nl, cmp.radix)
+    idx, clev = group_tables(codes, nl, cmp.radix)
     J = clev.shape[0]
     T = np.zeros((K, L))        # T[k, l]: pairs at level l of column k (fixed; exact integers)
     for g in range(idx.shape[1]):
@@ -673,12 +796,13 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
         hi = p
     history = np.zeros(int(max_iter))
     nl64 = nl.astype(np.int64)
+    runs = estep_runs(idx, J)
     p, it, converged, clipped, constrained = _em_kernel(
         idx, c, clev, T, nl64, M, U, p, lo, hi, float(eps), int(max_iter), float(tol),
-        history, bool(fix_u), bool(accelerate))
-    ll = _estep(idx, c, clev, nl64, M, U, p, T, N, np.zeros((K, L)), np.zeros((K, L)),
-                np.zeros(J), np.zeros(J), np.zeros(J))[1]
+        history, bool(fix_u), bool(accelerate), runs)
+    ll = _estep_any(idx, c, clev, nl64, M, U, p, T, N, np.zeros((K, L)), np.zeros((K, L)),
+                    np.zeros(J), np.zeros(J), np.zeros(J), runs)[1]
     m = [M[k, :nl[k]].copy() for k in range(K)]
     u = [U[k, :nl[k]].copy() for k in range(K)]
     return EMResult(m, u, float(p), ll, int(it), bool(converged), int(clipped),
-                    int(constrained), history[:it].tolist())
+                    int(constrained), history[:it].tolist(), tables=(idx, clev))

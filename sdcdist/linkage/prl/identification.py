@@ -9,10 +9,10 @@ import numba
 import numpy as np
 
 from .comparison import Comparison
-from .em import EMResult, as_sparse
+from .em import EMResult, as_sparse, group_tables
 from .settings import DEFAULTS
 
-__all__ = ["identification", "FLAT_RATIO"]
+__all__ = ["identification", "FLAT_RATIO", "pattern_levels"]
 
 _EM = DEFAULTS.em
 
@@ -26,21 +26,20 @@ FLAT_RATIO = 1e-11
 
 
 @numba.njit(cache=True, nogil=True)
-def _crosstabs(codes, radix, nl, L, c, w):
+def _crosstabs(lev, L, c, w):
     # T[0], T[1], T[2]: sum over the patterns of c, c w and c w^2 at each pair of
     # (column k, level l), (column k', level l'): one-hot cross products, (K L) x (K L).
     # Accumulated with the three sums side by side, over k <= k' only (cell (r, q) of
     # column k' > k sums exactly the terms of cell (q, r), in the same pattern order), the
     # lower triangle copied at the end: the same values bit for bit as every cell on its
-    # own, in half the work.
-    K = nl.size
+    # own, in half the work. lev (P, K): each pattern's level per column.
+    P, K = lev.shape
     KL = K * L
     S = np.zeros((KL, KL, 3))
     lv = np.empty(K, dtype=np.int64)
-    for g in range(codes.size):
-        x = codes[g]
+    for g in range(P):
         for k in range(K):
-            lv[k] = k * L + (x // radix[k]) % nl[k]
+            lv[k] = k * L + lev[g, k]
         a0 = c[g]
         a1 = a0 * w[g]
         a2 = a1 * w[g]
@@ -61,22 +60,47 @@ def _crosstabs(codes, radix, nl, L, c, w):
 
 
 @numba.njit(cache=True, nogil=True)
-def _posterior(codes, radix, nl, mt, ut, p):
+def _posterior(lev, mt, ut, p):
     # per pattern w = p M / f, f = p M + (1 - p) U, M and U the products over the columns
     # (left to right, from 1) of the level probabilities; 0 where f is not positive
-    K = nl.size
-    w = np.empty(codes.size)
-    for g in range(codes.size):
-        x = codes[g]
+    P, K = lev.shape
+    w = np.empty(P)
+    for g in range(P):
         mg = 1.0
         ug = 1.0
         for k in range(K):
-            lk = (x // radix[k]) % nl[k]
+            lk = lev[g, k]
             mg *= mt[k, lk]
             ug *= ut[k, lk]
         f = p * mg + (1 - p) * ug
         w[g] = p * mg / f if f > 0 else 0.0
     return w
+
+
+@numba.njit(cache=True, nogil=True)
+def _levels_of(idx, clev):
+    # each pattern's level per column from the column groups' tables (em.group_tables):
+    # row idx[q, g] of clev holds the levels of group g's columns (-1 elsewhere)
+    P, G = idx.shape
+    K = clev.shape[1]
+    lev = np.zeros((P, K), dtype=np.int8)
+    for q in range(P):
+        for g in range(G):
+            j = idx[q, g]
+            for k in range(K):
+                v = clev[j, k]
+                if v >= 0:
+                    lev[q, k] = v
+    return lev
+
+
+def pattern_levels(codes: np.ndarray, cmp: Comparison, tables: Any = None) -> np.ndarray:
+    """Each pattern's level per key column, (P, K) int8, from the column groups' tables of
+    the EM (``tables``: ``(idx, clev)`` of :func:`~.em.group_tables` on the same codes;
+    made here when not given)."""
+    if tables is None or tables[0].shape[0] != codes.size:
+        tables = group_tables(codes, cmp.n_levels, cmp.radix)
+    return _levels_of(*tables)
 
 
 def identification(counts: Any, cmp: Comparison, fit: EMResult, *, eps: float = _EM.eps,
@@ -116,7 +140,6 @@ def identification(counts: Any, cmp: Comparison, fit: EMResult, *, eps: float = 
     codes, c = as_sparse(counts)
     c = c.astype(np.float64)
     nl = cmp.n_levels.astype(np.int64)
-    radix = cmp.radix.astype(np.int64)
     K = len(nl)
     L = int(nl.max())
     N = c.sum()
@@ -152,8 +175,9 @@ def identification(counts: Any, cmp: Comparison, fit: EMResult, *, eps: float = 
     for k in range(K):
         mt[k, :nl[k]] = np.asarray(fit.m[k], dtype=np.float64)[:nl[k]]
         ut[k, :nl[k]] = np.asarray(fit.u[k], dtype=np.float64)[:nl[k]]
-    w = _posterior(codes, radix, nl, mt, ut, p)
-    T = _crosstabs(codes, radix, nl, L, c, w)
+    lev = pattern_levels(codes, cmp, getattr(fit, "tables", None))
+    w = _posterior(lev, mt, ut, p)
+    T = _crosstabs(lev, L, c, w)
     Tc, Tw, Tw2 = T[0], T[1], T[2]
     Tv = Tc - Tw                                         # c (1 - w)
     Twv = Tw - Tw2                                       # c w (1 - w)

@@ -654,13 +654,38 @@ def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns
     return total, h
 
 
+@numba.njit(**_FAST)
+def _nonzero_words(w64, h16, out):
+    # the positions of the non-zero counters of h16 (uint16), increasing, read four at a
+    # time (w64: the same memory as uint64 words, the last len(h16) % 4 counters apart);
+    # counted only (returns the count) when out is empty, else written into out
+    fill = out.size > 0
+    k = 0
+    for i in range(w64.size):
+        if w64[i] != 0:
+            for l in range(4):
+                if h16[4 * i + l] != 0:
+                    if fill:
+                        out[k] = 4 * i + l
+                    k += 1
+    for q in range(4 * w64.size, h16.size):
+        if h16[q] != 0:
+            if fill:
+                out[k] = q
+            k += 1
+    return k
+
+
 def _nonzero_u16(h16: np.ndarray) -> np.ndarray:
     """``np.flatnonzero(h16)`` of a uint16 array, read four counters (one uint64) at a
     time: most of a large pattern space is empty."""
-    P4 = h16.size // 4 * 4
-    w = np.flatnonzero(np.ascontiguousarray(h16[:P4]).view(np.uint64))
-    r, lane = np.nonzero(h16[:P4].reshape(-1, 4)[w])
-    return np.concatenate([w[r] * 4 + lane, P4 + np.flatnonzero(h16[P4:])]).astype(np.int64)
+    h16 = np.ascontiguousarray(h16)
+    w64 = h16[:h16.size // 4 * 4].view(np.uint64)
+    k = _nonzero_words(w64, h16, np.zeros(0, dtype=np.int64))
+    out = np.empty(k, dtype=np.int64)
+    if k:
+        _nonzero_words(w64, h16, out)
+    return out
 
 
 def _sparse_of_hists(total: np.ndarray, h: np.ndarray, h16: np.ndarray,

@@ -13,6 +13,7 @@ from .em import EMResult
 
 __all__ = ["WeightParams", "weight_params", "linear_segments", "column_weight", "linear_at",
            "linear6_all", "linear_column", "weights_row", "pair_weights", "dense_weights",
+           "grid_rows",
            "match_probability"]
 
 
@@ -273,6 +274,55 @@ def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.nda
     avT, tolT = transposed(a)
     return _dense_kernel(avT, tolT, b["v"], cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level,
                          wp.rule, wp.lin, wp.order)
+
+
+@numba.njit(cache=True, nogil=True)
+def _grid_rows(avT, tolT, bv, j0, j1, nlev, wa, wd, wl, rules, lin, order, scale, Q, top,
+               n_top):
+    # rows j0 .. j1 - 1 of dense_grid: each row's weights as _dense_kernel computes them
+    # (weights_row), rounded to the grid (np.rint(w * scale), as quantize and on_grid do)
+    # into Q, the row's largest grid value and how many entries have it; returns the
+    # smallest and largest weight and whether every weight is finite
+    na = avT.shape[1]
+    w = np.empty(na)
+    none = np.zeros(1, dtype=np.int64)
+    lo = np.inf
+    hi = -np.inf
+    bad = 0
+    for j in range(j0, j1):
+        weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, rules, lin, order,
+                    w)
+        mx = -np.inf
+        for i in range(na):
+            x = w[i]
+            bad += np.int64(not (abs(x) < np.inf))
+            lo = x if x < lo else lo
+            hi = x if x > hi else hi
+            q = np.rint(x * scale)
+            Q[j, i] = q
+            mx = q if q > mx else mx
+        cnt = 0
+        for i in range(na):
+            cnt += np.int64(Q[j, i] == mx)
+        top[j] = mx
+        n_top[j] = cnt
+    return lo, hi, bad == 0
+
+
+def grid_rows(at: tuple[np.ndarray, np.ndarray], b: dict, cmp: Comparison, wp: WeightParams,
+              j0: int, j1: int, bits: int, Q: np.ndarray, top: np.ndarray, n_top: np.ndarray
+              ) -> tuple[float, float, bool]:
+    """Rows ``j0 .. j1 - 1`` of :func:`dense_weights` on the grid ``2**-bits`` (each weight
+    rounded once from its own float: ``np.rint(w * 2**bits)``, as
+    :func:`~sdcdist.linkage.assignment.ties.quantize` and :func:`~.pld.on_grid` do) into
+    ``Q[j0:j1]`` (integers held in float64), each row's largest grid value into ``top`` and
+    how many of its entries have it into ``n_top``. Returns the smallest and the largest
+    weight of the rows (their floats) and whether all are finite. ``at``: A's
+    :func:`~.comparison.transposed` values. Rows are independent: blocks of rows may be
+    computed in any order, by any thread."""
+    avT, tolT = at
+    return _grid_rows(avT, tolT, b["v"], int(j0), int(j1), cmp.n_levels, wp.w_agr, wp.w_dis,
+                      wp.w_level, wp.rule, wp.lin, wp.order, 2.0 ** bits, Q, top, n_top)
 
 
 def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:
