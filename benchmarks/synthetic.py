@@ -249,7 +249,10 @@ def run_process(cmd: list[str], timeout: float, env: dict | None = None) -> dict
                 os.killpg(p.pid, signal.SIGKILL)      # the tool and its pool: its own group
                 os.wait4(p.pid, 0)
                 p.returncode = -9
-                return {"timeout": timeout}
+                fo.seek(0)
+                # DataSynthesizer prints "Adding attribute X" as it builds its network
+                placed = fo.read().count("Adding attribute")
+                return {"timeout": timeout, "placed": placed}
             time.sleep(0.05)
         wall = time.perf_counter() - t
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -278,7 +281,7 @@ def run_tool(which: str, X_path: Path, out: Path, a, seed: int = 0) -> dict:
     elif which in ("sdv", "datasynthesizer"):
         cmd = [a.peers, me, "--child", which, "--in", str(X_path), "--out", str(out),
                "--seed", str(seed)]
-        env = {}
+        env = {"PYTHONUNBUFFERED": "1"}       # its progress lines survive a timeout
     elif which == "synthpop":
         csv_in = out.with_suffix(".in.csv")
         csv_out = out.with_suffix(".out.csv")
@@ -324,7 +327,8 @@ def yardstick(X: np.ndarray, Y: np.ndarray, dld_rows: int) -> dict:
 
 def fmt_s(res: dict) -> str:
     if "timeout" in res:
-        return f"did not finish in {res['timeout']:.0f} s"
+        note = f" ({res['placed']} of 12 placed)" if res.get("placed") else ""
+        return f"did not finish in {res['timeout']:.0f} s{note}"
     if "error" in res:
         return "failed: " + res["error"][:60]
     if "skipped" in res:
