@@ -338,7 +338,7 @@ def fmt_s(res: dict) -> str:
 
 def ratio(anchor: dict, ours: dict, key: str) -> str:
     if "seconds" not in anchor or "seconds" not in ours or ours[key] <= 0:
-        if "timeout" in anchor and "seconds" in ours:
+        if "timeout" in anchor and "seconds" in ours and key == "seconds":
             return f"> {anchor['timeout'] / ours[key]:.0f}"
         return "-"
     return f"{anchor[key] / ours[key]:.1f}"
