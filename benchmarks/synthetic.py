@@ -1,8 +1,11 @@
-"""The generators ``cart``, ``copula`` and ``privbayes`` against the Python and R tools
-statistical offices use, and at 1,000,000 records; ratios from one run.
+"""Generators cart, copula, privbayes against synthpop, SDV, DataSynthesizer; at 1M records.
+
+``cart``, ``copula`` and ``privbayes`` against the tools statistical offices use for their
+models, and at 1,000,000 records; ratios from one run.
 
     .venv/bin/python benchmarks/synthetic.py [--sizes 100000,1000000]
-        [--only copula,privbayes,cart,large] [--timeout 600] [--ds-rows 10000]
+        [--only copula,privbayes,cart,large] [--timeout 600] [--small-rows 10000]
+        [--small privbayes,cart]
         [--dld-rows 20000] [--peers benchmarks/.venv-peers-sdv/bin/python]
         [--synthpop-script benchmarks/peers/synthpop_cart.R] [--r-libs ~/Rlib]
 
@@ -23,12 +26,14 @@ columns: 8 numeric, 5 categorical, 5 % missing values in INTINC and HOURSBAND), 
      (categorical columns declared categorical, the others numerical);
    - ``privbayes`` (epsilon 1, k = 2, 20 bins) against DataSynthesizer's correlated
      attribute mode at the same epsilon, k = 2 and histogram size 20 (categorical
-     columns declared categorical). DataSynthesizer gets ``--timeout`` seconds; it is
-     also measured, with ``privbayes``, at ``--ds-rows`` records;
+     columns declared categorical);
    - ``cart`` (minbucket 5) against synthpop's ``syn(method = "cart")`` through
      ``benchmarks/peers/synthpop_cart.R`` (needs R and synthpop in ``$R_LIBS``, default
      /work/rsrc/Rlib), its own fit + sample seconds.
 
+   Each anchor gets ``--timeout`` seconds (then "did not finish in T s", and the ratio is
+   at least T / sdcdist's seconds). DataSynthesizer and synthpop are slow: the pairs named
+   in ``--small`` (privbayes and cart) are measured again at ``--small-rows`` records.
    Ratio = anchor seconds / sdcdist seconds (wall, and CPU beside it). The goal: every
    generator at least 10x faster than its anchor.
 
@@ -385,23 +390,31 @@ def speed_section(n: int, a, tmp: Path, measures: list) -> None:
         print(f"{ours_name:10s} {fmt_s(ours):>28s} | {label[:44]:44s} {fmt_s(theirs):>28s} | "
               f"{ratio(theirs, ours, 'seconds'):>10s} {ratio(theirs, ours, 'cpu'):>9s}")
     print(f"({load()} at the end; ratio = anchor / sdcdist, goal >= 10)", flush=True)
-    if "privbayes" in a.only and a.ds_rows and a.ds_rows < n:
-        m = a.ds_rows
+    small = [(g, anc) for g, anc, _ in pairs if g in a.small and anc != "synthpop"
+             or g in a.small and anc == "synthpop" and synthpop_status(a) is None]
+    if small and a.small_rows and a.small_rows < n:
+        m = a.small_rows
         Xs = mixed_file(m)
         xs = tmp / f"X_{m}.npy"
         np.save(xs, Xs)
-        ours = run_tool("privbayes", xs, tmp / f"privbayes_{m}.npy", a)
-        theirs = run_tool("datasynthesizer", xs, tmp / f"datasynthesizer_{m}.npy", a)
-        label = theirs.get("tool", "DataSynthesizer")
-        print(f"\nprivbayes against DataSynthesizer at {m:,} records (the same file "
-              f"generator, seed 0):\n{head}")
-        print(f"{'privbayes':10s} {fmt_s(ours):>28s} | {label[:44]:44s} {fmt_s(theirs):>28s} | "
-              f"{ratio(theirs, ours, 'seconds'):>10s} {ratio(theirs, ours, 'cpu'):>9s}")
+        print(f"\nAt {m:,} records (the same file generator, seed 0): {load()}\n{head}",
+              flush=True)
+        for g, anc in small:
+            ours = run_tool(g, xs, tmp / f"{g}_{m}.npy", a)
+            theirs = run_tool(anc, xs, tmp / f"{anc}_{m}.npy", a)
+            label = theirs.get("tool") or {
+                "sdv": "SDV GaussianCopulaSynthesizer (defaults)",
+                "datasynthesizer": "DataSynthesizer correlated mode",
+                "synthpop": f"synthpop {getattr(a, 'synthpop_version', '')} syn(method = 'cart')"
+            }[anc]
+            print(f"{g:10s} {fmt_s(ours):>28s} | {label[:44]:44s} {fmt_s(theirs):>28s} | "
+                  f"{ratio(theirs, ours, 'seconds'):>10s} {ratio(theirs, ours, 'cpu'):>9s}",
+                  flush=True)
+            for who, res, path in ((g, ours, tmp / f"{g}_{m}.npy"),
+                                   (label, theirs, tmp / f"{anc}_{m}.npy")):
+                if "seconds" in res:
+                    measures.append((m, who, path, xs))
         print(f"({load()})", flush=True)
-        for who, res, path in (("privbayes", ours, tmp / f"privbayes_{m}.npy"),
-                               (label, theirs, tmp / f"datasynthesizer_{m}.npy")):
-            if "seconds" in res:
-                measures.append((m, who, path, xs))
 
 
 def yardstick_section(measures: list, a) -> None:
@@ -472,8 +485,12 @@ def main() -> int:
                     help="seconds an anchor's process may take (then: did not finish)")
     ap.add_argument("--own-timeout", type=float, default=3600.0,
                     help="seconds one of sdcdist's processes may take")
-    ap.add_argument("--ds-rows", type=int, default=10_000,
-                    help="also compare privbayes with DataSynthesizer at this size (0: no)")
+    ap.add_argument("--small-rows", type=int, default=10_000,
+                    help="also compare the generators of --small with their anchors at this "
+                         "size (0: no)")
+    ap.add_argument("--small", default="privbayes,cart",
+                    help="comma list of the generators compared at --small-rows too "
+                         "(default the ones whose anchors are slowest)")
     ap.add_argument("--dld-rows", type=int, default=20_000)
     ap.add_argument("--peers", default=str(HERE / ".venv-peers-sdv" / "bin" / "python"),
                     help="a Python with sdv and DataSynthesizer (benchmarks/peers/setup.sh)")
@@ -482,6 +499,7 @@ def main() -> int:
                     help="the R library with synthpop (default $R_LIBS, else ~/Rlib)")
     a = ap.parse_args()
     a.only = [s.strip() for s in a.only.split(",") if s.strip()]
+    a.small = [s.strip() for s in a.small.split(",") if s.strip()]
     if "large" in a.only:
         a.only += ["large-copula", "large-cart", "large-quality"]
     sizes = [int(s) for s in a.sizes.split(",")]
