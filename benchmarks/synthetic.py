@@ -19,8 +19,8 @@ columns: 8 numeric, 5 categorical, 5 % missing values in INTINC and HOURSBAND), 
    file, starting the interpreter and importing the tool are outside it, except that
    DataSynthesizer reads its CSV inside its describer), wall and CPU seconds (CPU of the
    process and of the children it waits for: DataSynthesizer fits its network with a
-   process pool), and the process's peak resident memory (wait4's ru_maxrss, whole
-   process, its children included). The pairs, each generator at its defaults:
+   process pool), and the process's peak resident memory (GNU time's %M: the whole
+   process, with its imports and its input; the largest of it and its pool's workers). The pairs, each generator at its defaults:
 
    - ``copula`` (lambda 0) against SDV's GaussianCopulaSynthesizer at its defaults
      (categorical columns declared categorical, the others numerical);
@@ -240,8 +240,16 @@ def load() -> str:
 
 def run_process(cmd: list[str], timeout: float, env: dict | None = None) -> dict:
     """Run one tool's process (a session of its own); its JSON line with its peak memory
-    (wait4's ru_maxrss: the process and the children it waited for) and its total wall
-    time, or {"timeout": T} / {"error": ...}."""
+    and its total wall time, or {"timeout": T} / {"error": ...}.
+
+    The peak memory is GNU time's %M (the tool's largest resident set, or one of the
+    children it waited for, such as DataSynthesizer's pool) where /usr/bin/time exists:
+    a process forked from this one and measured by this one's wait4 would count this
+    process's own resident set (the image it had before exec) as well. Without it, the
+    column is wait4's figure, which has this process's size as a floor."""
+    gnu_time = Path("/usr/bin/time")
+    if gnu_time.exists():
+        cmd = [str(gnu_time), "-f", "SDCBENCH_MAXRSS_KB %M", *cmd]
     with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
         t = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True,
@@ -266,11 +274,16 @@ def run_process(cmd: list[str], timeout: float, env: dict | None = None) -> dict
         out_text, err_text = fo.read(), fe.read()
     lines = [ln for ln in out_text.splitlines() if ln.strip().startswith("{")]
     if p.returncode != 0 or not lines:
-        tail = (err_text or out_text).strip().splitlines()[-3:]
+        tail = [ln for ln in (err_text or out_text).strip().splitlines()
+                if not ln.startswith("SDCBENCH_MAXRSS_KB") and
+                not ln.startswith("Command exited with")][-3:]
         return {"error": f"exit {p.returncode}: " + " | ".join(tail)[:300]}
     res = json.loads(lines[-1])
     res["process_wall"] = wall
     res["rss_mb"] = ru.ru_maxrss / 1024.0
+    for ln in err_text.splitlines():
+        if ln.startswith("SDCBENCH_MAXRSS_KB "):
+            res["rss_mb"] = int(ln.split()[1]) / 1024.0
     if "cpu" not in res:                 # a tool that reports its seconds alone (R)
         res["cpu"] = ru.ru_utime + ru.ru_stime
         res["cpu_whole_process"] = True
