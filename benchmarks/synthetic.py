@@ -20,16 +20,20 @@ columns: 8 numeric, 5 categorical, 5 % missing values in INTINC and HOURSBAND), 
    DataSynthesizer reads its CSV inside its describer), wall and CPU seconds (CPU of the
    process and of the children it waits for: DataSynthesizer fits its network with a
    process pool), and the process's peak resident memory (GNU time's %M: the whole
-   process, with its imports and its input; the largest of it and its pool's workers). The pairs, each generator at its defaults:
+   process, with its imports and its input; the largest of it and its pool's workers).
+   The pairs, each generator at its defaults:
 
    - ``copula`` (lambda 0) against SDV's GaussianCopulaSynthesizer at its defaults
      (categorical columns declared categorical, the others numerical);
    - ``privbayes`` (epsilon 1, k = 2, 20 bins) against DataSynthesizer's correlated
      attribute mode at the same epsilon, k = 2 and histogram size 20 (categorical
-     columns declared categorical);
+     columns declared categorical; DataSynthesizer 0.1.13 reads its conditionals back
+     with ``eval`` of printed numpy integers, which numpy 2 prints as ``np.int64(3)``:
+     its module is given the name ``np``, nothing else is changed);
    - ``cart`` (minbucket 5) against synthpop's ``syn(method = "cart")`` through
-     ``benchmarks/peers/synthpop_cart.R`` (needs R and synthpop in ``$R_LIBS``, default
-     /work/rsrc/Rlib), its own fit + sample seconds.
+     ``benchmarks/peers/synthpop_cart.R`` (needs R and synthpop in ``--r-libs``), the
+     seconds of its ``syn()`` call; "synthpop not installed" when R or synthpop is
+     missing.
 
    Each anchor gets ``--timeout`` seconds (then "did not finish in T s", and the ratio is
    at least T / sdcdist's seconds). DataSynthesizer and synthpop are slow: the pairs named
@@ -59,6 +63,36 @@ columns: 8 numeric, 5 categorical, 5 % missing values in INTINC and HOURSBAND), 
 The machine is shared: the load average is printed with each table; compare ratios
 within one run. SDV, DataSynthesizer and synthpop live in their own environments
 (benchmarks/peers/setup.sh), never as sdcdist dependencies.
+
+Figures (29 Nov 2026, the shared 2-core machine; SDV 2.0.0, DataSynthesizer 0.1.13,
+synthpop 1.9.2), fit + sample, wall / CPU seconds, ratios within each run:
+
+==========  ==============  ===============================  =================  ====
+generator   sdcdist         anchor                           ratio wall (CPU)   load
+==========  ==============  ===============================  =================  ====
+100,000 x 13
+copula      1.55 / 0.49     SDV Gaussian copula 83.5 / 23.7  53.9 (47.9)        11-13
+copula      0.65 / 0.64     SDV Gaussian copula 28.0 / 27.9  43.3 (43.3)        4-5
+privbayes   1.75 / 0.59     DataSynthesizer: not in 600 s    > 343              13
+                            (5 of 12 attributes placed)
+cart        26.5 / 8.75     synthpop: not in 600 s           > 23               13
+10,000 x 13
+privbayes   0.21 / 0.07     DataSynthesizer 242.9 / 77.9     1179 (1118)        14
+20,000 x 13
+cart        5.30 / 2.15     synthpop 75.5 / 30.5             14.2 (14.2)        8-9
+==========  ==============  ===============================  =================  ====
+
+The yardstick (sdcdist's measures on each release; DLD over 20,000 records, chance
+0.005 %): at 100,000, copula quality 0.9555, pMSE 0.000026; SDV 0.8364, 0.0902 (its
+beta marginals lose the incomes' mass at zero); privbayes 0.6971, 0.2480; cart 0.9944,
+0.000024. At 10,000: privbayes 0.6250, 0.2420; DataSynthesizer 0.7266, 0.2393 (both
+near pMSE's worst, 0.25: at epsilon 1 equal-width bins of skewed incomes come back
+spread over their first bin). At 20,000: cart 0.9877, 0.000178; synthpop 0.9879,
+0.000113. DLD at chance or below for every release.
+
+1,000,000 x 13: copula 15.7 / 6.0 s (load 10.5) and 9.4 / 9.2 s (load 3); cart
+464.6 / 151.9 s (load 12.5, over the 5 minutes) and 248.9 / 158.8 s (load 6); the five
+quality measures in process 12.9 / 5.2 s (load 11) and 6.6 / 6.5 s (load 6).
 """
 
 from __future__ import annotations
