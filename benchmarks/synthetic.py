@@ -89,8 +89,9 @@ The yardstick (sdcdist's measures on each release; DLD over 20,000 records, chan
 beta marginals lose the incomes' mass at zero); privbayes 0.6971, 0.2480; cart 0.9944,
 0.000024; synthpop 0.9945, 0.000023. At 10,000: privbayes 0.6250, 0.2420;
 DataSynthesizer 0.7266, 0.2393 (both near pMSE's worst, 0.25: at epsilon 1 equal-width
-bins of skewed incomes come back spread over their first bin). At 20,000: cart 0.9877, 0.000178; synthpop 0.9879,
-0.000113. DLD at the level of chance for every release (0 to 2 links of 20,000).
+bins of skewed incomes come back spread over their first bin). At 20,000: cart 0.9877,
+0.000178; synthpop 0.9879, 0.000113. DLD at the level of chance for every release (0 to
+2 links of 20,000).
 
 1,000,000 x 13: copula 15.7 / 6.0 s (load 10.5) and 9.4 / 9.2 s (load 3); cart
 464.6 / 151.9 s (load 12.5, over the 5 minutes) and 248.9 / 158.8 s (load 6); the five
