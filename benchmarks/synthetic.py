@@ -75,6 +75,7 @@ copula      1.55 / 0.49     SDV Gaussian copula 83.5 / 23.7  53.9 (47.9)        
 copula      0.65 / 0.64     SDV Gaussian copula 28.0 / 27.9  43.3 (43.3)        4-5
 privbayes   1.75 / 0.59     DataSynthesizer: not in 600 s    > 343              13
                             (5 of 12 attributes placed)
+privbayes   0.59 / 0.58     DataSynthesizer 600.3 / 956.3    1012 (1648)        1.3-5.5
 cart        26.5 / 8.75     synthpop: not in 600 s           > 23               13
 cart        10.1 / 9.99     synthpop 348.6 / 346.2           34.4 (34.7)        1.5-3
 10,000 x 13
@@ -87,7 +88,7 @@ cart        5.30 / 2.15     synthpop 75.5 / 30.5             14.2 (14.2)        
 The yardstick (sdcdist's measures on each release; DLD over 20,000 records, chance
 0.005 %): at 100,000, copula quality 0.9555, pMSE 0.000026; SDV 0.8364, 0.0902 (its
 beta marginals lose the incomes' mass at zero); privbayes 0.6971, 0.2480; cart 0.9944,
-0.000024; synthpop 0.9945, 0.000023. At 10,000: privbayes 0.6250, 0.2420;
+0.000024; synthpop 0.9945, 0.000023; DataSynthesizer 0.7232, 0.2477. At 10,000: privbayes 0.6250, 0.2420;
 DataSynthesizer 0.7266, 0.2393 (both near pMSE's worst, 0.25: at epsilon 1 equal-width
 bins of skewed incomes come back spread over their first bin). At 20,000: cart 0.9877,
 0.000178; synthpop 0.9879, 0.000113. DLD at the level of chance for every release (0 to
