@@ -88,9 +88,10 @@ cart        5.30 / 2.15     synthpop 75.5 / 30.5             14.2 (14.2)        
 The yardstick (sdcdist's measures on each release; DLD over 20,000 records, chance
 0.005 %): at 100,000, copula quality 0.9555, pMSE 0.000026; SDV 0.8364, 0.0902 (its
 beta marginals lose the incomes' mass at zero); privbayes 0.6971, 0.2480; cart 0.9944,
-0.000024; synthpop 0.9945, 0.000023; DataSynthesizer 0.7232, 0.2477. At 10,000: privbayes 0.6250, 0.2420;
-DataSynthesizer 0.7266, 0.2393 (both near pMSE's worst, 0.25: at epsilon 1 equal-width
-bins of skewed incomes come back spread over their first bin). At 20,000: cart 0.9877,
+0.000024; synthpop 0.9945, 0.000023; DataSynthesizer 0.7232, 0.2477. At 10,000:
+privbayes 0.6250, 0.2420; DataSynthesizer 0.7266, 0.2393 (privbayes and DataSynthesizer
+near pMSE's worst, 0.25: at epsilon 1 equal-width bins of skewed incomes come back
+spread over their first bin). At 20,000: cart 0.9877,
 0.000178; synthpop 0.9879, 0.000113. DLD at the level of chance for every release (0 to
 2 links of 20,000).
 
