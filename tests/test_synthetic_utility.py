@@ -300,3 +300,13 @@ def test_utility_and_distance_measures_run_on_all_numeric_files():
     bad = parse_spec({**spec.raw, "metrics": ["uniques"]})
     with pytest.raises(SdcInputError, match="uniques measure categorical columns"):
         load_data(bad)
+
+
+def test_two_way_counts_by_bincount_equal_numpy_unique():
+    from sdcdist.metrics.loss.quality import _key_counts
+    rng = np.random.default_rng(3)
+    for key in (rng.integers(0, 40, 1000), rng.integers(0, 10**9, 300), np.zeros(0, np.int64),
+                np.array([5, 5, 70000, 3])):
+        k, c = _key_counts(key)
+        uk, uc = np.unique(key, return_counts=True)
+        assert np.array_equal(k, uk) and np.array_equal(c, uc) and c.dtype == np.int64

@@ -6,6 +6,8 @@
 #   benchmarks/.venv-peers-synth  anonymeter and SDMetrics (benchmarks/risk_models.py); they
 #                                 pin numpy and pandas versions that recordlinkage and pycanon
 #                                 cannot share
+#   benchmarks/.venv-peers-sdv    SDV and DataSynthesizer (benchmarks/synthetic.py: the
+#                                 anchors of copula and privbayes); SDV pulls in torch
 #   sh benchmarks/peers/setup.sh [python]
 #   sh benchmarks/peers/setup.sh synthpop     R's synthpop only (see install_synthpop below)
 set -eu
@@ -60,6 +62,10 @@ py=${1:-python3}
 "$here/.venv-peers-synth/bin/pip" install -q --upgrade pip
 "$here/.venv-peers-synth/bin/pip" install -q "anonymeter==1.1.0" "sdmetrics==0.32.0"
 "$here/.venv-peers-synth/bin/python" -c "from importlib.metadata import version as v; print('anonymeter', v('anonymeter'), 'sdmetrics', v('sdmetrics'))"
+"$py" -m venv "$here/.venv-peers-sdv"
+"$here/.venv-peers-sdv/bin/pip" install -q --upgrade pip
+"$here/.venv-peers-sdv/bin/pip" install -q "sdv==2.0.0" "DataSynthesizer==0.1.13" "sdmetrics==0.32.0"
+"$here/.venv-peers-sdv/bin/python" -c "from importlib.metadata import version as v; print('sdv', v('sdv'), 'DataSynthesizer', v('DataSynthesizer'), 'sdmetrics', v('sdmetrics'))"
 
 # R and sdcMicro (benchmarks/risk_household.py, risk_suda2.py, attribute.py, mixed.py) are
 # set up by hand, never by this script, and never as sdcdist dependencies. On Debian 12:

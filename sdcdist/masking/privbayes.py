@@ -132,7 +132,9 @@ class _Counts:
     """Joint counts of attribute sets, summed over the fixed blocks (cached)."""
 
     def __init__(self, codes: np.ndarray, cards: Sequence[int]):
-        self.codes, self.cards = codes, list(cards)
+        self.n, self.cards = codes.shape[0], list(cards)
+        # each column contiguous: a table reads k + 1 of them, not strided rows
+        self.cols = [np.ascontiguousarray(codes[:, j]) for j in range(codes.shape[1])]
         self.cache: dict[tuple[int, ...], np.ndarray] = {}
 
     def table(self, attrs: Sequence[int]) -> np.ndarray:
@@ -142,10 +144,11 @@ class _Counts:
             shape = [self.cards[a] for a in key]
             size = math.prod(shape)
             tot = np.zeros(size, dtype=np.int64)
-            for a, e in blocks(self.codes.shape[0]):
-                idx = np.zeros(e - a, dtype=np.int64)
-                for att in key:
-                    idx = idx * self.cards[att] + self.codes[a:e, att]
+            for a, e in blocks(self.n):
+                idx = self.cols[key[0]][a:e].copy()
+                for att in key[1:]:
+                    idx *= self.cards[att]
+                    idx += self.cols[att][a:e]
                 tot += np.bincount(idx, minlength=size)
             self.cache[key] = tot.reshape(shape)
         T = self.cache[key]

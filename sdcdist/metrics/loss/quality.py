@@ -137,9 +137,20 @@ def pair_counts_chunk(start: int, stop: int, X: Any, pos: Sequence[int],
     for a, b in pairs:
         width = (levels[b].size + 1) if levels[b] is not None else PAIR_BINS + 2
         key = idx[a] * width + idx[b]
-        k, c = np.unique(key, return_counts=True)
-        out.append((k, c.astype(np.int64)))
+        out.append(_key_counts(key))
     return {"tables": out}
+
+
+def _key_counts(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct keys (non-negative ints) and their counts: ``np.unique``'s
+    answer, by a count per key where the keys span a range no wider than a few times
+    their number (no sort)."""
+    if key.size and int(key.max()) < max(4 * key.size, 1 << 16):
+        c = np.bincount(key)
+        k = np.flatnonzero(c)
+        return k.astype(key.dtype), c[k].astype(np.int64)
+    k, c = np.unique(key, return_counts=True)
+    return k, c.astype(np.int64)
 
 
 def merge_pair_counts(*parts: dict[str, Any]) -> dict[str, Any]:
