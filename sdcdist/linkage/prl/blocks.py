@@ -35,7 +35,8 @@ import numpy as np
 
 from ...errors import SdcInputError
 from ...options import PRL_BLOCK_ROWS
-from ...parallel import Runner, add_dicts, chunk_bounds, pairwise_reduce, tree_reduce
+from ...parallel import (Runner, add_dicts, chunk_bounds, pairwise_reduce, thread_map,
+                         tree_reduce)
 from ..assignment import assign_by_content, content_order, identical_classes
 from ..assignment.ties import GRID_BITS, grid_bits
 from .comparison import Comparison, prepare_side, transposed
@@ -229,11 +230,7 @@ def _rows_in_threads(fn: Any, n: int, rows: int = DENSE_BLOCK_ROWS,
     results in block order."""
     blocks = chunk_bounds(n, rows) if n else []
     threads = DENSE_THREADS if threads is None else threads
-    if threads <= 1 or len(blocks) < 2:
-        return [fn(j0, j1) for j0, j1 in blocks]
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sdcdist-prl") as pool:
-        return list(pool.map(lambda b: fn(*b), blocks))
+    return thread_map(fn, blocks, threads, name="sdcdist-prl")
 
 
 def _dense_assign_floats(A: dict, B: dict, cmp: Comparison, wp: WeightParams,

@@ -14,14 +14,13 @@ from __future__ import annotations
 import logging
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ...errors import SdcInputError, count_error, param_error, value_error
-from ...parallel import Runner
+from ...parallel import Runner, alongside
 from ..assignment import Candidates, assign_by_content
 from ..truth import row_truth
 from . import blocks as _blocks
@@ -130,14 +129,10 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     timings["em"] = time.perf_counter() - t0
     # the identification check (it only flags the fit) runs in a thread of its own beside
     # the candidates and the assignment, which do not depend on it
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sdcdist-prl-check")
-    try:
-        check = pool.submit(_timed, identify, counts, cmp, fit, n_a, n_b, n_pairs, s)
-        out = _link(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo,
-                    timings)
-        timings["identification"] = check.result()
-    finally:
-        pool.shutdown(wait=True)
+    out, timings["identification"] = alongside(
+        lambda: _timed(identify, counts, cmp, fit, n_a, n_b, n_pairs, s),
+        lambda: _link(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo,
+                      timings), name="sdcdist-prl-check")
     r, c, w, ainfo, wtrue, top, n_top, recounted, true_in_cand = out
     tr = np.asarray(runner.result(truth), dtype=np.int64)
     # identical records are interchangeable: each pair counts its expected correctness

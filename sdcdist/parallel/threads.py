@@ -1,0 +1,42 @@
+"""Threads inside one process, for compiled kernels that release the GIL.
+
+Two shapes: :func:`thread_map` shares blocks out to a few threads and returns their
+results in block order (so a result never depends on the thread count), and
+:func:`alongside` runs one side computation in a thread of its own while the caller goes
+on. Everything else that spreads work (tasks on the cluster) is in :mod:`.reduce`,
+:mod:`.pairs` and :mod:`.runner`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+__all__ = ["thread_map", "alongside"]
+
+T = TypeVar("T")
+S = TypeVar("S")
+
+
+def thread_map(fn: Callable[..., T], blocks: Sequence[tuple], threads: int, *,
+               name: str = "sdcdist") -> list[T]:
+    """``[fn(*b) for b in blocks]``, the blocks shared out to ``threads`` threads;
+    results in block order. One thread (or one block) runs in the caller's thread."""
+    if threads <= 1 or len(blocks) < 2:
+        return [fn(*b) for b in blocks]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name) as pool:
+        return list(pool.map(lambda b: fn(*b), blocks))
+
+
+def alongside(side: Callable[[], S], main: Callable[[], T], *,
+              name: str = "sdcdist-side") -> tuple[T, S]:
+    """``(main(), side())``, ``side`` run in a thread of its own while ``main`` runs in
+    the caller's; an exception of either is raised once both have ended."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    try:
+        fut = pool.submit(side)
+        out = main()
+        return out, fut.result()
+    finally:
+        pool.shutdown(wait=True)
