@@ -4,7 +4,7 @@
         [--skip-anchor] [--skip-pmse] [--speed 100000] [--big 1000000]
 
 synthpop runs through ``benchmarks/peers/synthpop_cart.R`` (and ``synthpop_utility.R``)
-with ``R_LIBS`` = --rlib (default /work/rsrc/Rlib; ``sh benchmarks/peers/setup.sh
+with ``R_LIBS`` = --rlib (default $R_LIBS, else ~/Rlib; ``sh benchmarks/peers/setup.sh
 synthpop`` installs it there). It is never an sdcdist dependency.
 
 Anchor (the scenario of examples/synthetic_reid.yaml): Census (1080 x 13, sdcdist's copy),
@@ -331,7 +331,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--minbucket", type=int, default=5)
-    ap.add_argument("--rlib", default=os.environ.get("SYNTHPOP_LIB", "/work/rsrc/Rlib"))
+    ap.add_argument("--rlib", default=os.environ.get("SYNTHPOP_LIB", os.environ.get(
+        "R_LIBS", str(Path.home() / "Rlib"))))
     ap.add_argument("--skip-anchor", action="store_true")
     ap.add_argument("--skip-pmse", action="store_true")
     ap.add_argument("--diagnose", action="store_true",

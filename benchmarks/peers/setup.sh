@@ -22,8 +22,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 # (synthpop 1.9-2, mipfp 3.2.1, cmm 1.0, broman 0.96). Idempotent: a package already in
 # the library at that version is left alone. Then: R_LIBS=$SYNTHPOP_LIB Rscript ...
 install_synthpop() {
-    lib=${SYNTHPOP_LIB:-/work/rsrc/Rlib}
-    src=${SYNTHPOP_SRC:-/work/rsrc/synthpop-src}
+    lib=${SYNTHPOP_LIB:-${R_LIBS:-$HOME/Rlib}}
+    src=${SYNTHPOP_SRC:-$HOME/synthpop-src}
     if ! command -v Rscript >/dev/null 2>&1 || ! dpkg -s r-cran-rpart >/dev/null 2>&1 \
         || ! dpkg -s r-cran-party >/dev/null 2>&1; then
         apt-get update -q

@@ -2,7 +2,7 @@
 # sdcdist's `cart` generator. Never an sdcdist dependency; installed into a library of its
 # own by benchmarks/peers/setup.sh (install_synthpop).
 #
-#   R_LIBS=/work/rsrc/Rlib Rscript benchmarks/peers/synthpop_cart.R --in IN.csv --out OUT.csv \
+#   R_LIBS=$HOME/Rlib Rscript benchmarks/peers/synthpop_cart.R --in IN.csv --out OUT.csv \
 #       --minbucket M --seed S [--synth col1,col2,...] [--keep-collinear 1]
 #
 # The file: a header of column names. A column whose values are not all numbers is

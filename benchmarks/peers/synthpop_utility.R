@@ -1,7 +1,7 @@
 # synthpop's utility.gen (method "logit") of a release against its original: the anchor of
 # sdcdist's `pmse` and `pmse_ratio`.
 #
-#   R_LIBS=/work/rsrc/Rlib Rscript benchmarks/peers/synthpop_utility.R --orig A.csv \
+#   R_LIBS=$HOME/Rlib Rscript benchmarks/peers/synthpop_utility.R --orig A.csv \
 #       --syn B.csv [--maxorder 0]
 #
 # Files as synthpop_cart.R reads them (a column whose values are not all numbers is a
