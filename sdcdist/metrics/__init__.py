@@ -6,11 +6,11 @@
 """
 
 from ._registry import (DEFAULT_OPTIONS, NEEDS, REGISTRY, MeasureContext, Metric, MetricResult,
-                        companions, get_metric, is_companion, needing, preferred_loss,
-                        preferred_score, register, score_weights)
+                        companions, family_metrics, get_metric, is_companion, needing,
+                        preferred_loss, preferred_score, register, score_weights)
 from .keysets import KeySets, default_keysets
 from .measure import expand_requirements, measure, options_of
-from .inputs import Inputs, Reason, applicable, default_metrics
+from .inputs import Inputs, Reason, applicability, applicable, default_metrics
 
 #: The modules that register metrics, imported on demand (``REGISTRY`` calls :func:`_load`):
 #: all of them for a listing or a name not in :data:`_DECLARED`; this order is the
@@ -74,5 +74,6 @@ REGISTRY.loader = _load  # type: ignore[attr-defined]
 __all__ = ["REGISTRY", "Metric", "MetricResult", "MeasureContext", "register", "get_metric",
            "measure", "default_keysets", "KeySets", "expand_requirements", "options_of",
            "DEFAULT_OPTIONS", "companions", "is_companion", "NEEDS", "needing",
-           "score_weights", "preferred_score", "preferred_loss", "Inputs", "Reason", "applicable",
+           "score_weights", "preferred_score", "preferred_loss", "family_metrics", "Inputs",
+           "Reason", "applicable", "applicability",
            "default_metrics"]

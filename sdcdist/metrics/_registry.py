@@ -358,6 +358,24 @@ def preferred_score() -> str:
     return next(n for n, m in REGISTRY.items() if m.preferred and m.kind == "score")
 
 
+def family_metrics(families: Sequence[str], per_family: int) -> list[str]:
+    """The first ``per_family`` metrics (registry order) of each family in ``families``
+    (the module under ``sdcdist.metrics`` a metric is defined in, e.g. ``"risk.frequency"``)
+    that run on what every file has: a risk, loss or utility measure of its own (no
+    companion, no attack asked for by name), needing no other input and no option."""
+    counts: dict[str, int] = {}
+    out = []
+    for n, m in REGISTRY.items():
+        fam = m.func.__module__.removeprefix("sdcdist.metrics.")
+        if fam not in families or m.by_name or m.part_of or m.needs \
+                or m.kind not in ("risk", "loss", "utility") or m.requires:
+            continue
+        if counts.get(fam, 0) < per_family:
+            counts[fam] = counts.get(fam, 0) + 1
+            out.append(n)
+    return out
+
+
 def preferred_loss(names: Sequence[str]) -> str | None:
     """The loss measure a recommendation minimises when nobody said which: among
     ``names``, the first loss metric registered ``recommend=True`` (in registry order),

@@ -24,7 +24,7 @@ from ..roles import EXCLUSIVE, first_clash, key_role_error, role_clash_error
 from ._registry import NEEDS, REGISTRY, Metric, get_metric
 from .keysets import default_keysets
 
-__all__ = ["Inputs", "Reason", "applicable", "default_metrics", "need_error", "NEED_TEXT",
+__all__ = ["Inputs", "Reason", "applicable", "applicability", "default_metrics", "need_error", "NEED_TEXT",
            "declared_categories"]
 
 #: What each need (:data:`~sdcdist.metrics.NEEDS`) is, what a metric without it is told is
@@ -331,6 +331,30 @@ def applicable(metric: Metric | str, inputs: Inputs,
         return m.guard(inputs, opts)
     return None
 
+
+
+def applicability(inputs: Inputs, options: Mapping[str, Any] | None = None
+                  ) -> dict[str, Reason | str | None]:
+    """Every registered metric -> None when it applies to ``inputs``, else why: its own
+    :func:`applicable` reason, or for a metric computed from others (a score) the first
+    part that does not apply (``"its part X does not apply: ..."``). Registry order."""
+    why: dict[str, Reason | str | None] = {}
+
+    def reason(n: str, depth: int = 0) -> Reason | str | None:
+        if n in why:
+            return why[n]
+        m = REGISTRY[n]
+        out: Reason | str | None = applicable(m, inputs, options)
+        if out is None and depth < 8:
+            for part in m.requires or ():
+                sub = reason(part, depth + 1)
+                if sub is not None:
+                    out = f"its part {part} does not apply: {sub}"
+                    break
+        why[n] = out
+        return out
+
+    return {n: reason(n) for n in REGISTRY}
 
 def default_metrics(kind: str, inputs: Inputs, options: Mapping[str, Any] | None = None
                     ) -> tuple[list[str], dict[Reason, list[str]]]:

@@ -106,7 +106,7 @@ def resolve() -> list[dict[str, Any]]:
     """The presets as the page reads them: name, label, help, the methods each starts with
     (name and starting values) and its metrics."""
     from ..masking import REGISTRY as METHODS
-    from ..metrics import REGISTRY as METRICS
+    from ..metrics import family_metrics, preferred_score
     out = []
     for p in PRESETS:
         seen: set[str] = set()
@@ -119,19 +119,8 @@ def resolve() -> list[dict[str, Any]]:
                 continue
             seen.add(fam)
             methods[n] = list(p.grids.get(n) or start_grid(m))
-        metrics: list[str] = []
-        if p.preferred_score:
-            metrics += [n for n, m in METRICS.items() if m.preferred][:1]
-        counts: dict[str, int] = {}
-        for n, m in METRICS.items():
-            fam = _family(m.func, "sdcdist.metrics.")
-            if fam not in p.metric_families or m.by_name or m.part_of or m.needs \
-                    or m.kind not in ("risk", "loss", "utility") or m.requires:
-                continue
-            if counts.get(fam, 0) >= p.per_family:
-                continue
-            counts[fam] = counts.get(fam, 0) + 1
-            metrics.append(n)
+        metrics = [preferred_score()] if p.preferred_score else []
+        metrics += family_metrics(p.metric_families, p.per_family)
         out.append({"name": p.name, "label": p.label, "help": p.help,
                     "methods": methods, "metrics": metrics})
     return out
@@ -163,8 +152,7 @@ def applicability(md: Any, keys: Any = None) -> dict[str, dict[str, str | None]]
     its key role). A score (or any metric computed from others) does not apply when one
     of its parts does not."""
     from ..masking import REGISTRY as METHODS
-    from ..metrics import REGISTRY as METRICS
-    from ..metrics import applicable
+    from ..metrics import applicability
     from ..metrics.inputs import Inputs
     conf = [c for c in (md.roles.get("confidential") or []) if c in md.columns]
     use = list(keys) if keys is not None else list(md.roles.get("key") or [])
@@ -172,22 +160,5 @@ def applicability(md: Any, keys: Any = None) -> dict[str, dict[str, str | None]]
                                    shape_original=md.values.shape,
                                    shape_masked=md.values.shape)
     methods = {n: _method_reason(n, m, md) for n, m in METHODS.items()}
-    why: dict[str, str | None] = {}
-
-    def reason(n: str, depth: int = 0) -> str | None:
-        if n in why:
-            return why[n]
-        m = METRICS[n]
-        r = applicable(m, inputs)
-        out = str(r) if r is not None else None
-        if out is None and depth < 8:
-            for part in m.requires or ():
-                sub = reason(part, depth + 1)
-                if sub is not None:
-                    out = f"its part {part} does not apply: {sub}"
-                    break
-        why[n] = out
-        return out
-
-    metrics = {n: reason(n) for n in METRICS}
+    metrics = {n: (str(r) if r is not None else None) for n, r in applicability(inputs).items()}
     return {"methods": methods, "metrics": metrics}
