@@ -432,7 +432,7 @@ def test_dense_kernel_equals_hash_and_brute_force(K, options):
     flushed = prl.patterns._counts_flat(avT, tolT, tc, const, b["v"][:50], cmp.n_levels,
                                         cmp.radix, cmp.n_patterns, 1, 3000)
     assert flushed[0].size == cmp.n_patterns                # it did flush
-    _same(prl.patterns._sparse_of_hist(*flushed),
+    _same(prl.hists.sparse_of_hist(*flushed),
           prl.pattern_counts(a, {"v": b["v"][:50]}, cmp, kernel="hash"))
 
 

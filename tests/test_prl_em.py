@@ -10,7 +10,8 @@ import pytest
 
 from sdcdist.linkage import prl
 from sdcdist.linkage.prl import PRLSettings, probabilistic_linkage
-from sdcdist.linkage.prl.em import _constrained_levels, _estep, group_tables
+from sdcdist.linkage.prl.em import _constrained_levels, group_tables
+from sdcdist.linkage.prl.estep import _estep
 from sdcdist.linkage.prl.identification import FLAT_RATIO
 from sdcdist.masking import REGISTRY as MASKING
 from sdcdist.metrics import measure
@@ -406,7 +407,8 @@ def test_estep_by_runs_equals_the_loop(extreme):
     a time in a vectorised pass (_estep_runs, the EM's E-step for two column groups), gives
     the same floats bit for bit as _estep's loop: runs longer than a chunk, short runs,
     every branch of the softplus (series, log1p, logs)."""
-    from sdcdist.linkage.prl.em import ESTEP_CHUNK, _estep_any, estep_runs
+    from sdcdist.linkage.prl.estep import ESTEP_CHUNK, estep_runs
+    from sdcdist.linkage.prl.estep import estep as _estep_any
     rng = np.random.default_rng(12)
     K = 8
     cmp = prl.comparison(K)

@@ -1,4 +1,4 @@
-"""The rank kernel's uint16 counters are read sparsely (:func:`_sparse_of_hists`): the
+"""The rank kernel's uint16 counters are read sparsely (:func:`sparse_of_hists`): the
 same codes and counts as adding them to the uint32 wraps and reading the sum."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sdcdist.linkage.prl import patterns
+from sdcdist.linkage.prl import hists
 
 
 @pytest.mark.parametrize("case", ["plain", "wrapped_to_zero", "flushed", "tail", "empty"])
@@ -33,8 +33,8 @@ def test_sparse_of_hists_equals_the_summed_histograms(case, tell_pairs):
     pairs = int(h16.sum(dtype=np.int64) + h.sum(dtype=np.int64) + total.sum())
     ref_h = h.copy()
     ref_h[0] += h16
-    want = patterns._sparse_of_hist(total, ref_h)
-    got = patterns._sparse_of_hists(total, h, h16, pairs if tell_pairs else None)
+    want = hists.sparse_of_hist(total, ref_h)
+    got = hists.sparse_of_hists(total, h, h16, pairs if tell_pairs else None)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
     assert got[0].dtype == np.int64 and got[1].dtype == np.int64
 
@@ -45,4 +45,4 @@ def test_nonzero_u16_matches_flatnonzero():
         x = np.zeros(P, dtype=np.uint16)
         if P:
             x[rng.integers(0, P, max(1, P // 7))] = 1
-        assert np.array_equal(patterns._nonzero_u16(x), np.flatnonzero(x))
+        assert np.array_equal(hists.nonzero_u16(x), np.flatnonzero(x))

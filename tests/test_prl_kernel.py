@@ -72,10 +72,10 @@ def test_uint16_histogram_wraps_exactly():
     flushed = prl.patterns._counts_flat(avT, tolT, tc, const, b["v"], cmp.n_levels, cmp.radix,
                                         cmp.n_patterns, 1, 70_000)
     assert flushed[0].size == cmp.n_patterns
-    _same(prl.patterns._sparse_of_hist(*flushed), dense)
+    _same(prl.hists.sparse_of_hist(*flushed), dense)
     # the rank kernel's uint16 histogram the same way (and without a flush)
     for flush in (70_000, prl.patterns._FLUSH_PAIRS):
-        _same(prl.patterns._sparse_of_hist(*_ranked(a, b, cmp, 400, 300, 4096, flush)), dense)
+        _same(prl.hists.sparse_of_hist(*_ranked(a, b, cmp, 400, 300, 4096, flush)), dense)
 
 
 @pytest.mark.parametrize("method", ["s", "l"])
@@ -180,7 +180,7 @@ def test_rank_kernel_equals_hash_and_brute_force(K, options):
     for rank_rows, walk_rows, chunk in [(97, 31, 16), (600, 450, 2048), (256, 7, 40)]:
         out = _ranked(a, b, cmp, rank_rows, walk_rows, chunk, flush=5000)
         assert out[0].size == cmp.n_patterns                    # it did flush
-        _same(prl.patterns._sparse_of_hist(*out), ref)
+        _same(prl.hists.sparse_of_hist(*out), ref)
     # infinities (after the tolerances are fixed) and signed zeros in every column
     for k in range(K):
         a["v"][k::53, k] = np.inf
@@ -191,7 +191,7 @@ def test_rank_kernel_equals_hash_and_brute_force(K, options):
         b["v"][k + 2::11, k] = 0.0
     ref = prl.pattern_counts(a, b, cmp, kernel="hash")
     _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
-    _same(prl.patterns._sparse_of_hist(*_ranked(a, b, cmp, 97, 31, 16)), ref)
+    _same(prl.hists.sparse_of_hist(*_ranked(a, b, cmp, 97, 31, 16)), ref)
 
 
 def test_rank_kernel_skips_the_empty_first_tolerance_row_by_row():
@@ -214,7 +214,7 @@ def test_rank_kernel_skips_the_empty_first_tolerance_row_by_row():
     _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
     _same(prl.pattern_counts(a, b, cmp, kernel="hash"), ref)
     for rank_rows, walk_rows, chunk in [(97, 31, 16), (700, 500, 4096)]:
-        _same(prl.patterns._sparse_of_hist(*_ranked(a, b, cmp, rank_rows, walk_rows, chunk)),
+        _same(prl.hists.sparse_of_hist(*_ranked(a, b, cmp, rank_rows, walk_rows, chunk)),
               ref)
 
 
@@ -276,7 +276,7 @@ def test_rank_rows_in_any_order(K):
             np.zeros(0, dtype=np.int64), 0, prl.patterns._FLUSH_PAIRS, 64, 96)
         if h16.size:
             h[0] += h16
-        _same(prl.patterns._sparse_of_hist(total, h), ref)
+        _same(prl.hists.sparse_of_hist(total, h), ref)
 
 
 @numba.njit(error_model="numpy")
@@ -432,4 +432,4 @@ def test_nonzero_u16_equals_flatnonzero(n):
     h[rng.integers(0, max(n, 1), n // 3)] = rng.integers(1, 65535, n // 3).astype(np.uint16)
     if n:
         h[-1] = 3
-    np.testing.assert_array_equal(prl.patterns._nonzero_u16(h), np.flatnonzero(h))
+    np.testing.assert_array_equal(prl.hists.nonzero_u16(h), np.flatnonzero(h))

@@ -1,0 +1,233 @@
+"""The E-step of the PRL EM (:mod:`.em`), compiled: each pattern's posterior match
+probability from the two column groups' tables (:func:`~.em.group_tables`), summed into
+the M-step's per-column-level totals and the log-likelihood in one fixed order.
+
+Two kernels give the same bits: the plain loop :func:`_estep` over patterns, and
+:func:`_estep_runs` over runs of patterns that share their group-1 row, taken in chunks
+of :data:`ESTEP_CHUNK` with a vectorised softplus pass; :func:`estep` picks the one its
+run tables (:func:`estep_runs`) call for.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["estep", "estep_runs", "ESTEP_CHUNK"]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _softplus(e, odds, LR, idx, q):
+    # softplus(d_q) = ln(1 + e) and the match probability e / (1 + e) of pattern q from its
+    # match odds e (d_q = ln e); from the logs (odds * prod exp(LR[idx[q, g]])) where e
+    # is outside the double range (or 0)
+    if 0.0 < e < 1e-4:              # series, error < e^5/5
+        s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
+        w = e / (1.0 + e)
+    elif 1e-4 <= e < 1e300:
+        s = np.log1p(e)
+        w = e / (1.0 + e)
+    else:
+        d = np.log(odds)
+        for g in range(idx.shape[1]):
+            d += LR[idx[q, g]]
+        if d > 0.0:
+            s = d + np.log1p(np.exp(-d))
+            w = 1.0 / (1.0 + np.exp(-d))
+        else:
+            x = np.exp(d)
+            s = np.log1p(x)
+            w = x / (1.0 + x)
+    return s, w
+
+
+@numba.njit(cache=True, nogil=True)
+def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
+    # E-step on sparse pattern counts. The match odds of pattern q are
+    # e_q = p/(1-p) prod_k (m/u)[k, level], a product over the column groups' tables R
+    # (one gather per group); g_q = e_q / (1 + e_q). Fills bm (K, L) with the expected
+    # level counts among matches (one scatter per group into S, then the tables);
+    # returns their total and the log-likelihood
+    # N ln(1 - p) + sum_kl T_kl ln u_kl + sum_q c_q softplus(d_q), d_q = ln e_q.
+    P, G = idx.shape
+    J, K = clev.shape
+    base = N * np.log1p(-p)
+    lratio = np.zeros_like(ratio)
+    for k in range(K):
+        for l in range(nl[k]):
+            lu = np.log(u[k, l])
+            base += T[k, l] * lu
+            ratio[k, l] = m[k, l] / u[k, l]
+            lratio[k, l] = np.log(m[k, l]) - lu
+    for j in range(J):
+        r = 1.0
+        lr = 0.0
+        for k in range(K):
+            lv = clev[j, k]
+            if lv >= 0:
+                r *= ratio[k, lv]
+                lr += lratio[k, lv]
+        R[j] = r
+        LR[j] = lr
+        S[j] = 0.0
+    odds = p / (1.0 - p)
+    sp = 0.0
+    sm = 0.0
+    if G == 2 and P > 0:
+        # two column groups (the default comparison): the same operations in the same
+        # order as the general loop below, with the group-1 row's sum S[j1] held in a
+        # register while it repeats (codes increase, so the high group changes seldom:
+        # no store-to-load chain through S; the groups' rows are disjoint)
+        j1 = idx[0, 1]
+        a1 = S[j1]
+        for q in range(P):
+            i0 = idx[q, 0]
+            i1 = idx[q, 1]
+            s, w = _softplus(odds * R[i0] * R[i1], odds, LR, idx, q)
+            sp += c[q] * s
+            cm = c[q] * w
+            sm += cm
+            S[i0] += cm
+            if i1 != j1:
+                S[j1] = a1
+                j1 = i1
+                a1 = S[j1]
+            a1 += cm
+        S[j1] = a1
+    else:
+        for q in range(P):
+            e = odds
+            for g in range(G):
+                e *= R[idx[q, g]]
+            s, w = _softplus(e, odds, LR, idx, q)
+            sp += c[q] * s
+            cm = c[q] * w
+            sm += cm
+            for g in range(G):
+                S[idx[q, g]] += cm
+    bm[:, :] = 0.0
+    for j in range(J):
+        for k in range(K):
+            lv = clev[j, k]
+            if lv >= 0:
+                bm[k, lv] += S[j]
+    return sm, base + sp
+
+
+#: Patterns per chunk of the run E-step (:func:`_estep_runs`): the chunk's terms are computed
+#: in one vectorised pass into two buffers, then added in pattern order.
+ESTEP_CHUNK = 512
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _series_chunk(i0, c, OR, r1, q0, n, cs, cw):
+    # the softplus terms c_q softplus(d_q) and c_q g_q of patterns q0 .. q0 + n - 1 of one
+    # group-1 row (ratio product r1) by the series branch of _softplus, the same
+    # operations in the same order (e = odds R[i0] R[i1] = OR[i0] r1). The gather first
+    # (into cw), then a loop on contiguous values without a branch, which vectorises.
+    # Returns how many patterns are outside the series' range (their terms are then
+    # computed again by _softplus).
+    for p in range(n):
+        cw[p] = OR[i0[q0 + p]]
+    cq = c[q0:q0 + n]
+    bad = 0
+    for p in range(n):
+        e = cw[p] * r1
+        s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
+        w = e / (1.0 + e)
+        cs[p] = cq[p] * s
+        cw[p] = cq[p] * w
+        bad += np.int64(not ((e > 0.0) & (e < 1e-4)))
+    return bad
+
+
+@numba.njit(cache=True, nogil=True)
+def _estep_runs(idx, i0, rstart, rrow, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S, OR,
+                cs, cw):
+    # _estep for two column groups, the same floats bit for bit: the patterns (codes
+    # increasing) form runs of one group-1 row (rrow[r]: patterns rstart[r] ..
+    # rstart[r + 1] - 1); each run is taken in chunks of ESTEP_CHUNK patterns whose
+    # softplus terms are computed in a vectorised pass (_series_chunk, the rare patterns
+    # outside the series' range by _softplus), then added in pattern order into the same
+    # sums as _estep's loop (sp, sm, S[i0] and the run's group-1 sum held in a register).
+    # i0: idx[:, 0] contiguous; OR, cs, cw: scratch (J), (ESTEP_CHUNK,), (ESTEP_CHUNK,).
+    J, K = clev.shape
+    base = N * np.log1p(-p)
+    lratio = np.zeros_like(ratio)
+    for k in range(K):
+        for l in range(nl[k]):
+            lu = np.log(u[k, l])
+            base += T[k, l] * lu
+            ratio[k, l] = m[k, l] / u[k, l]
+            lratio[k, l] = np.log(m[k, l]) - lu
+    odds = p / (1.0 - p)
+    for j in range(J):
+        r = 1.0
+        lr = 0.0
+        for k in range(K):
+            lv = clev[j, k]
+            if lv >= 0:
+                r *= ratio[k, lv]
+                lr += lratio[k, lv]
+        R[j] = r
+        LR[j] = lr
+        S[j] = 0.0
+        OR[j] = odds * r
+    sp = 0.0
+    sm = 0.0
+    for rr in range(rstart.size - 1):
+        j1 = rrow[rr]
+        r1 = R[j1]
+        a1 = S[j1]
+        q = rstart[rr]
+        qe = rstart[rr + 1]
+        while q < qe:
+            n = min(ESTEP_CHUNK, qe - q)
+            if _series_chunk(i0, c, OR, r1, q, n, cs, cw):
+                for t in range(n):
+                    e = OR[i0[q + t]] * r1
+                    if not (0.0 < e < 1e-4):
+                        s, w = _softplus(e, odds, LR, idx, q + t)
+                        cs[t] = c[q + t] * s
+                        cw[t] = c[q + t] * w
+            for t in range(n):
+                cm = cw[t]
+                sp += cs[t]
+                sm += cm
+                S[i0[q + t]] += cm
+                a1 += cm
+            q += n
+        S[j1] = a1
+    bm[:, :] = 0.0
+    for j in range(J):
+        for k in range(K):
+            lv = clev[j, k]
+            if lv >= 0:
+                bm[k, lv] += S[j]
+    return sm, base + sp
+
+
+@numba.njit(cache=True, nogil=True)
+def estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S, runs):
+    # the E-step: by runs (_estep_runs) when runs holds them (two column groups), else
+    # _estep
+    i0, rstart, rrow, OR, cs, cw = runs
+    if rstart.size > 1:
+        return _estep_runs(idx, i0, rstart, rrow, c, clev, nl, m, u, p, T, N, bm, ratio, R,
+                           LR, S, OR, cs, cw)
+    return _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S)
+
+
+def estep_runs(idx: np.ndarray, J: int) -> tuple:
+    """The run tables of :func:`_estep_runs` for ``idx`` of two column groups (codes
+    increasing): ``(i0, rstart, rrow, OR, cs, cw)``; empty tables (so :func:`_estep`)
+    otherwise."""
+    z = np.zeros(0)
+    if idx.shape[1] != 2 or idx.shape[0] == 0:
+        return (np.zeros(0, np.uint16), np.zeros(0, np.int64), np.zeros(0, np.int64), z, z, z)
+    i1 = idx[:, 1]
+    rstart = np.r_[0, np.flatnonzero(i1[1:] != i1[:-1]) + 1, i1.size].astype(np.int64)
+    # group-0 rows as uint16 where they fit (half the bytes the E-step streams)
+    i0 = idx[:, 0].astype(np.uint16 if J <= 65536 else np.int32)
+    return (i0, rstart, i1[rstart[:-1]].astype(np.int64), np.zeros(J), np.zeros(ESTEP_CHUNK),
+            np.zeros(ESTEP_CHUNK))
