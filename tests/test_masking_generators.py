@@ -93,6 +93,42 @@ def test_cart_missing_values_synthesised():
         assert abs(np.isnan(out[:, j]).mean() - np.isnan(X[:, j]).mean()) < 0.03
 
 
+def test_cart_screens_predictors_as_synthpop():
+    # synthpop's remove.lindep.syn, run in R on these constructions, keeps (x1, x2) and
+    # leaves out x3 = x1 + x2 (largest loading), a near-constant x4 and x5 = 2y + 1
+    from sdcdist.masking.cart import screen_predictors
+    r = np.random.default_rng(3)
+    x1, x2 = r.standard_normal(200), r.standard_normal(200)
+    y = x1 ** 2 + r.standard_normal(200)
+    x3, x4, x5 = x1 + x2, np.tile([0.0, 0.001], 100), 2 * y + 1
+    assert screen_predictors(np.column_stack([x1, x2, x3, x4, x5]), y).tolist() == [
+        True, True, False, False, False]
+    for order in ([2, 0, 1], [1, 2, 0]):            # the dependent one, wherever it stands
+        P = np.column_stack([x1, x2, x3])[:, order]
+        assert screen_predictors(P, y).tolist() == [k != 2 for k in order]
+    # missing values: the screen reads the complete records
+    P = np.column_stack([x1, x2, x3])
+    P[::7, 0] = np.nan
+    assert screen_predictors(P, y).tolist() == [True, True, False]
+    # a constant response leaves nothing out but the constant predictor
+    assert screen_predictors(np.column_stack([x1, x4]), np.ones(200)).tolist() == [True, False]
+
+
+def test_cart_census_trees_never_split_on_ptotval():
+    # PTOTVAL = PEARNVAL + POTHVAL exactly: synthpop (R) leaves PTOTVAL out of the trees of
+    # FICA, WSALVAL and ERNVAL, the steps that have both parts, and nothing else anywhere
+    from sdcdist.data.refdata import reference_file
+    from sdcdist.masking.cart import cart_fit
+    md = load_microdata(reference_file("census"))
+    X = np.asarray(md.values, dtype=float)
+    cols = list(md.columns)
+    plan = plan_columns("cart", X, categorical=[], keep=[], columns=cols, synth_columns=None)
+    steps = cart_fit(X, plan, list(range(len(cols))), 50, Streams(np.random.default_rng(0)))
+    dropped = {cols[s.column]: sorted(set(range(s.column)) - set(s.predictors)) for s in steps}
+    assert {k: [cols[i] for i in v] for k, v in dropped.items() if v} == {
+        "FICA": ["PTOTVAL"], "WSALVAL": ["PTOTVAL"], "ERNVAL": ["PTOTVAL"]}
+
+
 # -- copula -----------------------------------------------------------------------
 
 def _scores(v):

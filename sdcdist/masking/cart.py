@@ -2,9 +2,9 @@
 
 The replaced columns are visited in the sequence ``synth_order`` (default the file's
 order). Column j of the sequence is predicted from the kept columns and the columns
-before it by a CART tree fitted once on the ORIGINAL records (scikit-learn's
-DecisionTreeClassifier, Gini, for a categorical column; DecisionTreeRegressor, least
-squares, for a numeric one), grown as rpart grows synthpop's trees: at least
+before it (screened as below) by a CART tree fitted once on the ORIGINAL records
+(scikit-learn's DecisionTreeClassifier, Gini, for a categorical column;
+DecisionTreeRegressor, least squares, for a numeric one), grown as rpart grows synthpop's trees: at least
 ``minbucket`` records a leaf, a node split only when it holds at least 3 x minbucket
 records (rpart's minsplit when minbucket alone is given), a split kept only when it
 lowers the impurity by complexity 1e-8 of the root's, depth at most 30, no pruning.
@@ -19,14 +19,19 @@ where it is present and drawn for the synthetic records whose indicator says pre
 A categorical column's missing value is a category of its own. Predictors with
 missing values go down scikit-learn's trees by its missing-value rule.
 
+Predictors are screened before each fit as synthpop's default ``syn()`` screens them
+(its ``remove.lindep.syn``, part of the model CATALOG names): left out are the predictors
+with variance <= 1e-5, those correlated >= 0.99999 with the response, and then, while
+the smallest eigenvalue of the kept predictors' correlation matrix is below 1e-5 of the
+largest, the predictor with the largest absolute loading on its eigenvector (the first
+in the file's order among equal loadings). Categorical columns enter as their codes,
+as synthpop enters a factor's level numbers; the screen reads the records where the
+response and every predictor are present. On Census, where PTOTVAL = PEARNVAL +
+POTHVAL exactly, PTOTVAL is left out of every tree that has the other two.
+
 Differences from rpart that remain: scikit-learn splits a categorical predictor on
 its codes as ordered numbers (rpart on subsets of categories), and thresholds are
-compared in float32. Difference from synthpop that remains: before each fit synthpop
-leaves out the predictors that are constant (variance <= 1e-5), correlated >= 0.99999
-with the response, or linearly dependent on the others (its ``remove.lindep.syn``); here
-every kept and earlier column is a predictor (CATALOG). On Census, where PTOTVAL =
-PEARNVAL + POTHVAL, synthpop never splits on PTOTVAL, and its releases link back less
-often on all nine quasi-identifiers (benchmarks/synthpop_cart.py).
+compared in float32.
 
 The trees are fitted in threads (they are independent: each on original records, with
 its own seed), and the blocks drawn in threads: the same bits for any number of them.
@@ -44,12 +49,68 @@ import numpy as np
 from ._registry import register
 from ._synth import (ColumnPlan, Streams, blocks, check_order, content_order, plan_columns)
 
-__all__ = ["cart", "CartStep", "cart_fit", "cart_sample_block", "COMPLEXITY", "MAX_DEPTH"]
+__all__ = ["cart", "CartStep", "cart_fit", "cart_sample_block", "screen_predictors",
+           "COMPLEXITY", "MAX_DEPTH", "LINDEP_EPS", "LINDEP_MAXCOR"]
 
 #: rpart's cp as synthpop sets it
 COMPLEXITY = 1e-8
 #: rpart's maxdepth default
 MAX_DEPTH = 30
+#: synthpop's remove.lindep.syn: least variance, and least eigenvalue ratio, of a predictor set
+LINDEP_EPS = 1e-5
+#: synthpop's remove.lindep.syn: a predictor correlated this much with the response is left out
+LINDEP_MAXCOR = 0.99999
+
+
+def screen_predictors(P: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Which predictors synthpop's ``remove.lindep.syn`` keeps (a boolean per column).
+
+    Parameters
+    ----------
+    P : ndarray (n, k)
+        The predictors on the records of the fit (categorical columns as codes, NaN missing).
+    y : ndarray (n,)
+        The response.
+
+    Returns
+    -------
+    keep : ndarray (k,) of bool
+        False for a predictor with variance (ddof 1) <= :data:`LINDEP_EPS`, one whose
+        correlation with ``y`` is >= :data:`LINDEP_MAXCOR`, and, while the smallest
+        eigenvalue of the kept predictors' correlation matrix is below
+        :data:`LINDEP_EPS` times the largest, the one with the largest absolute loading on
+        that eigenvalue's eigenvector (the first among equal loadings). Computed on the
+        records where ``y`` and every predictor are present; a correlation that is not
+        defined (a constant response) leaves nothing out.
+    """
+    P = np.asarray(P, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    k = P.shape[1]
+    present = ~np.isnan(y) & ~np.isnan(P).any(axis=1)
+    P, y = P[present], y[present]
+    n = P.shape[0]
+    if k == 0 or n < 2:
+        return np.ones(k, dtype=bool)
+    Pc = P - P.mean(axis=0)
+    ss = np.einsum("ij,ij->j", Pc, Pc)
+    keep = ss / (n - 1) > LINDEP_EPS
+    yc = y - y.mean()
+    sy = float(np.sqrt(yc @ yc))
+    if sy > 0:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = (Pc.T @ yc) / (np.sqrt(ss) * sy)
+        keep &= ~(r >= LINDEP_MAXCOR)
+    idx = np.flatnonzero(keep)
+    while idx.size > 1:
+        sd = np.sqrt(ss[idx])
+        C = (Pc[:, idx].T @ Pc[:, idx]) / np.outer(sd, sd)
+        w, V = np.linalg.eigh((C + C.T) / 2.0)        # ascending eigenvalues
+        if w[0] / w[-1] >= LINDEP_EPS:
+            break
+        idx = np.delete(idx, int(np.argmax(np.abs(V[:, 0]))))
+    out = np.zeros(k, dtype=bool)
+    out[idx] = True
+    return out
 
 
 @dataclass
@@ -97,6 +158,9 @@ def _fit_step(X: np.ndarray, column: int, kind: str, categorical: bool, predicto
         values = x
         top = np.nanmax(x) if (~np.isnan(x)).any() else -1.0
         y = np.where(np.isnan(x), top + 1.0, x)
+    if predictors:
+        keep = screen_predictors(X[np.ix_(rows, predictors)], y)
+        predictors = [p for p, k in zip(predictors, keep) if k]
     if not predictors:
         return CartStep(column, kind, [], None, np.zeros(1, np.int64),
                         np.array([rows.size], np.int64), values.copy())
@@ -189,8 +253,9 @@ def cart_sample_block(steps: list[CartStep], Xb: np.ndarray, rng: np.random.Gene
           acts_on="mixed", allowed="an integer >= 1",
           options=("synth_columns", "synth_order", "columns"),
           description="sequential CART synthesis (synthpop's default syn()): each replaced "
-                      "column drawn from the leaf of a tree on the kept and earlier columns, "
-                      "at least minbucket records a leaf",
+                      "column drawn from the leaf of a tree on the kept and earlier columns "
+                      "(linearly dependent ones left out, as synthpop does), at least "
+                      "minbucket records a leaf",
           reference="Reiter (2005); Nowok, Raab and Dibben (2016), synthpop; [DTMS §6]")
 def cart(X: np.ndarray, minbucket: int, *, rng: np.random.Generator,
          categorical: Sequence[int] = (), keep: Sequence[int] = (),
