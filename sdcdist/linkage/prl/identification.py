@@ -26,31 +26,74 @@ FLAT_RATIO = 1e-11
 
 
 @numba.njit(cache=True, nogil=True)
-def _crosstabs(lev, L, c, w):
+def _crosstabs(idx, clev, L, c, w):
     # T[0], T[1], T[2]: sum over the patterns of c, c w and c w^2 at each pair of
     # (column k, level l), (column k', level l'): one-hot cross products, (K L) x (K L).
-    # Accumulated with the three sums side by side, over k <= k' only (cell (r, q) of
-    # column k' > k sums exactly the terms of cell (q, r), in the same pattern order), the
-    # lower triangle copied at the end: the same values bit for bit as every cell on its
-    # own, in half the work. lev (P, K): each pattern's level per column.
-    P, K = lev.shape
+    # Through the column groups' tables (em.group_tables: consecutive columns per group;
+    # pattern q is the rows idx[q, g], row j's levels in clev[j], -1 outside its group):
+    # the three values summed per table row (R) give the cells of two columns of one
+    # group; the cells across groups come from sums per row of the later group h and
+    # (column k, level l) of the earlier groups (B; patterns come in runs of one row of
+    # the last group, so B's row stays in cache). Every sum runs in pattern order, then in
+    # table-row order: a fixed order, the same floats in every run, with about 3 K
+    # additions a pattern instead of 3 K (K + 1) / 2.
+    P, G = idx.shape
+    J, K = clev.shape
     KL = K * L
     S = np.zeros((KL, KL, 3))
-    lv = np.empty(K, dtype=np.int64)
-    for g in range(P):
-        for k in range(K):
-            lv[k] = k * L + lev[g, k]
-        a0 = c[g]
-        a1 = a0 * w[g]
-        a2 = a1 * w[g]
-        for k in range(K):
-            r = lv[k]
-            for k2 in range(k, K):
-                q = lv[k2]
-                S[r, q, 0] += a0
-                S[r, q, 1] += a1
-                S[r, q, 2] += a2
     T = np.zeros((3, KL, KL))
+    if P == 0:
+        return T
+    a = np.empty((P, 3))
+    for q in range(P):
+        a[q, 0] = c[q]
+        a[q, 1] = c[q] * w[q]
+        a[q, 2] = a[q, 1] * w[q]
+    R = np.zeros((J, 3))
+    for q in range(P):
+        for g in range(G):
+            j = idx[q, g]
+            for i in range(3):
+                R[j, i] += a[q, i]
+    for j in range(J):
+        for k in range(K):
+            lv = clev[j, k]
+            if lv < 0:
+                continue
+            for k2 in range(k, K):
+                l2 = clev[j, k2]
+                if l2 >= 0:
+                    for i in range(3):
+                        S[k * L + lv, k2 * L + l2, i] += R[j, i]
+    for h in range(1, G):
+        off = idx[0, h]
+        top = idx[0, h]
+        for q in range(P):
+            off = min(off, idx[q, h])
+            top = max(top, idx[q, h])
+        first = K                      # the group's first column
+        for k in range(K - 1, -1, -1):
+            if clev[off, k] >= 0:
+                first = k
+        B = np.zeros((top - off + 1, first * L, 3))
+        for q in range(P):
+            b = idx[q, h] - off
+            for g in range(h):
+                j = idx[q, g]
+                for k in range(first):
+                    lv = clev[j, k]
+                    if lv >= 0:
+                        for i in range(3):
+                            B[b, k * L + lv, i] += a[q, i]
+        for b in range(top - off + 1):
+            j2 = off + b
+            for k2 in range(first, K):
+                l2 = clev[j2, k2]
+                if l2 < 0:
+                    continue
+                for r in range(first * L):
+                    for i in range(3):
+                        S[r, k2 * L + l2, i] += B[b, r, i]
     for r in range(KL):
         for q in range(r, KL):
             for i in range(3):
@@ -60,20 +103,29 @@ def _crosstabs(lev, L, c, w):
 
 
 @numba.njit(cache=True, nogil=True)
-def _posterior(lev, mt, ut, p):
-    # per pattern w = p M / f, f = p M + (1 - p) U, M and U the products over the columns
-    # (left to right, from 1) of the level probabilities; 0 where f is not positive
-    P, K = lev.shape
+def _posterior(idx, clev, mt, ut, p):
+    # per pattern w = p M / f, f = p M + (1 - p) U, M and U the products over the column
+    # groups (in group order) of each group's row product (over its columns, left to
+    # right, from 1) of the level probabilities; 0 where f is not positive
+    P, G = idx.shape
+    J, K = clev.shape
+    rm = np.ones(J)
+    ru = np.ones(J)
+    for j in range(J):
+        for k in range(K):
+            lv = clev[j, k]
+            if lv >= 0:
+                rm[j] *= mt[k, lv]
+                ru[j] *= ut[k, lv]
     w = np.empty(P)
-    for g in range(P):
+    for q in range(P):
         mg = 1.0
         ug = 1.0
-        for k in range(K):
-            lk = lev[g, k]
-            mg *= mt[k, lk]
-            ug *= ut[k, lk]
+        for g in range(G):
+            mg *= rm[idx[q, g]]
+            ug *= ru[idx[q, g]]
         f = p * mg + (1 - p) * ug
-        w[g] = p * mg / f if f > 0 else 0.0
+        w[q] = p * mg / f if f > 0 else 0.0
     return w
 
 
@@ -175,9 +227,11 @@ def identification(counts: Any, cmp: Comparison, fit: EMResult, *, eps: float = 
     for k in range(K):
         mt[k, :nl[k]] = np.asarray(fit.m[k], dtype=np.float64)[:nl[k]]
         ut[k, :nl[k]] = np.asarray(fit.u[k], dtype=np.float64)[:nl[k]]
-    lev = pattern_levels(codes, cmp, getattr(fit, "tables", None))
-    w = _posterior(lev, mt, ut, p)
-    T = _crosstabs(lev, L, c, w)
+    tables = getattr(fit, "tables", None)
+    if tables is None or tables[0].shape[0] != codes.size:
+        tables = group_tables(codes, cmp.n_levels, cmp.radix)
+    w = _posterior(*tables, mt, ut, p)
+    T = _crosstabs(*tables, L, c, w)
     Tc, Tw, Tw2 = T[0], T[1], T[2]
     Tv = Tc - Tw                                         # c (1 - w)
     Twv = Tw - Tw2                                       # c w (1 - w)
