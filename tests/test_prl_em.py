@@ -644,3 +644,66 @@ def test_observed_information_equals_finite_differences():
             Hn[i, j] = (g(h, h) - g(h, -h) - g(-h, h) + g(-h, -h)) / (4 * h * h)
     ev = np.linalg.eigvalsh(-Hn)
     assert out["info_ratio"] == pytest.approx(ev[0] / np.max(np.abs(ev)), rel=1e-4)
+
+
+@pytest.mark.parametrize("nl", [[6] * 10, [3, 6, 2, 6, 6, 4, 6, 5, 6, 6, 2, 6, 3], [4, 2]])
+def test_crosstabs_by_column_groups_equal_the_one_hot_products(nl):
+    """The identification check's cross tabulations, summed through the EM's column-group
+    tables (one, two or three groups), equal the one-hot cross products over the
+    patterns."""
+    from sdcdist.linkage.prl.em import group_tables
+    from sdcdist.linkage.prl.identification import _crosstabs
+    rng = np.random.default_rng(5)
+    nl = np.array(nl, dtype=np.int64)
+    radix = np.r_[1, np.cumprod(nl)[:-1]].astype(np.int64)
+    lev = np.stack([rng.integers(0, n, 4000) for n in nl], axis=1)
+    lev[rng.random(lev.shape) < 0.5] = 0                  # concentrated, as real patterns
+    codes = np.unique(lev @ radix)
+    lev = (codes[:, None] // radix) % nl
+    c = rng.integers(1, 1000, codes.size).astype(np.float64)
+    w = rng.random(codes.size)
+    idx, clev = group_tables(codes, nl, radix)
+    L = int(nl.max())
+    T = _crosstabs(idx, clev, L, c, w)
+    O = np.zeros((codes.size, nl.size * L))
+    for k in range(nl.size):
+        O[np.arange(codes.size), k * L + lev[:, k]] = 1.0
+    for i, a in enumerate((c, c * w, c * w * w)):
+        ref = O.T @ (a[:, None] * O)
+        np.testing.assert_allclose(T[i], ref, rtol=1e-12, atol=1e-9)
+
+
+def test_em_is_the_same_bits_with_its_estep_parts_in_threads():
+    """The E-step's fixed parts (estep.ESTEP_PARTS) run one after the other or in a pool of
+    threads: the same fit bit for bit (m, u, P(M), every log-likelihood of the history);
+    and the parts' sums agree with the whole E-step's to rounding."""
+    from sdcdist.linkage.prl.estep import ESTEP_PARTS, EStep, estep, estep_runs
+    from sdcdist.parallel import thread_pool
+    rng = np.random.default_rng(8)
+    K = 8
+    cmp = prl.comparison(K)
+    codes = np.unique(np.r_[np.arange(2 * 6**5), rng.integers(0, cmp.n_patterns, 40_000)])
+    c = rng.integers(1, 500, codes.size)
+    fits = []
+    for threads in (1, 2, 3):
+        with thread_pool(threads) as pmap:
+            fits.append(prl.em((codes, c), cmp, p_start=1e-3, p_max=1e-3, pmap=pmap))
+    for f in fits[1:]:
+        assert f.p == fits[0].p and f.iterations == fits[0].iterations
+        assert f.history == fits[0].history
+        for k in range(K):
+            assert f.m[k].tobytes() == fits[0].m[k].tobytes()
+            assert f.u[k].tobytes() == fits[0].u[k].tobytes()
+    idx, clev = group_tables(codes, cmp.n_levels, cmp.radix)
+    J, L = clev.shape[0], 6
+    E = EStep(idx, clev, c.astype(float), cmp.n_levels.astype(np.int64), np.ones((K, L)))
+    assert len(E.parts) == ESTEP_PARTS
+    m = np.tile(np.r_[0.5, 0.2, 0.1, 0.1, 0.05, 0.05], (K, 1))
+    u = np.tile(np.r_[0.01, 0.02, 0.05, 0.1, 0.2, 0.62], (K, 1))
+    bm_p, bm_w = np.zeros((K, L)), np.zeros((K, L))
+    sm_p, ll_p = E(m, u, 1e-3, bm_p)
+    sm_w, ll_w = estep(idx, c.astype(float), clev, cmp.n_levels.astype(np.int64), m, u, 1e-3,
+                       np.ones((K, L)), float(c.sum()), bm_w, np.zeros((K, L)), np.zeros(J),
+                       np.zeros(J), np.zeros(J), estep_runs(idx, J))
+    assert sm_p == pytest.approx(sm_w, rel=1e-12) and ll_p == pytest.approx(ll_w, rel=1e-12)
+    np.testing.assert_allclose(bm_p, bm_w, rtol=1e-12)

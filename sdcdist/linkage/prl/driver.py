@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import SdcInputError, count_error, param_error, value_error
-from ...parallel import Runner, alongside
+from ...parallel import Runner, alongside, thread_pool
 from ..assignment import Candidates, assign_by_content
 from ..truth import row_truth
 from . import blocks as _blocks
@@ -37,6 +38,10 @@ from .weights import WeightParams, match_probability, weight_params
 __all__ = ["PRLResult", "probabilistic_linkage"]
 
 log = logging.getLogger(__name__)
+
+#: Threads that run the EM's E-step parts (:data:`~.estep.ESTEP_PARTS`; the fit is the
+#: same bits for any number).
+EM_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
 @dataclass
@@ -232,10 +237,11 @@ def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, 
     p_start = min(n_a, n_b) / float(n_pairs)
     e = s.em
     m_only = e.fit == "m_only"
-    fit = em(counts, cmp, p_start=p_start,
-             p_max=p_start if (e.p_max is None or m_only) else e.p_max,
-             m_start=e.m_start, max_iter=e.max_iter, tol=e.tol, eps=e.eps,
-             fix_u=m_only, fix_p=m_only, accelerate=e.accelerate)
+    with thread_pool(EM_THREADS, name="sdcdist-prl-em") as pmap:
+        fit = em(counts, cmp, p_start=p_start,
+                 p_max=p_start if (e.p_max is None or m_only) else e.p_max,
+                 m_start=e.m_start, max_iter=e.max_iter, tol=e.tol, eps=e.eps,
+                 fix_u=m_only, fix_p=m_only, accelerate=e.accelerate, pmap=pmap)
     if not fit.converged:
         log.warning("PRL: EM did not converge within %d iterations (the result is flagged); %s",
                     fit.iterations, limit_advice(e.accelerate))

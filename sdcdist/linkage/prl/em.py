@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import math
+
 import numba
 import numpy as np
 
 from ...errors import SdcInputError
 from .comparison import Comparison
-from .estep import estep, estep_runs
+from .estep import EStep
 from .settings import DEFAULTS
 
 __all__ = ["EMResult", "em", "EM_GROUP_SPACE", "limit_advice", "group_tables"]
@@ -77,6 +79,24 @@ _EM = DEFAULTS.em
 EM_GROUP_SPACE = 8192
 
 
+@numba.njit(cache=True, nogil=True)
+def _group_digits(codes, div, r, present):
+    # each code's digits of one column group, (code // div) % r, and which occur
+    gc = np.empty(codes.size, dtype=np.int64)
+    for q in range(codes.size):
+        x = (codes[q] // div) % r
+        gc[q] = x
+        present[x] = True
+    return gc
+
+
+@numba.njit(cache=True, nogil=True)
+def _take_rows(where, gc, idx, g):
+    # idx[:, g] = where[gc]
+    for q in range(gc.size):
+        idx[q, g] = where[gc[q]]
+
+
 def group_tables(codes: np.ndarray, nl: np.ndarray,
                   radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Split the key columns into consecutive groups whose level combinations number at
@@ -111,13 +131,12 @@ def group_tables(codes: np.ndarray, nl: np.ndarray,
         r = 1
         for k in cols:
             r *= int(nl[k])
-        gc = (codes // radix[cols[0]]) % r          # the group's digits, local radix
-        present = np.zeros(r, dtype=bool)
-        present[gc] = True
+        present = np.zeros(r, dtype=np.bool_)
+        gc = _group_digits(codes, int(radix[cols[0]]), r, present)   # local radix
         occ = np.flatnonzero(present)
-        where = np.zeros(r, dtype=np.int64)
-        where[occ] = np.arange(occ.size)
-        idx[:, g] = where[gc] + off
+        where = np.zeros(r, dtype=np.int32)
+        where[occ] = np.arange(off, off + occ.size, dtype=np.int32)
+        _take_rows(where, gc, idx, g)
         cl = np.full((occ.size, K), -1, dtype=np.int8)
         r = 1
         for k in cols:
@@ -234,14 +253,13 @@ def _constrained_levels(a, b, nk, m, u, smx, sux, t, N):
 
 
 @numba.njit(cache=True, nogil=True)
-def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm, delta,
-             R, LR, S, runs):
-    # One step of Winkler's constrained EM, the map F: (m, u, p) -> (m2, u2, p2).
-    # Returns p2, the largest parameter change, the log-likelihood at (m, u, p), and
-    # how many probabilities were clipped / columns pooled. F's output is always
-    # feasible (P(M) in [p_lo, p_hi], m >= u cumulatively, probabilities in [eps, 1-eps]).
+def _mstep(sm, bm, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, delta):
+    # The M-step of Winkler's constrained EM, after the E-step at (m, u, p) gave the
+    # expected matches sm and their level counts bm: the map F's output (m2, u2, p2).
+    # Returns p2, the largest parameter change and how many probabilities were clipped /
+    # columns pooled. F's output is always feasible (P(M) in [p_lo, p_hi], m >= u
+    # cumulatively, probabilities in [eps, 1-eps]).
     K = nl.shape[0]
-    sm, ll = estep(idx, c, clev, nl, m, u, p, T, N, bm, delta, R, LR, S, runs)
     su = N - sm                      # bu = T - bm: one scatter per column
     # M-step: P(M) bounded above (at most min(nA, nB) matches)
     pn = sm / N
@@ -302,7 +320,7 @@ def _em_step(idx, c, clev, T, N, nl, m, u, p, m2, u2, p_lo, p_hi, eps, fix_u, bm
                     u2[k, l] = v
                 if d > change:
                     change = d
-    return pn, change, ll, clipped, constrained
+    return pn, change, clipped, constrained
 
 
 @numba.njit(cache=True, nogil=True)
@@ -341,38 +359,36 @@ def _extrapolate(nl, a, m0, u0, p0, m1, u1, p1, m2, u2, p2, mx, ux, p_lo, p_hi, 
 
 
 @numba.njit(cache=True, nogil=True)
-def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, history, fix_u,
-               accelerate, runs):
-    # Constrained EM on sparse pattern counts, optionally accelerated by SQUAREM
-    # (Varadhan & Roland 2008, SqS3 with the global step-length bound of their
-    # package). m, u (K, L) hold the start and are overwritten by the fit (padding
-    # beyond a column's levels stays 1, never read). Every evaluation of the EM map F
-    # counts as an iteration and records the log-likelihood at its input in history;
-    # the fit has converged when one F step moves no parameter's logarithm by tol or more.
-    K, L = m.shape
-    N = 0.0
-    for q in range(c.shape[0]):
-        N += c[q]
-    bm = np.zeros((K, L))
-    delta = np.zeros((K, L))
-    J = clev.shape[0]
-    R = np.zeros(J)
-    LR = np.zeros(J)
-    S = np.zeros(J)
-    m1 = m.copy()
-    u1 = u.copy()
-    m2 = m.copy()
-    u2 = u.copy()
-    mx = m.copy()
-    ux = u.copy()
-    clipped = 0
-    constrained = 0
+def _sq_norms(nl, m, u, p, m1, u1, p1, m2, u2, p2):
+    # SQUAREM's ||r||^2 and ||v||^2 (r = theta1 - theta0, v = theta2 - 2 theta1 + theta0)
+    sr2 = (p1 - p) ** 2
+    sv2 = (p2 - 2.0 * p1 + p) ** 2
+    for k in range(nl.shape[0]):
+        for l in range(nl[k]):
+            sr2 += (m1[k, l] - m[k, l]) ** 2 + (u1[k, l] - u[k, l]) ** 2
+            sv2 += ((m2[k, l] - 2.0 * m1[k, l] + m[k, l]) ** 2
+                    + (u2[k, l] - 2.0 * u1[k, l] + u[k, l]) ** 2)
+    return sr2, sv2
+
+
+def _squarem(F: Any, nl: np.ndarray, m: np.ndarray, u: np.ndarray, p: float, p_lo: float,
+             p_hi: float, eps: float, max_iter: int, tol: float, history: np.ndarray,
+             accelerate: bool) -> tuple[float, int, bool, int, int]:
+    """Constrained EM on the pattern counts, optionally accelerated by SQUAREM (Varadhan &
+    Roland 2008, SqS3 with the global step-length bound of their package). ``F(m, u, p,
+    m2, u2)`` is the EM map (into m2, u2; returns p2, the largest change, the
+    log-likelihood at its input, clipped, pooled). m, u (K, L) hold the start and are
+    overwritten by the fit (padding beyond a column's levels stays 1, never read). Every
+    evaluation of F counts as an iteration and records the log-likelihood at its input in
+    history; the fit has converged when one F step moves no parameter's logarithm by tol
+    or more. Returns ``(p, iterations, converged, clipped, pooled)``."""
+    m1, u1, m2, u2, mx, ux = m.copy(), u.copy(), m.copy(), u.copy(), m.copy(), u.copy()
+    clipped = constrained = 0
     converged = False
     it = 0
     stepmax = 1.0
     while it < max_iter:
-        p1, ch, ll0, cl, co = _em_step(idx, c, clev, T, N, nl, m, u, p, m1, u1, p_lo, p_hi, eps,
-                                       fix_u, bm, delta, R, LR, S, runs)
+        p1, ch, ll0, cl, co = F(m, u, p, m1, u1)
         history[it] = ll0
         it += 1
         clipped += cl
@@ -385,19 +401,12 @@ def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, his
                 converged = True
                 break
             continue
-        p2, ch, ll1, cl, co = _em_step(idx, c, clev, T, N, nl, m1, u1, p1, m2, u2, p_lo, p_hi, eps,
-                                       fix_u, bm, delta, R, LR, S, runs)
+        p2, ch, ll1, cl, co = F(m1, u1, p1, m2, u2)
         history[it] = ll1
         it += 1
         clipped += cl
         constrained += co
-        sr2 = (p1 - p) ** 2
-        sv2 = (p2 - 2.0 * p1 + p) ** 2
-        for k in range(K):
-            for l in range(nl[k]):
-                sr2 += (m1[k, l] - m[k, l]) ** 2 + (u1[k, l] - u[k, l]) ** 2
-                sv2 += ((m2[k, l] - 2.0 * m1[k, l] + m[k, l]) ** 2
-                        + (u2[k, l] - 2.0 * u1[k, l] + u[k, l]) ** 2)
+        sr2, sv2 = _sq_norms(nl, m, u, p, m1, u1, p1, m2, u2, p2)
         if ch < tol or it >= max_iter or not sv2 > 0.0:
             m[:, :] = m2
             u[:, :] = u2
@@ -408,7 +417,7 @@ def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, his
             continue
         # step length a = ||r|| / ||v|| (the paper's -a), in [1, stepmax]; a = 1 gives
         # theta2 itself. Backtrack toward 1 while a probability would not be positive.
-        a = np.sqrt(sr2 / sv2)
+        a = math.sqrt(sr2 / sv2)
         a = 1.0 if a < 1.0 else (stepmax if a > stepmax else a)
         px = -1.0
         while a > 1.0:
@@ -423,8 +432,7 @@ def _em_kernel(idx, c, clev, T, nl, m, u, p, p_lo, p_hi, eps, max_iter, tol, his
             ux[:, :] = u2
             px = p2
         # stabilise with one F step from the extrapolated point (into m, u)
-        p3, ch, llx, cl, co = _em_step(idx, c, clev, T, N, nl, mx, ux, px, m, u, p_lo, p_hi, eps,
-                                       fix_u, bm, delta, R, LR, S, runs)
+        p3, ch, llx, cl, co = F(mx, ux, px, m, u)
         history[it] = llx
         it += 1
         clipped += cl
@@ -460,7 +468,7 @@ def limit_advice(accelerate: bool) -> str:
 def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = None,
        m_start: float = _EM.m_start, max_iter: int = _EM.max_iter, tol: float = _EM.tol,
        eps: float = _EM.eps, fix_u: bool = False, fix_p: bool = False,
-       accelerate: bool = _EM.accelerate) -> EMResult:
+       accelerate: bool = _EM.accelerate, pmap: Any = None) -> EMResult:
     """Fit P(M), m and u by Winkler's constrained EM on the pattern counts.
 
     Parameters
@@ -502,6 +510,11 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     accelerate : bool
         SQUAREM around the constrained EM map (default); ``False`` iterates the
         plain map. Both stop by the same rule at the same fixed point.
+    pmap : callable, optional
+        ``pmap(fn, blocks)`` -> ``[fn(*b) for b in blocks]`` in block order: how the
+        E-step's fixed parts are run (:class:`~.estep.EStep`; default one after the other,
+        e.g. :func:`sdcdist.parallel.thread_pool`'s map runs them in threads). The fit is
+        the same bits either way.
 
     Notes
     -----
@@ -579,12 +592,19 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
         hi = p
     history = np.zeros(int(max_iter))
     nl64 = nl.astype(np.int64)
-    runs = estep_runs(idx, J)
-    p, it, converged, clipped, constrained = _em_kernel(
-        idx, c, clev, T, nl64, M, U, p, lo, hi, float(eps), int(max_iter), float(tol),
-        history, bool(fix_u), bool(accelerate), runs)
-    ll = estep(idx, c, clev, nl64, M, U, p, T, N, np.zeros((K, L)), np.zeros((K, L)),
-                    np.zeros(J), np.zeros(J), np.zeros(J), runs)[1]
+    E = EStep(idx, clev, c, nl64, T, pmap)
+    bm, delta = np.zeros((K, L)), np.zeros((K, L))
+
+    def F(m: np.ndarray, u: np.ndarray, p: float, m2: np.ndarray, u2: np.ndarray) -> tuple:
+        sm, ll = E(m, u, p, bm)
+        p2, ch, cl, co = _mstep(sm, bm, T, N, nl64, m, u, p, m2, u2, lo, hi, float(eps),
+                                bool(fix_u), delta)
+        return p2, ch, ll, cl, co
+
+    p, it, converged, clipped, constrained = _squarem(
+        F, nl64, M, U, p, lo, hi, float(eps), int(max_iter), float(tol), history,
+        bool(accelerate))
+    ll = E(M, U, p, np.zeros((K, L)))[1]
     m = [M[k, :nl[k]].copy() for k in range(K)]
     u = [U[k, :nl[k]].copy() for k in range(K)]
     return EMResult(m, u, float(p), ll, int(it), bool(converged), int(clipped),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["estep", "estep_runs", "ESTEP_CHUNK"]
+__all__ = ["estep", "estep_runs", "ESTEP_CHUNK", "ESTEP_PARTS", "EStep"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -142,15 +142,9 @@ def _series_chunk(i0, c, OR, r1, q0, n, cs, cw):
 
 
 @numba.njit(cache=True, nogil=True)
-def _estep_runs(idx, i0, rstart, rrow, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S, OR,
-                cs, cw):
-    # _estep for two column groups, the same floats bit for bit: the patterns (codes
-    # increasing) form runs of one group-1 row (rrow[r]: patterns rstart[r] ..
-    # rstart[r + 1] - 1); each run is taken in chunks of ESTEP_CHUNK patterns whose
-    # softplus terms are computed in a vectorised pass (_series_chunk, the rare patterns
-    # outside the series' range by _softplus), then added in pattern order into the same
-    # sums as _estep's loop (sp, sm, S[i0] and the run's group-1 sum held in a register).
-    # i0: idx[:, 0] contiguous; OR, cs, cw: scratch (J), (ESTEP_CHUNK,), (ESTEP_CHUNK,).
+def _tables(clev, nl, m, u, p, T, N, ratio, R, LR, OR):
+    # the per-row tables of an E-step: ratio (K, L) = m / u, R / LR (J) the rows' ratio
+    # products and log-ratio sums, OR = odds R; returns N ln(1 - p) + sum_kl T_kl ln u_kl
     J, K = clev.shape
     base = N * np.log1p(-p)
     lratio = np.zeros_like(ratio)
@@ -171,11 +165,18 @@ def _estep_runs(idx, i0, rstart, rrow, c, clev, nl, m, u, p, T, N, bm, ratio, R,
                 lr += lratio[k, lv]
         R[j] = r
         LR[j] = lr
-        S[j] = 0.0
         OR[j] = odds * r
+    return base
+
+
+@numba.njit(cache=True, nogil=True)
+def _runs_range(idx, i0, rstart, rrow, r_lo, r_hi, c, R, LR, OR, odds, S, cs, cw):
+    # the sums of _estep_runs over the runs r_lo .. r_hi - 1 (patterns rstart[r_lo] ..
+    # rstart[r_hi] - 1): adds each pattern's c g into S (its two rows) and returns
+    # (sum c g, sum c softplus(d)), each summed in pattern order
     sp = 0.0
     sm = 0.0
-    for rr in range(rstart.size - 1):
+    for rr in range(r_lo, r_hi):
         j1 = rrow[rr]
         r1 = R[j1]
         a1 = S[j1]
@@ -198,12 +199,57 @@ def _estep_runs(idx, i0, rstart, rrow, c, clev, nl, m, u, p, T, N, bm, ratio, R,
                 a1 += cm
             q += n
         S[j1] = a1
+    return sm, sp
+
+
+@numba.njit(cache=True, nogil=True)
+def _loop_range(idx, c, R, LR, odds, q_lo, q_hi, S):
+    # the sums of _estep's general loop over the patterns q_lo .. q_hi - 1 (any number of
+    # column groups): adds each pattern's c g into S (its rows); returns (sum c g,
+    # sum c softplus(d)), each in pattern order
+    G = idx.shape[1]
+    sp = 0.0
+    sm = 0.0
+    for q in range(q_lo, q_hi):
+        e = odds
+        for g in range(G):
+            e *= R[idx[q, g]]
+        s, w = _softplus(e, odds, LR, idx, q)
+        sp += c[q] * s
+        cm = c[q] * w
+        sm += cm
+        for g in range(G):
+            S[idx[q, g]] += cm
+    return sm, sp
+
+
+@numba.njit(cache=True, nogil=True)
+def _levels_from_rows(clev, S, bm):
+    # bm (K, L): the expected level counts among matches from the rows' sums S
+    J, K = clev.shape
     bm[:, :] = 0.0
     for j in range(J):
         for k in range(K):
             lv = clev[j, k]
             if lv >= 0:
                 bm[k, lv] += S[j]
+
+
+@numba.njit(cache=True, nogil=True)
+def _estep_runs(idx, i0, rstart, rrow, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S, OR,
+                cs, cw):
+    # _estep for two column groups, the same floats bit for bit: the patterns (codes
+    # increasing) form runs of one group-1 row (rrow[r]: patterns rstart[r] ..
+    # rstart[r + 1] - 1); each run is taken in chunks of ESTEP_CHUNK patterns whose
+    # softplus terms are computed in a vectorised pass (_series_chunk, the rare patterns
+    # outside the series' range by _softplus), then added in pattern order into the same
+    # sums as _estep's loop (sp, sm, S[i0] and the run's group-1 sum held in a register).
+    # i0: idx[:, 0] contiguous; OR, cs, cw: scratch (J), (ESTEP_CHUNK,), (ESTEP_CHUNK,).
+    base = _tables(clev, nl, m, u, p, T, N, ratio, R, LR, OR)
+    S[:] = 0.0
+    sm, sp = _runs_range(idx, i0, rstart, rrow, 0, rstart.size - 1, c, R, LR, OR,
+                         p / (1.0 - p), S, cs, cw)
+    _levels_from_rows(clev, S, bm)
     return sm, base + sp
 
 
@@ -231,3 +277,80 @@ def estep_runs(idx: np.ndarray, J: int) -> tuple:
     i0 = idx[:, 0].astype(np.uint16 if J <= 65536 else np.int32)
     return (i0, rstart, i1[rstart[:-1]].astype(np.int64), np.zeros(J), np.zeros(ESTEP_CHUNK),
             np.zeros(ESTEP_CHUNK))
+
+
+#: Parts of the EM's E-step (:class:`EStep`): consecutive runs of patterns whose sums are
+#: computed on their own (in threads when the caller maps them so) and then added in part
+#: order. Fixed, so the fit is the same bits for any number of threads.
+ESTEP_PARTS = 4
+
+
+class EStep:
+    """The EM's E-step on fixed parts of the patterns (:data:`ESTEP_PARTS`).
+
+    Each part sums its patterns in pattern order (by runs of one group-1 row with two
+    column groups, :func:`_runs_range`; by :func:`_loop_range` otherwise) into its own
+    row sums; the parts' sums are then added in part order. ``pmap(fn, blocks)`` runs the
+    parts (``[fn(*b) for b in blocks]`` by default; a thread map gives the same floats).
+
+    Parameters
+    ----------
+    idx : ndarray (P, G), clev : ndarray (J, K)
+        The column groups' tables (:func:`~.em.group_tables`).
+    c : ndarray (P,)
+        Pattern counts (float64).
+    nl : ndarray (K,) of int64
+    T : ndarray (K, L)
+        Level totals over all pairs.
+    """
+
+    def __init__(self, idx: np.ndarray, clev: np.ndarray, c: np.ndarray, nl: np.ndarray,
+                 T: np.ndarray, pmap=None):
+        self.idx, self.clev, self.c, self.nl, self.T = idx, clev, c, nl, T
+        self.N = float(np.sum(c))
+        J, K = clev.shape
+        L = T.shape[1]
+        self.runs = estep_runs(idx, J)
+        rstart = self.runs[1]
+        P = idx.shape[0]
+        if rstart.size > 1:           # parts of whole runs, cut near equal pattern counts
+            goal = [P * k // ESTEP_PARTS for k in range(1, ESTEP_PARTS)]
+            cuts = np.searchsorted(rstart, goal)
+            bounds = np.unique(np.r_[0, cuts, rstart.size - 1])
+        else:
+            bounds = np.unique(np.r_[0, [P * k // ESTEP_PARTS for k in range(1, ESTEP_PARTS)],
+                                     P])
+        self.parts = [(int(bounds[i]), int(bounds[i + 1])) for i in range(bounds.size - 1)]
+        self.S = [np.zeros(J) for _ in self.parts]
+        self.scratch = [(np.zeros(ESTEP_CHUNK), np.zeros(ESTEP_CHUNK)) for _ in self.parts]
+        self.ratio, self.R, self.LR, self.OR = np.zeros((K, L)), np.zeros(J), np.zeros(J), \
+            np.zeros(J)
+        self.pmap = pmap if pmap is not None else (lambda fn, blocks: [fn(*b) for b in blocks])
+
+    def _part(self, k: int, odds: float) -> tuple[float, float]:
+        S = self.S[k]
+        S[:] = 0.0
+        lo, hi = self.parts[k]
+        if self.runs[1].size > 1:
+            i0, rstart, rrow = self.runs[0], self.runs[1], self.runs[2]
+            cs, cw = self.scratch[k]
+            return _runs_range(self.idx, i0, rstart, rrow, lo, hi, self.c, self.R, self.LR,
+                               self.OR, odds, S, cs, cw)
+        return _loop_range(self.idx, self.c, self.R, self.LR, odds, lo, hi, S)
+
+    def __call__(self, m: np.ndarray, u: np.ndarray, p: float, bm: np.ndarray
+                 ) -> tuple[float, float]:
+        """Expected matches ``sum c g`` and the log-likelihood at ``(m, u, p)``; ``bm``
+        (K, L) receives the expected level counts among matches."""
+        base = _tables(self.clev, self.nl, m, u, p, self.T, self.N, self.ratio, self.R,
+                       self.LR, self.OR)
+        odds = p / (1.0 - p)
+        sums = self.pmap(self._part, [(k, odds) for k in range(len(self.parts))])
+        S = self.S[0].copy()
+        sm, sp = sums[0]
+        for k in range(1, len(sums)):
+            S += self.S[k]
+            sm += sums[k][0]
+            sp += sums[k][1]
+        _levels_from_rows(self.clev, S, bm)
+        return sm, base + sp
