@@ -169,6 +169,27 @@ def test_exact_dense_on_tie_heavy_integer_weights(seed, n):
     assert W[r3, c3].sum() == W[r0, c0].sum()
 
 
+@pytest.mark.parametrize("phases", [(16.0, 16.0, 1e-4), (64.0, 32.0, 1e-4), (4.0, 8.0, 1e-2)])
+def test_integer_exact_dense_returns_the_same_assignment_whatever_the_auction(phases,
+                                                                              monkeypatch):
+    """On integer (fixed-point) weights the assignment is the lexicographically smallest
+    optimum, so the auction's epsilon phases (which only seed the exact solve) and the
+    sparse start change nothing: the same pairs bit for bit."""
+    from sdcdist.linkage.assignment import auction, exact_dense
+    rng = np.random.default_rng(4)
+    n = 1600                                       # above AUCTION_MIN: the auction runs
+    W = rng.integers(-40, 8, size=(n, n)).astype(float)
+    W[n // 3: n // 2] = W[0]                       # equal rows: many optima
+    ref = exact_dense(W, integer=True, auction=False)
+    first, ratio, eps = phases
+    monkeypatch.setattr(auction, "AUCTION_FIRST", first)
+    monkeypatch.setattr(auction, "AUCTION_RATIO", ratio)
+    monkeypatch.setattr(auction, "AUCTION_EPS", eps)
+    r, c, info = exact_dense(W, integer=True, auction=True)
+    assert info["auction_phases"] >= 1
+    assert np.array_equal(r, ref[0]) and np.array_equal(c, ref[1])
+
+
 @pytest.mark.parametrize("kw", [{}, {"method": "l", "t": 0.05}])
 def test_exact_dense_on_microaggregated_census(census, monkeypatch, kw):
     """Regression: PRL weights of Census against micmul k = 3 (identical rows in triplets)
