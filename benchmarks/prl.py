@@ -103,7 +103,12 @@ slices of 1e8 pairs) did not finish.
                              [--sql-memory 9GB] [--sql-threads 1] [--sql-tmp DIR]
                              [--sql-em-pairs 0] [--sql-sample-slices K/N] [--peer-log FILE]
                              [--peer-files F] [--until HH:MM]
-                             [--eia-csv eia.csv] [--warm]
+                             [--eia-csv eia.csv] [--warm] [--repeats N]
+
+``--workers 0`` runs sdcdist in this process without a cluster (the library call with
+``Runner(None)``: patterns in one task, the EM's E-step parts and the dense weights on two
+threads); ``--warm --repeats 5`` then gives the warm figure of the library, the median of
+five calls after one that compiles and warms the caches.
 """
 
 from __future__ import annotations
@@ -243,26 +248,37 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run_sdcdist(client, X: np.ndarray, Y: np.ndarray, options: dict) -> dict:
+def run_sdcdist(client, X: np.ndarray, Y: np.ndarray, options: dict, repeats: int = 1
+                ) -> dict:
+    """sdcdist's PRL of Y to X on ``client`` (None: in this process, the library call with
+    no cluster); with ``repeats`` > 1 the wall time is the median of that many calls (each
+    one's time in the note)."""
     from sdcdist.linkage.prl import PRLSettings, probabilistic_linkage
     from sdcdist.parallel import Runner
     runner = Runner(client)
     n = X.shape[0]
     A, B = runner.share(X), runner.share(Y)
-    client.run(_reset_peak)
-    _reset_peak()
-    t0 = time.perf_counter()
-    res = probabilistic_linkage(runner, A, B, n, n, tuple(range(X.shape[1])),
-                                settings=PRLSettings.from_options(options))
-    wall = time.perf_counter() - t0
-    workers = client.run(_peak_mb)
+    walls = []
+    for _ in range(max(1, repeats)):
+        if client is not None:
+            client.run(_reset_peak)
+        _reset_peak()
+        t0 = time.perf_counter()
+        res = probabilistic_linkage(runner, A, B, n, n, tuple(range(X.shape[1])),
+                                    settings=PRLSettings.from_options(options))
+        walls.append(time.perf_counter() - t0)
     i = res.info
-    return {"correct": res.correct, "best": res.correct_best, "n": n, "wall": wall,
-            "pairs": i["pairs_compared"], "rss": _peak_mb(), "rss_workers": max(workers.values()),
+    out = {"rss": _peak_mb()}
+    if client is not None:
+        out["rss_workers"] = max(client.run(_peak_mb).values())
+    return {**out, "correct": res.correct, "best": res.correct_best, "n": n,
+            "wall": float(np.median(walls)), "pairs": i["pairs_compared"],
             "note": f"{i['assignment']} assignment; EM {i['em_iterations']} it, "
                     f"P(M) {i['p_match']:.6g}"
                     f"{'' if i['em_converged'] else ' (NOT converged)'}; timings "
-                    + ", ".join(f"{k} {v:.1f}" for k, v in i["timings"].items())}
+                    + ", ".join(f"{k} {v:.2f}" for k, v in i["timings"].items())
+                    + (f"; walls {', '.join(f'{w:.2f}' for w in walls)} s (median)"
+                       if len(walls) > 1 else "")}
 
 
 def run_peer(tool: str, X: np.ndarray, Y: np.ndarray, max_pairs: float,
@@ -384,6 +400,8 @@ def main() -> None:
                          "generated tie-heavy look-alike, eia_like)")
     ap.add_argument("--warm", action="store_true",
                     help="time sdcdist's second call on each file (the first warms up)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="sdcdist's wall time: the median of this many calls")
     ap.add_argument("--peer-python", default=str(PEER_PY),
                     help="the python of the peers' venv (default benchmarks/.venv-peers)")
     args = ap.parse_args()
@@ -408,10 +426,13 @@ def main() -> None:
         if v not in VARIANTS:
             raise SystemExit(f"unknown variant {v!r}; one of {', '.join(VARIANTS)}")
     print(f"PRL benchmark: all numeric columns as one key set, noise variance 0.1 var, seed 1, "
-          f"{args.workers} workers; wall times on a shared machine are noisy\n")
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                      dashboard_address=":0", silence_logs=40) as cluster, \
-            Client(cluster) as client:
+          f"{args.workers or 'no'} workers{' (in this process)' if not args.workers else ''}; "
+          "wall times on a shared machine are noisy\n")
+    import contextlib
+    with (LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                       dashboard_address=":0", silence_logs=40) if args.workers > 0
+          else contextlib.nullcontext()) as cluster, \
+            (Client(cluster) if cluster is not None else contextlib.nullcontext()) as client:
         for name in args.files.split(","):
             X, Y = load(name, eia_csv=args.eia_csv)
             print(f"### {name}: {X.shape[0]:,} x {X.shape[1]}\n")
@@ -421,7 +442,7 @@ def main() -> None:
                 label, options = VARIANTS[v]
                 if args.warm:
                     run_sdcdist(client, X, Y, options)
-                print(row(label, run_sdcdist(client, X, Y, options)), flush=True)
+                print(row(label, run_sdcdist(client, X, Y, options, args.repeats)), flush=True)
             for tool in (peers if args.peer_files is None
                          or name in args.peer_files.split(",") else []):
                 if tool == "splink_fixed_u_sql":

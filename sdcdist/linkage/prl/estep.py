@@ -50,34 +50,17 @@ def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
     # returns their total and the log-likelihood
     # N ln(1 - p) + sum_kl T_kl ln u_kl + sum_q c_q softplus(d_q), d_q = ln e_q.
     P, G = idx.shape
-    J, K = clev.shape
-    base = N * np.log1p(-p)
-    lratio = np.zeros_like(ratio)
-    for k in range(K):
-        for l in range(nl[k]):
-            lu = np.log(u[k, l])
-            base += T[k, l] * lu
-            ratio[k, l] = m[k, l] / u[k, l]
-            lratio[k, l] = np.log(m[k, l]) - lu
-    for j in range(J):
-        r = 1.0
-        lr = 0.0
-        for k in range(K):
-            lv = clev[j, k]
-            if lv >= 0:
-                r *= ratio[k, lv]
-                lr += lratio[k, lv]
-        R[j] = r
-        LR[j] = lr
-        S[j] = 0.0
+    J = clev.shape[0]
+    base = _tables(clev, nl, m, u, p, T, N, ratio, R, LR, np.empty(J))
+    S[:] = 0.0
     odds = p / (1.0 - p)
     sp = 0.0
     sm = 0.0
     if G == 2 and P > 0:
         # two column groups (the default comparison): the same operations in the same
-        # order as the general loop below, with the group-1 row's sum S[j1] held in a
-        # register while it repeats (codes increase, so the high group changes seldom:
-        # no store-to-load chain through S; the groups' rows are disjoint)
+        # order as the general loop (_loop_range), with the group-1 row's sum S[j1] held
+        # in a register while it repeats (codes increase, so the high group changes
+        # seldom: no store-to-load chain through S; the groups' rows are disjoint)
         j1 = idx[0, 1]
         a1 = S[j1]
         for q in range(P):
@@ -95,22 +78,8 @@ def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
             a1 += cm
         S[j1] = a1
     else:
-        for q in range(P):
-            e = odds
-            for g in range(G):
-                e *= R[idx[q, g]]
-            s, w = _softplus(e, odds, LR, idx, q)
-            sp += c[q] * s
-            cm = c[q] * w
-            sm += cm
-            for g in range(G):
-                S[idx[q, g]] += cm
-    bm[:, :] = 0.0
-    for j in range(J):
-        for k in range(K):
-            lv = clev[j, k]
-            if lv >= 0:
-                bm[k, lv] += S[j]
+        sm, sp = _loop_range(idx, c, R, LR, odds, 0, P, S)
+    _levels_from_rows(clev, S, bm)
     return sm, base + sp
 
 
