@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["estep", "estep_runs", "ESTEP_CHUNK", "ESTEP_PARTS", "EStep"]
+__all__ = ["estep", "estep_runs", "ESTEP_CHUNK", "ESTEP_PARTS", "ESTEP_MAP_MIN", "EStep"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -253,6 +253,11 @@ def estep_runs(idx: np.ndarray, J: int) -> tuple:
 #: order. Fixed, so the fit is the same bits for any number of threads.
 ESTEP_PARTS = 4
 
+#: Fewest patterns for which :class:`EStep` hands its parts to the caller's map (threads);
+#: below, one part after the other in the caller's thread (a thread's hand-off costs more
+#: than the sums). The same floats either way.
+ESTEP_MAP_MIN = 1 << 17
+
 
 class EStep:
     """The EM's E-step on fixed parts of the patterns (:data:`ESTEP_PARTS`).
@@ -260,7 +265,8 @@ class EStep:
     Each part sums its patterns in pattern order (by runs of one group-1 row with two
     column groups, :func:`_runs_range`; by :func:`_loop_range` otherwise) into its own
     row sums; the parts' sums are then added in part order. ``pmap(fn, blocks)`` runs the
-    parts (``[fn(*b) for b in blocks]`` by default; a thread map gives the same floats).
+    parts from :data:`ESTEP_MAP_MIN` patterns on (``[fn(*b) for b in blocks]`` by default
+    and below; a thread map gives the same floats).
 
     Parameters
     ----------
@@ -294,7 +300,8 @@ class EStep:
         self.scratch = [(np.zeros(ESTEP_CHUNK), np.zeros(ESTEP_CHUNK)) for _ in self.parts]
         self.ratio, self.R, self.LR, self.OR = np.zeros((K, L)), np.zeros(J), np.zeros(J), \
             np.zeros(J)
-        self.pmap = pmap if pmap is not None else (lambda fn, blocks: [fn(*b) for b in blocks])
+        self.pmap = pmap if pmap is not None and P >= ESTEP_MAP_MIN else \
+            (lambda fn, blocks: [fn(*b) for b in blocks])
 
     def _part(self, k: int, odds: float) -> tuple[float, float]:
         S = self.S[k]
