@@ -72,7 +72,11 @@ sdcdist cart, 100,000 x 13, again      26.5 (load 12.2)     10.7
 ratio synthpop / sdcdist               38.8x                27.7x
 sdcdist cart, 1,000,000 x 13           375 (load 12.2-7.7)  169
 sdcdist cart, 1,000,000 x 13 (rerun)   238 (load 2.6-4.8)   160
+sdcdist cart, 1,000,000 x 13 (screen)  94.9 (load 1.8)      182
 =====================================  ===================  =================
+
+The last row is a later run (``--skip-anchor --skip-pmse --big 1000000``) with the
+predictor screen of synthpop's ``remove.lindep.syn`` in place, on a quieter machine.
 
 synthpop's rpart runs its default 10-fold cross-validation for every column (11 trees
 a column; syn() does not turn it off), and draws the donors leaf by leaf in an R loop.
