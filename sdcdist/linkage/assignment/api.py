@@ -249,8 +249,8 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
             raise param_error("on_grid", "assign", "a dense matrix without unmatched", on_grid)
         if dense_limit < 1:
             raise param_error("dense_limit", "assign", "an integer >= 1", dense_limit)
-        return _assign_grid(np.asarray(weights, dtype=np.float64), int(on_grid), maximize,
-                            dense_limit, top_c)
+        return _solve_on_grid(np.asarray(weights, dtype=np.float64), None, int(on_grid),
+                              maximize, dense_limit, top_c, None)
     if isinstance(weights, Candidates):
         cand, W = weights.dedup(maximize), None
     else:
@@ -285,10 +285,19 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
     uq = unmatched if un is None else quantize(un, bits)
     if W is not None:
         W = quantize(W, bits)
-        if max(W.shape) > dense_limit:
-            cand, W = top_candidates(W, top_c, maximize=maximize), None
     else:
         cand = Candidates(cand.rows, cand.cols, quantize(cand.weights, bits), cand.shape)
+    return _solve_on_grid(W, cand, bits, maximize, dense_limit, top_c, uq)
+
+
+def _solve_on_grid(W: np.ndarray | None, cand: Candidates | None, bits: int, maximize: bool,
+                   dense_limit: int, top_c: int, uq: Any
+                   ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    # the steps of assign() after the rounding (or for weights already on the grid
+    # 2**-bits, held as integers): a dense matrix (cut to each row's top_c best columns
+    # above dense_limit) or a candidate graph, solved as integers
+    if W is not None and max(W.shape) > dense_limit:
+        cand, W = top_candidates(W, top_c, maximize=maximize), None
     if W is not None:
         n_r = W.shape[0]
         if W.size == 0:
@@ -300,29 +309,6 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
         n_r = cand.shape[0]
         r, c, _, _ = solve_sparse(cand, maximize=maximize, unmatched=uq, integer=True)
         info = {"method": "sparse", "flag": 1, "n_candidates": int(cand.rows.size)}
-    info["grid"] = 2.0 ** -bits
-    order = np.argsort(r, kind="stable")
-    r, c = np.asarray(r, np.int64)[order], np.asarray(c, np.int64)[order]
-    info.update(n_assigned=int(r.size), n_unassigned_rows=int(n_r - r.size))
-    return r, c, info
-
-
-def _assign_grid(W: np.ndarray, bits: int, maximize: bool, dense_limit: int, top_c: int
-                 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    # assign() of weights already on the grid 2**-bits (held as integers), without
-    # unmatched: the same steps after the rounding
-    if max(W.shape) > dense_limit:
-        cand = top_candidates(W, top_c, maximize=maximize)
-        n_r = cand.shape[0]
-        r, c, _, _ = solve_sparse(cand, maximize=maximize, unmatched=None, integer=True)
-        info = {"method": "sparse", "flag": 1, "n_candidates": int(cand.rows.size)}
-    else:
-        n_r = W.shape[0]
-        if W.size == 0:
-            r = c = np.zeros(0, np.int64)
-        else:
-            r, c = solve_dense(W, maximize, None, integer=True)
-        info = {"method": "dense", "flag": 0, "n_candidates": int(W.size)}
     info["grid"] = 2.0 ** -bits
     order = np.argsort(r, kind="stable")
     r, c = np.asarray(r, np.int64)[order], np.asarray(c, np.int64)[order]
