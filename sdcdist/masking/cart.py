@@ -158,13 +158,14 @@ def _fit_step(X: np.ndarray, column: int, kind: str, categorical: bool, predicto
         values = x
         top = np.nanmax(x) if (~np.isnan(x)).any() else -1.0
         y = np.where(np.isnan(x), top + 1.0, x)
-    if predictors:
-        keep = screen_predictors(X[np.ix_(rows, predictors)], y)
+    P = X[np.ix_(rows, predictors)]
+    keep = screen_predictors(P, y)
+    if not keep.all():
         predictors = [p for p, k in zip(predictors, keep) if k]
+        P = P[:, keep]
     if not predictors:
         return CartStep(column, kind, [], None, np.zeros(1, np.int64),
                         np.array([rows.size], np.int64), values.copy())
-    P = X[np.ix_(rows, predictors)]
     tree = _tree(categorical or kind == "ind", minbucket, seed, y)
     tree.fit(P, y)
     leaf = tree.apply(P)
