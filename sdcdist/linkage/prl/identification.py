@@ -12,7 +12,7 @@ from .comparison import Comparison
 from .em import EMResult, as_sparse, group_tables
 from .settings import DEFAULTS
 
-__all__ = ["identification", "FLAT_RATIO", "pattern_levels"]
+__all__ = ["identification", "FLAT_RATIO"]
 
 _EM = DEFAULTS.em
 
@@ -127,32 +127,6 @@ def _posterior(idx, clev, mt, ut, p):
         f = p * mg + (1 - p) * ug
         w[q] = p * mg / f if f > 0 else 0.0
     return w
-
-
-@numba.njit(cache=True, nogil=True)
-def _levels_of(idx, clev):
-    # each pattern's level per column from the column groups' tables (em.group_tables):
-    # row idx[q, g] of clev holds the levels of group g's columns (-1 elsewhere)
-    P, G = idx.shape
-    K = clev.shape[1]
-    lev = np.zeros((P, K), dtype=np.int8)
-    for q in range(P):
-        for g in range(G):
-            j = idx[q, g]
-            for k in range(K):
-                v = clev[j, k]
-                if v >= 0:
-                    lev[q, k] = v
-    return lev
-
-
-def pattern_levels(codes: np.ndarray, cmp: Comparison, tables: Any = None) -> np.ndarray:
-    """Each pattern's level per key column, (P, K) int8, from the column groups' tables of
-    the EM (``tables``: ``(idx, clev)`` of :func:`~.em.group_tables` on the same codes;
-    made here when not given)."""
-    if tables is None or tables[0].shape[0] != codes.size:
-        tables = group_tables(codes, cmp.n_levels, cmp.radix)
-    return _levels_of(*tables)
 
 
 def identification(counts: Any, cmp: Comparison, fit: EMResult, *, eps: float = _EM.eps,
