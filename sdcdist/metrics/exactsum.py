@@ -30,6 +30,26 @@ MAX_CHUNK = 2**26
 _SPLIT = 134217729.0  # 2**27 + 1 (Veltkamp)
 
 
+@numba.njit(cache=True, inline="always")
+def _bin_one(b, hi, lo, row):  # pragma: no cover
+    # the float64 of bit pattern b (biased exponent E, 53-bit mantissa M: the value is
+    # M * 2**(max(E, 1) - 1075)) into the bins of its exponent: the mantissa's signed high
+    # 27 and low 26 bits added to hi[row, e] and lo[row, e]
+    e = (b >> 52) & 0x7FF
+    m = b & 0xFFFFFFFFFFFFF
+    if e == 0:
+        e = 1
+    else:
+        m |= 0x10000000000000
+    h = m >> 26
+    low = m & 0x3FFFFFF
+    if b < 0:
+        h = -h
+        low = -low
+    hi[row, e] += h
+    lo[row, e] += low
+
+
 @numba.njit(cache=True)
 def _bin_mantissas(bits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> None:  # pragma: no cover
     """Add each value's signed mantissa halves into the bins of its exponent.
@@ -40,20 +60,7 @@ def _bin_mantissas(bits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> None:  #
     rows, cols = bits.shape
     for i in range(rows):
         for j in range(cols):
-            b = bits[i, j]
-            e = (b >> 52) & 0x7FF
-            m = b & 0xFFFFFFFFFFFFF
-            if e == 0:
-                e = 1
-            else:
-                m |= 0x10000000000000
-            h = m >> 26
-            low = m & 0x3FFFFFF
-            if b < 0:
-                h = -h
-                low = -low
-            hi[j, e] += h
-            lo[j, e] += low
+            _bin_one(bits[i, j], hi, lo, j)
 
 
 def _fold(x: np.ndarray) -> np.ndarray:
@@ -134,21 +141,8 @@ def _bin_cross_products(xs: np.ndarray, iu: np.ndarray, ju: np.ndarray, hi: np.n
             bl = b - bh
             buf[0] = h
             buf[1] = ((ah * bh - h) + ah * bl + al * bh) + al * bl
-            for q in range(2):
-                bits = ibuf[q]
-                e = (bits >> 52) & 0x7FF
-                m = bits & 0xFFFFFFFFFFFFF
-                if e == 0:
-                    e = 1
-                else:
-                    m |= 0x10000000000000
-                mh = m >> 26
-                ml = m & 0x3FFFFFF
-                if bits < 0:
-                    mh = -mh
-                    ml = -ml
-                hi[p, e] += mh
-                lo[p, e] += ml
+            _bin_one(ibuf[0], hi, lo, p)
+            _bin_one(ibuf[1], hi, lo, p)
 
 
 def exact_cross_sums(x: np.ndarray) -> np.ndarray:
