@@ -366,6 +366,22 @@ def test_em_with_a_partly_active_constraint_converges_to_one_fixed_point():
     assert abs(cm[0] - cu[0]) < 1e-8 and np.all(cm[1:] > cu[1:] + 1e-3)
 
 
+def _estep_case(rng, cmp, codes, extreme):
+    """Counts, group tables, level totals and a model (m, u of 6 levels a column) for the
+    E-step tests; with ``extreme`` two columns whose odds leave the double range."""
+    K = len(cmp.n_levels)
+    c = rng.integers(1, 1000, codes.size).astype(float)
+    idx, clev = group_tables(codes, cmp.n_levels, cmp.radix)
+    lev = _pattern_levels(cmp, codes)
+    T = np.stack([np.bincount(lev[:, k], weights=c, minlength=6) for k in range(K)])
+    m = rng.dirichlet(np.r_[40.0, 20, 8, 4, 2, 1], size=K)
+    u = rng.dirichlet(np.r_[1.0, 2, 4, 8, 16, 60], size=K)
+    if extreme:                                    # odds beyond the double range
+        m[:2] = [1 - 5e-200, 1e-200, 1e-200, 1e-200, 1e-200, 1e-200]
+        u[:2] = [1e-200, 0.2, 0.2, 0.2, 0.2, 0.2 - 1e-200]
+    return c, idx, clev, T, m, u
+
+
 @pytest.mark.parametrize("extreme", [False, True])
 def test_estep_two_groups_equals_the_general_loop(extreme):
     """The E-step's loop for two column groups (the default comparison: 8 columns of 6
@@ -376,17 +392,9 @@ def test_estep_two_groups_equals_the_general_loop(extreme):
     K = 8
     cmp = prl.comparison(K)                        # default: 6 levels per column
     codes = np.unique(rng.integers(0, cmp.n_patterns, 40_000))
-    c = rng.integers(1, 1000, codes.size).astype(float)
-    idx, clev = group_tables(codes, cmp.n_levels, cmp.radix)
+    c, idx, clev, T, m, u = _estep_case(rng, cmp, codes, extreme)
     assert idx.shape[1] == 2
     J = clev.shape[0]
-    lev = _pattern_levels(cmp, codes)
-    T = np.stack([np.bincount(lev[:, k], weights=c, minlength=6) for k in range(K)])
-    m = rng.dirichlet(np.r_[40.0, 20, 8, 4, 2, 1], size=K)
-    u = rng.dirichlet(np.r_[1.0, 2, 4, 8, 16, 60], size=K)
-    if extreme:                                    # odds beyond the double range
-        m[:2] = [1 - 5e-200, 1e-200, 1e-200, 1e-200, 1e-200, 1e-200]
-        u[:2] = [1e-200, 0.2, 0.2, 0.2, 0.2, 0.2 - 1e-200]
     idx3 = np.column_stack([idx, np.full(codes.size, J, dtype=idx.dtype)])
     clev3 = np.vstack([clev, np.full((1, K), -1, dtype=clev.dtype)])
     outs = []
@@ -414,18 +422,10 @@ def test_estep_by_runs_equals_the_loop(extreme):
     cmp = prl.comparison(K)
     # the first group-1 rows complete (runs of 6^5 patterns: several chunks), then sparse
     codes = np.unique(np.r_[np.arange(3 * 6**5), rng.integers(0, cmp.n_patterns, 30_000)])
-    c = rng.integers(1, 1000, codes.size).astype(float)
-    idx, clev = group_tables(codes, cmp.n_levels, cmp.radix)
+    c, idx, clev, T, m, u = _estep_case(rng, cmp, codes, extreme)
     runs = estep_runs(idx, clev.shape[0])
     assert idx.shape[1] == 2 and np.diff(runs[1]).max() > 2 * ESTEP_CHUNK
     J = clev.shape[0]
-    lev = _pattern_levels(cmp, codes)
-    T = np.stack([np.bincount(lev[:, k], weights=c, minlength=6) for k in range(K)])
-    m = rng.dirichlet(np.r_[40.0, 20, 8, 4, 2, 1], size=K)
-    u = rng.dirichlet(np.r_[1.0, 2, 4, 8, 16, 60], size=K)
-    if extreme:                                    # odds beyond the double range
-        m[:2] = [1 - 5e-200, 1e-200, 1e-200, 1e-200, 1e-200, 1e-200]
-        u[:2] = [1e-200, 0.2, 0.2, 0.2, 0.2, 0.2 - 1e-200]
     outs = []
     for tables in (estep_runs(idx[:, :1], J), runs):   # empty tables: _estep's loop
         bm, S = np.zeros((K, 6)), np.zeros(J)
