@@ -33,6 +33,12 @@ CHROMIUM, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 ARTIFACTS = ROOT / "test-artifacts"
 
 
+#: A new connection for every request of the tests' own client: the server drops a
+#: connection idle for 5 s (uvicorn's keep-alive), and a request sent on it just then (after
+#: a long wait for the browser, on a loaded machine) is reset by the peer.
+FRESH = httpx.Limits(max_keepalive_connections=0)
+
+
 @pytest.fixture
 def browser(tmp_path):
     if not CHROMIUM.exists() or not DRIVER.exists():
@@ -84,7 +90,7 @@ def test_page_builds_ranks_explains_and_keeps_audits(browser, tmp_path):
     (tmp_path / "tokens.txt").write_text(line + "\n")
     server = Server(tmp_path / "root", tmp_path / "service.log",
                     "--tokens", str(tmp_path / "tokens.txt")).start()
-    http = httpx.Client(base_url=server.url, timeout=60,
+    http = httpx.Client(base_url=server.url, timeout=60, limits=FRESH,
                         headers={"Authorization": f"Bearer {token}"})
     try:
         people = tmp_path / "people.csv"
@@ -307,7 +313,7 @@ def test_officer_scenario_from_upload_to_release(browser, tmp_path, run):
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     server = Server(tmp_path / "root", tmp_path / "service.log").start()
-    http = httpx.Client(base_url=server.url, timeout=120)
+    http = httpx.Client(base_url=server.url, timeout=120, limits=FRESH)
     d = browser
     d.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow",
                                                    "downloadPath": str(downloads)})
