@@ -363,3 +363,51 @@ def test_map_reduce_takes_local_rows_in_this_process_on_arrays_in_memory():
         shape = (100, 2)
     assert len(map_reduce(r, spans, join, [Lazy()], 100, chunk_rows=30,
                           local_rows=64)) == 4
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_thread_map_and_pool_return_blocks_in_order(threads):
+    from sdcdist.parallel import thread_map, thread_pool
+    blocks = [(i, i + 1) for i in range(7)]
+    assert thread_map(lambda a, b: a * b, blocks, threads) == [i * (i + 1) for i in range(7)]
+    with thread_pool(threads) as pmap:
+        for _ in range(3):                 # the pool's threads serve map after map
+            assert pmap(lambda a, b: a + b, blocks) == [2 * i + 1 for i in range(7)]
+        assert pmap(lambda a: a, [(5,)]) == [5]
+        assert pmap(lambda a: a, []) == []
+
+
+def test_thread_map_runs_blocks_in_the_callers_thread_and_a_helper_at_once():
+    """Two threads: the caller takes blocks itself, beside one helper; both meet at a
+    barrier (one after the other they would time out)."""
+    from sdcdist.parallel import thread_map, thread_pool
+    barrier = threading.Barrier(2, timeout=20)
+    seen = set()
+
+    def block(i):
+        seen.add(threading.current_thread() is threading.main_thread())
+        barrier.wait()
+        return i
+    assert thread_map(block, [(0,), (1,)], 2) == [0, 1]
+    assert seen == {True, False}
+    with thread_pool(2) as pmap:
+        assert pmap(block, [(0,), (1,)]) == [0, 1]
+
+
+def test_thread_map_raises_the_first_failing_blocks_error_after_all_ended():
+    from sdcdist.parallel import thread_map, thread_pool
+    done = []
+
+    def block(i):
+        if i in (2, 5):
+            raise ValueError(f"block {i}")
+        done.append(i)
+        return i
+    for threads in (1, 2, 3):
+        done.clear()
+        with pytest.raises(ValueError, match="block 2"):
+            thread_map(block, [(i,) for i in range(8)], threads)
+        if threads > 1:                     # the other blocks still ran
+            assert sorted(done) == [0, 1, 3, 4, 6, 7]
+        with thread_pool(threads) as pmap, pytest.raises(ValueError, match="block 2"):
+            pmap(block, [(i,) for i in range(8)])

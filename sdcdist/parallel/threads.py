@@ -6,14 +6,20 @@ results in block order (so a result never depends on the thread count),
 its fixed parts many times, as the PRL EM's E-step), and :func:`alongside` runs one side
 computation in a thread of its own while the caller goes on. Everything else that spreads work (tasks on the cluster) is in :mod:`.reduce`,
 :mod:`.pairs` and :mod:`.runner`.
+
+The caller's thread is one of the threads of a map: it takes blocks itself (in block
+order, from the same counter as the helper threads) instead of waiting idle, so a map on
+``threads`` threads starts ``threads - 1`` helpers and nothing waits for a thread to wake
+before the first block runs.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["thread_map", "thread_pool", "alongside"]
 
@@ -21,27 +27,59 @@ T = TypeVar("T")
 S = TypeVar("S")
 
 
+def _shared_map(pool: ThreadPoolExecutor | None, helpers: int, fn: Callable[..., T],
+                blocks: Sequence[tuple]) -> list[T]:
+    # [fn(*b) for b in blocks]: the caller and up to ``helpers`` threads of ``pool`` take
+    # the next block from one counter until none is left; results in block order, the
+    # exception of the first failing block (in block order) raised once all have ended
+    n = len(blocks)
+    if pool is None or helpers < 1 or n < 2:
+        return [fn(*b) for b in blocks]
+    out: list[Any] = [None] * n
+    errors: dict[int, BaseException] = {}
+    nxt = itertools.count()            # next() on it is atomic: each block is taken once
+
+    def drain() -> None:
+        while True:
+            i = next(nxt)
+            if i >= n:
+                return
+            try:
+                out[i] = fn(*blocks[i])
+            except BaseException as e:     # noqa: BLE001 - re-raised below, in block order
+                errors[i] = e
+
+    running = [pool.submit(drain) for _ in range(min(helpers, n - 1))]
+    drain()
+    for f in running:
+        f.result()
+    if errors:
+        raise errors[min(errors)]
+    return out
+
+
 def thread_map(fn: Callable[..., T], blocks: Sequence[tuple], threads: int, *,
                name: str = "sdcdist") -> list[T]:
-    """``[fn(*b) for b in blocks]``, the blocks shared out to ``threads`` threads;
-    results in block order. One thread (or one block) runs in the caller's thread."""
+    """``[fn(*b) for b in blocks]``, the blocks shared out to ``threads`` threads (the
+    caller's among them); results in block order. One thread (or one block) runs in the
+    caller's thread alone."""
     if threads <= 1 or len(blocks) < 2:
         return [fn(*b) for b in blocks]
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name) as pool:
-        return list(pool.map(lambda b: fn(*b), blocks))
+    with ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix=name) as pool:
+        return _shared_map(pool, threads - 1, fn, blocks)
 
 
 @contextmanager
 def thread_pool(threads: int, *, name: str = "sdcdist"
                 ) -> Iterator[Callable[[Callable[..., T], Sequence[tuple]], list[T]]]:
     """A map ``pmap(fn, blocks)`` -> ``[fn(*b) for b in blocks]`` (results in block order)
-    on ``threads`` threads kept for the with block; one thread runs in the caller's."""
+    on ``threads`` threads (the caller's and ``threads - 1`` helpers kept for the with
+    block); one thread runs in the caller's alone."""
     if threads <= 1:
         yield lambda fn, blocks: [fn(*b) for b in blocks]
         return
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name) as pool:
-        yield lambda fn, blocks: list(pool.map(lambda b: fn(*b), blocks)) \
-            if len(blocks) > 1 else [fn(*b) for b in blocks]
+    with ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix=name) as pool:
+        yield lambda fn, blocks: _shared_map(pool, threads - 1, fn, blocks)
 
 
 def alongside(side: Callable[[], S], main: Callable[[], T], *,

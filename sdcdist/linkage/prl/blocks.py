@@ -51,7 +51,7 @@ from .weights import WeightParams, dense_weights, grid_rows, pair_weights
 log = logging.getLogger(__name__)
 
 __all__ = ["blocked_pattern_counts", "count_tasks", "choose_counting", "counted_pattern_counts",
-           "counted_topc", "blocked_topc", "dense_assign", "best_ties", "AUTO_MIN_PAIRS", "AUTO_TOPC_MIN_PAIRS",
+           "counted_topc", "blocked_topc", "dense_grid", "dense_assign", "best_ties", "AUTO_MIN_PAIRS", "AUTO_TOPC_MIN_PAIRS",
            "topc_path", "MAX_SHARE", "MAX_SHARE_LEVELS",
            "MAX_INDEX_BYTES", "MAX_DENSE_PATTERNS", "SAMPLE_ROWS", "DENSE_TASK_PAIRS"]
 
@@ -178,14 +178,13 @@ def _take(side: dict, order: np.ndarray) -> dict:
                 and v.shape[0] == order.size else v) for k, v in side.items()}
 
 
-def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
-                  dense_limit: int, truth: np.ndarray) -> dict:
-    # ties between optimal assignments broken by the records' values, not their order
-    # (A is already in content order: probabilistic_linkage put it there); the weights'
-    # rows are B's records in content order from the start (no permuted copy of W).
-    # Every weight goes straight onto the fixed-point grid (the assignment's and best
-    # link's), by blocks of rows on DENSE_THREADS threads; the float weights of the
-    # assigned and the true pairs are computed again (the same floats, pair_weights)
+def _dense_grid(A: dict, B: dict, cmp: Comparison, wp: WeightParams) -> dict:
+    # Every pair's weight straight onto the fixed-point grid (the assignment's and best
+    # link's), by blocks of rows on DENSE_THREADS threads; rows are B's records in content
+    # order from the start (no permuted copy of the weights later): ``ro`` (that order),
+    # ``Q`` (n_b, n_a), each row's ``top`` grid value and ``n_top`` entries at it, ``ok``
+    # (every weight finite and the 2**-GRID_BITS grid wide enough for their range; else
+    # the assignment takes the float weights) and ``t_weights`` (wall s)
     ro = content_order(B["v"])
     t0 = time.perf_counter()
     Bo = _take(B, ro)
@@ -198,14 +197,26 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
                                                       top, n_top), n_b)
     lo = min((p[0] for p in parts), default=0.0)
     hi = max((p[1] for p in parts), default=0.0)
-    t_weights = time.perf_counter() - t0
-    if not all(p[2] for p in parts) or grid_bits(lo, hi, min(n_b, n_a)) != GRID_BITS:
+    ok = all(p[2] for p in parts) and grid_bits(lo, hi, min(n_b, n_a)) == GRID_BITS
+    return {"ro": ro, "Q": Q, "top": top, "n_top": n_top, "ok": ok,
+            "t_weights": time.perf_counter() - t0}
+
+
+def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
+                  dense_limit: int, truth: np.ndarray, grid: dict | None = None) -> dict:
+    # ties between optimal assignments broken by the records' values, not their order
+    # (A is already in content order: probabilistic_linkage put it there); the weights on
+    # the grid (_dense_grid, computed here unless given); the float weights of the
+    # assigned and the true pairs are computed again (the same floats, pair_weights)
+    grid = _dense_grid(A, B, cmp, wp) if grid is None else grid
+    t0 = time.perf_counter()
+    ro = grid["ro"]
+    if not grid["ok"]:
         # non-finite weights (refused by the assignment) or a range that needs a coarser
         # grid: the float weights, rounded by the assignment
-        return _dense_assign_floats(A, B, cmp, wp, dense_limit, truth, ro, t0)
-    r, c, info = assign_by_content(Q, ro, None, rows_ordered=True, maximize=True,
+        return _dense_assign_floats(A, B, cmp, wp, dense_limit, truth, ro, grid["t_weights"])
+    r, c, info = assign_by_content(grid["Q"], ro, None, rows_ordered=True, maximize=True,
                                    dense_limit=dense_limit, on_grid=GRID_BITS)
-    del Q
     inv = np.empty_like(ro)                  # row of Q of each B record
     inv[ro] = np.arange(ro.size)
     t = np.asarray(truth, dtype=np.int64)
@@ -213,7 +224,9 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
     wtrue = np.full(t.size, np.nan)
     wtrue[known] = pair_weights(A, B, t[known], known, cmp, wp)
     return {"rows": r, "cols": c, "w": pair_weights(A, B, c, r, cmp, wp), "info": info,
-            "wtrue": wtrue, "t_weights": t_weights, "top": top[inv], "n_top": n_top[inv]}
+            "wtrue": wtrue, "t_weights": grid["t_weights"],
+            "t_assign": time.perf_counter() - t0, "top": grid["top"][inv],
+            "n_top": grid["n_top"][inv]}
 
 
 #: Threads that compute the dense weights (:func:`_dense_assign`), each on its own blocks
@@ -235,10 +248,13 @@ def _rows_in_threads(fn: Any, n: int, rows: int = DENSE_BLOCK_ROWS,
 
 def _dense_assign_floats(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
                          dense_limit: int, truth: np.ndarray, ro: np.ndarray,
-                         t0: float) -> dict:
-    # _dense_assign through the float weights (the assignment checks and rounds them)
+                         t_before: float) -> dict:
+    # _dense_assign through the float weights (the assignment checks and rounds them);
+    # t_before: wall s already spent on weights
+    t0 = time.perf_counter()
     W = dense_weights(A, _take(B, ro), cmp, wp)
     t_weights = time.perf_counter() - t0
+    t1 = time.perf_counter()
     r, c, info = assign_by_content(W, ro, None, rows_ordered=True,
                                    maximize=True, dense_limit=dense_limit)
     at = np.empty_like(ro)                  # row of W of each B record
@@ -247,7 +263,8 @@ def _dense_assign_floats(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
     wtrue = np.where(t >= 0, W[at, np.maximum(t, 0)], np.nan)
     top, n_top = _grid_top(W)
     return {"rows": r, "cols": c, "w": W[at[r], c], "info": info, "wtrue": wtrue,
-            "t_weights": t_weights, "top": top[at], "n_top": n_top[at]}
+            "t_weights": t_before + t_weights, "t_assign": time.perf_counter() - t1,
+            "top": top[at], "n_top": n_top[at]}
 
 
 def _grid_top(W: np.ndarray, rows: int = 512) -> tuple[np.ndarray, np.ndarray]:
@@ -541,12 +558,19 @@ def classes_of(runner: Runner, side: Any) -> np.ndarray:
     return np.asarray(runner.call(_classes, side))
 
 
+def dense_grid(runner: Runner, A: Any, B: Any, cmp: Comparison, wp: WeightParams) -> Any:
+    """All pair weights on the fixed-point grid, in one task (its threads share the rows):
+    a handle for :func:`dense_assign`."""
+    return runner.task(_dense_grid, A, B, cmp, wp)
+
+
 def dense_assign(runner: Runner, A: Any, B: Any, cmp: Comparison, wp: WeightParams,
-                 dense_limit: int, truth: Any) -> dict:
-    """All pair weights in one task and their exact 1-1 assignment (ties broken by the
-    records' values): ``rows``, ``cols``, ``w``, ``info``, ``wtrue`` and ``t_weights``
-    (wall seconds the weights took)."""
-    return runner.call(_dense_assign, A, B, cmp, wp, dense_limit, truth)
+                 dense_limit: int, truth: Any, grid: Any = None) -> dict:
+    """The exact 1-1 assignment on all pair weights (``grid``: :func:`dense_grid`'s handle,
+    or computed in the same task), ties broken by the records' values: ``rows``, ``cols``,
+    ``w``, ``info``, ``wtrue``, ``top``, ``n_top``, ``t_weights`` and ``t_assign`` (wall
+    seconds the weights and the assignment took)."""
+    return runner.call(_dense_assign, A, B, cmp, wp, dense_limit, truth, grid)
 
 
 def blocked_topc(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparison,

@@ -27,7 +27,7 @@ from ..truth import row_truth
 from . import blocks as _blocks
 from .blocks import (best_ties, blocked_pattern_counts, blocked_topc, choose_counting,
                      classes_of, content_order_of, counted_pattern_counts, counted_topc,
-                     dense_assign, prepare_sides)
+                     dense_assign, dense_grid, prepare_sides)
 from .comparison import Comparison, comparison
 from .em import EMResult, em, limit_advice
 from .identification import identification
@@ -133,11 +133,15 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     fit, wp = fit_model(counts, cmp, n_a, n_b, n_pairs, s, check=False)
     timings["em"] = time.perf_counter() - t0
     # the identification check (it only flags the fit) runs in a thread of its own beside
-    # the candidates and the assignment, which do not depend on it
+    # the candidates and the assignment, which do not depend on it; beside the dense
+    # assignment only once every pair's weight is computed (on all cores)
+    dense = blocking is None and max(n_a, n_b) <= s.dense_limit
+    grid = dense_grid(runner, Ap, Bp, cmp, wp) if dense else None
     out, timings["identification"] = alongside(
         lambda: _timed(identify, counts, cmp, fit, n_a, n_b, n_pairs, s),
         lambda: _link(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo,
-                      timings), name="sdcdist-prl-check")
+                      timings, grid), name="sdcdist-prl-check")
+    del grid                                         # the weights: no longer needed
     r, c, w, ainfo, wtrue, top, n_top, recounted, true_in_cand = out
     tr = np.asarray(runner.result(truth), dtype=np.int64)
     # identical records are interchangeable: each pair counts its expected correctness
@@ -169,21 +173,20 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
 
 def _link(runner: Runner, Ap: Any, Bp: Any, n_a: int, n_b: int, cmp: Comparison,
           wp: WeightParams, truth: Any, s: PRLSettings, blocking: tuple[int, int] | None,
-          path: str, cinfo: dict, timings: dict) -> tuple:
-    """Candidates and the 1-1 assignment (dense and exact, or sparse on the top-c
-    candidates), with best link's top weights and their ties: ``(rows, cols, w, ainfo,
-    wtrue, top, n_top, recounted, true_in_candidates)``; their wall times into
-    ``timings``."""
+          path: str, cinfo: dict, timings: dict, grid: Any = None) -> tuple:
+    """Candidates and the 1-1 assignment (dense and exact on every pair's weight, ``grid``
+    (:func:`~.blocks.dense_grid`'s handle) when given, or sparse on the top-c candidates),
+    with best link's top weights and their ties: ``(rows, cols, w, ainfo, wtrue, top,
+    n_top, recounted, true_in_candidates)``; their wall times into ``timings``."""
     tr = np.asarray(runner.result(truth), dtype=np.int64)
     if blocking is None and max(n_a, n_b) <= s.dense_limit:
-        t0 = time.perf_counter()
-        out = dense_assign(runner, Ap, Bp, cmp, wp, s.dense_limit, truth)
+        out = dense_assign(runner, Ap, Bp, cmp, wp, s.dense_limit, truth, grid)
         r, c, w, ainfo, wtrue = out["rows"], out["cols"], out["w"], out["info"], out["wtrue"]
         true_in_cand = int(np.count_nonzero(~np.isnan(wtrue)))
         top, n_top, recounted = out["top"], out["n_top"], 0
         # every pair's weight (the dense path's candidates), then the assignment
         timings["candidates"] = float(out["t_weights"])
-        timings["assignment"] = time.perf_counter() - t0 - timings["candidates"]
+        timings["assignment"] = float(out["t_assign"])
     else:
         t0 = time.perf_counter()
         cand = candidates(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo)
