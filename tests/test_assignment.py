@@ -188,6 +188,12 @@ def test_integer_exact_dense_returns_the_same_assignment_whatever_the_auction(ph
     r, c, info = exact_dense(W, integer=True, auction=True)
     assert info["auction_phases"] >= 1
     assert np.array_equal(r, ref[0]) and np.array_equal(c, ref[1])
+    # the caller's extremes (as the PRL weights give them) start the same auction
+    r2, c2, info2 = exact_dense(W, integer=True, auction=True,
+                                extremes=(W.min(), W.max(), W.max(axis=0)))
+    assert np.array_equal(r2, r) and np.array_equal(c2, c)
+    assert (info2["auction_bids"], info2["auction_scans"]) == (info["auction_bids"],
+                                                               info["auction_scans"])
 
 
 @pytest.mark.parametrize("kw", [{}, {"method": "l", "t": 0.05}])

@@ -414,6 +414,7 @@ def test_dense_grid_equals_the_rounded_float_weights(method):
         assert top.tobytes() == top0.tobytes() and n_top.tobytes() == n_top0.tobytes()
         assert (min(p[0] for p in parts), max(p[1] for p in parts)) == (W.min(), W.max())
         assert all(p[2] for p in parts)
+        assert np.max([p[3] for p in parts], axis=0).tobytes() == Q.max(axis=0).tobytes()
     truth = np.r_[np.arange(240), -np.ones(10, dtype=np.int64)]
     new = blocks._dense_assign(a, b, cmp, wp, 5000, truth)
     old = blocks._dense_assign_floats(a, b, cmp, wp, 5000, truth,
@@ -433,3 +434,9 @@ def test_nonzero_u16_equals_flatnonzero(n):
     if n:
         h[-1] = 3
     np.testing.assert_array_equal(prl.hists.nonzero_u16(h), np.flatnonzero(h))
+    # in one pass, the buffers grown from any first size; the counters with them
+    for expect in (0, 5, n // 3, n):
+        nz, c = prl.hists.nonzero_u16(h, counts=True, expect=expect)
+        np.testing.assert_array_equal(nz, np.flatnonzero(h))
+        np.testing.assert_array_equal(c, h[nz].astype(np.int64))
+        assert c.dtype == np.int64

@@ -192,7 +192,8 @@ def top_candidates(W: np.ndarray, c: int, *, maximize: bool = True) -> Candidate
 
 def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
            dense_limit: int = DEFAULT_DENSE_LIMIT, top_c: int = 20,
-           unmatched: Any = None, on_grid: int | None = None
+           unmatched: Any = None, on_grid: int | None = None,
+           extremes: tuple[float, float, np.ndarray] | None = None
            ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Optimal one-to-one assignment of rows to columns.
 
@@ -223,6 +224,10 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
         ``on_grid`` the bits :func:`~.ties.grid_bits` gives for them (the caller checked
         both, e.g. while computing them); neither checked nor rounded again. Without
         ``unmatched``.
+    extremes : (float, float, ndarray (n_cols,)), optional
+        With ``on_grid`` and ``maximize``: the smallest and the largest entry of
+        ``weights`` and each column's largest, as the caller found them while computing
+        the weights (the dense solver then does not read the matrix for them).
 
     Returns
     -------
@@ -250,7 +255,8 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
         if dense_limit < 1:
             raise param_error("dense_limit", "assign", "an integer >= 1", dense_limit)
         return _solve_on_grid(np.asarray(weights, dtype=np.float64), None, int(on_grid),
-                              maximize, dense_limit, top_c, None)
+                              maximize, dense_limit, top_c, None,
+                              extremes if maximize else None)
     if isinstance(weights, Candidates):
         cand, W = weights.dedup(maximize), None
     else:
@@ -291,7 +297,7 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
 
 
 def _solve_on_grid(W: np.ndarray | None, cand: Candidates | None, bits: int, maximize: bool,
-                   dense_limit: int, top_c: int, uq: Any
+                   dense_limit: int, top_c: int, uq: Any, extremes: Any = None
                    ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     # the steps of assign() after the rounding (or for weights already on the grid
     # 2**-bits, held as integers): a dense matrix (cut to each row's top_c best columns
@@ -303,7 +309,7 @@ def _solve_on_grid(W: np.ndarray | None, cand: Candidates | None, bits: int, max
         if W.size == 0:
             r = c = np.zeros(0, np.int64)
         else:
-            r, c = solve_dense(W, maximize, uq, integer=True)
+            r, c = solve_dense(W, maximize, uq, integer=True, extremes=extremes)
         info = {"method": "dense", "flag": 0, "n_candidates": int(W.size)}
     else:
         n_r = cand.shape[0]

@@ -170,13 +170,20 @@ def _dense_auction(W, s, mid, p, eps_list, k, um, max_scans):
 
 
 def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float,
-                   hi: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+                   hi: float, colmax: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
     """Prices (cost-form column duals ``v = -p``) and a first graph (each row's list and
-    its auction partner) from :func:`_dense_auction`; ``lo``, ``hi``: the extremes of X."""
+    its auction partner) from :func:`_dense_auction`; ``lo``, ``hi``: the extremes of X;
+    ``colmax`` (with ``s = -1``): each column's maximum of X, when the caller has it."""
     span = hi - lo
     # start each column's price at its largest value: a column every row ranks high
-    # (W[i, j] = a[i] + b[j] in the extreme) then costs no bidding war
-    p = _colmax(X, s, 0.5 * (lo + hi))
+    # (W[i, j] = a[i] + b[j] in the extreme) then costs no bidding war. With s = -1 the
+    # values are X - mid, and rounding is monotone: max(X - mid) = max(X) - mid exactly
+    mid = 0.5 * (lo + hi)
+    if colmax is not None and s == -1.0:
+        p = np.asarray(colmax, dtype=np.float64) - mid
+    else:
+        p = _colmax(X, s, mid)
     if span > 0:
         eps, e = [], span / (AUCTION_RATIO * AUCTION_FIRST)
         while e > span * AUCTION_EPS:

@@ -157,7 +157,8 @@ def linear_sum_assignment(*args: Any, **kwargs: Any) -> tuple[np.ndarray, np.nda
 
 def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = None,
                 unmatched: np.ndarray | None = None, auction: bool | None = None,
-                integer: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+                integer: bool = False, extremes: tuple[float, float, np.ndarray] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Optimal assignment of a dense matrix, solved on a sparse graph and proved optimal
     for the whole matrix by LP duality.
 
@@ -209,6 +210,10 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         an exact integer, the certificate tests ``> 0.5`` instead of a relative
         tolerance, and the result is the lexicographically smallest of all optimal
         assignments (:func:`~.ties.lexmin`), whatever start the solve took.
+    extremes : (float, float, ndarray (n_cols,)), optional
+        ``X.min()``, ``X.max()`` and each column's maximum, as the caller found them (the
+        matrix is then not read for them; the column maxima serve the auction when
+        maximising). The same result.
 
     Returns
     -------
@@ -228,7 +233,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         return empty, empty, {"exact_rounds": 0, "exact_edges": 0}
     if unmatched is None and n_r > n_c:
         raise ValueError("exact_dense without unmatched needs n_rows <= n_cols")
-    lo, hi = minmax(X)
+    lo, hi = minmax(X) if extremes is None else (float(extremes[0]), float(extremes[1]))
     # every cost, dual and test is on X - lo (CATALOG PRL item 4): a common offset would
     # otherwise loosen the test (1e-11 of 1e6 is more than the spread of 1e6 + 1e-6 z) and
     # its rounding would swamp the reduced costs
@@ -244,7 +249,9 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         # the auction's values are -s * (X - mid), mid = (lo + hi) / 2: the same for
         # leaving a row out
         um = np.zeros(0) if dummy is None else -(dummy + s * (lo - 0.5 * (lo + hi)))
-        er, ec, v0, info = prices.auction_start(X, s, um, prices.AUCTION_LIST, lo, hi)
+        er, ec, v0, info = prices.auction_start(
+            X, s, um, prices.AUCTION_LIST, lo, hi,
+            colmax=None if extremes is None or s != -1.0 else extremes[2])
         if integer:
             v0 = np.rint(v0)                # integer duals: every sum below stays exact
         if unmatched is None:
@@ -330,11 +337,12 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
                                                                 "exact_edges": int(X.size)}
 
 
-def solve_dense(W: np.ndarray, maximize: bool, unmatched: Any, integer: bool = False
-           ) -> tuple[np.ndarray, np.ndarray]:
+def solve_dense(W: np.ndarray, maximize: bool, unmatched: Any, integer: bool = False,
+                extremes: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """The dense optimum; with ``integer`` (weights on the fixed-point grid) always by
     :func:`exact_dense`, the lexicographically smallest optimal assignment (of the
-    columns, in their order, when there are more rows than columns)."""
+    columns, in their order, when there are more rows than columns). ``extremes``: as
+    :func:`exact_dense`'s, of ``W``."""
     exact = integer or (EXACT_MIN is not None and max(W.shape) >= EXACT_MIN)
     if unmatched is None or isinstance(unmatched, str):
         if not exact:
@@ -343,7 +351,7 @@ def solve_dense(W: np.ndarray, maximize: bool, unmatched: Any, integer: bool = F
             c, r, _ = exact_dense(W.T, maximize=maximize, integer=integer)
             o = np.argsort(r, kind="stable")
             return r[o], c[o]
-        r, c, _ = exact_dense(W, maximize=maximize, integer=integer)
+        r, c, _ = exact_dense(W, maximize=maximize, integer=integer, extremes=extremes)
         return r, c
     u = np.broadcast_to(np.asarray(unmatched, dtype=np.float64), (W.shape[0],))
     if exact:

@@ -198,7 +198,13 @@ def _dense_grid(A: dict, B: dict, cmp: Comparison, wp: WeightParams) -> dict:
     lo = min((p[0] for p in parts), default=0.0)
     hi = max((p[1] for p in parts), default=0.0)
     ok = all(p[2] for p in parts) and grid_bits(lo, hi, min(n_b, n_a)) == GRID_BITS
+    # the extremes the assignment starts from, without reading Q again: the smallest and
+    # largest grid value (rounding is monotone: those of the float extremes) and each
+    # column's largest
+    scale = 2.0 ** GRID_BITS
+    cmax = np.max([p[3] for p in parts], axis=0) if parts else np.full(n_a, -np.inf)
     return {"ro": ro, "Q": Q, "top": top, "n_top": n_top, "ok": ok,
+            "extremes": (float(np.rint(lo * scale)), float(np.rint(hi * scale)), cmax),
             "t_weights": time.perf_counter() - t0}
 
 
@@ -216,7 +222,8 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
         # grid: the float weights, rounded by the assignment
         return _dense_assign_floats(A, B, cmp, wp, dense_limit, truth, ro, grid["t_weights"])
     r, c, info = assign_by_content(grid["Q"], ro, None, rows_ordered=True, maximize=True,
-                                   dense_limit=dense_limit, on_grid=GRID_BITS)
+                                   dense_limit=dense_limit, on_grid=GRID_BITS,
+                                   extremes=grid["extremes"])
     inv = np.empty_like(ro)                  # row of Q of each B record
     inv[ro] = np.arange(ro.size)
     t = np.asarray(truth, dtype=np.int64)

@@ -18,37 +18,58 @@ _FAST = dict(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 
 
 @numba.njit(**_FAST)
-def _nonzero_words(w64, h16, out):
-    # the positions of the non-zero counters of h16 (uint16), increasing, read four at a
-    # time (w64: the same memory as uint64 words, the last len(h16) % 4 counters apart);
-    # counted only (returns the count) when out is empty, else written into out
-    fill = out.size > 0
-    k = 0
-    for i in range(w64.size):
-        if w64[i] != 0:
-            for l in range(4):
-                if h16[4 * i + l] != 0:
-                    if fill:
-                        out[k] = 4 * i + l
-                    k += 1
+def _nonzero_words(w64, h16, i0, out, cnt, k):
+    # the non-zero counters of h16 (uint16) from word i0 on, read four at a time (w64: the
+    # same memory as uint64 words, the last len(h16) % 4 counters apart): positions into
+    # out, counters into cnt, from k on, until out is full. Returns (k, the word to go on
+    # from; w64.size + 1 once the tail is read too)
+    cap = out.size
+    i = i0
+    while i < w64.size:
+        # eight words (32 counters) at once: skipped when all are empty (most are), else
+        # each counter written at k without a branch, k moved on past the non-zero ones
+        e = min(i + 8, w64.size)
+        x = np.uint64(0)
+        for q in range(i, e):
+            x |= w64[q]
+        if x != 0:
+            if k + 32 > cap:
+                return k, i
+            for q in range(4 * i, 4 * e):
+                v = h16[q]
+                out[k] = q
+                cnt[k] = v
+                k += np.int64(v != 0)
+        i = e
+    if k + (h16.size - 4 * w64.size) > cap:
+        return k, w64.size
     for q in range(4 * w64.size, h16.size):
         if h16[q] != 0:
-            if fill:
-                out[k] = q
+            out[k] = q
+            cnt[k] = h16[q]
             k += 1
-    return k
+    return k, w64.size + 1
 
 
-def nonzero_u16(h16: np.ndarray) -> np.ndarray:
-    """``np.flatnonzero(h16)`` of a uint16 array, read four counters (one uint64) at a
-    time: most of a large pattern space is empty."""
+def nonzero_u16(h16: np.ndarray, *, counts: bool = False, expect: int = 0
+                ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """``np.flatnonzero(h16)`` of a uint16 array in one pass, read four counters (one
+    uint64) at a time: most of a large pattern space is empty. With ``counts`` also the
+    counters there (int64). ``expect``: about how many are non-zero (the first buffer's
+    size; it grows as needed)."""
     h16 = np.ascontiguousarray(h16)
     w64 = h16[:h16.size // 4 * 4].view(np.uint64)
-    k = _nonzero_words(w64, h16, np.zeros(0, dtype=np.int64))
-    out = np.empty(k, dtype=np.int64)
-    if k:
-        _nonzero_words(w64, h16, out)
-    return out
+    cap = max(64, min(h16.size, int(expect) + 64))
+    out, cnt = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+    k, i = _nonzero_words(w64, h16, 0, out, cnt, 0)
+    while i <= w64.size:                 # the buffers filled up: twice the size, go on
+        out = np.concatenate([out[:k], np.empty(max(out.size, 64), dtype=np.int64)])
+        cnt = np.concatenate([cnt[:k], np.empty(max(cnt.size, 64), dtype=np.int64)])
+        k, i = _nonzero_words(w64, h16, i, out, cnt, k)
+    nz = out[:k].copy() if k < out.size // 2 else out[:k]
+    if not counts:
+        return nz
+    return nz, (cnt[:k].copy() if k < cnt.size // 2 else cnt[:k])
 
 
 def sparse_of_hists(total: np.ndarray, h: np.ndarray, h16: np.ndarray,
@@ -58,12 +79,16 @@ def sparse_of_hists(total: np.ndarray, h: np.ndarray, h16: np.ndarray,
     columns of six levels) of which a few hundred thousand occur: the uint32 array then
     holds only the wraps (its pages were never written elsewhere, so reading them is
     cheap) and is not added to the counters as a whole. ``pairs``: how many pairs were
-    counted; when the counts found add up to it, no pattern hides behind a counter that
+    counted; when the uint16 counters add up to it, none wrapped and the uint32 array is
+    not read; when the counts found with it add up, no pattern hides behind a counter that
     wrapped to exactly 0, and the uint32 array is not scanned."""
     if not h16.size:
         return sparse_of_hist(total, h)
-    nz = nonzero_u16(h16)
-    c = h16[nz].astype(np.int64) + h[0, nz].astype(np.int64)
+    nz, c = nonzero_u16(h16, counts=True, expect=h16.size // 16 if pairs is None else
+                        min(h16.size, pairs) // 8)
+    if pairs is None or int(c.sum()) + (int(total.sum()) if total.size else 0) != pairs:
+        # a counter wrapped (the uint32 array holds 2^16 for each wrap): add them
+        c = c + h[0, nz].astype(np.int64)
     if pairs is None or int(c.sum()) + (int(total.sum()) if total.size else 0) != pairs:
         wrapped = np.flatnonzero(h[0])
         # codes whose counters wrapped to 0 since the last flush: add them (sorted)

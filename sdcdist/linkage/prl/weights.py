@@ -278,11 +278,12 @@ def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.nda
 
 @numba.njit(cache=True, nogil=True)
 def _grid_rows(avT, tolT, bv, j0, j1, nlev, wa, wd, wl, rules, lin, order, scale, Q, top,
-               n_top):
+               n_top, cmax):
     # rows j0 .. j1 - 1 of dense_grid: each row's weights as _dense_kernel computes them
     # (weights_row), rounded to the grid (np.rint(w * scale), as quantize and on_grid do)
-    # into Q, the row's largest grid value and how many entries have it; returns the
-    # smallest and largest weight and whether every weight is finite
+    # into Q, the row's largest grid value and how many entries have it, each column's
+    # largest grid value over these rows into cmax; returns the smallest and largest
+    # weight and whether every weight is finite
     na = avT.shape[1]
     w = np.empty(na)
     none = np.zeros(1, dtype=np.int64)
@@ -301,6 +302,7 @@ def _grid_rows(avT, tolT, bv, j0, j1, nlev, wa, wd, wl, rules, lin, order, scale
             q = np.rint(x * scale)
             Q[j, i] = q
             mx = q if q > mx else mx
+            cmax[i] = q if q > cmax[i] else cmax[i]
         cnt = 0
         for i in range(na):
             cnt += np.int64(Q[j, i] == mx)
@@ -317,12 +319,15 @@ def grid_rows(at: tuple[np.ndarray, np.ndarray], b: dict, cmp: Comparison, wp: W
     :func:`~sdcdist.linkage.assignment.ties.quantize` and :func:`~.pld.on_grid` do) into
     ``Q[j0:j1]`` (integers held in float64), each row's largest grid value into ``top`` and
     how many of its entries have it into ``n_top``. Returns the smallest and the largest
-    weight of the rows (their floats) and whether all are finite. ``at``: A's
-    :func:`~.comparison.transposed` values. Rows are independent: blocks of rows may be
-    computed in any order, by any thread."""
+    weight of the rows (their floats), whether all are finite and each column's largest
+    grid value over the rows (n_a,). ``at``: A's :func:`~.comparison.transposed` values.
+    Rows are independent: blocks of rows may be computed in any order, by any thread."""
     avT, tolT = at
-    return _grid_rows(avT, tolT, b["v"], int(j0), int(j1), cmp.n_levels, wp.w_agr, wp.w_dis,
-                      wp.w_level, wp.rule, wp.lin, wp.order, 2.0 ** bits, Q, top, n_top)
+    cmax = np.full(avT.shape[1], -np.inf)
+    lo, hi, ok = _grid_rows(avT, tolT, b["v"], int(j0), int(j1), cmp.n_levels, wp.w_agr,
+                            wp.w_dis, wp.w_level, wp.rule, wp.lin, wp.order, 2.0 ** bits, Q,
+                            top, n_top, cmax)
+    return lo, hi, ok, cmax
 
 
 def match_probability(w: np.ndarray, wp: WeightParams) -> np.ndarray:
