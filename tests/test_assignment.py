@@ -691,3 +691,30 @@ def test_ties_with_a_value_for_leaving_rows_out(seed):
     for i, j in zip(r, c):
         got[i] = int(j)
     assert tuple(got) == want
+
+
+def test_certificate_scans_by_row_blocks_give_the_same_entries(monkeypatch):
+    """The tight entries and the violations read by blocks of rows (in threads) are those
+    of one pass over all rows: the same CSR, also where rows hold more tight entries than
+    the one-pass buffer (every entry tight), and the same assignment."""
+    from sdcdist.linkage.assignment import dense
+    from sdcdist.linkage.assignment.ties import tight_dense
+    from sdcdist.parallel import thread_map
+    rng = np.random.default_rng(11)
+    X = rng.integers(-3, 2, size=(300, 280)).astype(float)
+    u = rng.integers(-2, 1, size=300).astype(float)
+    v = rng.integers(-2, 1, size=280).astype(float)
+    for M, uu, vv in ((X, u, v), (np.zeros((50, 40)), np.zeros(50), np.zeros(40))):
+        ref = tight_dense(M, 1.0, 0.0, uu, vv, np.zeros(0))
+        for blocks in ([(0, 7), (7, 8), (8, M.shape[0])], [(0, 25), (25, M.shape[0])]):
+            got = tight_dense(M, 1.0, 0.0, uu, vv, np.zeros(0), blocks,
+                              lambda fn, bl: thread_map(fn, bl, 2))
+            assert all(np.array_equal(a, b) for a, b in zip(ref, got))
+    W = rng.integers(-40, 8, size=(1100, 1100)).astype(float)      # >= CERT_THREADS_MIN
+    W[300:600] = W[0]
+    monkeypatch.setattr(dense, "CERT_THREADS", 1)
+    one = dense.exact_dense(W, integer=True)
+    monkeypatch.setattr(dense, "CERT_THREADS", 3)
+    three = dense.exact_dense(W, integer=True)
+    assert np.array_equal(one[0], three[0]) and np.array_equal(one[1], three[1])
+    assert one[2]["exact_rounds"] == three[2]["exact_rounds"]

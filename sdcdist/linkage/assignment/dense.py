@@ -4,11 +4,13 @@ matrix by a dual certificate (:func:`exact_dense`), scipy for small matrices."""
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import numba
 import numpy as np
 
+from ...parallel import chunk_bounds, thread_map
 from . import auction as prices
 from .ties import lexmin, tight_dense
 from .sparse import ARR_BIDS, arr, csr, offer, reopen_rows, solve_min, ssp
@@ -41,6 +43,11 @@ EXACT_ROUNDS = 50
 #: Columns per chunk of the certificate's scan of a row: a chunk with no reduced cost
 #: above the tolerance is skipped after one vectorised pass (nearly all are).
 VIOLATION_CHUNK = 128
+
+#: Threads that share the rows of the certificate's scans of a dense matrix (violations,
+#: tight entries) from :data:`CERT_THREADS_MIN` entries on; the same result for any number.
+CERT_THREADS = max(1, min(2, os.cpu_count() or 1))
+CERT_THREADS_MIN = 1 << 20
 
 
 @numba.njit(cache=True, nogil=True)
@@ -83,19 +90,19 @@ def _dense_candidates(W, s, c, diag):
 
 
 @numba.njit(cache=True, nogil=True)
-def _violations(W, s, off, u, v, tol, per_row, check, in_g):
+def _violations(W, s, off, u, v, tol, per_row, check, in_g, r0, r1):
     # Dual certificate of a minimum-cost assignment of the costs s * (W - off): an entry
     # outside G (in_g) with u[r] + v[c] - s * (W[r, c] - off) > tol violates it. For the
-    # rows with check[r], the per_row most violated entries; and the number of violated
-    # entries.
-    n_r, n_c = W.shape
-    out_r = np.empty(n_r * per_row, dtype=np.int64)
-    out_c = np.empty(n_r * per_row, dtype=np.int64)
+    # rows r0 .. r1 - 1 with check[r], the per_row most violated entries; and the number
+    # of violated entries.
+    n_c = W.shape[1]
+    out_r = np.empty((r1 - r0) * per_row, dtype=np.int64)
+    out_c = np.empty((r1 - r0) * per_row, dtype=np.int64)
     best = np.empty(per_row)
     bcol = np.empty(per_row, dtype=np.int64)
     k = 0
     total = 0
-    for r in range(n_r):
+    for r in range(r0, r1):
         if not check[r]:
             continue
         got = 0
@@ -262,6 +269,13 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         er, ec = _dense_candidates(X, s, max(1, int(first_c)), unmatched is None)
     in_g = np.zeros(X.shape, dtype=np.bool_)
     in_g[er, ec] = True
+    # the certificate's scans of the whole matrix by blocks of rows, in threads on a
+    # large matrix (rows are independent: the same entries, joined in row order)
+    threads = CERT_THREADS if X.size >= CERT_THREADS_MIN else 1
+    blocks = chunk_bounds(n_r, -(-n_r // threads)) if n_r else []
+
+    def tmap(fn: Any, bl: list) -> list:
+        return thread_map(fn, bl, threads, name="sdcdist-assign")
     # Warm start (square, no dummies): only the rows given new entries are re-solved.
     # There v only decreases, so a row verified at u_checked stays verified while
     # u <= u_checked: only rows whose u rose are scanned again.
@@ -300,7 +314,11 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
             check = u > u_checked
         if failed:
             break                           # cannot happen: G holds a full assignment
-        vr, vc, total = _violations(X, s, lo, u, v[:n_c], tol, EXACT_ADD, check, in_g)
+        found = tmap(lambda r0, r1: _violations(X, s, lo, u, v[:n_c], tol, EXACT_ADD, check,
+                                                in_g, r0, r1), blocks)
+        vr = np.concatenate([f[0] for f in found])
+        vc = np.concatenate([f[1] for f in found])
+        total = sum(int(f[2]) for f in found)
         log.debug("exact assignment round %d: %d edges, %d rows checked, %d violated",
                   rnd, er.size, int(check.sum()), total)
         if total == 0:
@@ -308,7 +326,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
             if integer:
                 # every optimal assignment is a matching on the exactly tight entries:
                 # the lexicographically smallest of them
-                ip, ic = tight_dense(X, s, lo, u, v, dz)
+                ip, ic = tight_dense(X, s, lo, u, v, dz, blocks, tmap)
                 col4row = col4row.copy()
                 info = {**info, "ties_moved": int(lexmin(ip, ic, v, col4row))}
             rows = np.flatnonzero((col4row >= 0) & (col4row < n_c))

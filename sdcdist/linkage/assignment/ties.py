@@ -20,7 +20,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["GRID", "GRID_BITS", "grid_bits", "quantize", "lexmin", "tight_dense",
+__all__ = ["GRID", "GRID_BITS", "grid_bits", "quantize", "lexmin", "tight_dense", "tight_rows",
            "tight_csr"]
 
 #: Bits after the binary point of the fixed-point weights: the grid is 2^-GRID_BITS.
@@ -66,26 +66,37 @@ def quantize(X: np.ndarray, bits: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def tight_dense(X, s, off, u, v, dummy):
-    """CSR (indptr, cols) of the entries of the cost matrix ``C = s * (X - off)`` (rows'
-    own dummy column ``n_c + i`` of cost ``dummy[i]`` when ``dummy`` is not empty) whose
-    reduced cost ``C - u - v`` is exactly 0, each row's columns ascending (its dummy
-    last)."""
-    n_r, n_c = X.shape
+def tight_rows(X, s, off, u, v, dummy, r0, r1):
+    """The rows ``r0 .. r1 - 1`` of :func:`tight_dense`: how many tight entries each row has
+    (r1 - r0,) and their columns, row after row (each row's ascending, its dummy last).
+    One pass into a buffer of two entries a row; a block with more is read again, counted
+    first."""
+    n_c = X.shape[1]
     nd = dummy.size > 0
-    indptr = np.zeros(n_r + 1, dtype=np.int64)
-    for i in range(n_r):
-        k = 0
+    cnt = np.zeros(r1 - r0, dtype=np.int64)
+    buf = np.empty(2 * (r1 - r0) + 64, dtype=np.int64)
+    k = 0
+    fits = True
+    for i in range(r0, r1):
         ui = u[i]
+        c0 = k
         for j in range(n_c):
             if s * (X[i, j] - off) - ui - v[j] == 0.0:
+                if k < buf.size:
+                    buf[k] = j
                 k += 1
         if nd and dummy[i] - ui - v[n_c + i] == 0.0:
+            if k < buf.size:
+                buf[k] = n_c + i
             k += 1
-        indptr[i + 1] = indptr[i] + k
-    cols = np.empty(indptr[n_r], dtype=np.int64)
-    for i in range(n_r):
-        k = indptr[i]
+        cnt[i - r0] = k - c0
+        if k > buf.size:
+            fits = False
+    if fits:
+        return cnt, buf[:k].copy()
+    cols = np.empty(k, dtype=np.int64)
+    k = 0
+    for i in range(r0, r1):
         ui = u[i]
         for j in range(n_c):
             if s * (X[i, j] - off) - ui - v[j] == 0.0:
@@ -94,7 +105,24 @@ def tight_dense(X, s, off, u, v, dummy):
         if nd and dummy[i] - ui - v[n_c + i] == 0.0:
             cols[k] = n_c + i
             k += 1
-    return indptr, cols
+    return cnt, cols
+
+
+def tight_dense(X, s, off, u, v, dummy, blocks=None, tmap=None):
+    """CSR (indptr, cols) of the entries of the cost matrix ``C = s * (X - off)`` (rows'
+    own dummy column ``n_c + i`` of cost ``dummy[i]`` when ``dummy`` is not empty) whose
+    reduced cost ``C - u - v`` is exactly 0, each row's columns ascending (its dummy
+    last). ``blocks``: ranges of rows read apart (default all at once), by
+    ``tmap(fn, blocks)`` (e.g. in threads; default one after the other); the same CSR."""
+    n_r = X.shape[0]
+    blocks = [(0, n_r)] if blocks is None else blocks
+    tmap = tmap or (lambda fn, bl: [fn(*b) for b in bl])
+    parts = tmap(lambda r0, r1: tight_rows(X, s, off, u, v, dummy, r0, r1), blocks)
+    indptr = np.zeros(n_r + 1, dtype=np.int64)
+    if parts:
+        np.cumsum(np.concatenate([p[0] for p in parts]), out=indptr[1:])
+        return indptr, np.concatenate([p[1] for p in parts])
+    return indptr, np.zeros(0, dtype=np.int64)
 
 
 @numba.njit(cache=True, nogil=True)
