@@ -709,3 +709,36 @@ def test_em_is_the_same_bits_with_its_estep_parts_in_threads(monkeypatch):
                        np.zeros(J), np.zeros(J), estep_runs(idx, J))
     assert sm_p == pytest.approx(sm_w, rel=1e-12) and ll_p == pytest.approx(ll_w, rel=1e-12)
     np.testing.assert_allclose(bm_p, bm_w, rtol=1e-12)
+
+
+@pytest.mark.parametrize("nl", [[6] * 10, [2] * 20, [5, 7, 3, 11, 2, 9, 4], [6] * 15, [3]])
+def test_group_tables_decode_every_code_in_any_order(nl):
+    """Each pattern's table rows hold its levels (one, two or more column groups, codes
+    increasing, split without divisions, or in any order), the rows are the occurring
+    combinations in increasing order, and the counts per table row are the patterns'."""
+    from sdcdist.linkage.prl.em import group_tables
+    rng = np.random.default_rng(len(nl))
+    nl = np.array(nl, dtype=np.int64)
+    radix = np.r_[1, np.cumprod(nl)[:-1]].astype(np.int64)
+    lev = np.stack([rng.integers(0, n, 30000) for n in nl], axis=1)
+    lev[rng.random(lev.shape) < 0.4] = 0
+    codes = np.unique(lev @ radix)
+    lev = (codes[:, None] // radix) % nl
+    c = rng.integers(1, 100, codes.size).astype(np.float64)
+    idx, clev, cj = group_tables(codes, nl, radix, c)
+    got = np.full(lev.shape, -1)
+    for g in range(idx.shape[1]):
+        rows = clev[idx[:, g]]
+        got = np.where(rows >= 0, rows, got)
+    np.testing.assert_array_equal(got, lev)
+    assert cj.tobytes() == sum(np.bincount(idx[:, g], weights=c, minlength=clev.shape[0])
+                               for g in range(idx.shape[1])).tobytes()
+    for g in range(idx.shape[1]):                          # rows increase within a group
+        r = np.unique(idx[:, g])
+        k = np.flatnonzero(clev[r[0]] >= 0)
+        key = (clev[r][:, k].astype(np.int64) * radix[k]).sum(axis=1)
+        assert np.all(np.diff(key) > 0)
+    perm = rng.permutation(codes.size)
+    i2, cl2 = group_tables(codes[perm], nl, radix)
+    np.testing.assert_array_equal(cl2, clev)
+    np.testing.assert_array_equal(i2, idx[perm])

@@ -68,6 +68,8 @@ def as_sparse(counts: Any) -> tuple[np.ndarray, np.ndarray]:
         codes = np.flatnonzero(dense).astype(np.int64)
         c = dense[codes].astype(np.int64)
     keep = c > 0
+    if keep.all():
+        return codes, c
     return codes[keep], c[keep]
 
 
@@ -79,33 +81,89 @@ _EM = DEFAULTS.em
 EM_GROUP_SPACE = 8192
 
 
-@numba.njit(cache=True, nogil=True)
-def _group_digits(codes, div, r, present):
-    # each code's digits of one column group, (code // div) % r, and which occur
-    gc = np.empty(codes.size, dtype=np.int64)
-    for q in range(codes.size):
-        x = (codes[q] // div) % r
-        gc[q] = x
-        present[x] = True
-    return gc
+@numba.njit(cache=True, nogil=True, inline="always")
+def _prefixes(code, divs, cur, ordered):
+    # cur[g] = code // divs[g] for every group g: with ordered (codes increasing) moved up
+    # from the previous code's (the quotients never decrease; all moves together take
+    # max(code) / divs[g] steps), without integer divisions; else divided
+    for g in range(divs.size):
+        d = divs[g]
+        if d == 1:
+            cur[g] = code
+        elif ordered:
+            x = cur[g]
+            while (x + 1) * d <= code:
+                x += 1
+            cur[g] = x
+        else:
+            cur[g] = code // d
 
 
 @numba.njit(cache=True, nogil=True)
-def _take_rows(where, gc, idx, g):
-    # idx[:, g] = where[gc]
-    for q in range(gc.size):
-        idx[q, g] = where[gc[q]]
+def _group_rows(codes, c, divs, rs, base, present, where, idx, cj, fill):
+    # the column groups' digits of every code, (code // divs[g]) % rs[g], from the
+    # quotients (_prefixes; the groups consecutive from the lowest: digit g = cur[g] -
+    # cur[g + 1] rs[g]); without fill, which digits occur (present[base[g] + digit]); with
+    # fill, each pattern's table row idx[q, g] = where[base[g] + digit] and the counts per
+    # table row (cj)
+    P = codes.size
+    G = divs.size
+    ordered = True
+    for q in range(1, P):
+        if codes[q] < codes[q - 1]:
+            ordered = False
+            break
+    if G == 2 and ordered and divs[0] == 1:
+        # two groups (the default comparison): the same digits with the quotient held in
+        # a register
+        d1 = divs[1]
+        r1 = rs[1]
+        x = 0
+        for q in range(P):
+            code = codes[q]
+            while (x + 1) * d1 <= code:
+                x += 1
+            g0 = code - x * d1
+            g1 = x if x < r1 else x % r1
+            if fill:
+                j0 = where[g0]
+                j1 = where[base[1] + g1]
+                idx[q, 0] = j0
+                idx[q, 1] = j1
+                cj[j0] += c[q]
+                cj[j1] += c[q]
+            else:
+                present[g0] = True
+                present[base[1] + g1] = True
+        return
+    cur = np.zeros(G, dtype=np.int64)
+    for q in range(P):
+        _prefixes(codes[q], divs, cur, ordered)
+        for g in range(G):
+            if g + 1 < G:
+                dg = cur[g] - cur[g + 1] * rs[g]
+            else:
+                dg = cur[g] if cur[g] < rs[g] else cur[g] % rs[g]
+            if fill:
+                j = where[base[g] + dg]
+                idx[q, g] = j
+                cj[j] += c[q]
+            else:
+                present[base[g] + dg] = True
 
 
-def group_tables(codes: np.ndarray, nl: np.ndarray,
-                  radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def group_tables(codes: np.ndarray, nl: np.ndarray, radix: np.ndarray,
+                 counts: np.ndarray | None = None) -> tuple:
     """Split the key columns into consecutive groups whose level combinations number at
     most :data:`EM_GROUP_SPACE` and index each pattern's combination in every group.
 
     Parameters
     ----------
     codes : ndarray of int64, shape (P,)
-        Mixed-radix pattern codes (radix ``radix``, levels ``nl`` per column).
+        Mixed-radix pattern codes (radix ``radix``, levels ``nl`` per column); increasing
+        codes (as sparse counts hold them) are split without integer divisions.
+    counts : ndarray (P,), optional
+        The patterns' counts: then also their sums per table row.
 
     Returns
     -------
@@ -114,6 +172,8 @@ def group_tables(codes: np.ndarray, nl: np.ndarray,
     clev : ndarray of int8, shape (J, K)
         Levels of table row j on the columns of its group, -1 on the others. Only
         combinations that occur get a row (increasing within a group).
+    cj : ndarray (J,)
+        With ``counts``: the counts of the patterns of each table row (float64).
     """
     P, K = codes.shape[0], len(nl)
     groups: list[list[int]] = [[]]
@@ -124,27 +184,33 @@ def group_tables(codes: np.ndarray, nl: np.ndarray,
             space = 1
         groups[-1].append(k)
         space *= int(nl[k])
+    divs = np.array([int(radix[cols[0]]) for cols in groups], dtype=np.int64)
+    rs = np.array([int(np.prod([int(nl[k]) for k in cols])) for cols in groups],
+                  dtype=np.int64)
+    base = np.r_[0, np.cumsum(rs)[:-1]].astype(np.int64)
+    present = np.zeros(int(rs.sum()), dtype=np.bool_)
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    c = np.zeros(P) if counts is None else np.ascontiguousarray(counts, dtype=np.float64)
     idx = np.empty((P, len(groups)), dtype=np.int32)
+    _group_rows(codes, c, divs, rs, base, present, np.zeros(0, np.int32), idx, np.zeros(0),
+                False)
+    # table rows: the occurring combinations, group after group, increasing within one
+    where = np.zeros(present.size, dtype=np.int32)
+    occ = np.flatnonzero(present)
+    where[occ] = np.arange(occ.size, dtype=np.int32)
+    cj = np.zeros(occ.size)
+    _group_rows(codes, c, divs, rs, base, present, where, idx, cj, True)
     rows = []
-    off = 0
     for g, cols in enumerate(groups):
+        og = occ[(occ >= base[g]) & (occ < base[g] + rs[g])] - base[g]
+        cl = np.full((og.size, K), -1, dtype=np.int8)
         r = 1
         for k in cols:
-            r *= int(nl[k])
-        present = np.zeros(r, dtype=np.bool_)
-        gc = _group_digits(codes, int(radix[cols[0]]), r, present)   # local radix
-        occ = np.flatnonzero(present)
-        where = np.zeros(r, dtype=np.int32)
-        where[occ] = np.arange(off, off + occ.size, dtype=np.int32)
-        _take_rows(where, gc, idx, g)
-        cl = np.full((occ.size, K), -1, dtype=np.int8)
-        r = 1
-        for k in cols:
-            cl[:, k] = (occ // r) % nl[k]
+            cl[:, k] = (og // r) % nl[k]
             r *= int(nl[k])
         rows.append(cl)
-        off += occ.size
-    return idx, np.concatenate(rows)
+    clev = np.concatenate(rows)
+    return (idx, clev) if counts is None else (idx, clev, cj)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -565,16 +631,13 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     nl = cmp.n_levels
     K = len(nl)
     L = int(nl.max())
-    # one table row per occurring level combination of a column group (int8 levels)
-    idx, clev = group_tables(codes, nl, cmp.radix)
-    J = clev.shape[0]
+    # one table row per occurring level combination of a column group (int8 levels), with
+    # the pairs of each (cj)
+    idx, clev, cj = group_tables(codes, nl, cmp.radix, c)
     T = np.zeros((K, L))        # T[k, l]: pairs at level l of column k (fixed; exact integers)
-    for g in range(idx.shape[1]):
-        cj = np.bincount(idx[:, g], weights=c, minlength=J)    # pairs per table row
-        cols = np.flatnonzero(clev[idx[0, g]] >= 0)              # the group's columns
-        rows = np.flatnonzero(clev[:, cols[0]] >= 0)              # and its table rows
-        for k in cols:
-            T[k, :nl[k]] = np.bincount(clev[rows, k], weights=cj[rows], minlength=nl[k])
+    for k in range(K):
+        rows = np.flatnonzero(clev[:, k] >= 0)                   # the rows of k's group
+        T[k, :nl[k]] = np.bincount(clev[rows, k], weights=cj[rows], minlength=nl[k])
     M = np.ones((K, L))
     U = np.ones((K, L))
     for k in range(K):
