@@ -273,7 +273,8 @@ def test_rank_rows_in_any_order(K):
         h16 = np.zeros(P if nhist == 1 else 0, dtype=np.uint16)
         total, _ = prl.patterns._counts_ranked_rows(
             rank, sv, nfin, tc, np.ascontiguousarray(b["v"]), cmp.n_levels, cmp.radix, h, h16,
-            np.zeros(0, dtype=np.int64), 0, prl.patterns._FLUSH_PAIRS, 64, 96)
+            np.zeros(0, dtype=np.int64), 0, prl.patterns._FLUSH_PAIRS, 64, 96,
+            np.zeros(0, dtype=np.int32))
         if h16.size:
             h[0] += h16
         _same(prl.hists.sparse_of_hist(total, h), ref)
@@ -440,3 +441,27 @@ def test_nonzero_u16_equals_flatnonzero(n):
         np.testing.assert_array_equal(nz, np.flatnonzero(h))
         np.testing.assert_array_equal(c, h[nz].astype(np.int64))
         assert c.dtype == np.int64
+
+
+@pytest.mark.parametrize("K, flush", [(10, None), (10, 50_000), (3, None), (3, 50_000)])
+def test_rank_kernel_codes_beside_counting_give_the_same_counts(K, flush, monkeypatch):
+    """The rank kernel with a map (codes of one block of B rows computed beside the
+    counting of the previous block's, on two threads) counts what it counts alone: on ten
+    columns (one uint16 histogram whose counters wrap) and on three (interleaved uint32
+    histograms), with and without flushes into int64."""
+    from sdcdist.linkage.prl import patterns
+    from sdcdist.parallel import thread_pool
+    monkeypatch.setattr(patterns, "PIPE_MIN_PAIRS", 1 << 12)
+    monkeypatch.setattr(patterns, "PIPE_PAIRS", 3 * 1000)
+    if flush is not None:
+        monkeypatch.setattr(patterns, "_FLUSH_PAIRS", flush)
+    A, B = _rounded(600, K, seed=3)
+    A[:300] = A[0]                      # one pattern more than 2^16 times: counters wrap
+    B[:300] = A[0]
+    cmp = prl.comparison(K)
+    a, b = _sides(A, B[:500], cmp)
+    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    assert ref[1].max() > 65536 or K == 3
+    _same(prl.pattern_counts(a, b, cmp), ref)
+    with thread_pool(2) as pmap:
+        _same(prl.pattern_counts(a, b, cmp, pmap=pmap), ref)

@@ -36,7 +36,7 @@ import numpy as np
 from ...errors import SdcInputError
 from ...options import PRL_BLOCK_ROWS
 from ...parallel import (Runner, add_dicts, chunk_bounds, pairwise_reduce, thread_map,
-                         tree_reduce)
+                         thread_pool, tree_reduce)
 from ..assignment import assign_by_content, content_order, identical_classes
 from ..assignment.ties import GRID_BITS, grid_bits
 from .comparison import Comparison, prepare_side, transposed
@@ -121,8 +121,11 @@ def _prepare(X: Any, cols: tuple[int, ...], cmp: Comparison, side: str) -> dict:
 
 
 def _count_block(a0: int, a1: int, b0: int, b1: int, A: dict, B: dict,
-                 cmp: Comparison) -> dict:
-    codes, counts = pattern_counts(_slice(A, a0, a1), _slice(B, b0, b1), cmp)
+                 cmp: Comparison, threads: int = 1) -> dict:
+    # threads > 1 (the task is the only one): codes and counting side by side
+    with thread_pool(threads, name="sdcdist-prl-count") as pmap:
+        codes, counts = pattern_counts(_slice(A, a0, a1), _slice(B, b0, b1), cmp,
+                                       pmap=pmap if threads > 1 else None)
     return {"codes": codes, "counts": counts, "pairs": np.int64((a1 - a0) * (b1 - b0))}
 
 
@@ -358,8 +361,12 @@ def blocked_pattern_counts(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     occurring patterns in increasing code order) and the number of pairs compared.
     """
     if blocking is None:
-        parts = [runner.task(_count_block, a0, a1, b0, b1, A, B, cmp)
-                 for a0, a1, b0, b1 in count_tasks(n_a, n_b, cmp, rows)]
+        tasks = count_tasks(n_a, n_b, cmp, rows)
+        # one task: its two threads compute codes and count them side by side (as the
+        # dense weights' task shares its rows)
+        threads = DENSE_THREADS if len(tasks) == 1 else 1
+        parts = [runner.task(_count_block, a0, a1, b0, b1, A, B, cmp, threads)
+                 for a0, a1, b0, b1 in tasks]
     else:
         parts = [runner.task(_count_window, b0, b1, A, B, cmp, blocking)
                  for b0, b1 in chunk_bounds(n_b, rows[1])]

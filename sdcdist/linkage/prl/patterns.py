@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from .comparison import Comparison, all_rows, transposed
+from .hashcount import codes_row, hash_counts
 from .hists import sparse_of_hist, sparse_of_hists
 from .sparse import merge_counts, sparse_counts
 
@@ -21,30 +22,9 @@ __all__ = ["pattern_counts", "pattern_kernel", "sparse_counts", "merge_counts",
            "DENSE_PATTERN_SPACE", "KERNELS", "RANK_ROWS"]
 
 
-@numba.njit(cache=True, nogil=True)
-def _codes_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, radix, code):
-    # pattern code of B row bj against A rows aidx[lo:hi] (or lo:hi when identity),
-    # column by column so the inner loop runs over contiguous A values
-    n = hi - lo
-    code[:n] = 0
-    for k in range(avT.shape[0]):
-        r = radix[k]
-        x = bj[k]
-        for l in range(nlev[k] - 1):
-            if identity:
-                for q in range(n):
-                    i = lo + q
-                    code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
-            else:
-                for q in range(n):
-                    i = aidx[lo + q]
-                    code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
-    return n
-
-
 #: Largest pattern space counted in a dense histogram (uint32 per pattern: 256 MiB at
 #: the limit, held by the task for the length of a block); above it a block counts into
-#: an open-addressing hash table (:func:`_counts_hash`, slower but of any size).
+#: an open-addressing hash table (:func:`~.hashcount.hash_counts`, slower but of any size).
 DENSE_PATTERN_SPACE = 1 << 26
 
 #: Pattern spaces up to this size are counted through several interleaved histograms
@@ -485,7 +465,7 @@ def _set_sorted(c, c0, c1, r, acc, bnd):
 
 @numba.njit(**_FAST)
 def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h16, total, since, flush,
-                        walk_rows, chunk):
+                        walk_rows, chunk, out):
     # all pairs of a block, every column with one tolerance per level (_rank_eligible):
     # each A column is ranked once, each B row's runs of ranks meeting each tolerance come
     # from sorted walks (_rank_intervals), and a pair's level in a column is then a few
@@ -585,7 +565,11 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h16, total, sinc
                         for q in range(n):
                             code[q] += np.int32(ag[q]) * gr
                 # unsigned indices: no negative-index wraparound in the scatter
-                if nhist == 4:
+                if out.size:
+                    # the codes kept, out[since - n:since], counted later (_count_codes)
+                    for q in range(n):
+                        out[since - n + q] = code[q]
+                elif nhist == 4:
                     for q in range(n):
                         h[np.uint32(q & 3), np.uint32(code[q])] += np.uint32(1)
                 elif nhist == 2:
@@ -600,6 +584,69 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h16, total, sinc
                         if v == 0:
                             h0[c] += np.uint32(65536)
     return total, since
+
+
+@numba.njit(**_FAST)
+def _count_codes(code, h, h16, total, since, flush):
+    # the codes counted into the histograms as _counts_ranked_rows counts its own (flushed
+    # into int64 first when they could overflow); returns (total, since)
+    n = code.size
+    if since + n > flush:
+        total = _flush(total, h, h16)
+        since = 0
+    since += n
+    nhist = h.shape[0]
+    if nhist == 4:
+        for q in range(n):
+            h[np.uint32(q & 3), np.uint32(code[q])] += np.uint32(1)
+    elif nhist == 2:
+        for q in range(n):
+            h[np.uint32(q & 1), np.uint32(code[q])] += np.uint32(1)
+    else:
+        h0 = h[0]
+        for q in range(n):
+            c = np.uint32(code[q])
+            v = np.uint16(h16[c] + 1)
+            h16[c] = v
+            if v == 0:
+                h0[c] += np.uint32(65536)
+    return total, since
+
+
+#: Fewest pairs of a ranking from which :func:`_ranked_hists` with a ``pmap`` computes the
+#: codes of one block of B rows while the previous block's are counted (two threads: the
+#: codes are arithmetic, the counting waits on memory); :data:`PIPE_PAIRS` pairs a block.
+PIPE_MIN_PAIRS = 1 << 22
+PIPE_PAIRS = 1 << 21
+
+
+def _pipelined(rank: np.ndarray, sv: np.ndarray, nfin: np.ndarray, tc: np.ndarray,
+               bv: np.ndarray, nlev: np.ndarray, radix: np.ndarray, h: np.ndarray,
+               h16: np.ndarray, total: np.ndarray, since: int, flush: int, walk_rows: int,
+               chunk: int, pmap) -> tuple[np.ndarray, int]:
+    """:func:`_counts_ranked_rows` of all B rows, by blocks: the codes of block r (into
+    one of two buffers) beside the counting of block r - 1's, each step one ``pmap`` of
+    the two. The same histograms (counts do not depend on the order of the pairs)."""
+    m = rank.shape[1]
+    rows = max(1, PIPE_PAIRS // max(m, 1))
+    blocks = [(j, min(j + rows, bv.shape[0])) for j in range(0, bv.shape[0], rows)]
+    bufs = (np.empty(rows * m, dtype=np.int32), np.empty(rows * m, dtype=np.int32))
+    none = np.zeros(0, dtype=np.int64)
+    state = [total, since]
+
+    def codes(r: int) -> None:
+        j0, j1 = blocks[r]
+        _counts_ranked_rows(rank, sv, nfin, tc, bv[j0:j1], nlev, radix, h, h16, none, 0,
+                            1 << 62, walk_rows, chunk, bufs[r % 2])
+
+    def count(r: int) -> None:
+        j0, j1 = blocks[r]
+        state[0], state[1] = _count_codes(bufs[r % 2][:(j1 - j0) * m], h, h16, state[0],
+                                          state[1], flush)
+    for r in range(len(blocks) + 1):
+        pmap(lambda f, x: f(x), ([(codes, r)] if r < len(blocks) else [])
+             + ([(count, r - 1)] if r else []))
+    return state[0], state[1]
 
 
 def _counts_ranked(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.ndarray,
@@ -617,10 +664,13 @@ def _counts_ranked(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.nda
 
 def _ranked_hists(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.ndarray,
                   radix: np.ndarray, n_patterns: int, nhist: int, flush: int, rank_rows: int,
-                  walk_rows: int, chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  walk_rows: int, chunk: int, pmap=None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_counts_ranked` with the uint16 counters apart (empty unless ``nhist`` is 1):
     ``(total, h, h16)``, the counts ``total + h.sum(0) + h16`` (:func:`sparse_of_hists`
-    reads them without adding two arrays the size of the pattern space)."""
+    reads them without adding two arrays the size of the pattern space). ``pmap``: from
+    :data:`PIPE_MIN_PAIRS` pairs of a ranking on, codes and counting side by side
+    (:func:`_pipelined`)."""
     K, na = avT.shape
     h = np.zeros((nhist, n_patterns), dtype=np.uint32)
     h16 = np.zeros(n_patterns if nhist == 1 else 0, dtype=np.uint16)
@@ -630,15 +680,20 @@ def _ranked_hists(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.ndar
         blk = avT[:, a0:a0 + min(rank_rows, RANK_ROWS)]
         av = np.ascontiguousarray(blk[:, np.argsort(blk[K - 1], kind="stable")])
         rank, sv, nfin = _rank_side(av)
-        total, since = _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h16, total,
-                                           since, flush, walk_rows, chunk)
+        if pmap is not None and rank.shape[1] * bv.shape[0] >= PIPE_MIN_PAIRS:
+            total, since = _pipelined(rank, sv, nfin, tc, bv, nlev, radix, h, h16, total,
+                                      since, flush, walk_rows, chunk, pmap)
+        else:
+            total, since = _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h16,
+                                               total, since, flush, walk_rows, chunk,
+                                               np.zeros(0, dtype=np.int32))
     return total, h, h16
 
 
 @numba.njit(cache=True, nogil=True)
 def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns, nhist,
                   flush):
-    # pairs of blocking windows: codes per B row as _codes_row, dense uint32 histograms
+    # pairs of blocking windows: codes per B row as codes_row, dense uint32 histograms
     total = np.zeros(0, dtype=np.int64)
     h = np.zeros((nhist, n_patterns), dtype=np.uint32)
     code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
@@ -648,65 +703,11 @@ def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns
         if since + (hi[j] - lo[j]) > flush:
             total = _flush(total, h, none)
             since = 0
-        n = _codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, code)
+        n = codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, code)
         since += n
         for q in range(n):
             h[q & (nhist - 1), code[q]] += np.uint32(1)
     return total, h
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _slot(key, mask):
-    # Fibonacci hashing of a non-negative code
-    return ((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask
-
-
-@numba.njit(cache=True, nogil=True)
-def _hash_add(keys, vals, key, inc, mask):
-    h = _slot(np.uint64(key), mask)
-    while True:
-        k = keys[h]
-        if k == key:
-            vals[h] += inc
-            return 0
-        if k < 0:
-            keys[h] = key
-            vals[h] = inc
-            return 1
-        h = (h + np.uint64(1)) & mask
-
-
-@numba.njit(cache=True, nogil=True)
-def _counts_hash(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix):
-    # open addressing with linear probing; grows at load 1/2. A B row's codes
-    # are first run-length merged (neighbouring A rows often share a pattern).
-    size = 1 << 12
-    keys = np.full(size, -1, dtype=np.int64)
-    vals = np.zeros(size, dtype=np.int64)
-    used = 0
-    code = np.empty(avT.shape[1] if identity else max(1, aidx.size), dtype=np.int64)
-    for j in range(bv.shape[0]):
-        n = _codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, code)
-        q = 0
-        while q < n:
-            x = code[q]
-            r = q + 1
-            while r < n and code[r] == x:
-                r += 1
-            used += _hash_add(keys, vals, x, r - q, np.uint64(size - 1))
-            if 2 * used > size:
-                size *= 2
-                k2 = np.full(size, -1, dtype=np.int64)
-                v2 = np.zeros(size, dtype=np.int64)
-                for s in range(keys.size):
-                    if keys[s] >= 0:
-                        _hash_add(k2, v2, keys[s], vals[s], np.uint64(size - 1))
-                keys, vals = k2, v2
-            q = r
-    ok = keys >= 0
-    ck, cv = keys[ok], vals[ok]
-    o = np.argsort(ck)
-    return ck[o], cv[o]
 
 
 #: Pattern count kernels (:func:`pattern_counts`).
@@ -721,7 +722,7 @@ def pattern_kernel(cmp: Comparison) -> str:
 
 def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None = None,
                    hi: np.ndarray | None = None, aidx: np.ndarray | None = None,
-                   kernel: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+                   kernel: str = "auto", pmap=None) -> tuple[np.ndarray, np.ndarray]:
     """Sparse counts of the comparison patterns over pairs of a block.
 
     Parameters
@@ -752,6 +753,11 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
         :func:`pattern_kernel`. All give the same counts: the same predicate
         ``|a - b| <= tol`` in float64, integer counts.
 
+    pmap : callable, optional
+        ``pmap(fn, blocks)`` -> ``[fn(*b) for b in blocks]`` (e.g. on two threads): the
+        rank kernel then computes one block's codes beside the counting of the previous
+        block's (:func:`_pipelined`); the same counts.
+
     Returns
     -------
     codes, counts : ndarrays of int64, shape (p,)
@@ -777,7 +783,7 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
             if _rank_eligible(tc, const, cmp.n_levels) and P < (1 << 31):
                 return sparse_of_hists(*_ranked_hists(
                     avT, tc, np.ascontiguousarray(b["v"]), cmp.n_levels, cmp.radix, P, nhist,
-                    _FLUSH_PAIRS, RANK_ROWS, _WALK_ROWS, _RANK_CHUNK),
+                    _FLUSH_PAIRS, RANK_ROWS, _WALK_ROWS, _RANK_CHUNK, pmap),
                     pairs=int(avT.shape[1]) * int(b["v"].shape[0]))
             total, h = _counts_flat(avT, tolT, tc, const, np.ascontiguousarray(b["v"]),
                                     cmp.n_levels, cmp.radix, P, nhist, _FLUSH_PAIRS)
@@ -785,4 +791,4 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
             total, h = _counts_dense(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels,
                                      cmp.radix, P, nhist, _FLUSH_PAIRS)
         return sparse_of_hist(total, h)
-    return _counts_hash(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix)
+    return hash_counts(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix)
