@@ -696,7 +696,8 @@ def test_ties_with_a_value_for_leaving_rows_out(seed):
 def test_certificate_scans_by_row_blocks_give_the_same_entries(monkeypatch):
     """The tight entries and the violations read by blocks of rows (in threads) are those
     of one pass over all rows: the same CSR, also where rows hold more tight entries than
-    the one-pass buffer (every entry tight), and the same assignment."""
+    the one-pass buffer (every entry tight), and the same assignment; so with the
+    auction's first scans in threads."""
     from sdcdist.linkage.assignment import dense
     from sdcdist.linkage.assignment.ties import tight_dense
     from sdcdist.parallel import thread_map
@@ -712,9 +713,17 @@ def test_certificate_scans_by_row_blocks_give_the_same_entries(monkeypatch):
             assert all(np.array_equal(a, b) for a, b in zip(ref, got))
     W = rng.integers(-40, 8, size=(1100, 1100)).astype(float)      # >= CERT_THREADS_MIN
     W[300:600] = W[0]
+    from sdcdist.linkage.assignment import auction
     monkeypatch.setattr(dense, "CERT_THREADS", 1)
-    one = dense.exact_dense(W, integer=True)
+    monkeypatch.setattr(auction, "SCAN_THREADS", 1)
+    one = dense.exact_dense(W, integer=True, auction=True)
     monkeypatch.setattr(dense, "CERT_THREADS", 3)
-    three = dense.exact_dense(W, integer=True)
+    three = dense.exact_dense(W, integer=True, auction=True)
     assert np.array_equal(one[0], three[0]) and np.array_equal(one[1], three[1])
     assert one[2]["exact_rounds"] == three[2]["exact_rounds"]
+    # the rows' first auction scans in threads at the starting prices: another auction
+    # path, the same (lexicographically smallest) optimum
+    monkeypatch.setattr(auction, "SCAN_THREADS", 2)
+    two = dense.exact_dense(W, integer=True, auction=True)
+    assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
+    assert two[2]["auction_scans"] >= W.shape[0]

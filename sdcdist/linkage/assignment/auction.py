@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
 
+from ...parallel import chunk_bounds, thread_map
 from .sparse import offer
 
 __all__ = ["auction_start", "AUCTION_MIN", "AUCTION_LIST", "AUCTION_RATIO", "AUCTION_FIRST",
@@ -37,6 +40,12 @@ AUCTION_EPS = 1e-4
 #: tie-heavy integer matrices with thousands of equal rows and columns about 120, and
 #: cut shorter, their certificate rounds would not converge).
 AUCTION_MAX_SCANS = 200
+
+#: Threads that share the rows' first scans at the starting prices (:func:`_scan_rows`)
+#: from :data:`SCAN_THREADS_MIN` entries on; the assignment returned is the same (the
+#: auction only seeds the exact solve).
+SCAN_THREADS = max(1, min(2, os.cpu_count() or 1))
+SCAN_THREADS_MIN = 1 << 20
 
 
 @numba.njit(cache=True, nogil=True)
@@ -80,7 +89,7 @@ def _auction_scan(W, s, mid, i, p, lc, lw):
 
 
 @numba.njit(cache=True, nogil=True)
-def _dense_auction(W, s, mid, p, eps_list, k, um, max_scans):
+def _dense_auction(W, s, mid, p, eps_list, um, max_scans, lc, lw, bound):
     """Forward auction (Gauss-Seidel, epsilon-scaling) on the values ``-s * (W - mid)``.
 
     Each row bids for the column of its largest value ``-s * W[i, j] - p[j]``, raising
@@ -92,15 +101,17 @@ def _dense_auction(W, s, mid, p, eps_list, k, um, max_scans):
     ``um[i]`` minus its own price (leaving the row unassigned). Prices ``p`` (n_cols,)
     are updated in place and kept across phases.
 
+    ``lc``, ``lw`` (n_rows, k), ``bound`` (n_rows,): the rows' lists, their weights and
+    bounds, filled in place: empty (-1, +inf) or from first scans at the prices ``p``
+    (:func:`_scan_rows`), which the auction then uses as it would its own.
+
     After ``max_scans`` full scans it stops where it is (the result only seeds the exact
     solve). Returns the final phase's assignment (column per row; -1: none or its
     private option), the lists (n_rows, k), the number of bids and of full row scans.
     """
     n_r, n_c = W.shape
     nd = um.size > 0
-    lc = np.full((n_r, k), -1, dtype=np.int64)
-    lw = np.zeros((n_r, k))                 # their weights, so that bids stay off W
-    bound = np.full(n_r, np.inf)
+    k = lc.shape[1]
     pd = np.zeros(n_r)
     owner = np.full(n_c, -1, dtype=np.int64)
     col = np.full(n_r, -1, dtype=np.int64)
@@ -169,6 +180,14 @@ def _dense_auction(W, s, mid, p, eps_list, k, um, max_scans):
     return col, lc, bids, scans
 
 
+@numba.njit(cache=True, nogil=True)
+def _scan_rows(W, s, mid, p, lc, lw, bound, r0, r1):
+    # the first scan of rows r0 .. r1 - 1 at the prices p (read only): their lists into
+    # lc, lw and their bounds (rows apart: blocks of rows may run in threads)
+    for i in range(r0, r1):
+        bound[i] = _auction_scan(W, s, mid, i, p, lc, lw)
+
+
 def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float,
                    hi: float, colmax: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
@@ -193,9 +212,21 @@ def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float
     else:
         eps = [1.0]
     k = int(min(max(n_lst, 2), X.shape[1]))
-    col, lc, bids, scans = _dense_auction(X, s, 0.5 * (lo + hi), p,
-                                          np.asarray(eps, dtype=np.float64), k, um,
-                                          AUCTION_MAX_SCANS * X.shape[0])
+    n_r = X.shape[0]
+    lc = np.full((n_r, k), -1, dtype=np.int64)
+    lw = np.zeros((n_r, k))                 # the lists' weights, so that bids stay off X
+    bound = np.full(n_r, np.inf)
+    first = 0
+    threads = SCAN_THREADS if X.size >= SCAN_THREADS_MIN else 1
+    if threads > 1:
+        # every row's first scan at the starting prices, the rows shared out to threads
+        # (the auction would scan each row at its first bid, one after the other)
+        thread_map(lambda r0, r1: _scan_rows(X, s, mid, p, lc, lw, bound, r0, r1),
+                   chunk_bounds(n_r, -(-n_r // threads)), threads, name="sdcdist-auction")
+        first = n_r
+    col, lc, bids, scans = _dense_auction(X, s, mid, p, np.asarray(eps, dtype=np.float64),
+                                          um, AUCTION_MAX_SCANS * n_r - first, lc, lw, bound)
+    scans += first
     rows = np.broadcast_to(np.arange(X.shape[0])[:, None], lc.shape)
     ok = lc >= 0
     m = col >= 0
