@@ -465,3 +465,27 @@ def test_rank_kernel_codes_beside_counting_give_the_same_counts(K, flush, monkey
     _same(prl.pattern_counts(a, b, cmp), ref)
     with thread_pool(2) as pmap:
         _same(prl.pattern_counts(a, b, cmp, pmap=pmap), ref)
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+def test_kept_histograms_are_zero_again_and_count_the_same(wrap, monkeypatch):
+    """The rank kernel's histograms are zeroed where they were used and kept for the next
+    count (counters that wrapped included): every count after the first gives the same
+    codes and counts as the hash kernel, and the kept arrays hold only zeros."""
+    from sdcdist.linkage.prl import hists
+    monkeypatch.setattr(hists, "HIST_KEEP_MIN", 1 << 10)
+    hists.release_hists()
+    A, B = _rounded(500, 10, seed=4)
+    if wrap:
+        A[:300] = A[0]
+        B[:300] = A[0]
+    cmp = prl.comparison(10)
+    a, b = _sides(A, B, cmp)
+    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    assert (ref[1].max() > 65536) == wrap
+    for _ in range(3):
+        _same(prl.pattern_counts(a, b, cmp), ref)
+        (h, h16), = hists._KEPT.values()
+        assert not h.any() and not h16.any()
+    hists.release_hists()
+    assert not hists._KEPT

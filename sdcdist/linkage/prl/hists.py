@@ -7,12 +7,15 @@ pair counts (:func:`~.sparse.sparse_counts`).
 
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
 
 from .sparse import sparse_counts
 
-__all__ = ["sparse_of_hist", "sparse_of_hists", "nonzero_u16"]
+__all__ = ["sparse_of_hist", "sparse_of_hists", "nonzero_u16", "take_hists", "read_hists",
+           "release_hists", "HIST_KEEP_MIN"]
 
 _FAST = dict(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 
@@ -73,7 +76,7 @@ def nonzero_u16(h16: np.ndarray, *, counts: bool = False, expect: int = 0
 
 
 def sparse_of_hists(total: np.ndarray, h: np.ndarray, h16: np.ndarray,
-                     pairs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    pairs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`sparse_of_hist` of :func:`_ranked_hists`' output, the same codes and counts.
     With uint16 counters the pattern space can hold tens of millions of patterns (ten
     columns of six levels) of which a few hundred thousand occur: the uint32 array then
@@ -82,11 +85,18 @@ def sparse_of_hists(total: np.ndarray, h: np.ndarray, h16: np.ndarray,
     counted; when the uint16 counters add up to it, none wrapped and the uint32 array is
     not read; when the counts found with it add up, no pattern hides behind a counter that
     wrapped to exactly 0, and the uint32 array is not scanned."""
+    return _read(total, h, h16, pairs)[:2]
+
+
+def _read(total: np.ndarray, h: np.ndarray, h16: np.ndarray, pairs: int | None
+          ) -> tuple[np.ndarray, np.ndarray, bool]:
+    # sparse_of_hists, and whether the uint32 array may hold wraps
     if not h16.size:
-        return sparse_of_hist(total, h)
+        return (*sparse_of_hist(total, h), True)
     nz, c = nonzero_u16(h16, counts=True, expect=h16.size // 16 if pairs is None else
                         min(h16.size, pairs) // 8)
-    if pairs is None or int(c.sum()) + (int(total.sum()) if total.size else 0) != pairs:
+    wraps = pairs is None or int(c.sum()) + (int(total.sum()) if total.size else 0) != pairs
+    if wraps:
         # a counter wrapped (the uint32 array holds 2^16 for each wrap): add them
         c = c + h[0, nz].astype(np.int64)
     if pairs is None or int(c.sum()) + (int(total.sum()) if total.size else 0) != pairs:
@@ -98,8 +108,55 @@ def sparse_of_hists(total: np.ndarray, h: np.ndarray, h16: np.ndarray,
             nz = np.sort(np.concatenate([nz, extra]))
             c = h16[nz].astype(np.int64) + h[0, nz].astype(np.int64)
     if total.size:
-        return _with_total(total, nz, c)
+        return (*_with_total(total, nz, c), wraps)
+    return nz, c, wraps
+
+
+#: Smallest pattern space whose uint16 histograms (:func:`take_hists`) are kept for the
+#: next count once read (:func:`read_hists`): the pages of a fresh one cost more to map
+#: than zeroing the counters that were used (a few percent of them).
+HIST_KEEP_MIN = 1 << 20
+
+_KEPT: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+def take_hists(nhist: int, n_patterns: int) -> tuple[np.ndarray, np.ndarray]:
+    """Zeroed histograms for the rank kernel: ``(h, h16)``, uint32 ``(nhist,
+    n_patterns)`` and uint16 ``(n_patterns,)`` (empty unless ``nhist`` is 1); a pair kept
+    by :func:`read_hists` when there is one of that size (each pair serves one count at a
+    time)."""
+    if nhist == 1 and n_patterns >= HIST_KEEP_MIN:
+        with _KEPT_LOCK:
+            kept = _KEPT.pop(int(n_patterns), None)
+        if kept is not None:
+            return kept
+    return (np.zeros((nhist, n_patterns), dtype=np.uint32),
+            np.zeros(n_patterns if nhist == 1 else 0, dtype=np.uint16))
+
+
+def read_hists(total: np.ndarray, h: np.ndarray, h16: np.ndarray, pairs: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sparse_of_hists`, then the histograms zeroed where they were used (the
+    codes found; the uint32 array only where it holds wraps) and kept for the next
+    :func:`take_hists` of their size (one pair; none after a flush into int64, which wrote
+    all of them)."""
+    nz, c, wraps = _read(total, h, h16, pairs)
+    n = h16.size
+    if n >= HIST_KEEP_MIN and h.shape[0] == 1 and not total.size:
+        h16[nz] = 0
+        if wraps:
+            used = nz[h[0, nz] != 0]
+            h[0, used] = 0
+        with _KEPT_LOCK:
+            _KEPT.setdefault(int(n), (h, h16))
     return nz, c
+
+
+def release_hists() -> None:
+    """Drop the kept histograms (their memory goes back at once)."""
+    with _KEPT_LOCK:
+        _KEPT.clear()
 
 
 def _with_total(total: np.ndarray, nz: np.ndarray, c: np.ndarray

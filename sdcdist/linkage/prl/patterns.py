@@ -15,7 +15,7 @@ import numpy as np
 
 from .comparison import Comparison, all_rows, transposed
 from .hashcount import codes_row, hash_counts
-from .hists import sparse_of_hist, sparse_of_hists
+from .hists import read_hists, sparse_of_hist, take_hists
 from .sparse import merge_counts, sparse_counts
 
 __all__ = ["pattern_counts", "pattern_kernel", "sparse_counts", "merge_counts",
@@ -667,13 +667,12 @@ def _ranked_hists(avT: np.ndarray, tc: np.ndarray, bv: np.ndarray, nlev: np.ndar
                   walk_rows: int, chunk: int, pmap=None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_counts_ranked` with the uint16 counters apart (empty unless ``nhist`` is 1):
-    ``(total, h, h16)``, the counts ``total + h.sum(0) + h16`` (:func:`sparse_of_hists`
+    ``(total, h, h16)``, the counts ``total + h.sum(0) + h16`` (:func:`~.hists.sparse_of_hists`
     reads them without adding two arrays the size of the pattern space). ``pmap``: from
     :data:`PIPE_MIN_PAIRS` pairs of a ranking on, codes and counting side by side
     (:func:`_pipelined`)."""
     K, na = avT.shape
-    h = np.zeros((nhist, n_patterns), dtype=np.uint32)
-    h16 = np.zeros(n_patterns if nhist == 1 else 0, dtype=np.uint16)
+    h, h16 = take_hists(nhist, n_patterns)
     total = np.zeros(0, dtype=np.int64)
     since = 0
     for a0 in range(0, na, min(rank_rows, RANK_ROWS)):
@@ -781,7 +780,7 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
         if identity:
             tc, const = _const_tolerances(tolT, cmp.n_levels)
             if _rank_eligible(tc, const, cmp.n_levels) and P < (1 << 31):
-                return sparse_of_hists(*_ranked_hists(
+                return read_hists(*_ranked_hists(
                     avT, tc, np.ascontiguousarray(b["v"]), cmp.n_levels, cmp.radix, P, nhist,
                     _FLUSH_PAIRS, RANK_ROWS, _WALK_ROWS, _RANK_CHUNK, pmap),
                     pairs=int(avT.shape[1]) * int(b["v"].shape[0]))
