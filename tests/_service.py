@@ -39,6 +39,10 @@ def hash_token(name: str) -> tuple[str, str]:
     return token, r.stdout.strip()
 
 
+class PortTaken(RuntimeError):
+    """The service could not bind the port picked for it."""
+
+
 class Server:
     """``sdcdist serve`` in its own process group; ``kill()`` is a SIGKILL of the group
     (the service and its local cluster's worker processes, as a killed pod)."""
@@ -50,9 +54,22 @@ class Server:
         self.url = f"{self.scheme}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 180) -> "Server":
+    def start(self, timeout: float = 180, tries: int = 3) -> "Server":
+        """Start the service on a free port; another free port when the one picked was
+        taken before the service bound it (its own local cluster, or another test's, may
+        have drawn the same port in between)."""
+        for attempt in range(tries):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                if attempt == tries - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> "Server":
         self.port = free_port()
         self.url = f"{self.scheme}://127.0.0.1:{self.port}"
+        before = self.log.stat().st_size if self.log.exists() else 0
         f = self.log.open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sdcdist.cli", "--log-level", "info", "serve",
@@ -63,6 +80,9 @@ class Server:
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout:
             if self.proc.poll() is not None:
+                text = self.log.read_bytes()[before:].decode(errors="replace")
+                if f"('127.0.0.1', {self.port}): address already in use" in text:
+                    raise PortTaken(self.port)
                 raise RuntimeError(f"the service exited ({self.proc.returncode}):\n"
                                    + self.log.read_text(errors="replace")[-3000:])
             try:

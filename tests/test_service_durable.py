@@ -97,3 +97,26 @@ def test_https_with_certfile_and_keyfile(tmp_path, run):
             httpx.get(f"http://127.0.0.1:{server.port}/v1/health", timeout=5)
     finally:
         server.stop()
+
+
+def test_a_port_taken_before_the_service_binds_it_is_replaced(tmp_path, monkeypatch):
+    """The tests' service picks another free port when the one it drew was taken before it
+    bound it (its local cluster or another test's may draw the same one in between)."""
+    import socket
+
+    import _service
+    server = Server(tmp_path / "root", tmp_path / "service.log")
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        ports = iter([taken])
+        real = _service.free_port
+        monkeypatch.setattr(_service, "free_port", lambda: next(ports, None) or real())
+        server.start()
+        try:
+            assert server.port != taken
+            assert httpx.get(server.url + "/v1/health", timeout=10).status_code == 200
+            assert "address already in use" in server.log.read_text()
+        finally:
+            server.stop()
