@@ -141,7 +141,7 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
         lambda: _timed(identify, counts, cmp, fit, n_a, n_b, n_pairs, s),
         lambda: _link(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo,
                       timings, grid), name="sdcdist-prl-check")
-    del grid                                         # the weights: no longer needed
+    grid = None                                      # the weights: no longer needed
     r, c, w, ainfo, wtrue, top, n_top, recounted, true_in_cand = out
     tr = np.asarray(runner.result(truth), dtype=np.int64)
     # identical records are interchangeable: each pair counts its expected correctness

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison, transposed
+from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison
 from .weights import WeightParams, column_weight, linear_at, linear_column
 
 __all__ = ["constant_tolerances", "ranked_eligible", "bound_tolerances", "level_bounds",
