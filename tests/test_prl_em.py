@@ -709,6 +709,16 @@ def test_em_is_the_same_bits_with_its_estep_parts_in_threads(monkeypatch):
                        np.zeros(J), np.zeros(J), estep_runs(idx, J))
     assert sm_p == pytest.approx(sm_w, rel=1e-12) and ll_p == pytest.approx(ll_w, rel=1e-12)
     np.testing.assert_allclose(bm_p, bm_w, rtol=1e-12)
+    # whole counts are streamed as uint32: the same bits as float64 counts, and
+    # fractional counts (or 2^32 and more) stay float64
+    assert E.c.dtype == np.uint32
+    F = EStep(idx, clev, c.astype(float), cmp.n_levels.astype(np.int64), np.ones((K, L)))
+    F.c = c.astype(float)
+    bm_f = np.zeros((K, L))
+    assert F(m, u, 1e-3, bm_f) == (sm_p, ll_p) and bm_f.tobytes() == bm_p.tobytes()
+    for odd in (c + 0.5, c + 2.0 ** 32):
+        assert EStep(idx, clev, odd, cmp.n_levels.astype(np.int64),
+                     np.ones((K, L))).c.dtype == np.float64
 
 
 @pytest.mark.parametrize("nl", [[6] * 10, [2] * 20, [5, 7, 3, 11, 2, 9, 4], [6] * 15, [3]])

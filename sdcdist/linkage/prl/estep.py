@@ -281,8 +281,13 @@ class EStep:
 
     def __init__(self, idx: np.ndarray, clev: np.ndarray, c: np.ndarray, nl: np.ndarray,
                  T: np.ndarray, pmap=None):
-        self.idx, self.clev, self.c, self.nl, self.T = idx, clev, c, nl, T
+        self.idx, self.clev, self.nl, self.T = idx, clev, nl, T
         self.N = float(np.sum(c))
+        # whole counts below 2^32 streamed as uint32 (half the bytes a step reads; each
+        # converts to the same float64 in the kernels)
+        whole = c.size and float(c.min()) >= 0 and float(c.max()) < 2.0 ** 32 \
+            and bool(np.all(c == np.floor(c)))
+        self.c = c.astype(np.uint32) if whole else c
         J, K = clev.shape
         L = T.shape[1]
         self.runs = estep_runs(idx, J)
