@@ -463,6 +463,28 @@ def _set_sorted(c, c0, c1, r, acc, bnd):
             p = e
 
 
+@numba.njit(inline="always", **_FAST)
+def _scatter(code, n, h, h16):
+    # code[:n] counted into the histograms: nhist == 4 (or 2) interleaved uint32, or the
+    # uint16 counters whose wraps add 65536 to h[0] (unsigned indices: no negative-index
+    # wraparound)
+    nhist = h.shape[0]
+    if nhist == 4:
+        for q in range(n):
+            h[np.uint32(q & 3), np.uint32(code[q])] += np.uint32(1)
+    elif nhist == 2:
+        for q in range(n):
+            h[np.uint32(q & 1), np.uint32(code[q])] += np.uint32(1)
+    else:
+        h0 = h[0]
+        for q in range(n):
+            c = np.uint32(code[q])
+            v = np.uint16(h16[c] + 1)
+            h16[c] = v
+            if v == 0:
+                h0[c] += np.uint32(65536)
+
+
 @numba.njit(**_FAST)
 def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h16, total, since, flush,
                         walk_rows, chunk, out):
@@ -483,7 +505,6 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h16, total, sinc
     # total or empty, since).
     K, m = rank.shape
     U = _UNROLL
-    nhist = h.shape[0]
     # groups of columns [gs[g], gs[g + 1]) whose partial codes fit in int16
     gs = np.empty(K + 1, dtype=np.int64)
     ng = 0
@@ -564,25 +585,12 @@ def _counts_ranked_rows(rank, sv, nfin, tc, bv, nlev, radix, h, h16, total, sinc
                         gr = np.int32(radix[gs[g]])
                         for q in range(n):
                             code[q] += np.int32(ag[q]) * gr
-                # unsigned indices: no negative-index wraparound in the scatter
                 if out.size:
                     # the codes kept, out[since - n:since], counted later (_count_codes)
                     for q in range(n):
                         out[since - n + q] = code[q]
-                elif nhist == 4:
-                    for q in range(n):
-                        h[np.uint32(q & 3), np.uint32(code[q])] += np.uint32(1)
-                elif nhist == 2:
-                    for q in range(n):
-                        h[np.uint32(q & 1), np.uint32(code[q])] += np.uint32(1)
                 else:
-                    h0 = h[0]
-                    for q in range(n):
-                        c = np.uint32(code[q])
-                        v = np.uint16(h16[c] + 1)
-                        h16[c] = v
-                        if v == 0:
-                            h0[c] += np.uint32(65536)
+                    _scatter(code, n, h, h16)
     return total, since
 
 
@@ -595,21 +603,7 @@ def _count_codes(code, h, h16, total, since, flush):
         total = _flush(total, h, h16)
         since = 0
     since += n
-    nhist = h.shape[0]
-    if nhist == 4:
-        for q in range(n):
-            h[np.uint32(q & 3), np.uint32(code[q])] += np.uint32(1)
-    elif nhist == 2:
-        for q in range(n):
-            h[np.uint32(q & 1), np.uint32(code[q])] += np.uint32(1)
-    else:
-        h0 = h[0]
-        for q in range(n):
-            c = np.uint32(code[q])
-            v = np.uint16(h16[c] + 1)
-            h16[c] = v
-            if v == 0:
-                h0[c] += np.uint32(65536)
+    _scatter(code, n, h, h16)
     return total, since
 
 
