@@ -711,13 +711,12 @@ def test_certificate_scans_by_row_blocks_give_the_same_entries(monkeypatch):
             got = tight_dense(M, 1.0, 0.0, uu, vv, np.zeros(0), blocks,
                               lambda fn, bl: thread_map(fn, bl, 2))
             assert all(np.array_equal(a, b) for a, b in zip(ref, got))
-    W = rng.integers(-40, 8, size=(1100, 1100)).astype(float)      # >= CERT_THREADS_MIN
+    W = rng.integers(-40, 8, size=(1100, 1100)).astype(float)      # >= SCAN_THREADS_MIN
     W[300:600] = W[0]
     from sdcdist.linkage.assignment import auction
-    monkeypatch.setattr(dense, "CERT_THREADS", 1)
     monkeypatch.setattr(auction, "SCAN_THREADS", 1)
     one = dense.exact_dense(W, integer=True, auction=True)
-    monkeypatch.setattr(dense, "CERT_THREADS", 3)
+    monkeypatch.setattr(auction, "SCAN_THREADS", 3)
     three = dense.exact_dense(W, integer=True, auction=True)
     assert np.array_equal(one[0], three[0]) and np.array_equal(one[1], three[1])
     assert one[2]["exact_rounds"] == three[2]["exact_rounds"]

@@ -27,13 +27,13 @@ T = TypeVar("T")
 S = TypeVar("S")
 
 
-def _shared_map(pool: ThreadPoolExecutor | None, helpers: int, fn: Callable[..., T],
+def _shared_map(pool: ThreadPoolExecutor, helpers: int, fn: Callable[..., T],
                 blocks: Sequence[tuple]) -> list[T]:
     # [fn(*b) for b in blocks]: the caller and up to ``helpers`` threads of ``pool`` take
     # the next block from one counter until none is left; results in block order, the
     # exception of the first failing block (in block order) raised once all have ended
     n = len(blocks)
-    if pool is None or helpers < 1 or n < 2:
+    if n < 2:
         return [fn(*b) for b in blocks]
     out: list[Any] = [None] * n
     errors: dict[int, BaseException] = {}

@@ -10,7 +10,7 @@ import numpy as np
 from ...parallel import chunk_bounds, thread_map
 from .sparse import offer
 
-__all__ = ["auction_start", "AUCTION_MIN", "AUCTION_LIST", "AUCTION_RATIO", "AUCTION_FIRST",
+__all__ = ["auction_start", "scan_blocks", "AUCTION_MIN", "AUCTION_LIST", "AUCTION_RATIO", "AUCTION_FIRST",
            "AUCTION_EPS", "AUCTION_MAX_SCANS"]
 
 #: Smallest ``max(n_rows, n_cols)`` from which :func:`exact_dense` starts from the
@@ -41,11 +41,20 @@ AUCTION_EPS = 1e-4
 #: cut shorter, their certificate rounds would not converge).
 AUCTION_MAX_SCANS = 200
 
-#: Threads that share the rows' first scans at the starting prices (:func:`_scan_rows`)
-#: from :data:`SCAN_THREADS_MIN` entries on; the assignment returned is the same (the
-#: auction only seeds the exact solve).
+#: Threads that share the rows of the dense assignment's scans of the whole matrix (the
+#: auction's first scans at the starting prices, :func:`_scan_rows`, and the certificate's
+#: scans in :func:`~.dense.exact_dense`) from :data:`SCAN_THREADS_MIN` entries on; the
+#: assignment returned is the same for any number.
 SCAN_THREADS = max(1, min(2, os.cpu_count() or 1))
 SCAN_THREADS_MIN = 1 << 20
+
+
+def scan_blocks(X: np.ndarray) -> tuple[int, list[tuple[int, int]]]:
+    """The threads for the row scans of ``X`` (:data:`SCAN_THREADS`) and its rows in as
+    many blocks."""
+    n = X.shape[0]
+    threads = SCAN_THREADS if X.size >= SCAN_THREADS_MIN else 1
+    return threads, (chunk_bounds(n, -(-n // threads)) if n else [])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -217,12 +226,12 @@ def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float
     lw = np.zeros((n_r, k))                 # the lists' weights, so that bids stay off X
     bound = np.full(n_r, np.inf)
     first = 0
-    threads = SCAN_THREADS if X.size >= SCAN_THREADS_MIN else 1
+    threads, blocks = scan_blocks(X)
     if threads > 1:
         # every row's first scan at the starting prices, the rows shared out to threads
         # (the auction would scan each row at its first bid, one after the other)
-        thread_map(lambda r0, r1: _scan_rows(X, s, mid, p, lc, lw, bound, r0, r1),
-                   chunk_bounds(n_r, -(-n_r // threads)), threads, name="sdcdist-auction")
+        thread_map(lambda r0, r1: _scan_rows(X, s, mid, p, lc, lw, bound, r0, r1), blocks,
+                   threads, name="sdcdist-auction")
         first = n_r
     col, lc, bids, scans = _dense_auction(X, s, mid, p, np.asarray(eps, dtype=np.float64),
                                           um, AUCTION_MAX_SCANS * n_r - first, lc, lw, bound)

@@ -4,13 +4,12 @@ matrix by a dual certificate (:func:`exact_dense`), scipy for small matrices."""
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import numba
 import numpy as np
 
-from ...parallel import chunk_bounds, thread_map
+from ...parallel import thread_map
 from . import auction as prices
 from .ties import lexmin, tight_dense
 from .sparse import ARR_BIDS, arr, csr, offer, reopen_rows, solve_min, ssp
@@ -43,11 +42,6 @@ EXACT_ROUNDS = 50
 #: Columns per chunk of the certificate's scan of a row: a chunk with no reduced cost
 #: above the tolerance is skipped after one vectorised pass (nearly all are).
 VIOLATION_CHUNK = 128
-
-#: Threads that share the rows of the certificate's scans of a dense matrix (violations,
-#: tight entries) from :data:`CERT_THREADS_MIN` entries on; the same result for any number.
-CERT_THREADS = max(1, min(2, os.cpu_count() or 1))
-CERT_THREADS_MIN = 1 << 20
 
 
 @numba.njit(cache=True, nogil=True)
@@ -271,8 +265,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
     in_g[er, ec] = True
     # the certificate's scans of the whole matrix by blocks of rows, in threads on a
     # large matrix (rows are independent: the same entries, joined in row order)
-    threads = CERT_THREADS if X.size >= CERT_THREADS_MIN else 1
-    blocks = chunk_bounds(n_r, -(-n_r // threads)) if n_r else []
+    threads, blocks = prices.scan_blocks(X)
 
     def tmap(fn: Any, bl: list) -> list:
         return thread_map(fn, bl, threads, name="sdcdist-assign")

@@ -135,7 +135,7 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     # the identification check (it only flags the fit) runs in a thread of its own beside
     # the candidates and the assignment, which do not depend on it; beside the dense
     # assignment only once every pair's weight is computed (on all cores)
-    dense = blocking is None and max(n_a, n_b) <= s.dense_limit
+    dense = blocking is None and max(n_a, n_b) <= s.dense_limit      # else top-c candidates
     grid = dense_grid(runner, Ap, Bp, cmp, wp) if dense else None
     out, timings["identification"] = alongside(
         lambda: _timed(identify, counts, cmp, fit, n_a, n_b, n_pairs, s),
@@ -174,12 +174,13 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
 def _link(runner: Runner, Ap: Any, Bp: Any, n_a: int, n_b: int, cmp: Comparison,
           wp: WeightParams, truth: Any, s: PRLSettings, blocking: tuple[int, int] | None,
           path: str, cinfo: dict, timings: dict, grid: Any = None) -> tuple:
-    """Candidates and the 1-1 assignment (dense and exact on every pair's weight, ``grid``
-    (:func:`~.blocks.dense_grid`'s handle) when given, or sparse on the top-c candidates),
+    """Candidates and the 1-1 assignment (dense and exact on every pair's weight when
+    ``grid``, :func:`~.blocks.dense_grid`'s handle, is given; else sparse on the top-c
+    candidates),
     with best link's top weights and their ties: ``(rows, cols, w, ainfo, wtrue, top,
     n_top, recounted, true_in_candidates)``; their wall times into ``timings``."""
     tr = np.asarray(runner.result(truth), dtype=np.int64)
-    if blocking is None and max(n_a, n_b) <= s.dense_limit:
+    if grid is not None:
         out = dense_assign(runner, Ap, Bp, cmp, wp, s.dense_limit, truth, grid)
         r, c, w, ainfo, wtrue = out["rows"], out["cols"], out["w"], out["info"], out["wtrue"]
         true_in_cand = int(np.count_nonzero(~np.isnan(wtrue)))

@@ -95,11 +95,12 @@ def _read(total: np.ndarray, h: np.ndarray, h16: np.ndarray, pairs: int | None
         return (*sparse_of_hist(total, h), True)
     nz, c = nonzero_u16(h16, counts=True, expect=h16.size // 16 if pairs is None else
                         min(h16.size, pairs) // 8)
-    wraps = pairs is None or int(c.sum()) + (int(total.sum()) if total.size else 0) != pairs
+    flushed = int(total.sum()) if total.size else 0
+    wraps = pairs is None or int(c.sum()) + flushed != pairs
     if wraps:
         # a counter wrapped (the uint32 array holds 2^16 for each wrap): add them
         c = c + h[0, nz].astype(np.int64)
-    if pairs is None or int(c.sum()) + (int(total.sum()) if total.size else 0) != pairs:
+    if pairs is None or int(c.sum()) + flushed != pairs:
         wrapped = np.flatnonzero(h[0])
         # codes whose counters wrapped to 0 since the last flush: add them (sorted)
         pos = np.minimum(np.searchsorted(nz, wrapped), max(nz.size - 1, 0))
