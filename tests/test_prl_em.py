@@ -716,9 +716,22 @@ def test_em_is_the_same_bits_with_its_estep_parts_in_threads(monkeypatch):
     F.c = c.astype(float)
     bm_f = np.zeros((K, L))
     assert F(m, u, 1e-3, bm_f) == (sm_p, ll_p) and bm_f.tobytes() == bm_p.tobytes()
-    for odd in (c + 0.5, c + 2.0 ** 32):
+    for odd in (c + 0.5, c + 2.0 ** 32, c.astype(np.int64) + 2 ** 32):
         assert EStep(idx, clev, odd, cmp.n_levels.astype(np.int64),
                      np.ones((K, L))).c.dtype == np.float64
+    # integer counts (as the EM passes them): the same N, stream and bits
+    G = EStep(idx, clev, c.astype(np.int64), cmp.n_levels.astype(np.int64), np.ones((K, L)))
+    assert G.c.dtype == np.uint32 and G.N == E.N
+    bm_g = np.zeros((K, L))
+    assert G(m, u, 1e-3, bm_g) == (sm_p, ll_p) and bm_g.tobytes() == bm_p.tobytes()
+    # the run tables (one pass) are the runs of equal group-1 rows
+    i0, rstart, rrow = estep_runs(idx, J)[:3]
+    i1 = idx[:, 1]
+    np.testing.assert_array_equal(
+        rstart, np.r_[0, np.flatnonzero(i1[1:] != i1[:-1]) + 1, i1.size])
+    np.testing.assert_array_equal(rrow, i1[rstart[:-1]])
+    np.testing.assert_array_equal(i0, idx[:, 0])
+    assert i0.dtype == np.uint16
 
 
 @pytest.mark.parametrize("nl", [[6] * 10, [2] * 20, [5, 7, 3, 11, 2, 9, 4], [6] * 15, [3]])
@@ -743,6 +756,11 @@ def test_group_tables_decode_every_code_in_any_order(nl):
     np.testing.assert_array_equal(got, lev)
     assert cj.tobytes() == sum(np.bincount(idx[:, g], weights=c, minlength=clev.shape[0])
                                for g in range(idx.shape[1])).tobytes()
+    # whole counts as integers (the EM's; summed exactly): the same tables and counts
+    i_int, cl_int, cj_int = group_tables(codes, nl, radix, c.astype(np.int64))
+    np.testing.assert_array_equal(i_int, idx)
+    np.testing.assert_array_equal(cl_int, clev)
+    assert cj_int.dtype == np.float64 and cj_int.tobytes() == cj.tobytes()
     for g in range(idx.shape[1]):                          # rows increase within a group
         r = np.unique(idx[:, g])
         k = np.flatnonzero(clev[r[0]] >= 0)

@@ -115,10 +115,13 @@ def _group_rows(codes, c, divs, rs, base, present, where, idx, cj, fill):
             break
     if G == 2 and ordered and divs[0] == 1:
         # two groups (the default comparison): the same digits with the quotient held in
-        # a register
+        # a register, and the group-1 row's count too while it repeats (the same additions
+        # in the same order as cj[j1] += c[q]: the groups' rows are disjoint)
         d1 = divs[1]
         r1 = rs[1]
         x = 0
+        jc = -1
+        a1 = cj[0] if fill and cj.size else 0
         for q in range(P):
             code = codes[q]
             while (x + 1) * d1 <= code:
@@ -131,10 +134,17 @@ def _group_rows(codes, c, divs, rs, base, present, where, idx, cj, fill):
                 idx[q, 0] = j0
                 idx[q, 1] = j1
                 cj[j0] += c[q]
-                cj[j1] += c[q]
+                if j1 != jc:
+                    if jc >= 0:
+                        cj[jc] = a1
+                    jc = j1
+                    a1 = cj[j1]
+                a1 += c[q]
             else:
                 present[g0] = True
                 present[base[1] + g1] = True
+        if fill and jc >= 0:
+            cj[jc] = a1
         return
     cur = np.zeros(G, dtype=np.int64)
     for q in range(P):
@@ -190,7 +200,10 @@ def group_tables(codes: np.ndarray, nl: np.ndarray, radix: np.ndarray,
     base = np.r_[0, np.cumsum(rs)[:-1]].astype(np.int64)
     present = np.zeros(int(rs.sum()), dtype=np.bool_)
     codes = np.ascontiguousarray(codes, dtype=np.int64)
-    c = np.zeros(P) if counts is None else np.ascontiguousarray(counts, dtype=np.float64)
+    # whole counts summed as integers (exact below 2**53: the same floats as float sums)
+    whole = counts is not None and np.asarray(counts).dtype.kind in "iu"
+    c = np.zeros(P) if counts is None else \
+        np.ascontiguousarray(counts, dtype=np.int64 if whole else np.float64)
     idx = np.empty((P, len(groups)), dtype=np.int32)
     _group_rows(codes, c, divs, rs, base, present, np.zeros(0, np.int32), idx, np.zeros(0),
                 False)
@@ -198,8 +211,9 @@ def group_tables(codes: np.ndarray, nl: np.ndarray, radix: np.ndarray,
     where = np.zeros(present.size, dtype=np.int32)
     occ = np.flatnonzero(present)
     where[occ] = np.arange(occ.size, dtype=np.int32)
-    cj = np.zeros(occ.size)
+    cj = np.zeros(occ.size, dtype=np.int64 if whole else np.float64)
     _group_rows(codes, c, divs, rs, base, present, where, idx, cj, True)
+    cj = cj.astype(np.float64, copy=False)
     rows = []
     for g, cols in enumerate(groups):
         og = occ[(occ >= base[g]) & (occ < base[g] + rs[g])] - base[g]
@@ -623,9 +637,8 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     and ``bu = T - bm`` with the fixed level totals ``T``. Everything runs in
     a fixed order: the same counts give the same fit bit for bit.
     """
-    codes, c = as_sparse(counts)
-    c = c.astype(np.float64)
-    N = c.sum()
+    codes, c = as_sparse(counts)            # whole counts (int64), summed exactly
+    N = float(c.sum())
     if N <= 0:
         raise SdcInputError("no record pairs to fit the linkage model on")
     nl = cmp.n_levels

@@ -233,6 +233,29 @@ def estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S, runs):
     return _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S)
 
 
+@numba.njit(cache=True, nogil=True)
+def _run_tables(idx, i0):
+    # one pass over idx (P, 2): the group-0 rows into i0 and where each run of one group-1
+    # row starts (rstart, ending with P) and its row (rrow)
+    P = idx.shape[0]
+    starts = np.empty(P + 1, dtype=np.int64)
+    n = 0
+    prev = -1
+    for q in range(P):
+        i0[q] = idx[q, 0]
+        v = idx[q, 1]
+        if v != prev:
+            starts[n] = q
+            n += 1
+            prev = v
+    starts[n] = P
+    rstart = starts[:n + 1].copy()
+    rrow = np.empty(n, dtype=np.int64)
+    for r in range(n):
+        rrow[r] = idx[rstart[r], 1]
+    return rstart, rrow
+
+
 def estep_runs(idx: np.ndarray, J: int) -> tuple:
     """The run tables of :func:`_estep_runs` for ``idx`` of two column groups (codes
     increasing): ``(i0, rstart, rrow, OR, cs, cw)``; empty tables (so :func:`_estep`)
@@ -240,12 +263,10 @@ def estep_runs(idx: np.ndarray, J: int) -> tuple:
     z = np.zeros(0)
     if idx.shape[1] != 2 or idx.shape[0] == 0:
         return (np.zeros(0, np.uint16), np.zeros(0, np.int64), np.zeros(0, np.int64), z, z, z)
-    i1 = idx[:, 1]
-    rstart = np.r_[0, np.flatnonzero(i1[1:] != i1[:-1]) + 1, i1.size].astype(np.int64)
     # group-0 rows as uint16 where they fit (half the bytes the E-step streams)
-    i0 = idx[:, 0].astype(np.uint16 if J <= 65536 else np.int32)
-    return (i0, rstart, i1[rstart[:-1]].astype(np.int64), np.zeros(J), np.zeros(ESTEP_CHUNK),
-            np.zeros(ESTEP_CHUNK))
+    i0 = np.empty(idx.shape[0], dtype=np.uint16 if J <= 65536 else np.int32)
+    rstart, rrow = _run_tables(idx, i0)
+    return (i0, rstart, rrow, np.zeros(J), np.zeros(ESTEP_CHUNK), np.zeros(ESTEP_CHUNK))
 
 
 #: Parts of the EM's E-step (:class:`EStep`): consecutive runs of patterns whose sums are
@@ -273,7 +294,7 @@ class EStep:
     idx : ndarray (P, G), clev : ndarray (J, K)
         The column groups' tables (:func:`~.em.group_tables`).
     c : ndarray (P,)
-        Pattern counts (float64).
+        Pattern counts (float64, or whole counts as integers).
     nl : ndarray (K,) of int64
     T : ndarray (K, L)
         Level totals over all pairs.
@@ -282,12 +303,17 @@ class EStep:
     def __init__(self, idx: np.ndarray, clev: np.ndarray, c: np.ndarray, nl: np.ndarray,
                  T: np.ndarray, pmap=None):
         self.idx, self.clev, self.nl, self.T = idx, clev, nl, T
-        self.N = float(np.sum(c))
         # whole counts below 2^32 streamed as uint32 (half the bytes a step reads; each
-        # converts to the same float64 in the kernels)
-        whole = c.size and float(c.min()) >= 0 and float(c.max()) < 2.0 ** 32 \
-            and bool(np.all(c == np.floor(c)))
-        self.c = c.astype(np.uint32) if whole else c
+        # converts to the same float64 in the kernels); integer counts are summed exactly
+        # (below 2^53 the same float as a float sum)
+        c = np.asarray(c)
+        self.N = float(np.sum(c))
+        if c.dtype.kind in "iu":
+            whole = c.size and int(c.min()) >= 0 and int(c.max()) < 2 ** 32
+        else:
+            whole = c.size and float(c.min()) >= 0 and float(c.max()) < 2.0 ** 32 \
+                and bool(np.all(c == np.floor(c)))
+        self.c = c.astype(np.uint32) if whole else c.astype(np.float64, copy=False)
         J, K = clev.shape
         L = T.shape[1]
         self.runs = estep_runs(idx, J)
