@@ -281,11 +281,11 @@ def test_rank_rows_in_any_order(K):
 
 
 @numba.njit(error_model="numpy")
-def _linear_both(avT, tolT, k, x, wl, lin, nlev):
+def _linear_both(avT, tolT, k, x, wl, lin, nlev, const=False):
     # the kernels' linear columns (vectorised at 6 levels) and column_weight pair by pair
     n = avT.shape[1]
     fast = np.zeros(n)
-    linear_column(avT, tolT, k, 0, n, x, wl, lin, nlev, fast)
+    linear_column(avT, tolT, k, 0, n, x, wl, lin, nlev, fast, const)
     ref = np.empty(n)
     for i in range(n):
         ref[i] = column_weight(RULE_LINEAR, abs(avT[k, i] - x), tolT, i, k, nlev, 0.0, 0.0, wl,
@@ -316,6 +316,18 @@ def test_linear_kernel_equals_column_weight_on_every_level_count(exact):
         for x in xs:
             fast, ref = _linear_both(avT, tolT, 0, float(x), wl, lin, n_tol + 1)
             np.testing.assert_array_equal(fast.view(np.int64), ref.view(np.int64))
+        # tolerances the same on every row (the default s method): read once as scalars,
+        # the same bits, also where |a - b| overflows to inf
+        tolT = np.ascontiguousarray(np.broadcast_to(tolT[:, :, :1], tolT.shape))
+        assert weights.constant_tolerances(tolT).all()
+        avT = np.ascontiguousarray(np.r_[avT[0], -1.7e308][None, :])
+        tolT = np.ascontiguousarray(np.broadcast_to(tolT[:, :, :1], (1, n_tol, avT.shape[1])))
+        for x in np.r_[xs, 1.7e308]:
+            fast, ref = _linear_both(avT, tolT, 0, float(x), wl, lin, n_tol + 1, True)
+            np.testing.assert_array_equal(fast.view(np.int64), ref.view(np.int64))
+    varying = np.ones((2, 3, 4))
+    varying[1, 2, 3] = 2.0
+    assert weights.constant_tolerances(varying).tolist() == [True, False]
 
 
 def _tree_reference(a, leaf_size, scale):

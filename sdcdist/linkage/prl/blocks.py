@@ -46,7 +46,7 @@ from .patterns import RANK_ROWS, merge_counts, pattern_counts, pattern_kernel
 from .pld import on_grid
 from .kdtree import build_tree, split_scale
 from .topc import merge_topc, topc_block, topc_search
-from .weights import WeightParams, dense_weights, grid_rows, pair_weights
+from .weights import WeightParams, constant_tolerances, dense_weights, grid_rows, pair_weights
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +196,7 @@ def _dense_grid(A: dict, B: dict, cmp: Comparison, wp: WeightParams) -> dict:
     top = np.empty(n_b)
     n_top = np.empty(n_b, dtype=np.int64)
     at = transposed(A)
+    at = (*at, constant_tolerances(at[1]))           # found once for all blocks of rows
     parts = _rows_in_threads(lambda j0, j1: grid_rows(at, Bo, cmp, wp, j0, j1, GRID_BITS, Q,
                                                       top, n_top), n_b)
     lo = min((p[0] for p in parts), default=0.0)

@@ -12,7 +12,7 @@ import numpy as np
 from .comparison import RULE_LINEAR, Comparison, all_rows, transposed
 from .ranked import (BOUND_U, block_intervals, bound_table, fixed_threshold, leaf_bounds,
                      leaf_weigh, ranked_eligible)
-from .weights import WeightParams, column_weight, linear_column, weights_row
+from .weights import WeightParams, column_weight, constant_tolerances, linear_column, weights_row
 
 __all__ = ["topc_block", "merge_topc", "keep_top", "topc_search", "GROUP_ROWS"]
 
@@ -42,14 +42,14 @@ def keep_top(wt, idx, filled, x, g):
 
 @numba.njit(cache=True, nogil=True)
 def _topc_kernel(avT, tolT, bv, lo, hi, aidx, identity, aglob, nlev, wa, wd, wl, rules, lin, order,
-                 c):
+                 c, tconst):
     nb = bv.shape[0]
     idx = np.full((nb, c), -1, dtype=np.int64)
     wt = np.full((nb, c), -np.inf)
     w = np.empty(avT.shape[1] if identity else max(1, aidx.size))
     for j in range(nb):
         n = weights_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, wa, wd, wl,
-                         rules, lin, order, w)
+                         rules, lin, order, w, tconst)
         filled = 0
         for q in range(n):
             i = lo[j] + q if identity else aidx[lo[j] + q]
@@ -74,7 +74,8 @@ def topc_block(a: dict, b: dict, cmp: Comparison, wp: WeightParams, c: int, *, a
         aglob = a0 + np.arange(a["v"].shape[0], dtype=np.int64)
     avT, tolT = transposed(a)
     idx, w = _topc_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, aglob, cmp.n_levels,
-                          wp.w_agr, wp.w_dis, wp.w_level, wp.rule, wp.lin, wp.order, int(c))
+                          wp.w_agr, wp.w_dis, wp.w_level, wp.rule, wp.lin, wp.order, int(c),
+                          constant_tolerances(tolT))
     return {"idx": idx, "w": w}
 
 

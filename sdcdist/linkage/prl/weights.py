@@ -13,7 +13,7 @@ from .em import EMResult
 
 __all__ = ["WeightParams", "weight_params", "linear_segments", "column_weight", "linear_at",
            "linear6_all", "linear_column", "weights_row", "pair_weights", "dense_weights",
-           "grid_rows",
+           "grid_rows", "constant_tolerances",
            "match_probability"]
 
 
@@ -120,6 +120,19 @@ def linear_at(lin, k, x, last):
     return lin[k, 2, s] + lin[k, 3, s] * (x - lin[k, 1, s])
 
 
+def constant_tolerances(tolT: np.ndarray) -> np.ndarray:
+    """Which key columns have the same tolerances on every A row (the ``s`` method's, in sd
+    of the column; categorical columns): ``tolT`` (K, L, n) as
+    :func:`~.comparison.transposed` gives it; bool (K,). The weight kernels then read a
+    column's tolerances once (the same values)."""
+    K = tolT.shape[0]
+    out = np.zeros(K, dtype=np.bool_)
+    for k in range(K):
+        t = tolT[k]
+        out[k] = t.shape[1] == 0 or bool(np.all(t == t[:, :1]))
+    return out
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
     """The weight of key column ``k`` for a pair at difference ``d = |a - b|`` (NaN: missing),
@@ -151,13 +164,15 @@ def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def linear6_all(avT, tolT, k, s0, n, x, wl, lin, w):
+def linear6_all(avT, tolT, k, s0, n, x, wl, lin, w, const=False):
     # w[p] += column_weight(2, |a - x|, ...) of column k (6 levels) for A rows s0 + p,
     # p < n, written without branches or table look-ups so that the loop vectorises (in a
     # caller compiled with error_model="numpy": no zero-division check; the last tolerance
     # is > 0): the segment's start, weight and slope are picked by selects (the points
     # increase, so the last one at or left of xx wins: lin[k, :, s] for s points at or
-    # left of it), then the same operations in the same order, so the same floats
+    # left of it), then the same operations in the same order, so the same floats. const:
+    # the column's tolerances are the same on every A row (the default ``s`` method): read
+    # once, as scalars (the same values; two loads less a pair)
     a = avT[k, s0:s0 + n]
     t0 = tolT[k, 0, s0:s0 + n]
     tl = tolT[k, 4, s0:s0 + n]
@@ -171,6 +186,49 @@ def linear6_all(avT, tolT, k, s0, n, x, wl, lin, w):
         lin[k, 3, 4], lin[k, 3, 5], lin[k, 3, 6]
     wz = wl[k, 0]
     wn = wl[k, 5]
+    if p5 == np.inf and const and n > 0:
+        # five points (the default tolerances: exact agreement keeps its own weight): the
+        # sixth select never fires on a finite x; at x = +inf both give NaN (0 * inf)
+        tls = tl[0]
+        zero = t0[0] == 0.0
+        for p in range(n):
+            d = abs(a[p] - x)
+            xx = d / tls
+            c = p0 <= xx
+            sx, sw, sl = (x1 if c else x0), (w1 if c else w0), (l1 if c else l0)
+            c = p1 <= xx
+            sx, sw, sl = (x2 if c else sx), (w2 if c else sw), (l2 if c else sl)
+            c = p2 <= xx
+            sx, sw, sl = (x3 if c else sx), (w3 if c else sw), (l3 if c else sl)
+            c = p3 <= xx
+            sx, sw, sl = (x4 if c else sx), (w4 if c else sw), (l4 if c else sl)
+            c = p4 <= xx
+            sx, sw, sl = (x5 if c else sx), (w5 if c else sw), (l5 if c else sl)
+            v = sw + sl * (xx - sx)
+            v = v if xx >= 0.0 else wn
+            v = wz if ((d == 0.0) & zero) else v
+            w[p] += v
+        return
+    if p5 == np.inf:
+        # five points, tolerances per row
+        for p in range(n):
+            d = abs(a[p] - x)
+            xx = d / tl[p]
+            c = p0 <= xx
+            sx, sw, sl = (x1 if c else x0), (w1 if c else w0), (l1 if c else l0)
+            c = p1 <= xx
+            sx, sw, sl = (x2 if c else sx), (w2 if c else sw), (l2 if c else sl)
+            c = p2 <= xx
+            sx, sw, sl = (x3 if c else sx), (w3 if c else sw), (l3 if c else sl)
+            c = p3 <= xx
+            sx, sw, sl = (x4 if c else sx), (w4 if c else sw), (l4 if c else sl)
+            c = p4 <= xx
+            sx, sw, sl = (x5 if c else sx), (w5 if c else sw), (l5 if c else sl)
+            v = sw + sl * (xx - sx)
+            v = v if xx >= 0.0 else wn
+            v = wz if ((d == 0.0) & (t0[p] == 0.0)) else v
+            w[p] += v
+        return
     for p in range(n):
         d = abs(a[p] - x)
         xx = d / tl[p]
@@ -193,13 +251,14 @@ def linear6_all(avT, tolT, k, s0, n, x, wl, lin, w):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def linear_column(avT, tolT, k, s0, n, x, wl, lin, nlev, w):
+def linear_column(avT, tolT, k, s0, n, x, wl, lin, nlev, w, const=False):
     """``w[p] += column_weight(RULE_LINEAR, |a - x|, ...)`` of column ``k`` (``nlev``
     levels) for A rows ``s0 + p``, ``p < n``, the same floats on every level count: the
-    default comparison's 6 levels by :func:`linear6_all` (vectorised), any other count by
-    :func:`column_weight` row by row."""
+    default comparison's 6 levels by :func:`linear6_all` (vectorised; ``const``: column
+    ``k``'s tolerances are the same on every row, :func:`constant_tolerances`), any other
+    count by :func:`column_weight` row by row."""
     if nlev == 6:
-        linear6_all(avT, tolT, k, s0, n, x, wl, lin, w)
+        linear6_all(avT, tolT, k, s0, n, x, wl, lin, w, const)
     else:
         for p in range(n):
             i = s0 + p
@@ -208,10 +267,12 @@ def linear_column(avT, tolT, k, s0, n, x, wl, lin, nlev, w):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, rules, lin, order, w):
+def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, rules, lin, order, w,
+                tconst):
     """Weights of B row ``bj`` against A rows ``aidx[lo:hi]`` (``lo:hi`` when ``identity``)
     into ``w[:n]``: column by column in ``order`` (bit-identical sums in every kernel), so
-    the inner loop runs over contiguous A values. Returns n."""
+    the inner loop runs over contiguous A values. ``tconst`` (K,): the columns whose
+    tolerances are the same on every A row (:func:`constant_tolerances`). Returns n."""
     n = hi - lo
     w[:n] = 0.0
     for k in order:
@@ -222,7 +283,7 @@ def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, rules, 
         wdk = wd[k]
         if identity and rule == RULE_LINEAR:
             # the same floats as column_weight, vectorised
-            linear_column(avT, tolT, k, lo, n, x, wl, lin, nk, w)
+            linear_column(avT, tolT, k, lo, n, x, wl, lin, nk, w, tconst[k])
         elif identity:
             for q in range(n):
                 i = lo + q
@@ -259,13 +320,13 @@ def pair_weights(a: dict, b: dict, ia: np.ndarray, jb: np.ndarray, cmp: Comparis
 
 
 @numba.njit(cache=True, nogil=True)
-def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, rules, lin, order):
+def _dense_kernel(avT, tolT, bv, nlev, wa, wd, wl, rules, lin, order, tconst):
     na = avT.shape[1]
     out = np.empty((bv.shape[0], na))
     none = np.zeros(1, dtype=np.int64)
     for j in range(bv.shape[0]):
         weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, rules, lin, order,
-                    out[j])
+                    out[j], tconst)
     return out
 
 
@@ -273,12 +334,12 @@ def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.nda
     """All pair weights, shape (n_b, n_a) (rows = B records)."""
     avT, tolT = transposed(a)
     return _dense_kernel(avT, tolT, b["v"], cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level,
-                         wp.rule, wp.lin, wp.order)
+                         wp.rule, wp.lin, wp.order, constant_tolerances(tolT))
 
 
 @numba.njit(cache=True, nogil=True)
 def _grid_rows(avT, tolT, bv, j0, j1, nlev, wa, wd, wl, rules, lin, order, scale, Q, top,
-               n_top, cmax):
+               n_top, cmax, tconst):
     # rows j0 .. j1 - 1 of dense_grid: each row's weights as _dense_kernel computes them
     # (weights_row), rounded to the grid (np.rint(w * scale), as quantize and on_grid do)
     # into Q, the row's largest grid value and how many entries have it, each column's
@@ -292,7 +353,7 @@ def _grid_rows(avT, tolT, bv, j0, j1, nlev, wa, wd, wl, rules, lin, order, scale
     bad = 0
     for j in range(j0, j1):
         weights_row(avT, tolT, bv[j], 0, na, none, True, nlev, wa, wd, wl, rules, lin, order,
-                    w)
+                    w, tconst)
         mx = -np.inf
         for i in range(na):
             x = w[i]
@@ -311,7 +372,7 @@ def _grid_rows(avT, tolT, bv, j0, j1, nlev, wa, wd, wl, rules, lin, order, scale
     return lo, hi, bad == 0
 
 
-def grid_rows(at: tuple[np.ndarray, np.ndarray], b: dict, cmp: Comparison, wp: WeightParams,
+def grid_rows(at: tuple, b: dict, cmp: Comparison, wp: WeightParams,
               j0: int, j1: int, bits: int, Q: np.ndarray, top: np.ndarray, n_top: np.ndarray
               ) -> tuple[float, float, bool]:
     """Rows ``j0 .. j1 - 1`` of :func:`dense_weights` on the grid ``2**-bits`` (each weight
@@ -320,13 +381,15 @@ def grid_rows(at: tuple[np.ndarray, np.ndarray], b: dict, cmp: Comparison, wp: W
     ``Q[j0:j1]`` (integers held in float64), each row's largest grid value into ``top`` and
     how many of its entries have it into ``n_top``. Returns the smallest and the largest
     weight of the rows (their floats), whether all are finite and each column's largest
-    grid value over the rows (n_a,). ``at``: A's :func:`~.comparison.transposed` values.
+    grid value over the rows (n_a,). ``at``: A's :func:`~.comparison.transposed` values
+    (and, third, their :func:`constant_tolerances`, when the caller has them).
     Rows are independent: blocks of rows may be computed in any order, by any thread."""
-    avT, tolT = at
+    avT, tolT = at[:2]
+    tconst = at[2] if len(at) > 2 else constant_tolerances(tolT)
     cmax = np.full(avT.shape[1], -np.inf)
     lo, hi, ok = _grid_rows(avT, tolT, b["v"], int(j0), int(j1), cmp.n_levels, wp.w_agr,
                             wp.w_dis, wp.w_level, wp.rule, wp.lin, wp.order, 2.0 ** bits, Q,
-                            top, n_top, cmax)
+                            top, n_top, cmax, tconst)
     return lo, hi, ok, cmax
 
 
