@@ -164,6 +164,23 @@ def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _five_selects(xx, P, X, Ws, Ls):
+    # linear6_all's segment of xx among the first five points P (start X, weight Ws,
+    # slope Ls of segment s at index s): the last point at or left of xx wins, by selects
+    c = P[0] <= xx
+    sx, sw, sl = (X[1] if c else X[0]), (Ws[1] if c else Ws[0]), (Ls[1] if c else Ls[0])
+    c = P[1] <= xx
+    sx, sw, sl = (X[2] if c else sx), (Ws[2] if c else sw), (Ls[2] if c else sl)
+    c = P[2] <= xx
+    sx, sw, sl = (X[3] if c else sx), (Ws[3] if c else sw), (Ls[3] if c else sl)
+    c = P[3] <= xx
+    sx, sw, sl = (X[4] if c else sx), (Ws[4] if c else sw), (Ls[4] if c else sl)
+    c = P[4] <= xx
+    sx, sw, sl = (X[5] if c else sx), (Ws[5] if c else sw), (Ls[5] if c else sl)
+    return sx, sw, sl
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def linear6_all(avT, tolT, k, s0, n, x, wl, lin, w, const=False):
     # w[p] += column_weight(2, |a - x|, ...) of column k (6 levels) for A rows s0 + p,
     # p < n, written without branches or table look-ups so that the loop vectorises (in a
@@ -186,68 +203,31 @@ def linear6_all(avT, tolT, k, s0, n, x, wl, lin, w, const=False):
         lin[k, 3, 4], lin[k, 3, 5], lin[k, 3, 6]
     wz = wl[k, 0]
     wn = wl[k, 5]
+    P, X = (p0, p1, p2, p3, p4), (x0, x1, x2, x3, x4, x5)
+    Ws, Ls = (w0, w1, w2, w3, w4, w5), (l0, l1, l2, l3, l4, l5)
     if p5 == np.inf and const and n > 0:
         # five points (the default tolerances: exact agreement keeps its own weight): the
-        # sixth select never fires on a finite x; at x = +inf both give NaN (0 * inf)
+        # sixth select never fires on a finite x (at x = +inf both give NaN, 0 * inf);
+        # the tolerances read once
         tls = tl[0]
         zero = t0[0] == 0.0
         for p in range(n):
             d = abs(a[p] - x)
             xx = d / tls
-            c = p0 <= xx
-            sx, sw, sl = (x1 if c else x0), (w1 if c else w0), (l1 if c else l0)
-            c = p1 <= xx
-            sx, sw, sl = (x2 if c else sx), (w2 if c else sw), (l2 if c else sl)
-            c = p2 <= xx
-            sx, sw, sl = (x3 if c else sx), (w3 if c else sw), (l3 if c else sl)
-            c = p3 <= xx
-            sx, sw, sl = (x4 if c else sx), (w4 if c else sw), (l4 if c else sl)
-            c = p4 <= xx
-            sx, sw, sl = (x5 if c else sx), (w5 if c else sw), (l5 if c else sl)
+            sx, sw, sl = _five_selects(xx, P, X, Ws, Ls)
             v = sw + sl * (xx - sx)
             v = v if xx >= 0.0 else wn
-            v = wz if ((d == 0.0) & zero) else v
-            w[p] += v
-        return
-    if p5 == np.inf:
-        # five points, tolerances per row
-        for p in range(n):
-            d = abs(a[p] - x)
-            xx = d / tl[p]
-            c = p0 <= xx
-            sx, sw, sl = (x1 if c else x0), (w1 if c else w0), (l1 if c else l0)
-            c = p1 <= xx
-            sx, sw, sl = (x2 if c else sx), (w2 if c else sw), (l2 if c else sl)
-            c = p2 <= xx
-            sx, sw, sl = (x3 if c else sx), (w3 if c else sw), (l3 if c else sl)
-            c = p3 <= xx
-            sx, sw, sl = (x4 if c else sx), (w4 if c else sw), (l4 if c else sl)
-            c = p4 <= xx
-            sx, sw, sl = (x5 if c else sx), (w5 if c else sw), (l5 if c else sl)
-            v = sw + sl * (xx - sx)
-            v = v if xx >= 0.0 else wn
-            v = wz if ((d == 0.0) & (t0[p] == 0.0)) else v
-            w[p] += v
+            w[p] += wz if ((d == 0.0) & zero) else v
         return
     for p in range(n):
         d = abs(a[p] - x)
         xx = d / tl[p]
-        c = p0 <= xx
-        sx, sw, sl = (x1 if c else x0), (w1 if c else w0), (l1 if c else l0)
-        c = p1 <= xx
-        sx, sw, sl = (x2 if c else sx), (w2 if c else sw), (l2 if c else sl)
-        c = p2 <= xx
-        sx, sw, sl = (x3 if c else sx), (w3 if c else sw), (l3 if c else sl)
-        c = p3 <= xx
-        sx, sw, sl = (x4 if c else sx), (w4 if c else sw), (l4 if c else sl)
-        c = p4 <= xx
-        sx, sw, sl = (x5 if c else sx), (w5 if c else sw), (l5 if c else sl)
+        sx, sw, sl = _five_selects(xx, P, X, Ws, Ls)
         c = p5 <= xx
         sx, sw, sl = (x6 if c else sx), (w6 if c else sw), (l6 if c else sl)
         v = sw + sl * (xx - sx)
         v = v if xx >= 0.0 else wn
-        v = wz if ((d == 0.0) & (t0[p] == 0.0)) else v
-        w[p] += v
+        w[p] += wz if ((d == 0.0) & (t0[p] == 0.0)) else v
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
