@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sdcdist.linkage import prl
-from sdcdist.linkage.prl import kdtree, topc, weights
+from sdcdist.linkage.prl import kdtree, kept, topc, weights
 from sdcdist.linkage.prl.comparison import MAX_LEVELS, RULE_LINEAR, transposed
 from sdcdist.linkage.prl.weights import column_weight, linear_column
 
@@ -497,7 +497,31 @@ def test_kept_histograms_are_zero_again_and_count_the_same(wrap, monkeypatch):
     assert (ref[1].max() > 65536) == wrap
     for _ in range(3):
         _same(prl.pattern_counts(a, b, cmp), ref)
-        (h, h16), = hists._KEPT.values()
+        (h, h16), = [v for k, v in kept._KEPT.items() if k[0] == "hists"]
         assert not h.any() and not h16.any()
     hists.release_hists()
-    assert not hists._KEPT
+    assert not kept.kept_keys()
+
+
+def test_kept_weight_grid_gives_the_same_assignment(monkeypatch):
+    """The dense path's grid of every pair's weight is kept for the next call of its size
+    once the assignment is done: the next call (and one of another size beside it) gives
+    the same assignment, weights and best links, and release_hists() drops the grid."""
+    from sdcdist.linkage.prl import blocks, hists
+    monkeypatch.setattr(blocks, "GRID_KEEP_MIN", 1 << 10)
+    hists.release_hists()
+    cmp = prl.comparison(4)
+    runs = []
+    for n in (300, 300, 200, 300):
+        A, B = _rounded(n, 4, seed=n)
+        a, b = _sides(A, B, cmp)
+        fit = prl.em(prl.pattern_counts(a, b, cmp), cmp, p_start=1 / n, p_max=1 / n)
+        wp = prl.weights.weight_params(fit, cmp)
+        out = blocks._dense_assign(a, b, cmp, wp, 5000, np.arange(n))
+        runs.append({k: np.asarray(out[k]).tobytes() for k in ("rows", "cols", "w", "top",
+                                                               "n_top")})
+        assert ("grid", n, n) in kept.kept_keys()
+    assert runs[0] == runs[1] == runs[3]
+    assert sorted(kept.kept_keys()) == [("grid", 200, 200), ("grid", 300, 300)]
+    hists.release_hists()
+    assert not kept.kept_keys()

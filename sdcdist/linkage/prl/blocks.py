@@ -40,6 +40,7 @@ from ...parallel import (Runner, add_dicts, chunk_bounds, pairwise_reduce, threa
 from ..assignment import assign_by_content, content_order, identical_classes
 from ..assignment.ties import GRID_BITS, grid_bits
 from .comparison import Comparison, prepare_side, transposed
+from . import kept
 from .counting import (build_index, count_block, enumerated_share, index_bytes, sample_rows,
                        sorted_columns)
 from .patterns import RANK_ROWS, merge_counts, pattern_counts, pattern_kernel
@@ -192,7 +193,8 @@ def _dense_grid(A: dict, B: dict, cmp: Comparison, wp: WeightParams) -> dict:
     t0 = time.perf_counter()
     Bo = _take(B, ro)
     n_b, n_a = Bo["v"].shape[0], A["v"].shape[0]
-    Q = np.empty((n_b, n_a))
+    Q = kept.take(("grid", n_b, n_a)) if n_b * n_a >= GRID_KEEP_MIN else None
+    Q = np.empty((n_b, n_a)) if Q is None else Q      # every entry is written below
     top = np.empty(n_b)
     n_top = np.empty(n_b, dtype=np.int64)
     at = transposed(A)
@@ -221,13 +223,16 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
     grid = _dense_grid(A, B, cmp, wp) if grid is None else grid
     t0 = time.perf_counter()
     ro = grid["ro"]
+    Q, grid["Q"] = grid["Q"], None          # used here only, then kept for the next call
     if not grid["ok"]:
         # non-finite weights (refused by the assignment) or a range that needs a coarser
         # grid: the float weights, rounded by the assignment
+        _keep_grid(Q)
         return _dense_assign_floats(A, B, cmp, wp, dense_limit, truth, ro, grid["t_weights"])
-    r, c, info = assign_by_content(grid["Q"], ro, None, rows_ordered=True, maximize=True,
+    r, c, info = assign_by_content(Q, ro, None, rows_ordered=True, maximize=True,
                                    dense_limit=dense_limit, on_grid=GRID_BITS,
                                    extremes=grid["extremes"])
+    _keep_grid(Q)
     inv = np.empty_like(ro)                  # row of Q of each B record
     inv[ro] = np.arange(ro.size)
     t = np.asarray(truth, dtype=np.int64)
@@ -245,6 +250,16 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
 #: number of threads).
 DENSE_THREADS = max(1, min(2, os.cpu_count() or 1))
 DENSE_BLOCK_ROWS = 256
+
+#: Fewest entries of the dense path's weight grid that is kept for the next call of the
+#: same size once the assignment is done (:mod:`.kept`; ``release_hists()`` drops it): 4,092
+#: records a side make 134 MB whose fresh pages cost 10-100 ms a call to map.
+GRID_KEEP_MIN = 1 << 22
+
+
+def _keep_grid(Q: np.ndarray) -> None:
+    if Q is not None and Q.size >= GRID_KEEP_MIN:
+        kept.keep(("grid", *Q.shape), Q)
 
 
 def _rows_in_threads(fn: Any, n: int, rows: int = DENSE_BLOCK_ROWS,

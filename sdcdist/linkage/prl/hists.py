@@ -7,11 +7,10 @@ pair counts (:func:`~.sparse.sparse_counts`).
 
 from __future__ import annotations
 
-import threading
-
 import numba
 import numpy as np
 
+from . import kept
 from .sparse import sparse_counts
 
 __all__ = ["sparse_of_hist", "sparse_of_hists", "nonzero_u16", "take_hists", "read_hists",
@@ -118,9 +117,6 @@ def _read(total: np.ndarray, h: np.ndarray, h16: np.ndarray, pairs: int | None
 #: than zeroing the counters that were used (a few percent of them).
 HIST_KEEP_MIN = 1 << 20
 
-_KEPT: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-_KEPT_LOCK = threading.Lock()
-
 
 def take_hists(nhist: int, n_patterns: int) -> tuple[np.ndarray, np.ndarray]:
     """Zeroed histograms for the rank kernel: ``(h, h16)``, uint32 ``(nhist,
@@ -128,10 +124,9 @@ def take_hists(nhist: int, n_patterns: int) -> tuple[np.ndarray, np.ndarray]:
     by :func:`read_hists` when there is one of that size (each pair serves one count at a
     time)."""
     if nhist == 1 and n_patterns >= HIST_KEEP_MIN:
-        with _KEPT_LOCK:
-            kept = _KEPT.pop(int(n_patterns), None)
-        if kept is not None:
-            return kept
+        pair = kept.take(("hists", int(n_patterns)))
+        if pair is not None:
+            return pair
     return (np.zeros((nhist, n_patterns), dtype=np.uint32),
             np.zeros(n_patterns if nhist == 1 else 0, dtype=np.uint16))
 
@@ -149,15 +144,15 @@ def read_hists(total: np.ndarray, h: np.ndarray, h16: np.ndarray, pairs: int
         if wraps:
             used = nz[h[0, nz] != 0]
             h[0, used] = 0
-        with _KEPT_LOCK:
-            _KEPT.setdefault(int(n), (h, h16))
+        kept.keep(("hists", int(n)), (h, h16))
     return nz, c
 
 
 def release_hists() -> None:
-    """Drop the kept histograms (their memory goes back at once)."""
-    with _KEPT_LOCK:
-        _KEPT.clear()
+    """Drop the kept histograms, and every other work array the PRL keeps between calls
+    (:func:`.kept.release`: the dense path's weight grid too); their memory goes back at
+    once."""
+    kept.release()
 
 
 def _with_total(total: np.ndarray, nz: np.ndarray, c: np.ndarray
