@@ -84,11 +84,11 @@ def _dense_candidates(W, s, c, diag):
 
 
 @numba.njit(cache=True, nogil=True)
-def _violations(W, s, off, u, v, tol, per_row, check, in_g, r0, r1):
+def _violations(W, s, off, u, v, tol, per_row, check, gptr, gcols, r0, r1):
     # Dual certificate of a minimum-cost assignment of the costs s * (W - off): an entry
-    # outside G (in_g) with u[r] + v[c] - s * (W[r, c] - off) > tol violates it. For the
-    # rows r0 .. r1 - 1 with check[r], the per_row most violated entries; and the number
-    # of violated entries.
+    # outside G (CSR gptr, gcols: each row's columns ascending) with u[r] + v[c] -
+    # s * (W[r, c] - off) > tol violates it. For the rows r0 .. r1 - 1 with check[r], the
+    # per_row most violated entries; and the number of violated entries.
     n_c = W.shape[1]
     out_r = np.empty((r1 - r0) * per_row, dtype=np.int64)
     out_c = np.empty((r1 - r0) * per_row, dtype=np.int64)
@@ -101,6 +101,8 @@ def _violations(W, s, off, u, v, tol, per_row, check, in_g, r0, r1):
             continue
         got = 0
         ur = u[r]
+        g = gptr[r]                     # G's next column of the row at or after c
+        ge = gptr[r + 1]
         for c0 in range(0, n_c, VIOLATION_CHUNK):
             c1 = min(c0 + VIOLATION_CHUNK, n_c)
             # a chunk without a value above tol holds no violation: counted first in a
@@ -112,9 +114,12 @@ def _violations(W, s, off, u, v, tol, per_row, check, in_g, r0, r1):
                 continue
             for c in range(c0, c1):
                 x = ur + v[c] - s * (W[r, c] - off)
-                if x > tol and not in_g[r, c]:
-                    total += 1
-                    got = offer(best, bcol, got, x, c)
+                if x > tol:
+                    while g < ge and gcols[g] < c:
+                        g += 1
+                    if not (g < ge and gcols[g] == c):
+                        total += 1
+                        got = offer(best, bcol, got, x, c)
         for q in range(got):
             out_r[k] = r
             out_c[k] = bcol[q]
@@ -261,8 +266,6 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
             er, ec = np.concatenate([er, d]), np.concatenate([ec, d])
     else:
         er, ec = _dense_candidates(X, s, max(1, int(first_c)), unmatched is None)
-    in_g = np.zeros(X.shape, dtype=np.bool_)
-    in_g[er, ec] = True
     # the certificate's scans of the whole matrix by blocks of rows, in threads on a
     # large matrix (rows are independent: the same entries, joined in row order)
     threads, blocks = prices.scan_blocks(X)
@@ -308,7 +311,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         if failed:
             break                           # cannot happen: G holds a full assignment
         found = tmap(lambda r0, r1: _violations(X, s, lo, u, v[:n_c], tol, EXACT_ADD, check,
-                                                in_g, r0, r1), blocks)
+                                                indptr, cols, r0, r1), blocks)
         vr = np.concatenate([f[0] for f in found])
         vc = np.concatenate([f[1] for f in found])
         total = sum(int(f[2]) for f in found)
@@ -326,7 +329,6 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
             return rows.astype(np.int64), col4row[rows], {"exact_rounds": rnd,
                                                           "exact_edges": int(er.size),
                                                           **info}
-        in_g[vr, vc] = True
         if warm:
             u_checked = np.where(check, u, u_checked)
             reopen = np.unique(vr)
