@@ -726,3 +726,25 @@ def test_certificate_scans_by_row_blocks_give_the_same_entries(monkeypatch):
     two = dense.exact_dense(W, integer=True, auction=True)
     assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
     assert two[2]["auction_scans"] >= W.shape[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 12), st.integers(1, 12), st.data())
+def test_csr_is_the_stable_sort_of_the_edges_without_repeats(n_r, n_c, data):
+    """The CSR graph of an edge list (two counting sorts) is its edges sorted by (row, col),
+    the first of repeated edges kept (as np.argsort(row * n_c + col, kind="stable") keeps
+    it), rows without edges included."""
+    from sdcdist.linkage.assignment.sparse import csr
+    m = data.draw(st.integers(0, 60)) if n_r else 0
+    er = np.array(data.draw(st.lists(st.integers(0, max(n_r - 1, 0)), min_size=m,
+                                     max_size=m)), dtype=np.int64)
+    ec = np.array(data.draw(st.lists(st.integers(0, n_c - 1), min_size=m, max_size=m)),
+                  dtype=np.int64)
+    key = er * n_c + ec
+    order = np.argsort(key, kind="stable")
+    first = np.r_[True, key[order][1:] != key[order][:-1]] if m else np.zeros(0, bool)
+    order = order[first]
+    indptr, cols, got = csr(er, ec, n_r, n_c)
+    np.testing.assert_array_equal(got, order)
+    np.testing.assert_array_equal(cols, ec[order])
+    np.testing.assert_array_equal(indptr, np.searchsorted(er[order], np.arange(n_r + 1)))

@@ -382,18 +382,53 @@ def reopen_rows(indptr, cols, cost, rows, u, v, row4col, col4row):
         u[i] = m
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _stable_by(key, src, nk, out):
+    # the indices src stably sorted by key[src[q]] (keys in [0, nk)) into out
+    pos = np.zeros(nk + 1, dtype=np.int64)
+    for q in range(src.size):
+        pos[key[src[q]] + 1] += 1
+    for c in range(nk):
+        pos[c + 1] += pos[c]
+    for q in range(src.size):
+        e = src[q]
+        out[pos[key[e]]] = e
+        pos[key[e]] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _csr(er, ec, n_r, n_c):
+    # csr's edges by two stable counting sorts (on the column, then on the row: equal
+    # edges stay in input order), the first of equal edges kept: the order of
+    # np.argsort(row * n_c + col, kind="stable") with repeats left out
+    m = er.size
+    by_col = np.empty(m, dtype=np.int64)
+    _stable_by(ec, np.arange(m), n_c, by_col)
+    both = np.empty(m, dtype=np.int64)
+    _stable_by(er, by_col, n_r, both)
+    indptr = np.zeros(n_r + 1, dtype=np.int64)
+    cols = np.empty(m, dtype=np.int64)
+    order = np.empty(m, dtype=np.int64)
+    k = 0
+    for q in range(m):
+        e = both[q]
+        if q == 0 or er[e] != er[both[q - 1]] or ec[e] != ec[both[q - 1]]:
+            cols[k] = ec[e]
+            order[k] = e
+            k += 1
+            indptr[er[e] + 1] = k
+    for r in range(n_r):                 # rows without edges: the pointer of the last
+        if indptr[r + 1] < indptr[r]:
+            indptr[r + 1] = indptr[r]
+    return indptr, cols[:k].copy(), order[:k].copy()
+
+
 def csr(er: np.ndarray, ec: np.ndarray, n_r: int, n_c: int
-         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct edges sorted by (row, col), their row pointer, and the sort order."""
-    key = er * np.int64(max(n_c, 1)) + ec
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    first = np.ones(key.size, dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    order = order[first]
-    r = er[order]
-    indptr = np.searchsorted(r, np.arange(n_r + 1)).astype(np.int64)
-    return indptr, np.ascontiguousarray(ec[order], dtype=np.int64), order
+        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct edges sorted by (row, col), their row pointer, and the sort order (the
+    first of equal edges kept, as a stable sort of ``row * n_c + col`` keeps it)."""
+    return _csr(np.ascontiguousarray(er, dtype=np.int64),
+                np.ascontiguousarray(ec, dtype=np.int64), int(n_r), int(max(n_c, 1)))
 
 
 def solve_min(indptr: np.ndarray, cols: np.ndarray, cost: np.ndarray, n_c: int,
