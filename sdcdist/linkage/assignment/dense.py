@@ -279,10 +279,11 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
     state = None
     u_checked = np.full(n_r, -np.inf)
     dz = np.zeros(0) if dummy is None else dummy
+    ecost = s * (X[er, ec] - lo)          # the costs of the edges er, ec (then G's, in order)
     for rnd in range(1, EXACT_ROUNDS + 1):
         indptr, cols, order = csr(er, ec, n_r, n_c)
         er, ec = er[order], cols
-        cost = s * (X[er, ec] - lo)
+        cost = ecost[order]
         if state is None and warm and v0 is not None:
             # the auction's prices as column duals; every row free, its u the smallest
             # reduced cost on G (feasible on G), then row reduction and shortest paths
@@ -338,6 +339,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
             row4col[col4row[m]] = np.flatnonzero(m)
             state = (u, v, row4col, col4row, reopen)
         er, ec = np.concatenate([er, vr]), np.concatenate([ec, vc])
+        ecost = np.concatenate([cost, s * (X[vr, vc] - lo)])   # only the new ones read
     log.warning("exact assignment: no proof after %d rounds; dense solver used", EXACT_ROUNDS)
     if unmatched is None:
         r, c = linear_sum_assignment(X, maximize=maximize)
