@@ -281,7 +281,7 @@ def test_rank_rows_in_any_order(K):
 
 
 @numba.njit(error_model="numpy")
-def _linear_both(avT, tolT, k, x, wl, lin, nlev, const=False):
+def _linear_both(avT, tolT, k, x, wl, lin, nlev, const):
     # the kernels' linear columns (vectorised at 6 levels) and column_weight pair by pair
     n = avT.shape[1]
     fast = np.zeros(n)
@@ -314,7 +314,7 @@ def test_linear_kernel_equals_column_weight_on_every_level_count(exact):
         xs = np.r_[A[:6, 0], A[0, 0] + tolT[0, :, 0],
                    A[0, 0] + 0.5 * tolT[0, 0, 0], np.nan, 10.0]
         for x in xs:
-            fast, ref = _linear_both(avT, tolT, 0, float(x), wl, lin, n_tol + 1)
+            fast, ref = _linear_both(avT, tolT, 0, float(x), wl, lin, n_tol + 1, False)
             np.testing.assert_array_equal(fast.view(np.int64), ref.view(np.int64))
         # tolerances the same on every row (the default s method): read once as scalars,
         # the same bits, also where |a - b| overflows to inf
