@@ -9,7 +9,7 @@ import pytest
 
 from sdcdist.linkage import prl
 from sdcdist.linkage.prl import kdtree, kept, topc, weights
-from sdcdist.linkage.prl.comparison import MAX_LEVELS, RULE_LINEAR, transposed
+from sdcdist.linkage.prl.comparison import MAX_LEVELS, RULE_LINEAR, same_tolerances, transposed
 from sdcdist.linkage.prl.weights import column_weight, linear_column
 
 
@@ -319,7 +319,7 @@ def test_linear_kernel_equals_column_weight_on_every_level_count(exact):
         # tolerances the same on every row (the default s method): read once as scalars,
         # the same bits, also where |a - b| overflows to inf
         tolT = np.ascontiguousarray(np.broadcast_to(tolT[:, :, :1], tolT.shape))
-        assert weights.constant_tolerances(tolT).all()
+        assert same_tolerances(tolT, cmp.n_levels).all()
         avT = np.ascontiguousarray(np.r_[avT[0], -1.7e308][None, :])
         tolT = np.ascontiguousarray(np.broadcast_to(tolT[:, :, :1], (1, n_tol, avT.shape[1])))
         for x in np.r_[xs, 1.7e308]:
@@ -327,7 +327,7 @@ def test_linear_kernel_equals_column_weight_on_every_level_count(exact):
             np.testing.assert_array_equal(fast.view(np.int64), ref.view(np.int64))
     varying = np.ones((2, 3, 4))
     varying[1, 2, 3] = 2.0
-    assert weights.constant_tolerances(varying).tolist() == [True, False]
+    assert same_tolerances(varying, np.array([4, 4])).tolist() == [True, False]
 
 
 def _tree_reference(a, leaf_size, scale):

@@ -39,7 +39,7 @@ from ...parallel import (Runner, add_dicts, chunk_bounds, pairwise_reduce, threa
                          thread_pool, tree_reduce)
 from ..assignment import assign_by_content, content_order, identical_classes
 from ..assignment.ties import GRID_BITS, grid_bits
-from .comparison import Comparison, prepare_side, transposed
+from .comparison import Comparison, prepare_side, same_tolerances, transposed
 from . import kept
 from .counting import (build_index, count_block, enumerated_share, index_bytes, sample_rows,
                        sorted_columns)
@@ -47,7 +47,7 @@ from .patterns import RANK_ROWS, merge_counts, pattern_counts, pattern_kernel
 from .pld import on_grid
 from .kdtree import build_tree, split_scale
 from .topc import merge_topc, topc_block, topc_search
-from .weights import WeightParams, constant_tolerances, dense_weights, grid_rows, pair_weights
+from .weights import WeightParams, dense_weights, grid_rows, pair_weights
 
 log = logging.getLogger(__name__)
 
@@ -198,9 +198,9 @@ def _dense_grid(A: dict, B: dict, cmp: Comparison, wp: WeightParams) -> dict:
     top = np.empty(n_b)
     n_top = np.empty(n_b, dtype=np.int64)
     at = transposed(A)
-    at = (*at, constant_tolerances(at[1]))           # found once for all blocks of rows
+    tconst = same_tolerances(at[1], cmp.n_levels)    # found once for all blocks of rows
     parts = _rows_in_threads(lambda j0, j1: grid_rows(at, Bo, cmp, wp, j0, j1, GRID_BITS, Q,
-                                                      top, n_top), n_b)
+                                                      top, n_top, tconst), n_b)
     lo = min((p[0] for p in parts), default=0.0)
     hi = max((p[1] for p in parts), default=0.0)
     ok = all(p[2] for p in parts) and grid_bits(lo, hi, min(n_b, n_a)) == GRID_BITS

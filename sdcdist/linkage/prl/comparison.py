@@ -17,7 +17,7 @@ from .settings import DEFAULTS, PRLSettings
 
 __all__ = ["Comparison", "comparison", "transform", "prepare_side", "column_sd", "transposed",
            "all_rows", "level", "MAX_LEVELS", "MAX_PATTERN_CODE", "RULE_DOWNWEIGHT",
-           "RULE_LEVEL", "RULE_LINEAR"]
+           "RULE_LEVEL", "RULE_LINEAR", "same_tolerances"]
 
 
 #: Most tolerances per column (levels = tolerances + 1).
@@ -244,6 +244,18 @@ def column_sd(raw: np.ndarray) -> np.ndarray:
         NaN for a column with fewer than two values.
     """
     return column_moments(raw)[1]
+
+
+def same_tolerances(tolT: np.ndarray, nlev: np.ndarray) -> np.ndarray:
+    """Which key columns have the same tolerances on every A row (the ``s`` method's, in sd
+    of the column; categorical columns): ``tolT`` (K, L, n) as :func:`transposed` gives
+    it, a column's first ``nlev[k] - 1``; bool (K,). A kernel may then read a column's
+    tolerances once: the very values of the per-row array, so the same results."""
+    out = np.zeros(tolT.shape[0], dtype=np.bool_)
+    for k in range(tolT.shape[0]):
+        t = tolT[k, :int(nlev[k]) - 1]
+        out[k] = t.shape[1] == 0 or bool(np.all(t == t[:, :1]))
+    return out
 
 
 def transposed(a: dict) -> tuple[np.ndarray, np.ndarray]:

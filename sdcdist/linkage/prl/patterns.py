@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .comparison import Comparison, all_rows, transposed
+from .comparison import Comparison, all_rows, same_tolerances, transposed
 from .hashcount import codes_row, hash_counts
 from .hists import read_hists, sparse_of_hist, take_hists
 from .sparse import merge_counts, sparse_counts
@@ -46,16 +46,12 @@ def _const_tolerances(tolT: np.ndarray, nlev: np.ndarray) -> tuple[np.ndarray, n
     A column flagged constant is compared with the very tolerance value the per-row
     array holds, so the predicate, and the counts, are the same bit for bit."""
     K = tolT.shape[0]
-    L = max(_UNROLL, tolT.shape[1])
-    tc = np.full((K, L), -1.0)
-    const = np.zeros(K, dtype=np.bool_)
-    for k in range(K):
-        nl = int(nlev[k]) - 1
-        t = tolT[k, :nl, :]
-        if t.shape[1] == 0 or bool(np.all(t == t[:, :1])):
-            const[k] = True
-            if t.shape[1]:
-                tc[k, :nl] = t[:, 0]
+    tc = np.full((K, max(_UNROLL, tolT.shape[1])), -1.0)
+    const = same_tolerances(tolT, nlev)
+    if tolT.shape[2]:
+        for k in np.flatnonzero(const):
+            nl = int(nlev[k]) - 1
+            tc[k, :nl] = tolT[k, :nl, 0]
     return tc, const
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison
+from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison, same_tolerances
 from .weights import WeightParams, column_weight, linear_at, linear_column
 
 __all__ = ["constant_tolerances", "ranked_eligible", "bound_tolerances", "level_bounds",
@@ -127,10 +127,8 @@ def constant_tolerances(tolT: np.ndarray, nlev: np.ndarray) -> np.ndarray | None
     """A's tolerances ``tolT`` (K, L, n) as one row ``(K, L)`` where every column's are the
     same on every row (the ``s`` method, categorical columns; a column's first
     ``nlev[k] - 1``), else None."""
-    for k in range(tolT.shape[0]):
-        t = tolT[k, :int(nlev[k]) - 1]
-        if t.shape[1] and not bool(np.all(t == t[:, :1])):
-            return None
+    if not same_tolerances(tolT, nlev).all():
+        return None
     return tolT[:, :, 0] if tolT.shape[2] else np.zeros(tolT.shape[:2])
 
 

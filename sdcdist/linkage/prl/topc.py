@@ -9,10 +9,10 @@ from typing import Any
 import numba
 import numpy as np
 
-from .comparison import RULE_LINEAR, Comparison, all_rows, transposed
+from .comparison import RULE_LINEAR, Comparison, all_rows, same_tolerances, transposed
 from .ranked import (BOUND_U, block_intervals, bound_table, fixed_threshold, leaf_bounds,
                      leaf_weigh, ranked_eligible)
-from .weights import WeightParams, column_weight, constant_tolerances, linear_column, weights_row
+from .weights import WeightParams, column_weight, linear_column, weights_row
 
 __all__ = ["topc_block", "merge_topc", "keep_top", "topc_search", "GROUP_ROWS"]
 
@@ -75,7 +75,7 @@ def topc_block(a: dict, b: dict, cmp: Comparison, wp: WeightParams, c: int, *, a
     avT, tolT = transposed(a)
     idx, w = _topc_kernel(avT, tolT, b["v"], lo, hi, aidx, identity, aglob, cmp.n_levels,
                           wp.w_agr, wp.w_dis, wp.w_level, wp.rule, wp.lin, wp.order, int(c),
-                          constant_tolerances(tolT))
+                          same_tolerances(tolT, cmp.n_levels))
     return {"idx": idx, "w": w}
 
 

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison, transposed
+from .comparison import RULE_LEVEL, RULE_LINEAR, Comparison, same_tolerances, transposed
 from .em import EMResult
 
 __all__ = ["WeightParams", "weight_params", "linear_segments", "column_weight", "linear_at",
            "linear6_all", "linear_column", "weights_row", "pair_weights", "dense_weights",
-           "grid_rows", "constant_tolerances",
+           "grid_rows",
            "match_probability"]
 
 
@@ -120,19 +120,6 @@ def linear_at(lin, k, x, last):
     return lin[k, 2, s] + lin[k, 3, s] * (x - lin[k, 1, s])
 
 
-def constant_tolerances(tolT: np.ndarray) -> np.ndarray:
-    """Which key columns have the same tolerances on every A row (the ``s`` method's, in sd
-    of the column; categorical columns): ``tolT`` (K, L, n) as
-    :func:`~.comparison.transposed` gives it; bool (K,). The weight kernels then read a
-    column's tolerances once (the same values)."""
-    K = tolT.shape[0]
-    out = np.zeros(K, dtype=np.bool_)
-    for k in range(K):
-        t = tolT[k]
-        out[k] = t.shape[1] == 0 or bool(np.all(t == t[:, :1]))
-    return out
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def column_weight(rule, d, tolT, i, k, nlev, wak, wdk, wl, lin):
     """The weight of key column ``k`` for a pair at difference ``d = |a - b|`` (NaN: missing),
@@ -235,7 +222,7 @@ def linear_column(avT, tolT, k, s0, n, x, wl, lin, nlev, w, const=False):
     """``w[p] += column_weight(RULE_LINEAR, |a - x|, ...)`` of column ``k`` (``nlev``
     levels) for A rows ``s0 + p``, ``p < n``, the same floats on every level count: the
     default comparison's 6 levels by :func:`linear6_all` (vectorised; ``const``: column
-    ``k``'s tolerances are the same on every row, :func:`constant_tolerances`), any other
+    ``k``'s tolerances are the same on every row, :func:`~.comparison.same_tolerances`), any other
     count by :func:`column_weight` row by row."""
     if nlev == 6:
         linear6_all(avT, tolT, k, s0, n, x, wl, lin, w, const)
@@ -252,7 +239,7 @@ def weights_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, wa, wd, wl, rules, 
     """Weights of B row ``bj`` against A rows ``aidx[lo:hi]`` (``lo:hi`` when ``identity``)
     into ``w[:n]``: column by column in ``order`` (bit-identical sums in every kernel), so
     the inner loop runs over contiguous A values. ``tconst`` (K,): the columns whose
-    tolerances are the same on every A row (:func:`constant_tolerances`). Returns n."""
+    tolerances are the same on every A row (:func:`~.comparison.same_tolerances`). Returns n."""
     n = hi - lo
     w[:n] = 0.0
     for k in order:
@@ -314,7 +301,7 @@ def dense_weights(a: dict, b: dict, cmp: Comparison, wp: WeightParams) -> np.nda
     """All pair weights, shape (n_b, n_a) (rows = B records)."""
     avT, tolT = transposed(a)
     return _dense_kernel(avT, tolT, b["v"], cmp.n_levels, wp.w_agr, wp.w_dis, wp.w_level,
-                         wp.rule, wp.lin, wp.order, constant_tolerances(tolT))
+                         wp.rule, wp.lin, wp.order, same_tolerances(tolT, cmp.n_levels))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -352,20 +339,21 @@ def _grid_rows(avT, tolT, bv, j0, j1, nlev, wa, wd, wl, rules, lin, order, scale
     return lo, hi, bad == 0
 
 
-def grid_rows(at: tuple, b: dict, cmp: Comparison, wp: WeightParams,
-              j0: int, j1: int, bits: int, Q: np.ndarray, top: np.ndarray, n_top: np.ndarray
-              ) -> tuple[float, float, bool]:
+def grid_rows(at: tuple[np.ndarray, np.ndarray], b: dict, cmp: Comparison, wp: WeightParams,
+              j0: int, j1: int, bits: int, Q: np.ndarray, top: np.ndarray, n_top: np.ndarray,
+              tconst: np.ndarray | None = None) -> tuple[float, float, bool]:
     """Rows ``j0 .. j1 - 1`` of :func:`dense_weights` on the grid ``2**-bits`` (each weight
     rounded once from its own float: ``np.rint(w * 2**bits)``, as
     :func:`~sdcdist.linkage.assignment.ties.quantize` and :func:`~.pld.on_grid` do) into
     ``Q[j0:j1]`` (integers held in float64), each row's largest grid value into ``top`` and
     how many of its entries have it into ``n_top``. Returns the smallest and the largest
     weight of the rows (their floats), whether all are finite and each column's largest
-    grid value over the rows (n_a,). ``at``: A's :func:`~.comparison.transposed` values
-    (and, third, their :func:`constant_tolerances`, when the caller has them).
+    grid value over the rows (n_a,). ``at``: A's :func:`~.comparison.transposed` values;
+    ``tconst``: their :func:`~.comparison.same_tolerances` when the caller has them.
     Rows are independent: blocks of rows may be computed in any order, by any thread."""
-    avT, tolT = at[:2]
-    tconst = at[2] if len(at) > 2 else constant_tolerances(tolT)
+    avT, tolT = at
+    if tconst is None:
+        tconst = same_tolerances(tolT, cmp.n_levels)
     cmax = np.full(avT.shape[1], -np.inf)
     lo, hi, ok = _grid_rows(avT, tolT, b["v"], int(j0), int(j1), cmp.n_levels, wp.w_agr,
                             wp.w_dis, wp.w_level, wp.rule, wp.lin, wp.order, 2.0 ** bits, Q,
