@@ -26,6 +26,50 @@ FLAT_RATIO = 1e-11
 
 
 @numba.njit(cache=True, nogil=True)
+def _later_group(idx, clev, h, L):
+    # group h's table rows (off .. top) and its first column; for each table row, the
+    # cells (column k * L + level) of its levels in the columns before that (slot[j, :n[j]])
+    P = idx.shape[0]
+    J, K = clev.shape
+    off = idx[0, h]
+    top = idx[0, h]
+    for q in range(P):
+        off = min(off, idx[q, h])
+        top = max(top, idx[q, h])
+    first = K                      # the group's first column
+    for k in range(K - 1, -1, -1):
+        if clev[off, k] >= 0:
+            first = k
+    slot = np.full((J, max(first, 1)), -1, dtype=np.int64)
+    n = np.zeros(J, dtype=np.int64)
+    for j in range(J):
+        for k in range(first):
+            lv = clev[j, k]
+            if lv >= 0:
+                slot[j, n[j]] = k * L + lv
+                n[j] += 1
+    return off, top, first, slot, n
+
+
+@numba.njit(cache=True, nogil=True)
+def _cross_sums(idx, c, w, h, off, slot, n, B):
+    # adds each pattern's c, c w, c w^2 into B[row of group h - off, cell of an earlier
+    # group's level], in pattern order
+    for q in range(idx.shape[0]):
+        a0 = c[q]
+        a1 = a0 * w[q]
+        a2 = a1 * w[q]
+        Bb = B[idx[q, h] - off]
+        for g in range(h):
+            j = idx[q, g]
+            for t in range(n[j]):
+                s = slot[j, t]
+                Bb[s, 0] += a0
+                Bb[s, 1] += a1
+                Bb[s, 2] += a2
+
+
+@numba.njit(cache=True, nogil=True)
 def _crosstabs(idx, clev, L, c, w):
     # T[0], T[1], T[2]: sum over the patterns of c, c w and c w^2 at each pair of
     # (column k, level l), (column k', level l'): one-hot cross products, (K L) x (K L).
@@ -36,7 +80,8 @@ def _crosstabs(idx, clev, L, c, w):
     # (column k, level l) of the earlier groups (B; patterns come in runs of one row of
     # the last group, so B's row stays in cache). Every sum runs in pattern order, then in
     # table-row order: a fixed order, the same floats in every run, with about 3 K
-    # additions a pattern instead of 3 K (K + 1) / 2.
+    # additions a pattern instead of 3 K (K + 1) / 2. The terms c w and c w^2 are formed
+    # as they are added (no (P, 3) array).
     P, G = idx.shape
     J, K = clev.shape
     KL = K * L
@@ -44,17 +89,16 @@ def _crosstabs(idx, clev, L, c, w):
     T = np.zeros((3, KL, KL))
     if P == 0:
         return T
-    a = np.empty((P, 3))
-    for q in range(P):
-        a[q, 0] = c[q]
-        a[q, 1] = c[q] * w[q]
-        a[q, 2] = a[q, 1] * w[q]
     R = np.zeros((J, 3))
     for q in range(P):
+        a0 = c[q]
+        a1 = a0 * w[q]
+        a2 = a1 * w[q]
         for g in range(G):
-            j = idx[q, g]
-            for i in range(3):
-                R[j, i] += a[q, i]
+            Rj = R[idx[q, g]]
+            Rj[0] += a0
+            Rj[1] += a1
+            Rj[2] += a2
     for j in range(J):
         for k in range(K):
             lv = clev[j, k]
@@ -66,25 +110,9 @@ def _crosstabs(idx, clev, L, c, w):
                     for i in range(3):
                         S[k * L + lv, k2 * L + l2, i] += R[j, i]
     for h in range(1, G):
-        off = idx[0, h]
-        top = idx[0, h]
-        for q in range(P):
-            off = min(off, idx[q, h])
-            top = max(top, idx[q, h])
-        first = K                      # the group's first column
-        for k in range(K - 1, -1, -1):
-            if clev[off, k] >= 0:
-                first = k
+        off, top, first, slot, n = _later_group(idx, clev, h, L)
         B = np.zeros((top - off + 1, first * L, 3))
-        for q in range(P):
-            b = idx[q, h] - off
-            for g in range(h):
-                j = idx[q, g]
-                for k in range(first):
-                    lv = clev[j, k]
-                    if lv >= 0:
-                        for i in range(3):
-                            B[b, k * L + lv, i] += a[q, i]
+        _cross_sums(idx, c, w, h, off, slot, n, B)
         for b in range(top - off + 1):
             j2 = off + b
             for k2 in range(first, K):
