@@ -78,7 +78,8 @@ def _cells_text(methods: list[str], params: list[float], done: np.ndarray) -> st
 
 
 def plan_release(cube: str, *, method: str, param: float, replicate: int = 0,
-                 dataset: str | None = None, spec: Any = None) -> Release:
+                 dataset: str | None = None, spec: Any = None,
+                 out: str | None = None) -> Release:
     """Regenerate and check a cell's masked file (nothing is written).
 
     Parameters
@@ -90,6 +91,10 @@ def plan_release(cube: str, *, method: str, param: float, replicate: int = 0,
     spec : AuditSpec, optional
         The spec that made the cube (its SHA-256 must be the cube's); default: the copy the
         cube records, its data paths read relative to the current directory.
+    out : str, optional
+        The file the release is to be written to: refused before the data are read when
+        it is (or holds) the cube or a file the spec reads
+        (:func:`~sdcdist.data.staging.check_replaceable`).
 
     Raises
     ------
@@ -138,6 +143,11 @@ def plan_release(cube: str, *, method: str, param: float, replicate: int = 0,
         raise SdcInputError("the spec given is not the one that made the cube (its SHA-256 "
                             "differs from the cube's spec_sha256); pass the spec file the "
                             "audit ran")
+    if out is not None:
+        from .audit.run import input_paths
+        from .data.staging import check_replaceable
+        check_replaceable(out, what="release", kind="file",
+                          inputs=[cube, *input_paths(spec)])
     ds = next(x for x in spec.datasets if x.name == dataset)
     md = load_dataset(spec, ds)
     recorded = json.loads(c.attrs.get("datasets", "[]"))
@@ -185,7 +195,7 @@ def release(cube: str, out: str, *, method: str, param: float, replicate: int = 
     if Path(out).exists() and not overwrite:
         raise exists_error("release", str(out))
     r = plan_release(cube, method=method, param=param, replicate=replicate, dataset=dataset,
-                     spec=spec)
+                     spec=spec, out=str(out))
     write_table_file(r.values, r.columns, r.categories, out, overwrite=overwrite,
                      chunk_rows=chunk_rows or DEFAULT_CHUNK_ROWS)
     return r

@@ -154,9 +154,10 @@ def test_an_empty_cube_of_another_spec_is_replaced(tmp_path):
 
 
 def test_calibrate_overwrite_keeps_the_old_cube_when_the_data_is_refused(tmp_path):
+    import zarr
     out = tmp_path / "cal.zarr"
-    out.mkdir()
-    (out / "keep").write_text("x")
+    zarr.open_group(str(out), mode="w").attrs.update(calibration="{}", spec_sha256="x")
+    (out / "keep").write_text("x")                   # an earlier calibration cube
     spec = parse_spec({"dataset": {"synthetic": {"rows": 20, "columns": 3}},
                        "methods": [{"name": "micmul", "params": [3, 15]}],
                        "metrics": ["IL1s", "DLD"]})

@@ -44,12 +44,13 @@ import pandas as pd
 import xarray as xr
 
 from .. import cube as cubemod
+from ..data.staging import check_replaceable
 from ..errors import SdcInputError, check_choice, param_error, unreadable_error
 from ..masking import get_method
 from ..metrics import expand_requirements, get_metric
 from .plan import Cell, cell_seed
 from ..parallel import CellExecutor, Runner
-from .run import (spec_method_options, library_versions, load_data, load_holdouts,
+from .run import (input_paths, spec_method_options, library_versions, load_data, load_holdouts,
                   options_cell_mode, run_cells)
 from .spec import AuditSpec, load_spec, stored_spec
 
@@ -163,6 +164,7 @@ def calibrate(spec: AuditSpec | str | Path, *, metric: str, target: float,
         raise param_error("tol", "calibrate", "a number > 0", tol)
     if out is not None:
         out = str(out)
+        check_replaceable(out, what="out", kind="calibration", inputs=input_paths(spec))
         if Path(out).exists() and not overwrite:
             raise SdcInputError(f"{out!r} exists; choose another --out or pass --overwrite")
     if data is None:

@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import cube as cubemod
 from ..data import Microdata, is_store, load_microdata, reference_file
+from ..data.staging import check_replaceable
 from ..data.synth import generate
 from ..errors import SdcInputError, missing_file_error
 from ..masking import check_data, get_method, method_options
@@ -45,7 +46,7 @@ from .spec import AuditSpec, DatasetSpec, load_spec, stored_spec
 
 __all__ = ["run_audit", "load_dataset", "load_data", "AuditResult", "mask_cell", "measure_cell", "cell_task",
            "cell_spread", "run_cells", "TASK_CELL_LIMIT", "options_cell_mode",
-           "spec_method_options", "library_versions"]
+           "spec_method_options", "library_versions", "input_paths", "spec_path"]
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +93,7 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
                             allow_constant=True,
                             na_values=list(d.na_values) if d.na_values else None)
     else:
-        path = d.path or ""
-        if "://" not in path and not Path(path).is_absolute():
-            path = str(Path(spec.base_dir) / path)
+        path = spec_path(spec, d.path or "")
         if not is_store(path) and not Path(path).exists():
             raise missing_file_error("dataset file", d.path,
                                      "paths in a spec are relative to the spec file")
@@ -119,6 +118,21 @@ def load_dataset(spec: AuditSpec, dataset: DatasetSpec | None = None) -> Microda
     return out
 
 
+def spec_path(spec: AuditSpec, path: str) -> str:
+    """A data path of ``spec`` as a run opens it: a relative local path is relative to the
+    spec file."""
+    if "://" not in path and not Path(path).is_absolute():
+        return str(Path(spec.base_dir) / path)
+    return path
+
+
+def input_paths(spec: AuditSpec) -> list[str]:
+    """The files and stores a run of ``spec`` may read (its datasets' and holdouts'
+    paths), for the check of what an output may replace."""
+    return [spec_path(spec, p) for d in spec.datasets for p in (d.path, d.holdout)
+            if p is not None]
+
+
 def load_holdouts(spec: AuditSpec, data: list[tuple[Microdata, Any]]) -> dict[int, Microdata]:
     """The holdout file of each dataset that names one (``holdout:``), read as the dataset
     is (its columns, categorical columns and missing-value markers), categories coded as
@@ -133,9 +147,7 @@ def load_holdouts(spec: AuditSpec, data: list[tuple[Microdata, Any]]) -> dict[in
     for i, (ds, (md, _)) in enumerate(zip(spec.datasets, data)):
         if ds.holdout is None:
             continue
-        path = ds.holdout
-        if "://" not in path and not Path(path).is_absolute():
-            path = str(Path(spec.base_dir) / path)
+        path = spec_path(spec, ds.holdout)
         if not is_store(path) and not Path(path).exists():
             raise missing_file_error("holdout file", ds.holdout,
                                      "paths in a spec are relative to the spec file")
@@ -469,6 +481,8 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
     for i, h in (holdouts or {}).items():
         fingerprints[i]["holdout"] = {"sha256": h.sha256, "shape": list(h.values.shape)}
     exists = Path(out).exists() if "://" not in out else _remote_exists(out)
+    if exists and "://" not in out:
+        check_replaceable(out, what="cube", kind="cube", inputs=input_paths(spec))
     if exists and not overwrite and "://" not in out and _no_done_cell(out):
         overwrite = True
     if exists and overwrite:

@@ -701,13 +701,16 @@ def table_paths(outputs: dict[str, str | None],
 
 
 def check_tables(outputs: dict[str, str | None], datasets: list[str | None], *,
-                 overwrite: bool) -> dict[str | None, dict[str, str]]:
-    """:func:`table_paths`, each checked as an output before anything is printed."""
+                 overwrite: bool, inputs: Sequence[str | None] = ()
+                 ) -> dict[str | None, dict[str, str]]:
+    """:func:`table_paths`, each checked as an output before anything is printed
+    (``inputs``: what the command reads, which no table may replace)."""
     opt = {"csv": "--csv", "md": "--markdown", "html": "--html"}
     planned = table_paths(outputs, datasets)
     for paths in planned.values():
         for kind, path in paths.items():
-            check_output(path, what=opt.get(kind, "--" + kind), overwrite=overwrite)
+            check_output(path, what=opt.get(kind, "--" + kind), overwrite=overwrite,
+                         inputs=inputs)
     return planned
 
 

@@ -10,6 +10,10 @@ One rule for every command:
   read or a cluster started: **missing parent folders are created**; a file
   where a folder is needed, a folder where a file is needed, an unwritable
   folder, or an existing output without ``--overwrite`` is refused (exit 2).
+  ``--overwrite`` replaces only an earlier output of the same kind that sdcdist
+  wrote: never the working directory, a path that is or holds an input of the
+  command, or a folder that is not such an output (the rule is
+  :func:`sdcdist.data.staging.check_replaceable`, which the writers apply too).
 - No message ever shows the user-info part of a URL (:func:`redact`).
 - Names that go into file names (datasets of a multi-dataset report) are made
   safe with :func:`slug`.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,15 +91,23 @@ def _what(param: Any) -> str:
     return (param.human_readable_name or param.name or "path").upper()
 
 
+#: The kinds of output that are folders: one written into, and the stores.
+_FOLDERS = ("dir", "store", "cube", "calibration")
+
+
 def check_output(path: str | None, *, what: str, overwrite: bool = False,
-                 kind: str = "file", exists_ok: bool = False) -> None:
+                 kind: str = "file", exists_ok: bool = False,
+                 inputs: Sequence[str | None] = ()) -> None:
     """Check (and prepare) an output before any work; raise :class:`SdcInputError`.
 
     Missing parent folders are created. Refused: credentials in a URL, a file
-    where a folder is needed (on the way to the output, or as a ``dir``/
-    ``store`` output), a folder in place of a ``file`` output, a folder that
-    cannot be written to, and an existing output without ``overwrite``
-    (unless ``exists_ok``: an audit cube is resumed).
+    where a folder is needed (on the way to the output, or as a folder
+    output), a folder in place of a ``file`` output, a folder that cannot be
+    written to, an existing output that may not be replaced even with
+    ``overwrite`` (:func:`~sdcdist.data.staging.check_replaceable`: the working
+    directory, a path that is or holds one of ``inputs``, a folder that is not
+    an earlier output of this ``kind``), and an existing output without
+    ``overwrite`` (unless ``exists_ok``: an audit cube is resumed).
 
     Parameters
     ----------
@@ -102,8 +115,11 @@ def check_output(path: str | None, *, what: str, overwrite: bool = False,
         The output (None: not asked for, nothing to check).
     what : str
         The option naming it, for the messages (``"--out"``).
-    kind : {"file", "dir", "store"}
-        A single file, a folder of files, or a Zarr store (a folder).
+    kind : {"file", "dir", "store", "cube", "calibration"}
+        A single file, a folder written into (never replaced), a dataset store, an
+        audit cube or a calibration cube (Zarr stores, folders).
+    inputs : sequence of str
+        Every path the command reads (None and URLs are skipped).
     """
     if path is None:
         return
@@ -122,12 +138,15 @@ def check_output(path: str | None, *, what: str, overwrite: bool = False,
         if kind == "file" and p.is_dir():
             raise SdcInputError(f"{what} {shown!r} is a folder; give a file name (e.g. "
                                 f"{os.path.join(shown, 'out' + (p.suffix or '.txt'))!r})")
-        if kind in ("dir", "store") and not p.is_dir():
+        if kind in _FOLDERS and not p.is_dir():
             raise SdcInputError(f"{what} {shown!r} is a file; give the name of a folder "
                                 "(or a new name)")
+        if kind != "dir":
+            from ..data.staging import check_replaceable
+            check_replaceable(path, what=what, kind=kind, inputs=inputs)
         if not exists_ok and not overwrite and kind != "dir":
             raise exists_error(what, shown)
-        target = p if kind in ("dir", "store") else p.parent
+        target = p if kind in _FOLDERS else p.parent
         if not os.access(target if str(target) else ".", os.W_OK | os.X_OK):
             raise unwritable_error(what, str(target) or ".")
         _probe(Path(str(target) or "."), what)

@@ -40,12 +40,11 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
     import time
 
     from ..audit import load_spec, run_audit
-    from ..audit.run import load_data
+    from ..audit.run import input_paths, load_data
     from ..logs import event
-    from ..storage import check_url
-    check_output(out, what="--out", kind="store", exists_ok=True)
     s = load_spec(spec, options=parse_options(option_items, scopes=("metric", "audit")))
-    check_url(out, what="--out")
+    check_output(out, what="--out", kind="cube", exists_ok=True,
+                 inputs=[spec, *input_paths(s)])
     data = load_data(s)     # the data and the parameters it bounds, before any cluster
     json_logs = (click.get_current_context().obj or {}).get("log_format") == "json"
     # in JSON mode stderr carries JSON lines only: the "cell written" lines are the progress
@@ -120,7 +119,7 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float | 
     from pathlib import Path
 
     from ..audit import load_spec
-    from ..audit.run import load_data
+    from ..audit.run import input_paths, load_data
     from ..audit.calibrate import STATUS, calibrate as run_calibrate, check_request
     from ..report import format_table
     s = None
@@ -132,17 +131,18 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float | 
                                 "takes no --risk, --utility, --target or --out; give either "
                                 "rules or a target")
         _calibrate_rules(s, require, loss, max_iter, csv_out, markdown_out, html_out,
-                         overwrite, as_json, where)
+                         overwrite, as_json, where, spec_path=spec)
         return
     if (risk is None) == (utility is None):
         raise exclusive_error(["--risk METRIC", "--utility METRIC", "--require RULE"],
                               "exactly one")
     if target is None:
         raise SdcInputError("--target is needed with --risk/--utility")
-    check_output(out, what="--out", kind="store", overwrite=overwrite)
-    tables = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, [None],
-                          overwrite=overwrite)[None]
     s = load_spec(spec, options=parse_options(option_items, scopes=("metric", "audit")))
+    inputs = [spec, *input_paths(s)]
+    check_output(out, what="--out", kind="calibration", overwrite=overwrite, inputs=inputs)
+    tables = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, [None],
+                          overwrite=overwrite, inputs=inputs)[None]
     mode, metric = ("risk", risk) if risk else ("utility", utility)
     check_request(s, metric, mode, target)
     if out is not None and not overwrite and Path(out).exists():
@@ -178,15 +178,17 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float | 
 
 def _calibrate_rules(s: Any, require: tuple[str, ...], loss: str | None, max_iter: int,
                      csv_out: str | None, markdown_out: str | None, html_out: str | None,
-                     overwrite: bool, as_json: bool, where: ClusterOptions) -> None:
-    """``calibrate --require``: per method, the least-loss parameter meeting the rules."""
+                     overwrite: bool, as_json: bool, where: ClusterOptions, *,
+                     spec_path: str) -> None:
+    """``calibrate --require``: per method, the least-loss parameter meeting the rules
+    (``spec_path``: the spec file, an input no table may replace)."""
     from ..audit.calibrate import calibrate_rules
-    from ..audit.run import load_data
+    from ..audit.run import input_paths, load_data
     from ..report import format_table
     from ..rules import parse_rules
     parse_rules([*s.require, *require], list(s.metrics))      # refused before any work
     tables = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, [None],
-                          overwrite=overwrite)[None]
+                          overwrite=overwrite, inputs=[spec_path, *input_paths(s)])[None]
     data = load_data(s)
 
     def said(stage: str, n: int) -> None:

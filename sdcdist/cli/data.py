@@ -49,7 +49,7 @@ def ingest(source: str, store: str, columns: str | None, keys: str | None,
     fix it. Constant columns are kept. The source is never modified, an existing store
     is never replaced without --overwrite, and a failed ingest leaves nothing.
     """
-    check_output(store, what="STORE", kind="store", overwrite=overwrite)
+    check_output(store, what="STORE", kind="store", overwrite=overwrite, inputs=[source])
     from ..data import ingest as do_ingest, open_microdata
     roles = {}
     key_list, conf = names_option(keys, "--keys"), names_option(confidential, "--confidential")
@@ -158,7 +158,7 @@ def mask(data: str, method: str, param: float | None, seed: int, spawn_key: str 
 
     from ..data import Microdata, load_microdata, write_microdata
     from ..masking import get_method, method_options, missing_roles
-    check_output(out, what="--out", overwrite=overwrite,
+    check_output(out, what="--out", overwrite=overwrite, inputs=[data],
                  kind="file" if out.lower().endswith((".csv", ".parquet", ".pq")) else "store")
     meth = get_method(method)
     key = _spawn_key(spawn_key) if spawn_key else None       # refused before any reading

@@ -134,7 +134,7 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     if not out.lower().endswith((".parquet", ".pq")):
         raise value_error("--out", "a file name ending in .parquet (the pairs are written as "
                           "Parquet)", out)
-    check_output(out, what="--out", overwrite=overwrite)
+    check_output(out, what="--out", overwrite=overwrite, inputs=[original, masked])
     key_list = names_option(keys, "--keys")
     cats = names_option(categorical, "--categorical") or []
     A = load_microdata(original, na_values=na_values)

@@ -43,7 +43,8 @@ def release(cube: str, method: str, param: float, replicate: int, dataset: str |
     """
     if not out.lower().endswith((".csv", ".parquet", ".pq")):
         raise SdcInputError(f"--out {out!r} must be a .csv or .parquet file")
-    check_output(out, what="--out", overwrite=overwrite, kind="file")
+    check_output(out, what="--out", overwrite=overwrite, kind="file",
+                 inputs=[cube, spec_path])
     from ..audit.spec import load_spec
     from ..release import release as run_release
     spec = load_spec(spec_path) if spec_path else None

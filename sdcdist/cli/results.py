@@ -146,7 +146,7 @@ def report(cube: str, by: str | None, metric_list: str | None, top: int | None,
         default_loss(c, loss)                # checked before anything is printed
     names = _datasets(c, dataset)
     files = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, names,
-                         overwrite=overwrite)
+                         overwrite=overwrite, inputs=[cube])
     for d in names:
         table = ranking_table(c, by=by, metrics=split_list(metric_list) if metric_list else None,
                               dataset=d)
@@ -179,7 +179,8 @@ def _release_report(cube: str, chosen: str, variant: str, spec_path: str | None,
                             "local file; give a local path")
     from ..releasereport import parse_chosen, write_report
     parse_chosen(chosen)                        # checked before anything is read
-    check_output(html_out, what="--html", overwrite=overwrite, kind="file")
+    check_output(html_out, what="--html", overwrite=overwrite, kind="file",
+                 inputs=[cube, spec_path])
     _open(cube, "`sdcdist report --chosen`")
     from ..audit.spec import load_spec
     spec = load_spec(spec_path) if spec_path else None
@@ -238,7 +239,7 @@ def query(cube: str, where_: str | None, sort: str | None, top: int | None,
         default_loss(c, loss)
     names = _datasets(c, dataset)
     files = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, names,
-                         overwrite=overwrite)
+                         overwrite=overwrite, inputs=[cube])
     for d in names:
         t = run_query(c, where_=where_, sort=sort, top=None if rules else top, dataset=d)
         t = t[["param_name", *shown]]
@@ -285,7 +286,7 @@ def plot(cube: str, kind: str, risk: str | None, loss: str | None, metric: str |
     if kind == "tradeoff" and (risk is None or loss is None):
         raise SdcInputError("--kind tradeoff needs --risk and --loss (e.g. --risk DLD "
                             "--loss IL1s)")
-    check_output(out, what="--out", overwrite=overwrite)
+    check_output(out, what="--out", overwrite=overwrite, inputs=[cube])
     from .. import report as rp
     c = _open_any(cube) if kind == "curves" else _open(cube, f"`sdcdist plot --kind {kind}`")
     if kind == "tradeoff":

@@ -89,7 +89,7 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
     if chunk_rows < 1:
         raise param_error("chunk_rows", "ingest", "an integer >= 1", chunk_rows)
     roles = {k: list(v) for k, v in (roles or {}).items()}
-    with Staging(store, overwrite) as tmp:
+    with Staging(store, overwrite, inputs=(source,)) as tmp:
         group = open_zarr_group(tmp, "w")
         state: dict[str, Any] = {}
 

@@ -2,10 +2,16 @@
 
 A failed or interrupted write leaves nothing behind (SIGTERM included); leftovers of
 writers killed outright are removed by the next write to the same path.
+
+What an output may replace is decided here, once (:func:`check_replaceable`, which the
+command line's output check and every writer call): an earlier output of the same kind
+that sdcdist wrote, never a folder of anything else, the working directory, or a path
+that is or holds an input.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -19,10 +25,113 @@ from typing import Any
 import numpy as np
 
 from .. import checksums
-from ..errors import exists_error
+from ..errors import SdcInputError, exists_error
+from ..storage import local_path
 
 __all__ = ["remove_stale_temps", "open_zarr_group", "Staging", "new_values_array", "temp_name",
-           "CleanOnSigterm"]
+           "CleanOnSigterm", "STORE_KINDS", "stored_kind", "check_replaceable"]
+
+#: The folders sdcdist writes, each recognised by attributes of its root Zarr group (the
+#: first kind whose attributes are all there): what an output of that kind may replace.
+STORE_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "calibration": ("a calibration cube (from `sdcdist calibrate --out`)", ("calibration",)),
+    "cube": ("an audit cube (from `sdcdist audit`)", ("spec_sha256",)),
+    "store": ("a dataset store (from `sdcdist ingest`, `synth` or `mask`)",
+              ("columns", "n_records")),
+}
+
+
+def stored_kind(path: str | os.PathLike) -> str | None:
+    """The kind of sdcdist store (a key of :data:`STORE_KINDS`) the local folder ``path``
+    holds, from its root group's attributes (``zarr.json``, or ``.zattrs`` of a Zarr v2
+    group); None for anything else (another folder, a file, an unreadable group)."""
+    folder = Path(path)
+    attrs: Any = None
+    try:
+        if (folder / "zarr.json").is_file():
+            doc = json.loads((folder / "zarr.json").read_text(encoding="utf-8"))
+            if isinstance(doc, dict) and doc.get("node_type") == "group":
+                attrs = doc.get("attributes")
+        elif (folder / ".zgroup").is_file() and (folder / ".zattrs").is_file():
+            attrs = json.loads((folder / ".zattrs").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(attrs, dict):
+        return None
+    return next((kind for kind, (_, keys) in STORE_KINDS.items()
+                 if all(k in attrs for k in keys)), None)
+
+
+def _within(inner: Path, outer: Path) -> bool:
+    return inner == outer or outer in inner.parents
+
+
+def check_replaceable(path: str | os.PathLike, *, what: str = "the output",
+                      kind: str = "file", inputs: Any = ()) -> None:
+    """Refuse an existing local output that a write may not replace; raise
+    :class:`SdcInputError` naming it and what to do.
+
+    Refused, whether or not ``--overwrite`` is given: the working directory or a folder
+    holding it; an input of the command (``inputs``: its local files, stores and spec) or
+    a folder holding one at any depth; for a store ``kind`` (a key of
+    :data:`STORE_KINDS`), a folder that is not an earlier store of that kind (another
+    kind of store, or a folder of anything else, even an empty one); for a ``file``, a
+    folder. Nothing is checked for a path that does not exist, a URL, or ``kind="dir"``
+    (a folder written into, never replaced).
+
+    Parameters
+    ----------
+    path : path
+        The output.
+    what : str
+        The option or argument naming it, for the message (``"--out"``).
+    kind : {"file", "dir", "store", "cube", "calibration"}
+        What is written there.
+    inputs : iterable of paths or URLs
+        Everything the command reads (None and URLs are skipped).
+    """
+    shown = local_path(str(path))
+    if "://" in shown or kind == "dir" or not os.path.lexists(shown):
+        return
+    real = Path(os.path.realpath(shown))
+    fix = "choose another output path"
+    cwd = Path(os.path.realpath(os.getcwd()))
+    if _within(cwd, real):
+        where = "is the working directory" if real == cwd else "holds the working directory"
+        raise SdcInputError(f"The {what} {shown!r} {where}, which sdcdist never replaces; "
+                            f"{fix} (a new name, e.g. {_example(kind)!r}).")
+    for inp in inputs or ():
+        local = local_path(str(inp)) if inp is not None else ""
+        if not local or "://" in local:
+            continue
+        rin = Path(os.path.realpath(local))
+        if _within(rin, real):
+            where = "is" if rin == real else "holds"
+            raise SdcInputError(f"The {what} {shown!r} {where} the input {str(inp)!r} of this "
+                                f"command, and writing there would lose that input; {fix}.")
+    if kind == "file":
+        if real.is_dir():
+            raise SdcInputError(f"The {what} {shown!r} is a folder; give a file name "
+                                f"(e.g. {os.path.join(shown, 'out.csv')!r}).")
+        return
+    desc = STORE_KINDS[kind][0]
+    found = stored_kind(real) if real.is_dir() else None
+    if found != kind:
+        if found is not None:
+            has = f"holds {STORE_KINDS[found][0]}"
+        elif real.is_dir():
+            has = "is a folder sdcdist did not write" + ("" if any(real.iterdir())
+                                                          else " (empty)")
+        else:
+            has = "is not a folder"
+        raise SdcInputError(f"The {what} {shown!r} {has}; --overwrite replaces only "
+                            f"{desc} that sdcdist wrote: {fix}, or remove {shown!r} "
+                            "yourself if it may go.")
+
+
+def _example(kind: str) -> str:
+    return {"file": "out.csv", "calibration": "calibration.zarr",
+            "cube": "cube.zarr"}.get(kind, "out.zarr")
 
 def open_zarr_group(store: str, mode: str) -> Any:
     import zarr
@@ -179,16 +288,19 @@ class Staging:
     with ``overwrite=True`` and only after the new one is complete. SIGTERM
     during the write removes the temporary folder (see :class:`CleanOnSigterm`);
     leftovers of writers killed outright (SIGKILL) are removed by the next
-    write to the same path (:func:`remove_stale_temps`).
+    write to the same path (:func:`remove_stale_temps`). What an existing path may
+    be is :func:`check_replaceable`'s rule (``kind``, ``inputs``: what the write reads).
     """
 
-    def __init__(self, store: str | os.PathLike, overwrite: bool):
+    def __init__(self, store: str | os.PathLike, overwrite: bool, *, kind: str = "store",
+                 inputs: Any = ()):
         self.final = str(store)
         self.remote = "://" in self.final and not self.final.startswith("file://")
         if self.final.startswith("file://"):
             self.final = self.final[len("file://"):]
         self.guard: CleanOnSigterm | None = None
         if not self.remote:
+            check_replaceable(self.final, what=kind, kind=kind, inputs=inputs)
             if Path(self.final).exists() and not overwrite:
                 raise exists_error("store", self.final, "pass --overwrite (overwrite=True) to "
                                    "replace it, or choose another path")
