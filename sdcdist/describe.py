@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SdcInputError, column_positions, weight_error
+from .errors import SdcInputError, column_positions, magnitude_error, weight_error
+from .moments import overflowing_columns
 
 __all__ = ["QUANTILES", "variable_summaries", "key_risk", "describe", "describe_lines"]
 
@@ -103,6 +104,7 @@ def key_risk(md: Any, keys: Sequence[str], *, weight: str | None = None,
         its ``record`` number (1 = the first record), ``risk``, ``frequency`` (f_k) and
         ``keys`` (its key combination, labels; ``None`` for a missing value).
     """
+    from .data.types import check_weights
     from .keytables import combo_frequencies, combo_table
     from .metrics.risk.frequency import K_VIOLATIONS, individual_risk
     codes, labels = _key_codes(md, keys)
@@ -113,9 +115,7 @@ def key_risk(md: Any, keys: Sequence[str], *, weight: str | None = None,
         if weight in md.categorical:
             raise weight_error(weight)
         w = np.asarray(md.values[:, j], dtype=np.float64)
-        bad = int((~(np.isfinite(w) & (w > 0))).sum())
-        if bad:
-            raise weight_error(weight, bad=bad)
+        check_weights(w, weight)
     table = combo_table(codes, w)
     fk, Fk = combo_frequencies(table)
     inv = table["inverse"]
@@ -152,12 +152,31 @@ def describe(md: Any, *, keys: Sequence[str] | None = None, weight: str | None =
              top: int = 10) -> dict[str, Any]:
     """The whole description of a file: ``records``, ``variables``, ``summaries``
     (:func:`variable_summaries`) and ``risk`` (:func:`key_risk` on ``keys``, default
-    :func:`default_keys`; None without key columns)."""
+    :func:`default_keys`; None without key columns).
+
+    Raises
+    ------
+    SdcInputError
+        A weight column that is not numeric, or is also a given key column; numeric
+        columns whose values are so large that their variance is not a finite float64
+        (:func:`sdcdist.moments.overflowing_columns`, the rule ``measure`` applies).
+    """
+    given = bool(keys)
     keys = list(keys) if keys else default_keys(md)
     weight = weight if weight is not None else md.weight
-    if weight is not None and weight in keys:
-        raise SdcInputError(f"the weight column {weight!r} is also a key column; leave it "
-                            "out of --keys")
+    if weight is not None:
+        column_positions([weight], md.columns, what="weight column", where="the data")
+        if weight in md.categorical:        # not numeric: say so before any role clash
+            raise weight_error(weight)
+        if weight in keys and given:
+            raise SdcInputError(f"the weight column {weight!r} is also a key column; leave "
+                                "it out of --keys")
+        keys = [k for k in keys if k != weight]
+    cats = set(md.categorical)
+    num = [j for j, c in enumerate(md.columns) if c not in cats]
+    big = np.flatnonzero(overflowing_columns(np.asarray(md.values[:, num], dtype=np.float64)))
+    if big.size:
+        raise magnitude_error([md.columns[num[i]] for i in big], "the data", "describing them")
     return {"records": int(md.shape[0]), "variables": int(md.shape[1]),
             "summaries": variable_summaries(md),
             "risk": key_risk(md, keys, weight=weight, top=top) if keys else None}

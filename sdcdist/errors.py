@@ -30,6 +30,8 @@ mistake always reads the same way wherever it is made:
   (:func:`bad_values_error`):
   ``Column 'age' of a.csv has 3 missing values (records 2, 5, 9); impute or drop them first.``
 - constant columns a computation cannot use (:func:`constant_error`);
+- numeric columns too large in magnitude for their variance to be a float64
+  (:func:`magnitude_error`);
 - an output that cannot be written there (:func:`unwritable_error`);
 - settings that set the same thing, or go together (:func:`exclusive_error`):
   ``--chunk-rows and --option chunk_rows=... set the same thing; give one of them.``
@@ -47,7 +49,7 @@ __all__ = ["SdcInputError", "param_error", "option_error", "unknown_name_error",
            "check_choice", "one_of", "column_error", "column_positions", "value_error",
            "unknown_keys_error", "missing_file_error", "unreadable_error", "weight_error",
            "exists_error", "count_error", "empty_error", "bad_values_error", "constant_error",
-           "exclusive_error", "unwritable_error"]
+           "exclusive_error", "unwritable_error", "magnitude_error"]
 
 _NOTHING = object()
 
@@ -296,6 +298,23 @@ def constant_error(columns: Sequence[object], where: str, why: str, fix: str
     "Column(s) ['AGE'] are constant in the masked file; linkage scales keys: drop it."
     """
     return SdcInputError(f"Column(s) {list(columns)} are constant in {where}; {why}: {fix}.")
+
+
+def magnitude_error(columns: Sequence[object], where: str, before: str) -> SdcInputError:
+    """The standard message for numeric columns whose values are so large in magnitude (near
+    the float64 limit) that their variance (ddof=1) is not a finite float64: a computation
+    that scales by a column's sd or sums its squares cannot use them
+    (:func:`sdcdist.moments.overflowing_columns` finds them in memory).
+
+    >>> str(magnitude_error(["A"], "the original file", "measuring"))  # doctest: +NORMALIZE_WHITESPACE
+    "Column(s) ['A'] of the original file hold values so large (near the float64 limit,
+    1.8e308) that their variance is not a finite number; rescale them (e.g. express them in
+    larger units) before measuring."
+    """
+    return SdcInputError(f"Column(s) {list(columns)} of {where} hold values so large (near "
+                         "the float64 limit, 1.8e308) that their variance is not a finite "
+                         "number; rescale them (e.g. express them in larger units) before "
+                         f"{before}.")
 
 
 def exclusive_error(names: Sequence[str], rule: str) -> SdcInputError:

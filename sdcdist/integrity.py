@@ -24,10 +24,12 @@ import numpy as np
 from .checksums import (CorruptChunkError, chunk_key, chunk_text, is_checksum_error,
                         missing_error, read, stored_chunk_keys)
 from .errors import SdcInputError, unreadable_error
+from .roles import ROLES
 
 __all__ = ["CorruptStoreError", "seal", "check_metadata", "ValuesDigest", "VerifyReport",
            "verify_store", "INTEGRITY_ATTR", "array_sha256", "cell_sha256",
-           "fixed_arrays_sha256", "CELL_ARRAYS", "CELL_DIGESTS", "RELEASE_FINGERPRINTS"]
+           "fixed_arrays_sha256", "CELL_ARRAYS", "CELL_DIGESTS", "RELEASE_FINGERPRINTS",
+           "dataset_attr_problems", "code_problems", "malformed_error"]
 
 #: The group attribute holding the manifest written by :func:`seal`.
 INTEGRITY_ATTR = "integrity"
@@ -216,7 +218,7 @@ def check_metadata(group: Any, store: str) -> list[str]:
             problems.append(f"the {k} of the array 'values' is not the one written (array "
                             "metadata changed)")
         n = attrs.get("n_records")
-        if n is not None and int(n) != int(arr.shape[0]):
+        if isinstance(n, int) and n != int(arr.shape[0]):
             problems.append("its record count disagrees with the array's length")
     if isinstance(manifest.get("arrays"), Mapping):
         present = dict(group.arrays())
@@ -230,6 +232,76 @@ def check_metadata(group: Any, store: str) -> list[str]:
                 problems.append(f"the {', '.join(changed)} of the array {name!r} is not the "
                                 "one written (array metadata changed)")
     return problems
+
+
+def dataset_attr_problems(attrs: Mapping[str, Any], shape: tuple[int, ...]) -> list[str]:
+    """What is malformed in a dataset store's attributes, against the shape of its array
+    ``values`` (empty when they are well-formed): ``columns`` a list of distinct names,
+    one per column; ``n_records`` (when given) the array's length; ``roles`` a mapping of
+    known roles to lists of those names; ``categories`` a mapping of those names to lists
+    of labels. A sealed store's manifest pins its attributes; an unsealed one (written
+    before manifests) is read only when these hold, since a reader trusts them."""
+    n = int(shape[0]) if shape else 0
+    m = int(shape[1]) if len(shape) > 1 else 1
+
+    def bad(name: str, why: str) -> str:
+        return f"the store's attribute {name!r} is malformed: {why}"
+
+    def names(v: Any) -> bool:
+        return isinstance(v, list) and all(isinstance(c, str) for c in v)
+
+    out = []
+    cols = attrs.get("columns")
+    if cols is None:
+        out.append(bad("columns", "it is missing"))
+    elif not names(cols) or len(set(cols)) != len(cols):
+        out.append(bad("columns", "it must be a list of distinct column names"))
+        cols = None
+    elif len(cols) != m:
+        out.append(bad("columns", f"it names {len(cols)} columns, the array 'values' has {m}"))
+    nrec = attrs.get("n_records")
+    if nrec is not None:
+        if not isinstance(nrec, int) or isinstance(nrec, bool):
+            out.append(bad("n_records", "it must be the number of records (an integer)"))
+        elif nrec != n:
+            out.append(bad("n_records", f"it says {nrec} records, the array 'values' "
+                                        f"holds {n}"))
+    known = set(cols or ())
+    roles = attrs.get("roles", {})
+    if not isinstance(roles, Mapping) or not all(
+            r in ROLES and names(v) and set(v) <= known for r, v in roles.items()):
+        out.append(bad("roles", f"it must map roles ({', '.join(ROLES)}) to lists of the "
+                                "store's column names"))
+    cats = attrs.get("categories", {})
+    if not isinstance(cats, Mapping) or not all(
+            c in known and names(v) for c, v in cats.items()):
+        out.append(bad("categories", "it must map the store's categorical columns to lists "
+                                     "of their labels"))
+    return out
+
+
+def code_problems(categories: Mapping[str, list], columns: list[str],
+                  column: Any) -> list[str]:
+    """Categorical columns of a dataset store (``categories``, well-formed) holding values
+    that are not codes of their labels; ``column(j)`` reads column ``j``'s values. Counts
+    only, never the values."""
+    out = []
+    for c, labels in categories.items():
+        x = np.asarray(column(columns.index(c)), dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            ok = np.isnan(x) | ((x >= 0) & (x < len(labels)) & (x == np.floor(x)))
+        if not ok.all():
+            out.append(f"the store's attribute 'categories' is malformed: column {c!r} has "
+                       f"{int((~ok).sum())} values that are not codes of its {len(labels)} "
+                       "labels (a numeric column declared categorical)")
+    return out
+
+
+def malformed_error(store: str, problems: list[str]) -> SdcInputError:
+    """The error of a dataset store whose attributes are malformed
+    (:func:`dataset_attr_problems`)."""
+    return SdcInputError(f"Cannot read the store {store!r}: {'; '.join(problems)}; "
+                         "re-ingest the source (sdcdist ingest).")
 
 
 _LAYOUT_WORDS = {"metadata_sha256": "metadata (zarr.json)"}
@@ -374,13 +446,12 @@ def _verify_dataset(group: Any, store: str, report: VerifyReport,
     seen_all = _check_chunks(arr, store, "values", report, _all_positions(arr), digest)
     report.checked["records"] = int(arr.shape[0])
     report.checked["variables"] = int(arr.shape[1]) if arr.ndim > 1 else 1
-    n = attrs.get("n_records")
-    if n is not None and int(n) != int(arr.shape[0]):
-        if not any("record count" in p for p in report.problems):
-            report.problems.append("its record count disagrees with the array's length")
-    columns = attrs.get("columns")
-    if columns is not None and arr.ndim == 2 and len(columns) != arr.shape[1]:
-        report.problems.append("the number of column names disagrees with the array's width")
+    if not any("record count" in p for p in report.problems):
+        report.problems += dataset_attr_problems(attrs, tuple(arr.shape))
+    if not report.problems and not report.sealed and arr.ndim == 2:
+        report.problems += code_problems(attrs.get("categories", {}), attrs["columns"],
+                                         lambda j: read(arr, (slice(None), j), store=store,
+                                                        name="values", complete=True))
     if report.problems:
         return
     if want:

@@ -16,13 +16,20 @@ Whether a column is constant is not read from its sd: a column of 1,000 copies o
 has a computed sd of about 1e-17, not 0 (the mean of the copies is not exactly 0.1), and
 its z-scores would be rounding noise the size of real data. :func:`constant_columns`
 compares the values themselves.
+
+A column of values near the float64 limit (1.8e308) can have a variance that is not a
+finite float64; :func:`overflowing_columns` finds such columns, which every computation
+that scales by a column's sd refuses with one message
+(:func:`sdcdist.errors.magnitude_error`).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["column_moments", "sorted_column", "constant_columns"]
+__all__ = ["column_moments", "sorted_column", "constant_columns", "overflowing_columns"]
 
 
 def sorted_column(x: np.ndarray) -> np.ndarray:
@@ -89,3 +96,43 @@ def constant_columns(X: np.ndarray) -> np.ndarray:
         return np.ones(X.shape[1], dtype=bool)
     # fmin/fmax skip NaN (NaN only where a column has no value; NaN < NaN is False)
     return ~(np.fmin.reduce(X, axis=0) < np.fmax.reduce(X, axis=0))
+
+
+
+def overflowing_columns(X: np.ndarray) -> np.ndarray:
+    """Whether each column's sample variance (ddof=1, NaN and infinities left out) is too
+    large to be a finite float64: values near the float64 limit, or spread over more than
+    about 1e154.
+
+    The rule :func:`sdcdist.errors.magnitude_error` words (the information-loss metrics
+    apply it to their exact sums): each column is scaled by a power of two near its
+    largest magnitude (exact), its variance computed, and scaled back.
+
+    Parameters
+    ----------
+    X : ndarray (n, K)
+
+    Returns
+    -------
+    ndarray (K,) of bool
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"overflowing_columns takes a 2-D array (rows, columns); "
+                         f"got {X.ndim}-D")
+    out = np.zeros(X.shape[1], dtype=bool)
+    for k in range(X.shape[1]):
+        col = X[:, k]
+        col = col[np.isfinite(col)]
+        if col.size < 2:
+            continue
+        top = float(np.max(np.abs(col)))
+        if top < 2.0 ** 500:          # (2 * 2^500)^2 * n / (n - 1): far from overflow
+            continue
+        e = math.frexp(top)[1]
+        var = float(np.var(sorted_column(np.ldexp(col, -e)), ddof=1))
+        try:
+            out[k] = not math.isfinite(math.ldexp(var, 2 * e))
+        except OverflowError:
+            out[k] = True
+    return out

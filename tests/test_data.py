@@ -89,6 +89,9 @@ def test_unreadable_and_missing_files(tmp_path):
     bad.write_bytes(b"this is not parquet")
     with pytest.raises(SdcInputError, match="Cannot open 'broken.parquet' as a Parquet file"):
         ingest(bad, str(tmp_path / "d.zarr"))
+    with pytest.raises(SdcInputError, match="The data file '.*x.xlsx' does not exist"):
+        ingest(tmp_path / "x.xlsx", str(tmp_path / "d.zarr"))
+    (tmp_path / "x.xlsx").write_bytes(b"PK")
     with pytest.raises(SdcInputError, match="Cannot open .* as a data file \\(unknown format\\)"):
         ingest(tmp_path / "x.xlsx", str(tmp_path / "d.zarr"))
 

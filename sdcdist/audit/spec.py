@@ -320,6 +320,10 @@ def _dataset(d: Any, what: str) -> DatasetSpec:
         raise SdcInputError(f"{what} needs exactly one of 'path' (a CSV, Parquet or Zarr "
                             "file), 'synthetic' ({rows, columns, seed}) or 'reference' "
                             "(census or tarragona)")
+    if "path" in d and (not isinstance(d["path"], str) or not d["path"].strip()):
+        # a null or empty path would name the file 'None' or the spec's own folder
+        raise value_error("'" + what.strip("'") + ".path'", "the path of a CSV, Parquet or Zarr file "
+                          "(relative to the spec's folder)", d["path"])
     synthetic = None
     if "synthetic" in d:
         s = d["synthetic"]

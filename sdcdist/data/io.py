@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import checksums, integrity
-from ..errors import SdcInputError, column_positions, exists_error, param_error
+from ..errors import SdcInputError, column_positions, exists_error, param_error, weight_error
 from .arrowcsv import read_typed
 from .microdata import (DEFAULT_CHUNK_ROWS, Microdata, align_categories, check_typed,
                         file_sha256_in_background, from_array, is_store, values_fingerprint)
@@ -97,12 +97,16 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
             if "arr" not in state:
                 state["arr"] = new_values_array(group, 0, len(state["names"]), chunk_rows)
             state["arr"].resize((0, len(state["names"])))
-            state.update(n=0, digest=integrity.ValuesDigest(),
+            state.update(n=0, bad_weights=0, digest=integrity.ValuesDigest(),
                          checker=ValueChecker(state["names"], repr(source.name)))
 
         def write(block: np.ndarray) -> None:
             n = state["n"]
             state["checker"].update(block)
+            if roles.get("weight") and roles["weight"][0] in state["names"]:
+                from .types import bad_weights
+                j = state["names"].index(roles["weight"][0])
+                state["bad_weights"] += bad_weights(block[:, j])
             if roles.get("household") and roles["household"][0] in state["names"]:
                 from .types import check_household_ids
                 h = roles["household"][0]
@@ -119,10 +123,8 @@ def ingest(source: str | os.PathLike, store: str | os.PathLike, *,
         names, labels = read_typed(source, columns, chunk_rows, categorical, start, write,
                                    na_values)
         _finish_checks(state["checker"], names, roles, labels, allow_constant)
-        if roles.get("weight"):
-            from .types import check_weights
-            w = names.index(roles["weight"][0])
-            check_weights(np.array([state["checker"].lo[w]]), roles["weight"][0])
+        if roles.get("weight") and state["bad_weights"]:
+            raise weight_error(roles["weight"][0], bad=state["bad_weights"])
         group.attrs.update({"columns": names, "roles": roles, "n_records": state["n"],
                             "categories": labels,
                             "source": source.name, "sha256": sha256()})
@@ -277,6 +279,10 @@ def load_microdata(source: str | os.PathLike | Microdata, *,
         values = np.asarray(checksums.read(group["values"], store=str(source), name="values",
                                            complete=True), dtype=np.float64)
         check_fingerprint(group, values, str(source))
+        bad = integrity.code_problems(dict(group.attrs.get("categories", {})),
+                                      list(group.attrs["columns"]), lambda j: values[:, j])
+        if bad:
+            raise integrity.malformed_error(str(source), bad)
         check_column_names(list(names), repr(str(source)))
         md = Microdata(values, names, dict(group.attrs.get("roles", {})),
                        group.attrs.get("sha256"), dict(group.attrs.get("categories", {})))

@@ -33,6 +33,8 @@ def source_kind(source: Path) -> str:
         return "parquet"
     if suffix.endswith((".csv", ".csv.gz", ".txt", ".tsv")):
         return "csv"
+    if not source.exists():         # no kind to read: first say that it is not there
+        raise missing_file_error("data file", source, "check the path")
     raise unreadable_error("a data file", source.name, "unknown format", "sdcdist reads CSV "
                            "(.csv, .csv.gz, .tsv) and Parquet (.parquet) files")
 
@@ -267,12 +269,53 @@ def source_frames(source: Path, columns: Sequence[str] | None, chunk_rows: int
     header = list(pf.schema_arrow.names)
     check_column_names(header, repr(source.name))
     names = _select(header, columns, source.name)
+    decimals = parquet_decimals(pf.schema_arrow, names, source.name)
 
     def pframes(usecols: Sequence[str]) -> Iterator[Any]:
         import pandas  # noqa: F401  (to_pandas needs it)
+        import pyarrow as pa
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(usecols)):
+            for c in decimals.intersection(usecols):
+                # decimals read as numbers: through their text, the float nearest each
+                # (Arrow's direct cast divides by the scale, 0.3 -> 0.30000000000000004)
+                i = batch.schema.get_field_index(c)
+                x = batch.column(i).cast(pa.string()).cast(pa.float64())
+                batch = batch.set_column(i, c, x)
             yield batch.to_pandas()[list(usecols)]
     return names, pframes
+
+
+def parquet_decimals(schema: Any, names: Sequence[str], source_name: str) -> set[str]:
+    """The columns of ``names`` of Parquet type decimal (read as float64 numbers), after
+    refusing the types sdcdist does not read: nested columns (list, struct, map), dates,
+    times and durations, and binary columns (bytes are neither numbers nor text).
+
+    Numbers (integers, floats), true/false and text (also dictionary-encoded) are read as
+    they are.
+    """
+    import pyarrow.types as pt
+    decimals = set()
+    for name in names:
+        t = schema.field(name).type
+        if pt.is_dictionary(t):
+            t = t.value_type
+        if pt.is_decimal(t):
+            decimals.add(name)
+            continue
+        if pt.is_nested(t):
+            kind, fix = "a nested (list, struct or map) column", "flatten it into columns of " \
+                "numbers or text"
+        elif pt.is_temporal(t):
+            kind, fix = "a date, time or duration column", "convert it to numbers (e.g. " \
+                "a year, an age in days) or to text (categories)"
+        elif pt.is_binary(t) or pt.is_large_binary(t) or pt.is_fixed_size_binary(t):
+            kind, fix = "a binary column", "decode it to text"
+        else:
+            continue
+        raise SdcInputError(
+            f"Column {name!r} of {source_name!r} is {kind} (Parquet type {t}), which sdcdist "
+            f"does not read; {fix} before reading the file, or leave it out (--columns).")
+    return decimals
 
 
 def _is_numeric(series: Any) -> bool:

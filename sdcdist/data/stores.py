@@ -29,6 +29,9 @@ def store_group(store: str | os.PathLike) -> Any:
     problems = integrity.check_metadata(group, s)
     if problems:
         raise integrity.metadata_error(s, problems)
+    malformed = integrity.dataset_attr_problems(dict(group.attrs), tuple(group["values"].shape))
+    if malformed:
+        raise integrity.malformed_error(s, malformed)
     return group
 
 

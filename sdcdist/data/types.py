@@ -170,9 +170,15 @@ def check_household_ids(h: np.ndarray, name: str, source: str = "the data") -> N
             "code): correct them, or declare the column categorical if its ids are text")
 
 
+def bad_weights(w: np.ndarray) -> int:
+    """How many of the weights ``w`` are not sampling weights: zero, negative or missing
+    (the one rule :func:`check_weights` and a streaming reader's count apply)."""
+    w = np.asarray(w, dtype=np.float64)
+    return int(np.count_nonzero(~(np.isfinite(w) & (w > 0))))
+
+
 def check_weights(w: np.ndarray, name: str) -> None:
     """Raise unless every weight is finite and > 0 (counts only in the message)."""
-    w = np.asarray(w, dtype=np.float64)
-    bad = ~(np.isfinite(w) & (w > 0))
-    if bad.any():
-        raise weight_error(name, bad=int(bad.sum()))
+    bad = bad_weights(w)
+    if bad:
+        raise weight_error(name, bad=bad)

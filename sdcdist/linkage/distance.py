@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import constant_error
-from ..moments import column_moments, constant_columns, sorted_column
+from ..errors import constant_error, magnitude_error
+from ..moments import column_moments, constant_columns, overflowing_columns, sorted_column
 from .gower import Gower, gathered_gower, gower_distances
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ def standardize(X: np.ndarray, cols: tuple[int, ...] | None = None, *,
         If a selected column is constant: all its non-missing values are equal
         (:func:`sdcdist.moments.constant_columns`, exact: a column of copies of 0.1 has a
         computed sd of about 1e-17, not 0), or its sd is not a positive number (fewer
-        than two values).
+        than two values), or its values are so large that its variance is not a finite
+        float64 (:func:`sdcdist.moments.overflowing_columns`).
     """
     A = np.asarray(X[:, list(cols)] if cols is not None else X[:, :], dtype=np.float64)
     mu, sd = column_moments(A)
@@ -65,6 +66,10 @@ def standardize(X: np.ndarray, cols: tuple[int, ...] | None = None, *,
         label = [names[i] if names else (cols[i] if cols else i) for i in bad]
         raise constant_error(label, f"the {what}", "distance linkage standardises each key "
                              "column", "leave constant columns out of the key sets")
+    big = np.flatnonzero(overflowing_columns(A))
+    if big.size:
+        label = [names[i] if names else (cols[i] if cols else i) for i in big]
+        raise magnitude_error(label, f"the {what}", "linking on them")
     return (A - mu) / sd
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SdcInputError, constant_error, count_error
+from ...errors import SdcInputError, constant_error, count_error, magnitude_error
 from ...parallel import map_reduce
 from .._registry import REGISTRY, MeasureContext, MetricResult, register
 from ..exactsum import SQ_SCALE, exact_cross_sums, exact_square_sums, exact_sums, to_fraction
@@ -106,10 +106,7 @@ def record_stats(ctx: MeasureContext) -> dict[str, Any]:
             big = np.flatnonzero(np.isinf(st[key]))
             if big.size:
                 cols = [ctx.columns[j] for j in big]
-                raise SdcInputError(f"column(s) {cols} of the {what} file hold values so large "
-                                    "(near the float64 limit, 1.8e308) that their variance is "
-                                    "not a finite number; rescale them (e.g. express them in "
-                                    "larger units) before measuring")
+                raise magnitude_error(cols, f"the {what} file", "measuring")
         return st
     return ctx.cached("record_stats", run)
 
