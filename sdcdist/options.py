@@ -58,11 +58,15 @@ MAX_CHUNK_ROWS = 2**26
 class Check:
     """A test of an option value and the wording of what it accepts.
 
-    ``allowed`` completes the sentence "The 'x' option must be ...".
+    ``allowed`` completes the sentence "The 'x' option must be ..."; ``part`` (a mapping's
+    check) names the key at fault, for a message about that key alone.
     """
 
     allowed: str
     test: Callable[[Any], bool]
+    #: for a mapping: ``(key, allowed, value)`` of the first key the check refuses (allowed
+    #: None: a key it does not take), else None
+    part: Callable[[Any], tuple[str, str | None, Any] | None] | None = None
 
     def __call__(self, value: Any) -> bool:
         try:
@@ -122,7 +126,7 @@ def choice(*values: Any) -> Check:
 def optional(check: Check, meaning: str = "") -> Check:
     """``None`` (``null``; ``meaning`` says what it does) or a value passing ``check``."""
     null = f"null ({meaning})" if meaning else "null"
-    return Check(f"{null} or {check.allowed}", lambda v: v is None or check(v))
+    return Check(f"{null} or {check.allowed}", lambda v: v is None or check(v), check.part)
 
 
 def _is_list(v: Any) -> bool:
@@ -173,15 +177,46 @@ PRL_EM_DEFAULTS = {"max_iter": 20000, "tol": 1e-10, "eps": 1e-9, "m_start": 0.9,
 #: fixed, only m fitted.
 PRL_EM_FITS = ("joint", "m_only")
 
-_EM_KEYS = {"max_iter": integer(1, MAX_EM_ITER), "tol": number(low=0), "eps": number(above=0),
-            "m_start": number(above=0), "p_max": number(above=0),
+#: Largest ``prl_em`` eps. The EM keeps each level probability of a column in
+#: ``[eps, 1 - eps]`` and renormalises the column; a column has at most 16 levels (15
+#: tolerances, :data:`sdcdist.linkage.prl.comparison.MAX_LEVELS`), whose floors must leave
+#: most of the mass to the levels the data put it on: 16 x 0.01 = 0.16. At 1/16 a 16-level
+#: column is held uniform (weight 0 whatever the data), and from 1/2 on the interval is
+#: empty (the fit is NaN).
+PRL_EM_EPS_MAX = 0.01
+
+_EM_KEYS = {"max_iter": integer(1, MAX_EM_ITER), "tol": number(low=0),
+            "eps": Check(f"a number in (0, {PRL_EM_EPS_MAX}]",
+                         lambda v: _is_number(v) and 0 < v <= PRL_EM_EPS_MAX),
+            # the other levels of a column start at (1 - m_start) / (levels - 1): 1 leaves
+            # them at 0 (log 0), more makes them negative
+            "m_start": Check("a number in (0, 1)", lambda v: _is_number(v) and 0 < v < 1),
+            # a probability: 1 turns the cap off (P(M) <= 1 - 1/pairs)
+            "p_max": Check("null (min(nA, nB)/(nA nB)) or a number in (0, 1]",
+                           lambda v: v is None or _is_number(v) and 0 < v <= 1),
             "accelerate": Check("true or false", lambda v: isinstance(v, bool)),
             "fit": Check("joint or m_only", lambda v: v in PRL_EM_FITS)}
+
+#: How ``prl_em`` keys are listed in its help and its messages.
+_EM_TEXT = ", ".join(f"{k} ({c.allowed})" for k, c in _EM_KEYS.items())
 
 
 def _em(v: Any) -> bool:
     return isinstance(v, Mapping) and all(k in _EM_KEYS and _EM_KEYS[k](x)
                                           for k, x in v.items())
+
+
+def _em_part(v: Any) -> tuple[str, str | None, Any] | None:
+    """The first key of a ``prl_em`` mapping its check refuses: (key, allowed, value), with
+    allowed None for a key that is not one of its keys."""
+    if not isinstance(v, Mapping):
+        return None
+    for k, x in v.items():
+        if k not in _EM_KEYS:
+            return str(k), None, x
+        if not _EM_KEYS[k](x):
+            return str(k), _EM_KEYS[k].allowed, x
+    return None
 
 
 def _percentages(v: Any) -> bool:
@@ -237,6 +272,14 @@ class Option:
     def validate(self, value: Any, owner: str | None = None) -> Any:
         """Return ``value`` unchanged if the check accepts it, else raise the template."""
         if not self.check(value):
+            part = self.check.part(value) if self.check.part is not None else None
+            if part is not None:
+                key, allowed, got = part
+                of = f" of {owner}" if owner else ""
+                if allowed is None:
+                    raise option_error(self.name, self.check.allowed, value, owner)
+                raise value_error(f"The {key!r} key of the {self.name!r} option{of}",
+                                  allowed, got)
             raise option_error(self.name, self.check.allowed, value, owner)
         return value
 
@@ -450,9 +493,7 @@ declare("prl_blocking", None,
 declare("prl_block_rows", None, optional(Check(f"a pair [A rows, B rows] of integers in [1, "
                                                f"{MAX_ROWS}]", _row_pair), f"{PRL_BLOCK_ROWS} each"),
         "rows per PRL pair block")
-declare("prl_em", None, optional(Check(f"a mapping with some of max_iter (an integer in [1, "
-                                       f"{MAX_EM_ITER}]), tol, eps, m_start, p_max (numbers), "
-                                       "accelerate (true/false), fit (joint/m_only)", _em),
+declare("prl_em", None, optional(Check(f"a mapping with some of {_EM_TEXT}", _em, _em_part),
                                  "the defaults"),
         f"PRL EM settings: max_iter ({PRL_EM_DEFAULTS['max_iter']} E-steps; reaching it flags "
         f"the cell), tol ({PRL_EM_DEFAULTS['tol']:g}, largest change of a parameter's logarithm "

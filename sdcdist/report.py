@@ -404,6 +404,8 @@ def plot_risk_curves(cube: xr.Dataset, *, metric: str, out: str,
     ``cube`` may also be a calibration cube (:mod:`sdcdist.audit.calibrate`): the
     curves are then its probes and the calibrated parameters are marked.
     """
+    if target is not None and not np.isfinite(target):
+        raise value_error("the 'target' of a curves plot", "a finite number", target)
     plt = _figure(out)
     calibration = "calibrated_param" in cube
     if calibration:

@@ -3,17 +3,24 @@
 - :func:`redact`: URL user-info hidden in any message;
 - :func:`slug`, :func:`unique_slugs`: names made safe for file names;
 - :func:`split_list`: a comma-separated option or form value as a list;
+- :func:`name_list`: the same for a list of names, refused when it names nothing or a
+  name twice (the one rule of every command's and the service's name lists);
 - :func:`raised_where`: ``file:line`` where an exception was raised, for failure logs.
 
-Standard library only: the command line reads it at start-up.
+Standard library and :mod:`sdcdist.errors` only: the command line reads it at start-up.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-__all__ = ["redact", "slug", "unique_slugs", "split_list", "raised_where"]
+from .errors import SdcInputError, empty_error
+
+__all__ = ["redact", "slug", "unique_slugs", "split_list", "name_list", "repeated",
+           "raised_where"]
 
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]*@")
 
@@ -63,6 +70,51 @@ def unique_slugs(names: list[str]) -> dict[str, str]:
 def split_list(s: str) -> list[str]:
     """``"A, B,,C"`` -> ``["A", "B", "C"]``: a comma-separated option value."""
     return [c.strip() for c in s.split(",") if c.strip()]
+
+
+def repeated(items: Iterable[Any]) -> list[Any]:
+    """The items that come more than once, each once, in the order they first repeat.
+
+    >>> repeated(["a", "b", "a", "c", "b", "a"])
+    ['a', 'b']
+    """
+    seen: set[Any] = set()
+    out: list[Any] = []
+    for x in items:
+        if x in seen and x not in out:
+            out.append(x)
+        seen.add(x)
+    return out
+
+
+def name_list(value: str | Sequence[str] | None, what: str, *, kind: str = "column"
+              ) -> list[str] | None:
+    """The names of a comma-separated list option (``--keys A,B``; a repeatable option's
+    values together, ``--metric A --metric B,C``): None when it is not given.
+
+    Refused (:class:`~sdcdist.errors.SdcInputError`): a value that names nothing
+    (``--metrics ''``, ``--keys ' , '``) and a name given twice (``--keys r,r``); ``kind``
+    says what the names are (``"metric"``), for the message.
+
+    >>> name_list(" A, B", "--keys")
+    ['A', 'B']
+    >>> name_list(("DLD", "ID1,RR"), "--metric", kind="metric")
+    ['DLD', 'ID1', 'RR']
+    >>> name_list(None, "--keys") is None
+    True
+    """
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else list(value)
+    if not items:                   # a repeatable option not given
+        return None
+    names = [n for item in items for n in split_list(str(item))]
+    if not names:
+        raise empty_error(what, f"give {kind} names (comma-separated), or leave {what} out")
+    dup = repeated(names)
+    if dup:
+        raise SdcInputError(f"{what} names {dup} more than once; list each {kind} once")
+    return names
 
 
 def raised_where(exc: BaseException) -> str:

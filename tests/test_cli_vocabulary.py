@@ -204,7 +204,7 @@ def test_json_and_options_reach_the_computation(run, num, tmp_path):
 def test_list_options_refuse_empty_and_repeated_names(run, mixed, num, tmp_path):
     _user_error(run("risk", mixed, mixed, "--keys", "a,a", "--local"), "more than once")
     _user_error(run("ingest", mixed, tmp_path / "x.zarr", "--categorical", ""),
-                "without a name")
+                "--categorical is empty")
     assert not (tmp_path / "x.zarr").exists()
     _user_error(run("measure", num, num, "--keyset", "A,A", "--local"), "more than once")
 

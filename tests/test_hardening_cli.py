@@ -260,7 +260,7 @@ def test_closed_pipe_exits_quietly(csv):
 # --------------------------------------------------------------------------- items 9, 12
 
 def test_empty_metric_list_is_refused(run, csv):
-    _user_error(run("risk", csv, csv, "--metric", "", "--local"), "without a name")
+    _user_error(run("risk", csv, csv, "--metric", "", "--local"), "--metric is empty")
     _user_error(run("measure", csv, csv, "--metric", " , ", "--local"), "--metric is empty")
 
 
@@ -400,3 +400,99 @@ def test_a_scheduler_that_accepts_and_never_answers_is_a_clear_error(run, tmp_pa
     assert held                     # the listener did accept the connection
     assert f"cannot reach the Dask scheduler at {address!r}" in res.output
     assert "did not answer within 2 s" in res.output and "check the address" in res.output
+
+
+# --------------------------------------------------------------------------- input rules
+
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """A command that would start a local cluster fails instead (exit 1, not 2)."""
+    import distributed
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cluster was started")
+    monkeypatch.setattr(distributed, "LocalCluster", refuse)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_number_options_must_be_finite(run, cube, spec, tmp_path, value, no_cluster):
+    png = tmp_path / "p.png"
+    _user_error(run("plot", cube, "--kind", "curves", "--metric", "RR", "--target", value,
+                    "--out", png), "--target must be a finite number")
+    assert not png.exists()
+    _user_error(run("calibrate", spec, "--risk", "DLD", "--target", "1", "--tol", value,
+                    "--workers", "1"), "--tol must be a finite number")
+    _user_error(run("calibrate", spec, "--risk", "DLD", "--target", value, "--workers", "1"),
+                "--target must be a finite number")
+    assert run("plot", cube, "--kind", "curves", "--metric", "RR", "--target", "1.5",
+               "--out", png).exit_code == 0
+
+
+def test_a_curves_plot_refuses_a_target_that_is_no_number(cube, tmp_path):
+    from sdcdist.cube import open_cube
+    from sdcdist.errors import SdcInputError
+    from sdcdist.report import plot_risk_curves
+    with pytest.raises(SdcInputError, match="'target' of a curves plot must be a finite"):
+        plot_risk_curves(open_cube(str(cube)), metric="RR", out=str(tmp_path / "p.png"),
+                         target=float("nan"))
+    assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["report", "{cube}", "--by", "L", "--metrics", ""], "--metrics is empty"),
+    (["report", "{cube}", "--by", "L", "--metrics", " , "], "--metrics is empty"),
+    (["query", "{cube}", "--metrics", ""], "--metrics is empty"),
+    (["query", "{cube}", "--metrics", ","], "--metrics is empty"),
+    (["plot", "{cube}", "--kind", "ranks", "--metrics", "", "--out", "{tmp}/r.png"],
+     "--metrics is empty"),
+    (["mask", "{csv}", "-m", "noise", "-p", "0.1", "--spawn-key", "", "--out", "{tmp}/m.csv"],
+     "--spawn-key is empty"),
+    (["risk", "{csv}", "{csv}", "--keys", "A", "--weight", "", "--local"], "--weight is empty"),
+    (["risk", "{csv}", "{csv}", "--keys", "A", "--metric", "DLD", "--metric", " ", "--local"],
+     "--metric is empty"),
+])
+def test_options_given_empty_are_refused(run, cube, csv, tmp_path, args, says):
+    fill = {"{cube}": str(cube), "{csv}": str(csv)}
+    res = run(*[fill.get(a, a.replace("{tmp}", str(tmp_path))) for a in args])
+    _user_error(res, says)
+    assert not list(tmp_path.glob("*.png")) and not (tmp_path / "m.csv").exists()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["risk", "{csv}", "{csv}", "--keys", "A", "--metric", "DLD,DLD", "--local"],
+     "--metric names ['DLD'] more than once"),
+    (["risk", "{csv}", "{csv}", "--keys", "A", "--metric", "DLD", "--metric", "DLD",
+      "--local"], "--metric names ['DLD'] more than once"),
+    (["measure", "{csv}", "{csv}", "--metric", "IL1s,IL1s", "--local"],
+     "--metric names ['IL1s'] more than once"),
+    (["risk", "{csv}", "{csv}", "--metric", "DLD", "--keyset", "A", "--keyset", "A",
+      "--local"], "key sets 1 and 2 ([A] and [A]) have the same columns"),
+    (["risk", "{csv}", "{csv}", "--metric", "DLD", "--keyset", "A,B", "--keyset", "B,A",
+      "--local"], "key sets 1 and 2 ([A, B] and [B, A]) have the same columns"),
+    (["report", "{cube}", "--by", "L", "--metrics", "L,RR,L"],
+     "--metrics names ['L'] more than once"),
+    (["query", "{cube}", "--metrics", "RR,RR"], "--metrics names ['RR'] more than once"),
+    (["plot", "{cube}", "--kind", "ranks", "--metrics", "L,L", "--out", "{tmp}/r.png"],
+     "--metrics names ['L'] more than once"),
+])
+def test_names_given_twice_are_refused(run, cube, csv, tmp_path, args, says):
+    fill = {"{cube}": str(cube), "{csv}": str(csv)}
+    res = run(*[fill.get(a, a.replace("{tmp}", str(tmp_path))) for a in args])
+    _user_error(res, says)
+    assert "RR " not in res.output and not list(tmp_path.glob("*.png"))
+
+
+@pytest.mark.parametrize("args", [
+    ["report", "{cube}", "--by", "L", "--markdown", "{tmp}/t.md", "--csv", "{tmp}/t.md"],
+    ["report", "{cube}", "--by", "L", "--csv", "{tmp}/t.csv", "--html", "{tmp}/./t.csv"],
+    ["query", "{cube}", "--html", "{tmp}/sub/t.html", "--csv", "{tmp}/sub/../sub/t.html"],
+    ["calibrate", "{spec}", "--risk", "DLD", "--target", "1", "--out", "{tmp}/t.zarr",
+     "--csv", "{tmp}/t.zarr"],
+])
+def test_two_outputs_of_one_command_at_one_path_are_refused(run, cube, spec, tmp_path, args,
+                                                            no_cluster):
+    fill = {"{cube}": str(cube), "{spec}": str(spec)}
+    res = run(*[fill.get(a, a.replace("{tmp}", str(tmp_path))) for a in args])
+    _user_error(res, "both name", "give each output its own path")
+    assert not list(tmp_path.glob("t.*")) and not (tmp_path / "sub").exists()
+    assert "RR" not in res.output                 # refused before the table is printed

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import sdcdist.limits
+import sdcdist.metrics.keysets
 import sdcdist.yamlsafe
 import sdcdist.text
 from sdcdist.audit import load_spec, parse_spec
@@ -51,7 +52,8 @@ def _write(tmp_path, text: str | bytes, name: str = "spec.yaml"):
     return p
 
 
-@pytest.mark.parametrize("module", [sdcdist.limits, sdcdist.yamlsafe, sdcdist.text])
+@pytest.mark.parametrize("module", [sdcdist.limits, sdcdist.yamlsafe, sdcdist.text,
+                                    sdcdist.metrics.keysets])
 def test_documented_examples_run(module):
     res = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert res.attempted > 0 and res.failed == 0
@@ -245,3 +247,60 @@ def test_option_values_parse(text, want):
 def test_malformed_option_values_are_refused(text, says):
     with pytest.raises(SdcInputError, match=says):
         parse_option_value("crl_external", text)
+
+
+# --- names given twice, files a spec names ---------------------------------------------
+
+@pytest.mark.parametrize("change, says", [
+    ({"keysets": [["WAGES"], ["WAGES"]]},
+     r"'keysets': key sets 1 and 2 \(\[WAGES\] and \[WAGES\]\) have the same columns"),
+    ({"keysets": [["WAGES", "TAXINC"], ["FEDTAX"], ["TAXINC", "WAGES"]]},
+     r"key sets 1 and 3 \(\[WAGES, TAXINC\] and \[TAXINC, WAGES\]\) have the same"),
+    ({"metrics": ["IL1s", "DLD", "IL1s"]}, r"'metrics' names \['IL1s'\] more than once"),
+])
+def test_a_key_set_or_metric_named_twice_is_refused(change, says):
+    with pytest.raises(SdcInputError, match=says):
+        parse_spec({**BASE, **change})
+    parse_spec({**BASE, "keysets": [["WAGES"], ["WAGES", "TAXINC"]]})
+
+
+def test_the_same_key_set_twice_is_refused_by_measure_too(small):
+    from sdcdist.metrics import measure
+    with pytest.raises(SdcInputError, match="have the same columns"):
+        measure(small, small, ["DLD"], keysets=[["V1", "V2"], ["V2", "V1"]],
+                columns=[f"V{i}" for i in range(1, small.shape[1] + 1)])
+
+
+def _csv_spec(tmp_path, metrics: str, **dataset) -> object:
+    rng = np.random.default_rng(3)
+    data = tmp_path / "d.csv"
+    np.savetxt(data, rng.lognormal(3, 1, size=(40, 3)), delimiter=",", header="a,b,c",
+               comments="")
+    extra = "".join(f"  {k}: {v}\n" for k, v in dataset.items())
+    return _write(tmp_path, f"name: t\ndataset:\n  name: d\n  path: d.csv\n{extra}"
+                            f"methods: [{{name: noise, params: [0.1, 0.5]}}]\nmetrics: {metrics}\n")
+
+
+@pytest.mark.parametrize("metrics", ["[IL1s, DLD]", "[IL1s, dcr_holdout_median]"])
+def test_a_missing_holdout_file_is_refused_before_a_cluster_starts(tmp_path, monkeypatch,
+                                                                   metrics):
+    """Every file a spec names exists, whether a metric reads it or not; checked with the
+    spec, before a cluster starts and before the cube is made."""
+    import distributed
+
+    from sdcdist.audit.run import load_data
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cluster was started")
+    monkeypatch.setattr(distributed, "LocalCluster", refuse)
+    spec = _csv_spec(tmp_path, metrics, holdout="gone.csv")
+    says = "The holdout file 'gone.csv' does not exist; paths in a spec are relative to"
+    with pytest.raises(SdcInputError, match=says):
+        load_data(load_spec(spec))
+    for args in (["audit", spec, "--out", tmp_path / "c.zarr", "--workers", "1"],
+                 ["calibrate", spec, "--risk", "DLD", "--target", "1", "--workers", "1"]):
+        res = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+        assert res.exit_code == 2 and says in res.output, res.output
+    assert not (tmp_path / "c.zarr").exists()
+    (tmp_path / "gone.csv").write_text((tmp_path / "d.csv").read_text())
+    load_data(load_spec(spec))                   # there now: accepted

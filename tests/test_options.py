@@ -79,8 +79,8 @@ MSG = "The '{}' option must be {}. Got {} instead."
     ("prl_method", "x"), ("prl_t", 0), ("prl_t", -0.1), ("prl_t", [0.1, 0.05]), ("prl_t", []),
     ("prl_t", "0.05"), ("prl_t", [[0.1], []]), ("prl_top_c", 0), ("prl_dense_limit", "big"),
     ("prl_blocking", ["AGI"]), ("prl_blocking", ["AGI", 0]), ("prl_blocking", [3, 50]),
-    ("prl_block_rows", [10, 0]), ("prl_em", {"iterations": 5}), ("prl_em", {"tol": "x"}),
-    ("prl_em", [1]), ("prl_unmatched", "none"), ("prl_unmatched", 3),
+    ("prl_block_rows", [10, 0]), ("prl_em", {"iterations": 5}), ("prl_em", [1]),
+    ("prl_unmatched", "none"), ("prl_unmatched", 3),
     ("gdbrl_dense_max", 0), ("gdbrl_candidates", -3),
     ("crl_external", [1, 2]), ("crl_released", []), ("crl_released", {"a": 1}),
     ("id_p", []), ("id_p", [101]), ("id_p", 5), ("id_p", ["a"]),
@@ -92,6 +92,49 @@ def test_bad_option_values_are_refused_by_parse_spec(name, value):
     with pytest.raises(SdcInputError) as e:
         _spec(options={name: value})
     assert str(e.value) == MSG.format(name, allowed, repr(value))
+
+
+@pytest.mark.parametrize("em, key, allowed", [
+    ({"tol": "x"}, "tol", "a number >= 0"), ({"tol": -1}, "tol", "a number >= 0"),
+    ({"tol": float("nan")}, "tol", "a number >= 0"), ({"tol": float("inf")}, "tol", None),
+    # m_start: the other levels start at (1 - m_start) / (levels - 1)
+    ({"m_start": 2}, "m_start", "a number in (0, 1)"), ({"m_start": 1}, "m_start", None),
+    ({"m_start": 0}, "m_start", None), ({"m_start": -0.5}, "m_start", None),
+    # eps: the guard [eps, 1 - eps] of up to 16 levels, renormalised
+    ({"eps": 1}, "eps", "a number in (0, 0.01]"), ({"eps": 1e300}, "eps", None),
+    ({"eps": 0.02}, "eps", None), ({"eps": 0}, "eps", None), ({"eps": -1e-9}, "eps", None),
+    ({"p_max": 5}, "p_max", "null (min(nA, nB)/(nA nB)) or a number in (0, 1]"),
+    ({"p_max": 0}, "p_max", None), ({"p_max": 1.0000001}, "p_max", None),
+    ({"max_iter": 50, "m_start": 1.5}, "m_start", None),
+])
+def test_prl_em_settings_out_of_range_are_refused_naming_the_key(em, key, allowed):
+    """Out-of-range EM settings made NaN fits (eps 1: P(M) nan) or meaningless ones: each
+    is refused by the one validator of specs, -o, link --em and the service."""
+    with pytest.raises(SdcInputError) as e:
+        _spec(options={"prl_em": em})
+    msg = str(e.value)
+    assert msg.startswith(f"The '{key}' key of the 'prl_em' option must be "), msg
+    if allowed:
+        assert msg == (f"The '{key}' key of the 'prl_em' option must be {allowed}. "
+                       f"Got {em[key]!r} instead.")
+    with pytest.raises(SdcInputError, match=f"'{key}' key of the 'prl_em' option"):
+        opt.parse_items([f"prl_em={em}".replace("'", "")])
+
+
+@pytest.mark.parametrize("em", [
+    {"eps": 0.01}, {"eps": 1e-300}, {"m_start": 0.5}, {"m_start": 0.999}, {"p_max": 1},
+    {"p_max": None}, {"p_max": 1e-6}, {"tol": 0}, {"max_iter": 3, "fit": "m_only"}])
+def test_prl_em_settings_in_range_are_accepted(em):
+    assert _spec(options={"prl_em": em}).options["prl_em"] == em
+
+
+def test_prl_em_eps_bound_leaves_room_for_every_level():
+    """The eps bound: the floors of a column with the most levels take a small part of it."""
+    from sdcdist.linkage.prl.comparison import MAX_LEVELS
+    assert (MAX_LEVELS + 1) * opt.PRL_EM_EPS_MAX <= 0.2
+    for key in ("eps (a number in (0, 0.01])", "m_start (a number in (0, 1))",
+                "p_max (null (min(nA, nB)/(nA nB)) or a number in (0, 1])"):
+        assert key in opt.OPTIONS["prl_em"].allowed
 
 
 @pytest.mark.parametrize("options", [

@@ -148,16 +148,19 @@ def test_own_data_may_be_named_in_every_data_field(two):
     assert spec["dataset"]["holdout"] == f"datasets/{ids[1]}.zarr"
 
 
-def test_a_holdout_no_metric_needs_is_never_opened(tmp_path):
+def test_a_holdout_no_metric_needs_is_never_opened_but_must_exist(tmp_path):
     from sdcdist.audit.run import load_data, load_holdouts
     (tmp_path / "d.csv").write_bytes(_csv(seed=1))
     doc = {**SPEC, "dataset": {"path": "d.csv", "holdout": "no-such-file.csv",
                                "categorical": ["V0"]}}
+    for metrics in (SPEC["metrics"], ["dcr_holdout_median"]):
+        spec = parse_spec({**doc, "metrics": metrics}, base_dir=tmp_path)
+        with pytest.raises(SdcInputError, match="The holdout file 'no-such-file.csv' does "
+                                                "not exist"):
+            load_data(spec)
+    (tmp_path / "no-such-file.csv").write_bytes(b"\x00\xff not a table")
     spec = parse_spec(doc, base_dir=tmp_path)
-    assert load_holdouts(spec, load_data(spec)) == {}
-    spec = parse_spec({**doc, "metrics": ["dcr_holdout_median"]}, base_dir=tmp_path)
-    with pytest.raises(SdcInputError, match="holdout file"):
-        load_holdouts(spec, load_data(spec))
+    assert load_holdouts(spec, load_data(spec)) == {}        # there, and never opened
 
 
 # -- the wrong-token limiter ------------------------------------------------------------------
@@ -313,3 +316,21 @@ def test_a_holdout_is_sized_at_submission_only_when_a_metric_reads_it(tmp_path):
     assert r.status_code == 413 and "holdout" in r.json()["detail"], r.text
     r = c.post("/v1/audits", json={**SPEC, "dataset": ds}, headers=bob)
     assert r.status_code == 202, r.text
+
+
+def test_a_missing_holdout_is_refused_at_submission(tmp_path):
+    """Every file a spec names exists when it is submitted, read by a metric or not."""
+    tokens, toks = _tokens(tmp_path)
+    app, store, _ = _app(tmp_path, tokens=tokens)
+    c = TestClient(app, base_url=BASE)
+    bob = {"Authorization": f"Bearer {toks['bob']}"}
+    area = store.root / "files" / "bob"
+    area.mkdir(parents=True)
+    (area / "small.csv").write_bytes(_csv(rows=60, seed=1))
+    ds = {"path": "files/bob/small.csv", "holdout": "files/bob/gone.csv", "categorical": ["V0"]}
+    for spec in (SPEC, HOLDOUT_SPEC):
+        r = c.post("/v1/audits", json={**spec, "dataset": ds}, headers=bob)
+        assert r.status_code == 422, r.text
+        assert "The holdout file 'files/bob/gone.csv' does not exist" in r.json()["detail"]
+        assert str(store.root) not in r.text
+    assert c.get("/v1/audits", headers=bob).json() == []

@@ -316,3 +316,23 @@ def test_resume_counts_against_max_audits(tmp_path):
         store.finish("au_a", "cancelled", "by you")
         assert c.post("/v1/audits/au_b/resume").status_code == 202
         assert c.post("/v1/audits/au_b/resume").status_code == 409   # active already
+
+
+def test_metric_lists_and_targets_follow_the_command_line_rules(svc):
+    """An empty metric list or a metric named twice is 422, as on the command line, and so
+    is a curves plot's target that is not a finite number."""
+    au = _audit(svc, {"name": "m", "seed": 1, "dataset": SYN,
+                      "methods": [{"name": "noise", "params": [0.1]}],
+                      "metrics": ["IL1s", "DLD"]})
+    for path, extra in (("report", {"by": "DLD"}), ("query", {}),
+                        ("plot", {"kind": "ranks"})):
+        for metrics, says in ((" , ", "metrics is empty"),
+                              ("DLD,DLD", "metrics names ['DLD'] more than once")):
+            r = svc.get(f"/v1/audits/{au}/{path}", params={**extra, "metrics": metrics})
+            assert r.status_code == 422 and says in r.json()["detail"], (path, r.text)
+        assert svc.get(f"/v1/audits/{au}/{path}",
+                       params={**extra, "metrics": "DLD"}).status_code == 200
+    for target in ("nan", "inf"):
+        r = svc.get(f"/v1/audits/{au}/plot", params={"kind": "curves", "metric": "DLD",
+                                                     "target": target})
+        assert r.status_code == 422 and "target must be a finite number" in r.text, r.text

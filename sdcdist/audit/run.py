@@ -42,7 +42,7 @@ from ..options import OPTIONS
 from ..parallel import CellExecutor, Runner, cell_mode
 from ..storage import local_path
 from .plan import Cell, plan_cells
-from .spec import AuditSpec, DatasetSpec, load_spec, stored_spec
+from .spec import AuditSpec, DatasetSpec, check_files, load_spec, stored_spec
 
 __all__ = ["run_audit", "load_dataset", "load_data", "AuditResult", "mask_cell", "measure_cell", "cell_task",
            "cell_spread", "run_cells", "TASK_CELL_LIMIT", "options_cell_mode",
@@ -170,8 +170,10 @@ def load_data(spec: AuditSpec) -> list[tuple[Microdata, list[tuple[str, ...]]]]:
     Besides what :func:`load_dataset` checks, each method's parameters are checked
     against each dataset (:func:`sdcdist.masking.check_data`: ``k <= n/2``, enough
     records, no constant column where it matters), so that a run refuses them
-    before it starts a cluster or creates a cube.
+    before it starts a cluster or creates a cube. Every file the spec names is checked
+    first (:func:`~sdcdist.audit.spec.check_files`: a missing holdout file too).
     """
+    check_files(spec)
     data = []
     for ds in spec.datasets:
         md = load_dataset(spec, ds)

@@ -55,14 +55,16 @@ from typing import Any
 
 from .. import options as optionsmod
 from ..errors import (SdcInputError, check_choice, missing_file_error, unknown_keys_error,
-                      value_error)
+                      unreadable_error, value_error)
 from ..masking import get_method
 from ..metrics import companions, expand_requirements, get_metric
+from ..metrics.keysets import check_distinct
 from ..storage import refuse_credentials
+from ..text import repeated
 from .. import limits
 
 __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec",
-           "read_spec_text", "DATA_FIELDS", "stored_spec", "LABEL_OPTIONS"]
+           "read_spec_text", "DATA_FIELDS", "stored_spec", "LABEL_OPTIONS", "check_files"]
 
 #: Method options whose values are category labels of the data (``recode``'s
 #: ``mapping``): a cube records their SHA-256, never the labels (:func:`stored_spec`).
@@ -264,6 +266,9 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
         raise value_error("'metrics'", "a non-empty list of metric names")
     for k in metrics:
         get_metric(k)
+    dup = repeated(metrics)
+    if dup:
+        raise SdcInputError(f"'metrics' names {dup} more than once; list each metric once")
     metrics = tuple(with_companions(expand_requirements(metrics)))
     from ..metrics import needing
     need = needing(metrics, "holdout")
@@ -287,6 +292,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
         if any(len(k) == 0 for k in keysets):
             raise SdcInputError("an empty key set was given; every key set needs at least "
                                 "one column")
+        check_distinct(keysets, what="'keysets': key sets")
 
     options = optionsmod.validate(doc.get("options"), what="'options'")
 
@@ -367,6 +373,39 @@ def _holdout(d: Mapping[str, Any], what: str) -> str | None:
                             "records held out of a dataset read from a file; give the "
                             "dataset's 'path' too, or leave 'holdout' out")
     return h
+
+
+#: How a message names the file of each field of :data:`DATA_FIELDS`.
+_FILE_WHAT = {"path": "dataset file", "holdout": "holdout file"}
+
+
+def check_files(spec: AuditSpec) -> None:
+    """Refuse a spec naming a local file or store that does not exist or cannot be read:
+    every field that names data (:data:`DATA_FIELDS`: ``path``, ``holdout``) of every
+    dataset, relative to the spec's folder, whether or not a metric reads it. Run with the
+    spec, before any data is read or a cluster started; URLs are checked when read.
+
+    Raises
+    ------
+    SdcInputError
+        :func:`~sdcdist.errors.missing_file_error` or
+        :func:`~sdcdist.errors.unreadable_error`, naming the file as the spec gives it.
+    """
+    import os
+    for d in spec.datasets:
+        for name in sorted(DATA_FIELDS):
+            given = getattr(d, name)
+            if given is None or "://" in given or "::" in given:
+                continue
+            what = _FILE_WHAT.get(name, f"{name!r} file")
+            p = Path(given) if Path(given).is_absolute() else Path(spec.base_dir) / given
+            if not p.exists():
+                raise missing_file_error(what, given, "paths in a spec are relative to the "
+                                         "spec file")
+            mode = os.R_OK | os.X_OK if p.is_dir() else os.R_OK
+            if not os.access(p, mode):
+                raise unreadable_error(f"the {what} of dataset {d.name!r}", given,
+                                       "permission denied", "check its permissions")
 
 
 def _na_values(what: str, v: Any) -> tuple[str, ...]:

@@ -24,8 +24,8 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
-from ..text import raised_where, redact, split_list, unique_slugs
-from ._paths import PathOrURL, check_output, check_scheduler
+from ..text import name_list, raised_where, redact, split_list, unique_slugs
+from ._paths import PathOrURL, check_output, check_scheduler, distinct_outputs
 
 __all__ = ["main", "EXIT_FAILURE", "EXIT_USER", "ClusterOptions", "cluster_options",
            "choose_where", "in_process_reason",
@@ -478,19 +478,13 @@ def make_security(tls_ca: str | None, tls_cert: str | None, tls_key: str | None)
 # ---------------------------------------------------------------------------
 # option values
 
-def names_option(value: str | None, what: str) -> list[str] | None:
-    """A comma-separated list of names given to option ``what``: None when not given;
-    refused when empty (``--categorical ''``) or when a name comes twice (``--keys r,r``)."""
-    if value is None:
-        return None
-    names = split_list(value)
-    if not names:
-        raise SdcInputError(f"{what} was given without a name; give comma-separated column "
-                            f"names, or leave {what} out")
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise SdcInputError(f"{what} names {dup} more than once; list each name once")
-    return names
+def names_option(value: str | Sequence[str] | None, what: str, *, kind: str = "column"
+                 ) -> list[str] | None:
+    """The names given to list option ``what`` (a repeatable one's values together): None
+    when not given; refused when empty (``--categorical ''``) or when a name comes twice
+    (``--keys r,r``, ``--metric DLD --metric DLD``). ``kind``: what the names are
+    (:func:`sdcdist.text.name_list`, the rule the service shares)."""
+    return name_list(value, what, kind=kind)
 
 
 def parse_options(items: tuple[str, ...], *, scopes: tuple[str, ...] = ("metric",)
@@ -644,6 +638,8 @@ def flag_inputs(columns: Sequence[str], masked_columns: Sequence[str], *,
 
     key_list = names_option(keys, "--keys")
     named = [names_option(k, "--keyset") for k in keysets]
+    from ..metrics.keysets import check_distinct
+    check_distinct(named, what="--keyset: key sets")
     conf = names_option(confidential, "--confidential") or role("confidential")
     if household is not None and not household.strip():
         raise SdcInputError("--household was given without a name; give the household id "
@@ -701,12 +697,17 @@ def table_paths(outputs: dict[str, str | None],
 
 
 def check_tables(outputs: dict[str, str | None], datasets: list[str | None], *,
-                 overwrite: bool, inputs: Sequence[str | None] = ()
+                 overwrite: bool, inputs: Sequence[str | None] = (),
+                 others: Sequence[tuple[str, str | None]] = ()
                  ) -> dict[str | None, dict[str, str]]:
     """:func:`table_paths`, each checked as an output before anything is printed
-    (``inputs``: what the command reads, which no table may replace)."""
+    (``inputs``: what the command reads, which no table may replace); two outputs at one
+    path (two tables, or a table and one of the command's ``others`` (option, path)) are
+    refused first (:func:`~._paths.distinct_outputs`)."""
     opt = {"csv": "--csv", "md": "--markdown", "html": "--html"}
     planned = table_paths(outputs, datasets)
+    distinct_outputs([*others, *((opt.get(kind, "--" + kind), path)
+                                 for paths in planned.values() for kind, path in paths.items())])
     for paths in planned.values():
         for kind, path in paths.items():
             check_output(path, what=opt.get(kind, "--" + kind), overwrite=overwrite,

@@ -14,17 +14,22 @@ One rule for every command:
   wrote: never the working directory, a path that is or holds an input of the
   command, or a folder that is not such an output (the rule is
   :func:`sdcdist.data.staging.check_replaceable`, which the writers apply too).
+  Two outputs of one command at the same path are refused too
+  (:func:`distinct_outputs`).
 - No message ever shows the user-info part of a URL (:func:`redact`).
 - Names that go into file names (datasets of a multi-dataset report) are made
   safe with :func:`slug`.
+- An option given an empty or blank value is refused (:class:`StrictCommand`), and a
+  number option is finite (:data:`FINITE`: ``nan`` and ``inf`` are refused).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +40,7 @@ from ..errors import (SdcInputError, empty_error, exists_error, unwritable_error
 from ..text import redact, slug, unique_slugs
 
 __all__ = ["PathOrURL", "check_output", "redact", "slug", "unique_slugs", "check_host",
-           "StrictCommand", "RETIRED"]
+           "StrictCommand", "RETIRED", "FINITE", "distinct_outputs"]
 
 def _is_url(value: str) -> bool:
     return "://" in value
@@ -89,6 +94,26 @@ def _what(param: Any) -> str:
     if isinstance(param, click.Option):
         return max(param.opts, key=len)
     return (param.human_readable_name or param.name or "path").upper()
+
+
+def distinct_outputs(outputs: Iterable[tuple[str, str | None]]) -> None:
+    """Refuse two outputs of one command at the same place (``--markdown x.md --csv x.md``):
+    the second would replace the first. ``outputs``: (option, path) pairs, None not asked
+    for; local paths are compared resolved (``./a.csv`` is ``a.csv``), URLs as written.
+    Called before :func:`check_output`, so that nothing is prepared for a refused command."""
+    seen: dict[str, str] = {}
+    for what, path in outputs:
+        if path is None:
+            continue
+        key = str(path)
+        if key.startswith("file://") or not _is_url(key):
+            from ..storage import local_path
+            key = os.path.normcase(os.path.realpath(local_path(key) if _is_url(key) else key))
+        if key in seen:
+            raise SdcInputError(f"{seen[key]} and {what} both name {redact(str(path))!r}, and "
+                                "the second would replace the first; give each output its "
+                                "own path")
+        seen[key] = what
 
 
 #: The kinds of output that are folders: one written into, and the stores.
@@ -277,7 +302,41 @@ class StrictCommand(click.Command):
             if name in takes_value and name == tok:
                 i += 1                   # skip the option's value
             i += 1
-        return super().parse_args(ctx, args)
+        rest = super().parse_args(ctx, args)
+        _refuse_empty(self, ctx)
+        return rest
+
+
+def _refuse_empty(cmd: click.Command, ctx: click.Context) -> None:
+    """Refuse an option given an empty or blank value on the command line (``--metrics ''``,
+    ``--weight ' '``): it never means "the default", which leaving the option out gives."""
+    from click.core import ParameterSource
+    for p in cmd.get_params(ctx):
+        if not isinstance(p, click.Option) or p.name is None or p.is_flag or \
+                ctx.get_parameter_source(p.name) is not ParameterSource.COMMANDLINE:
+            continue
+        v = ctx.params.get(p.name)
+        if any(isinstance(x, str) and not x.strip()
+               for x in (v if isinstance(v, tuple) else (v,))):
+            flag = max(p.opts, key=len)
+            raise empty_error(flag, f"give a value, or leave {flag} out")
+
+
+class FiniteFloat(click.ParamType):
+    """A number option that must be finite: ``nan``, ``inf`` (which Python's ``float``
+    reads) are refused when the command line is parsed, naming the option."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        x = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(x):
+            raise value_error(_what(param), "a finite number", x)
+        return x
+
+
+#: The type of every number option (``--target``, ``--tol``, ``-p``).
+FINITE = FiniteFloat()
 
 
 _SCHEDULER = re.compile(r"^(?:(?P<proto>[a-z][a-z0-9+.-]*)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|"

@@ -12,7 +12,7 @@ from ..errors import SdcInputError, exclusive_error, exists_error
 from ._common import (ClusterOptions, check_tables, cluster, cluster_options, echo_json,
                       json_flag, main, option_items, parse_options, table_outputs,
                       write_tables)
-from ._paths import PathOrURL, check_output
+from ._paths import FINITE, PathOrURL, check_output
 
 __all__ = ["audit", "calibrate"]
 
@@ -81,7 +81,7 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
               help="Compare at equal risk: the risk metric to calibrate (e.g. RR, DLD).")
 @click.option("--utility", "utility", default=None, metavar="METRIC",
               help="Compare at equal utility: the utility/loss metric to calibrate (e.g. PS).")
-@click.option("--target", type=float, default=None, help="The level to reach (mean over "
+@click.option("--target", type=FINITE, default=None, help="The level to reach (mean over "
               "replicates).")
 @click.option("--require", "require", multiple=True, metavar="RULE",
               help="Instead of --risk/--utility and --target: a release rule METRIC OP "
@@ -90,7 +90,7 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
 @click.option("--loss", default=None, metavar="METRIC",
               help="With rules: the loss to minimise (default IL_S2, else IL1s, else the "
                    "spec's first loss metric).")
-@click.option("--tol", type=float, default=None,
+@click.option("--tol", type=FINITE, default=None,
               help="Absolute tolerance on the mean (default 1 %% of |target|).")
 @click.option("--max-iter", type=click.IntRange(1, 200), default=20, show_default=True,
               help="Bisection rounds at most.")
@@ -140,9 +140,9 @@ def calibrate(spec: str, risk: str | None, utility: str | None, target: float | 
         raise SdcInputError("--target is needed with --risk/--utility")
     s = load_spec(spec, options=parse_options(option_items, scopes=("metric", "audit")))
     inputs = [spec, *input_paths(s)]
-    check_output(out, what="--out", kind="calibration", overwrite=overwrite, inputs=inputs)
     tables = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, [None],
-                          overwrite=overwrite, inputs=inputs)[None]
+                          overwrite=overwrite, inputs=inputs, others=[("--out", out)])[None]
+    check_output(out, what="--out", kind="calibration", overwrite=overwrite, inputs=inputs)
     mode, metric = ("risk", risk) if risk else ("utility", utility)
     check_request(s, metric, mode, target)
     if out is not None and not overwrite and Path(out).exists():

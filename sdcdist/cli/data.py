@@ -10,8 +10,8 @@ import click
 from ..errors import SdcInputError, empty_error
 from ..limits import MAX_CHUNK_ROWS, MAX_ROWS
 from ._common import (echo_json, json_flag, main, names_option, role_options,
-                      parse_method_options, split_list)
-from ._paths import PathOrURL, check_output
+                      parse_method_options)
+from ._paths import FINITE, PathOrURL, check_output
 
 __all__ = ["ingest", "synth", "mask"]
 
@@ -116,7 +116,7 @@ _ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
 @click.argument("data", type=PathOrURL("input", exists=False))
 @click.option("-m", "--method", required=True,
               help="Masking method (see `sdcdist methods`), e.g. micmul.")
-@click.option("-p", "--param", type=float, default=None,
+@click.option("-p", "--param", type=FINITE, default=None,
               help="The method's parameter (e.g. k for micmul); omit for methods without one.")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seed of the random generator (same seed, same output).")
@@ -161,7 +161,7 @@ def mask(data: str, method: str, param: float | None, seed: int, spawn_key: str 
     check_output(out, what="--out", overwrite=overwrite, inputs=[data],
                  kind="file" if out.lower().endswith((".csv", ".parquet", ".pq")) else "store")
     meth = get_method(method)
-    key = _spawn_key(spawn_key) if spawn_key else None       # refused before any reading
+    key = _spawn_key(spawn_key) if spawn_key is not None else None      # refused before any reading
     if param is None:
         if meth.kind != "none":
             raise SdcInputError(f"{meth.name} needs --param: its {meth.param!r} parameter "

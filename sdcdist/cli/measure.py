@@ -6,12 +6,12 @@ from typing import Any
 
 import click
 
-from ..errors import empty_error, exclusive_error, missing_file_error, value_error
+from ..errors import exclusive_error, missing_file_error, value_error
 from ..limits import MAX_CHUNK_ROWS
 from ._paths import PathOrURL
 from ._common import (ClusterOptions, cluster, cluster_options, echo_json, flag_inputs,
                       json_flag, main, names_option, option_items, parse_options,
-                      role_options, split_list)
+                      role_options)
 
 __all__ = ["measure_cmd"]
 
@@ -82,10 +82,7 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     approximations; --json prints the same as a JSON object.
     """
     from ..metrics import REGISTRY, get_metric, measure
-    names = [n for arg in metric_names for n in split_list(arg)]
-    if metric_names and not names:
-        raise empty_error("--metric", "give metric names (comma-separated), or leave --metric "
-                          "out for all of them")
+    names = names_option(metric_names, "--metric", kind="metric") or []
     for n in names:
         get_metric(n)
     cats = names_option(categorical, "--categorical")

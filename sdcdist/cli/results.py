@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from ..errors import SdcInputError
-from ._common import check_tables, main, split_list, table_outputs, write_tables
-from ._paths import PathOrURL, check_output
+from ._common import check_tables, main, names_option, table_outputs, write_tables
+from ._paths import FINITE, PathOrURL, check_output
 
 __all__ = ["report", "query", "plot"]
 
@@ -139,6 +139,7 @@ def report(cube: str, by: str | None, metric_list: str | None, top: int | None,
     if variant != "internal" or spec_path is not None:
         raise SdcInputError("--variant and --spec belong to the release report; give "
                             "--chosen METHOD:PARAM and --html R.html with them")
+    shown = names_option(metric_list, "--metrics", kind="metric")
     c = _open(cube, "`sdcdist report`")
     rules = _rules(c, require)
     if loss is not None or rules:
@@ -148,8 +149,7 @@ def report(cube: str, by: str | None, metric_list: str | None, top: int | None,
     files = check_tables({"csv": csv_out, "md": markdown_out, "html": html_out}, names,
                          overwrite=overwrite, inputs=[cube])
     for d in names:
-        table = ranking_table(c, by=by, metrics=split_list(metric_list) if metric_list else None,
-                              dataset=d)
+        table = ranking_table(c, by=by, metrics=shown, dataset=d)
         if len(names) > 1:
             click.echo(f"\n== dataset {d}")
         if rules:
@@ -225,8 +225,9 @@ def query(cube: str, where_: str | None, sort: str | None, top: int | None,
     from ..query import parse_where
     from ..query import query as run_query
     from ..report import format_table
+    shown = names_option(metric_list, "--metrics", kind="metric")
     c = _open(cube, "`sdcdist query`")
-    shown = split_list(metric_list) if metric_list else [str(m) for m in c["metric"].values]
+    shown = shown or [str(m) for m in c["metric"].values]
     check_metrics(c, shown)
     if where_ is not None:
         parse_where(where_, [str(m) for m in c["metric"].values])
@@ -264,7 +265,7 @@ def query(cube: str, where_: str | None, sort: str | None, top: int | None,
 @click.option("--risk", default=None, help="tradeoff: metric for the y axis (e.g. DLD).")
 @click.option("--loss", default=None, help="tradeoff: metric for the x axis (e.g. IL1s).")
 @click.option("--metric", default=None, help="curves: the metric to plot (e.g. RR).")
-@click.option("--target", type=float, default=None, help="curves: draw this level.")
+@click.option("--target", type=FINITE, default=None, help="curves: draw this level.")
 @click.option("--metrics", "metric_list", default=None, metavar="A,B,...",
               help="ranks: the metrics (default all).")
 @click.option("--by", default=None, help="ranks: sort cells by this metric.")
@@ -286,6 +287,7 @@ def plot(cube: str, kind: str, risk: str | None, loss: str | None, metric: str |
     if kind == "tradeoff" and (risk is None or loss is None):
         raise SdcInputError("--kind tradeoff needs --risk and --loss (e.g. --risk DLD "
                             "--loss IL1s)")
+    shown = names_option(metric_list, "--metrics", kind="metric")
     check_output(out, what="--out", overwrite=overwrite, inputs=[cube])
     from .. import report as rp
     c = _open_any(cube) if kind == "curves" else _open(cube, f"`sdcdist plot --kind {kind}`")
@@ -294,6 +296,5 @@ def plot(cube: str, kind: str, risk: str | None, loss: str | None, metric: str |
     elif kind == "curves":
         rp.plot_risk_curves(c, metric=metric, out=out, target=target, dataset=dataset)
     else:
-        rp.plot_rank_heatmap(c, out=out, metrics=split_list(metric_list) if metric_list else None,
-                             by=by, top=top, dataset=dataset)
+        rp.plot_rank_heatmap(c, out=out, metrics=shown, by=by, top=top, dataset=dataset)
     click.echo(f"plot written to {out}")

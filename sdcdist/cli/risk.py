@@ -186,10 +186,7 @@ def _file_shape(path: str, md: Any, only: list[str] | None,
 def _asked(metric_names: tuple[str, ...]) -> list[str]:
     """The risk metrics named by --metric (none: the command chooses)."""
     from ..metrics import REGISTRY, get_metric
-    names = [n for item in metric_names for n in split_list(item)]
-    if metric_names and not names:
-        raise SdcInputError("--metric was given without a name; give metric names "
-                            "(comma-separated), or leave --metric out for all of them")
+    names = names_option(metric_names, "--metric", kind="metric") or []
     for n in names:
         if get_metric(n).kind != "risk":
             risky = ", ".join(k for k, m in REGISTRY.items() if m.kind == "risk")

@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import SdcInputError, column_positions, weight_error
 from ..roles import EXCLUSIVE, first_clash, key_role_error, role_clash_error
 from ._registry import NEEDS, REGISTRY, Metric, get_metric
-from .keysets import default_keysets
+from .keysets import check_distinct, default_keysets
 
 __all__ = ["Inputs", "Reason", "applicable", "applicability", "default_metrics", "need_error", "NEED_TEXT",
            "declared_categories"]
@@ -253,7 +253,8 @@ class Inputs:
     def check(self) -> None:
         """Refuse roles that clash: a categorical weight; the household id also the weight
         or a confidential column; a key set holding the household id or the weight; an
-        empty key set, a column twice in one, or one that is not in both files."""
+        empty key set, a column twice in one, or one that is not in both files; two key
+        sets of the same columns."""
         if self.weight is not None and self.weight in set(self.categorical):
             raise weight_error(self.weight, fix="name a numeric weight column (--weight), or "
                                "leave the weight out")
@@ -281,6 +282,7 @@ class Inputs:
                                     "each column once per key set")
             for have, what in ((self.columns, "original"), (self.masked, "masked")):
                 column_positions(ks, have, what="key set column", where=f"the {what} file")
+        check_distinct(given)
 
 
 _SHAPE = Reason("files differ in shape", "they compare the files record by record", order=0)

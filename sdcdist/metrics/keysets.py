@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-__all__ = ["KEYSET_DEFAULTS", "KeySets", "default_keysets"]
+from ..errors import SdcInputError
+
+__all__ = ["KEYSET_DEFAULTS", "KeySets", "default_keysets", "check_distinct"]
 
 #: What a key-set metric links on when no key sets were named: the ``prefixes`` (averaged)
 #: or ``all`` the key columns as one key set.
@@ -50,3 +52,25 @@ def default_keysets(columns: Sequence[str], keys: Sequence[str] | None = None,
     base = list(keys) if keys else list(columns)
     return KeySets([tuple(base[:k]) for k in range(1, min(max_size, len(base)) + 1)],
                    given=False, columns=base)
+
+
+def check_distinct(keysets: Iterable[Sequence[str]], *, what: str = "key sets") -> None:
+    """Refuse two named key sets of the same columns (in any order): each is linked and
+    averaged once, so naming one twice would compute it twice and weigh it double.
+
+    >>> check_distinct([["a"], ["a", "b"]])
+    >>> check_distinct([["a", "b"], ["b", "a"]])  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    sdcdist.errors.SdcInputError: key sets 1 and 2 ([a, b] and [b, a]) have the same
+    columns; give each key set once
+    """
+    seen: dict[frozenset, tuple[int, Sequence[str]]] = {}
+    for i, ks in enumerate(keysets, 1):
+        cols = frozenset(ks)
+        if cols in seen:
+            j, first = seen[cols]
+            raise SdcInputError(f"{what} {j} and {i} ([{', '.join(first)}] and "
+                                f"[{', '.join(ks)}]) have the same columns; give each key "
+                                "set once")
+        seen[cols] = (i, ks)

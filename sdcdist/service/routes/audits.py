@@ -48,10 +48,12 @@ def router(svc: Service) -> APIRouter:
 
     def _submit(body: bytes, ctype: str, who: str) -> dict[str, Any]:
         from ...audit import parse_spec, plan_cells
+        from ...audit.spec import check_files
         from ..limits import check_holdouts, check_submission
         doc = parse_body(body, ctype)
         resolved = resolve_spec(doc, who, store, config.allow_urls)
         spec = parse_spec(resolved, base_dir=store.root)
+        check_files(spec)                       # every file it names, read or not
         check_submission(spec, config.limits)   # against the data, in bounded memory
         check_holdouts(spec, config.limits)     # those a requested metric reads
         audit_id = new_id("au")

@@ -3,6 +3,7 @@ the cube itself (zipped). Answers are cached by the audit's state (:meth:`Servic
 
 from __future__ import annotations
 
+import math
 import zipfile
 from typing import Any
 
@@ -10,7 +11,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.responses import FileResponse, Response
 from starlette.background import BackgroundTask
 
-from ...errors import SdcInputError
+from ...errors import SdcInputError, value_error
 from ..helpers import Service, clean, json_answer, records
 from ..results import BALANCED, balanced_table, default_ranking, metric_info
 from ..store import new_id
@@ -86,15 +87,15 @@ def router(svc: Service) -> APIRouter:
               dataset: str | None = None, who: str = Who) -> Response:
         """Cells (replicate means) matching a filter, as `sdcdist query`: `where` compares
         metric names with numbers joined by and/or (`DLD < 5 and IL1s < 20`)."""
-        from ...text import split_list
+        from ...text import name_list
         from ...cube import check_metrics
         from ...query import query as run_query
+        shown = name_list(metrics, "metrics", kind="metric")
 
         def make() -> tuple[bytes, str]:
             c = svc.loaded_cube(audit_id, who)
             t = run_query(c, where_=where, sort=sort, top=top, dataset=dataset)
-            if metrics:
-                shown = split_list(metrics)
+            if shown:
                 check_metrics(c, shown)
                 t = t[["param_name", "replicates", *shown]]
             return json_answer({"audit": audit_id, "rows": records(t) if len(t) else []})
@@ -118,10 +119,11 @@ def router(svc: Service) -> APIRouter:
         better, definition). With rules (`require`, repeatable, and the spec's), each row
         says whether the cell is acceptable and which rules it breaks, and json carries
         the recommendation (`docs/release.md`)."""
-        from ...text import split_list
+        from ...text import name_list
         from ...errors import check_choice
         from ...report import html_table, markdown_table, ranking_table
         check_choice("format", format, ["csv", "md", "html", "json"])
+        shown_metrics = name_list(metrics, "metrics", kind="metric")
 
         def make() -> tuple[bytes, str]:
             c = svc.loaded_cube(audit_id, who)
@@ -131,14 +133,13 @@ def router(svc: Service) -> APIRouter:
             if use == BALANCED:
                 kinds = dict(zip([str(m) for m in c["metric"].values],
                                  [str(k) for k in c["metric_kind"].values]))
-                names = split_list(metrics) if metrics else list(kinds)
+                names = shown_metrics or list(kinds)
                 t = balanced_table(c, risks=[m for m in names if kinds.get(m) == "risk"],
                                    losses=[m for m in names
                                            if kinds.get(m) in ("loss", "utility")],
                                    dataset=dataset)
             else:
-                t = ranking_table(c, by=use, metrics=split_list(metrics) if metrics else None,
-                                  dataset=dataset)
+                t = ranking_table(c, by=use, metrics=shown_metrics, dataset=dataset)
             from ...rules import cube_rules, recommend
             rules = cube_rules(c, require or ())
             rec = None
@@ -181,7 +182,11 @@ def router(svc: Service) -> APIRouter:
         marked; default: the risk and loss measures of the default ranking, e.g. DLD and
         IL_S2 for Score2), curves (a metric against each parameter) or ranks (heatmap)."""
         from ...errors import check_choice
+        from ...text import name_list
         check_choice("kind", kind, ["tradeoff", "curves", "ranks"])
+        name_list(metrics, "metrics", kind="metric")
+        if target is not None and not math.isfinite(target):
+            raise value_error("target", "a finite number", target)
         return await svc.cached(
             audit_id, who, ("plot", kind, risk, loss, metric, target, metrics, by, top, dataset),
             lambda: _plot(audit_id, who, kind, risk, loss, metric, target, metrics, by, top,
@@ -191,7 +196,7 @@ def router(svc: Service) -> APIRouter:
               metric: str | None, target: float | None, metrics: str | None,
               by: str | None, top: int | None, dataset: str | None) -> tuple[bytes, str]:
         from ... import report as rp
-        from ...text import split_list
+        from ...text import name_list
         c = svc.loaded_cube(audit_id, who)
         tmp = store.root / "tmp" / f"{new_id('plot')}.png"
         try:
@@ -211,9 +216,9 @@ def router(svc: Service) -> APIRouter:
                     rp.plot_risk_curves(c, metric=metric, out=str(tmp), target=target,
                                         dataset=dataset)
                 else:
-                    rp.plot_rank_heatmap(c, out=str(tmp), metrics=split_list(metrics)
-                                         if metrics else None, by=by, top=top,
-                                         dataset=dataset)
+                    rp.plot_rank_heatmap(c, out=str(tmp), metrics=name_list(
+                                             metrics, "metrics", kind="metric"), by=by,
+                                         top=top, dataset=dataset)
             data = tmp.read_bytes()
         finally:
             tmp.unlink(missing_ok=True)
