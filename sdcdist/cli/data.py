@@ -11,7 +11,7 @@ from ..errors import SdcInputError, empty_error
 from ..limits import MAX_CHUNK_ROWS, MAX_ROWS
 from ._common import (echo_json, json_flag, main, names_option, role_options,
                       parse_method_options)
-from ._paths import FINITE, PathOrURL, check_output
+from ._paths import PathOrURL, check_output
 
 __all__ = ["ingest", "synth", "mask"]
 
@@ -116,8 +116,10 @@ _ROLE_FLAGS = {"confidential": "--confidential", "key": "--keys"}
 @click.argument("data", type=PathOrURL("input", exists=False))
 @click.option("-m", "--method", required=True,
               help="Masking method (see `sdcdist methods`), e.g. micmul.")
-@click.option("-p", "--param", type=FINITE, default=None,
-              help="The method's parameter (e.g. k for micmul); omit for methods without one.")
+@click.option("-p", "--param", type=float, default=None,
+              help="The method's parameter (e.g. k for micmul); omit for methods without one. "
+              "Its range is the method's (`sdcdist methods`): inf only where the method "
+              "takes it (e.g. privbayes' epsilon, no noise), nan never.")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seed of the random generator (same seed, same output).")
 @click.option("--spawn-key", default=None, metavar="K1,K2,...",

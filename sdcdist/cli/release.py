@@ -6,7 +6,7 @@ import click
 
 from ..errors import SdcInputError
 from ._common import echo_json, json_flag, main
-from ._paths import FINITE, PathOrURL, check_output
+from ._paths import PathOrURL, check_output
 
 __all__ = ["release"]
 
@@ -14,7 +14,7 @@ __all__ = ["release"]
 @main.command()
 @click.argument("cube", type=PathOrURL("input", exists=False))
 @click.option("-m", "--method", required=True, help="The cell's masking method.")
-@click.option("-p", "--param", type=FINITE, required=True,
+@click.option("-p", "--param", type=float, required=True,
               help="The cell's parameter value (0 for methods without one).")
 @click.option("-r", "--replicate", type=click.IntRange(0), default=0, show_default=True,
               help="The cell's replicate.")
