@@ -336,3 +336,45 @@ def test_metric_lists_and_targets_follow_the_command_line_rules(svc):
         r = svc.get(f"/v1/audits/{au}/plot", params={"kind": "curves", "metric": "DLD",
                                                      "target": target})
         assert r.status_code == 422 and "target must be a finite number" in r.text, r.text
+
+
+def test_report_names_an_unknown_metric_in_every_ranking_mode(svc):
+    """`metrics` is checked against the cube before the table is ranked, whatever `by`
+    says: a name the cube lacks is 422 naming it, never dropped."""
+    au = _audit(svc, {"name": "m", "seed": 1, "dataset": SYN,
+                      "methods": [{"name": "noise", "params": [0.1]}],
+                      "metrics": ["IL1s", "DLD"]})
+    says = "Unknown metric 'nope'. Valid metrics: DLD, IL1s."
+    for extra in ({}, {"by": "balanced"}, {"by": "DLD"}):
+        for metrics in ("nope", "DLD,nope"):
+            for fmt in ("csv", "json"):
+                r = svc.get(f"/v1/audits/{au}/report",
+                            params={**extra, "metrics": metrics, "format": fmt})
+                assert r.status_code == 422 and r.json()["detail"] == says, (extra, r.text)
+    assert svc.get(f"/v1/audits/{au}/report",
+                   params={"by": "balanced", "metrics": "DLD,IL1s"}).status_code == 200
+
+
+def test_cube_filters_refuse_a_name_twice_and_an_empty_filter(svc):
+    """The /cube filters follow the one rule of name lists: a name (or a param value)
+    given twice, in one value or repeated, is 422 naming it, so the answer stays
+    bounded; a filter that names nothing is 422."""
+    au = _audit(svc, {"name": "m", "seed": 1, "dataset": SYN,
+                      "methods": [{"name": "noise", "params": [0.1, 0.2]}],
+                      "metrics": ["IL1s", "DLD"]})
+    url = f"/v1/audits/{au}/cube"
+    ok = svc.get(url, params=[("metric", "DLD"), ("param", "0.1")])
+    assert ok.status_code == 200 and len(ok.json()["records"]) == 1, ok.text
+    for query, says in (([("metric", "DLD")] * 3, "metric names ['DLD'] more than once"),
+                        ([("metric", "DLD,IL1s"), ("metric", "IL1s")],
+                         "metric names ['IL1s'] more than once"),
+                        ([("method", "noise,noise")], "method names ['noise'] more than once"),
+                        ([("dataset", "data")] * 2,
+                         "dataset names ['data'] more than once"),
+                        ([("param", "0.1"), ("param", "0.10")],
+                         "param gives 0.1 more than once"),
+                        ([("method", "")], "method is empty"),
+                        ([("metric", ",,,")], "metric is empty"),
+                        ([("dataset", " ")], "dataset is empty")):
+        r = svc.get(url, params=query)
+        assert r.status_code == 422 and says in r.json()["detail"], (query, r.text)

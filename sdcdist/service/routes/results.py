@@ -43,21 +43,30 @@ def router(svc: Service) -> APIRouter:
                      who: str = Who) -> dict[str, Any]:
         """The finished cells as labelled records {dataset, method, param, replicate,
         metric, value}; filters may repeat (`?metric=DLD&metric=IL1s`) or list
-        comma-separated names."""
+        comma-separated names, each name once (a name given twice, or a filter that
+        names nothing, is 422, as `query`'s `metrics`)."""
         import numpy as np
 
         from ...errors import check_choice
+        from ...text import name_list, repeated
+        asked = {"dataset": name_list(dataset, "dataset", kind="dataset"),
+                 "method": name_list(method, "method", kind="method"),
+                 "metric": name_list(metric, "metric", kind="metric")}
+        dup = repeated(param or ())
+        if dup:
+            raise SdcInputError(f"param gives {', '.join(f'{p:g}' for p in dup)} more than "
+                                "once; give each param value once")
         c = svc.loaded_cube(audit_id, who, squeeze=False)
         names = {k: [str(x) for x in np.atleast_1d(c[k].values)]
                  for k in ("dataset", "method", "metric")}
         params = [float(p) for p in c["param"].values]
 
-        def pick(kind: str, asked: list[str] | None) -> list[int]:
-            if not asked:
+        def pick(kind: str) -> list[int]:
+            if asked[kind] is None:
                 return list(range(len(names[kind])))
-            flat = [x.strip() for a in asked for x in a.split(",") if x.strip()]
-            return [names[kind].index(check_choice(kind, x, names[kind])) for x in flat]
-        di, mi, ki = pick("dataset", dataset), pick("method", method), pick("metric", metric)
+            return [names[kind].index(check_choice(kind, x, names[kind]))
+                    for x in asked[kind]]
+        di, mi, ki = pick("dataset"), pick("method"), pick("metric")
         if param:
             bad = [p for p in param if p not in params]
             if bad:
@@ -126,7 +135,11 @@ def router(svc: Service) -> APIRouter:
         shown_metrics = name_list(metrics, "metrics", kind="metric")
 
         def make() -> tuple[bytes, str]:
+            from ...cube import check_metrics
             c = svc.loaded_cube(audit_id, who)
+            if shown_metrics:
+                # first, whatever the ranking: a name the cube lacks is named, never dropped
+                check_metrics(c, shown_metrics)
             default = default_ranking(c)
             use = by or default["by"]
             chosen = default if use == default["by"] else None
