@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import sys
 import time
 from typing import Any, TextIO
@@ -19,10 +20,47 @@ from typing import Any, TextIO
 from .errors import check_choice
 
 __all__ = ["setup_logging", "JsonFormatter", "TextFormatter", "JsonLines", "json_stderr",
-           "event", "LOG_FORMATS"]
+           "event", "escape_controls", "LOG_FORMATS"]
 
 LOG_FORMATS = ("text", "json")
 _HANDLER_NAME = "sdcdist-cli"
+
+
+# the characters a log line shows escaped: C0 controls (line feed, carriage return,
+# escape, NUL...), DEL, C1 controls (NEL...) and the Unicode line and paragraph separators;
+# a value taken from a request (a URL path, a name) can then neither end its line and
+# forge another nor send a terminal escape sequence
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_one(m: re.Match) -> str:
+    c = m.group(0)
+    return _SHORT.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character shown escaped (``\\n``, ``\\x1b``,
+    ``\\u2028``), so that it stays on one log line and cannot drive a terminal.
+
+    >>> print(escape_controls("a\\nb\\x1b[31m\\u2028"))
+    a\\nb\\x1b[31m\\u2028
+    """
+    return _CONTROL.sub(_escape_one, text)
+
+
+def _text_value(v: Any) -> str:
+    """A field's value in a text line: control characters escaped, and in double quotes
+    (``\\`` and ``"`` escaped inside) when empty or holding a space, a quote or ``=``, so
+    that a value cannot pass for further fields.
+
+    >>> print(_text_value("/v1/x status=200"), _text_value(4), _text_value("a\\nb"))
+    "/v1/x status=200" 4 "a\\nb"
+    """
+    s = str(v)
+    if s == "" or any(c in s for c in ' "=\\') or any(c.isspace() for c in s):
+        return '"' + escape_controls(s.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+    return escape_controls(s)
 
 
 class JsonFormatter(logging.Formatter):
@@ -41,6 +79,7 @@ class JsonFormatter(logging.Formatter):
         out.update(getattr(record, "fields", None) or {})
         if record.exc_info and record.exc_info[0] is not None:
             out["exception"] = record.exc_info[0].__name__
+        # json.dumps escapes every control character (ASCII output), \u2028 too
         return json.dumps(out, default=str, sort_keys=False)
 
 
@@ -49,8 +88,9 @@ class TextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         fields = getattr(record, "fields", None) or {}
-        tail = "".join(f" {k}={v}" for k, v in fields.items())
-        msg = record.getMessage().split("\n", 1)[0].rstrip()
+        tail = "".join(f" {escape_controls(str(k))}={_text_value(v)}"
+                       for k, v in fields.items())
+        msg = escape_controls(record.getMessage().split("\n", 1)[0].rstrip())
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
         return f"{stamp} {record.levelname.lower():7s} {record.name}: {msg}{tail}"
 

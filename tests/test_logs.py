@@ -167,3 +167,58 @@ def test_local_cluster_workers_log_json_and_no_dashboard_text(tmp_path):
     assert "connected" in events and "Compute Failed" in events
     assert any(r["logger"] == "py.warnings" for r in recs)
     assert "7919" not in p.stderr and "Dask dashboard" not in p.stderr
+
+
+FORGED = ("/v1/datasets/\n17:00:00 info    sdcdist.service: FAKE audit finished"
+          "\r\x1b[31m\x00\x7f\x85\u2028\u2029 status=200")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_control_characters_of_a_field_or_message_are_escaped(restore_logging, fmt):
+    """A value taken from a request (a URL path) cannot end its line and forge another,
+    nor write a raw escape, NUL, DEL, C1 or Unicode separator, at any level; in text lines
+    a value with a space is quoted, so it cannot pass for further fields."""
+    buf = io.StringIO()
+    setup_logging(fmt, "DEBUG", stream=buf)
+    log = logging.getLogger("sdcdist.service")
+    for level in (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR):
+        event(log, "request", level, path=FORGED, status=404)
+    log.warning("odd name %s", "a\x1bb\u2028c\rd")
+    out = buf.getvalue()
+    lines = out.split("\n")
+    assert lines[-1] == "" and len(lines) == 6, out
+    assert not any(c in out for c in "\r\x1b\x00\x7f\x85\u2028\u2029"), repr(out)
+    if fmt == "json":
+        recs = [json.loads(ln) for ln in lines[:-1]]
+        assert all(r["path"] == FORGED and r["status"] == 404 for r in recs[:4])
+        assert recs[4]["event"] == "odd name a\x1bb\u2028c\rd"
+    else:
+        assert all(ln.endswith(" status=404") for ln in lines[:4]), out
+        assert ('path="/v1/datasets/\\n17:00:00 info    sdcdist.service: FAKE audit finished'
+                '\\r\\x1b[31m\\x00\\x7f\\x85\\u2028\\u2029 status=200"') in lines[0], out
+        assert lines[4].endswith("odd name a\\x1bb\\u2028c\\rd"), out
+
+
+def test_the_access_log_escapes_a_forged_path(restore_logging, tmp_path):
+    """The service's request line: a path with an encoded line feed, escape or NUL stays
+    one line, its characters shown escaped."""
+    import warnings
+
+    from sdcdist.service.app import ServiceConfig, create_app
+    from sdcdist.service.store import Store
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    buf = io.StringIO()
+    setup_logging("text", "DEBUG", stream=buf, import_dask=False)
+    app = create_app(ServiceConfig(root=tmp_path / "root"), store=Store(tmp_path / "root"))
+    with TestClient(app) as c:
+        r = c.get("/v1/datasets/%0A17:00:00%20info%20%20%20%20sdcdist.service:%20FAKE%20audit"
+                  "%20finished%1b[31m%00")
+        assert r.status_code == 404
+    lines = [ln for ln in buf.getvalue().splitlines() if " request " in ln]
+    assert len(lines) == 1 and "FAKE" in lines[0], buf.getvalue()
+    assert not any("FAKE" in ln and ln.startswith("17:00:00")
+                   for ln in buf.getvalue().splitlines())
+    assert '/v1/datasets/\\n17:00:00 info' in lines[0] and "\\x1b[31m\\x00" in lines[0]
+    assert "\x1b" not in buf.getvalue() and "\x00" not in buf.getvalue()
