@@ -5,6 +5,8 @@
 - :func:`split_list`: a comma-separated option or form value as a list;
 - :func:`name_list`: the same for a list of names, refused when it names nothing or a
   name twice (the one rule of every command's and the service's name lists);
+- :func:`label`: a name given as free text (a dataset's or an audit's), refused empty,
+  longer than 255 bytes or holding a control character;
 - :func:`raised_where`: ``file:line`` where an exception was raised, for failure logs.
 
 Standard library and :mod:`sdcdist.errors` only: the command line reads it at start-up.
@@ -17,10 +19,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .errors import SdcInputError, empty_error
+from .errors import SdcInputError, empty_error, value_error
 
 __all__ = ["redact", "slug", "unique_slugs", "split_list", "name_list", "repeated",
-           "raised_where"]
+           "label", "raised_where", "MAX_LABEL_BYTES"]
+
+#: bytes of a name given as free text (a file name's bound on most file systems)
+MAX_LABEL_BYTES = 255
 
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]*@")
 
@@ -115,6 +120,36 @@ def name_list(value: str | Sequence[str] | None, what: str, *, kind: str = "colu
     if dup:
         raise SdcInputError(f"{what} names {dup} more than once; list each {kind} once")
     return names
+
+
+def label(value: Any, what: str, *, max_bytes: int = MAX_LABEL_BYTES) -> str:
+    """``value`` checked as a name given as free text (a dataset's, an audit's): a string
+    that is not blank, of at most ``max_bytes`` bytes (UTF-8), without a control
+    character. Refused (:class:`~sdcdist.errors.SdcInputError`, naming ``what``) otherwise;
+    the message never repeats a long or unprintable value.
+
+    >>> label("census 2024", "'name'")
+    'census 2024'
+    >>> label(None, "'name'")
+    Traceback (most recent call last):
+    ...
+    sdcdist.errors.SdcInputError: 'name' must be a non-empty text of at most 255 bytes without control characters. Got None instead.
+    """
+    allowed = f"a non-empty text of at most {max_bytes} bytes without control characters"
+    if not isinstance(value, str):
+        raise value_error(what, allowed, got_text=repr(value)
+                          if value is None or isinstance(value, (bool, int, float))
+                          else f"a {type(value).__name__}")
+    if not value.strip():
+        raise value_error(what, allowed, got_text="an empty text" if not value
+                          else "a blank text")
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise value_error(what, allowed, got_text=f"{size:,} bytes")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise value_error(what, allowed, got_text="a text with a control character "
+                          "(such as a NUL byte or a line break)")
+    return value
 
 
 def raised_where(exc: BaseException) -> str:

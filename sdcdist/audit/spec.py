@@ -60,7 +60,7 @@ from ..masking import get_method
 from ..metrics import companions, expand_requirements, get_metric
 from ..metrics.keysets import check_distinct
 from ..storage import refuse_credentials
-from ..text import repeated
+from ..text import label, repeated
 from .. import limits
 
 __all__ = ["AuditSpec", "DatasetSpec", "MethodSpec", "load_spec", "parse_spec",
@@ -210,7 +210,10 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
     for req in ("methods", "metrics"):
         if req not in doc:
             raise SdcInputError(f"the spec has no {req!r}; see examples/demo.yaml")
-    name = str(doc.get("name", "audit"))
+    name = doc.get("name", "audit")
+    if isinstance(name, (int, float)) and not isinstance(name, bool):
+        name = str(name)                # YAML reads `name: 2024` as a number
+    name = label(name, "The spec's 'name'")
     seed = _int("'seed'", doc.get("seed", 0), 0)
     replicates = _int("'replicates'", doc.get("replicates", 1), 1, limits.MAX_REPLICATES,
                       " (more replicates no longer move their mean)")

@@ -11,7 +11,8 @@ decoded (:func:`check_parquet`). It is then ingested, in a child process that ex
 the service process holds none of it.
 
 A submitted spec is sized from its datasets' metadata (a store's attributes, a
-file's scan, a synthetic dataset's rows and columns) before any of it is read.
+file's scan, a reference file's too, a synthetic dataset's rows and columns) before
+any of it is read.
 Data beyond the limits is refused (413). Data of at most :data:`CHECK_BYTES` in
 memory is read and checked at submission exactly as ``sdcdist audit`` checks it;
 larger data is checked against its schema (columns, roles, keys, key sets) there,
@@ -297,10 +298,14 @@ def _meta(spec: Any, d: Any, lim: Limits) -> _Meta:
         check_shape(what, rows, m, lim)
         return _Meta(rows, list(COLUMNS[:m]), {}, False)
     if d.reference is not None:
-        return _Meta(None, None, {})      # a small file shipped with sdcdist
-    path = d.path or ""
-    url = "://" in path
-    full = Path(path) if url or Path(path).is_absolute() else Path(spec.base_dir) / path
+        # a file shipped with sdcdist (or in $SDCDIST_REFDATA): sized as any file
+        from ..data import reference_file
+        path, url = "", False
+        full = reference_file(d.reference)
+    else:
+        path = d.path or ""
+        url = "://" in path
+        full = Path(path) if url or Path(path).is_absolute() else Path(spec.base_dir) / path
     if url or full.is_dir() or path.rstrip("/").endswith(".zarr"):
         try:
             import zarr

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, UploadFile
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
 
 from ...errors import SdcInputError, unreadable_error
 from ...logs import event
@@ -21,7 +21,27 @@ from ..store import ACTIVE, new_id
 #: files an upload may be (the formats `sdcdist ingest` reads)
 UPLOAD_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".txt", ".parquet", ".pq")
 
-__all__ = ["router"]
+#: the fields of an upload's form, each at most once
+UPLOAD_FIELDS = ("file", "name", "keys", "confidential", "columns", "categorical", "weight",
+                 "household")
+
+__all__ = ["router", "UPLOAD_FIELDS"]
+
+
+async def _form_fields(request: Request) -> None:
+    """Refuse (422) an upload form with a field the upload does not read, or a field
+    given twice (two files: only one would be stored)."""
+    from ...text import repeated
+    form = await request.form()         # parsed once: FastAPI reads the same form
+    got = [k for k, _ in form.multi_items()]
+    unknown = sorted({k for k in got if k not in UPLOAD_FIELDS})
+    if unknown:
+        raise SdcInputError(f"the upload has unknown field(s) {[u[:64] for u in unknown[:5]]}; "
+                            f"an upload's fields are {', '.join(UPLOAD_FIELDS)}")
+    dup = repeated(got)
+    if dup:
+        raise SdcInputError(f"the upload gives field(s) {dup} more than once; give each "
+                            "field once")
 
 
 def _json_safe(v: Any) -> Any:
@@ -44,7 +64,8 @@ def router(svc: Service) -> APIRouter:
     store, config = svc.store, svc.config
     Who = Depends(svc.principal)
 
-    @r.post("/v1/datasets", status_code=201, tags=["datasets"])
+    @r.post("/v1/datasets", status_code=201, tags=["datasets"],
+            dependencies=[Depends(_form_fields)])
     def upload(file: UploadFile = File(..., description="CSV (.csv, .csv.gz, .tsv) or "
                                                           "Parquet file"),
                name: str | None = Form(None, description="Dataset name (default: the "
@@ -64,7 +85,7 @@ def router(svc: Service) -> APIRouter:
                who: str = Who) -> dict[str, Any]:
         """Upload a dataset, validated exactly as `sdcdist ingest` validates a file. The
         answer lists each column's type (numeric or categorical) and roles in `schema`."""
-        from ...text import slug, split_list
+        from ...text import label, name_list, slug
         from ...data import open_microdata
         from ...data.io import ingest
         from ..limits import TextScan, check_parquet, chunk_rows_for
@@ -74,6 +95,12 @@ def router(svc: Service) -> APIRouter:
         if len(filename.encode()) > MAX_NAME_BYTES or any(ord(c) < 32 for c in filename):
             raise SdcInputError(f"the file name is longer than {MAX_NAME_BYTES} bytes or holds "
                                 "a control character; rename the file")
+        if name is not None:
+            label(name, "The 'name' field", max_bytes=MAX_NAME_BYTES)
+        # the command line's name lists: refused when they name nothing or a name twice
+        lists = {f: name_list(v, f"the {f!r} field")
+                 for f, v in (("keys", keys), ("confidential", confidential),
+                              ("columns", columns), ("categorical", categorical))}
         low = filename.lower()
         if not low.endswith(UPLOAD_SUFFIXES):
             raise unreadable_error("a data file", filename, "unknown format", "upload CSV "
@@ -97,10 +124,10 @@ def router(svc: Service) -> APIRouter:
                         scan.feed(block)
             shape = check_parquet(src, config.limits) if parquet else scan.finish()
             roles = {}
-            if keys:
-                roles["key"] = split_list(keys)
-            if confidential:
-                roles["confidential"] = split_list(confidential)
+            if lists["keys"] is not None:
+                roles["key"] = lists["keys"]
+            if lists["confidential"] is not None:
+                roles["confidential"] = lists["confidential"]
             if weight and weight.strip():
                 roles["weight"] = [weight.strip()]
             if household and household.strip():
@@ -109,9 +136,9 @@ def router(svc: Service) -> APIRouter:
             from ...data.io import DEFAULT_CHUNK_ROWS
             # in a child process that exits: its memory goes back to the system, and
             # a large allocation never holds the service's interpreter
-            run_child(ingest, src, final, roles=roles, columns=split_list(columns) if columns else None,
-                   categorical=split_list(categorical) if categorical else None,
-                   chunk_rows=chunk_rows_for(shape[1] if shape else 1, DEFAULT_CHUNK_ROWS))
+            run_child(ingest, src, final, roles=roles, columns=lists["columns"],
+                      categorical=lists["categorical"],
+                      chunk_rows=chunk_rows_for(shape[1] if shape else 1, DEFAULT_CHUNK_ROWS))
             store.private(final)
             attrs = dict(open_microdata(final).attrs)
             ds_name = (name or stem).strip() or stem
@@ -153,10 +180,11 @@ def router(svc: Service) -> APIRouter:
         dataset's key role), the methods by the columns they mask and their data checks.
         The page offers only what applies and shows the reason on hover."""
         from ...data import load_microdata
-        from ...text import split_list
+        from ...text import name_list
         from ..presets import applicability
         svc.own_dataset(dataset_id, who)
-        want = tuple(split_list(keys)) if keys else None
+        listed = name_list(keys, "the 'keys' parameter")
+        want = tuple(listed) if listed is not None else None
         key = (dataset_id, want)
         if key not in applicable_cache:
             md = load_microdata(str(store.dataset_path(dataset_id)))
@@ -180,10 +208,10 @@ def router(svc: Service) -> APIRouter:
         the owner's own data, answered to the owner and never logged)."""
         from ...data import load_microdata
         from ...describe import describe
-        from ...text import split_list
+        from ...text import name_list
         svc.own_dataset(dataset_id, who)
+        want = name_list(keys, "the 'keys' parameter")
         md = load_microdata(str(store.dataset_path(dataset_id)))
-        want = split_list(keys) if keys else None
         out = describe(md, keys=want, top=top)
         return {"dataset": dataset_id, **_json_safe(out)}
 
