@@ -21,8 +21,9 @@ __all__ = ["complete", "render", "install", "ERRORS"]
 ERRORS = {
     "401": "No token, or a token this service does not know (`WWW-Authenticate: Bearer`).",
     "404": "No such dataset or audit of yours (another principal's does not exist for you).",
-    "409": "Not now: the audit has not written its cube yet, or the dataset is used by an "
-           "active audit.",
+    "409": "Not now: the audit has not written its cube yet, the dataset is used by an "
+           "active audit, or the audit's dataset was deleted (a release, comparison, "
+           "release report or resume needs it).",
     "413": "The upload or spec is larger than this service accepts.",
     "422": "The request is invalid: the one-line message names the culprit and the fix.",
     "429": "Too many requests: you have the most active audits this service allows, or "

@@ -9,7 +9,9 @@ is recorded in the store (``cells``) and counted in ``cells_done``.
 A restarted service puts the audits its previous process left ``running``
 back in the queue; the runner then resumes each from its cube, computing only
 the cells not yet marked done there. A cancelled audit stops at its next
-finished cell (its cube keeps the cells written so far).
+finished cell (its cube keeps the cells written so far); one cancelled while queued is
+never started: the start and the cancel are each one transaction of the store, and the
+worker starts an audit only if it is still queued.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 from ..errors import SdcInputError
 from ..logs import event
-from .store import Store
+from .store import Store, deleted_message
 
 __all__ = ["JobRunner"]
 
@@ -68,6 +70,8 @@ class JobRunner:
         self._wake.set()
 
     def cancel(self, audit_id: str) -> None:
+        """Stop a running audit at its next cell (its ``cancelled`` state is in the store
+        already; a queued one is not started)."""
         with self._lock:
             self._cancel.add(audit_id)
 
@@ -195,6 +199,10 @@ class JobRunner:
         if a is None or a["status"] != "queued":
             return
         out = str(store.cube_path(audit_id))
+        gone = store.deleted_uploads(a["spec"], a["owner"])
+        if gone:
+            self._fail(audit_id, deleted_message(gone))
+            return
         try:
             spec = parse_spec(json.loads(a["spec"]), base_dir=store.root)
             data = load_data(spec)
@@ -208,7 +216,16 @@ class JobRunner:
             except Exception:           # noqa: BLE001 - an unreadable cube: the runner says
                 done = 0
         store.audit_dir(audit_id).mkdir(parents=True, exist_ok=True)
-        run = store.start_run(audit_id, cells_done=done)
+        with self._lock:
+            # a cancel is recorded in the store before it reaches the runner; one that
+            # reached it for an earlier run of this audit (cancelled, then resumed before
+            # its thread got here) is not this run's
+            run = store.start_run(audit_id, cells_done=done)
+            if run is not None:
+                self._cancel.discard(audit_id)
+        if run is None:             # cancelled while queued: never started
+            event(log, "audit not started", audit=audit_id, reason="cancelled")
+            return
         event(log, "audit started", audit=audit_id, run=run, cells_total=a["cells_total"],
               resumed_from=done)
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["Store", "ACTIVE", "FINAL"]
 
@@ -49,6 +50,20 @@ CREATE TABLE IF NOT EXISTS cells (
 CREATE INDEX IF NOT EXISTS cells_audit ON cells(audit, seq);
 CREATE INDEX IF NOT EXISTS audits_owner ON audits(owner, status);
 """
+
+
+#: a spec's path of an uploaded dataset, as the service writes it (``datasets/<id>.zarr``)
+_UPLOAD = re.compile(r"datasets/(ds_[0-9a-f]+)\.zarr")
+
+
+def deleted_message(gone: list[tuple[str, str]]) -> str:
+    """What a result that needs an audit's data says when its dataset was deleted."""
+    names = ", ".join(f"{name!r} ({i})" for i, name in gone)
+    one = len(gone) == 1
+    return (f"the audit's dataset{'' if one else 's'} {names} {'was' if one else 'were'} "
+            "deleted, so what needs its data (a release, a comparison, a release report, a "
+            "resume) cannot be made; the results of its cube (records, query, report, "
+            "plots, the cube itself) are still answered")
 
 
 def new_id(prefix: str) -> str:
@@ -220,13 +235,67 @@ class Store:
         """At start-up: audits a previous process left running go back to the queue."""
         return self._exec("UPDATE audits SET status='queued' WHERE status='running'").rowcount
 
-    def start_run(self, audit_id: str, *, cells_done: int) -> int:
-        """Mark an audit running; returns the number of this run (1 for the first)."""
-        self._exec("UPDATE audits SET status='running', started=COALESCE(started, ?), "
-                   "runs=runs+1, cells_done=?, resumed_from=? WHERE id=? AND status='queued'",
-                   (time.time(), cells_done, cells_done, audit_id))
-        a = self.audit(audit_id)
-        return int(a["runs"]) if a else 0
+    def start_run(self, audit_id: str, *, cells_done: int) -> int | None:
+        """Mark a queued audit running; returns the number of this run (1 for the first),
+        or None when the audit is no longer queued (cancelled before it started): the
+        check and the update are one transaction, so a cancel and a start never both win.
+        """
+        with self._write:
+            c = self._conn()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                n = c.execute("UPDATE audits SET status='running', "
+                              "started=COALESCE(started, ?), runs=runs+1, cells_done=?, "
+                              "resumed_from=? WHERE id=? AND status='queued'",
+                              (time.time(), cells_done, cells_done, audit_id)).rowcount
+                row = c.execute("SELECT runs FROM audits WHERE id=?", (audit_id,)).fetchone()
+                c.execute("COMMIT")
+            except BaseException:
+                self._rollback(c)
+                raise
+        return int(row[0]) if n and row is not None else None
+
+    def cancel(self, audit_id: str, owner: str,
+               reason: Callable[[dict[str, Any]], str]) -> bool:
+        """Cancel a queued or running audit of ``owner``'s, with the text ``reason`` makes
+        of the row as it is at that moment (read and written in one transaction, so a
+        queued audit cancelled before it starts is never started). Returns whether it
+        was active."""
+        with self._write:
+            c = self._conn()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                row = c.execute("SELECT * FROM audits WHERE id=? AND owner=?",
+                                (audit_id, owner)).fetchone()
+                if row is None or row["status"] not in ACTIVE:
+                    c.execute("ROLLBACK")
+                    return False
+                c.execute("UPDATE audits SET status='cancelled', finished=?, error=? "
+                          "WHERE id=?", (time.time(), reason(dict(row)), audit_id))
+                c.execute("COMMIT")
+            except BaseException:
+                self._rollback(c)
+                raise
+        return True
+
+    def deleted_uploads(self, spec: Any, owner: str) -> list[tuple[str, str]]:
+        """The uploads of ``owner``'s that an audit's stored ``spec`` (a dict or its
+        JSON) reads and that were deleted since: ``(id, name)`` pairs, in spec order."""
+        from ..audit.spec import DATA_FIELDS
+        if isinstance(spec, str):
+            spec = json.loads(spec)
+        if not isinstance(spec, dict):
+            return []
+        found = [spec["dataset"]] if isinstance(spec.get("dataset"), dict) else []
+        found += [d for d in spec.get("datasets") or [] if isinstance(d, dict)]
+        out: list[tuple[str, str]] = []
+        for d in found:
+            for field in sorted(DATA_FIELDS | {"path"}):
+                m = _UPLOAD.fullmatch(str(d.get(field, "")))
+                if m and self.dataset(m[1], owner) is None and \
+                        m[1] not in (i for i, _ in out):
+                    out.append((m[1], str(d.get("name", m[1]))))
+        return out
 
     def add_cell(self, audit_id: str, run: int, *, dataset: str, method: str, param: float,
                  replicate: int) -> None:

@@ -20,7 +20,7 @@ from fastapi.responses import StreamingResponse
 from ...errors import SdcInputError, empty_error, unreadable_error, value_error
 from ...logs import event
 from ..helpers import Service
-from ..store import ACTIVE, Store, audit_out, new_id
+from ..store import ACTIVE, Store, audit_out, deleted_message, new_id
 
 __all__ = ["router", "cancel_reason", "parse_body", "resolve_spec", "resolve_dataset",
            "resolve_field"]
@@ -83,9 +83,14 @@ def router(svc: Service) -> APIRouter:
     @r.post("/v1/audits/{audit_id}/resume", status_code=202, tags=["audits"])
     def resume(audit_id: str, who: str = Who) -> dict[str, Any]:
         """Put a failed or cancelled audit back in the queue: it resumes from its cube,
-        computing only the cells not written yet (409 for an active or done audit; 429
+        computing only the cells not written yet (409 for an active or done audit, or
+        one whose dataset was deleted; 429
         when you already have `--max-audits` audits queued or running)."""
         a = svc.own_audit(audit_id, who)
+        if a["status"] in ("failed", "cancelled"):
+            gone = store.deleted_uploads(a["spec"], who)
+            if gone:
+                raise HTTPException(409, deleted_message(gone))
         outcome = store.requeue(audit_id, who, limit=config.max_audits)
         if outcome == "limit":
             raise HTTPException(429, f"you have {config.max_audits} audits queued or "
@@ -102,9 +107,10 @@ def router(svc: Service) -> APIRouter:
     @r.delete("/v1/audits/{audit_id}", tags=["audits"])
     def cancel(audit_id: str, who: str = Who) -> dict[str, Any]:
         """Cancel a queued or running audit (the cells already written stay in its cube)."""
-        a = svc.own_audit(audit_id, who)
-        if a["status"] in ACTIVE:
-            store.finish(audit_id, "cancelled", cancel_reason(a, who))
+        svc.own_audit(audit_id, who)
+        # the state is read and the cancel written in one transaction, so the reason
+        # fits the state it ends (a queued audit cancelled here is never started)
+        if store.cancel(audit_id, who, lambda row: cancel_reason(row, who)):
             if runner is not None:
                 runner.cancel(audit_id)
             event(log, "audit cancelled", audit=audit_id, principal=who)

@@ -220,9 +220,14 @@ def router(svc: Service) -> APIRouter:
         """Delete a dataset (refused while an audit of yours that uses it is active)."""
         svc.own_dataset(dataset_id, who)
         ref = f"datasets/{dataset_id}.zarr"
-        if any(ref in a["spec"] for a in store.audits(who) if a["status"] in ACTIVE):
+        # an audit still computing counts whatever its state says (a cancelled one stops
+        # at its next cell)
+        computing = set(svc.runner.running) if svc.runner is not None else set()
+        if any(ref in a["spec"] for a in store.audits(who)
+               if a["status"] in ACTIVE or a["id"] in computing):
             raise HTTPException(409, f"dataset {dataset_id!r} is used by an audit that is "
-                                     "queued or running; cancel it or wait for it first")
+                                     "queued or running (or, cancelled, still finishing its "
+                                     "cell); cancel it or wait for it first")
         store.delete_dataset(dataset_id, who)
         shutil.rmtree(store.dataset_path(dataset_id), ignore_errors=True)
         event(log, "dataset deleted", dataset=dataset_id, principal=who)

@@ -3,6 +3,7 @@ the cube itself (zipped). Answers are cached by the audit's state (:meth:`Servic
 
 from __future__ import annotations
 
+import asyncio
 import math
 import zipfile
 from typing import Any
@@ -14,7 +15,7 @@ from starlette.background import BackgroundTask
 from ...errors import SdcInputError, value_error
 from ..helpers import Service, clean, json_answer, records
 from ..results import BALANCED, balanced_table, default_ranking, metric_info
-from ..store import new_id
+from ..store import deleted_message, new_id
 
 __all__ = ["router"]
 
@@ -291,6 +292,9 @@ def router(svc: Service) -> APIRouter:
         path = store.cube_path(audit_id)
         if not path.exists():
             raise HTTPException(409, "the audit has not written its cube yet")
+        gone = store.deleted_uploads(a["spec"], who)
+        if gone:
+            raise HTTPException(409, deleted_message(gone))
         spec = parse_spec(json.loads(a["spec"]) if isinstance(a["spec"], str) else a["spec"],
                           base_dir=store.root)
         (store.root / "tmp").mkdir(parents=True, exist_ok=True)
@@ -307,8 +311,16 @@ def router(svc: Service) -> APIRouter:
                             headers={"X-Sdcdist-Fingerprint": rel.fingerprint},
                             background=BackgroundTask(tmp.unlink, missing_ok=True))
 
+    def _needs_data(audit_id: str, who: str) -> None:
+        """409 when a dataset the audit reads was deleted (checked before an answer made
+        earlier is served from the cache: a deleted dataset's figures are not shown)."""
+        gone = store.deleted_uploads(svc.own_audit(audit_id, who)["spec"], who)
+        if gone:
+            raise HTTPException(409, deleted_message(gone))
+
     def _audit_spec(audit_id: str, who: str) -> tuple[Any, Any]:
-        """The audit's parsed spec and its cube's path (409 while it has no cube)."""
+        """The audit's parsed spec and its cube's path (409 while it has no cube, or when
+        a dataset it reads was deleted)."""
         import json
 
         from ...audit.spec import parse_spec
@@ -316,6 +328,9 @@ def router(svc: Service) -> APIRouter:
         path = store.cube_path(audit_id)
         if not path.exists():
             raise HTTPException(409, "the audit has not written its cube yet")
+        gone = store.deleted_uploads(a["spec"], who)
+        if gone:
+            raise HTTPException(409, deleted_message(gone))
         spec = parse_spec(json.loads(a["spec"]) if isinstance(a["spec"], str) else a["spec"],
                           base_dir=store.root)
         return spec, path
@@ -332,6 +347,7 @@ def router(svc: Service) -> APIRouter:
         The release is regenerated and checked against the cube's fingerprint (422 if it
         differs or the cell is not in the cube). Aggregates only."""
         from ...releasereport import comparison
+        await asyncio.to_thread(_needs_data, audit_id, who)
 
         def make() -> tuple[bytes, str]:
             spec, path = _audit_spec(audit_id, who)
@@ -357,6 +373,7 @@ def router(svc: Service) -> APIRouter:
         from ...errors import check_choice
         from ...releasereport import VARIANTS, build_report
         check_choice("variant", variant, list(VARIANTS))
+        await asyncio.to_thread(_needs_data, audit_id, who)
 
         def make() -> tuple[bytes, str]:
             spec, path = _audit_spec(audit_id, who)
