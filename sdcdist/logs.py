@@ -12,41 +12,18 @@ from __future__ import annotations
 import io
 import json
 import logging
-import re
 import sys
 import time
 from typing import Any, TextIO
 
 from .errors import check_choice
+from .text import escape_controls
 
 __all__ = ["setup_logging", "JsonFormatter", "TextFormatter", "JsonLines", "json_stderr",
            "event", "escape_controls", "LOG_FORMATS"]
 
 LOG_FORMATS = ("text", "json")
 _HANDLER_NAME = "sdcdist-cli"
-
-
-# the characters a log line shows escaped: C0 controls (line feed, carriage return,
-# escape, NUL...), DEL, C1 controls (NEL...) and the Unicode line and paragraph separators;
-# a value taken from a request (a URL path, a name) can then neither end its line and
-# forge another nor send a terminal escape sequence
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape_one(m: re.Match) -> str:
-    c = m.group(0)
-    return _SHORT.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
-
-
-def escape_controls(text: str) -> str:
-    """``text`` with each control character shown escaped (``\\n``, ``\\x1b``,
-    ``\\u2028``), so that it stays on one log line and cannot drive a terminal.
-
-    >>> print(escape_controls("a\\nb\\x1b[31m\\u2028"))
-    a\\nb\\x1b[31m\\u2028
-    """
-    return _CONTROL.sub(_escape_one, text)
 
 
 def _text_value(v: Any) -> str:

@@ -6,7 +6,8 @@
 - :func:`name_list`: the same for a list of names, refused when it names nothing or a
   name twice (the one rule of every command's and the service's name lists);
 - :func:`label`: a name given as free text (a dataset's or an audit's), refused empty,
-  longer than 255 bytes or holding a control character;
+  longer than 255 bytes or holding a control character (:data:`CONTROL`);
+- :func:`escape_controls`: control characters shown escaped, for log lines;
 - :func:`raised_where`: ``file:line`` where an exception was raised, for failure logs.
 
 Standard library and :mod:`sdcdist.errors` only: the command line reads it at start-up.
@@ -22,10 +23,33 @@ from typing import Any
 from .errors import SdcInputError, empty_error, value_error
 
 __all__ = ["redact", "slug", "unique_slugs", "split_list", "name_list", "repeated",
-           "label", "raised_where", "MAX_LABEL_BYTES"]
+           "label", "raised_where", "MAX_LABEL_BYTES", "CONTROL", "escape_controls"]
 
 #: bytes of a name given as free text (a file name's bound on most file systems)
 MAX_LABEL_BYTES = 255
+
+#: the control characters: C0 (line feed, carriage return, escape, NUL...), DEL, C1 (NEL...)
+#: and the Unicode line and paragraph separators. A log line shows them escaped
+#: (:func:`escape_controls`), a name given as free text may not hold one (:func:`label`):
+#: a value taken from a request can then neither end a line and forge another nor send a
+#: terminal escape sequence
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_one(m: re.Match) -> str:
+    c = m.group(0)
+    return _SHORT.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character (:data:`CONTROL`) shown escaped (``\\n``,
+    ``\\x1b``, ``\\u2028``), so that it stays on one log line and cannot drive a terminal.
+
+    >>> print(escape_controls("a\\nb\\x1b[31m\\u2028"))
+    a\\nb\\x1b[31m\\u2028
+    """
+    return CONTROL.sub(_escape_one, text)
 
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]*@")
 
@@ -146,7 +170,7 @@ def label(value: Any, what: str, *, max_bytes: int = MAX_LABEL_BYTES) -> str:
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise value_error(what, allowed, got_text=f"{size:,} bytes")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    if CONTROL.search(value):
         raise value_error(what, allowed, got_text="a text with a control character "
                           "(such as a NUL byte or a line break)")
     return value

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import SdcInputError, count_error, value_error
+from ..text import MAX_LABEL_BYTES
 
 __all__ = ["check_data_path", "principal_area", "RequestGuard", "FailureLimiter", "client_key",
            "hide_root",
@@ -39,7 +40,7 @@ CSRF_HEADER = "x-sdcdist-csrf"
 
 #: longest ``path`` a spec may give, and longest part of one (the file system's limits)
 MAX_PATH_CHARS = 1024
-MAX_NAME_BYTES = 255
+MAX_NAME_BYTES = MAX_LABEL_BYTES
 
 #: content types a foreign page can POST without a CORS preflight
 _SIMPLE_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")

@@ -85,14 +85,14 @@ def router(svc: Service) -> APIRouter:
                who: str = Who) -> dict[str, Any]:
         """Upload a dataset, validated exactly as `sdcdist ingest` validates a file. The
         answer lists each column's type (numeric or categorical) and roles in `schema`."""
-        from ...text import label, name_list, slug
+        from ...text import CONTROL, label, name_list, slug
         from ...data import open_microdata
         from ...data.io import ingest
         from ..limits import TextScan, check_parquet, chunk_rows_for
         from ..subproc import run_child
         from ..security import MAX_NAME_BYTES
         filename = Path(file.filename or "upload.csv").name
-        if len(filename.encode()) > MAX_NAME_BYTES or any(ord(c) < 32 for c in filename):
+        if len(filename.encode()) > MAX_NAME_BYTES or CONTROL.search(filename):
             raise SdcInputError(f"the file name is longer than {MAX_NAME_BYTES} bytes or holds "
                                 "a control character; rename the file")
         if name is not None:
