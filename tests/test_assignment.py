@@ -728,6 +728,34 @@ def test_certificate_scans_by_row_blocks_give_the_same_entries(monkeypatch):
     assert two[2]["auction_scans"] >= W.shape[0]
 
 
+@pytest.mark.parametrize("unmatched", [False, True])
+def test_auction_batches_are_the_same_auction_for_any_threads(unmatched, monkeypatch):
+    """Rows whose lists are spent wait and are scanned together at that moment's prices,
+    in threads (from SCAN_PAIR_MIN rows a thread) or in the auction's own loop: the same
+    bids, scans, prices and lists for any number of threads and any hand-off."""
+    from sdcdist.linkage.assignment import auction
+    rng = np.random.default_rng(12)
+    W = rng.integers(-40, 8, size=(1100, 1100)).astype(float)       # >= SCAN_THREADS_MIN
+    W[300:600] = W[0]
+    um = rng.integers(-30, 0, size=1100).astype(float) if unmatched else np.zeros(0)
+    calls = []
+    scan = auction._scan_rows
+    monkeypatch.setattr(auction, "_scan_rows", lambda *a: calls.append(1) or scan(*a))
+    out = []
+    for threads, pair_min in ((1, 4), (2, 4), (3, 1), (2, 10**6)):
+        monkeypatch.setattr(auction, "SCAN_THREADS", threads)
+        monkeypatch.setattr(auction, "SCAN_PAIR_MIN", pair_min)
+        calls.clear()
+        out.append(auction.auction_start(W, -1.0, um, auction.AUCTION_LIST, W.min(), W.max()))
+        # one block of first scans a thread; then batches handed to the threads unless
+        # one thread or a hand-off above any batch (every scan in the auction's loop)
+        assert (len(calls) == threads) == (threads == 1 or pair_min > 1100)
+    assert out[0][3]["auction_scans"] > W.shape[0]           # rows rescanned in batches
+    for got in out[1:]:
+        assert all(np.array_equal(a, b) for a, b in zip(got[:3], out[0][:3]))
+        assert got[3] == out[0][3]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 12), st.integers(1, 12), st.data())
 def test_csr_is_the_stable_sort_of_the_edges_without_repeats(n_r, n_c, data):

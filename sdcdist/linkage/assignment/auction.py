@@ -7,14 +7,14 @@ import os
 import numba
 import numpy as np
 
-from ...parallel import chunk_bounds, thread_map
+from ...parallel import chunk_bounds, thread_pool
 from .sparse import offer
 
 __all__ = ["auction_start", "scan_blocks", "AUCTION_MIN", "AUCTION_LIST", "AUCTION_RATIO", "AUCTION_FIRST",
            "AUCTION_EPS", "AUCTION_MAX_SCANS"]
 
 #: Smallest ``max(n_rows, n_cols)`` from which :func:`exact_dense` starts from the
-#: prices of a dense auction (:func:`_dense_auction`) instead of each row's and
+#: prices of a dense auction (:func:`_auction_run`) instead of each row's and
 #: column's best raw entries (``None``: never). At Census sizes (about 1,000 records)
 #: both starts take 10-30 ms; from 1,500 on the auction start is 1.5-10 times faster
 #: on PRL weights (benchmarks/assignment.py).
@@ -42,11 +42,17 @@ AUCTION_EPS = 1e-4
 AUCTION_MAX_SCANS = 200
 
 #: Threads that share the rows of the dense assignment's scans of the whole matrix (the
-#: auction's first scans at the starting prices, :func:`_scan_rows`, and the certificate's
-#: scans in :func:`~.dense.exact_dense`) from :data:`SCAN_THREADS_MIN` entries on; the
-#: assignment returned is the same for any number.
+#: auction's first scans at the starting prices and its batches of rescans,
+#: :func:`_scan_rows`, and the certificate's scans in :func:`~.dense.exact_dense`) from
+#: :data:`SCAN_THREADS_MIN` entries on; the auction and the assignment returned are the
+#: same for any number.
 SCAN_THREADS = max(1, min(2, os.cpu_count() or 1))
 SCAN_THREADS_MIN = 1 << 20
+
+#: Fewest rows a thread of a batch of the auction's scans (:data:`AUCTION_BATCH`) for
+#: which the batch is shared out to the threads; smaller batches are scanned in the
+#: auction's own loop. The auction is the same either way.
+SCAN_PAIR_MIN = 4
 
 
 def scan_blocks(X: np.ndarray) -> tuple[int, list[tuple[int, int]]]:
@@ -97,71 +103,92 @@ def _auction_scan(W, s, mid, i, p, lc, lw):
     return best[k] if got > k else -np.inf
 
 
+#: Rows whose full scans the auction gathers before they run together (in threads,
+#: :func:`auction_start`): a row whose list no longer holds its best column waits for
+#: its scan while the rows behind it in the queue bid on; the batch is scanned once it
+#: is full or no row is left to bid, at the prices of that moment, and its rows bid
+#: next. Fixed, so the auction is the same for any number of threads. On the PRL
+#: weights of EIA (4,092 records) the batches of the first phase fill (128 rows); later
+#: the queue is short and most batches hold a few rows (scanned in the auction's loop).
+AUCTION_BATCH = 128
+
+# the auction's state between calls of _auction_run: its positions in STATE (int64)
+_PHASE, _HEAD, _SIZE, _BIDS, _SCANS, _PEND, _STARTED = range(7)
+
+
 @numba.njit(cache=True, nogil=True)
-def _dense_auction(W, s, mid, p, eps_list, um, max_scans, lc, lw, bound):
-    """Forward auction (Gauss-Seidel, epsilon-scaling) on the values ``-s * (W - mid)``.
+def _auction_run(W, s, mid, p, eps_list, um, max_scans, lc, lw, bound, state, pd, owner,
+                 col, queue, pend, hand_off):
+    """Forward auction (Gauss-Seidel, epsilon-scaling) on the values ``-s * (W - mid)``,
+    run until ``pend`` holds at least ``hand_off`` rows waiting for their full scans
+    (returns True) or the auction has ended (False).
 
     Each row bids for the column of its largest value ``-s * W[i, j] - p[j]``, raising
     its price by the margin over the second largest plus epsilon; the row it displaces
     bids next (first in, first out). Between full scans a row looks only at its list of
     ``k`` columns (its best at the last scan) and the bound on all others (prices only
     rise, so the bound stays valid; a bid with the bound as second value is a valid,
-    smaller bid). ``um`` (``n_r`` values, or empty): a private option per row of value
-    ``um[i]`` minus its own price (leaving the row unassigned). Prices ``p`` (n_cols,)
-    are updated in place and kept across phases.
+    smaller bid). A row whose list's best falls below its bound is set aside in
+    ``pend`` (the rows behind it bid on); once ``pend`` is full, or no row is left to
+    bid, the call returns and the caller scans those rows (:func:`_scan_rows`) and puts
+    them back at the head of the queue (:func:`_requeue`). ``um`` (``n_r`` values, or
+    empty): a private option per row of value ``um[i]`` minus its own price ``pd[i]``
+    (leaving the row unassigned). Prices ``p`` (n_cols,) are updated in place and kept
+    across phases.
 
     ``lc``, ``lw`` (n_rows, k), ``bound`` (n_rows,): the rows' lists, their weights and
-    bounds, filled in place: empty (-1, +inf) or from first scans at the prices ``p``
-    (:func:`_scan_rows`), which the auction then uses as it would its own.
+    bounds, filled in place: empty (-1, +inf) or from first scans at the prices ``p``.
+    ``state`` (int64, 7): phase, queue head and size, bids, scans, rows in ``pend``,
+    whether the phase has started; ``owner`` (n_cols,), ``col``, ``queue`` (n_rows,):
+    the phase's assignment both ways and its queue of rows without a column.
 
     After ``max_scans`` full scans it stops where it is (the result only seeds the exact
-    solve). Returns the final phase's assignment (column per row; -1: none or its
-    private option), the lists (n_rows, k), the number of bids and of full row scans.
+    solve).
     """
-    n_r, n_c = W.shape
+    n_r = W.shape[0]
     nd = um.size > 0
     k = lc.shape[1]
-    pd = np.zeros(n_r)
-    owner = np.full(n_c, -1, dtype=np.int64)
-    col = np.full(n_r, -1, dtype=np.int64)
-    queue = np.empty(n_r, dtype=np.int64)
-    bids = 0
-    scans = 0
-    for eps in eps_list:
-        if scans >= max_scans:
-            break
-        owner[:] = -1
-        col[:] = -1
-        for i in range(n_r):
-            queue[i] = i
-        head = 0
-        size = n_r
-        while size > 0 and scans < max_scans:
+    cap = pend.size
+    while state[_PHASE] < eps_list.size:
+        eps = eps_list[state[_PHASE]]
+        if state[_STARTED] == 0:
+            if state[_SCANS] >= max_scans:
+                break
+            owner[:] = -1
+            col[:] = -1
+            for i in range(n_r):
+                queue[i] = i
+            state[_HEAD] = 0
+            state[_SIZE] = n_r
+            state[_STARTED] = 1
+        head = state[_HEAD]
+        size = state[_SIZE]
+        npend = state[_PEND]
+        bids = state[_BIDS]
+        while size > 0 and state[_SCANS] + npend < max_scans:
             i = queue[head]
             head = (head + 1) % n_r
             size -= 1
             v1 = -np.inf
             v2 = -np.inf
             j1 = -1
-            for attempt in range(2):
-                v1 = -np.inf
-                v2 = -np.inf
-                j1 = -1
-                for q in range(k):
-                    j = lc[i, q]
-                    if j < 0:
-                        break
-                    x = lw[i, q] - p[j]
-                    if x > v1:
-                        v2 = v1
-                        v1 = x
-                        j1 = j
-                    elif x > v2:
-                        v2 = x
-                if j1 >= 0 and v1 >= bound[i]:
+            for q in range(k):
+                j = lc[i, q]
+                if j < 0:
                     break
-                bound[i] = _auction_scan(W, s, mid, i, p, lc, lw)
-                scans += 1
+                x = lw[i, q] - p[j]
+                if x > v1:
+                    v2 = v1
+                    v1 = x
+                    j1 = j
+                elif x > v2:
+                    v2 = x
+            if v1 < bound[i]:
+                pend[npend] = i                 # its list is spent: scan it first
+                npend += 1
+                if npend == cap:
+                    break
+                continue
             if bound[i] > v2:
                 v2 = bound[i]
             if nd:
@@ -186,14 +213,50 @@ def _dense_auction(W, s, mid, p, eps_list, um, max_scans, lc, lw, bound):
                 col[o] = -1
                 queue[(head + size) % n_r] = o
                 size += 1
-    return col, lc, bids, scans
+        state[_HEAD] = head
+        state[_SIZE] = size
+        state[_PEND] = npend
+        state[_BIDS] = bids
+        if npend > 0 and state[_SCANS] < max_scans:
+            if npend >= hand_off:
+                return True
+            run = min(npend, max_scans - state[_SCANS])
+            for t in range(run):                # a few rows: scanned here, in this order
+                i = pend[t]
+                bound[i] = _auction_scan(W, s, mid, i, p, lc, lw)
+            _requeue(state, queue, pend, run)
+            continue
+        if size > 0 or npend > 0:           # out of scans: stop where it is
+            break
+        state[_PHASE] += 1
+        state[_STARTED] = 0
+    state[_PEND] = 0
+    return False
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_rows(W, s, mid, p, lc, lw, bound, r0, r1):
-    # the first scan of rows r0 .. r1 - 1 at the prices p (read only): their lists into
+def _requeue(state, queue, pend, scanned):
+    # the first ``scanned`` rows of pend (just scanned) back at the head of the queue, in
+    # their order; the rest (none unless the scans ran out) stay pending
+    n_r = queue.size
+    npend = state[_PEND]
+    head = (state[_HEAD] - scanned) % n_r
+    for t in range(scanned):
+        queue[(head + t) % n_r] = pend[t]
+    state[_HEAD] = head
+    state[_SIZE] += scanned
+    state[_SCANS] += scanned
+    for t in range(scanned, npend):
+        pend[t - scanned] = pend[t]
+    state[_PEND] = npend - scanned
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_rows(W, s, mid, p, lc, lw, bound, rows, r0, r1):
+    # the full scans of rows[r0 .. r1 - 1] at the prices p (read only): their lists into
     # lc, lw and their bounds (rows apart: blocks of rows may run in threads)
-    for i in range(r0, r1):
+    for t in range(r0, r1):
+        i = rows[t]
         bound[i] = _auction_scan(W, s, mid, i, p, lc, lw)
 
 
@@ -201,7 +264,8 @@ def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float
                    hi: float, colmax: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
     """Prices (cost-form column duals ``v = -p``) and a first graph (each row's list and
-    its auction partner) from :func:`_dense_auction`; ``lo``, ``hi``: the extremes of X;
+    its auction partner) from the auction (:func:`_auction_run`), the rows' full scans
+    shared out to :data:`SCAN_THREADS` threads in batches; ``lo``, ``hi``: the extremes of X;
     ``colmax`` (with ``s = -1``): each column's maximum of X, when the caller has it."""
     span = hi - lo
     # start each column's price at its largest value: a column every row ranks high
@@ -221,21 +285,37 @@ def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float
     else:
         eps = [1.0]
     k = int(min(max(n_lst, 2), X.shape[1]))
-    n_r = X.shape[0]
+    n_r, n_c = X.shape
     lc = np.full((n_r, k), -1, dtype=np.int64)
     lw = np.zeros((n_r, k))                 # the lists' weights, so that bids stay off X
     bound = np.full(n_r, np.inf)
-    first = 0
     threads, blocks = scan_blocks(X)
-    if threads > 1:
-        # every row's first scan at the starting prices, the rows shared out to threads
-        # (the auction would scan each row at its first bid, one after the other)
-        thread_map(lambda r0, r1: _scan_rows(X, s, mid, p, lc, lw, bound, r0, r1), blocks,
-                   threads, name="sdcdist-auction")
-        first = n_r
-    col, lc, bids, scans = _dense_auction(X, s, mid, p, np.asarray(eps, dtype=np.float64),
-                                          um, AUCTION_MAX_SCANS * n_r - first, lc, lw, bound)
-    scans += first
+    every = np.arange(n_r, dtype=np.int64)
+    state = np.zeros(7, dtype=np.int64)
+    pd = np.zeros(n_r)
+    owner = np.full(n_c, -1, dtype=np.int64)
+    col = np.full(n_r, -1, dtype=np.int64)
+    queue = np.empty(n_r, dtype=np.int64)
+    pend = np.empty(min(AUCTION_BATCH, n_r), dtype=np.int64)
+    eps_a = np.asarray(eps, dtype=np.float64)
+    max_scans = AUCTION_MAX_SCANS * n_r
+    with thread_pool(threads, name="sdcdist-auction") as pmap:
+        if max_scans > 0:
+            # every row's first scan at the starting prices, the rows shared out to threads
+            pmap(lambda r0, r1: _scan_rows(X, s, mid, p, lc, lw, bound, every, r0, r1),
+                 blocks)
+            state[_SCANS] = n_r
+        # a batch of threads * SCAN_PAIR_MIN rows or more is shared out to the threads;
+        # a smaller one is scanned inside the auction's loop (a hand-off costs more)
+        hand_off = threads * SCAN_PAIR_MIN if threads > 1 else pend.size + 1
+        while _auction_run(X, s, mid, p, eps_a, um, max_scans, lc, lw, bound, state, pd,
+                           owner, col, queue, pend, hand_off):
+            run = min(int(state[_PEND]), max_scans - int(state[_SCANS]))
+            rows = pend[:run].copy()
+            pmap(lambda r0, r1: _scan_rows(X, s, mid, p, lc, lw, bound, rows, r0, r1),
+                 chunk_bounds(run, -(-run // threads)))
+            _requeue(state, queue, pend, run)
+    bids, scans = int(state[_BIDS]), int(state[_SCANS])
     rows = np.broadcast_to(np.arange(X.shape[0])[:, None], lc.shape)
     ok = lc >= 0
     m = col >= 0

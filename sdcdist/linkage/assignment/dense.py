@@ -173,7 +173,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
     1. Graph G: each row's and each column's ``first_c`` best entries, and (without
        ``unmatched``) the entries ``(i, i)``, so that a full assignment exists on G.
        With ``auction`` instead: prices ``p`` from a forward auction with
-       epsilon-scaling on the whole matrix (:func:`_dense_auction`; a row rescans its
+       epsilon-scaling on the whole matrix (:func:`~.auction._auction_run`; a row rescans its
        row only when its :data:`AUCTION_LIST` best columns of the last scan fall below
        the bound on all others), and G = each row's list, its auction partner and
        ``(i, i)``.
