@@ -773,7 +773,7 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
                 return read_hists(*_ranked_hists(
                     avT, tc, np.ascontiguousarray(b["v"]), cmp.n_levels, cmp.radix, P, nhist,
                     _FLUSH_PAIRS, RANK_ROWS, _WALK_ROWS, _RANK_CHUNK, pmap),
-                    pairs=int(avT.shape[1]) * int(b["v"].shape[0]))
+                    pairs=int(avT.shape[1]) * int(b["v"].shape[0]), pmap=pmap)
             total, h = _counts_flat(avT, tolT, tc, const, np.ascontiguousarray(b["v"]),
                                     cmp.n_levels, cmp.radix, P, nhist, _FLUSH_PAIRS)
         else:
