@@ -221,3 +221,27 @@ def test_stored_kind_tells_the_stores_apart(run, work):
     # a path that does not exist, a URL or a folder written into is not checked
     for path, kind in (("new.zarr", "store"), ("s3://b/x.zarr", "store"), (".", "dir")):
         check_replaceable(path, kind=kind, inputs=["c.csv"])
+
+
+# --------------------------------------------------------------------------- inside a store
+
+def test_an_output_inside_a_store_is_refused(run, work):
+    """A table, a release or a store written into an sdcdist store (``--csv cube.zarr/x.csv``)
+    would change it and fail its integrity check: refused before any work, with or without
+    --overwrite, naming the store; a path beside it is written."""
+    from sdcdist.audit import run_audit
+    run_audit(str(_spec(work)), str(work / "cube.zarr"))
+    assert run("ingest", "c.csv", "d.zarr").exit_code == 0
+    before = _tree(work)
+    for args in (["report", "cube.zarr", "--by", "DLD", "--csv", "cube.zarr/x.csv"],
+                 ["report", "cube.zarr", "--by", "DLD", "--markdown", "cube.zarr/deep/er/x.md",
+                  "--overwrite"],
+                 [*MASK, "--out", "d.zarr/m.csv"],
+                 ["ingest", "c.csv", "cube.zarr/inner.zarr"],
+                 ["audit", "s.yaml", "--out", "d.zarr/cube.zarr"]):
+        _refused(run(*args), "is inside", "give a path outside it")
+    assert "'cube.zarr', an audit cube" in run(
+        "report", "cube.zarr", "--by", "DLD", "--csv", "cube.zarr/x.csv").output
+    assert _tree(work) == before
+    assert run("report", "cube.zarr", "--by", "DLD", "--csv", "x.csv").exit_code == 0
+    assert run("verify", "cube.zarr").exit_code == 0

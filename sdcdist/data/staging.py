@@ -29,7 +29,8 @@ from ..errors import SdcInputError, exists_error
 from ..storage import local_path
 
 __all__ = ["remove_stale_temps", "open_zarr_group", "Staging", "new_values_array", "temp_name",
-           "CleanOnSigterm", "STORE_KINDS", "stored_kind", "check_replaceable"]
+           "CleanOnSigterm", "STORE_KINDS", "stored_kind", "enclosing_store",
+           "check_replaceable"]
 
 #: The folders sdcdist writes, each recognised by attributes of its root Zarr group (the
 #: first kind whose attributes are all there): what an output of that kind may replace.
@@ -60,6 +61,20 @@ def stored_kind(path: str | os.PathLike) -> str | None:
         return None
     return next((kind for kind, (_, keys) in STORE_KINDS.items()
                  if all(k in attrs for k in keys)), None)
+
+
+def enclosing_store(path: str | os.PathLike) -> tuple[str, str] | None:
+    """The sdcdist store that holds the local path ``path`` at some depth (the path itself
+    left out: it may be an earlier store that is replaced): ``(its folder, its kind)``, or
+    None when no folder above ``path`` is one. An output written there would change a
+    store (and fail its integrity check)."""
+    real = Path(os.path.realpath(local_path(str(path))))
+    for folder in real.parents:
+        if (folder / "zarr.json").is_file() or (folder / ".zgroup").is_file():
+            kind = stored_kind(folder)
+            if kind is not None:
+                return str(folder), kind
+    return None
 
 
 def _within(inner: Path, outer: Path) -> bool:
