@@ -11,7 +11,7 @@ from ...parallel import chunk_bounds, thread_pool
 from .sparse import offer
 
 __all__ = ["auction_start", "scan_blocks", "AUCTION_MIN", "AUCTION_LIST", "AUCTION_RATIO", "AUCTION_FIRST",
-           "AUCTION_EPS", "AUCTION_MAX_SCANS"]
+           "AUCTION_EPS", "AUCTION_MAX_SCANS", "AUCTION_BATCH"]
 
 #: Smallest ``max(n_rows, n_cols)`` from which :func:`exact_dense` starts from the
 #: prices of a dense auction (:func:`_auction_run`) instead of each row's and
@@ -112,7 +112,7 @@ def _auction_scan(W, s, mid, i, p, lc, lw):
 #: the queue is short and most batches hold a few rows (scanned in the auction's loop).
 AUCTION_BATCH = 128
 
-# the auction's state between calls of _auction_run: its positions in STATE (int64)
+# the auction's state between calls of _auction_run: positions in its ``state`` (int64)
 _PHASE, _HEAD, _SIZE, _BIDS, _SCANS, _PEND, _STARTED = range(7)
 
 
