@@ -80,6 +80,25 @@ def test_upload_name_lists_are_refused_empty_or_repeated(svc, field):
     assert r.status_code == 201, r.text
 
 
+@pytest.mark.parametrize("field,fix", [("weight", "give the sampling-weight column"),
+                                       ("household", "give the household id column"),
+                                       ("keys", "give column names")])
+def test_a_blank_field_of_an_upload_is_refused(svc, field, fix):
+    """A text field given blank is refused (it was read as absent: a dataset stored
+    without the weight or household role asked for), as --weight '' is on the command
+    line; nothing is stored. The page leaves an empty field out of its form."""
+    c, store, _ = svc
+    before = len(store.datasets("local"))
+    for blank in ("", "   "):
+        r = c.post("/v1/datasets", files={"file": ("p.csv", _csv())}, data={field: blank})
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"] == (f"The {field!r} field is empty; {fix}, or leave the "
+                                      "field out."), r.text
+    assert len(store.datasets("local")) == before
+    r = c.post("/v1/datasets", files={"file": ("p.csv", _csv())}, data={field: " V2 "})
+    assert r.status_code == 201, r.text
+
+
 @pytest.mark.parametrize("route", ["describe", "applicable"])
 def test_dataset_key_parameters_are_refused_empty_or_repeated(svc, route):
     c, _, ds = svc
@@ -95,7 +114,7 @@ def test_dataset_key_parameters_are_refused_empty_or_repeated(svc, route):
 @pytest.mark.parametrize("name,got", [("x" * 10_000, "10,000 bytes"),
                                       ("a\x00b", "control character"),
                                       ("line\nbreak", "control character"),
-                                      ("   ", "a blank text")])
+                                      ("   ", "a blank text"), ("", "an empty text")])
 def test_an_upload_name_is_bounded_and_printable(svc, name, got):
     c, store, _ = svc
     before = store.datasets("local")

@@ -13,7 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
 
-from ...errors import SdcInputError, unreadable_error
+from ...errors import SdcInputError, empty_error, unreadable_error
 from ...logs import event
 from ..helpers import Service
 from ..store import ACTIVE, new_id
@@ -28,9 +28,15 @@ UPLOAD_FIELDS = ("file", "name", "keys", "confidential", "columns", "categorical
 __all__ = ["router", "UPLOAD_FIELDS"]
 
 
+#: What a blank text field of the upload should have held (a blank field is refused: it
+#: would be read as absent, and the dataset stored without the role asked for).
+_BLANK_FIX = {"weight": "give the sampling-weight column",
+              "household": "give the household id column"}
+
+
 async def _form_fields(request: Request) -> None:
-    """Refuse (422) an upload form with a field the upload does not read, or a field
-    given twice (two files: only one would be stored)."""
+    """Refuse (422) an upload form with a field the upload does not read, a field given
+    twice (two files: only one would be stored) or a text field given blank."""
     from ...text import repeated
     form = await request.form()         # parsed once: FastAPI reads the same form
     got = [k for k, _ in form.multi_items()]
@@ -42,6 +48,14 @@ async def _form_fields(request: Request) -> None:
     if dup:
         raise SdcInputError(f"the upload gives field(s) {dup} more than once; give each "
                             "field once")
+    for k, v in form.multi_items():
+        if k == "name" and isinstance(v, str):
+            from ...text import label
+            from ..security import MAX_NAME_BYTES
+            label(v, "The 'name' field", max_bytes=MAX_NAME_BYTES)   # "" is refused too
+        elif k != "file" and isinstance(v, str) and not v.strip():
+            raise empty_error(f"The {k!r} field", _BLANK_FIX.get(k, "give column names")
+                              + ", or leave the field out")
 
 
 def _json_safe(v: Any) -> Any:
