@@ -264,6 +264,25 @@ def test_a_key_set_or_metric_named_twice_is_refused(change, says):
     parse_spec({**BASE, "keysets": [["WAGES"], ["WAGES", "TAXINC"]]})
 
 
+@pytest.mark.parametrize("name,got", [(None, "Got None"), ("", "an empty text"),
+                                      ("  ", "a blank text"), ("a\nb", "control character"),
+                                      ("x" * 300, "300 bytes"), ({"a": 1}, "a dict"),
+                                      (["x"], "a list")])
+def test_a_dataset_name_is_a_bounded_printable_text(name, got):
+    """A dataset's 'name' in a spec is held to the rule of the spec's own name (it was
+    turned into text unchecked: a mapping, a line break or 10,000 bytes went into the
+    cube, its reports and the service's pages); a number is read as its text."""
+    with pytest.raises(SdcInputError, match="The 'name' of 'dataset' must be a non-empty "
+                                            "text") as e:
+        parse_spec({**BASE, "dataset": {**BASE["dataset"], "name": name}})
+    assert got in str(e.value) and len(str(e.value)) < 300
+    with pytest.raises(SdcInputError, match=r"The 'name' of datasets\[1\]"):
+        parse_spec({**{k: v for k, v in BASE.items() if k != "dataset"},
+                    "datasets": [BASE["dataset"], {**BASE["dataset"], "name": name}]})
+    assert parse_spec({**BASE, "dataset": {**BASE["dataset"], "name": 2024}}
+                      ).datasets[0].name == "2024"
+
+
 def test_the_same_key_set_twice_is_refused_by_measure_too(small):
     from sdcdist.metrics import measure
     with pytest.raises(SdcInputError, match="have the same columns"):

@@ -352,8 +352,11 @@ def _dataset(d: Any, what: str) -> DatasetSpec:
     roles = d.get("roles") or {}
     if not isinstance(roles, Mapping):
         raise SdcInputError(f"{what}.roles must map role names to lists of columns")
+    name = d.get("name", reference or "data")
+    if isinstance(name, (int, float)) and not isinstance(name, bool):
+        name = str(name)                # YAML reads `name: 2024` as a number
     return DatasetSpec(
-        name=str(d.get("name", reference or "data")),
+        name=label(name, f"The 'name' of {what}"),
         path=str(d["path"]) if "path" in d else None, synthetic=synthetic,
         reference=reference,
         columns=_str_list(f"{what}.columns", d["columns"]) if "columns" in d else None,
