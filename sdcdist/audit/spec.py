@@ -193,7 +193,7 @@ def _int(what: str, v: Any, low: int, high: int | None = None, why: str = "") ->
 def _str_list(what: str, v: Any) -> tuple[str, ...]:
     if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
         raise value_error(what, "a list of column names", v)
-    dup = sorted({x for x in v if v.count(x) > 1})
+    dup = sorted(repeated(v))
     if dup:
         raise SdcInputError(f"{what} ({', '.join(v)}) names column(s) {dup} more than once; "
                             "list each column once")
@@ -228,7 +228,7 @@ def parse_spec(doc: Mapping[str, Any], *, base_dir: str | Path = ".") -> AuditSp
             raise value_error("'datasets'", "a non-empty list of dataset mappings")
         datasets = tuple(_dataset(d, f"datasets[{i}]") for i, d in enumerate(doc["datasets"]))
         names = [d.name for d in datasets]
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = sorted(repeated(names))
         if dup:
             raise SdcInputError(f"dataset name(s) {dup} used twice in 'datasets'; give each "
                                 "dataset its own 'name'")

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import SdcInputError, column_positions, weight_error
 from ..roles import EXCLUSIVE, first_clash, key_role_error, role_clash_error
+from ..text import repeated
 from ._registry import NEEDS, REGISTRY, Metric, get_metric
 from .keysets import check_distinct, default_keysets
 
@@ -276,7 +277,7 @@ class Inputs:
             if len(ks) == 0:
                 raise SdcInputError("an empty key set was given; every key set needs at "
                                     "least one column")
-            dup = sorted({c for c in ks if list(ks).count(c) > 1})
+            dup = sorted(repeated(ks))
             if dup:
                 raise SdcInputError(f"key set {list(ks)} names {dup} more than once; give "
                                     "each column once per key set")
