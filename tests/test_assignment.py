@@ -728,6 +728,36 @@ def test_certificate_scans_by_row_blocks_give_the_same_entries(monkeypatch):
     assert two[2]["auction_scans"] >= W.shape[0]
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 10**6), st.integers(1, 6), st.integers(1, 4),
+       st.booleans())
+def test_auction_scan_keeps_the_best_values_earlier_offers_first(n_c, seed, k, distinct,
+                                                                 seeded):
+    """A row's scan: its k + 1 best values (the previous list offered first, in its order,
+    then the other columns left to right; among equal values the earlier offer stays),
+    the first k as its new list and the (k + 1)-th returned as the bound; the scratch
+    marks are all cleared again."""
+    from sdcdist.linkage.assignment import auction
+    rng = np.random.default_rng(seed)
+    W = rng.integers(0, distinct, size=(2, n_c)).astype(float)
+    p = rng.integers(0, 2, size=n_c).astype(float)
+    lc = np.full((2, k), -1, dtype=np.int64)
+    lw = np.zeros((2, k))
+    if seeded:
+        old = rng.permutation(n_c)[:min(k, n_c)]
+        lc[1, :old.size] = old
+        lw[1, :old.size] = W[1, old]
+    order = [int(j) for j in lc[1] if j >= 0]
+    order += [j for j in range(n_c) if j not in order]
+    want = sorted(order, key=lambda j: (-(W[1, j] - p[j]), order.index(j)))
+    mark = np.zeros(n_c, dtype=np.bool_)
+    bound = auction._auction_scan(W, -1.0, 0.0, 1, p, lc, lw, mark)
+    got = [int(j) for j in lc[1] if j >= 0]
+    assert got == want[:k] and not mark.any()
+    assert np.array_equal(lw[1, :len(got)], W[1, got])
+    assert bound == (W[1, want[k]] - p[want[k]] if n_c > k else -np.inf)
+
+
 @pytest.mark.parametrize("unmatched", [False, True])
 def test_auction_batches_are_the_same_auction_for_any_threads(unmatched, monkeypatch):
     """Rows whose lists are spent wait and are scanned together at that moment's prices,

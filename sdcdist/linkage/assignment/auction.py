@@ -64,12 +64,14 @@ def scan_blocks(X: np.ndarray) -> tuple[int, list[tuple[int, int]]]:
 
 
 @numba.njit(cache=True, nogil=True)
-def _auction_scan(W, s, mid, i, p, lc, lw):
+def _auction_scan(W, s, mid, i, p, lc, lw, mark):
     # Row i's values -s * (W[i, j] - mid) - p[j]: the lc.shape[1] largest into lc[i] with
     # their weights -s * (W[i, j] - mid) into lw[i]; returns the largest value left out
     # (-inf if none), an upper bound on every column outside the list for as long as
     # prices only rise. The previous list (at current prices) seeds the selection, so
     # that few entries pass the threshold; among equal values the earlier offer stays.
+    # mark (n_cols, all False): scratch, the previous list's columns marked while the row
+    # is scanned (so that they are not offered twice), False again on return.
     k = lc.shape[1]
     n_c = W.shape[1]
     best = np.empty(k + 1)
@@ -82,17 +84,19 @@ def _auction_scan(W, s, mid, i, p, lc, lw):
             break
         n_old += 1
         got = offer(best, bcol, got, lw[i, q] - p[j], j)
-    old = lc[i, :n_old].copy()
+        mark[j] = True
+    # the threshold held in a register: best[k] once the list is full (x > thr or a list
+    # not yet full is the same test as before, offer for offer)
+    thr = best[k] if got > k else -np.inf
     for j in range(n_c):
         x = -s * (W[i, j] - mid) - p[j]
-        if got <= k or x > best[k]:
-            seen = False
-            for q in range(n_old):
-                if old[q] == j:
-                    seen = True
-                    break
-            if not seen:
+        if x > thr or got <= k:
+            if not mark[j]:
                 got = offer(best, bcol, got, x, j)
+                if got > k:
+                    thr = best[k]
+    for q in range(n_old):
+        mark[lc[i, q]] = False
     for q in range(k):
         if q < got:
             j = bcol[q]
@@ -149,6 +153,7 @@ def _auction_run(W, s, mid, p, eps_list, um, max_scans, lc, lw, bound, state, pd
     nd = um.size > 0
     k = lc.shape[1]
     cap = pend.size
+    mark = np.zeros(W.shape[1], dtype=np.bool_)
     while state[_PHASE] < eps_list.size:
         eps = eps_list[state[_PHASE]]
         if state[_STARTED] == 0:
@@ -223,7 +228,7 @@ def _auction_run(W, s, mid, p, eps_list, um, max_scans, lc, lw, bound, state, pd
             run = min(npend, max_scans - state[_SCANS])
             for t in range(run):                # a few rows: scanned here, in this order
                 i = pend[t]
-                bound[i] = _auction_scan(W, s, mid, i, p, lc, lw)
+                bound[i] = _auction_scan(W, s, mid, i, p, lc, lw, mark)
             _requeue(state, queue, pend, run)
             continue
         if size > 0 or npend > 0:           # out of scans: stop where it is
@@ -255,9 +260,10 @@ def _requeue(state, queue, pend, scanned):
 def _scan_rows(W, s, mid, p, lc, lw, bound, rows, r0, r1):
     # the full scans of rows[r0 .. r1 - 1] at the prices p (read only): their lists into
     # lc, lw and their bounds (rows apart: blocks of rows may run in threads)
+    mark = np.zeros(W.shape[1], dtype=np.bool_)
     for t in range(r0, r1):
         i = rows[t]
-        bound[i] = _auction_scan(W, s, mid, i, p, lc, lw)
+        bound[i] = _auction_scan(W, s, mid, i, p, lc, lw, mark)
 
 
 def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float,
