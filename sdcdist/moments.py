@@ -41,6 +41,14 @@ def sorted_column(x: np.ndarray) -> np.ndarray:
     return np.sort(np.asarray(x, dtype=np.float64).ravel() + 0.0)
 
 
+def _matrix(X: np.ndarray, fn: str) -> np.ndarray:
+    # X as a float64 array of two dimensions (rows, columns), for the function fn
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"{fn} takes a 2-D array (rows, columns); got {X.ndim}-D")
+    return X
+
+
 def column_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each column's mean and sd (ddof=1), NaN left out, the same floats in every row order.
 
@@ -59,9 +67,7 @@ def column_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     sd : ndarray (K,)
         NaN for a column with fewer than two values.
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"column_moments takes a 2-D array (rows, columns); got {X.ndim}-D")
+    X = _matrix(X, "column_moments")
     mean = np.full(X.shape[1], np.nan)
     sd = np.full(X.shape[1], np.nan)
     for k in range(X.shape[1]):
@@ -89,9 +95,7 @@ def constant_columns(X: np.ndarray) -> np.ndarray:
     -------
     ndarray (K,) of bool
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"constant_columns takes a 2-D array (rows, columns); got {X.ndim}-D")
+    X = _matrix(X, "constant_columns")
     if X.shape[0] == 0:
         return np.ones(X.shape[1], dtype=bool)
     # fmin/fmax skip NaN (NaN only where a column has no value; NaN < NaN is False)
@@ -116,10 +120,7 @@ def overflowing_columns(X: np.ndarray) -> np.ndarray:
     -------
     ndarray (K,) of bool
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"overflowing_columns takes a 2-D array (rows, columns); "
-                         f"got {X.ndim}-D")
+    X = _matrix(X, "overflowing_columns")
     out = np.zeros(X.shape[1], dtype=bool)
     for k in range(X.shape[1]):
         col = X[:, k]

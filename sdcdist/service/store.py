@@ -23,6 +23,8 @@ import secrets
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -145,17 +147,24 @@ class Store:
             finally:
                 self._local.conn = None
 
-    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: it holds the write lock from its
+        first statement, so what it reads is still true when it writes), committed when
+        the with block ends, rolled back (:meth:`_rollback`) when it raises."""
         with self._write:
             c = self._conn()
             c.execute("BEGIN IMMEDIATE")
             try:
-                cur = c.execute(sql, args)
+                yield c
                 c.execute("COMMIT")
             except BaseException:
                 self._rollback(c)
                 raise
-            return cur
+
+    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+        with self._transaction() as c:
+            return c.execute(sql, args)
 
     def _one(self, sql: str, args: tuple = ()) -> dict[str, Any] | None:
         row = self._conn().execute(sql, args).fetchone()
@@ -200,24 +209,16 @@ class Store:
 
         Returns whether it was inserted (the check and the insert are one transaction).
         """
-        with self._write:
-            c = self._conn()
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                if limit is not None:
-                    n = c.execute("SELECT COUNT(*) FROM audits WHERE owner=? AND status IN "
-                                  "(?,?)", (owner, *ACTIVE)).fetchone()[0]
-                    if n >= limit:
-                        c.execute("ROLLBACK")
-                        return False
-                c.execute("INSERT INTO audits (id, owner, name, spec, status, cells_total, "
-                          "created) VALUES (?,?,?,?,?,?,?)",
-                          (audit_id, owner, name, json.dumps(spec), "queued", cells_total,
-                           time.time()))
-                c.execute("COMMIT")
-            except BaseException:
-                self._rollback(c)
-                raise
+        with self._transaction() as c:
+            if limit is not None:
+                n = c.execute("SELECT COUNT(*) FROM audits WHERE owner=? AND status IN "
+                              "(?,?)", (owner, *ACTIVE)).fetchone()[0]
+                if n >= limit:
+                    return False
+            c.execute("INSERT INTO audits (id, owner, name, spec, status, cells_total, "
+                      "created) VALUES (?,?,?,?,?,?,?)",
+                      (audit_id, owner, name, json.dumps(spec), "queued", cells_total,
+                       time.time()))
         return True
 
     def audit(self, audit_id: str, owner: str | None = None) -> dict[str, Any] | None:
@@ -240,19 +241,12 @@ class Store:
         or None when the audit is no longer queued (cancelled before it started): the
         check and the update are one transaction, so a cancel and a start never both win.
         """
-        with self._write:
-            c = self._conn()
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                n = c.execute("UPDATE audits SET status='running', "
-                              "started=COALESCE(started, ?), runs=runs+1, cells_done=?, "
-                              "resumed_from=? WHERE id=? AND status='queued'",
-                              (time.time(), cells_done, cells_done, audit_id)).rowcount
-                row = c.execute("SELECT runs FROM audits WHERE id=?", (audit_id,)).fetchone()
-                c.execute("COMMIT")
-            except BaseException:
-                self._rollback(c)
-                raise
+        with self._transaction() as c:
+            n = c.execute("UPDATE audits SET status='running', "
+                          "started=COALESCE(started, ?), runs=runs+1, cells_done=?, "
+                          "resumed_from=? WHERE id=? AND status='queued'",
+                          (time.time(), cells_done, cells_done, audit_id)).rowcount
+            row = c.execute("SELECT runs FROM audits WHERE id=?", (audit_id,)).fetchone()
         return int(row[0]) if n and row is not None else None
 
     def cancel(self, audit_id: str, owner: str,
@@ -261,21 +255,13 @@ class Store:
         of the row as it is at that moment (read and written in one transaction, so a
         queued audit cancelled before it starts is never started). Returns whether it
         was active."""
-        with self._write:
-            c = self._conn()
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                row = c.execute("SELECT * FROM audits WHERE id=? AND owner=?",
-                                (audit_id, owner)).fetchone()
-                if row is None or row["status"] not in ACTIVE:
-                    c.execute("ROLLBACK")
-                    return False
-                c.execute("UPDATE audits SET status='cancelled', finished=?, error=? "
-                          "WHERE id=?", (time.time(), reason(dict(row)), audit_id))
-                c.execute("COMMIT")
-            except BaseException:
-                self._rollback(c)
-                raise
+        with self._transaction() as c:
+            row = c.execute("SELECT * FROM audits WHERE id=? AND owner=?",
+                            (audit_id, owner)).fetchone()
+            if row is None or row["status"] not in ACTIVE:
+                return False
+            c.execute("UPDATE audits SET status='cancelled', finished=?, error=? "
+                      "WHERE id=?", (time.time(), reason(dict(row)), audit_id))
         return True
 
     def deleted_uploads(self, spec: Any, owner: str) -> list[tuple[str, str]]:
@@ -299,19 +285,12 @@ class Store:
 
     def add_cell(self, audit_id: str, run: int, *, dataset: str, method: str, param: float,
                  replicate: int) -> None:
-        with self._write:
-            c = self._conn()
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                c.execute("INSERT INTO cells (audit, run, dataset, method, param, replicate, at)"
-                          " VALUES (?,?,?,?,?,?,?)",
-                          (audit_id, run, dataset, method, float(param), int(replicate),
-                           time.time()))
-                c.execute("UPDATE audits SET cells_done=cells_done+1 WHERE id=?", (audit_id,))
-                c.execute("COMMIT")
-            except BaseException:
-                self._rollback(c)
-                raise
+        with self._transaction() as c:
+            c.execute("INSERT INTO cells (audit, run, dataset, method, param, replicate, at)"
+                      " VALUES (?,?,?,?,?,?,?)",
+                      (audit_id, run, dataset, method, float(param), int(replicate),
+                       time.time()))
+            c.execute("UPDATE audits SET cells_done=cells_done+1 WHERE id=?", (audit_id,))
 
     def cells(self, audit_id: str, after: int = 0) -> list[dict[str, Any]]:
         """The audit's recorded cells after its ``after``-th; each row's ``n`` numbers
@@ -328,27 +307,18 @@ class Store:
         the update are one transaction). Returns ``"queued"``, ``"limit"`` or
         ``"state"`` (the audit is not failed or cancelled).
         """
-        with self._write:
-            c = self._conn()
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                row = c.execute("SELECT status FROM audits WHERE id=? AND owner=?",
-                                (audit_id, owner)).fetchone()
-                if row is None or row[0] not in ("failed", "cancelled"):
-                    c.execute("ROLLBACK")
-                    return "state"
-                if limit is not None:
-                    n = c.execute("SELECT COUNT(*) FROM audits WHERE owner=? AND status IN "
-                                  "(?,?)", (owner, *ACTIVE)).fetchone()[0]
-                    if n >= limit:
-                        c.execute("ROLLBACK")
-                        return "limit"
-                c.execute("UPDATE audits SET status='queued', finished=NULL, error=NULL "
-                          "WHERE id=? AND owner=?", (audit_id, owner))
-                c.execute("COMMIT")
-            except BaseException:
-                self._rollback(c)
-                raise
+        with self._transaction() as c:
+            row = c.execute("SELECT status FROM audits WHERE id=? AND owner=?",
+                            (audit_id, owner)).fetchone()
+            if row is None or row[0] not in ("failed", "cancelled"):
+                return "state"
+            if limit is not None:
+                n = c.execute("SELECT COUNT(*) FROM audits WHERE owner=? AND status IN "
+                              "(?,?)", (owner, *ACTIVE)).fetchone()[0]
+                if n >= limit:
+                    return "limit"
+            c.execute("UPDATE audits SET status='queued', finished=NULL, error=NULL "
+                      "WHERE id=? AND owner=?", (audit_id, owner))
         return "queued"
 
     def finish(self, audit_id: str, status: str, error: str | None = None) -> bool:

@@ -153,7 +153,6 @@ def _auction_run(W, s, mid, p, eps_list, um, max_scans, lc, lw, bound, state, pd
     nd = um.size > 0
     k = lc.shape[1]
     cap = pend.size
-    mark = np.zeros(W.shape[1], dtype=np.bool_)
     while state[_PHASE] < eps_list.size:
         eps = eps_list[state[_PHASE]]
         if state[_STARTED] == 0:
@@ -226,9 +225,7 @@ def _auction_run(W, s, mid, p, eps_list, um, max_scans, lc, lw, bound, state, pd
             if npend >= hand_off:
                 return True
             run = min(npend, max_scans - state[_SCANS])
-            for t in range(run):                # a few rows: scanned here, in this order
-                i = pend[t]
-                bound[i] = _auction_scan(W, s, mid, i, p, lc, lw, mark)
+            _scan_rows(W, s, mid, p, lc, lw, bound, pend, 0, run)   # a few rows: here
             _requeue(state, queue, pend, run)
             continue
         if size > 0 or npend > 0:           # out of scans: stop where it is
@@ -317,8 +314,7 @@ def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float
         while _auction_run(X, s, mid, p, eps_a, um, max_scans, lc, lw, bound, state, pd,
                            owner, col, queue, pend, hand_off):
             run = min(int(state[_PEND]), max_scans - int(state[_SCANS]))
-            rows = pend[:run].copy()
-            pmap(lambda r0, r1: _scan_rows(X, s, mid, p, lc, lw, bound, rows, r0, r1),
+            pmap(lambda r0, r1: _scan_rows(X, s, mid, p, lc, lw, bound, pend, r0, r1),
                  chunk_bounds(run, -(-run // threads)))
             _requeue(state, queue, pend, run)
     bids, scans = int(state[_BIDS]), int(state[_SCANS])
