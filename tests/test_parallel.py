@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pandas as pd
@@ -411,3 +412,35 @@ def test_thread_map_raises_the_first_failing_blocks_error_after_all_ended():
             assert sorted(done) == [0, 1, 3, 4, 6, 7]
         with thread_pool(threads) as pmap, pytest.raises(ValueError, match="block 2"):
             pmap(block, [(i,) for i in range(8)])
+
+
+def test_alongside_runs_both_and_its_gate_holds_the_side_until_opened():
+    from sdcdist.parallel import alongside
+    assert alongside(lambda: 1, lambda: 2) == (2, 1)
+    events = []
+    ran = threading.Event()
+
+    def side():
+        events.append("side")
+        ran.set()
+        return "s"
+
+    def main(start):
+        time.sleep(0.2)                  # the side would have run by now without the gate
+        events.append("before")
+        start()
+        assert ran.wait(20)              # and now it runs, while main goes on
+        return "m"
+    assert alongside(side, main, gate=True) == ("m", "s")
+    assert events == ["before", "side"]
+    # a main that never opens the gate: the side runs once it ends, however it ends
+    events.clear()
+    assert alongside(side, lambda start: events.append("main") or "m", gate=True) == ("m", "s")
+    assert events == ["main", "side"]
+    events.clear()
+
+    def failing(start):
+        raise ValueError("main failed")
+    with pytest.raises(ValueError, match="main failed"):
+        alongside(side, failing, gate=True)
+    assert events == ["side"]                  # not left waiting: no hang

@@ -16,6 +16,7 @@ before the first block runs.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -82,14 +83,27 @@ def thread_pool(threads: int, *, name: str = "sdcdist"
         yield lambda fn, blocks: _shared_map(pool, threads - 1, fn, blocks)
 
 
-def alongside(side: Callable[[], S], main: Callable[[], T], *,
-              name: str = "sdcdist-side") -> tuple[T, S]:
+def alongside(side: Callable[[], S], main: Callable[..., T], *,
+              name: str = "sdcdist-side", gate: bool = False) -> tuple[T, S]:
     """``(main(), side())``, ``side`` run in a thread of its own while ``main`` runs in
-    the caller's; an exception of either is raised once both have ended."""
+    the caller's; an exception of either is raised once both have ended.
+
+    With ``gate``, ``main`` is called with one argument, a function of no arguments that
+    lets ``side`` start: ``side`` waits until ``main`` calls it (or ends, however it
+    ends), so that side work does not take a core from the part of ``main`` that uses
+    them all."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    opened = threading.Event()
+
+    def gated() -> S:
+        opened.wait()
+        return side()
     try:
-        fut = pool.submit(side)
-        out = main()
+        fut = pool.submit(gated if gate else side)
+        try:
+            out = main(opened.set) if gate else main()
+        finally:
+            opened.set()                 # never left waiting: main has ended
         return out, fut.result()
     finally:
         pool.shutdown(wait=True)

@@ -193,7 +193,7 @@ def top_candidates(W: np.ndarray, c: int, *, maximize: bool = True) -> Candidate
 def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
            dense_limit: int = DEFAULT_DENSE_LIMIT, top_c: int = 20,
            unmatched: Any = None, on_grid: int | None = None,
-           extremes: tuple[float, float, np.ndarray] | None = None
+           extremes: tuple[float, float, np.ndarray] | None = None, on_prices: Any = None
            ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Optimal one-to-one assignment of rows to columns.
 
@@ -228,6 +228,9 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
         With ``on_grid`` and ``maximize``: the smallest and the largest entry of
         ``weights`` and each column's largest, as the caller found them while computing
         the weights (the dense solver then does not read the matrix for them).
+    on_prices : callable, optional
+        A dense solve calls it (no argument) once its start on every core is done
+        (:func:`~.dense.exact_dense`); a caller can start side work then. The same result.
 
     Returns
     -------
@@ -256,7 +259,7 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
             raise param_error("dense_limit", "assign", "an integer >= 1", dense_limit)
         return _solve_on_grid(np.asarray(weights, dtype=np.float64), None, int(on_grid),
                               maximize, dense_limit, top_c, None,
-                              extremes if maximize else None)
+                              extremes if maximize else None, on_prices)
     if isinstance(weights, Candidates):
         cand, W = weights.dedup(maximize), None
     else:
@@ -293,12 +296,12 @@ def assign(weights: np.ndarray | Candidates, *, maximize: bool = True,
         W = quantize(W, bits)
     else:
         cand = Candidates(cand.rows, cand.cols, quantize(cand.weights, bits), cand.shape)
-    return _solve_on_grid(W, cand, bits, maximize, dense_limit, top_c, uq)
+    return _solve_on_grid(W, cand, bits, maximize, dense_limit, top_c, uq, None, on_prices)
 
 
 def _solve_on_grid(W: np.ndarray | None, cand: Candidates | None, bits: int, maximize: bool,
-                   dense_limit: int, top_c: int, uq: Any, extremes: Any = None
-                   ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+                   dense_limit: int, top_c: int, uq: Any, extremes: Any = None,
+                   on_prices: Any = None) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     # the steps of assign() after the rounding (or for weights already on the grid
     # 2**-bits, held as integers): a dense matrix (cut to each row's top_c best columns
     # above dense_limit) or a candidate graph, solved as integers
@@ -309,7 +312,8 @@ def _solve_on_grid(W: np.ndarray | None, cand: Candidates | None, bits: int, max
         if W.size == 0:
             r = c = np.zeros(0, np.int64)
         else:
-            r, c = solve_dense(W, maximize, uq, integer=True, extremes=extremes)
+            r, c = solve_dense(W, maximize, uq, integer=True, extremes=extremes,
+                               on_prices=on_prices)
         info = {"method": "dense", "flag": 0, "n_candidates": int(W.size)}
     else:
         n_r = cand.shape[0]

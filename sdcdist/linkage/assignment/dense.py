@@ -163,8 +163,8 @@ def linear_sum_assignment(*args: Any, **kwargs: Any) -> tuple[np.ndarray, np.nda
 
 def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = None,
                 unmatched: np.ndarray | None = None, auction: bool | None = None,
-                integer: bool = False, extremes: tuple[float, float, np.ndarray] | None = None
-                ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+                integer: bool = False, extremes: tuple[float, float, np.ndarray] | None = None,
+                on_prices: Any = None) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Optimal assignment of a dense matrix, solved on a sparse graph and proved optimal
     for the whole matrix by LP duality.
 
@@ -220,6 +220,10 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         ``X.min()``, ``X.max()`` and each column's maximum, as the caller found them (the
         matrix is then not read for them; the column maxima serve the auction when
         maximising). The same result.
+    on_prices : callable, optional
+        Called (no argument) once the first graph is built (after the auction, which
+        uses every core): what follows runs mostly on one thread, so a caller can start
+        side work then. The same result.
 
     Returns
     -------
@@ -266,6 +270,8 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
             er, ec = np.concatenate([er, d]), np.concatenate([ec, d])
     else:
         er, ec = _dense_candidates(X, s, max(1, int(first_c)), unmatched is None)
+    if on_prices is not None:
+        on_prices()
     # the certificate's scans of the whole matrix by blocks of rows, in threads on a
     # large matrix (rows are independent: the same entries, joined in row order)
     threads, blocks = prices.scan_blocks(X)
@@ -353,24 +359,26 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
 
 
 def solve_dense(W: np.ndarray, maximize: bool, unmatched: Any, integer: bool = False,
-                extremes: Any = None) -> tuple[np.ndarray, np.ndarray]:
+                extremes: Any = None, on_prices: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """The dense optimum; with ``integer`` (weights on the fixed-point grid) always by
     :func:`exact_dense`, the lexicographically smallest optimal assignment (of the
-    columns, in their order, when there are more rows than columns). ``extremes``: as
-    :func:`exact_dense`'s, of ``W``."""
+    columns, in their order, when there are more rows than columns). ``extremes``,
+    ``on_prices``: as :func:`exact_dense`'s (``extremes`` of ``W``)."""
     exact = integer or (EXACT_MIN is not None and max(W.shape) >= EXACT_MIN)
     if unmatched is None or isinstance(unmatched, str):
         if not exact:
             return linear_sum_assignment(W, maximize=maximize)
         if W.shape[0] > W.shape[1]:
-            c, r, _ = exact_dense(W.T, maximize=maximize, integer=integer)
+            c, r, _ = exact_dense(W.T, maximize=maximize, integer=integer, on_prices=on_prices)
             o = np.argsort(r, kind="stable")
             return r[o], c[o]
-        r, c, _ = exact_dense(W, maximize=maximize, integer=integer, extremes=extremes)
+        r, c, _ = exact_dense(W, maximize=maximize, integer=integer, extremes=extremes,
+                              on_prices=on_prices)
         return r, c
     u = np.broadcast_to(np.asarray(unmatched, dtype=np.float64), (W.shape[0],))
     if exact:
-        r, c, _ = exact_dense(W, maximize=maximize, unmatched=u, integer=integer)
+        r, c, _ = exact_dense(W, maximize=maximize, unmatched=u, integer=integer,
+                              on_prices=on_prices)
         keep = (W[r, c] > u[r]) if maximize else (W[r, c] < u[r])
         return r[keep], c[keep]
     # Gain of a pair over leaving its row unassigned; pairs with no gain are

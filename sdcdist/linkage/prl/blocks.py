@@ -215,7 +215,8 @@ def _dense_grid(A: dict, B: dict, cmp: Comparison, wp: WeightParams) -> dict:
 
 
 def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
-                  dense_limit: int, truth: np.ndarray, grid: dict | None = None) -> dict:
+                  dense_limit: int, truth: np.ndarray, grid: dict | None = None,
+                  on_prices: Any = None) -> dict:
     # ties between optimal assignments broken by the records' values, not their order
     # (A is already in content order: probabilistic_linkage put it there); the weights on
     # the grid (_dense_grid, computed here unless given); the float weights of the
@@ -228,10 +229,11 @@ def _dense_assign(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
         # non-finite weights (refused by the assignment) or a range that needs a coarser
         # grid: the float weights, rounded by the assignment
         _keep_grid(Q)
-        return _dense_assign_floats(A, B, cmp, wp, dense_limit, truth, ro, grid["t_weights"])
+        return _dense_assign_floats(A, B, cmp, wp, dense_limit, truth, ro, grid["t_weights"],
+                                    on_prices)
     r, c, info = assign_by_content(Q, ro, None, rows_ordered=True, maximize=True,
                                    dense_limit=dense_limit, on_grid=GRID_BITS,
-                                   extremes=grid["extremes"])
+                                   extremes=grid["extremes"], on_prices=on_prices)
     _keep_grid(Q)
     inv = np.empty_like(ro)                  # row of Q of each B record
     inv[ro] = np.arange(ro.size)
@@ -274,14 +276,14 @@ def _rows_in_threads(fn: Any, n: int, rows: int = DENSE_BLOCK_ROWS,
 
 def _dense_assign_floats(A: dict, B: dict, cmp: Comparison, wp: WeightParams,
                          dense_limit: int, truth: np.ndarray, ro: np.ndarray,
-                         t_before: float) -> dict:
+                         t_before: float, on_prices: Any = None) -> dict:
     # _dense_assign through the float weights (the assignment checks and rounds them);
     # t_before: wall s already spent on weights
     t0 = time.perf_counter()
     W = dense_weights(A, _take(B, ro), cmp, wp)
     t1 = time.perf_counter()
     r, c, info = assign_by_content(W, ro, None, rows_ordered=True,
-                                   maximize=True, dense_limit=dense_limit)
+                                   maximize=True, dense_limit=dense_limit, on_prices=on_prices)
     at = np.empty_like(ro)                  # row of W of each B record
     at[ro] = np.arange(ro.size)
     t = np.asarray(truth, dtype=np.int64)
@@ -594,12 +596,17 @@ def dense_grid(runner: Runner, A: Any, B: Any, cmp: Comparison, wp: WeightParams
 
 
 def dense_assign(runner: Runner, A: Any, B: Any, cmp: Comparison, wp: WeightParams,
-                 dense_limit: int, truth: Any, grid: Any = None) -> dict:
+                 dense_limit: int, truth: Any, grid: Any = None, on_prices: Any = None) -> dict:
     """The exact 1-1 assignment on all pair weights (``grid``: :func:`dense_grid`'s handle,
     or computed in the same task), ties broken by the records' values: ``rows``, ``cols``,
     ``w``, ``info``, ``wtrue``, ``top``, ``n_top``, ``t_weights`` and ``t_assign`` (wall
-    seconds the weights and the assignment took)."""
-    return runner.call(_dense_assign, A, B, cmp, wp, dense_limit, truth, grid)
+    seconds the weights and the assignment took). ``on_prices``: called (no argument)
+    once the assignment's start on every core is done (the auction's prices,
+    :func:`~sdcdist.linkage.assignment.dense.exact_dense`); only without a client (the
+    task then runs in this process)."""
+    if runner.client is not None:
+        on_prices = None
+    return runner.call(_dense_assign, A, B, cmp, wp, dense_limit, truth, grid, on_prices)
 
 
 def blocked_topc(runner: Runner, A: Any, B: Any, n_a: int, n_b: int, cmp: Comparison,

@@ -134,13 +134,15 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     timings["em"] = time.perf_counter() - t0
     # the identification check (it only flags the fit) runs in a thread of its own beside
     # the candidates and the assignment, which do not depend on it; beside the dense
-    # assignment only once every pair's weight is computed (on all cores)
+    # assignment only once every pair's weight is computed and the auction has set its
+    # prices (both on all cores): it then takes the core the exact solve leaves idle
     dense = blocking is None and max(n_a, n_b) <= s.dense_limit      # else top-c candidates
     grid = dense_grid(runner, Ap, Bp, cmp, wp) if dense else None
     out, timings["identification"] = alongside(
         lambda: _timed(identify, counts, cmp, fit, n_a, n_b, n_pairs, s),
-        lambda: _link(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo,
-                      timings, grid), name="sdcdist-prl-check")
+        lambda start: _link(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path,
+                            cinfo, timings, grid, start),
+        name="sdcdist-prl-check", gate=True)
     grid = None                                      # the weights: no longer needed
     r, c, w, ainfo, wtrue, top, n_top, recounted, true_in_cand = out
     tr = np.asarray(runner.result(truth), dtype=np.int64)
@@ -173,15 +175,21 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
 
 def _link(runner: Runner, Ap: Any, Bp: Any, n_a: int, n_b: int, cmp: Comparison,
           wp: WeightParams, truth: Any, s: PRLSettings, blocking: tuple[int, int] | None,
-          path: str, cinfo: dict, timings: dict, grid: Any = None) -> tuple:
+          path: str, cinfo: dict, timings: dict, grid: Any = None,
+          start: Any = None) -> tuple:
     """Candidates and the 1-1 assignment (dense and exact on every pair's weight when
     ``grid``, :func:`~.blocks.dense_grid`'s handle, is given; else sparse on the top-c
     candidates),
     with best link's top weights and their ties: ``(rows, cols, w, ainfo, wtrue, top,
-    n_top, recounted, true_in_candidates)``; their wall times into ``timings``."""
+    n_top, recounted, true_in_candidates)``; their wall times into ``timings``.
+    ``start``: lets side work start (called with no argument): once the dense
+    assignment's auction has set its prices when it runs in this process, else at once."""
+    start = start if start is not None else (lambda: None)
     tr = np.asarray(runner.result(truth), dtype=np.int64)
     if grid is not None:
-        out = dense_assign(runner, Ap, Bp, cmp, wp, s.dense_limit, truth, grid)
+        if runner.client is not None:
+            start()                      # the assignment runs elsewhere
+        out = dense_assign(runner, Ap, Bp, cmp, wp, s.dense_limit, truth, grid, start)
         r, c, w, ainfo, wtrue = out["rows"], out["cols"], out["w"], out["info"], out["wtrue"]
         true_in_cand = int(np.count_nonzero(~np.isnan(wtrue)))
         top, n_top, recounted = out["top"], out["n_top"], 0
@@ -189,6 +197,7 @@ def _link(runner: Runner, Ap: Any, Bp: Any, n_a: int, n_b: int, cmp: Comparison,
         timings["candidates"] = float(out["t_weights"])
         timings["assignment"] = float(out["t_assign"])
     else:
+        start()
         t0 = time.perf_counter()
         cand = candidates(runner, Ap, Bp, n_a, n_b, cmp, wp, truth, s, blocking, path, cinfo)
         timings["candidates"] = time.perf_counter() - t0
