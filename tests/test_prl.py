@@ -766,3 +766,32 @@ def test_pld_best_with_exact_blocks_counts_ties_within_the_block():
         want += (1.0 / best.size) if j in best else 0.0
     assert res.info["best_ties_recounted"] > 0 and want != round(want)
     assert res.correct_best == pytest.approx(want, abs=1e-12)
+
+
+def test_identification_check_starts_once_the_auction_has_set_its_prices(rng, monkeypatch):
+    """In one process the identification check waits for the dense assignment's auction
+    (which uses every core) and runs beside the exact solve after it; the same result as
+    with the check beside the whole assignment (run with a client it starts at once)."""
+    import sdcdist.linkage.assignment.auction as auction
+    import sdcdist.linkage.prl.driver as driver
+    monkeypatch.setattr(auction, "AUCTION_MIN", 50)          # the auction on 120 records
+    events = []
+    start, check = auction.auction_start, driver.identify
+    monkeypatch.setattr(auction, "auction_start",
+                        lambda *a, **k: (events.append("auction"), start(*a, **k),
+                                         events.append("prices"))[1])
+    monkeypatch.setattr(driver, "identify",
+                        lambda *a: (events.append("check"), check(*a))[1])
+    A = rng.normal(size=(120, 4))
+    B = A + rng.normal(scale=0.3, size=A.shape)
+    out = probabilistic_linkage(Runner(None), A, B, 120, 120, (0, 1, 2, 3))
+    assert events == ["auction", "prices", "check"]
+    assert out.info["em_identified"] is not None
+    # the check beside the whole assignment (the gate opened at once): the same linkage
+    along = driver.alongside
+    monkeypatch.setattr(driver, "alongside",
+                        lambda side, main, **kw: along(side, lambda go: (go(), main(go))[1],
+                                                       **kw))
+    ref = probabilistic_linkage(Runner(None), A, B, 120, 120, (0, 1, 2, 3))
+    assert np.array_equal(ref.cols_a, out.cols_a) and np.array_equal(ref.weights, out.weights)
+    assert (ref.correct, ref.info["em_info_ratio"]) == (out.correct, out.info["em_info_ratio"])
