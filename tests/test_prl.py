@@ -1,6 +1,8 @@
 """Probabilistic record linkage: kernels vs brute force, PLD / PLD20 on reference data (the
 EM fit: tests/test_prl_em.py)."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -768,7 +770,8 @@ def test_pld_best_with_exact_blocks_counts_ties_within_the_block():
     assert res.correct_best == pytest.approx(want, abs=1e-12)
 
 
-def test_identification_check_starts_once_the_auction_has_set_its_prices(rng, monkeypatch):
+def test_identification_check_starts_once_the_auction_has_set_its_prices(rng, monkeypatch,
+                                                                          client):
     """In one process the identification check waits for the dense assignment's auction
     (which uses every core) and runs beside the exact solve after it; the same result as
     with the check beside the whole assignment (run with a client it starts at once)."""
@@ -795,3 +798,15 @@ def test_identification_check_starts_once_the_auction_has_set_its_prices(rng, mo
     ref = probabilistic_linkage(Runner(None), A, B, 120, 120, (0, 1, 2, 3))
     assert np.array_equal(ref.cols_a, out.cols_a) and np.array_equal(ref.weights, out.weights)
     assert (ref.correct, ref.info["em_info_ratio"]) == (out.correct, out.info["em_info_ratio"])
+    # with a client the assignment runs on a worker: the check starts before it is sent
+    monkeypatch.setattr(driver, "alongside", along)
+    checked = threading.Event()
+    monkeypatch.setattr(driver, "identify", lambda *a: (checked.set(), check(*a))[1])
+    remote = Runner(client)
+    call = remote.call
+    sent = []
+    remote.call = lambda fn, *a, **k: (fn.__name__ == "_dense_assign"
+                                       and sent.append(checked.wait(20)), call(fn, *a, **k))[1]
+    far = probabilistic_linkage(remote, A, B, 120, 120, (0, 1, 2, 3))
+    assert sent == [True]
+    assert np.array_equal(far.cols_a, out.cols_a) and far.correct == out.correct

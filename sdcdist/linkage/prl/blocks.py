@@ -602,9 +602,11 @@ def dense_assign(runner: Runner, A: Any, B: Any, cmp: Comparison, wp: WeightPara
     ``w``, ``info``, ``wtrue``, ``top``, ``n_top``, ``t_weights`` and ``t_assign`` (wall
     seconds the weights and the assignment took). ``on_prices``: called (no argument)
     once the assignment's start on every core is done (the auction's prices,
-    :func:`~sdcdist.linkage.assignment.dense.exact_dense`); only without a client (the
-    task then runs in this process)."""
-    if runner.client is not None:
+    :func:`~sdcdist.linkage.assignment.dense.exact_dense`) when the task runs in this
+    process (no client); with a client it runs elsewhere, and ``on_prices`` is called at
+    once."""
+    if runner.client is not None and on_prices is not None:
+        on_prices()
         on_prices = None
     return runner.call(_dense_assign, A, B, cmp, wp, dense_limit, truth, grid, on_prices)
 

@@ -175,20 +175,16 @@ def probabilistic_linkage(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
 
 def _link(runner: Runner, Ap: Any, Bp: Any, n_a: int, n_b: int, cmp: Comparison,
           wp: WeightParams, truth: Any, s: PRLSettings, blocking: tuple[int, int] | None,
-          path: str, cinfo: dict, timings: dict, grid: Any = None,
-          start: Any = None) -> tuple:
+          path: str, cinfo: dict, timings: dict, grid: Any, start: Any) -> tuple:
     """Candidates and the 1-1 assignment (dense and exact on every pair's weight when
     ``grid``, :func:`~.blocks.dense_grid`'s handle, is given; else sparse on the top-c
     candidates),
     with best link's top weights and their ties: ``(rows, cols, w, ainfo, wtrue, top,
     n_top, recounted, true_in_candidates)``; their wall times into ``timings``.
     ``start``: lets side work start (called with no argument): once the dense
-    assignment's auction has set its prices when it runs in this process, else at once."""
-    start = start if start is not None else (lambda: None)
+    assignment's auction has set its prices (:func:`~.blocks.dense_assign`), else at once."""
     tr = np.asarray(runner.result(truth), dtype=np.int64)
     if grid is not None:
-        if runner.client is not None:
-            start()                      # the assignment runs elsewhere
         out = dense_assign(runner, Ap, Bp, cmp, wp, s.dense_limit, truth, grid, start)
         r, c, w, ainfo, wtrue = out["rows"], out["cols"], out["w"], out["info"], out["wtrue"]
         true_in_cand = int(np.count_nonzero(~np.isnan(wtrue)))
