@@ -89,16 +89,17 @@ ESTEP_CHUNK = 512
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _series_chunk(i0, c, OR, r1, q0, n, cs, cw):
-    # the softplus terms c_q softplus(d_q) and c_q g_q of patterns q0 .. q0 + n - 1 of one
-    # group-1 row (ratio product r1) by the series branch of _softplus, the same
-    # operations in the same order (e = odds R[i0] R[i1] = OR[i0] r1). The gather first
-    # (into cw), then a loop on contiguous values without a branch, which vectorises.
-    # Returns how many patterns are outside the series' range (their terms are then
-    # computed again by _softplus).
+def _series_chunk(ii, cq, OR, r1, n, cs, cw):
+    # the softplus terms c_q softplus(d_q) and c_q g_q of the n patterns of one chunk of a
+    # group-1 row (ratio product r1; ii, cq: the chunk's group-0 rows and counts) by the
+    # series branch of _softplus, the same operations in the same order (e = odds R[i0]
+    # R[i1] = OR[i0] r1). The gather first (into cw), then a loop on contiguous values
+    # without a branch, which vectorises. The chunk's arrays are slices, indexed from 0:
+    # no negative-index wraparound on every access (a slice start plus an offset may be
+    # negative as far as the compiler knows). Returns how many patterns are outside the
+    # series' range (their terms are then computed again by _softplus).
     for p in range(n):
-        cw[p] = OR[i0[q0 + p]]
-    cq = c[q0:q0 + n]
+        cw[p] = OR[ii[p]]
     bad = 0
     for p in range(n):
         e = cw[p] * r1
@@ -153,18 +154,20 @@ def _runs_range(idx, i0, rstart, rrow, r_lo, r_hi, c, R, LR, OR, odds, S, cs, cw
         qe = rstart[rr + 1]
         while q < qe:
             n = min(ESTEP_CHUNK, qe - q)
-            if _series_chunk(i0, c, OR, r1, q, n, cs, cw):
+            ii = i0[q:q + n]             # the chunk's rows and counts, indexed from 0
+            cq = c[q:q + n]
+            if _series_chunk(ii, cq, OR, r1, n, cs, cw):
                 for t in range(n):
-                    e = OR[i0[q + t]] * r1
+                    e = OR[ii[t]] * r1
                     if not (0.0 < e < 1e-4):
                         s, w = _softplus(e, odds, LR, idx, q + t)
-                        cs[t] = c[q + t] * s
-                        cw[t] = c[q + t] * w
+                        cs[t] = cq[t] * s
+                        cw[t] = cq[t] * w
             for t in range(n):
                 cm = cw[t]
                 sp += cs[t]
                 sm += cm
-                S[i0[q + t]] += cm
+                S[ii[t]] += cm
                 a1 += cm
             q += n
         S[j1] = a1
