@@ -151,8 +151,10 @@ def _read(total: np.ndarray, h: np.ndarray, h16: np.ndarray, pairs: int | None, 
     # sparse_of_hists, and whether the uint32 array may hold wraps
     if not h16.size:
         return (*sparse_of_hist(total, h), True)
+    # room for a quarter of the counters (or pairs) at first: a space without its empty
+    # exact levels (:mod:`.compact`) holds far more patterns a counter than one with them
     nz, c = nonzero_u16(h16, counts=True, expect=h16.size // 16 if pairs is None else
-                        min(h16.size, pairs) // 8, pmap=pmap)
+                        min(h16.size, pairs) // 4, pmap=pmap)
     flushed = int(total.sum()) if total.size else 0
     wraps = pairs is None or int(c.sum()) + flushed != pairs
     if wraps:
