@@ -51,7 +51,8 @@ def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
     # N ln(1 - p) + sum_kl T_kl ln u_kl + sum_q c_q softplus(d_q), d_q = ln e_q.
     P, G = idx.shape
     J = clev.shape[0]
-    base = _tables(clev, nl, m, u, p, T, N, ratio, R, LR, np.empty(J))
+    span = _row_spans(clev)
+    base = _tables(clev, nl, m, u, p, T, N, ratio, R, LR, np.empty(J), span)
     S[:] = 0.0
     odds = p / (1.0 - p)
     sp = 0.0
@@ -79,7 +80,7 @@ def _estep(idx, c, clev, nl, m, u, p, T, N, bm, ratio, R, LR, S):
         S[j1] = a1
     else:
         sm, sp = _loop_range(idx, c, R, LR, odds, 0, P, S)
-    _levels_from_rows(clev, S, bm)
+    _levels_from_rows(clev, S, bm, span)
     return sm, base + sp
 
 
@@ -112,9 +113,29 @@ def _series_chunk(ii, cq, OR, r1, n, cs, cw):
 
 
 @numba.njit(cache=True, nogil=True)
-def _tables(clev, nl, m, u, p, T, N, ratio, R, LR, OR):
+def _row_spans(clev):
+    # each table row's columns [span[j, 0], span[j, 1]): those of its group (consecutive;
+    # clev is -1 on the others)
+    J, K = clev.shape
+    span = np.zeros((J, 2), dtype=np.int64)
+    for j in range(J):
+        k0 = K
+        k1 = 0
+        for k in range(K):
+            if clev[j, k] >= 0:
+                k0 = min(k0, k)
+                k1 = k + 1
+        span[j, 0] = k0
+        span[j, 1] = max(k0, k1)
+    return span
+
+
+@numba.njit(cache=True, nogil=True)
+def _tables(clev, nl, m, u, p, T, N, ratio, R, LR, OR, span):
     # the per-row tables of an E-step: ratio (K, L) = m / u, R / LR (J) the rows' ratio
-    # products and log-ratio sums, OR = odds R; returns N ln(1 - p) + sum_kl T_kl ln u_kl
+    # products and log-ratio sums, OR = odds R; returns N ln(1 - p) + sum_kl T_kl ln u_kl.
+    # A row's products over the columns of its group only (span, _row_spans): the same
+    # factors in the same order as over all columns skipping the others
     J, K = clev.shape
     base = N * np.log1p(-p)
     lratio = np.zeros_like(ratio)
@@ -128,7 +149,7 @@ def _tables(clev, nl, m, u, p, T, N, ratio, R, LR, OR):
     for j in range(J):
         r = 1.0
         lr = 0.0
-        for k in range(K):
+        for k in range(span[j, 0], span[j, 1]):
             lv = clev[j, k]
             if lv >= 0:
                 r *= ratio[k, lv]
@@ -196,12 +217,12 @@ def _loop_range(idx, c, R, LR, odds, q_lo, q_hi, S):
 
 
 @numba.njit(cache=True, nogil=True)
-def _levels_from_rows(clev, S, bm):
-    # bm (K, L): the expected level counts among matches from the rows' sums S
-    J, K = clev.shape
+def _levels_from_rows(clev, S, bm, span):
+    # bm (K, L): the expected level counts among matches from the rows' sums S (each row
+    # on the columns of its group, span)
     bm[:, :] = 0.0
-    for j in range(J):
-        for k in range(K):
+    for j in range(clev.shape[0]):
+        for k in range(span[j, 0], span[j, 1]):
             lv = clev[j, k]
             if lv >= 0:
                 bm[k, lv] += S[j]
@@ -217,11 +238,12 @@ def _estep_runs(idx, i0, rstart, rrow, c, clev, nl, m, u, p, T, N, bm, ratio, R,
     # outside the series' range by _softplus), then added in pattern order into the same
     # sums as _estep's loop (sp, sm, S[i0] and the run's group-1 sum held in a register).
     # i0: idx[:, 0] contiguous; OR, cs, cw: scratch (J), (ESTEP_CHUNK,), (ESTEP_CHUNK,).
-    base = _tables(clev, nl, m, u, p, T, N, ratio, R, LR, OR)
+    span = _row_spans(clev)
+    base = _tables(clev, nl, m, u, p, T, N, ratio, R, LR, OR, span)
     S[:] = 0.0
     sm, sp = _runs_range(idx, i0, rstart, rrow, 0, rstart.size - 1, c, R, LR, OR,
                          p / (1.0 - p), S, cs, cw)
-    _levels_from_rows(clev, S, bm)
+    _levels_from_rows(clev, S, bm, span)
     return sm, base + sp
 
 
@@ -306,6 +328,7 @@ class EStep:
     def __init__(self, idx: np.ndarray, clev: np.ndarray, c: np.ndarray, nl: np.ndarray,
                  T: np.ndarray, pmap=None):
         self.idx, self.clev, self.nl, self.T = idx, clev, nl, T
+        self.span = _row_spans(clev)
         # whole counts below 2^32 streamed as uint32 (half the bytes a step reads; each
         # converts to the same float64 in the kernels); integer counts are summed exactly
         # (below 2^53 the same float as a float sum)
@@ -353,7 +376,7 @@ class EStep:
         """Expected matches ``sum c g`` and the log-likelihood at ``(m, u, p)``; ``bm``
         (K, L) receives the expected level counts among matches."""
         base = _tables(self.clev, self.nl, m, u, p, self.T, self.N, self.ratio, self.R,
-                       self.LR, self.OR)
+                       self.LR, self.OR, self.span)
         odds = p / (1.0 - p)
         sums = self.pmap(self._part, [(k, odds) for k in range(len(self.parts))])
         S = self.S[0].copy()
@@ -362,5 +385,5 @@ class EStep:
             S += self.S[k]
             sm += sums[k][0]
             sp += sums[k][1]
-        _levels_from_rows(self.clev, S, bm)
+        _levels_from_rows(self.clev, S, bm, self.span)
         return sm, base + sp
