@@ -8,27 +8,7 @@ import pytest
 from sdcdist.linkage import prl
 from sdcdist.linkage.prl import compact, patterns
 from sdcdist.linkage.prl.comparison import transposed
-
-
-def _same(x, y):
-    np.testing.assert_array_equal(x[0], y[0])
-    np.testing.assert_array_equal(x[1], y[1])
-
-
-def _sides(A, B, cmp):
-    cols = tuple(range(A.shape[1]))
-    return (prl.prepare_side(A, cols, cmp, side="a"), prl.prepare_side(B, cols, cmp, side="b"))
-
-
-def _brute_s(A, B, cmp):
-    # the s comparison's counts from the CATALOG: level = tolerances t sd(A column) that
-    # |a - b| exceeds (NaN exceeds all)
-    sd = np.nanstd(A, axis=0, ddof=1)
-    code = np.zeros((B.shape[0], A.shape[0]), dtype=np.int64)
-    for k, lev in enumerate(cmp.levels):
-        d = np.abs(A[:, k][None, :] - B[:, k][:, None])
-        code += sum(~(d <= sd[k] * t) for t in lev).astype(np.int64) * int(cmp.radix[k])
-    return prl.sparse_counts(code.ravel())
+from test_prl_kernel import _brute_s, _same, _sides
 
 
 def _masked(n_a, n_b, K, seed):
