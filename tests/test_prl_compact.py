@@ -77,30 +77,44 @@ def test_expand_codes_keeps_order_and_maps_every_digit():
 
 
 @pytest.mark.parametrize("K,seed", [(3, 2), (8, 3)])
-def test_rank_kernel_in_the_compact_space_counts_as_the_hash_kernel(K, seed):
+def test_rank_kernel_in_the_compact_space_counts_as_the_hash_kernel(K, seed, monkeypatch):
     """Masked continuous keys (no value shared: every exact level dropped), then some
-    columns sharing a value (their exact levels kept), with NaN, infinities and signed
-    zeros: the dense kernel (the rank kernel in the smaller space) gives the hash kernel's
-    counts and the CATALOG formula's, bit for bit."""
+    columns sharing a value (their exact levels kept, the others still dropped), with NaN,
+    infinities and signed zeros: the dense kernel (the rank kernel in the smaller space)
+    gives the hash kernel's counts and the CATALOG formula's, bit for bit, also with its
+    codes computed beside their counting and the counters read in parts on two threads."""
+    from sdcdist.linkage.prl import hists
+    from sdcdist.parallel import thread_pool
     A, B = _masked(500, 300, K, seed)
     cmp = prl.comparison(K)
     a, b = _sides(A, B, cmp)
-    avT, tolT = transposed(a)
-    tc, _ = patterns._const_tolerances(tolT, cmp.n_levels)
-    assert compact.compact_levels(avT, np.ascontiguousarray(b["v"]), tc,
-                                  cmp.n_levels).drop.all()
+
+    def drop() -> np.ndarray:
+        avT, tolT = transposed(a)
+        tc, _ = patterns._const_tolerances(tolT, cmp.n_levels)
+        cl = compact.compact_levels(avT, np.ascontiguousarray(b["v"]), tc, cmp.n_levels)
+        return np.zeros(K, dtype=np.int64) if cl is None else cl.drop
+
+    def check(ref) -> None:
+        _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
+        # the pipelined codes and the counters read in parts (their thresholds lowered so
+        # that this block takes them)
+        monkeypatch.setattr(patterns, "PIPE_MIN_PAIRS", 0)
+        monkeypatch.setattr(patterns, "PIPE_PAIRS", 4096)
+        monkeypatch.setattr(hists, "NONZERO_PMAP_MIN", 0)
+        with thread_pool(2) as pmap:
+            _same(prl.pattern_counts(a, b, cmp, kernel="dense", pmap=pmap), ref)
+        monkeypatch.undo()
+
+    np.testing.assert_array_equal(drop(), np.ones(K))
     ref = prl.pattern_counts(a, b, cmp, kernel="hash")
     _same(ref, _brute_s(A, B, cmp))
-    _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
-    # codes and counting side by side (two threads), the same counts
-    _same(prl.pattern_counts(a, b, cmp, kernel="dense",
-                             pmap=lambda fn, blocks: [fn(*x) for x in blocks]), ref)
+    check(ref)
     # one column shares a value, another only infinities, a third signed zeros
     a["v"][4, 0] = b["v"][9, 0]
     a["v"][::31, K - 1] = np.inf
     b["v"][::29, K - 1] = np.inf
-    if K > 2:
-        a["v"][::7, 1] = -0.0
-        b["v"][::5, 1] = 0.0
-    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
-    _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
+    a["v"][::7, 1] = -0.0
+    b["v"][::5, 1] = 0.0
+    np.testing.assert_array_equal(drop(), [0, 0] + [1] * (K - 2))
+    check(prl.pattern_counts(a, b, cmp, kernel="hash"))

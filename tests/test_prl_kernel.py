@@ -141,7 +141,7 @@ def _ranked(a, b, cmp, rank_rows, walk_rows, chunk, flush=prl.patterns._FLUSH_PA
     tc, const = prl.patterns._const_tolerances(tolT, cmp.n_levels)
     assert prl.patterns._rank_eligible(tc, const, cmp.n_levels)
     P = int(cmp.n_patterns)
-    nhist = 4 if P <= prl.patterns._INTERLEAVE_SPACE else 1
+    nhist = prl.patterns._n_hists(P)
     return prl.patterns._counts_ranked(avT, tc, np.ascontiguousarray(b["v"]), cmp.n_levels,
                                        cmp.radix, P, nhist, flush, rank_rows, walk_rows, chunk)
 
@@ -264,7 +264,7 @@ def test_rank_rows_in_any_order(K):
     avT, tolT = transposed(a)
     tc, _ = prl.patterns._const_tolerances(tolT, cmp.n_levels)
     P = int(cmp.n_patterns)
-    nhist = 4 if P <= prl.patterns._INTERLEAVE_SPACE else 1
+    nhist = prl.patterns._n_hists(P)
     for order in (np.argsort(avT[K - 1], kind="stable"), np.arange(500)[::-1]):
         av = np.ascontiguousarray(avT[:, order])
         rank, sv, nfin = prl.patterns._rank_side(av)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from .comparison import mixed_radix
+
 __all__ = ["CompactLevels", "compact_levels", "expand_codes"]
 
 
@@ -65,8 +67,7 @@ def compact_levels(avT: np.ndarray, bv: np.ndarray, tc: np.ndarray, nlev: np.nda
     tcc = np.full_like(tc, -1.0)
     for k in range(K):
         tcc[k, :nl[k] - 1] = tc[k, drop[k]:nlev[k] - 1]
-    radix = np.concatenate([[1], np.cumprod(nl)[:-1]]).astype(np.int64)
-    return CompactLevels(nl, radix, tcc, drop, int(np.prod(nl, dtype=object)))
+    return CompactLevels(nl, mixed_radix(nl), tcc, drop, int(np.prod(nl, dtype=object)))
 
 
 def _digit_table(nl: np.ndarray, drop: np.ndarray, radix: np.ndarray) -> np.ndarray:

@@ -17,7 +17,13 @@ from .settings import DEFAULTS, PRLSettings
 
 __all__ = ["Comparison", "comparison", "transform", "prepare_side", "column_sd", "transposed",
            "all_rows", "level", "MAX_LEVELS", "MAX_PATTERN_CODE", "RULE_DOWNWEIGHT",
-           "RULE_LEVEL", "RULE_LINEAR", "same_tolerances"]
+           "RULE_LEVEL", "RULE_LINEAR", "same_tolerances", "mixed_radix"]
+
+
+def mixed_radix(n_levels: np.ndarray) -> np.ndarray:
+    """The place value of each column in a pattern code ``sum_k level_k * radix_k``
+    (``radix_0 = 1``, each the product of the levels of the columns before it), int64."""
+    return np.concatenate([[1], np.cumprod(n_levels)[:-1]]).astype(np.int64)
 
 
 #: Most tolerances per column (levels = tolerances + 1).
@@ -71,8 +77,7 @@ class Comparison:
 
     @property
     def radix(self) -> np.ndarray:
-        nl = self.n_levels
-        return np.concatenate([[1], np.cumprod(nl)[:-1]]).astype(np.int64)
+        return mixed_radix(self.n_levels)
 
     @property
     def n_patterns(self) -> int:

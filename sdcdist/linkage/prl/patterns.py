@@ -32,6 +32,11 @@ DENSE_PATTERN_SPACE = 1 << 26
 #: (a run of equal codes does not serialise the increments); above, one (cache-bound).
 _INTERLEAVE_SPACE = 1 << 16
 
+
+def _n_hists(n_patterns: int) -> int:
+    """Histograms of a pattern space: 4 interleaved up to :data:`_INTERLEAVE_SPACE`, else 1."""
+    return 4 if n_patterns <= _INTERLEAVE_SPACE else 1
+
 #: A rows per chunk of the dense kernel: the chunk's values stay in cache while every B
 #: row of the block is compared with it.
 _CHUNK_ROWS = 1024
@@ -767,7 +772,7 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
     avT, tolT = transposed(a)
     if kernel == "dense":
         P = int(cmp.n_patterns)
-        nhist = 4 if P <= _INTERLEAVE_SPACE else 1
+        nhist = _n_hists(P)
         if identity:
             tc, const = _const_tolerances(tolT, cmp.n_levels)
             if _rank_eligible(tc, const, cmp.n_levels) and P < (1 << 31):
@@ -778,7 +783,7 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
                 nl, rad, tck, Pk = (cmp.n_levels, cmp.radix, tc, P) if cl is None else \
                     (cl.nlev, cl.radix, cl.tc, cl.n_patterns)
                 codes, counts = read_hists(*_ranked_hists(
-                    avT, tck, bv, nl, rad, Pk, 4 if Pk <= _INTERLEAVE_SPACE else 1,
+                    avT, tck, bv, nl, rad, Pk, _n_hists(Pk),
                     _FLUSH_PAIRS, RANK_ROWS, _WALK_ROWS, _RANK_CHUNK, pmap),
                     pairs=int(avT.shape[1]) * int(b["v"].shape[0]), pmap=pmap)
                 return (codes, counts) if cl is None else \
