@@ -68,6 +68,34 @@ def test_the_lazy_registry_lists_every_metric():
             assert m.func.__module__ == REGISTRY[m.part_of].func.__module__, m.name
 
 
+def test_concurrent_first_look_ups_wait_for_the_loading():
+    # a fresh process whose first look-ups come from several threads at once (the
+    # service's first requests): each must see the whole registry, none a half-filled one
+    got = _run(
+        "import json, threading\n"
+        "from sdcdist.metrics import REGISTRY, get_metric\n"
+        "names = ['IL1s', 'uniques', 'DLD', 'ER', 'PLD', 'IL1s', 'kviol3', 'Score2']\n"
+        "gate = threading.Barrier(len(names) + 1)\n"
+        "seen, errors = {}, []\n"
+        "def look(i, n):\n"
+        "    gate.wait()\n"
+        "    try:\n"
+        "        seen[i] = (get_metric(n).name, n in REGISTRY, REGISTRY.get(n) is not None)\n"
+        "    except Exception as e:\n"
+        "        errors.append(repr(e))\n"
+        "def listing():\n"
+        "    gate.wait()\n"
+        "    seen['all'] = len(list(REGISTRY))\n"
+        "ts = [threading.Thread(target=look, args=(i, n)) for i, n in enumerate(names)]\n"
+        "ts.append(threading.Thread(target=listing))\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "print(json.dumps({'errors': errors, 'ok': sorted(str(v) for k, v in seen.items()\n"
+        "                  if k != 'all'), 'all': seen.get('all'), 'n': len(REGISTRY)}))\n")
+    assert got["errors"] == []
+    assert len(got["ok"]) == 8 and all(o.endswith("True, True)") for o in got["ok"])
+    assert got["all"] == got["n"] > 50
+
+
 def test_an_unknown_metric_is_still_refused_with_the_names():
     from sdcdist.errors import SdcInputError
     from sdcdist.metrics import get_metric

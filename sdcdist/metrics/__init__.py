@@ -28,28 +28,22 @@ _DECLARED = {n: "risk.frequency" for n in ("uniques", "kviol2", "kviol3", "kviol
 
 def _load(name: object = None) -> None:
     """Import the module declaring metric ``name`` (every metric module when ``name`` is
-    None or not in :data:`_DECLARED`)."""
+    None or not in :data:`_DECLARED`). ``REGISTRY`` calls it under its lock, once at a
+    time; it stops calling once every module is imported."""
     import importlib
-    if REGISTRY.loader is None:
-        return
-    REGISTRY.loader = None                      # no re-entry while the modules register
     one = _DECLARED.get(name) if isinstance(name, str) else None
-    try:
-        if one is not None:
-            importlib.import_module(f"{__name__}.{one}")
-            if dict.__contains__(REGISTRY, name):
-                REGISTRY.loader = _load         # the rest stays unimported
-                return
-        for mod in _MODULES:
-            importlib.import_module(f"{__name__}.{mod}")
-        # the listing in module order whatever was imported first (a metric's place in it,
-        # e.g. in docs/catalog.md, must not depend on which look-up came first)
-        items = sorted(dict.items(REGISTRY), key=lambda kv: _rank(kv[1].func.__module__))
-        dict.clear(REGISTRY)
-        dict.update(REGISTRY, items)
-    except BaseException:
-        REGISTRY.loader = _load
-        raise
+    if one is not None:
+        importlib.import_module(f"{__name__}.{one}")
+        if dict.__contains__(REGISTRY, name):
+            return                              # the rest stays unimported
+    for mod in _MODULES:
+        importlib.import_module(f"{__name__}.{mod}")
+    # the listing in module order whatever was imported first (a metric's place in it,
+    # e.g. in docs/catalog.md, must not depend on which look-up came first)
+    items = sorted(dict.items(REGISTRY), key=lambda kv: _rank(kv[1].func.__module__))
+    dict.clear(REGISTRY)
+    dict.update(REGISTRY, items)
+    REGISTRY.loader = None
 
 
 def _rank(module: str) -> int:

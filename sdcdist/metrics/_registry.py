@@ -13,6 +13,7 @@ they combine with :meth:`MeasureContext.value`.
 from __future__ import annotations
 
 import logging
+import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -192,24 +193,48 @@ class _Registry(dict):
     #: the package's loader ``load(name or None)``; None once every module is imported
     loader: Callable[[str | None], None] | None = None
 
+    def __init__(self) -> None:
+        super().__init__()
+        # one loading at a time: a look-up in another thread waits for it instead of
+        # reading a half-filled registry (the service answers its first requests on
+        # several threads); the thread that loads may look up while its modules register
+        self._lock = threading.RLock()
+        self._busy = False
+
     def _need(self, name: Any = None) -> None:
         if self.loader is not None:
+            with self._lock:
+                self._load_for(name)
+
+    def _load_for(self, name: Any) -> None:
+        # with the lock held: load what ``name`` needs (every module for None) unless this
+        # thread is already loading or it is there
+        if self.loader is None or self._busy or (name is not None
+                                                  and dict.__contains__(self, name)):
+            return
+        self._busy = True
+        try:
             self.loader(name)
+        finally:
+            self._busy = False
+
+    def _read(self, name: str, read: Callable[[], Any]) -> Any:
+        # a look-up of one name: under the lock while loading may still change the dict
+        # (a full load re-orders it at its end)
+        if self.loader is None:
+            return read()
+        with self._lock:
+            self._load_for(name)
+            return read()
 
     def __getitem__(self, name: str) -> Metric:
-        if self.loader is not None and not dict.__contains__(self, name):
-            self._need(name)
-        return dict.__getitem__(self, name)
+        return self._read(name, lambda: dict.__getitem__(self, name))
 
     def get(self, name: str, default: Any = None) -> Any:
-        if self.loader is not None and not dict.__contains__(self, name):
-            self._need(name)
-        return dict.get(self, name, default)
+        return self._read(name, lambda: dict.get(self, name, default))
 
     def __contains__(self, name: object) -> bool:
-        if self.loader is not None and not dict.__contains__(self, name):
-            self._need(name)
-        return dict.__contains__(self, name)
+        return self._read(name, lambda: dict.__contains__(self, name))  # type: ignore[arg-type]
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         self._need()
