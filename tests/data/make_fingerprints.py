@@ -52,7 +52,9 @@ def _dump(path: Path, obj: dict) -> None:
 
 
 def subset_spec(subset: dict):
-    """The parsed spec ``subset["spec"]`` restricted to the subset's parameters."""
+    """The parsed spec ``subset["spec"]`` restricted to the subset's parameters (and to its
+    ``replicates`` when it names them: replicate r of a cell has the same seed whatever the
+    count)."""
     import yaml
 
     from sdcdist.audit import parse_spec
@@ -61,6 +63,7 @@ def subset_spec(subset: dict):
     for m in doc["methods"]:
         if "params" in m:
             m["params"] = subset["params"][m["name"]]
+    doc["replicates"] = subset.get("replicates", doc.get("replicates", 1))
     return parse_spec(doc, base_dir=path.parent)
 
 
