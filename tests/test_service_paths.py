@@ -276,6 +276,35 @@ def test_concurrent_wrong_tokens_are_counted_exactly(served):
         assert httpx.get(url + "/v1/datasets", headers=h[who]).status_code == 200
 
 
+def test_an_idle_connection_outlives_the_clients_keep_alive(served):
+    """A client keeps an idle connection 5 s (httpx, sdcdist.connect); the server must keep
+    it longer, or a request sent on it as the server closes it is lost ("Server
+    disconnected"). Here the same socket is reused after 6 s of silence."""
+    url, _ = served()
+    host, port = url.removeprefix("http://").split(":")
+    request = (f"GET /v1/health HTTP/1.1\r\nHost: {host}\r\n\r\n").encode()
+
+    def answer(sock: socket.socket) -> bytes:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                return data
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(int(h.split(b":")[1]) for h in head.split(b"\r\n")
+                      if h.lower().startswith(b"content-length:"))
+        while len(body) < length:
+            body += sock.recv(4096)
+        return head
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(request)
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+        time.sleep(6.0)
+        sock.sendall(request)
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+
+
 # -- spec parsing -----------------------------------------------------------------------------
 def test_duplicate_json_keys_and_yaml_tags_are_refused(two):
     c, store, h, _ = two

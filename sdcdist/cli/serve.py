@@ -63,17 +63,27 @@ def check_forwarded(value: str | None) -> str | None:
     return ",".join(items)
 
 
+#: Seconds an idle client connection stays open (uvicorn's default is 5, the same as
+#: httpx's pool: a client reusing a connection at that moment loses its request)
+KEEP_ALIVE = 75
+
+
 def uvicorn_config(asgi: object, *, host: str, port: int, certfile: str | None = None,
                    keyfile: str | None = None, forwarded_allow_ips: str | None = None
                    ) -> "object":
     """The uvicorn configuration of ``sdcdist serve``. ``X-Forwarded-For`` (and
     ``X-Forwarded-Proto``) are read only from the peers of ``forwarded_allow_ips``; with
     None (the default) never, whatever uvicorn's defaults or ``FORWARDED_ALLOW_IPS`` say:
-    the address the wrong-token limiter counts is then the connection's own."""
+    the address the wrong-token limiter counts is then the connection's own. An idle
+    connection stays open :data:`KEEP_ALIVE` seconds: longer than clients and proxies keep
+    theirs (5 s for ``sdcdist.connect``, 60 s for common load balancers), so a request a
+    client sends on an idle connection never meets the server closing it ("Server
+    disconnected")."""
     import uvicorn
     return uvicorn.Config(
         asgi, host=host, port=port, ssl_certfile=certfile, ssl_keyfile=keyfile,
         log_config=None, access_log=True, timeout_graceful_shutdown=5,
+        timeout_keep_alive=KEEP_ALIVE,
         proxy_headers=forwarded_allow_ips is not None,
         forwarded_allow_ips=forwarded_allow_ips if forwarded_allow_ips is not None
         else "")
