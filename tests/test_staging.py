@@ -242,6 +242,15 @@ def test_an_output_inside_a_store_is_refused(run, work):
         _refused(run(*args), "is inside", "give a path outside it")
     assert "'cube.zarr', an audit cube" in run(
         "report", "cube.zarr", "--by", "DLD", "--csv", "cube.zarr/x.csv").output
+    # the library's writers refuse it too, before any work
+    from sdcdist.audit import calibrate
+    from sdcdist.errors import SdcInputError
+    for write in (lambda: run_audit(str(_spec(work)), str(work / "d.zarr" / "cube.zarr")),
+                  lambda: run_audit(str(_spec(work)), str(work / "cube.zarr" / "a" / "b.zarr")),
+                  lambda: calibrate(str(_spec(work)), metric="DLD", target=0.3,
+                                    out=str(work / "cube.zarr" / "cal.zarr"))):
+        with pytest.raises(SdcInputError, match="is inside .*give a path outside it"):
+            write()
     assert _tree(work) == before
     assert run("report", "cube.zarr", "--by", "DLD", "--csv", "x.csv").exit_code == 0
     assert run("verify", "cube.zarr").exit_code == 0

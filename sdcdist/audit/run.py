@@ -483,7 +483,7 @@ def _prepare_cube(spec: AuditSpec, out: str, data: list[tuple[Microdata, list]],
     for i, h in (holdouts or {}).items():
         fingerprints[i]["holdout"] = {"sha256": h.sha256, "shape": list(h.values.shape)}
     exists = Path(out).exists() if "://" not in out else _remote_exists(out)
-    if exists and "://" not in out:
+    if "://" not in out:
         check_replaceable(out, what="cube", kind="cube", inputs=input_paths(spec))
     if exists and not overwrite and "://" not in out and _no_done_cell(out):
         overwrite = True

@@ -159,16 +159,8 @@ def check_output(path: str | None, *, what: str, overwrite: bool = False,
         raise empty_error(what, "give a file name")
     p = Path(path)
     shown = redact(path)
-    from ..data.staging import STORE_KINDS, enclosing_store
-    inside = enclosing_store(path)
-    if inside is not None:
-        folder, found = inside
-        cwd = os.path.realpath(os.getcwd())
-        if folder == cwd or folder.startswith(cwd + os.sep):
-            folder = os.path.relpath(folder, cwd)
-        raise SdcInputError(f"{what} {shown!r} is inside {folder!r}, "
-                            f"{STORE_KINDS[found][0]}, and writing there would change it "
-                            "(its integrity check would then fail); give a path outside it")
+    from ..data.staging import check_outside_stores
+    check_outside_stores(path, what=what)
     if p.exists():
         if kind == "file" and p.is_dir():
             raise SdcInputError(f"{what} {shown!r} is a folder; give a file name (e.g. "

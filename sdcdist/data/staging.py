@@ -27,6 +27,7 @@ import numpy as np
 from .. import checksums
 from ..errors import SdcInputError, exists_error
 from ..storage import local_path
+from ..text import redact
 
 __all__ = ["remove_stale_temps", "open_zarr_group", "Staging", "new_values_array", "temp_name",
            "CleanOnSigterm", "STORE_KINDS", "stored_kind", "enclosing_store",
@@ -77,6 +78,22 @@ def enclosing_store(path: str | os.PathLike) -> tuple[str, str] | None:
     return None
 
 
+def check_outside_stores(path: str | os.PathLike, *, what: str = "the output") -> None:
+    """Refuse a local output inside an sdcdist store at any depth (:func:`enclosing_store`):
+    writing there would change the store and fail its integrity check. Raise
+    :class:`SdcInputError` naming the store and the fix."""
+    inside = enclosing_store(path)
+    if inside is None:
+        return
+    folder, found = inside
+    cwd = os.path.realpath(os.getcwd())
+    if folder == cwd or folder.startswith(cwd + os.sep):
+        folder = os.path.relpath(folder, cwd)
+    raise SdcInputError(f"The {what} {redact(str(path))!r} is inside {folder!r}, "
+                        f"{STORE_KINDS[found][0]}, and writing there would change it "
+                        "(its integrity check would then fail); give a path outside it")
+
+
 def _within(inner: Path, outer: Path) -> bool:
     return inner == outer or outer in inner.parents
 
@@ -86,13 +103,14 @@ def check_replaceable(path: str | os.PathLike, *, what: str = "the output",
     """Refuse an existing local output that a write may not replace; raise
     :class:`SdcInputError` naming it and what to do.
 
-    Refused, whether or not ``--overwrite`` is given: the working directory or a folder
+    Refused, whether or not ``--overwrite`` is given: a path inside an sdcdist store
+    (:func:`check_outside_stores`), existing or not; the working directory or a folder
     holding it; an input of the command (``inputs``: its local files, stores and spec) or
     a folder holding one at any depth; for a store ``kind`` (a key of
     :data:`STORE_KINDS`), a folder that is not an earlier store of that kind (another
     kind of store, or a folder of anything else, even an empty one); for a ``file``, a
-    folder. Nothing is checked for a path that does not exist, a URL, or ``kind="dir"``
-    (a folder written into, never replaced).
+    folder. Nothing else is checked for a path that does not exist or for ``kind="dir"``
+    (a folder written into, never replaced), nothing at all for a URL.
 
     Parameters
     ----------
@@ -106,7 +124,10 @@ def check_replaceable(path: str | os.PathLike, *, what: str = "the output",
         Everything the command reads (None and URLs are skipped).
     """
     shown = local_path(str(path))
-    if "://" in shown or kind == "dir" or not os.path.lexists(shown):
+    if "://" in shown:
+        return
+    check_outside_stores(shown, what=what)
+    if kind == "dir" or not os.path.lexists(shown):
         return
     real = Path(os.path.realpath(shown))
     fix = "choose another output path"
