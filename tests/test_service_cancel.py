@@ -96,6 +96,52 @@ def test_cancel_reason_is_the_state_it_ends(tmp_path):
     assert store.audit("au_1")["runs"] == 1
 
 
+def test_a_delete_and_a_resume_or_submit_of_its_dataset_never_both_win(tmp_path):
+    """Deleting an upload reads the audits and deletes in one transaction, as a submit
+    and a resume check their uploads: a resume that starts while a delete is deciding
+    waits for it and then finds the dataset gone (it would otherwise requeue an audit
+    whose data is being removed)."""
+    import threading
+
+    from sdcdist.service.store import UploadsGone
+    store = Store(tmp_path / "root")
+    spec = {"name": "a", "dataset": {"name": "d", "path": "datasets/ds_0a.zarr"}}
+    for i in ("ds_0a", "ds_0b"):
+        store.add_dataset(i, "ann", name=i, filename="d.csv", rows=3, columns=["x"],
+                          roles={}, sha256="0" * 64)
+    store.add_audit("au_1", "ann", name="a", spec=spec, cells_total=1)
+    store.finish("au_1", "failed", "x")
+    entered, release, got = threading.Event(), threading.Event(), {}
+
+    def deciding(row):                      # the delete's check, held open a moment
+        entered.set()
+        release.wait(10)
+        return False
+    delete = threading.Thread(target=lambda: got.update(
+        delete=store.delete_dataset("ds_0a", "ann", busy=deciding)))
+    delete.start()
+    assert entered.wait(10)
+    resume = threading.Thread(target=lambda: got.update(resume=store.requeue("au_1", "ann")))
+    resume.start()
+    resume.join(0.5)
+    assert resume.is_alive()                # waits for the delete's transaction
+    release.set()
+    delete.join(10)
+    resume.join(10)
+    assert got == {"delete": "deleted", "resume": "deleted"}
+    assert store.audit("au_1")["status"] == "failed"
+    with pytest.raises(UploadsGone) as gone:
+        store.add_audit("au_2", "ann", name="b", spec=spec, cells_total=1)
+    assert gone.value.gone == [("ds_0a", "d")] and store.audit("au_2") is None
+    # an active audit that reads it keeps a dataset; a second delete finds nothing
+    other = {"name": "b", "dataset": {"name": "e", "path": "datasets/ds_0b.zarr"}}
+    store.add_audit("au_3", "ann", name="c", spec=other, cells_total=1)
+    busy = lambda a: "ds_0b" in a["spec"] and a["status"] in ("queued", "running")  # noqa: E731
+    assert store.delete_dataset("ds_0b", "ann", busy=busy) == "used"
+    assert store.dataset("ds_0b", "ann") is not None
+    assert store.delete_dataset("ds_0a", "ann") == "missing"
+
+
 def test_dataset_of_a_cancelled_audit_still_computing_is_kept(svc, tmp_path):
     ds = _upload(svc, tmp_path)
     aid = _submit(svc, ds)
@@ -130,8 +176,11 @@ def test_results_of_an_audit_whose_dataset_was_deleted(svc, tmp_path):
     r = svc.post(f"/v1/audits/{queued}/resume")
     assert r.status_code == 409 and f"({ds}) was deleted" in r.json()["detail"], r.text
     assert svc.get(f"/v1/audits/{queued}").json()["status"] == "cancelled"
-    # resumed before the dataset went: the worker says the same, not a file path
-    assert svc.store.requeue(queued, "local") == "queued"
+    # a resume now finds the dataset gone in the same transaction (it cannot requeue)
+    assert svc.store.requeue(queued, "local") == "deleted"
+    # queued all the same (a root whose state was edited by hand): the worker says the
+    # same, not a file path
+    svc.store._exec("UPDATE audits SET status='queued' WHERE id=?", (queued,))
     svc.runner._run(queued)
     a = svc.get(f"/v1/audits/{queued}").json()
     assert a["status"] == "failed" and "was deleted" in a["error"], a

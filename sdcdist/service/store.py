@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Store", "ACTIVE", "FINAL"]
+__all__ = ["Store", "ACTIVE", "FINAL", "UploadsGone"]
 
 #: audit states; ``queued`` and ``running`` count against a principal's limit
 ACTIVE = ("queued", "running")
@@ -66,6 +66,14 @@ def deleted_message(gone: list[tuple[str, str]]) -> str:
             "deleted, so what needs its data (a release, a comparison, a release report, a "
             "resume) cannot be made; the results of its cube (records, query, report, "
             "plots, the cube itself) are still answered")
+
+
+class UploadsGone(Exception):
+    """An audit names uploads that were deleted: ``gone`` holds their ``(id, name)``."""
+
+    def __init__(self, gone: list[tuple[str, str]]):
+        super().__init__(deleted_message(gone))
+        self.gone = gone
 
 
 def new_id(prefix: str) -> str:
@@ -198,9 +206,20 @@ class Store:
         return [_dataset_out(d) for d in
                 self._all("SELECT * FROM datasets WHERE owner=? ORDER BY created", (owner,))]
 
-    def delete_dataset(self, dataset_id: str, owner: str) -> bool:
-        return self._exec("DELETE FROM datasets WHERE id=? AND owner=?",
-                          (dataset_id, owner)).rowcount > 0
+    def delete_dataset(self, dataset_id: str, owner: str,
+                       busy: Callable[[dict[str, Any]], bool] | None = None) -> str:
+        """Delete ``owner``'s dataset unless ``busy`` says one of their audits (a row) still
+        needs it: ``"deleted"``, ``"used"`` or ``"missing"``. The audits are read and the
+        row deleted in one transaction, so a submit or a resume that names the dataset
+        either comes first (and the delete is refused) or finds it gone."""
+        with self._transaction() as c:
+            if busy is not None and any(
+                    busy(dict(a)) for a in c.execute("SELECT * FROM audits WHERE owner=?",
+                                                     (owner,)).fetchall()):
+                return "used"
+            n = c.execute("DELETE FROM datasets WHERE id=? AND owner=?",
+                          (dataset_id, owner)).rowcount
+        return "deleted" if n else "missing"
 
     # -- audits ------------------------------------------------------------
     def add_audit(self, audit_id: str, owner: str, *, name: str, spec: dict[str, Any],
@@ -208,8 +227,13 @@ class Store:
         """Insert a queued audit; with ``limit``, only if ``owner`` has fewer active ones.
 
         Returns whether it was inserted (the check and the insert are one transaction).
+        Raises :class:`UploadsGone` when an upload the spec reads was deleted (checked in
+        the same transaction as the insert: a delete comes first or is refused).
         """
         with self._transaction() as c:
+            gone = self.deleted_uploads(spec, owner)
+            if gone:
+                raise UploadsGone(gone)
             if limit is not None:
                 n = c.execute("SELECT COUNT(*) FROM audits WHERE owner=? AND status IN "
                               "(?,?)", (owner, *ACTIVE)).fetchone()[0]
@@ -304,14 +328,17 @@ class Store:
 
         With ``limit``, only if ``owner`` has fewer active (queued or running) audits: a
         resumed audit counts against the limit as a submitted one does (the check and
-        the update are one transaction). Returns ``"queued"``, ``"limit"`` or
-        ``"state"`` (the audit is not failed or cancelled).
+        the update are one transaction). Returns ``"queued"``, ``"limit"``, ``"state"``
+        (the audit is not failed or cancelled) or ``"deleted"`` (an upload it reads was
+        deleted: checked in the same transaction, so a delete comes first or is refused).
         """
         with self._transaction() as c:
-            row = c.execute("SELECT status FROM audits WHERE id=? AND owner=?",
+            row = c.execute("SELECT status, spec FROM audits WHERE id=? AND owner=?",
                             (audit_id, owner)).fetchone()
             if row is None or row[0] not in ("failed", "cancelled"):
                 return "state"
+            if self.deleted_uploads(row[1], owner):
+                return "deleted"
             if limit is not None:
                 n = c.execute("SELECT COUNT(*) FROM audits WHERE owner=? AND status IN "
                               "(?,?)", (owner, *ACTIVE)).fetchone()[0]

@@ -20,7 +20,7 @@ from fastapi.responses import StreamingResponse
 from ...errors import SdcInputError, empty_error, unreadable_error, value_error
 from ...logs import event
 from ..helpers import Service
-from ..store import ACTIVE, Store, audit_out, deleted_message, new_id
+from ..store import ACTIVE, Store, UploadsGone, audit_out, deleted_message, new_id
 
 __all__ = ["router", "cancel_reason", "parse_body", "resolve_spec", "resolve_dataset",
            "resolve_field"]
@@ -57,8 +57,14 @@ def router(svc: Service) -> APIRouter:
         check_submission(spec, config.limits)   # against the data, in bounded memory
         check_holdouts(spec, config.limits)     # those a requested metric reads
         audit_id = new_id("au")
-        if not store.add_audit(audit_id, who, name=spec.name, spec=spec.raw,
-                               cells_total=len(plan_cells(spec)), limit=config.max_audits):
+        try:
+            added = store.add_audit(audit_id, who, name=spec.name, spec=spec.raw,
+                                    cells_total=len(plan_cells(spec)), limit=config.max_audits)
+        except UploadsGone as exc:              # deleted since the spec was read
+            names = ", ".join(f"{name!r} ({i})" for i, name in exc.gone)
+            raise HTTPException(409, f"the spec's dataset {names} was deleted while the "
+                                     "audit was submitted; upload it again") from None
+        if not added:
             raise HTTPException(429, f"you have {config.max_audits} audits queued or "
                                      "running, the most this service allows at once; wait "
                                      "for one to finish or cancel one")
@@ -92,6 +98,8 @@ def router(svc: Service) -> APIRouter:
             if gone:
                 raise HTTPException(409, deleted_message(gone))
         outcome = store.requeue(audit_id, who, limit=config.max_audits)
+        if outcome == "deleted":                # deleted since the check above
+            raise HTTPException(409, deleted_message(store.deleted_uploads(a["spec"], who)))
         if outcome == "limit":
             raise HTTPException(429, f"you have {config.max_audits} audits queued or "
                                      "running, the most this service allows at once; wait "

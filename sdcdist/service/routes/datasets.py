@@ -237,12 +237,15 @@ def router(svc: Service) -> APIRouter:
         # an audit still computing counts whatever its state says (a cancelled one stops
         # at its next cell)
         computing = set(svc.runner.running) if svc.runner is not None else set()
-        if any(ref in a["spec"] for a in store.audits(who)
-               if a["status"] in ACTIVE or a["id"] in computing):
+        outcome = store.delete_dataset(
+            dataset_id, who, busy=lambda a: ref in a["spec"] and (
+                a["status"] in ACTIVE or a["id"] in computing))
+        if outcome == "used":
             raise HTTPException(409, f"dataset {dataset_id!r} is used by an audit that is "
                                      "queued or running (or, cancelled, still finishing its "
                                      "cell); cancel it or wait for it first")
-        store.delete_dataset(dataset_id, who)
+        if outcome == "missing":                # deleted meanwhile by another request
+            svc.own_dataset(dataset_id, who)
         shutil.rmtree(store.dataset_path(dataset_id), ignore_errors=True)
         event(log, "dataset deleted", dataset=dataset_id, principal=who)
         return {"id": dataset_id, "deleted": True}
