@@ -201,10 +201,11 @@ class _Registry(dict):
         self._lock = threading.RLock()
         self._busy = False
 
-    def _need(self, name: Any = None) -> None:
+    def _need(self) -> None:
+        # every module (a listing)
         if self.loader is not None:
             with self._lock:
-                self._load_for(name)
+                self._load_for(None)
 
     def _load_for(self, name: Any) -> None:
         # with the lock held: load what ``name`` needs (every module for None) unless this

@@ -58,9 +58,13 @@ CREATE INDEX IF NOT EXISTS audits_owner ON audits(owner, status);
 _UPLOAD = re.compile(r"datasets/(ds_[0-9a-f]+)\.zarr")
 
 
+def _names(gone: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{name!r} ({i})" for i, name in gone)
+
+
 def deleted_message(gone: list[tuple[str, str]]) -> str:
     """What a result that needs an audit's data says when its dataset was deleted."""
-    names = ", ".join(f"{name!r} ({i})" for i, name in gone)
+    names = _names(gone)
     one = len(gone) == 1
     return (f"the audit's dataset{'' if one else 's'} {names} {'was' if one else 'were'} "
             "deleted, so what needs its data (a release, a comparison, a release report, a "
@@ -69,10 +73,12 @@ def deleted_message(gone: list[tuple[str, str]]) -> str:
 
 
 class UploadsGone(Exception):
-    """An audit names uploads that were deleted: ``gone`` holds their ``(id, name)``."""
+    """A submitted spec names uploads that were deleted: ``gone`` holds their
+    ``(id, name)``."""
 
     def __init__(self, gone: list[tuple[str, str]]):
-        super().__init__(deleted_message(gone))
+        super().__init__(f"the spec's dataset {_names(gone)} was deleted while the audit "
+                         "was submitted; upload it again")
         self.gone = gone
 
 

@@ -37,6 +37,7 @@ def _n_hists(n_patterns: int) -> int:
     """Histograms of a pattern space: 4 interleaved up to :data:`_INTERLEAVE_SPACE`, else 1."""
     return 4 if n_patterns <= _INTERLEAVE_SPACE else 1
 
+
 #: A rows per chunk of the dense kernel: the chunk's values stay in cache while every B
 #: row of the block is compared with it.
 _CHUNK_ROWS = 1024

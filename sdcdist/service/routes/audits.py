@@ -61,9 +61,7 @@ def router(svc: Service) -> APIRouter:
             added = store.add_audit(audit_id, who, name=spec.name, spec=spec.raw,
                                     cells_total=len(plan_cells(spec)), limit=config.max_audits)
         except UploadsGone as exc:              # deleted since the spec was read
-            names = ", ".join(f"{name!r} ({i})" for i, name in exc.gone)
-            raise HTTPException(409, f"the spec's dataset {names} was deleted while the "
-                                     "audit was submitted; upload it again") from None
+            raise HTTPException(409, str(exc)) from None
         if not added:
             raise HTTPException(429, f"you have {config.max_audits} audits queued or "
                                      "running, the most this service allows at once; wait "
@@ -93,12 +91,8 @@ def router(svc: Service) -> APIRouter:
         one whose dataset was deleted; 429
         when you already have `--max-audits` audits queued or running)."""
         a = svc.own_audit(audit_id, who)
-        if a["status"] in ("failed", "cancelled"):
-            gone = store.deleted_uploads(a["spec"], who)
-            if gone:
-                raise HTTPException(409, deleted_message(gone))
         outcome = store.requeue(audit_id, who, limit=config.max_audits)
-        if outcome == "deleted":                # deleted since the check above
+        if outcome == "deleted":
             raise HTTPException(409, deleted_message(store.deleted_uploads(a["spec"], who)))
         if outcome == "limit":
             raise HTTPException(429, f"you have {config.max_audits} audits queued or "
