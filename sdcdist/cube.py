@@ -128,13 +128,18 @@ def as_cube(ds: xr.Dataset) -> Cube:
 
 
 def open_cube(url: str, *, squeeze: bool = True) -> Cube:
-    """Open a cube lazily (Dask-backed) from a path or fsspec URL.
+    """Open a cube lazily from a path or fsspec URL.
+
+    Its arrays are read in this process when their values are needed, not through Dask:
+    with a distributed ``Client`` active in the session, Dask would send the cluster a task
+    per chunk (a cube keeps one chunk per cell), and a report on a small cube would take
+    seconds instead of a fraction of one.
 
     With ``squeeze`` (the default) a cube of one dataset opens with
     ``dataset`` as a scalar coordinate instead of a dimension of length 1.
     """
     try:
-        ds = xr.open_zarr(str(url), consolidated=False)
+        ds = xr.open_zarr(str(url), consolidated=False, chunks=None)
     except Exception as exc:
         damage = _damaged_metadata(str(url))
         if damage:

@@ -109,7 +109,7 @@ def _check_saturation_flags(out) -> None:
     """PS/PS2 are flagged exactly where the fit separates the files (value 0.25)."""
     import numpy as np
     import xarray as xr
-    ds = xr.open_zarr(str(out), consolidated=False).load()
+    ds = xr.open_zarr(str(out), consolidated=False, chunks=None).load()
     for m in set(VALUES_ONLY) & {str(x) for x in ds["metric"].values}:
         v = ds["value"].sel(metric=m).values
         f = ds["flag"].sel(metric=m).values

@@ -43,6 +43,19 @@ def test_ranking_table_means_ties_and_direction(cube):
         ranking_table(cube, by="DLD")
 
 
+def test_a_cube_is_read_here_not_through_an_active_cluster(cube, client):
+    # with a distributed Client active, Dask-backed arrays would send the cluster a task per
+    # chunk (one per cell) for every table; a cube's arrays are read in this process
+    from distributed import get_task_stream
+    from sdcdist.cube import cell_table
+    assert cube["value"].chunks is None
+    with get_task_stream(client) as ts:
+        t = cell_table(cube)
+        ranking_table(cube, by="RR")
+    assert not ts.data
+    assert t.loc[("a", 1.0), "L"] == 2.0 and t.loc[("a", 1.0), "replicates"] == 2
+
+
 def test_sel_by_method_label(cube):
     v = cube.sel(method="a", param=1.0, metric="L").mean("replicate")["value"]
     assert float(v) == 2.0

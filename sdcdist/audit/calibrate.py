@@ -383,7 +383,7 @@ def open_calibration(url: str) -> cubemod.Cube:
     Like the audit cube, ``sel(method=...)`` selects methods.
     """
     try:
-        ds = xr.open_zarr(str(url), consolidated=False)
+        ds = xr.open_zarr(str(url), consolidated=False, chunks=None)   # read here, as a cube
     except Exception as exc:
         raise unreadable_error("a calibration cube", url, type(exc).__name__) from None
     if "calibrated_param" not in ds:

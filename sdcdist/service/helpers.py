@@ -180,11 +180,8 @@ class Service:
         with lock:
             hit = self._cubes.get(audit_id)
             if hit is None or hit[0] != key:
-                import xarray as xr
-                open_cube(str(path), squeeze=False)      # its checks: integrity, metadata
-                # read whole arrays at once: much faster than Dask's chunk-by-chunk tasks
-                cube = as_cube(xr.open_zarr(str(path), consolidated=False,
-                                            chunks=None).load())
+                # its checks (integrity, metadata), then every array read at once
+                cube = open_cube(str(path), squeeze=False).load()
                 with self._cubes_lock:
                     self._cubes.pop(audit_id, None)
                     self._cubes[audit_id] = (key, cube)
