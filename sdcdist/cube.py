@@ -66,7 +66,8 @@ from .conventions import (CONVENTIONS, CRL_CORRELATIONS, DLD_CONVENTIONS, DLD_DI
                           PRL_COUNTING, PRL_FITS, conventions)
 from .errors import SdcInputError, empty_error, unknown_name_error, unreadable_error
 
-__all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "done_cells",
+__all__ = ["Cube", "CubeArray", "open_cube", "create_cube", "write_cell", "CellWriter",
+           "done_cells",
            "cell_table",
            "select_dataset", "dataset_names", "ranks", "best", "pareto", "at_risk",
            "crossing", "pareto_front", "metric_ascending", "CONVENTIONS", "DLD_CONVENTIONS",
@@ -252,32 +253,73 @@ def write_cell(store: str | Any, m: int, p: int, r: int, *, values: np.ndarray,
     ``d``, ``m``, ``p``, ``r`` index the dataset, method, parameter and replicate.
     ``release_fingerprint``: the SHA-256 (32 bytes) of the cell's masked file
     (:func:`masked_fingerprint`), recorded so that ``sdcdist release`` can check the
-    file it regenerates.
+    file it regenerates. A writer of many cells keeps a :class:`CellWriter` instead.
     """
-    g = open_group(store) if isinstance(store, str) else store
+    CellWriter(open_group(store) if isinstance(store, str) else store).write(
+        m, p, r, values=values, keyset_values=keyset_values, excluded=excluded, flags=flags,
+        d=d, release_fingerprint=release_fingerprint)
 
-    def arr(name: str) -> Any:
-        # every chunk of a done cell is stored, even an all-NaN one, so that a missing
-        # chunk is detected as corruption (integrity.check_cube_cells), never read as NaN
-        return g[name].with_config({"write_empty_chunks": True})
 
-    arr("value")[d, m, p, :, r] = values
-    ks = np.asarray(keyset_values)
-    arr("keyset_value")[d, m, p, :, r, :ks.shape[1]] = ks
-    arr("excluded")[d, m, p, :, r] = excluded
-    arr("flag")[d, m, p, :, r] = flags
-    if release_fingerprint is not None and integrity.RELEASE_FINGERPRINTS in g:
-        fp = np.frombuffer(bytes(np.asarray(release_fingerprint, dtype=np.uint8))
-                           if not isinstance(release_fingerprint, bytes)
-                           else release_fingerprint, dtype=np.uint8)
-        arr(integrity.RELEASE_FINGERPRINTS)[d, m, p, r] = fp
-    manifest = g.attrs.get(integrity.INTEGRITY_ATTR)
-    if isinstance(manifest, Mapping) and manifest.get("cell_digests") == integrity.CELL_DIGESTS:
-        # the fingerprint of what is stored now, before the done mark (a kill in between
-        # leaves a cell that is recomputed on resume, never one marked done unsigned)
-        digest = np.frombuffer(integrity.cell_sha256(g, (d, m, p, r)), dtype=np.uint8)
-        g[integrity.CELL_DIGESTS].with_config({"write_empty_chunks": True})[d, m, p, r] = digest
-    arr("done")[d, m, p, r] = 1
+class CellWriter:
+    """Writes cells into one open cube (:func:`write_cell`, cell after cell): its arrays
+    opened once (each opening reads the array's metadata), and each cell's fingerprint
+    computed from the very arrays written (their stored dtypes and shapes), not read back.
+
+    Parameters
+    ----------
+    group : zarr.Group
+        The cube's root group, open for writing (:func:`open_group`).
+    """
+
+    def __init__(self, group: Any):
+        self.group = group
+
+        def arr(name: str) -> Any:
+            # every chunk of a done cell is stored, even an all-NaN one, so that a missing
+            # chunk is detected as corruption (integrity.check_cube_cells), never read as NaN
+            return group[name].with_config({"write_empty_chunks": True})
+        self.arrays = {name: arr(name) for name in (*integrity.CELL_ARRAYS, "done")}
+        self.release = arr(integrity.RELEASE_FINGERPRINTS) \
+            if integrity.RELEASE_FINGERPRINTS in group else None
+        manifest = group.attrs.get(integrity.INTEGRITY_ATTR)
+        self.digests = arr(integrity.CELL_DIGESTS) if isinstance(manifest, Mapping) \
+            and manifest.get("cell_digests") == integrity.CELL_DIGESTS else None
+
+    def write(self, m: int, p: int, r: int, *, values: np.ndarray,
+              keyset_values: np.ndarray, excluded: np.ndarray, flags: np.ndarray,
+              d: int = 0, release_fingerprint: bytes | np.ndarray | None = None) -> None:
+        """:func:`write_cell` (the same arguments) into this writer's cube."""
+        a = self.arrays
+        ks = np.asarray(keyset_values)
+        parts = {"value": np.asarray(values, dtype=a["value"].dtype),
+                 "excluded": np.asarray(excluded, dtype=a["excluded"].dtype),
+                 "flag": np.asarray(flags, dtype=a["flag"].dtype)}
+        a["value"][d, m, p, :, r] = parts["value"]
+        a["keyset_value"][d, m, p, :, r, :ks.shape[1]] = ks
+        if ks.shape[1] == a["keyset_value"].shape[5]:   # the cell's whole slice
+            parts["keyset_value"] = np.asarray(ks, dtype=a["keyset_value"].dtype)
+        a["excluded"][d, m, p, :, r] = parts["excluded"]
+        a["flag"][d, m, p, :, r] = parts["flag"]
+        release = None
+        if self.release is not None and release_fingerprint is not None:
+            release = np.frombuffer(bytes(np.asarray(release_fingerprint, dtype=np.uint8))
+                                    if not isinstance(release_fingerprint, bytes)
+                                    else release_fingerprint, dtype=np.uint8)
+            self.release[d, m, p, r] = release
+        if self.digests is not None:
+            # the fingerprint of what is stored now, before the done mark (a kill in between
+            # leaves a cell that is recomputed on resume, never one marked done unsigned);
+            # what this call did not write whole (narrower key-set values, a fingerprint
+            # not given) is read back
+            cell = (d, m, p, r)
+            if "keyset_value" not in parts:
+                g = self.group["keyset_value"]
+                parts["keyset_value"] = np.asarray(g[d, m, p, :, r, :])
+            if self.release is not None and release is None:
+                release = np.asarray(self.release[cell])
+            digest = np.frombuffer(integrity.cell_parts_sha256(parts, release), dtype=np.uint8)
+            self.digests[cell] = digest
+        a["done"][d, m, p, r] = 1
 
 
 def masked_fingerprint(values: np.ndarray, *, chunk_rows: int = 65_536) -> bytes:

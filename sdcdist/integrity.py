@@ -27,7 +27,7 @@ from .errors import SdcInputError, unreadable_error
 from .roles import ROLES
 
 __all__ = ["CorruptStoreError", "seal", "check_metadata", "ValuesDigest", "VerifyReport",
-           "verify_store", "INTEGRITY_ATTR", "array_sha256", "cell_sha256",
+           "verify_store", "INTEGRITY_ATTR", "array_sha256", "cell_sha256", "cell_parts_sha256",
            "fixed_arrays_sha256", "CELL_ARRAYS", "CELL_DIGESTS", "RELEASE_FINGERPRINTS",
            "dataset_attr_problems", "code_problems", "malformed_error"]
 
@@ -96,16 +96,28 @@ def cell_sha256(group: Any, cell: tuple[int, int, int, int]) -> bytes:
     cubes that record it, the masked file's fingerprint), from a group or from the cell
     arrays already in memory (a mapping name -> numpy array: the same bytes)."""
     d, m, p, r = cell
-    h = hashlib.sha256()
+    parts = {}
     for name in CELL_ARRAYS:
         if name in group:
             a = group[name]
-            key = (d, m, p, slice(None), r) + (slice(None),) * (a.ndim - 5)
+            parts[name] = np.asarray(a[(d, m, p, slice(None), r) + (slice(None),) * (a.ndim - 5)])
+    release = (np.asarray(group[RELEASE_FINGERPRINTS][d, m, p, r])
+               if _has(group, RELEASE_FINGERPRINTS) else None)
+    return cell_parts_sha256(parts, release)
+
+
+def cell_parts_sha256(parts: Mapping[str, np.ndarray], release: np.ndarray | None) -> bytes:
+    """:func:`cell_sha256` of one cell's stored arrays given as they are stored (``parts``:
+    the arrays of :data:`CELL_ARRAYS` the cube has, each the cell's slice with its stored
+    dtype; ``release``: the stored masked-file fingerprint, None in a cube without them)."""
+    h = hashlib.sha256()
+    for name in CELL_ARRAYS:
+        if name in parts:
             h.update(name.encode())
-            h.update(np.ascontiguousarray(np.asarray(a[key])).tobytes())
-    if _has(group, RELEASE_FINGERPRINTS):
+            h.update(np.ascontiguousarray(parts[name]).tobytes())
+    if release is not None:
         h.update(b"release_fingerprint")
-        h.update(np.asarray(group[RELEASE_FINGERPRINTS][d, m, p, r], dtype=np.uint8).tobytes())
+        h.update(np.asarray(release, dtype=np.uint8).tobytes())
     return h.digest()
 
 

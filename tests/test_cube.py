@@ -48,3 +48,30 @@ def test_best_pareto_at_risk_respect_direction():
     assert t.loc["noise", "param"] == 0.2 and t.loc["noise", "status"] == "ok"
     with pytest.raises(SdcInputError, match="Unknown metric 'RR'"):
         at_risk(cube, "RR", 1.0)
+
+
+def test_cell_writer_signs_what_it_stores(tmp_path):
+    # the writer's fingerprint of each cell (computed from the arrays it writes) equals the
+    # one computed from the stored arrays read back, whatever the inputs' dtypes, a NaN's
+    # payload, a narrower key-set block or a missing masked-file fingerprint
+    from sdcdist import integrity
+    from sdcdist.cube import CellWriter, create_cube, open_group
+    path = str(tmp_path / "c.zarr")
+    create_cube(path, methods=["a", "b"], param_names=["p", "p"], params=[1.0, 2.0],
+                metrics=["L", "R", "S"], metric_kinds=["loss", "risk", "risk"],
+                ascending=[True, True, True], replicates=2, keysets=[("x",), ("y",)],
+                attrs={"spec": {}})
+    g = open_group(path)
+    w = CellWriter(g)
+    odd_nan = np.frombuffer(np.uint64(0xFFF8_0000_0000_0001).tobytes(), dtype=np.float64)[0]
+    w.write(0, 0, 0, values=np.array([1.5, odd_nan, -0.0]), keyset_values=np.ones((3, 2)),
+            excluded=[0, 1, 2], flags=np.array([0, 1, 0], dtype=np.int64),
+            release_fingerprint=bytes(range(32)))
+    w.write(1, 1, 1, values=np.array([np.nan, 2.0, 3.0], dtype=np.float32),
+            keyset_values=np.full((3, 1), 4.0), excluded=np.zeros(3, np.int64),
+            flags=np.zeros(3, np.int8))
+    for cell in [(0, 0, 0, 0), (0, 1, 1, 1)]:
+        stored = bytes(np.asarray(g[integrity.CELL_DIGESTS][cell], dtype=np.uint8))
+        assert any(stored) and stored == integrity.cell_sha256(g, cell)
+    assert np.asarray(g["done"][0, 0, 0, 0]) == 1 and np.asarray(g["done"][0, 1, 1, 1]) == 1
+    assert np.isnan(np.asarray(g["keyset_value"][0, 1, 1, :, 1, 1])).all()   # never written

@@ -603,11 +603,11 @@ def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,
     mode = options_cell_mode(options, max(md.values.shape[0] for md, _ in data), cells=len(todo),
                      workers=Runner(client).n_workers)
     _record_code_paths(out, Runner(client))
-    group = cubemod.open_group(out)
+    writer = cubemod.CellWriter(cubemod.open_group(out))
     bar = _bar(len(todo), progress)
 
     def write(cell: Cell, res: dict[str, np.ndarray]) -> None:
-        cubemod.write_cell(group, cell.m, cell.p, cell.replicate, d=cell.d, **res)
+        writer.write(cell.m, cell.p, cell.replicate, d=cell.d, **res)
         written[0] += 1
         bar(1)
         if on_cell is not None:
