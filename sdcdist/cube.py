@@ -290,14 +290,14 @@ class CellWriter:
               d: int = 0, release_fingerprint: bytes | np.ndarray | None = None) -> None:
         """:func:`write_cell` (the same arguments) into this writer's cube."""
         a = self.arrays
-        ks = np.asarray(keyset_values)
+        ks = np.asarray(keyset_values, dtype=a["keyset_value"].dtype)
         parts = {"value": np.asarray(values, dtype=a["value"].dtype),
                  "excluded": np.asarray(excluded, dtype=a["excluded"].dtype),
                  "flag": np.asarray(flags, dtype=a["flag"].dtype)}
         a["value"][d, m, p, :, r] = parts["value"]
         a["keyset_value"][d, m, p, :, r, :ks.shape[1]] = ks
         if ks.shape[1] == a["keyset_value"].shape[5]:   # the cell's whole slice
-            parts["keyset_value"] = np.asarray(ks, dtype=a["keyset_value"].dtype)
+            parts["keyset_value"] = ks
         a["excluded"][d, m, p, :, r] = parts["excluded"]
         a["flag"][d, m, p, :, r] = parts["flag"]
         release = None
@@ -313,8 +313,7 @@ class CellWriter:
             # not given) is read back
             cell = (d, m, p, r)
             if "keyset_value" not in parts:
-                g = self.group["keyset_value"]
-                parts["keyset_value"] = np.asarray(g[d, m, p, :, r, :])
+                parts["keyset_value"] = np.asarray(a["keyset_value"][d, m, p, :, r, :])
             if self.release is not None and release is None:
                 release = np.asarray(self.release[cell])
             digest = np.frombuffer(integrity.cell_parts_sha256(parts, release), dtype=np.uint8)
