@@ -759,11 +759,14 @@ def test_auction_scan_keeps_the_best_values_earlier_offers_first(n_c, seed, k, d
 
 
 @pytest.mark.parametrize("unmatched", [False, True])
-def test_auction_batches_are_the_same_auction_for_any_threads(unmatched, monkeypatch):
+@pytest.mark.parametrize("batch", [None, 64])
+def test_auction_batches_are_the_same_auction_for_any_threads(unmatched, batch, monkeypatch):
     """Rows whose lists are spent wait and are scanned together at that moment's prices,
     in threads (from SCAN_PAIR_MIN rows a thread) or in the auction's own loop: the same
-    bids, scans, prices and lists for any number of threads and any hand-off."""
+    bids, scans, prices and lists for any number of threads and any hand-off, with the
+    batches limited (AUCTION_BATCH rows) or not."""
     from sdcdist.linkage.assignment import auction
+    monkeypatch.setattr(auction, "AUCTION_BATCH", batch)
     rng = np.random.default_rng(12)
     W = rng.integers(-40, 8, size=(1100, 1100)).astype(float)       # >= SCAN_THREADS_MIN
     W[300:600] = W[0]

@@ -51,8 +51,9 @@ SCAN_THREADS_MIN = 1 << 20
 
 #: Fewest rows a thread of a batch of the auction's scans (:data:`AUCTION_BATCH`) for
 #: which the batch is shared out to the threads; smaller batches are scanned in the
-#: auction's own loop. The auction is the same either way.
-SCAN_PAIR_MIN = 4
+#: auction's own loop. The auction is the same either way. On the PRL weights of EIA a
+#: hand-off to the threads costs about as much as scanning 16 rows.
+SCAN_PAIR_MIN = 16
 
 
 def scan_blocks(X: np.ndarray) -> tuple[int, list[tuple[int, int]]]:
@@ -111,10 +112,14 @@ def _auction_scan(W, s, mid, i, p, lc, lw, mark):
 #: :func:`auction_start`): a row whose list no longer holds its best column waits for
 #: its scan while the rows behind it in the queue bid on; the batch is scanned once it
 #: is full or no row is left to bid, at the prices of that moment, and its rows bid
-#: next. Fixed, so the auction is the same for any number of threads. On the PRL
-#: weights of EIA (4,092 records) the batches of the first phase fill (128 rows); later
-#: the queue is short and most batches hold a few rows (scanned in the auction's loop).
-AUCTION_BATCH = 128
+#: next. Fixed, so the auction is the same for any number of threads; ``None``: no
+#: limit (the batch is scanned when no row is left to bid). Without a limit the rows
+#: that wait longer are scanned at later prices, so fewer of them are scanned again: on
+#: the PRL weights of EIA (4,092 records) 55 batches of a median 102 rows, 16,132 scans
+#: and 133,220 bids instead of 161 batches (128 rows in the first phase, a few later),
+#: 17,695 scans and 143,329 bids, and the exact assignment 10-15 % faster (the same
+#: assignment: the lexicographically smallest optimum, whatever the prices).
+AUCTION_BATCH: int | None = None
 
 # the auction's state between calls of _auction_run: positions in its ``state`` (int64)
 _PHASE, _HEAD, _SIZE, _BIDS, _SCANS, _PEND, _STARTED = range(7)
@@ -299,7 +304,8 @@ def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float
     owner = np.full(n_c, -1, dtype=np.int64)
     col = np.full(n_r, -1, dtype=np.int64)
     queue = np.empty(n_r, dtype=np.int64)
-    pend = np.empty(min(AUCTION_BATCH, n_r), dtype=np.int64)
+    batch = n_r if AUCTION_BATCH is None else min(AUCTION_BATCH, n_r)
+    pend = np.empty(batch, dtype=np.int64)
     eps_a = np.asarray(eps, dtype=np.float64)
     max_scans = AUCTION_MAX_SCANS * n_r
     with thread_pool(threads, name="sdcdist-auction") as pmap:
