@@ -90,20 +90,21 @@ ESTEP_CHUNK = 512
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _series_chunk(ii, cq, OR, r1, n, cs, cw):
+def _series_chunk(ii, cq, OR, r1, n, cs, cw, ce):
     # the softplus terms c_q softplus(d_q) and c_q g_q of the n patterns of one chunk of a
     # group-1 row (ratio product r1; ii, cq: the chunk's group-0 rows and counts) by the
     # series branch of _softplus, the same operations in the same order (e = odds R[i0]
-    # R[i1] = OR[i0] r1). The gather first (into cw), then a loop on contiguous values
-    # without a branch, which vectorises. The chunk's arrays are slices, indexed from 0:
-    # no negative-index wraparound on every access (a slice start plus an offset may be
+    # R[i1] = OR[i0] r1). The gather first (into ce, which keeps the gathered values for
+    # the patterns outside the series' range), then a loop on contiguous values without a
+    # branch, which vectorises. The chunk's arrays are slices, indexed from 0: no
+    # negative-index wraparound on every access (a slice start plus an offset may be
     # negative as far as the compiler knows). Returns how many patterns are outside the
     # series' range (their terms are then computed again by _softplus).
     for p in range(n):
-        cw[p] = OR[ii[p]]
+        ce[p] = OR[ii[p]]
     bad = 0
     for p in range(n):
-        e = cw[p] * r1
+        e = ce[p] * r1
         s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
         w = e / (1.0 + e)
         cs[p] = cq[p] * s
@@ -167,6 +168,8 @@ def _runs_range(idx, i0, rstart, rrow, r_lo, r_hi, c, R, LR, OR, odds, S, cs, cw
     # (sum c g, sum c softplus(d)), each summed in pattern order
     sp = 0.0
     sm = 0.0
+    ce = np.empty(cs.size)               # the chunk's gathered OR values
+    bad = np.empty(cs.size, dtype=np.int64)
     for rr in range(r_lo, r_hi):
         j1 = rrow[rr]
         r1 = R[j1]
@@ -177,13 +180,20 @@ def _runs_range(idx, i0, rstart, rrow, r_lo, r_hi, c, R, LR, OR, odds, S, cs, cw
             n = min(ESTEP_CHUNK, qe - q)
             ii = i0[q:q + n]             # the chunk's rows and counts, indexed from 0
             cq = c[q:q + n]
-            if _series_chunk(ii, cq, OR, r1, n, cs, cw):
+            nb = _series_chunk(ii, cq, OR, r1, n, cs, cw, ce)
+            if nb:
+                # the patterns outside the series' range, listed first without a branch
+                # (a chunk holds a few dozen of them among hundreds), then computed
+                nb = 0
                 for t in range(n):
-                    e = OR[ii[t]] * r1
-                    if not (0.0 < e < 1e-4):
-                        s, w = _softplus(e, odds, LR, idx, q + t)
-                        cs[t] = cq[t] * s
-                        cw[t] = cq[t] * w
+                    e = ce[t] * r1
+                    bad[nb] = t
+                    nb += np.int64(not ((e > 0.0) & (e < 1e-4)))
+                for b in range(nb):
+                    t = bad[b]
+                    s, w = _softplus(ce[t] * r1, odds, LR, idx, q + t)
+                    cs[t] = cq[t] * s
+                    cw[t] = cq[t] * w
             for t in range(n):
                 cm = cw[t]
                 sp += cs[t]
