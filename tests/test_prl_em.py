@@ -3,6 +3,7 @@ check: sdcdist/linkage/prl/identification.py): latent models
 recovered, the constrained M-step, SQUAREM vs plain EM vs an independent numpy EM, the
 log-likelihood, a capped fit flagged."""
 
+import importlib
 import itertools
 
 import numpy as np
@@ -264,6 +265,26 @@ def test_em_log_likelihood_matches_direct_evaluation():
     for k in range(K):
         np.testing.assert_allclose(bm[k], np.bincount(lev3[:, k], weights=c3 * g, minlength=3),
                                    rtol=1e-12)
+
+
+def test_a_deferred_log_likelihood_is_the_same_float(census):
+    """The log-likelihood at the end point left to EMResult.settle (as the linkage does,
+    which runs it beside the assignment, its E-step threads gone) is the float an
+    immediate fit gives, and the one the linkage reports."""
+    from sdcdist.parallel import thread_pool
+    X = census.values[:, :6].astype(float)
+    Y = MASKING["noise"](X, 0.4, rng=np.random.default_rng(3))
+    n = X.shape[0]
+    res = probabilistic_linkage(Runner(), X, Y, n, n, tuple(range(6)))
+    cmp = prl.comparison(6, PRLSettings.from_options({}))
+    cap = 1.0 / n
+    now = prl.em(res.counts, cmp, p_start=cap, p_max=cap)
+    with thread_pool(2) as pmap:
+        later = prl.em(res.counts, cmp, p_start=cap, p_max=cap, pmap=pmap, defer_loglik=True)
+    assert np.isnan(later.loglik) and later.pending is not None
+    later.settle()
+    assert later.loglik == now.loglik == res.info["em_loglik"] == res.fit.loglik
+    assert later.pending is None
 
 
 def test_capped_em_is_flagged(census, tmp_path):
@@ -735,7 +756,7 @@ def test_em_is_the_same_bits_with_its_estep_parts_in_threads(monkeypatch):
 
 
 @pytest.mark.parametrize("nl", [[6] * 10, [2] * 20, [5, 7, 3, 11, 2, 9, 4], [6] * 15, [3]])
-def test_group_tables_decode_every_code_in_any_order(nl):
+def test_group_tables_decode_every_code_in_any_order(nl, monkeypatch):
     """Each pattern's table rows hold its levels (one, two or more column groups, codes
     increasing, split without divisions, or in any order), the rows are the occurring
     combinations in increasing order, and the counts per table row are the patterns'."""
@@ -770,3 +791,15 @@ def test_group_tables_decode_every_code_in_any_order(nl):
     i2, cl2 = group_tables(codes[perm], nl, radix)
     np.testing.assert_array_equal(cl2, clev)
     np.testing.assert_array_equal(i2, idx[perm])
+    # the codes read in parts side by side (threads): the same tables and sums
+    em_module = importlib.import_module("sdcdist.linkage.prl.em")
+    from sdcdist.parallel import thread_pool
+    monkeypatch.setattr(em_module, "GROUP_MAP_MIN", 1)
+    with thread_pool(2) as pmap:
+        i3, cl3, cj3 = group_tables(codes, nl, radix, c.astype(np.int64), pmap=pmap)
+        i4, cl4 = group_tables(codes[perm], nl, radix, pmap=pmap)
+    np.testing.assert_array_equal(i3, idx)
+    np.testing.assert_array_equal(cl3, clev)
+    assert cj3.tobytes() == cj.tobytes()
+    np.testing.assert_array_equal(i4, idx[perm])
+    np.testing.assert_array_equal(cl4, clev)

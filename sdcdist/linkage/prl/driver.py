@@ -242,7 +242,8 @@ def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, 
     ``min(n_a, n_b) / pairs``) and the weights it gives. ``prl_em: {fit: m_only}``: u the
     level frequencies over all pairs (all compared pairs), P(M) = ``min(n_a, n_b) / pairs``,
     both fixed; only m fitted. With ``check`` the fit is checked at once
-    (:func:`identify`); without, the caller runs that check."""
+    (:func:`identify`, which also computes its log-likelihood); without, the caller runs
+    that check."""
     p_start = min(n_a, n_b) / float(n_pairs)
     e = s.em
     m_only = e.fit == "m_only"
@@ -250,7 +251,8 @@ def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, 
         fit = em(counts, cmp, p_start=p_start,
                  p_max=p_start if (e.p_max is None or m_only) else e.p_max,
                  m_start=e.m_start, max_iter=e.max_iter, tol=e.tol, eps=e.eps,
-                 fix_u=m_only, fix_p=m_only, accelerate=e.accelerate, pmap=pmap)
+                 fix_u=m_only, fix_p=m_only, accelerate=e.accelerate, pmap=pmap,
+                 defer_loglik=True)
     if not fit.converged:
         log.warning("PRL: EM did not converge within %d iterations (the result is flagged); %s",
                     fit.iterations, limit_advice(e.accelerate))
@@ -262,7 +264,9 @@ def fit_model(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, n_a: int, 
 def identify(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, fit: EMResult,
              n_a: int, n_b: int, n_pairs: int, s: PRLSettings) -> None:
     """Whether the pattern counts identify the fit (``fit.identified``, ``fit.info_ratio``;
-    :func:`~.identification.identification`), with a warning when they do not."""
+    :func:`~.identification.identification`), with a warning when they do not; and the
+    fit's log-likelihood at its end point, which :func:`fit_model` leaves to this check
+    (``fit.loglik``, :meth:`~.em.EMResult.settle`: it runs beside the assignment)."""
     # a flat likelihood is said, not hidden: a singular observed information at the end
     # point means other parameters (another P(M)) fit the counts as well
     p_start = min(n_a, n_b) / float(n_pairs)
@@ -272,6 +276,7 @@ def identify(counts: tuple[np.ndarray, np.ndarray], cmp: Comparison, fit: EMResu
                          m_only=e.fit == "m_only")
     fit.identified, fit.info_ratio = idn["identified"], idn["info_ratio"]
     fit.tables = None                  # the E-step's tables: not kept with the result
+    fit.settle()                       # the log-likelihood at the end point, here too
     if not fit.identified:
         log.warning("PRL: the pattern counts do not identify the EM fit (observed information "
                     "singular: smallest/largest eigenvalue %.3g); other parameters fit them "

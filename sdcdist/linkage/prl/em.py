@@ -35,7 +35,8 @@ class EMResult:
     :func:`identification`; set by the caller that checks it) and ``info_ratio`` (its
     smallest over its largest eigenvalue; NaN when not checked); ``tables``: the column
     groups' tables the E-step used (:func:`group_tables`), which the identification check
-    reuses.
+    reuses; ``pending``: with ``em(..., defer_loglik=True)``, the computation of ``loglik``
+    (NaN until :meth:`settle` runs it).
     """
 
     m: list[np.ndarray]
@@ -50,6 +51,12 @@ class EMResult:
     identified: bool = True
     info_ratio: float = float("nan")
     tables: Any = field(default=None, repr=False, compare=False)
+    pending: Any = field(default=None, repr=False, compare=False)
+
+    def settle(self) -> None:
+        """Computes the deferred log-likelihood at the end point (``pending``), if any."""
+        if self.pending is not None:
+            self.loglik, self.pending = float(self.pending()), None
 
 
 def _guard(x: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
@@ -162,8 +169,15 @@ def _group_rows(codes, c, divs, rs, base, present, where, idx, cj, fill):
                 present[base[g] + dg] = True
 
 
+#: Fewest patterns from which :func:`group_tables` with a ``pmap`` reads the codes in
+#: :data:`GROUP_PARTS` parts side by side (whole counts: their sums per table row are
+#: exact in any order, so the tables are the same).
+GROUP_MAP_MIN = 1 << 17
+GROUP_PARTS = 4
+
+
 def group_tables(codes: np.ndarray, nl: np.ndarray, radix: np.ndarray,
-                 counts: np.ndarray | None = None) -> tuple:
+                 counts: np.ndarray | None = None, *, pmap: Any = None) -> tuple:
     """Split the key columns into consecutive groups whose level combinations number at
     most :data:`EM_GROUP_SPACE` and index each pattern's combination in every group.
 
@@ -174,6 +188,10 @@ def group_tables(codes: np.ndarray, nl: np.ndarray, radix: np.ndarray,
         codes (as sparse counts hold them) are split without integer divisions.
     counts : ndarray (P,), optional
         The patterns' counts: then also their sums per table row.
+    pmap : callable, optional
+        ``pmap(fn, blocks)`` -> ``[fn(*b) for b in blocks]`` (e.g. on two threads): from
+        :data:`GROUP_MAP_MIN` patterns on, without counts or with whole ones, the codes
+        are read in :data:`GROUP_PARTS` parts side by side; the same tables.
 
     Returns
     -------
@@ -205,14 +223,33 @@ def group_tables(codes: np.ndarray, nl: np.ndarray, radix: np.ndarray,
     c = np.zeros(P) if counts is None else \
         np.ascontiguousarray(counts, dtype=np.int64 if whole else np.float64)
     idx = np.empty((P, len(groups)), dtype=np.int32)
-    _group_rows(codes, c, divs, rs, base, present, np.zeros(0, np.int32), idx, np.zeros(0),
-                False)
+    # parts of the codes side by side (each part's own occurring digits and sums per table
+    # row, then joined: or, and integer sums); float counts are summed in pattern order
+    parts = [(0, P)] if pmap is None or P < GROUP_MAP_MIN or not (whole or counts is None) \
+        else [(P * q // GROUP_PARTS, P * (q + 1) // GROUP_PARTS) for q in range(GROUP_PARTS)]
+    run = pmap if len(parts) > 1 else (lambda fn, blocks: [fn(*b) for b in blocks])
+
+    def occurring(q0: int, q1: int) -> np.ndarray:
+        pr = np.zeros(present.size, dtype=np.bool_)
+        _group_rows(codes[q0:q1], c[q0:q1], divs, rs, base, pr, np.zeros(0, np.int32),
+                    idx[q0:q1], np.zeros(0), False)
+        return pr
+    for pr in run(occurring, parts):
+        present |= pr
     # table rows: the occurring combinations, group after group, increasing within one
     where = np.zeros(present.size, dtype=np.int32)
     occ = np.flatnonzero(present)
     where[occ] = np.arange(occ.size, dtype=np.int32)
-    cj = np.zeros(occ.size, dtype=np.int64 if whole else np.float64)
-    _group_rows(codes, c, divs, rs, base, present, where, idx, cj, True)
+
+    def fill(q0: int, q1: int) -> np.ndarray:
+        cq = np.zeros(occ.size, dtype=np.int64 if whole else np.float64)
+        _group_rows(codes[q0:q1], c[q0:q1], divs, rs, base, present, where, idx[q0:q1], cq,
+                    True)
+        return cq
+    sums = run(fill, parts)
+    cj = sums[0]
+    for cq in sums[1:]:
+        cj += cq
     cj = cj.astype(np.float64, copy=False)
     rows = []
     for g, cols in enumerate(groups):
@@ -548,7 +585,8 @@ def limit_advice(accelerate: bool) -> str:
 def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = None,
        m_start: float = _EM.m_start, max_iter: int = _EM.max_iter, tol: float = _EM.tol,
        eps: float = _EM.eps, fix_u: bool = False, fix_p: bool = False,
-       accelerate: bool = _EM.accelerate, pmap: Any = None) -> EMResult:
+       accelerate: bool = _EM.accelerate, pmap: Any = None,
+       defer_loglik: bool = False) -> EMResult:
     """Fit P(M), m and u by Winkler's constrained EM on the pattern counts.
 
     Parameters
@@ -595,6 +633,10 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
         E-step's fixed parts are run (:class:`~.estep.EStep`; default one after the other,
         e.g. :func:`sdcdist.parallel.thread_pool`'s map runs them in threads). The fit is
         the same bits either way.
+    defer_loglik : bool
+        Leave the log-likelihood at the end point (one more E-step) to
+        :meth:`EMResult.settle`, which then runs it in the caller's thread (e.g. beside
+        other work, once ``pmap``'s threads are gone): the same float.
 
     Notes
     -----
@@ -646,7 +688,7 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     L = int(nl.max())
     # one table row per occurring level combination of a column group (int8 levels), with
     # the pairs of each (cj)
-    idx, clev, cj = group_tables(codes, nl, cmp.radix, c)
+    idx, clev, cj = group_tables(codes, nl, cmp.radix, c, pmap=pmap)
     T = np.zeros((K, L))        # T[k, l]: pairs at level l of column k (fixed; exact integers)
     for k in range(K):
         rows = np.flatnonzero(clev[:, k] >= 0)                   # the rows of k's group
@@ -680,8 +722,14 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     p, it, converged, clipped, constrained = _squarem(
         F, nl64, M, U, p, lo, hi, float(eps), int(max_iter), float(tol), history,
         bool(accelerate))
-    ll = E(M, U, p, np.zeros((K, L)))[1]
     m = [M[k, :nl[k]].copy() for k in range(K)]
     u = [U[k, :nl[k]].copy() for k in range(K)]
-    return EMResult(m, u, float(p), ll, int(it), bool(converged), int(clipped),
-                    int(constrained), history[:it].tolist(), tables=(idx, clev))
+    end = (M.copy(), U.copy(), p)
+
+    def loglik() -> float:
+        return E(*end, np.zeros((K, L)))[1]
+    if defer_loglik:
+        E.serial()                  # pmap's threads may be gone when it runs
+    return EMResult(m, u, float(p), float("nan") if defer_loglik else loglik(), int(it),
+                    bool(converged), int(clipped), int(constrained), history[:it].tolist(),
+                    tables=(idx, clev), pending=loglik if defer_loglik else None)

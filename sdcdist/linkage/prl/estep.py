@@ -370,6 +370,11 @@ class EStep:
         self.pmap = pmap if pmap is not None and P >= ESTEP_MAP_MIN else \
             (lambda fn, blocks: [fn(*b) for b in blocks])
 
+    def serial(self) -> None:
+        """From now on the parts run one after the other in the caller's thread (the same
+        floats)."""
+        self.pmap = lambda fn, blocks: [fn(*b) for b in blocks]
+
     def _part(self, k: int, odds: float) -> tuple[float, float]:
         S = self.S[k]
         S[:] = 0.0
