@@ -272,8 +272,6 @@ class CellWriter:
     """
 
     def __init__(self, group: Any):
-        self.group = group
-
         def arr(name: str) -> Any:
             # every chunk of a done cell is stored, even an all-NaN one, so that a missing
             # chunk is detected as corruption (integrity.check_cube_cells), never read as NaN

@@ -33,9 +33,9 @@ from .reduce import (add_dicts, chunk_bounds, map_batches, map_chunks, map_reduc
                      tree_reduce)
 from .runner import Local, Runner, one_blas_thread
 from .sort import SortedFile, distributed_sort
-from .threads import alongside, thread_map, thread_pool
+from .threads import alongside, serial_map, thread_map, thread_pool
 
-__all__ = ["thread_map", "thread_pool", "alongside", "Runner", "Local", "one_blas_thread", "tree_reduce", "map_reduce", "chunk_bounds", "add_dicts",
+__all__ = ["serial_map", "thread_map", "thread_pool", "alongside", "Runner", "Local", "one_blas_thread", "tree_reduce", "map_reduce", "chunk_bounds", "add_dicts",
            "map_batches", "map_chunks", "reduce_chunks",
            "pairwise_reduce", "pair_block_rows", "indexed_reduce", "distributed_sort",
            "SortedFile", "CellExecutor", "cell_mode"]

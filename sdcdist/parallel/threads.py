@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["thread_map", "thread_pool", "alongside"]
+__all__ = ["serial_map", "thread_map", "thread_pool", "alongside"]
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -59,6 +59,12 @@ def _shared_map(pool: ThreadPoolExecutor, helpers: int, fn: Callable[..., T],
     return out
 
 
+def serial_map(fn: Callable[..., T], blocks: Sequence[tuple]) -> list[T]:
+    """``[fn(*b) for b in blocks]`` in the caller's thread: the map of one thread, where a
+    ``pmap`` (:func:`thread_pool`'s) is expected."""
+    return [fn(*b) for b in blocks]
+
+
 def thread_map(fn: Callable[..., T], blocks: Sequence[tuple], threads: int, *,
                name: str = "sdcdist") -> list[T]:
     """``[fn(*b) for b in blocks]``, the blocks shared out to ``threads`` threads (the
@@ -77,7 +83,7 @@ def thread_pool(threads: int, *, name: str = "sdcdist"
     on ``threads`` threads (the caller's and ``threads - 1`` helpers kept for the with
     block); one thread runs in the caller's alone."""
     if threads <= 1:
-        yield lambda fn, blocks: [fn(*b) for b in blocks]
+        yield serial_map
         return
     with ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix=name) as pool:
         yield lambda fn, blocks: _shared_map(pool, threads - 1, fn, blocks)

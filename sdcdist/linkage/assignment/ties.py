@@ -20,6 +20,8 @@ import math
 import numba
 import numpy as np
 
+from ...parallel import serial_map
+
 __all__ = ["GRID", "GRID_BITS", "grid_bits", "quantize", "lexmin", "tight_dense", "tight_rows",
            "tight_csr"]
 
@@ -116,7 +118,7 @@ def tight_dense(X, s, off, u, v, dummy, blocks=None, tmap=None):
     ``tmap(fn, blocks)`` (e.g. in threads; default one after the other); the same CSR."""
     n_r = X.shape[0]
     blocks = [(0, n_r)] if blocks is None else blocks
-    tmap = tmap or (lambda fn, bl: [fn(*b) for b in bl])
+    tmap = tmap or serial_map
     parts = tmap(lambda r0, r1: tight_rows(X, s, off, u, v, dummy, r0, r1), blocks)
     indptr = np.zeros(n_r + 1, dtype=np.int64)
     if parts:

@@ -12,6 +12,7 @@ import numba
 import numpy as np
 
 from ...errors import SdcInputError
+from ...parallel import serial_map
 from .comparison import Comparison
 from .estep import EStep
 from .settings import DEFAULTS
@@ -227,7 +228,7 @@ def group_tables(codes: np.ndarray, nl: np.ndarray, radix: np.ndarray,
     # row, then joined: or, and integer sums); float counts are summed in pattern order
     parts = [(0, P)] if pmap is None or P < GROUP_MAP_MIN or not (whole or counts is None) \
         else [(P * q // GROUP_PARTS, P * (q + 1) // GROUP_PARTS) for q in range(GROUP_PARTS)]
-    run = pmap if len(parts) > 1 else (lambda fn, blocks: [fn(*b) for b in blocks])
+    run = pmap if len(parts) > 1 else serial_map
 
     def occurring(q0: int, q1: int) -> np.ndarray:
         pr = np.zeros(present.size, dtype=np.bool_)
@@ -724,10 +725,9 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
         bool(accelerate))
     m = [M[k, :nl[k]].copy() for k in range(K)]
     u = [U[k, :nl[k]].copy() for k in range(K)]
-    end = (M.copy(), U.copy(), p)
 
     def loglik() -> float:
-        return E(*end, np.zeros((K, L)))[1]
+        return E(M, U, p, np.zeros((K, L)))[1]
     if defer_loglik:
         E.serial()                  # pmap's threads may be gone when it runs
     return EMResult(m, u, float(p), float("nan") if defer_loglik else loglik(), int(it),

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ...parallel import serial_map
+
 __all__ = ["estep", "estep_runs", "ESTEP_CHUNK", "ESTEP_PARTS", "ESTEP_MAP_MIN", "EStep"]
 
 
@@ -367,13 +369,12 @@ class EStep:
         self.scratch = [(np.zeros(ESTEP_CHUNK), np.zeros(ESTEP_CHUNK)) for _ in self.parts]
         self.ratio, self.R, self.LR, self.OR = np.zeros((K, L)), np.zeros(J), np.zeros(J), \
             np.zeros(J)
-        self.pmap = pmap if pmap is not None and P >= ESTEP_MAP_MIN else \
-            (lambda fn, blocks: [fn(*b) for b in blocks])
+        self.pmap = pmap if pmap is not None and P >= ESTEP_MAP_MIN else serial_map
 
     def serial(self) -> None:
         """From now on the parts run one after the other in the caller's thread (the same
         floats)."""
-        self.pmap = lambda fn, blocks: [fn(*b) for b in blocks]
+        self.pmap = serial_map
 
     def _part(self, k: int, odds: float) -> tuple[float, float]:
         S = self.S[k]
