@@ -202,6 +202,43 @@ def test_random_like_draws_each_column_as_described():
     assert not np.isnan(R[:, [0, 2]]).any()
 
 
+def test_random_like_takes_whole_numbers_beyond_2_53_for_reals():
+    """Beyond 2^53 every float64 is a whole number: such a column (here beyond int64 too)
+    is drawn as reals on [min, max), where integer draws could not even be asked for;
+    within +-2^53 whole numbers are drawn as integers, up to the bound itself."""
+    big = np.array([[1e19], [3e19], [-2e19], [5e19]])
+    R = random_like(big, 1000, [False], rng=np.random.default_rng(1),
+                    rng_missing=np.random.default_rng(2))
+    assert R.min() >= -2e19 and R.max() < 5e19 and np.unique(R).size == 1000
+    edge = np.array([[-2.0 ** 53], [2.0 ** 53]])
+    R = random_like(edge, 1000, [False], rng=np.random.default_rng(1),
+                    rng_missing=np.random.default_rng(2))
+    assert np.all(R == np.floor(R)) and R.min() >= -2.0 ** 53 and R.max() <= 2.0 ** 53
+
+
+def test_dcr_baseline_on_whole_numbers_beyond_int64():
+    """A whole-number column whose values exceed int64 (20-digit numbers read as
+    numbers) gets a baseline figure, not a crash of the integer draw."""
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.normal(size=300), np.floor(rng.random(300) * 9e19) + 1e19])
+    Y = X + np.column_stack([rng.normal(size=300), np.zeros(300)])
+    r = measure(X, Y, ["dcr_baseline"])["dcr_baseline"]
+    assert 0.0 <= r.value <= 1.0
+
+
+@pytest.mark.parametrize("name", ["dcr_train_median", "nndr_median", "dcr_baseline"])
+def test_distance_metrics_refuse_a_range_beyond_float64(name):
+    """A numeric column whose range (max - min, the distance's scale) is not a finite
+    float64 is refused by name before any distance is computed (it crashed the KD-tree),
+    and the message holds no record value."""
+    X = np.column_stack([np.arange(8.0), [1.5e308, -1.5e308, 0.0, 1.0, 2.0, 3.0, 4.0,
+                                          123456.789]])
+    with pytest.raises(SdcInputError, match=r"\['c'\] of the training file hold values so "
+                       "large") as e:
+        measure(X, X, [name], columns=["a", "c"])
+    assert "123456" not in str(e.value) and "e+308" not in str(e.value)
+
+
 # -- refusals ----------------------------------------------------------------------------
 
 def test_holdout_metrics_need_a_holdout():

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import SdcInputError, column_positions, count_error
+from ...errors import SdcInputError, column_positions, count_error, magnitude_error
 from ...keytables import distinct_float_rows
 from ...linkage.distance_drivers import linkage_block_rows
 from ...parallel import indexed_reduce, map_reduce
@@ -75,7 +75,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DcrColumns", "column_summary", "merge_summaries", "dcr_columns",
            "dcr_distances", "embed", "DcrIndex", "build_dcr_index", "dcr_top2",
-           "merge_top2", "random_like", "nndr", "overfit_figures", "baseline_figures"]
+           "merge_top2", "random_like", "EXACT_INTEGERS", "nndr", "overfit_figures",
+           "baseline_figures"]
 
 #: Relative and absolute slack between cKDTree's L1 sums and the exact distances.
 _SLACK = 1e-9
@@ -144,8 +145,10 @@ def dcr_columns(pos_q: Sequence[int], pos_r: Sequence[int], numeric: Sequence[bo
     codes = tuple(np.unique(np.concatenate([released["codes"][j], reference["codes"][j]]))
                   if not num[j] else np.zeros(0) for j in range(num.size))
     miss = released["missing"] | reference["missing"] | np.isnan(lo)
+    with np.errstate(over="ignore"):     # a range beyond float64 is inf: refused by the caller
+        span = hi - lo
     return DcrColumns(tuple(int(p) for p in pos_q), tuple(int(p) for p in pos_r), num,
-                      lo, hi - lo, miss, codes)
+                      lo, span, miss, codes)
 
 
 # -- the exact distance -----------------------------------------------------------------
@@ -320,6 +323,11 @@ def baseline_figures(d_train: np.ndarray, d_random: np.ndarray) -> dict[str, flo
             "score": float("nan") if mr == 0.0 else min(ms / mr, 1.0)}
 
 
+#: Largest magnitude up to which :func:`random_like` takes a whole-number column for integers:
+#: float64 holds every integer up to 2^53, and beyond it every value is a whole number.
+EXACT_INTEGERS = 2.0 ** 53
+
+
 def random_like(X: np.ndarray, n: int, categorical: Sequence[bool], *,
                 rng: np.random.Generator, rng_missing: np.random.Generator,
                 code_order: str = "sorted") -> np.ndarray:
@@ -346,8 +354,9 @@ def random_like(X: np.ndarray, n: int, categorical: Sequence[bool], *,
     Returns
     -------
     ndarray (n, m)
-        Whole-number numeric columns without a missing value: integers uniform on
-        [min, max]; other numeric columns: uniform on [min, max); categorical: a
+        Whole-number numeric columns without a missing value, within
+        +-:data:`EXACT_INTEGERS`: integers uniform on [min, max]; other numeric columns
+        (beyond it every float64 is a whole number): uniform on [min, max); categorical: a
         uniform choice among the distinct codes (in ``code_order``); then
         each value is missing with probability the column's missing share.
     """
@@ -362,7 +371,8 @@ def random_like(X: np.ndarray, n: int, categorical: Sequence[bool], *,
             if code_order == "first":
                 u = u[np.argsort(first)]
             vals = rng.choice(u, size=n) if u.size else np.full(n, np.nan)
-        elif not miss.any() and np.all(known == np.floor(known)):
+        elif not miss.any() and np.all(known == np.floor(known)) \
+                and -EXACT_INTEGERS <= known.min() and known.max() <= EXACT_INTEGERS:
             vals = rng.integers(low=int(known.min()), high=int(known.max()) + 1,
                                 size=n).astype(np.float64)
         else:
@@ -424,6 +434,12 @@ def _nearest(ctx: MeasureContext, name: str, which: str) -> dict[str, Any]:
         if int(sr["n"]) == 0:
             raise count_error(f"The {which} file of {name}", "at least 1", "record", 0)
         cols = dcr_columns(pos_q, pos_r, [not c for c in cat], sq, sr)
+        wide = [nm for nm, num, span in zip(names, cols.numeric, cols.span)
+                if num and span == np.inf]
+        if wide:
+            # the distance divides by the reference's range, which is not a finite number
+            raise magnitude_error(wide, "the training file" if which == "train" else
+                                  f"the {which} file", f"measuring {name}")
         width = embed(np.zeros((0, len(names))), cols).shape[1]
         br = ctx.options.get("block_rows")
         if br:
