@@ -55,6 +55,8 @@ def test_risk_refuses_values_too_large(run, request, name):
     p = str(request.getfixturevalue(name))
     _user_error(run("risk", p, p, "--local", "--metric", "DLD"), "['A']", "rescale")
     _user_error(run("risk", p, p, "--local"), "['A']", "rescale")
+    # DRL2 scales by the sd of |a - b| over all pairs, which overflows (the KD-tree crashed)
+    _user_error(run("risk", p, p, "--local", "--metric", "DRL2"), "['A']", "rescale")
 
 
 @pytest.fixture

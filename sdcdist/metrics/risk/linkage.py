@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import (SdcInputError, column_positions, constant_error, empty_error,
-                        exclusive_error)
+                        exclusive_error, magnitude_error)
 from ...linkage import distance
 from ...linkage.distance_drivers import link_top2, nearest_candidates, standardized_keys
 from ...linkage.truth import invert_truth, row_truth
@@ -136,6 +136,10 @@ def _transformed_columns(ctx: MeasureContext, keys: tuple[int, ...], kind: str
         if kind == "drl2":
             scale = np.array([ctx.cached(("drl2_sd", nm), lambda a=a, b=b: ctx.runner.call(
                 _pair_sd, ctx.original, ctx.masked, a, b)) for nm, a, b in zip(names, ja, jb)])
+            wide = [nm for nm, x in zip(names, scale) if not np.isfinite(x)]
+            if wide:
+                # the sd of |a - b| over all pairs overflows: no scale to divide by
+                raise magnitude_error(wide, "the original and masked files", "linking on them")
             return (sub(distance.scale_columns, ctx.masked, jb, scale),
                     sub(distance.scale_columns, ctx.original, ja, scale))
         if kind == "raw":
