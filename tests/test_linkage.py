@@ -287,6 +287,18 @@ def test_standardize_refuses_a_constant_column_whose_sd_is_not_zero(value, holes
     assert np.isfinite(Z).all() and lo < hi and set(Z[:, 1]) == {lo, hi}
 
 
+def test_pair_abs_sd_does_not_cancel_far_from_zero(rng):
+    """Both files moved by 2^52 (every value still an exact integer) give the same float as
+    unmoved: the prefix sums are taken relative to a middle value, where at such offsets
+    they cancelled (an sd of 0 on keys 9007199254740993 + 0..99, and DRL2 crashed)."""
+    a = rng.integers(0, 100, 60).astype(float)
+    b = a + rng.integers(-3, 4, 60)
+    ref = distance.pair_abs_sd(a, b)
+    assert ref == pytest.approx(np.abs(a[:, None] - b[None, :]).std(), rel=1e-12)
+    assert distance.pair_abs_sd(a + 2.0 ** 52, b + 2.0 ** 52) == ref
+    assert distance.pair_abs_sd(a - 2.0 ** 52, b - 2.0 ** 52) == ref
+
+
 def test_pair_abs_sd_is_the_same_float_in_every_row_order():
     """DRL2's scale sums over both columns in sorted order (it summed ``a`` in file order)."""
     rng = np.random.default_rng(1)
