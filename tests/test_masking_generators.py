@@ -271,6 +271,21 @@ def test_bad_input_is_refused(name, p, opts, match):
         _gen(name, X, p, **opts)
 
 
+def test_cart_refuses_values_beyond_float32_before_and_during():
+    """scikit-learn's trees hold predictors in float32: a numeric column beyond +-3.4e38
+    is refused by name, before an audit (check_data) and by the method, with no record
+    value in the message (the tree fit crashed with "unexpected failure"); 1e38 is fine."""
+    X = _mixed(200, missing=False)
+    X[:, 0] = X[:, 0] * 1e299 + 123456.789
+    for call in (lambda: _gen("cart", X),
+                 lambda: check_data("cart", X, [5], {"categorical": [2], "columns": COLS})):
+        with pytest.raises(SdcInputError, match=r"cart cannot use column\(s\) 'x'") as e:
+            call()
+        assert "123456" not in str(e.value) and "e+299" not in str(e.value)
+    X[:, 0] = _mixed(200, missing=False)[:, 0] * 1e38
+    assert np.isfinite(_gen("cart", X)[:, :2]).all()
+
+
 @pytest.mark.parametrize("name", GENERATORS)
 def test_a_column_with_one_value_is_refused_before_and_during(name):
     X = _mixed(100)

@@ -46,11 +46,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import SdcInputError
 from ._registry import register
-from ._synth import (ColumnPlan, Streams, blocks, check_order, content_order, plan_columns)
+from ._synth import (ColumnPlan, Streams, blocks, check_order, column_label, content_order,
+                     plan_columns)
 
 __all__ = ["cart", "CartStep", "cart_fit", "cart_sample_block", "screen_predictors",
-           "COMPLEXITY", "MAX_DEPTH", "LINDEP_EPS", "LINDEP_MAXCOR"]
+           "check_float32", "COMPLEXITY", "MAX_DEPTH", "LINDEP_EPS", "LINDEP_MAXCOR",
+           "FLOAT32_MAX"]
 
 #: rpart's cp as synthpop sets it
 COMPLEXITY = 1e-8
@@ -60,6 +63,24 @@ MAX_DEPTH = 30
 LINDEP_EPS = 1e-5
 #: synthpop's remove.lindep.syn: a predictor correlated this much with the response is left out
 LINDEP_MAXCOR = 0.99999
+
+#: Largest magnitude of a numeric value cart reads: scikit-learn's trees hold their
+#: predictors in float32, beyond which a value is infinite to them
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_float32(X: np.ndarray, plan: ColumnPlan, columns: Sequence[str] | None) -> None:
+    """Refuse the numeric columns of ``X`` holding a value beyond :data:`FLOAT32_MAX` in
+    magnitude (each enters the trees of the columns after it as a predictor), by name,
+    before any tree is grown."""
+    big = [j for j in range(plan.m) if not plan.is_cat(j)
+           and bool(np.any(np.abs(X[:, j]) > FLOAT32_MAX))]
+    if big:
+        names = ", ".join(column_label(j, columns) for j in big[:10])
+        raise SdcInputError(
+            f"cart cannot use column(s) {names}: they hold values beyond +-3.4e38, which "
+            "the CART trees (scikit-learn's, in float32) cannot split on; rescale them "
+            "(e.g. express them in larger units) or keep them out of the file.")
 
 
 def screen_predictors(P: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -282,6 +303,7 @@ def cart(X: np.ndarray, minbucket: int, *, rng: np.random.Generator,
     plan = plan_columns("cart", X, categorical=categorical, keep=keep, columns=columns,
                         synth_columns=synth_columns)
     sequence = check_order("cart", synth_order, plan, columns)
+    check_float32(X, plan, columns)
     streams = Streams(rng)
     order = content_order(X)
     Xs = X[order]

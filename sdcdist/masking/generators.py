@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._synth import check_order, plan_columns
+from .cart import check_float32
 from .privbayes import check_table_size, encode_columns
 
 __all__ = ["check_generator_data"]
@@ -25,6 +26,7 @@ def check_generator_data(method: str, X: np.ndarray, params: Sequence[float], *,
                         synth_columns=synth_columns)
     if method == "cart":
         check_order(method, synth_order, plan, columns)
+        check_float32(X, plan, columns)
     elif method == "privbayes":
         check_table_size(encode_columns(X, plan, synth_bins, columns=columns)[1], plan,
                          synth_bins, synth_degree, columns)
