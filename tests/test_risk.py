@@ -532,3 +532,22 @@ def test_frequency_risk_reading_only_its_columns_other_outcomes(tmp_path, monkey
                     "--categorical", "k0,k1", "--weight", "w", "--local"]
             fast, whole = _both_ways(monkeypatch, *args)
             assert fast == whole, (keys, other.name, fast, whole)
+
+
+def test_probabilistic_linkage_finds_the_key_columns_by_name_in_the_masked_file():
+    """The masked file may hold its columns in another order, or without a column the
+    original has: PLD, PLD20 and PLD_best link on the key columns by name, as the distance
+    linkage does (the original's positions were used in the masked file: a silently wrong
+    PLD with the columns reordered, a crash with one missing)."""
+    rng = np.random.default_rng(0)
+    n = 300
+    X = np.column_stack([rng.normal(size=n), rng.normal(size=n) * 3,
+                         rng.integers(0, 50, n).astype(float), rng.normal(size=n)])
+    Y = X + rng.normal(size=X.shape) * np.array([0.3, 0.9, 5, 0.3])
+    cols, ks, names = ["a", "b", "c", "d"], [["a", "b", "d"]], ["PLD", "PLD20", "PLD_best"]
+    ref = measure(X[:, [0, 1, 3]], Y[:, [0, 1, 3]], names, columns=["a", "b", "d"],
+                  keysets=ks)
+    for perm in ([3, 2, 1, 0], [3, 1, 0]):            # reordered; reordered without c
+        got = measure(X, Y[:, perm], names, columns=cols,
+                      masked_columns=[cols[j] for j in perm], keysets=ks)
+        assert [got[m].value for m in names] == [ref[m].value for m in names], perm

@@ -143,12 +143,22 @@ def file_order(ctx: MeasureContext, which: str) -> tuple[np.ndarray, np.ndarray]
     """The content order of the file ``which`` ("original", "masked" or "control") on all
     its columns, and each row's position in it (cached): the attacks draw their targets
     and guesses in this order, and break nearest-neighbour ties by these positions, so
-    that their figures do not depend on the files' row order."""
+    that their figures do not depend on the files' row order. The masked file's columns
+    are read in the original's order (by name), so neither do they depend on the order of
+    its columns."""
     def run() -> tuple[np.ndarray, np.ndarray]:
         X = getattr(ctx, which)
         n = {"original": ctx.shape_original, "masked": ctx.shape_masked,
              "control": ctx.shape_control}[which][0]
-        order = content_order(content_hashes(ctx.runner, X, n,
+        cols = None
+        mc = list(ctx.masked_columns)
+        if which == "masked" and mc != list(ctx.columns):
+            # the masked file's columns in the original's order (by name), then its others
+            # by name: its content order does not follow how its columns are laid out
+            own = set(mc)
+            cols = [mc.index(c) for c in ctx.columns if c in own] + \
+                [mc.index(c) for c in sorted(own - set(ctx.columns))]
+        order = content_order(content_hashes(ctx.runner, X, n, cols=cols,
                                              chunk_rows=chunk_rows_option(ctx)))
         return order, content_ranks(order)
     return ctx.cached(("content_order", which), run)
