@@ -264,3 +264,22 @@ def test_pram_categories_are_the_declared_ones_not_the_largest_code_plus_one(mon
         get_method("recode+pram")(X, 0.5, rng=np.random.default_rng(0), categorical=[0],
                                **{**opts, "recode": {"w": 0, "mapping": {"a": {"w": "x"}}}})
     assert seen == [4] * 6     # pram, and pram after a recode that keeps the 4 labels
+
+
+def test_recode_bands_hold_labels_of_any_magnitude_exactly():
+    """A category labelled 1e300 in bands of width 1: its band's bounds are written in full
+    (301 digits; 200-digit arithmetic raised 'unexpected failure'), and distinct labels
+    still land in distinct bands; bounds that would need more than BAND_DIGITS digits are
+    refused with a message that gives no label."""
+    target, labels = recode_labels(["1e300", "5", "7", "-1e300"], 1.0)
+    new = [labels[t] for t in target]
+    assert new[0] == "[1" + "0" * 300 + ",1" + "0" * 299 + "1)"
+    assert new[3] == "[-1" + "0" * 300 + ",-" + "9" * 300 + ")"
+    assert new[1:3] == ["[5,6)", "[7,8)"]
+    # bounds of more than 28 digits were rounded when written: two bands shared one name
+    a, b = "12345678901234567890123456789", "12345678901234567890123456790"
+    target, labels = recode_labels([a, b], 1.0)
+    assert [labels[t] for t in target] == [f"[{a},{b})", f"[{b},{b[:-1]}1)"]
+    with pytest.raises(SdcInputError, match="more than 2,000 digits for column 'K'") as e:
+        recode_labels(["1e999999", "5"], 1.0, column="K")
+    assert "999999" not in str(e.value)

@@ -19,7 +19,7 @@ from ..errors import SdcInputError
 from ._registry import register
 from .categorical import category_codes, masked_columns
 
-__all__ = ["recode_labels", "recode"]
+__all__ = ["recode_labels", "recode", "BAND_DIGITS"]
 
 
 def _decimal(x: Any) -> Decimal:
@@ -27,14 +27,31 @@ def _decimal(x: Any) -> Decimal:
     return Decimal(repr(float(x))) if isinstance(x, float) else Decimal(str(x).strip())
 
 
-def _band_label(v: Decimal, w: Decimal, origin: Decimal) -> str:
-    """``[lo,hi)`` with lo = origin + floor((v - origin) / w) w, in exact decimal arithmetic,
-    written in full (no exponent, no rounding: distinct bands never share a name)."""
+#: Most digits a band's bounds may need (:func:`_band_digits`): labels such as 1e300 in
+#: bands of width 1 write every digit of their band's bounds
+BAND_DIGITS = 2000
+
+
+def _band_digits(nums: Sequence[Decimal], w: Decimal, origin: Decimal) -> int:
+    """Digits that hold every band bound of ``nums`` exactly: from the largest power of ten
+    among the labels, the width and the origin down to the smallest digit any of them has."""
+    xs = [x for x in (*nums, w, origin) if x != 0]
+    if not xs:
+        return 1
+    return (max(x.adjusted() for x in xs) - min(x.as_tuple().exponent for x in xs)  # type: ignore[operator]
+            + 4)
+
+
+def _band_label(v: Decimal, w: Decimal, origin: Decimal, digits: int = 200) -> str:
+    """``[lo,hi)`` with lo = origin + floor((v - origin) / w) w, in exact decimal arithmetic
+    (``digits``: :func:`_band_digits`, at least 200), written in full (no exponent, no
+    rounding: distinct bands never share a name)."""
     with localcontext() as ctx:
-        ctx.prec = 200
+        ctx.prec = max(200, digits)
         lo = origin + ((v - origin) // w - (1 if (v - origin) % w < 0 else 0)) * w
         hi = lo + w
-    return f"[{_plain(lo)},{_plain(hi)})"
+        # written in the same context: normalize() rounds to the context's precision
+        return f"[{_plain(lo)},{_plain(hi)})"
 
 
 def _plain(d: Decimal) -> str:
@@ -77,7 +94,14 @@ def recode_labels(labels: Sequence[str], w: float, *, mapping: Mapping[str, str]
                                 f"{column!r} has categories that are not numbers; give a "
                                 "'mapping' instead (w = 0)") from None
         wd, od = _decimal(float(w)), _decimal(float(origin))
-        new = [_band_label(v, wd, od) for v in nums]
+        digits = _band_digits(nums, wd, od)
+        if digits > BAND_DIGITS:
+            raise SdcInputError(f"recode into bands of width {w:g} would write band bounds of "
+                                f"more than {BAND_DIGITS:,} digits for column {column!r}: its "
+                                "categories span too many orders of magnitude for that width; "
+                                "choose a wider band (w), or map the categories (the "
+                                "'mapping' option) first")
+        new = [_band_label(v, wd, od, digits) for v in nums]
     out = list(labels)
     index = {x: i for i, x in enumerate(out)}
     target = np.empty(len(labels), dtype=np.int64)
