@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import SdcInputError, param_error
 
-__all__ = ["make_certs", "ROLES"]
+__all__ = ["make_certs", "ROLES", "MAX_DAYS"]
 
 ROLES = ("scheduler", "worker", "client")
 
@@ -36,6 +36,11 @@ def _write(path: Path, data: bytes, private: bool) -> None:
         f.write(data)
 
 
+#: Longest validity of the test certificates, in days (ten years): a test cluster's
+#: certificates need no more, and dates past the year 9999 cannot be written at all
+MAX_DAYS = 3650
+
+
 def make_certs(out_dir: str | os.PathLike, *, hosts: Sequence[str] = ("localhost", "127.0.0.1"),
                roles: Sequence[str] = ROLES, days: int = 30, overwrite: bool = False,
                ca_name: str = "sdcdist test CA") -> dict[str, Path]:
@@ -51,7 +56,7 @@ def make_certs(out_dir: str | os.PathLike, *, hosts: Sequence[str] = ("localhost
     roles : sequence of str
         One key pair per role, each signed by the CA.
     days : int
-        Validity from now.
+        Validity from now, in days (1 to :data:`MAX_DAYS`).
     overwrite : bool
         Replace existing files.
 
@@ -67,8 +72,8 @@ def make_certs(out_dir: str | os.PathLike, *, hosts: Sequence[str] = ("localhost
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    if days < 1:
-        raise param_error("days", "certs", "an integer >= 1", days)
+    if not 1 <= days <= MAX_DAYS:
+        raise param_error("days", "certs", f"an integer in [1, {MAX_DAYS}]", days)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     names = ["ca.crt"] + [f"{r}.{ext}" for r in roles for ext in ("crt", "key")]

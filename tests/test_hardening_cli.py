@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from sdcdist.cli._common import table_paths
+from sdcdist.errors import SdcInputError
 from sdcdist.text import redact, slug, unique_slugs
 from sdcdist.cube import create_cube, write_cell
 from sdcdist.limits import MAX_ROWS, MAX_TOP_C
@@ -298,6 +299,18 @@ def test_tables_and_plots_are_not_overwritten_without_overwrite(run, cube, tmp_p
 def test_certs_refuses_bad_host_names(run, tmp_path, host):
     _user_error(run("certs", "--out", tmp_path / "c", "--host", host), "--host")
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("days", ["3651", "10000000", "99999999999999999999", "0"])
+def test_certs_days_has_a_stated_bound(run, tmp_path, days):
+    """--days is a count with a bound (ten years), checked before any file is written
+    (a validity past the year 9999 raised 'unexpected failure')."""
+    _user_error(run("certs", "--out", tmp_path / "c", "--days", days), "--days", "3650")
+    assert not (tmp_path / "c").exists()
+    from sdcdist.certs import make_certs
+    with pytest.raises(SdcInputError, match=r"\[1, 3650\]"):
+        make_certs(tmp_path / "d", days=int(days))
+    assert not (tmp_path / "d").exists()
 
 
 def test_certs_accepts_names_and_ips(run, tmp_path):

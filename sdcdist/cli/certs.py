@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..certs import MAX_DAYS
 from ._common import main
 from ._paths import PathOrURL, check_host, check_output
 
@@ -16,7 +17,8 @@ __all__ = ["certs"]
 @click.option("--host", "hosts", multiple=True, metavar="NAME",
               help="DNS name or IP for the certificates' SubjectAltName (repeatable; "
                    "default localhost and 127.0.0.1).")
-@click.option("--days", type=click.IntRange(1), default=30, show_default=True)
+@click.option("--days", type=click.IntRange(1, MAX_DAYS), default=30, show_default=True,
+              help="Validity of the certificates from now, in days (at most ten years).")
 @click.option("--overwrite", is_flag=True, help="Replace existing files.")
 def certs(out_dir: str, hosts: tuple[str, ...], days: int, overwrite: bool) -> None:
     """Create a CA and scheduler/worker/client certificates for a test cluster.
