@@ -173,3 +173,21 @@ def test_an_unsealed_store_with_good_attributes_still_reads(run, store):
     s = str(_unsealed(store, "u.zarr", lambda m, a: None))
     assert run("verify", s).exit_code == 0
     assert run("describe", s).exit_code == 0
+
+
+def test_risk_with_ids_skips_or_refuses_the_record_by_record_metrics(run, tmp_path, rng):
+    """With --id pairing a shuffled masked file, the default leaves ID1, ID2 and SDID out
+    with a note (the rest computed) and naming them is refused, exit 2."""
+    n = 60
+    o = pd.DataFrame({"id": np.arange(n), "A": rng.normal(size=n), "B": rng.normal(size=n)})
+    m = o.copy()
+    m[["A", "B"]] += rng.normal(size=(n, 2)) * 0.1
+    m = m.iloc[rng.permutation(n)]
+    o.to_csv(tmp_path / "o.csv", index=False)
+    m.to_csv(tmp_path / "m.csv", index=False)
+    base = [str(tmp_path / "o.csv"), str(tmp_path / "m.csv"), "--local", "--id", "id"]
+    res = run("risk", *base, "--metric", "ID1,DLD")
+    _user_error(res, "ID1 compare the files record by record", "sort both files")
+    res = run("risk", *base, "--keys", "A,B")
+    assert res.exit_code == 0, res.output
+    assert "skipping ID1, ID2, SDID" in res.output and "DLD" in res.output

@@ -551,3 +551,23 @@ def test_probabilistic_linkage_finds_the_key_columns_by_name_in_the_masked_file(
         got = measure(X, Y[:, perm], names, columns=cols,
                       masked_columns=[cols[j] for j in perm], keysets=ks)
         assert [got[m].value for m in names] == [ref[m].value for m in names], perm
+
+
+def test_record_by_record_metrics_refuse_a_truth_that_pairs_rows_otherwise():
+    """ID1, ID2 and SDID compare masked row i with original row i: under a truth (--id)
+    that pairs the records otherwise they are refused, where they silently compared the
+    wrong records (a shuffled masked file dropped ID1 from 95 to 24); under the identity
+    truth they compute as without one."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(80, 3))
+    Y = X + rng.normal(size=X.shape) * 0.1
+    names = ["ID1", "ID2", "SDID"]
+    plain = measure(X, Y, names)
+    same = measure(X, Y, names, truth=np.arange(80))
+    assert [same[n].value for n in names] == [plain[n].value for n in names]
+    s = rng.permutation(80)
+    with pytest.raises(SdcInputError, match="ID1, ID2, SDID compare the files record by "
+                                            "record"):
+        measure(X, Y[s], names, truth=s)
+    assert measure(X, Y[s], ["DLD"], truth=s)["DLD"].value == \
+        measure(X, Y, ["DLD"], truth=np.arange(80))["DLD"].value

@@ -95,7 +95,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     (mean over key sets) and the value for each key set; --json prints the same
     as a JSON object. Without --metric, the metrics that do not apply are left
     out with a note on stderr: those comparing the files record by record when
-    their shapes differ, and the numeric-only linkage metrics (RR, GDBRL) when
+    their shapes differ or --id pairs the records otherwise than row by row (named,
+    they are refused), and the numeric-only linkage metrics (RR, GDBRL) when
     a key set holds a categorical column, and the holdout metrics without
     --holdout. With --holdout, the DCR metrics compare MASKED (a synthetic release)
     with ORIGINAL (its training file) and with the holdout.
@@ -138,12 +139,22 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
                          categories=(a.categories, b.categories)).replace(
         holdout=h is not None, control=c_set is not None, shape_original=shape_a,
         shape_masked=shape_b)
-    if not names:
-        names = _defaults(inputs, b, opts)
     truth = None
     if id_column is not None:
         from ..linkage import truth_from_ids
         truth = truth_from_ids(id_a, id_b, column=id_column)
+    if not names:
+        names = _defaults(inputs, b, opts)
+        from ..metrics import get_metric
+        from ..metrics.measure import rows_paired
+        rowwise = [n for n in names if get_metric(n).same_shape]
+        if truth is not None and rowwise and not rows_paired(truth):
+            # the identifiers pair the records otherwise than row by row
+            click.echo(f"{id_column} pairs the records otherwise than row by row: skipping "
+                       f"{', '.join(rowwise)} (they compare the files record by record, row "
+                       f"i with row i; sort both files by {id_column} to compute them)",
+                       err=True)
+            names = [n for n in names if n not in set(rowwise)]
     ks = inputs.given_keysets()
     ks = None if ks is None else (default_keysets(inputs.keys) if inputs.keysets is None
                                   else ks)
