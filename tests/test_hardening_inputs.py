@@ -191,3 +191,36 @@ def test_risk_with_ids_skips_or_refuses_the_record_by_record_metrics(run, tmp_pa
     res = run("risk", *base, "--keys", "A,B")
     assert res.exit_code == 0, res.output
     assert "skipping ID1, ID2, SDID" in res.output and "DLD" in res.output
+
+
+def test_text_identifiers_match_by_label_not_by_code(run, tmp_path, rng):
+    """Text identifiers pair records by their labels: a masked file holding a subset of the
+    ids in another order gives the figures of the same file with numeric ids (each file
+    codes its own labels, and the codes were compared); text against numbers is refused;
+    link writes the identifiers themselves."""
+    n = 80
+    o = pd.DataFrame({"id": np.arange(n), "A": rng.normal(size=n), "B": rng.normal(size=n)})
+    m = o.copy()
+    m[["A", "B"]] += rng.normal(size=(n, 2)) * 0.2
+    m = m.iloc[rng.permutation(n)[:60]]                  # 60 of the 80, shuffled
+    files = {}
+    for tag, f in (("o", o), ("m", m)):
+        files[tag] = tmp_path / f"{tag}.csv"
+        f.to_csv(files[tag], index=False)
+        t = f.assign(id="P" + f["id"].astype(str))
+        files[tag + "t"] = tmp_path / f"{tag}t.csv"
+        t.to_csv(files[tag + "t"], index=False)
+    args = ["--local", "--id", "id", "--metric", "DLD,PLD", "--json"]
+    num = run("risk", files["o"], files["m"], *args)
+    txt = run("risk", files["ot"], files["mt"], *args)
+    assert num.exit_code == 0 and txt.exit_code == 0, txt.output
+    assert json.loads(num.stdout)["metrics"] == json.loads(txt.stdout)["metrics"]
+    _user_error(run("risk", files["o"], files["mt"], *args), "text in the masked file",
+                "--categorical id")
+    out = tmp_path / "pairs.parquet"
+    res = run("link", files["ot"], files["mt"], "--local", "--id", "id", "--keys", "A,B",
+              "--out", out)
+    assert res.exit_code == 0, res.output
+    pairs = pd.read_parquet(out)
+    assert set(pairs["id_b"]) == set("P" + m["id"].astype(str))
+    assert pairs["correct"].tolist() == (pairs["id_a"] == pairs["id_b"]).tolist()

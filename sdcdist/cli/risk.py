@@ -48,7 +48,8 @@ def _load_with_id(path: str, id_column: str | None, what: str,
     j = column_positions([id_column], md.columns, what="identifier column",
                          where=f"the {what} file")[0]
     keep = [c for i, c in enumerate(md.columns) if i != j]
-    return md.select(keep), md.values[:, j]
+    from ..linkage.truth import ids_of
+    return md.select(keep), ids_of(md, id_column, what)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -142,6 +143,8 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     truth = None
     if id_column is not None:
         from ..linkage import truth_from_ids
+        from ..linkage.truth import check_id_forms
+        check_id_forms(id_a, id_b, id_column)
         truth = truth_from_ids(id_a, id_b, column=id_column)
     if not names:
         names = _defaults(inputs, b, opts)

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import SdcInputError, column_error, column_positions, count_error
 from ..parallel import Runner
 from .prl import DEFAULTS, PRLResult, PRLSettings, probabilistic_linkage
-from .truth import truth_counts, truth_from_ids
+from .truth import check_id_forms, ids_of, truth_counts, truth_from_ids
 
 __all__ = ["LinkResult", "link_files"]
 
@@ -101,13 +101,16 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     runner = Runner(client)
     truth = None
     if id_column is not None:
-        ia, = column_positions([id_column], original.columns, what="identifier column",
-                               where="the original file")
-        ib, = column_positions([id_column], masked.columns, what="identifier column",
-                               where="the masked file")
+        column_positions([id_column], original.columns, what="identifier column",
+                         where="the original file")
+        column_positions([id_column], masked.columns, what="identifier column",
+                         where="the masked file")
         if id_column in keys:
             raise SdcInputError(f"the identifier column {id_column!r} cannot also be a key")
-        truth = truth_from_ids(original.values[:, ia], masked.values[:, ib], column=id_column)
+        # identifiers by value (a text column's labels, not each file's own codes)
+        id_o, id_m = ids_of(original, id_column, "original"), ids_of(masked, id_column, "masked")
+        check_id_forms(id_o, id_m, id_column)
+        truth = truth_from_ids(id_o, id_m, column=id_column)
     n_a, n_b = original.values.shape[0], masked.values.shape[0]
     tr = truth if truth is not None else np.full(n_b, -1, dtype=np.int64)
     res = probabilistic_linkage(runner, runner.share(original.values),
@@ -120,8 +123,8 @@ def link_files(original: Any, masked: Any, keys: Sequence[str], *,
     counts: dict[str, Any] = {}
     if truth is not None:
         counts = truth_counts(truth)
-        df["id_b"] = masked.values[res.rows_b, ib]
-        df["id_a"] = original.values[res.cols_a, ia]
+        df["id_b"] = id_m[res.rows_b]
+        df["id_a"] = id_o[res.cols_a]
         df["correct"] = truth[res.rows_b] == res.cols_a
         df["true_weight"] = res.true_weight[res.rows_b]
         pld, pld20 = 100.0 * res.correct / n_b, 100.0 * res.correct20 / n_b

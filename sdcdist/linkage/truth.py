@@ -12,7 +12,8 @@ import numpy as np
 
 from ..errors import SdcInputError, bad_values_error, value_error
 
-__all__ = ["row_truth", "truth_from_ids", "truth_counts", "check_truth", "invert_truth"]
+__all__ = ["row_truth", "truth_from_ids", "truth_counts", "check_truth", "invert_truth",
+           "ids_of", "check_id_forms"]
 
 
 def row_truth(n_query: int, n_cand: int) -> np.ndarray:
@@ -105,3 +106,31 @@ def invert_truth(truth: Any, n_q: int, n_c: int) -> np.ndarray:
                             "each original record can be the true record of one masked record")
     inv[t[ok]] = ok
     return inv
+
+
+def ids_of(md: Any, id_column: str, what: str) -> np.ndarray:
+    """The identifiers of the Microdata ``md``'s column ``id_column`` (``what``: which file,
+    for messages): its numbers, or for a text (categorical) column its labels, so that two
+    files match on their identifiers and not on the codes each file gives its own labels."""
+    col = md.values[:, md.columns.index(id_column)]
+    if id_column not in md.categories:
+        return col
+    missing = int(np.count_nonzero(np.isnan(col)))
+    if missing:
+        raise SdcInputError(f"the identifier column {id_column!r} of the {what} file has "
+                            f"{missing} missing value(s); give every record its identifier, "
+                            "or leave --id out to take row order as the truth")
+    labels = np.asarray(md.categories[id_column], dtype=str)
+    return labels[col.astype(np.int64)]
+
+
+def check_id_forms(id_a: np.ndarray, id_b: np.ndarray, id_column: str) -> None:
+    """Refuse identifiers that are text in one file and numbers in the other."""
+    text_a, text_b = id_a.dtype.kind == "U", id_b.dtype.kind == "U"
+    if text_a != text_b:
+        raise SdcInputError(
+            f"the identifier column {id_column!r} holds text in the "
+            f"{'original' if text_a else 'masked'} file and numbers in the "
+            f"{'masked' if text_a else 'original'} file, so no record could be matched by it; "
+            f"give it the same form in both files (or read both as text: --categorical "
+            f"{id_column})")
