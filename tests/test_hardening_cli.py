@@ -509,3 +509,16 @@ def test_two_outputs_of_one_command_at_one_path_are_refused(run, cube, spec, tmp
     _user_error(res, "both name", "give each output its own path")
     assert not list(tmp_path.glob("t.*")) and not (tmp_path / "sub").exists()
     assert "RR" not in res.output                 # refused before the table is printed
+
+
+@pytest.mark.parametrize("address", ["notaurl", "tcp://127.0.0.1", "localhost", "tls://h/"])
+def test_scheduler_without_a_port_is_refused(run, tmp_path, monkeypatch, address):
+    """An address without a port (Dask has no default) is refused naming --scheduler, on
+    the command line and from DASK_SCHEDULER_ADDRESS; the client raised 'missing port
+    number' as an unexpected failure."""
+    p = tmp_path / "x.csv"
+    p.write_text("a,b\n1,2\n3,5\n4,4\n")
+    _user_error(run("risk", p, p, "--metric", "DLD", "--scheduler", address),
+                "--scheduler", "with a port")
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", address)
+    _user_error(run("risk", p, p, "--metric", "DLD"), "--scheduler", "with a port")

@@ -360,9 +360,11 @@ def check_scheduler(address: str | None, security: Any) -> None:
         return                                   # an in-process cluster of this interpreter
     m = _SCHEDULER.match(a)
     if not m or (m.group("proto") and m.group("proto") not in _PROTOCOLS) or \
-            (m.group("port") and not 0 < int(m.group("port")) < 65536):
-        raise value_error("--scheduler", "an address like tcp://HOST:8786 or tls://HOST:8786 "
-                          f"(protocols {', '.join(_PROTOCOLS)})", redact(address))
+            not m.group("port") or not 0 < int(m.group("port")) < 65536:
+        # a port is part of every address a client connects to (Dask has no default)
+        raise value_error("--scheduler", "an address with a port, like tcp://HOST:8786 or "
+                          f"tls://HOST:8786 (protocols {', '.join(_PROTOCOLS)})",
+                          redact(address))
     if m.group("proto") in ("tls", "wss") and security is None:
         import dask.config
         if not dask.config.get("distributed.comm.tls.ca-file", None):
