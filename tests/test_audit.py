@@ -354,3 +354,30 @@ def test_recode_labels_are_not_stored_in_the_cube(tmp_path):
     cube = open_cube(out)
     assert "sha256" in cube.attrs["spec"]
     run_audit(parse_spec(doc, base_dir=tmp_path), out)        # resumes: the same spec
+
+
+def test_a_failed_overwrite_keeps_the_old_cube(tmp_path):
+    """--overwrite of a cube with finished cells by a run whose first cell fails (noise on
+    values too large for float64): the error is raised and the old cube is back, whole
+    (it was deleted before the new run started); a run that succeeds replaces it."""
+    rng = np.random.default_rng(0)
+    ok, huge = tmp_path / "ok.csv", tmp_path / "huge.csv"
+    np.savetxt(ok, rng.normal(size=(60, 2)), delimiter=",", header="A,B", comments="")
+    np.savetxt(huge, rng.normal(size=(60, 2)) * [1e300, 1.0], delimiter=",", header="A,B",
+               comments="")
+    spec = {"name": "ow", "seed": 1, "dataset": {"name": "d", "path": str(ok)},
+            "methods": [{"name": "noise", "params": [0.1]}], "metrics": ["IL1s"]}
+    out = str(tmp_path / "c.zarr")
+    run_audit(parse_spec(spec), out)
+    before = sorted(p.relative_to(out).as_posix() for p in (tmp_path / "c.zarr").rglob("*"))
+    value = cell_table(open_cube(out))["IL1s"].tolist()
+    bad = {**spec, "dataset": {"name": "d", "path": str(huge)}}
+    with pytest.raises(SdcInputError, match="too large in magnitude"):
+        run_audit(parse_spec(bad), out, overwrite=True)
+    after = sorted(p.relative_to(out).as_posix() for p in (tmp_path / "c.zarr").rglob("*"))
+    assert after == before and cell_table(open_cube(out))["IL1s"].tolist() == value
+    assert sorted(os.listdir(tmp_path)) == ["c.zarr", "huge.csv", "ok.csv"]
+    run_audit(parse_spec({**spec, "methods": [{"name": "noise", "params": [0.2]}]}), out,
+              overwrite=True)
+    assert cell_table(open_cube(out)).index.get_level_values("param").tolist() == [0.2]
+    assert sorted(os.listdir(tmp_path)) == ["c.zarr", "huge.csv", "ok.csv"]

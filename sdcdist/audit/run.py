@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -580,14 +581,46 @@ def run_audit(spec: AuditSpec | str | Path, out: str | Path, *, client: Any = No
     if data is None:
         data = load_data(spec)
     holdouts = load_holdouts(spec, data)
-    created = _prepare_cube(spec, out, data, overwrite, holdouts)
+    # --overwrite of a cube that holds finished cells: the old cube is set aside, not
+    # deleted, until the new run has written a cell; a run that fails before (a cell's
+    # input refused, an interrupt) puts it back, so a failed overwrite loses nothing
+    aside = _set_aside(spec, out) if overwrite else None
     written = [0]
     try:
-        return _run(spec, out, data, client, progress, on_cell, t0, written, holdouts)
+        created = _prepare_cube(spec, out, data, overwrite, holdouts)
+        try:
+            return _run(spec, out, data, client, progress, on_cell, t0, written, holdouts)
+        except BaseException:
+            if created and not written[0] and "://" not in out:
+                shutil.rmtree(out, ignore_errors=True)
+            raise
     except BaseException:
-        if created and not written[0] and "://" not in out:
-            shutil.rmtree(out, ignore_errors=True)
+        if aside is not None and not written[0] and not Path(out).exists():
+            os.replace(aside, out)
+            aside = None
         raise
+    finally:
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+
+
+def _set_aside(spec: AuditSpec, out: str) -> str | None:
+    """Move a local cube with finished cells that --overwrite replaces to a sibling path
+    (returned; None when there is nothing to keep: no such cube, no finished cell, or a
+    remote one, which _prepare_cube refuses to overwrite)."""
+    if "://" in out or not Path(out).exists():
+        return None
+    check_replaceable(out, what="cube", kind="cube", inputs=input_paths(spec))
+    try:
+        if _no_done_cell(out):
+            return None
+    except Exception:                     # noqa: BLE001 - unreadable: keep it all the same
+        pass
+    aside = f"{out.rstrip('/')}.replaced-{os.getpid()}"
+    if Path(aside).exists():
+        shutil.rmtree(aside)
+    os.replace(out, aside)
+    return aside
 
 
 def _run(spec: AuditSpec, out: str, data: list, client: Any, progress: bool,

@@ -22,7 +22,9 @@ __all__ = ["audit", "calibrate"]
 @click.option("--out", required=True, type=PathOrURL("output"),
               help="Zarr cube to write: a path or an fsspec URL (s3://, gs://, file://).")
 @click.option("--overwrite", is_flag=True,
-              help="Discard an existing cube instead of resuming it.")
+              help="Discard an existing cube instead of resuming it (it is set aside "
+                   "until the new run writes its first cell: a run that fails before "
+                   "that leaves it in place).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 @option_items
