@@ -3,6 +3,8 @@ suppress."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -283,3 +285,12 @@ def test_recode_bands_hold_labels_of_any_magnitude_exactly():
     with pytest.raises(SdcInputError, match="more than 2,000 digits for column 'K'") as e:
         recode_labels(["1e999999", "5"], 1.0, column="K")
     assert "999999" not in str(e.value)
+
+
+@pytest.mark.parametrize("name, value, bound", [("recode", 1e15, "[0, 1e12]"),
+                                                ("cart", 10 ** 10, "[1, 10^9]")])
+def test_a_parameter_past_its_upper_bound_is_told_the_bound(name, value, bound):
+    """The refusal states the range that refuses the value (it said ">= 0" or ">= 1" of a
+    value far above 0 or 1, and the bound was written nowhere)."""
+    with pytest.raises(SdcInputError, match=re.escape(bound)):
+        REGISTRY[name].check_param(value)

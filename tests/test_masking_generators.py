@@ -256,7 +256,7 @@ def test_same_seed_same_bits_and_row_order_irrelevant(name):
 @pytest.mark.parametrize("name, p, opts, match", [
     ("privbayes", 0.0, {}, "'epsilon' parameter of privbayes must be a number > 0"),
     ("privbayes", -1.0, {}, "'epsilon' parameter"),
-    ("cart", 0, {}, "'minbucket' parameter of cart must be an integer >= 1"),
+    ("cart", 0, {}, r"'minbucket' parameter of cart must be an integer in \[1, 10\^9\]"),
     ("copula", 1.5, {}, "'lambda' parameter of copula must be"),
     ("copula", -0.1, {}, "'lambda' parameter of copula must be"),
     ("copula", 0.5, {"synth_columns": ["x", "nope"]}, "Unknown column 'nope'"),

@@ -272,7 +272,7 @@ def cart_sample_block(steps: list[CartStep], Xb: np.ndarray, rng: np.random.Gene
 
 
 @register("cart", param="minbucket", kind="int", low=1, high=10**9, random=True,
-          acts_on="mixed", allowed="an integer >= 1",
+          acts_on="mixed", allowed="an integer in [1, 10^9]",
           options=("synth_columns", "synth_order", "columns"),
           description="sequential CART synthesis (synthpop's default syn()): each replaced "
                       "column drawn from the leaf of a tree on the kept and earlier columns "

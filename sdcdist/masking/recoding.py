@@ -133,7 +133,7 @@ def _check_recode_data(X: np.ndarray, params: Sequence[float], *, method: str,
 @register("recode", param="w", kind="float", low=0.0, high=1e12, random=False,
           acts_on="categorical", data_check=_check_recode_data,
           options=("variables", "columns", "roles", "mapping", "origin", "labels", "info"),
-          allowed="a band width >= 0 (0: the mapping only)",
+          allowed="a band width in [0, 1e12] (0: the mapping only)",
           description="global recoding of categorical columns: a mapping of categories, "
                       "then numeric categories into bands of width w",
           reference="Willenborg and de Waal (2001)")
