@@ -14,8 +14,7 @@ from ._registry import MeasureContext, MetricResult, constant_columns, get_metri
 from .inputs import Inputs, applicable, need_error
 from .keysets import default_keysets
 
-__all__ = ["measure", "expand_requirements", "options_of", "rows_paired",
-           "row_pairing_text"]
+__all__ = ["measure", "expand_requirements", "options_of", "rows_paired"]
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +188,11 @@ def measure(original: Any, masked: Any, metrics: Sequence[str], *,
         counts = check_truth(np.asarray(truth), shape_a[0])
         rowwise = [n for n in expand_requirements(metrics) if get_metric(n).same_shape]
         if rowwise and not rows_paired(truth):
-            raise SdcInputError(row_pairing_text(rowwise))
+            raise SdcInputError(
+                f"{', '.join(rowwise)} compare the files record by record (masked row i with "
+                "original row i), and the identifiers pair the masked records otherwise; put "
+                "the masked file's rows in the original's order (sort both files by the "
+                "identifier), or leave these metrics out")
         t = runner.share(np.asarray(truth, dtype=np.int64))
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     ctx = MeasureContext(runner, A, B, inputs=inputs, keysets=ks, seed=ss, options=options,
@@ -210,15 +213,6 @@ def rows_paired(truth: Any) -> bool:
     metrics comparing the files record by record, ``same_shape``, take for granted)."""
     t = np.asarray(truth)
     return bool(np.array_equal(t, np.arange(t.size)))
-
-
-def row_pairing_text(names: Sequence[str]) -> str:
-    """Why the record-by-record metrics ``names`` cannot run under a truth that pairs the
-    records otherwise, and what to do."""
-    return (f"{', '.join(names)} compare the files record by record (masked row i with "
-            "original row i), and the identifiers pair the masked records otherwise; put "
-            "the masked file's rows in the original's order (sort both files by the "
-            "identifier), or leave these metrics out")
 
 
 def _inputs(original: Any, masked: Any, inputs: Inputs | None, **given: Any) -> Inputs:

@@ -21,11 +21,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ...errors import column_positions, constant_error
+from ...errors import constant_error
 from ...options import prl_names
 from ...linkage.prl import PRLResult, PRLSettings, probabilistic_linkage
 from ...linkage.prl.em import limit_advice
 from .._registry import MeasureContext, MetricResult, constant_columns, register
+from .linkage import key_positions
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +41,13 @@ def prl_linkage(ctx: MeasureContext, keys: tuple[int, ...]) -> PRLResult:
     def run() -> PRLResult:
         settings = PRLSettings.from_options({n: ctx.options[n] for n in PRL_OPTIONS})
         # the key columns by name in the masked file, which may hold other columns (or the
-        # same ones in another order) than the original
-        names = [ctx.columns[k] for k in keys]
-        cols_b = tuple(column_positions(names, ctx.masked_columns, what="key column",
-                                        where="the masked file"))
+        # same ones in another order) than the original, as the distance linkage finds them
+        names, _, cols_b = key_positions(ctx, keys)
         return probabilistic_linkage(
             ctx.runner, ctx.original, ctx.masked, ctx.shape_original[0], ctx.shape_masked[0],
             keys, cols_b, settings=settings, truth=ctx.truth,
             categorical=[ctx.columns[k] in ctx.categorical for k in keys],
-            key_names=[ctx.columns[k] for k in keys])
+            key_names=list(names))
     return ctx.cached(("prl", keys), run)
 
 
