@@ -178,7 +178,7 @@ def test_integer_exact_dense_returns_the_same_assignment_whatever_the_auction(ph
     from sdcdist.linkage.assignment import auction, exact_dense
     rng = np.random.default_rng(4)
     n = 1600                                       # above AUCTION_MIN: the auction runs
-    W = rng.integers(-40, 8, size=(n, n)).astype(float)
+    W = rng.integers(-4000, 800, size=(n, n)).astype(float)    # not AUCTION_FEW_VALUES
     W[n // 3: n // 2] = W[0]                       # equal rows: many optima
     ref = exact_dense(W, integer=True, auction=False)
     first, ratio, eps = phases
@@ -194,6 +194,40 @@ def test_integer_exact_dense_returns_the_same_assignment_whatever_the_auction(ph
     assert np.array_equal(r2, r) and np.array_equal(c2, c)
     assert (info2["auction_bids"], info2["auction_scans"]) == (info["auction_bids"],
                                                                info["auction_scans"])
+
+
+@pytest.mark.parametrize("values", [2, 8, 64])
+def test_few_distinct_values_take_one_coarse_phase_and_the_same_assignment(values,
+                                                                            monkeypatch):
+    """A matrix of a few distinct values (PRL weights on categorical keys: one a pattern),
+    in groups of equal rows and columns, is auctioned in one phase at a coarse epsilon:
+    the assignment is the one the two fine phases give (and the one without an auction),
+    bit for bit."""
+    from sdcdist.linkage.assignment import auction, exact_dense
+    rng = np.random.default_rng(values)
+    n = 1600
+    levels = np.sort(rng.choice(np.arange(-3000, 500), size=values, replace=False))
+    rows, cols = rng.integers(0, 60, size=n), rng.integers(0, 40, size=n)
+    W = levels[rng.integers(0, values, size=(60, 40))][rows][:, cols].astype(float)
+    assert np.unique(W).size <= values
+    r, c, info = exact_dense(W, integer=True, auction=True)
+    assert info["auction_phases"] == 1
+    monkeypatch.setattr(auction, "AUCTION_FEW_VALUES", 0)     # the phases of any matrix
+    r2, c2, info2 = exact_dense(W, integer=True, auction=True)
+    assert info2["auction_phases"] == 2
+    ref = exact_dense(W, integer=True, auction=False)
+    for got in ((r, c), (r2, c2)):
+        assert np.array_equal(got[0], ref[0]) and np.array_equal(got[1], ref[1])
+
+
+def test_the_epsilons_follow_the_number_of_distinct_values():
+    from sdcdist.linkage.assignment import auction
+    few = np.tile(np.arange(64.0), (100, 1))
+    assert auction.epsilons(few, 63.0) == [63.0 * auction.AUCTION_EPS_FEW]
+    many = np.arange(100 * 65.0).reshape(100, 65)
+    eps = auction.epsilons(many, float(many.max()))
+    assert len(eps) == 2 and eps[-1] == many.max() * auction.AUCTION_EPS
+    assert auction.epsilons(few, 0.0) == [1.0]
 
 
 @pytest.mark.parametrize("kw", [{}, {"method": "l", "t": 0.05}])

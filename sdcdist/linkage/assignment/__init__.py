@@ -28,7 +28,9 @@ given:
   row's best entries at the prices of a dense epsilon-scaling auction, whose
   prices also start the duals, so that the certificate holds after two or three
   rounds instead of a dozen (the optimum of a 5,000-record PRL matrix lies far down
-  many rows' lists of raw weights). On PRL weight matrices, full of equal weights,
+  many rows' lists of raw weights). A matrix of few distinct values (PRL weights on
+  categorical keys) takes the auction from :data:`AUCTION_FEW_MIN` rows on, in one
+  coarse phase (:func:`~.auction.epsilons`). On PRL weight matrices, full of equal weights,
   it is many times faster than :func:`scipy.optimize.linear_sum_assignment`
   (benchmarks/assignment.py), which remains for small matrices. Tied optima may
   pair records differently from scipy's; the total weight is the same.

@@ -189,7 +189,8 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
        optimum. Otherwise each row's :data:`EXACT_ADD` most violated entries join G and
        steps 2-3 repeat (warm-started on square matrices without ``unmatched``: only the
        rows given new entries are re-solved). After :data:`EXACT_ROUNDS` rounds the
-       matrix would go to :func:`scipy.optimize.linear_sum_assignment`.
+       matrix would go to :func:`scipy.optimize.linear_sum_assignment` (with ``integer``
+       after a second solve from the auction's prices, if the first did not start there).
 
     PRL weight matrices hold huge numbers of equal weights (sums of a few per-column
     level weights); scipy's dense shortest-augmenting-path solver scans every column at
@@ -208,7 +209,8 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         rows as possible are assigned (requires ``n_rows <= n_cols``).
     auction : bool, optional
         Start from the auction's prices (default: from :data:`AUCTION_MIN` rows or
-        columns on). The total is the same optimum either way; which of several tied
+        columns on, or :data:`AUCTION_FEW_MIN` when ``X`` has
+        :func:`~.auction.few_values`). The total is the same optimum either way; which of several tied
         optima is returned may differ.
     integer : bool
         ``X`` (and ``unmatched``) hold integers (below 2^50 in magnitude, e.g. weights
@@ -252,7 +254,10 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
     tol = 0.5 if integer else 1e-11 * (1.0 + (hi - lo))
     first_c = EXACT_FIRST_C if first_c is None else first_c
     if auction is None:
-        auction = prices.AUCTION_MIN is not None and max(n_r, n_c) >= prices.AUCTION_MIN
+        n_max = max(n_r, n_c)
+        auction = prices.AUCTION_MIN is not None and (
+            n_max >= prices.AUCTION_MIN
+            or (n_max >= prices.AUCTION_FEW_MIN and prices.few_values(X)))
     v0 = None
     info: dict[str, Any] = {}
     if auction:
@@ -346,6 +351,14 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
             state = (u, v, row4col, col4row, reopen)
         er, ec = np.concatenate([er, vr]), np.concatenate([ec, vc])
         ecost = np.concatenate([cost, s * (X[vr, vc] - lo)])   # only the new ones read
+    if integer and not auction:
+        # the lexicographically smallest optimum needs the proof: from the auction's
+        # prices it takes a few rounds (equal rows and columns in large groups can keep
+        # the sparse start's rounds adding a few entries each)
+        log.debug("exact assignment: no proof after %d rounds; again from auction prices",
+                  EXACT_ROUNDS)
+        return exact_dense(X, maximize=maximize, first_c=first_c, unmatched=unmatched,
+                           auction=True, integer=True, extremes=extremes)
     log.warning("exact assignment: no proof after %d rounds; dense solver used", EXACT_ROUNDS)
     if unmatched is None:
         r, c = linear_sum_assignment(X, maximize=maximize)
