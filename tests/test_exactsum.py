@@ -45,3 +45,30 @@ def test_cross_sums_do_not_depend_on_row_order():
     rng = np.random.default_rng(9)
     x = rng.lognormal(3, 3, (1000, 4))
     assert (exact_cross_sums(x) == exact_cross_sums(x[rng.permutation(1000)])).all()
+
+
+def test_folding_the_bins_gives_the_integer_of_every_bin_added():
+    """The compiled fold (carries from the lowest bit up, then one integer of the bits)
+    equals the bins added one by one as Python integers: signed bins, bins at both ends of
+    the exponent range, totals that cancel to 0 or turn negative."""
+    from sdcdist.metrics.exactsum import SCALE, _fold_bins
+    rng = np.random.default_rng(9)
+    hi = rng.integers(-2**52, 2**52, size=(6, 2048))
+    lo = rng.integers(-2**51, 2**51, size=(6, 2048))
+    hi[1], lo[1] = 0, 0
+    hi[2, :] = 0
+    lo[2, :] = 0
+    hi[2, 2047], lo[2, 0] = -(2**52), 1                    # the two ends, negative total
+    hi[3] = np.where(rng.random(2048) < 0.98, 0, hi[3])   # sparse
+    lo[3] = np.where(rng.random(2048) < 0.98, 0, lo[3])
+    hi[4, 10], lo[4, 36] = 1, -1                           # cancels exactly: hi at 2**36
+    lo[4, :36] = 0
+    lo[4, 37:] = 0
+    hi[4, :10] = 0
+    hi[4, 11:] = 0
+    got = _fold_bins(hi, lo)
+    for p in range(hi.shape[0]):
+        want = sum((int(hi[p, e]) * 2**26 + int(lo[p, e])) << (e - 1075 + SCALE)
+                   for e in range(2048))
+        assert got[p] == want and type(got[p]) is int, p
+    assert got[1] == 0 and got[4] == 0 and got[2] < 0

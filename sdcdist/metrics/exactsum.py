@@ -6,7 +6,8 @@ resampling) can differ in the last bit. Here every value ``x = M * 2**e``
 (``M`` a 53-bit integer) is split into two 26/27-bit integer halves that are
 added per exponent into int64 bins (a numba loop; exact: the bin totals stay
 far below 2**63 for chunks of up to 2**26 values) and then folded into one
-Python integer in units of ``2**-SCALE``. Chunk sums are Python integers, so
+Python integer in units of ``2**-SCALE`` (the carries propagated bit by bit in the
+same compiled code, the bits then read as one integer). Chunk sums are Python integers, so
 combining them is exact too, and the final mean or variance is the correctly
 rounded float of the exact rational value. Squares are made exact with
 Dekker's two-product (``x*x = hi + lo`` exactly, barring overflow).
@@ -63,6 +64,43 @@ def _bin_mantissas(bits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> None:  #
             _bin_one(bits[i, j], hi, lo, j)
 
 
+#: bits of a folded row of bins: the 2048 exponents and the 26 bits the high halves sit above
+_FOLD_BITS = 2048 + 26
+
+
+@numba.njit(cache=True)
+def _carry_bins(hi: np.ndarray, lo: np.ndarray, bits: np.ndarray, top: np.ndarray) -> None:  # pragma: no cover
+    """Each row p of bins (``hi[p, e] * 2**26 + lo[p, e]`` at 2**e) as binary digits
+    ``bits[p, k]`` (0/1, at 2**k) and a signed ``top[p]`` at 2**_FOLD_BITS: the same integer,
+    the carries propagated from the lowest bit up (floor halving: the carry stays below
+    the largest bin, far from overflow)."""
+    P = hi.shape[0]
+    for p in range(P):
+        carry = np.int64(0)
+        for k in range(_FOLD_BITS):
+            acc = carry
+            if k < 2048:
+                acc += lo[p, k]
+            if k >= 26:
+                acc += hi[p, k - 26]
+            bits[p, k] = acc & 1
+            carry = acc >> 1
+        top[p] = carry
+
+
+def _fold_bins(hi: np.ndarray, lo: np.ndarray) -> list[int]:
+    """The Python integer of each row of bins, in units of ``2**-SCALE``: ``sum_e (hi[p, e]
+    * 2**26 + lo[p, e]) * 2**(e - 1075)``, exactly."""
+    P = hi.shape[0]
+    bits = np.empty((P, _FOLD_BITS), dtype=np.uint8)
+    top = np.empty(P, dtype=np.int64)
+    _carry_bins(hi, lo, bits, top)
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    shift = SCALE - 1075
+    return [(int.from_bytes(packed[p].tobytes(), "little") + (int(top[p]) << _FOLD_BITS))
+            << shift for p in range(P)]
+
+
 def _fold(x: np.ndarray) -> np.ndarray:
     """Exact column sums of ``x`` (rows x cols) as an object array of Python ints."""
     x = np.ascontiguousarray(x, dtype=np.float64)
@@ -75,12 +113,7 @@ def _fold(x: np.ndarray) -> np.ndarray:
     lo = np.zeros((cols, 2048), dtype=np.int64)
     _bin_mantissas(x.view(np.int64), hi, lo)
     out = np.zeros(cols, dtype=object)
-    for j in range(cols):
-        total = 0
-        for e in np.flatnonzero((hi[j] != 0) | (lo[j] != 0)):
-            # bin e holds (hi * 2**26 + lo) * 2**(e - 1075); units 2**-SCALE
-            total += (int(hi[j, e]) * 2**26 + int(lo[j, e])) << (int(e) - 1075 + SCALE)
-        out[j] = total
+    out[:] = _fold_bins(hi, lo)
     return out
 
 
@@ -165,12 +198,8 @@ def exact_cross_sums(x: np.ndarray) -> np.ndarray:
     lo = np.zeros((iu.size, 2048), dtype=np.int64)
     _bin_cross_products(xs, iu.astype(np.int64), ju.astype(np.int64), hi, lo)
     out = np.zeros((m, m), dtype=object)
-    for p in range(iu.size):
+    for p, total in enumerate(_fold_bins(hi, lo)):
         i, j = int(iu[p]), int(ju[p])
-        total = 0
-        for e in np.flatnonzero((hi[p] != 0) | (lo[p] != 0)):
-            # bin e holds (hi * 2**26 + lo) * 2**(e - 1075); units 2**-SCALE
-            total += (int(hi[p, e]) * 2**26 + int(lo[p, e])) << (int(e) - 1075 + SCALE)
         out[i, j] = out[j, i] = total << int(k[i] + k[j] + 2200)
     return out
 
