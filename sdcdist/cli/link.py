@@ -137,8 +137,12 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     check_output(out, what="--out", overwrite=overwrite, inputs=[original, masked])
     key_list = names_option(keys, "--keys")
     cats = names_option(categorical, "--categorical") or []
-    A = load_microdata(original, na_values=na_values)
-    B = load_microdata(masked, na_values=na_values)
+    from ..data import is_store
+    # integer-coded keys declared categorical are read as categories (missing values
+    # allowed there); a store records its own
+    A, B = (load_microdata(p, na_values=na_values,
+                           categorical=cats if cats and not is_store(p) else None)
+            for p in (original, masked))
     from ..data import align_categories
     A, B = align_categories(A, B)
     hid = [h for h in dict.fromkeys((A.household, B.household)) if h in key_list]
