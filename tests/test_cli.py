@@ -158,3 +158,24 @@ def test_link_reads_keys_declared_categorical_as_categories(run, tmp_path, rng):
               "--categorical", "nosuch", "--out", tmp_path / "q.parquet")
     assert res.exit_code == 2 and "nosuch" in res.output
     assert not (tmp_path / "q.parquet").exists()
+
+
+@pytest.mark.parametrize("command", ["audit", "measure", "risk", "link"])
+def test_the_option_examples_of_each_help_are_accepted(command):
+    """Every ``-o`` example a command's help gives is an option that command takes (``link``
+    takes the PRL options only: its help gave ``chunk_rows=4096``, which it refuses)."""
+    import re
+
+    from sdcdist.cli.link import prl_settings
+    from sdcdist.options import OPTIONS, read_items
+    cmd = main.commands[command]
+    if isinstance(cmd, type(main)):                     # a group: its first command
+        cmd = next(iter(cmd.commands.values()))
+    opt = next(p for p in cmd.params if p.name == "option_items")
+    examples = re.search(r"e\.g\. (.*) \(repeatable", " ".join(opt.help.split())).group(1)
+    items = tuple(examples.split(" or "))
+    assert len(items) == 2
+    if command == "link":
+        prl_settings({}, items, None)                   # refused: SdcInputError
+    else:
+        assert set(read_items(items)) <= set(OPTIONS)

@@ -507,13 +507,18 @@ def parse_method_options(meth: Any, items: tuple[str, ...]) -> dict[str, Any]:
     return validate_method_options(meth, given)
 
 
-def option_items(f: Any) -> Any:
-    """Decorator: ``-o/--option KEY=VALUE`` (repeatable), received as ``option_items``."""
-    return click.option("--option", "-o", "option_items", multiple=True, metavar="KEY=VALUE",
-                        help="A computation option, checked against the option registry "
-                             "(`sdcdist metrics` / `sdcdist methods` list them), e.g. "
-                             "chunk_rows=4096 or crl_external=[V4,V12] (repeatable; each key "
-                             "once).")(f)
+def option_items(f: Any = None, *, examples: str = "chunk_rows=4096 or crl_external=[V4,V12]",
+                 which: str = "the option registry") -> Any:
+    """Decorator: ``-o/--option KEY=VALUE`` (repeatable), received as ``option_items``;
+    bare (``@option_items``) or with the command's own ``examples`` and the options it
+    takes (``which``)."""
+    def deco(g: Any) -> Any:
+        return click.option("--option", "-o", "option_items", multiple=True,
+                            metavar="KEY=VALUE",
+                            help=f"A computation option, checked against {which} "
+                                 "(`sdcdist metrics` / `sdcdist methods` list them), e.g. "
+                                 f"{examples} (repeatable; each key once).")(g)
+    return deco if f is None else deco(f)
 
 
 def json_flag(f: Any) -> Any:

@@ -105,7 +105,8 @@ def prl_settings(flags: dict[str, Any], option_items: tuple[str, ...],
 @click.option("--out", required=True, type=PathOrURL("output"),
               help="Parquet file for the linked pairs.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
-@option_items
+@option_items(examples="prl_block_rows=[4096,4096] or prl_em={max_iter: 500}",
+              which="the PRL options of the registry")
 @prl_flags
 @json_flag
 @cluster_options(local=True)
