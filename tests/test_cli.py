@@ -179,3 +179,15 @@ def test_the_option_examples_of_each_help_are_accepted(command):
         prl_settings({}, items, None)                   # refused: SdcInputError
     else:
         assert set(read_items(items)) <= set(OPTIONS)
+
+
+def test_no_help_shows_a_doubled_percent_sign(run):
+    """click prints help texts as written (no %-formatting): ``1 %%`` would show as is."""
+    names = [n for n, c in main.commands.items()]
+    for name in names:
+        res = run(name, "--help")
+        assert res.exit_code == 0 and "%%" not in res.output, name
+        sub = main.commands[name]
+        for child in getattr(sub, "commands", {}):
+            res = run(name, child, "--help")
+            assert res.exit_code == 0 and "%%" not in res.output, (name, child)

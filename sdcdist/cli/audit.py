@@ -93,7 +93,7 @@ def audit(spec: str, out: str, overwrite: bool, progress: bool | None,
               help="With rules: the loss to minimise (default IL_S2, else IL1s, else the "
                    "spec's first loss metric).")
 @click.option("--tol", type=FINITE, default=None,
-              help="Absolute tolerance on the mean (default 1 %% of |target|).")
+              help="Absolute tolerance on the mean (default 1 % of |target|).")
 @click.option("--max-iter", type=click.IntRange(1, 200), default=20, show_default=True,
               help="Bisection rounds at most.")
 @click.option("--out", default=None, type=PathOrURL("output"),
