@@ -331,3 +331,42 @@ def test_spearman_crl_without_rankable_columns_is_refused():
     with pytest.raises(SdcInputError, match="ordinal"):
         measure(X, Y, ["CRL"], columns=COLS, categorical=CAT, keysets=[["sex", "region"]],
                 options={"crl_correlation": "spearman"})
+
+
+def test_pearson_crl_refuses_categorical_columns_and_the_defaults_skip_it(tmp_path):
+    """CRL on Pearson's correlations (the default) compares numeric values: a categorical
+    column among its columns is refused by name, with or without missing values (it was
+    taken by its codes, and one missing value made it "constant"); the default metrics of
+    ``risk`` skip it with a note and compute the rest."""
+    from click.testing import CliRunner
+
+    from sdcdist.cli import main
+    from sdcdist.metrics import Inputs, applicable
+    rng = np.random.default_rng(2)
+    n = 40
+    X = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 3, n), rng.integers(0, 5, n),
+                         rng.integers(20, 60, n), rng.normal(30, 5, n).round(1)]).astype(float)
+    Y = X.copy()
+    Y[:, 3:] += rng.normal(0, 1, (n, 2)).round(1)
+    for missing in (False, True):
+        Xm, Ym = X.copy(), Y.copy()
+        if missing:
+            Xm[3, COLS.index("region")] = np.nan
+        with pytest.raises(SdcInputError, match=r"Pearson.*\['region'\]"):
+            measure(Xm, Ym, ["CRL"], columns=COLS, categorical=CAT,
+                    keysets=[["age", "region"]])
+    inputs = Inputs(columns=tuple(COLS), categorical=tuple(CAT))
+    assert "categorical" in str(applicable("CRL", inputs, {}))
+    assert applicable("CRL", inputs, {"crl_correlation": "spearman"}) is None
+    assert applicable("CRL", inputs, {"crl_external": ["age"], "crl_released": ["income"]}) \
+        is None
+    import pandas as pd
+    df = pd.DataFrame(X, columns=COLS)
+    df["region"] = df["region"].astype("Int64").astype(object)
+    df.loc[3, "region"] = None
+    df.to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame(Y, columns=COLS).to_csv(tmp_path / "b.csv", index=False)
+    res = CliRunner().invoke(main, ["risk", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                                    "--categorical", ",".join(CAT), "--json"])
+    assert res.exit_code == 0, res.output
+    assert "skipping CRL" in res.output and '"DLD"' in res.output

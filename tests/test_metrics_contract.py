@@ -55,8 +55,16 @@ WITHOUT = {"holdout": {}, "confidential": {"confidential": ()}, "household": {"h
 
 
 def _keys(name: str) -> tuple:
+    """Numeric keys for a metric that compares numeric values (declared: key sets and not
+    categorical, or a guard that refuses categorical key sets only, as CRL's on Pearson's
+    correlations), else categorical keys."""
     m = REGISTRY[name]
-    return NUMERIC_KEYS if m.keysets and not m.categorical else CATEGORICAL_KEYS
+    if m.keysets and not m.categorical:
+        return NUMERIC_KEYS
+    on = {k: applicable(m, FULL.replace(holdout=True, keysets=k))
+          for k in (NUMERIC_KEYS, CATEGORICAL_KEYS)}
+    return NUMERIC_KEYS if on[NUMERIC_KEYS] is None and on[CATEGORICAL_KEYS] is not None \
+        else CATEGORICAL_KEYS
 
 
 def _run(names: list[str], inputs: Inputs, holdout: bool) -> dict[str, float]:

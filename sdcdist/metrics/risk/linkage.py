@@ -552,8 +552,35 @@ def _crl_columns(ctx: MeasureContext) -> list[tuple[tuple[int, ...], tuple[int, 
     return [tuple(out)]  # type: ignore[list-item]
 
 
+def _pearson_categorical(categorical: Any, columns: Any) -> list[str]:
+    """The categorical columns among CRL's ``columns`` (the names of both sides)."""
+    cats = set(categorical)
+    return list(dict.fromkeys(c for c in columns if c in cats))
+
+
+def _crl_guard(inputs: Any, options: Any) -> Any:
+    """Why CRL on Pearson's correlations (the default) would refuse these inputs: its
+    columns (the key sets, or crl_external and crl_released) hold categorical ones."""
+    from ..inputs import Reason
+    if (options.get("crl_correlation") or "pearson") != "pearson" or not inputs.categorical:
+        return None
+    ext, rel = options.get("crl_external"), options.get("crl_released")
+    if ext is not None and rel is not None:
+        cols = [*([ext] if isinstance(ext, str) else ext),
+                *([rel] if isinstance(rel, str) else rel)]
+    else:
+        cols = [c for k in inputs.link_keysets() for c in k]
+    bad = _pearson_categorical(inputs.categorical, cols)
+    if not bad:
+        return None
+    return Reason(f"CRL's columns hold categorical column(s) {', '.join(bad)}",
+                  "Pearson's correlations compare numeric values; -o "
+                  "crl_correlation=spearman ranks ordinal ones and leaves nominal ones out, "
+                  "or name numeric key sets with --keyset", order=1)
+
+
 @register("CRL", kind="risk", same_shape=False, reference="[DTMS §4.3]",
-          unit="% of records",
+          unit="% of records", guard=_crl_guard,
           options=("crl_external", "crl_released", "crl_correlation", "ordinal"),
           description="correlation-based linkage (works without shared attributes): sort both "
                       "files by their most correlated attribute pair (Pearson, or Spearman: "
@@ -577,14 +604,24 @@ def crl(ctx: MeasureContext) -> MetricResult:
                 raise SdcInputError(
                     "CRL on Spearman's correlations leaves nominal categorical columns out "
                     "(they have no rank order), and then no column is left on one side; "
-                    "name ordinal columns in the 'ordinal' option, add numeric columns, or "
-                    "use crl_correlation: pearson")
+                    "name ordinal columns in the 'ordinal' option, or name key sets (or "
+                    "crl_external and crl_released) with a numeric column on each side")
             kept.append((ka, kb))
         scen = kept
         if left:
             left = list(dict.fromkeys(left))
             log.info("CRL (Spearman) leaves the nominal column(s) %s out", left)
             info["nominal_left_out"] = left
+    else:
+        bad = _pearson_categorical(ctx.categorical, [
+            *(ctx.columns[j] for ja, _ in scen for j in ja),
+            *(ctx.masked_columns[j] for _, jb in scen for j in jb)])
+        if bad:
+            raise SdcInputError(
+                f"CRL on Pearson's correlations compares numeric values, and its columns "
+                f"hold the categorical column(s) {bad}; leave them out (name numeric key "
+                "sets, or crl_external and crl_released), or use crl_correlation: spearman "
+                "(ordinal columns by their codes, nominal ones left out)")
     truth = ctx.truth if ctx.truth is not None else ctx.runner.share(_truth_array(ctx))
     names_a, names_b = ctx.columns, ctx.masked_columns
     for ja, jb in scen:
