@@ -97,8 +97,9 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     as a JSON object. Without --metric, the metrics that do not apply are left
     out with a note on stderr: those comparing the files record by record when
     their shapes differ or --id pairs the records otherwise than row by row (named,
-    they are refused), and the numeric-only linkage metrics (RR, GDBRL) when
-    a key set holds a categorical column, and the holdout metrics without
+    they are refused), the numeric-only linkage metrics (RR, GDBRL, and CRL on
+    Pearson's correlations) when a key set holds a categorical column, and the holdout
+    metrics without
     --holdout. With --holdout, the DCR metrics compare MASKED (a synthetic release)
     with ORIGINAL (its training file) and with the holdout.
     """
