@@ -30,7 +30,7 @@ from ._paths import PathOrURL, check_output, check_scheduler, distinct_outputs
 __all__ = ["main", "EXIT_FAILURE", "EXIT_USER", "ClusterOptions", "cluster_options",
            "choose_where", "in_process_reason",
            "cluster", "make_security", "split_list", "parse_options", "names_option",
-           "parse_method_options", "option_items", "json_flag", "echo_json",
+           "parse_method_options", "reader_categorical", "option_items", "json_flag", "echo_json",
            "table_outputs", "table_paths", "check_tables", "write_tables"]
 
 
@@ -485,6 +485,14 @@ def names_option(value: str | Sequence[str] | None, what: str, *, kind: str = "c
     (``--keys r,r``, ``--metric DLD --metric DLD``). ``kind``: what the names are
     (:func:`sdcdist.text.name_list`, the rule the service shares)."""
     return name_list(value, what, kind=kind)
+
+
+def reader_categorical(path: str, cats: Sequence[str] | None) -> list[str] | None:
+    """The ``--categorical`` columns to hand the reader of ``path``
+    (:func:`sdcdist.data.load_microdata`): a CSV or Parquet file's columns to read as
+    categories; None for a store, which records its own."""
+    from ..data import is_store
+    return list(cats) if cats and not is_store(path) else None
 
 
 def parse_options(items: tuple[str, ...], *, scopes: tuple[str, ...] = ("metric",)

@@ -9,8 +9,8 @@ import click
 
 from ..errors import SdcInputError, empty_error
 from ..limits import MAX_CHUNK_ROWS, MAX_ROWS
-from ._common import (echo_json, json_flag, main, names_option, role_options,
-                      parse_method_options)
+from ._common import (echo_json, json_flag, main, names_option, parse_method_options,
+                      reader_categorical, role_options)
 from ._paths import PathOrURL, check_output
 
 __all__ = ["ingest", "synth", "mask"]
@@ -174,9 +174,7 @@ def mask(data: str, method: str, param: float | None, seed: int, spawn_key: str 
     key_list, conf = names_option(keys, "--keys"), names_option(confidential, "--confidential")
     cats = names_option(categorical, "--categorical")
     given: dict[str, Any] = parse_method_options(meth, option_items) if option_items else {}
-    from ..data import is_store
-    md = load_microdata(data, categorical=cats if cats and not is_store(data) else None,
-                        na_values=na_values)
+    md = load_microdata(data, categorical=reader_categorical(data, cats), na_values=na_values)
     roles = {r: list(c) for r, c in md.roles.items()}
     if key_list:
         roles["key"] = key_list

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import echo_json, json_flag, main, names_option, role_options
+from ._common import (echo_json, json_flag, main, names_option, reader_categorical,
+                      role_options)
 from ._paths import PathOrURL
 
 __all__ = ["describe"]
@@ -32,12 +33,12 @@ def describe(data: str, keys: str | None, top: int, categorical: str | None,
     record) and key combinations. Those are the principal's own data: they go
     to stdout only, never to the logs. --json prints the same as JSON.
     """
-    from ..data import is_store, load_microdata
+    from ..data import load_microdata
     from ..describe import describe as run_describe
     from ..describe import describe_lines
     cats = names_option(categorical, "--categorical")
     md = load_microdata(data, allow_constant=True,
-                        categorical=cats if cats and not is_store(data) else None,
+                        categorical=reader_categorical(data, cats),
                         na_values=na_values)
     d = run_describe(md, keys=names_option(keys, "--keys"), weight=weight, top=top)
     if as_json:

@@ -8,7 +8,7 @@ import click
 
 from ..errors import SdcInputError, exclusive_error, unknown_name_error, value_error
 from ._common import (ClusterOptions, cluster, cluster_options, echo_json, json_flag, main,
-                      names_option, option_items, role_options)
+                      names_option, option_items, reader_categorical, role_options)
 from ._paths import PathOrURL, check_output
 
 __all__ = ["link"]
@@ -138,11 +138,9 @@ def link(original: str, masked: str, keys: str, method: str, id_column: str | No
     check_output(out, what="--out", overwrite=overwrite, inputs=[original, masked])
     key_list = names_option(keys, "--keys")
     cats = names_option(categorical, "--categorical") or []
-    from ..data import is_store
     # integer-coded keys declared categorical are read as categories (missing values
-    # allowed there); a store records its own
-    A, B = (load_microdata(p, na_values=na_values,
-                           categorical=cats if cats and not is_store(p) else None)
+    # allowed there)
+    A, B = (load_microdata(p, na_values=na_values, categorical=reader_categorical(p, cats))
             for p in (original, masked))
     from ..data import align_categories
     A, B = align_categories(A, B)

@@ -10,7 +10,7 @@ from ..errors import SdcInputError
 from ._paths import PathOrURL
 from ._common import (ClusterOptions, cluster, cluster_options, echo_json, flag_inputs,
                       json_flag, main, names_option, option_items, parse_options,
-                      role_options, split_list)
+                      reader_categorical, role_options, split_list)
 
 __all__ = ["risk"]
 
@@ -38,9 +38,9 @@ def _load_with_id(path: str, id_column: str | None, what: str,
     """The file without its identifier column, and that column (None without ``id_column``).
     ``only``: the columns the metrics read (:func:`_read_columns`; the others may be left
     out, see :func:`~sdcdist.data.load_microdata`)."""
-    from ..data import is_store, load_microdata
-    cats = categorical if categorical and not is_store(path) else None
-    md = load_microdata(path, allow_constant=True, categorical=cats, na_values=na_values,
+    from ..data import load_microdata
+    md = load_microdata(path, allow_constant=True,
+                        categorical=reader_categorical(path, categorical), na_values=na_values,
                         only=only, fingerprint=False)
     if id_column is None:
         return md, None

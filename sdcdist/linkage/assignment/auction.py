@@ -288,12 +288,13 @@ def _scan_rows(W, s, mid, p, lc, lw, bound, rows, r0, r1):
 
 
 def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float,
-                   hi: float, colmax: np.ndarray | None = None
+                   hi: float, colmax: np.ndarray | None = None, few: bool | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
     """Prices (cost-form column duals ``v = -p``) and a first graph (each row's list and
     its auction partner) from the auction (:func:`_auction_run`), the rows' full scans
     shared out to :data:`SCAN_THREADS` threads in batches; ``lo``, ``hi``: the extremes of X;
-    ``colmax`` (with ``s = -1``): each column's maximum of X, when the caller has it."""
+    ``colmax`` (with ``s = -1``): each column's maximum of X, when the caller has it;
+    ``few``: :func:`few_values` of X, when the caller has it."""
     span = hi - lo
     # start each column's price at its largest value: a column every row ranks high
     # (W[i, j] = a[i] + b[j] in the extreme) then costs no bidding war. With s = -1 the
@@ -303,7 +304,7 @@ def auction_start(X: np.ndarray, s: float, um: np.ndarray, n_lst: int, lo: float
         p = np.asarray(colmax, dtype=np.float64) - mid
     else:
         p = _colmax(X, s, mid)
-    eps = epsilons(X, span)
+    eps = epsilons(X, span, few)
     k = int(min(max(n_lst, 2), X.shape[1]))
     n_r, n_c = X.shape
     lc = np.full((n_r, k), -1, dtype=np.int64)
@@ -352,13 +353,14 @@ def few_values(X: np.ndarray) -> bool:
     return bool(np.unique(X[::step][:AUCTION_SAMPLE_ROWS]).size <= AUCTION_FEW_VALUES)
 
 
-def epsilons(X: np.ndarray, span: float) -> list[float]:
+def epsilons(X: np.ndarray, span: float, few: bool | None = None) -> list[float]:
     """The auction's epsilon per phase for the matrix ``X`` whose values span ``span``:
     from ``span / (AUCTION_RATIO * AUCTION_FIRST)`` down to ``span * AUCTION_EPS``, or one
-    phase at ``span * AUCTION_EPS_FEW`` when ``X`` has :func:`few_values`."""
+    phase at ``span * AUCTION_EPS_FEW`` when ``X`` has :func:`few_values` (``few``: their
+    answer, when the caller has it)."""
     if not span > 0:
         return [1.0]
-    if few_values(X):
+    if few_values(X) if few is None else few:
         return [span * AUCTION_EPS_FEW]
     eps, e = [], span / (AUCTION_RATIO * AUCTION_FIRST)
     while e > span * AUCTION_EPS:

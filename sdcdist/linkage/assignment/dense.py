@@ -253,11 +253,13 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         np.asarray(unmatched, dtype=np.float64), (n_r,)).astype(np.float64) - lo)
     tol = 0.5 if integer else 1e-11 * (1.0 + (hi - lo))
     first_c = EXACT_FIRST_C if first_c is None else first_c
+    few = None                              # prices.few_values(X), once asked
     if auction is None:
         n_max = max(n_r, n_c)
-        auction = prices.AUCTION_MIN is not None and (
-            n_max >= prices.AUCTION_MIN
-            or (n_max >= prices.AUCTION_FEW_MIN and prices.few_values(X)))
+        if prices.AUCTION_MIN is not None and prices.AUCTION_FEW_MIN <= n_max < \
+                prices.AUCTION_MIN:
+            few = prices.few_values(X)
+        auction = prices.AUCTION_MIN is not None and (n_max >= prices.AUCTION_MIN or bool(few))
     v0 = None
     info: dict[str, Any] = {}
     if auction:
@@ -266,7 +268,7 @@ def exact_dense(X: np.ndarray, *, maximize: bool = True, first_c: int | None = N
         um = np.zeros(0) if dummy is None else -(dummy + s * (lo - 0.5 * (lo + hi)))
         er, ec, v0, info = prices.auction_start(
             X, s, um, prices.AUCTION_LIST, lo, hi,
-            colmax=None if extremes is None or s != -1.0 else extremes[2])
+            colmax=None if extremes is None or s != -1.0 else extremes[2], few=few)
         if integer:
             v0 = np.rint(v0)                # integer duals: every sum below stays exact
         if unmatched is None:
