@@ -183,8 +183,7 @@ def test_the_option_examples_of_each_help_are_accepted(command):
 
 def test_no_help_shows_a_doubled_percent_sign(run):
     """click prints help texts as written (no %-formatting): ``1 %%`` would show as is."""
-    names = [n for n, c in main.commands.items()]
-    for name in names:
+    for name in main.commands:
         res = run(name, "--help")
         assert res.exit_code == 0 and "%%" not in res.output, name
         sub = main.commands[name]

@@ -99,8 +99,7 @@ def risk(original: str, masked: str, metric_names: tuple[str, ...], keys: str | 
     their shapes differ or --id pairs the records otherwise than row by row (named,
     they are refused), the numeric-only linkage metrics (RR, GDBRL, and CRL on
     Pearson's correlations) when a key set holds a categorical column, and the holdout
-    metrics without
-    --holdout. With --holdout, the DCR metrics compare MASKED (a synthetic release)
+    metrics without --holdout. With --holdout, the DCR metrics compare MASKED (a synthetic release)
     with ORIGINAL (its training file) and with the holdout.
     """
     from ..metrics import default_keysets, measure
