@@ -23,7 +23,7 @@ from .errors import SdcInputError
 
 __all__ = ["CorruptChunkError", "MissingChunkError", "compressors", "read", "verify_group",
            "is_checksum_error", "missing_chunks", "stored_chunk_keys", "chunk_key", "chunk_text",
-           "corruption_error", "missing_error"]
+           "corruption_error", "missing_error", "undecodable_error"]
 
 
 _CHECKSUM_MESSAGE = "checksum do not match"
@@ -72,20 +72,21 @@ def _chunk_ranges(shape: tuple[int, ...], chunks: tuple[int, ...],
     return list(itertools.product(*axes))
 
 
-def _bad_chunks(array: Any, candidates: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    bad = []
+def _bad_chunks(array: Any, candidates: list[tuple[int, ...]]
+                ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """Of the chunk grid ``candidates``, those failing their checksum and those that cannot
+    be decoded at all with the array's metadata (any other failure to read the chunk alone:
+    a dtype, chunk shape or codec list edited in its zarr.json, or the chunk replaced)."""
+    bad, undecodable = [], []
     chunks = tuple(array.chunks)
     for pos in candidates:
         region = tuple(slice(i * c, min((i + 1) * c, n))
                        for i, c, n in zip(pos, chunks, array.shape))
         try:
             array[region]
-        except Exception as exc:
-            if is_checksum_error(exc):
-                bad.append(pos)
-            else:
-                raise
-    return bad
+        except Exception as exc:               # noqa: BLE001 - sorted below, never hidden
+            (bad if is_checksum_error(exc) else undecodable).append(pos)
+    return bad, undecodable
 
 
 def corruption_error(store: str, name: str, chunks: list[tuple[int, ...]]) -> CorruptChunkError:
@@ -101,6 +102,15 @@ def corruption_error(store: str, name: str, chunks: list[tuple[int, ...]]) -> Co
 def chunk_text(chunks: list[tuple[int, ...]]) -> str:
     where = ", ".join(".".join(str(i) for i in pos) for pos in chunks[:10])
     return where + (f" and {len(chunks) - 10} more" if len(chunks) > 10 else "")
+
+
+def undecodable_error(store: str, name: str, chunks: list[tuple[int, ...]]) -> CorruptChunkError:
+    return CorruptChunkError(
+        f"{store!r} is corrupted: chunk(s) {chunk_text(chunks)} of the array {name!r} cannot be "
+        "decoded with the array's metadata (its zarr.json was edited after the chunks were "
+        "written: data type, chunk shape or codecs; or the chunks were replaced). Nothing was "
+        "read from them; restore the store from a copy, or recreate it (sdcdist ingest / "
+        "rerun the audit with --overwrite).")
 
 
 def missing_error(store: str, name: str, chunks: list[tuple[int, ...]],
@@ -160,10 +170,16 @@ def read(array: Any, key: Any = slice(None), *, store: str = "", name: str | Non
     try:
         out = array[key]
     except Exception as exc:
-        if not is_checksum_error(exc):
-            raise
-        bad = _bad_chunks(array, _chunk_ranges(tuple(array.shape), tuple(array.chunks), key))
-        raise corruption_error(store, name, bad or [("?",)]) from None
+        touched = _chunk_ranges(tuple(array.shape), tuple(array.chunks), key)
+        if is_checksum_error(exc):
+            bad = _bad_chunks(array, touched)[0]
+            raise corruption_error(store, name, bad or [("?",)]) from None
+        bad, undecodable = _bad_chunks(array, touched)
+        if bad:
+            raise corruption_error(store, name, bad) from None
+        if undecodable:
+            raise undecodable_error(store, name, undecodable) from None
+        raise
     if complete and np.issubdtype(np.asarray(out).dtype, np.floating) and np.isnan(out).any():
         gone = missing_chunks(array, _chunk_ranges(tuple(array.shape), tuple(array.chunks), key))
         if gone:

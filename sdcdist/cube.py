@@ -151,11 +151,13 @@ def open_cube(url: str, *, squeeze: bool = True) -> Cube:
         if problems:                # a cube whose array lost its zarr.json: damage
             raise integrity.metadata_error(str(url), problems)
         raise SdcInputError(f"{str(url)!r} is a Zarr store but not an sdcdist cube")
-    checksums.verify_group(str(url))  # small: a corrupted chunk is reported here
     group = open_group(str(url), "r")
+    # the metadata first: an array whose zarr.json was edited (data type, chunk shape,
+    # codecs) may not decode at all, and its manifest says what changed
     problems = integrity.check_metadata(group, str(url))
     if problems:
         raise integrity.metadata_error(str(url), problems)
+    checksums.verify_group(str(url))  # small: a corrupted chunk is reported here
     integrity.check_cube_cells(group, str(url))   # a done cell's lost chunk is not NaN
     integrity.check_cube_fingerprints(group, str(url))   # nor a changed value read
     if squeeze and "dataset" in ds.dims and ds.sizes["dataset"] == 1:

@@ -416,7 +416,7 @@ def _check_chunks(array: Any, store: str, name: str, report: VerifyReport,
     """
     positions = _all_positions(array)
     present = stored_chunk_keys(array)
-    bad = []
+    bad, undecodable = [], []
     complete = True
     for pos in positions:
         if chunk_key(array, pos) not in present:
@@ -426,18 +426,21 @@ def _check_chunks(array: Any, store: str, name: str, report: VerifyReport,
                        for i, c, n in zip(pos, array.chunks, array.shape))
         try:
             data = array[region]
-        except Exception as exc:
-            if is_checksum_error(exc):
-                bad.append(pos)
-                complete = False
-                continue
-            raise
+        except Exception as exc:               # noqa: BLE001 - one chunk alone: damage
+            # a checksum failure, or bytes the array's (edited) metadata cannot decode
+            (bad if is_checksum_error(exc) else undecodable).append(pos)
+            complete = False
+            continue
         if digest is not None and complete:
             digest.update(data)
     report.checked["chunks"] = report.checked.get("chunks", 0) + len(present)
     if bad:
         report.problems.append(f"chunk(s) {chunk_text(bad)} of {name!r} failed the CRC-32C "
                                "checksum")
+    if undecodable:
+        report.problems.append(f"chunk(s) {chunk_text(undecodable)} of {name!r} cannot be "
+                               "decoded with the array's metadata (its zarr.json edited: data "
+                               "type, chunk shape or codecs; or the chunks replaced)")
     if required:
         gone = [pos for pos in required if chunk_key(array, pos) not in present]
         if gone:
@@ -604,10 +607,9 @@ def _check_fingerprints(group: Any, manifest: Mapping[str, Any], cells: list,
         if _has(group, RELEASE_FINGERPRINTS):
             whole[RELEASE_FINGERPRINTS] = np.asarray(group[RELEASE_FINGERPRINTS][...])
         all_digests = np.asarray(digests[...], dtype=np.uint8)
-    except Exception as exc:                   # noqa: BLE001
-        if not (is_checksum_error(exc) or isinstance(exc, CorruptChunkError)):
-            raise
+    except Exception:                          # noqa: BLE001 - reported by the chunk checks
         whole, all_digests = None, None        # a damaged chunk: cell by cell below
+    unreadable = []
     for cell in cells:
         try:
             if whole is not None:
@@ -616,10 +618,9 @@ def _check_fingerprints(group: Any, manifest: Mapping[str, Any], cells: list,
             else:
                 want = bytes(np.asarray(digests[cell], dtype=np.uint8))
                 have = cell_sha256(group, cell)
-        except Exception as exc:               # noqa: BLE001
-            if is_checksum_error(exc) or isinstance(exc, CorruptChunkError):
-                continue                       # reported by the chunk checks
-            raise
+        except Exception:                      # noqa: BLE001 - a damaged or undecodable
+            unreadable.append(cell)            # chunk (the chunk checks say which)
+            continue
         if not any(want):
             unsigned.append(cell)
         elif want != have:
@@ -637,7 +638,11 @@ def _check_fingerprints(group: Any, manifest: Mapping[str, Any], cells: list,
         report.problems.append(f"{len(unsigned)} cell(s) are marked done but were never "
                                f"written (no fingerprint; the done mark changed): "
                                f"{where(unsigned)}")
-    report.checked["cell fingerprints"] = "match" if not (changed or unsigned) else "differ"
+    if unreadable:
+        report.problems.append(f"the results of {len(unreadable)} cell(s) cannot be read to "
+                               f"check their fingerprints: {where(unreadable)}")
+    report.checked["cell fingerprints"] = "match" if not (changed or unsigned or unreadable) \
+        else "differ"
 
 
 def _labels(group: Any, name: str) -> list[str]:

@@ -150,6 +150,17 @@ def _refused(res, *words):
     ("a value changed",
      lambda q: zarr.open_group(str(q), mode="r+")["value"].__setitem__((0, 0, 0, 0, 0), 99.0),
      "fingerprint mismatch"),
+    # an array's own metadata edited so that its chunks no longer decode
+    ("value's data type", lambda q: _edit_json(q / "value" / "zarr.json", _dtype32),
+     "dtype of the array 'value'"),
+    ("value's chunk shape", lambda q: _edit_json(q / "value" / "zarr.json", _chunk_plus1),
+     "chunks of the array 'value'"),
+    ("value's codecs", lambda q: _edit_json(q / "value" / "zarr.json", _bytes_only),
+     "codecs of the array 'value'"),
+    ("done's data type", lambda q: _edit_json(q / "done" / "zarr.json", _dtype32),
+     "dtype of the array 'done'"),
+    ("flag's codecs", lambda q: _edit_json(q / "flag" / "zarr.json", _bytes_only),
+     "codecs of the array 'flag'"),
 ])
 def test_tampered_cube_fails_verify_and_is_refused_by_readers(run, sealed_cube, tmp_path,
                                                                name, how, word):
@@ -163,6 +174,48 @@ def test_tampered_cube_fails_verify_and_is_refused_by_readers(run, sealed_cube, 
     if name == "a value changed":
         _refused(run("plot", q, "--kind", "ranks", "--out", tmp_path / "p.png"), word)
         assert not (tmp_path / "p.png").exists()
+
+
+def _dtype32(d: dict) -> None:
+    d["data_type"] = "float32" if d["data_type"] == "float64" else "int32"
+
+
+def _chunk_plus1(d: dict) -> None:
+    d["chunk_grid"]["configuration"]["chunk_shape"][0] += 1
+
+
+def _bytes_only(d: dict) -> None:
+    d["codecs"] = d["codecs"][:1]          # the bytes codec alone: Zstandard and CRC-32C gone
+
+
+@pytest.mark.parametrize("edit", [_dtype32, _chunk_plus1, _bytes_only])
+def test_edited_array_metadata_is_damage_not_a_crash(run, sealed_cube, store, tmp_path, edit):
+    """An array's zarr.json edited so that its chunks cannot be decoded: verify lists every
+    problem and exits 1 (no "unexpected failure"), with or without a manifest to compare."""
+    q = _copy(sealed_cube, tmp_path, lambda q: _edit_json(q / "value" / "zarr.json", edit))
+    res = run("verify", q)
+    _refused(res, "is not the one written")
+    if edit is not _chunk_plus1:     # a longer chunk reads the old ones short: still decodes
+        assert "cannot be decoded with the array's metadata" in res.output
+    # the same edit on a store whose manifest is gone: the chunks alone say it
+    _edit_json(q / "zarr.json", lambda d: d["attributes"].pop("integrity"))
+    _refused(run("verify", q), "corrupt:")
+    _edit_json(store / "values" / "zarr.json", edit)
+    _refused(run("verify", store), "values")
+    _refused(run("describe", store), "'values' is not the one written")
+    with pytest.raises(SdcInputError, match="corrupted"):
+        load_microdata(store)
+
+
+def test_read_names_chunks_its_metadata_cannot_decode(store):
+    from sdcdist.checksums import read
+    _edit_json(store / "values" / "zarr.json", _bytes_only)
+    arr = zarr.open_group(str(store), mode="r")["values"]
+    with pytest.raises(CorruptChunkError, match=r"chunk\(s\) 0\.0, 1\.0, 2\.0, 3\.0 of the "
+                       r"array 'values' cannot be decoded"):
+        read(arr, store=str(store), name="values")
+    with pytest.raises(IndexError):      # not damage: a bad key is the caller's own error
+        zarr.open_group(str(store), mode="r")["values"][10 ** 6]
 
 
 def test_dataset_store_without_its_manifest_fails_verify(run, store):
