@@ -49,6 +49,26 @@ def test_measure_table_default_catalogue(files):
     assert "DLD" not in names
 
 
+def test_measure_default_on_one_numeric_column_leaves_correlations_out(files):
+    """One numeric column: the default set leaves the correlation metrics and the composites
+    built on them out with a note (it refused the whole run); named, R_MAE is refused."""
+    tmp, X, Y = files
+    pd.DataFrame(X[:, :1], columns=["a"]).to_csv(tmp / "x1.csv", index=False)
+    pd.DataFrame(Y[:, :1], columns=["a"]).to_csv(tmp / "y1.csv", index=False)
+    r = CliRunner().invoke(main, ["measure", str(tmp / "x1.csv"), str(tmp / "y1.csv"), "--local",
+                                  "--json"])
+    assert r.exit_code == 0, r.output
+    assert "1 numeric column(s): skipping R_MSE, R_MAE, R_MV, IL," in r.output
+    got = json.loads(r.output[r.output.index("{"):])
+    assert {"X_MSE", "S_MV", "IL1s", "EMD"} <= set(got)
+    assert not {"R_MSE", "R_MAE", "R_MV", "IL", "IL_S2"} & set(got)
+    ref = measure(X[:, :1], Y[:, :1], ["X_MV", "IL1s"], columns=["a"])
+    assert got["X_MV"]["value"] == ref["X_MV"].value and got["IL1s"]["value"] == ref["IL1s"].value
+    r = CliRunner().invoke(main, ["measure", str(tmp / "x1.csv"), str(tmp / "y1.csv"), "--local",
+                                  "--metric", "R_MAE"])
+    assert r.exit_code == 2 and "at least 2 columns" in r.output
+
+
 @pytest.mark.parametrize("args,msg", [
     (["x.csv", "e.csv"], "columns"),
     (["x.csv", "y.csv", "--metric", "NOPE"], "Unknown metric 'NOPE'"),

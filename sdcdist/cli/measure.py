@@ -94,7 +94,9 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     A, cols_a, cat_a, w_a, labels_a, roles_a = _open_input(original, "original", cats,
                                                            na_values)
     B, cols_b, cat_b, w_b, labels_b, roles_b = _open_input(masked, "masked", cats, na_values)
-    # default: every loss and utility metric (those of categorical columns when there are any)
+    # default: every loss and utility metric (those of categorical columns when there are
+    # any) that applies to the files (:func:`_defaults`)
+    default = not names
     names = names or \
         [n for n, m in REGISTRY.items() if m.kind in ("loss", "utility")
          and not (m.categorical and not (cat_a or cat_b))]
@@ -108,6 +110,8 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                          categorical=list(dict.fromkeys(cat_a + cat_b)), keys=keys,
                          keysets=keysets, confidential=confidential, household=household,
                          weight=weight, key_role=False, categories=(labels_a, labels_b))
+    if default:
+        names = _defaults(names, inputs, options)
     from ._common import choose_where, in_process_reason, interval_figures, interval_text
     where = choose_where(where, in_process_reason(names, A.shape[0], B.shape[0]))
     with cluster(where, quiet=True) as client:
@@ -128,3 +132,24 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
         note = em_note(n, r)
         if note:
             click.echo(note)
+
+
+def _defaults(names: list[str], inputs: Any, options: dict) -> list[str]:
+    """Those of the default ``names`` that apply to ``inputs``, with the metrics they are
+    computed from (:func:`~sdcdist.metrics.applicable`: e.g. the correlation metrics and
+    the composites built on them need two numeric columns); a note on stderr names the
+    others and why."""
+    from ..metrics import applicable, expand_requirements
+    kept: list[str] = []
+    skipped: dict = {}
+    for n in names:
+        why = next((w for w in (applicable(r, inputs, options) for r in
+                                expand_requirements([n])) if w is not None), None)
+        if why is None:
+            kept.append(n)
+        else:
+            skipped.setdefault(why, []).append(n)
+    for why, gone in skipped.items():
+        if not why.quiet:
+            click.echo(why.note(gone), err=True)
+    return kept

@@ -221,6 +221,16 @@ def table1(ctx: MeasureContext, obj: str) -> dict[str, MetricResult]:
     return ctx.cached(("table1", obj), run)
 
 
+def _two_numeric(inputs: Any, options: Any) -> Any:
+    """Why the correlation metrics (R_*) would refuse these inputs: fewer than two numeric
+    columns, so no pair of columns to correlate."""
+    from ..inputs import Reason
+    if len(inputs.numeric) >= 2:
+        return None
+    return Reason(f"{len(inputs.numeric)} numeric column(s)",
+                  "correlations need two numeric columns", order=2)
+
+
 def _register_table1(obj: str, err: str) -> None:
     what = {"X": "all values", "M": "column means", "V": "covariances (upper triangle with "
             "diagonal)", "S": "variances", "R": "correlations (strict upper triangle)"}[obj]
@@ -233,7 +243,8 @@ def _register_table1(obj: str, err: str) -> None:
         unit = {"MSE": "squared correlation", "MAE": "correlation"}[err]
 
     @register(f"{obj}_{err}", kind="loss", reference="[DMT Table 1]", options=_CHUNK,
-              description=f"{how} of the {what}", unit=unit, scaled=obj == "R")
+              description=f"{how} of the {what}", unit=unit, scaled=obj == "R",
+              guard=_two_numeric if obj == "R" else None)
     def metric(ctx: MeasureContext) -> MetricResult:
         return table1(ctx, obj)[err]
 
