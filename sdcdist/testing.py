@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .parallel import worker_config_env
 from .simd import PIN_ENV
 
 __all__ = ["LoopbackCluster", "cube_fingerprints"]
@@ -109,7 +110,8 @@ class LoopbackCluster:
         log = open(self.workdir / f"{name}.log", "wb")
         return subprocess.Popen([sys.executable, "-m", *args], stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**PIN_ENV, **os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**PIN_ENV, **worker_config_env(), **os.environ,
+                                     "PYTHONUNBUFFERED": "1"})
 
     def start(self) -> "LoopbackCluster":
         sfile = self.workdir / "scheduler.json"

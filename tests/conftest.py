@@ -6,10 +6,16 @@ import gc
 import logging
 import os
 
+import dask.config
 import numpy as np
 import pytest
 
 from sdcdist.data import load_microdata, reference_file
+from sdcdist.parallel import WORKER_CONFIG
+
+# every cluster of the tests without the workers' statistical profiler, as sdcdist's own
+# (sdcdist.parallel.WORKER_CONFIG: sampling the threads' frames can crash CPython 3.11)
+dask.config.set(WORKER_CONFIG)
 
 
 #: The files run first, then the longest files, longest first (measured: a minute or more

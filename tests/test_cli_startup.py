@@ -119,6 +119,37 @@ def test_cluster_options_and_the_one_cluster_helper():
     assert "local" in local and "local" not in remote
 
 
+def test_workers_the_cli_starts_run_without_the_profiler():
+    """The command line's LocalCluster hands WORKER_CONFIG to its workers (no statistical
+    profiler: sampling the threads' frames can crash CPython 3.11), in a process whose Dask
+    config is the default one (the tests' conftest sets it for its own clusters)."""
+    script = ("import dask, distributed, json\n"
+              "from sdcdist.cli._common import ClusterOptions, cluster\n"
+              "assert dask.config.get('distributed.worker.profile.enabled')\n"
+              "with cluster(ClusterOptions(workers=1), quiet=True) as c:\n"
+              "    print(json.dumps(list(c.run(lambda dask_worker: sorted("
+              "dask_worker.periodic_callbacks)).values())))\n"
+              "assert dask.config.get('distributed.worker.profile.enabled')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    (callbacks,) = json.loads(r.stdout.strip().splitlines()[-1])
+    assert "heartbeat" in callbacks and "profile" not in callbacks, callbacks
+
+
+def test_image_turns_the_profiler_off():
+    from sdcdist.parallel import WORKER_CONFIG, worker_config_env
+    assert worker_config_env() == {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+    docker = (Path(__file__).parents[1] / "deploy" / "Dockerfile").read_text()
+    for k, v in worker_config_env().items():
+        assert f"{k}={v}" in docker, k
+    import dask.config                # what Dask reads from the variable: the setting itself
+    assert dask.config.collect_env(worker_config_env()) == \
+        {"distributed": {"worker": {"profile": {"enabled": False}}}}
+    assert WORKER_CONFIG == {"distributed.worker.profile.enabled": False}
+
+
 #: runs the CLI in-process, then prints each sdcdist numba kernel's cache hits and misses
 #: (a miss is a compilation: numba counts one for every signature it compiles)
 _COUNT_COMPILES = """

@@ -125,6 +125,10 @@ def test_loopback_cluster_matches_localcluster_even_when_a_worker_is_killed(
         assert all(v == 1 for v in written_cells(events).values())
         assert sum(written_cells(events).values()) == total
         assert {"audit started", "connected", "audit finished"} <= {e["event"] for e in events}
+        from distributed import Client
+        with Client(lc.address) as c:      # the workers run without the profiler
+            assert c.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks) \
+                == {a: False for a in c.scheduler_info()["workers"]}
 
         # SIGKILL one worker (and its nanny) mid-audit: the audit completes, same cube
         rc, out, err, events = audit_process(

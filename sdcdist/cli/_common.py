@@ -394,9 +394,13 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
         _quiet_resource_tracker()
         extra = {"security": security, "protocol": "tls://"} if security is not None else {}
         import dask.config
+
+        from ..parallel import WORKER_CONFIG
         obj = _ctx_obj()
         logcfg = {"sdcdist.log-format": obj.get("log_format", "text"),
                   "sdcdist.log-level": "WARNING",
+                  # no statistical profiler in the workers (parallel.WORKER_CONFIG)
+                  **WORKER_CONFIG,
                   # the SIMD pins, set before each worker process starts (sdcdist.simd)
                   "distributed.nanny.pre-spawn-environ": {
                       **(dask.config.get("distributed.nanny.pre-spawn-environ") or {}),

@@ -31,11 +31,12 @@ from .cells import CellExecutor, cell_mode
 from .pairs import indexed_reduce, pair_block_rows, pairwise_reduce
 from .reduce import (add_dicts, chunk_bounds, map_batches, map_chunks, map_reduce, reduce_chunks,
                      tree_reduce)
-from .runner import Local, Runner, one_blas_thread
+from .runner import WORKER_CONFIG, Local, Runner, one_blas_thread, worker_config_env
 from .sort import SortedFile, distributed_sort
 from .threads import alongside, serial_map, thread_map, thread_pool
 
-__all__ = ["serial_map", "thread_map", "thread_pool", "alongside", "Runner", "Local", "one_blas_thread", "tree_reduce", "map_reduce", "chunk_bounds", "add_dicts",
+__all__ = ["WORKER_CONFIG", "worker_config_env",
+           "serial_map", "thread_map", "thread_pool", "alongside", "Runner", "Local", "one_blas_thread", "tree_reduce", "map_reduce", "chunk_bounds", "add_dicts",
            "map_batches", "map_chunks", "reduce_chunks",
            "pairwise_reduce", "pair_block_rows", "indexed_reduce", "distributed_sort",
            "SortedFile", "CellExecutor", "cell_mode"]

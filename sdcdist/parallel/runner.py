@@ -75,6 +75,22 @@ def _blas_controls() -> tuple[Any, list[Any]]:
         return _blas_cache["controller"], _blas_cache["setters"]
 
 
+#: Dask settings of every worker sdcdist starts (the command line's LocalCluster,
+#: :class:`~sdcdist.testing.LoopbackCluster`, the deploy/ image's processes as
+#: :func:`worker_config_env` gives them): no statistical profiler. It samples every thread's
+#: Python frames 100 times a second (``sys._current_frames`` and ``f_back``), which can
+#: crash CPython 3.11 while those threads run (a segmentation fault in a worker sampling
+#: the cell threads of an audit, seen in the test suite); what it gave is the dashboard's
+#: profile page, empty without it. A cluster sdcdist did not start keeps its own settings.
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+
+
+def worker_config_env() -> dict[str, str]:
+    """:data:`WORKER_CONFIG` as Dask's environment variables (``DASK_A__B__C``)."""
+    return {"DASK_" + k.upper().replace(".", "__").replace("-", "_"): str(v)
+            for k, v in WORKER_CONFIG.items()}
+
+
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
     """BLAS and OpenMP at one thread for the calling thread while it is inside.
