@@ -50,6 +50,31 @@ def test_describe_refuses_values_too_large_as_measure_does(run, huge):
     _user_error(run("measure", str(huge), str(huge), "--local"), "['A']", "rescale")
 
 
+def test_values_too_small_in_magnitude_are_refused_at_reading(run, tmp_path):
+    """A column of subnormal values has a variance of 0 in float64: noise added none (the
+    column went out unmasked) and IL1s called it constant. Every reader refuses it, naming
+    the column; a column with one tiny value among others, or all zeros, is kept."""
+    from sdcdist.data import from_array
+    from sdcdist.data.validate import TINY_MAGNITUDE
+    from sdcdist.errors import SdcInputError
+    rng = np.random.default_rng(3)
+    tiny = rng.random(40) * 1e-310
+    p = tmp_path / "sub.csv"
+    pd.DataFrame({"A": tiny, "B": np.arange(40.0)}).to_csv(p, index=False)
+    for cmd in (["describe", str(p)], ["mask", str(p), "-m", "noise", "-p", "0.1", "--out",
+                                        str(tmp_path / "m.csv")],
+                ["measure", str(p), str(p), "--local"]):
+        _user_error(run(*cmd), "['A']", "below 1e-150", "rescale")
+    assert not (tmp_path / "m.csv").exists()
+    pd.DataFrame({"A": tiny, "B": np.arange(40.0)}).to_parquet(tmp_path / "sub.parquet")
+    _user_error(run("describe", str(tmp_path / "sub.parquet")), "['A']", "below 1e-150")
+    with pytest.raises(SdcInputError, match=r"\['A'\].*below 1e-150"):
+        from_array(np.c_[tiny * 1e160, np.arange(40.0)], ["A", "B"])   # 1e-150 scale
+    X = np.c_[np.r_[1e-310, np.arange(1.0, 40.0)], np.arange(40.0), np.zeros(40),
+              np.full(40, TINY_MAGNITUDE * 2) * np.r_[1.0, np.ones(39) * 1.5]]
+    from_array(X, ["A", "B", "Z", "C"], allow_constant=True)   # kept: none is all tiny
+
+
 @pytest.mark.parametrize("name", ["huge", "big150"])
 def test_risk_refuses_values_too_large(run, request, name):
     p = str(request.getfixturevalue(name))

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import bad_values_error, constant_error, count_error, value_error
+from ..errors import SdcInputError, bad_values_error, constant_error, count_error, value_error
 
-__all__ = ["check_column_names", "check_values", "first_rows", "MIN_RECORDS"]
+__all__ = ["check_column_names", "check_values", "first_rows", "MIN_RECORDS",
+           "TINY_MAGNITUDE"]
 
 MIN_RECORDS = 3
 
@@ -62,6 +63,13 @@ def check_column_names(names: Sequence[str], source: str = "the data") -> None:
         raise value_error(f"The column names of {source}", "unique",
                           got_text=f"duplicates {dups}",
                           hint="Rename them so that every column name is unique.")
+
+
+#: A non-constant numeric column all of whose values are below this in magnitude is refused:
+#: their squares (below 1e-300) come within a few powers of ten of float64's smallest
+#: normal number (2.2e-308), and a variance, a distance or a noise sd on such a column
+#: underflows (to 0 for subnormal values).
+TINY_MAGNITUDE = 1e-150
 
 
 class ValueChecker:
@@ -142,6 +150,15 @@ class ValueChecker:
                 raise constant_error(const, self.source, "they carry no information and "
                                      "break standardisation", "drop them (select the others "
                                      "with --columns)")
+        tiny = [name for j, name in enumerate(self.names) if self.lo[j] != self.hi[j]
+                and max(abs(self.lo[j]), abs(self.hi[j])) < TINY_MAGNITUDE]
+        if tiny:
+            raise SdcInputError(
+                f"Column(s) {tiny} of {self.source} hold only values below {TINY_MAGNITUDE:.0e} "
+                "in magnitude (near the smallest float64, 2.2e-308): their squares underflow, "
+                "so their variance reads as 0 (standardised metrics take them for constant, "
+                "noise on them would add none); rescale them (e.g. express them in smaller "
+                "units) first.")
 
 
 def check_values(values: np.ndarray, names: Sequence[str], source: str = "the data", *,
