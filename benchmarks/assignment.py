@@ -3,7 +3,8 @@
 Dense (the PRL path up to ``dense_limit``): for each weight matrix, as the linkage
 hands it over (B records x A records, both in the content order of their values),
 the time of :func:`scipy.optimize.linear_sum_assignment`, of ``exact_dense`` of a
-former ``assignment.py`` (``--before``, by default the one on git branch ``main``)
+former revision (``--before REV``: that revision's whole ``sdcdist``, timed in a child
+process; none by default)
 and of :func:`sdcdist.linkage.assignment.exact_dense` (sparse shortest augmenting
 paths proved optimal for the whole matrix by LP duality; from ``AUCTION_MIN`` rows
 on started from the prices of a dense epsilon-scaling auction), wall and CPU
@@ -30,10 +31,12 @@ for ``unmatched="row_floor"`` (the PRL default) and ``None``, with the objective
 each maximises (:func:`objective`; equal to 1e-9 relative).
 
     python benchmarks/assignment.py [--synth 5000] [--sparse 100000,1000000]
-                                    [--timeout 300] [--before main | --old-module OLD.py]
+                                    [--timeout 300] [--before REV | --old-module OLD.py]
 
-``--before REV``: the git revision whose ``sdcdist/linkage/assignment.py`` is timed as
-"before" ("" to skip); ``--old-module``: a file with such a former module instead.
+``--before REV``: a git revision whose ``sdcdist`` (extracted with ``git archive``) is timed
+as "before" in a child process, on the same matrices; ``--old-module``: a file with a
+former single-file ``assignment.py``, timed in this process, instead. Without either the
+"before" columns show nan.
 """
 
 from __future__ import annotations
@@ -52,9 +55,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def weights(X: np.ndarray, Y: np.ndarray, **kw
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The dense PRL weight matrix (masked rows x original columns) the linkage assigns,
-    with the content orders of its rows and columns that PRL passes along."""
+            ) -> tuple[np.ndarray, np.ndarray, None]:
+    """The dense PRL weight matrix the linkage assigns, as the solver sees it (masked rows
+    in the content order of their values x original columns, already in theirs), the rows'
+    content order PRL passes along, and None (the columns' order: their own)."""
     from sdcdist.linkage import prl
     from sdcdist.linkage.prl import blocks
     from sdcdist.parallel import Runner
@@ -63,9 +67,14 @@ def weights(X: np.ndarray, Y: np.ndarray, **kw
     class _Got(Exception):
         pass
 
-    def grab(W, row_order, col_order, **_):
+    def grab(W, row_order, col_order, *, rows_ordered=False, **_):
+        # the linkage hands the rows over already in content order (rows_ordered, the
+        # order kept to map them back) and A's columns in content order (col_order None):
+        # W as the solver sees it, with its rows' content order
         saved["W"] = np.array(W, dtype=np.float64)
-        saved["ro"], saved["co"] = np.asarray(row_order), np.asarray(col_order)
+        saved["ro"] = np.asarray(row_order)
+        saved["co"] = None if col_order is None else np.asarray(col_order)
+        saved["rows_ordered"] = bool(rows_ordered)
         raise _Got
 
     orig, blocks.assign_by_content = blocks.assign_by_content, grab
@@ -79,7 +88,10 @@ def weights(X: np.ndarray, Y: np.ndarray, **kw
         pass
     finally:
         blocks.assign_by_content = orig
-    return saved["W"], saved["ro"], saved["co"]
+    W, ro, co = saved["W"], saved["ro"], saved["co"]
+    if not saved["rows_ordered"]:            # older linkage: W in row order, permuted here
+        W = np.ascontiguousarray(W[np.ix_(ro, co if co is not None else np.arange(W.shape[1]))])
+    return W, ro, None
 
 
 def prl_like_graph(n: int, c: int = 20, keys: int = 8, seed: int = 0
@@ -178,20 +190,87 @@ def _load_old(path: str):
     return mod
 
 
-def _before_module(a: argparse.Namespace):
-    """The former assignment module (``--old-module`` file, or ``--before`` revision)."""
-    if a.old_module:
-        return _load_old(a.old_module)
-    if not a.before:
-        return None
-    src = subprocess.run(["git", "show", f"{a.before}:sdcdist/linkage/assignment.py"],
-                         cwd=HERE.parent, capture_output=True, text=True)
-    if src.returncode != 0:
-        print(f"(no 'before' module: git show {a.before} failed)")
-        return None
-    d = Path(tempfile.mkdtemp(prefix="assign_before_"))
-    (d / "assignment_before.py").write_text(src.stdout)
-    return _load_old(str(d / "assignment_before.py"))
+class _InProcess:
+    """A former single-file assignment module (``--old-module``), timed in this process."""
+
+    def __init__(self, mod):
+        self.mod = mod
+        mod.exact_dense(np.eye(3))
+        mod.assign_by_content(np.eye(3), np.arange(3), np.arange(3))
+
+    def dense(self, P):
+        (r, c, _), t, tc = _timed(self.mod.exact_dense, P)
+        return float(P[r, c].sum()), t, tc
+
+    def by_content(self, W, ro, co, kw):
+        (r, c, _), t, tc = _timed(self.mod.assign_by_content, W, ro, co, **kw)
+        return float(W[r, c].sum()), t, tc
+
+
+#: The child that times a former revision's solver: ``sdcdist`` of that revision first on
+#: the path; the call runs once untimed (the extracted tree's kernels compile into its
+#: own cache), then timed.
+_CHILD = """
+import json, sys, time
+import numpy as np
+import sdcdist
+from sdcdist.linkage import assignment as old
+assert sdcdist.__file__.startswith(sys.argv[3]), sdcdist.__file__
+kind, path = sys.argv[1], sys.argv[2]
+d = np.load(path)
+W = d["W"]
+
+def solve():
+    if kind == "dense":
+        return old.exact_dense(W)[:2]
+    r, c, _ = old.assign_by_content(W, d["ro"], None, maximize=True, rows_ordered=True,
+                                    dense_limit=int(max(W.shape)))
+    inv = np.empty_like(d["ro"])
+    inv[d["ro"]] = np.arange(inv.size)
+    return inv[r], c
+
+
+solve()            # this tree's kernels compiled (its own cache) outside the timing
+w0, c0 = time.perf_counter(), time.process_time()
+r, c = solve()
+print(json.dumps([float(W[r, c].sum()), time.perf_counter() - w0, time.process_time() - c0]))
+"""
+
+
+class _Revision:
+    """The assignment of ``sdcdist`` at a git revision (its whole package, extracted with
+    ``git archive``), timed in a child process, since two versions of the package cannot
+    be imported in one: the same matrices, through a file."""
+
+    def __init__(self, rev: str, tmp: Path):
+        self.root = tmp / "rev"
+        self.root.mkdir()
+        archive = subprocess.run(["git", "archive", rev, "sdcdist"], cwd=HERE.parent,
+                                 capture_output=True)
+        if archive.returncode != 0:
+            raise SystemExit(f"--before {rev}: git archive failed: "
+                             f"{archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", str(self.root)], input=archive.stdout, check=True)
+        self.tmp = tmp
+
+    def _run(self, kind, **arrays):
+        import json
+        import os
+        path = self.tmp / "m.npz"
+        np.savez(path, **arrays)
+        env = {**os.environ, "PYTHONPATH": str(self.root)}
+        # run from the extracted tree: ``python -c`` puts its working directory first
+        out = subprocess.run([sys.executable, "-c", _CHILD, kind, str(path), str(self.root)],
+                             capture_output=True, text=True, env=env, cwd=self.root)
+        if out.returncode != 0:
+            raise SystemExit(f"the former solver failed:\n{out.stderr[-2000:]}")
+        return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+
+    def dense(self, P):
+        return self._run("dense", W=P)
+
+    def by_content(self, W, ro, co, kw):
+        return self._run("content", W=W, ro=ro)
 
 
 def _timed(f, *args, **kw):
@@ -199,6 +278,16 @@ def _timed(f, *args, **kw):
     w0, c0 = time.perf_counter(), time.process_time()
     out = f(*args, **kw)
     return out, time.perf_counter() - w0, time.process_time() - c0
+
+
+def _before(a: argparse.Namespace, tmp: Path):
+    """The former solver (``--old-module`` file, or the package at ``--before`` REV), or
+    None (``--before ""``)."""
+    if a.old_module:
+        return _InProcess(_load_old(a.old_module))
+    if not a.before:
+        return None
+    return _Revision(a.before, tmp)
 
 
 def dense_part(a: argparse.Namespace) -> None:
@@ -209,7 +298,11 @@ def dense_part(a: argparse.Namespace) -> None:
     from sdcdist.masking import REGISTRY
     sys.path.insert(0, str(HERE))
     from prl import utility_like
-    old = _before_module(a)
+    tmp = Path(tempfile.mkdtemp(prefix="assign_before_"))
+    old = _before(a, tmp)
+    what = (a.old_module if a.old_module else f"sdcdist at {a.before}" if a.before else
+            "none (--before REV times a former revision)")
+    print(f"before: {what}")
 
     census = load_microdata(reference_file("census")).values.astype(np.float64)
     noise = REGISTRY["noise"]
@@ -231,9 +324,6 @@ def dense_part(a: argparse.Namespace) -> None:
                                 new.assign_by_content(np.eye(3), np.arange(3), np.arange(3))))
     print(f"first (cold) call of the new exact_dense in this process: {tw:.2f} s wall, "
           f"{tc:.2f} s CPU (numba compilation, or loading its cache)")
-    if old is not None:
-        old.exact_dense(np.eye(3))
-        old.assign_by_content(np.eye(3), np.arange(3), np.arange(3))
     hdr = (f"{'dense matrix':<24} {'cmp':<7} {'distinct w':>10} {'scipy s':>8} "
            f"{'before s':>8} {'cpu':>6} {'after s':>7} {'cpu':>6} {'before/after':>12} "
            f"{'scipy/after':>11} {'rounds':>6} {'edges':>7} {'total (scipy)':>15} "
@@ -247,16 +337,16 @@ def dense_part(a: argparse.Namespace) -> None:
     for name, lab, kw, X, Y, extra in mats:
         if kw is None:
             W = tie_heavy(a.ties)
-            ro = co = np.arange(a.ties)
+            ro, co = np.arange(a.ties), None
         else:
             W, ro, co = weights(X, Y, **kw, **(extra[0] if extra else {}))
-        P = np.ascontiguousarray(W[np.ix_(ro, co)])    # as the solver sees it
+        P = W                                           # as the solver sees it
         (r0, c0), ts, _ = _timed(linear_sum_assignment, P, maximize=True)
         s0 = P[r0, c0].sum()
         to = tco = float("nan")
         if old is not None:
-            (r2, c2, _), to, tco = _timed(old.exact_dense, P)
-            assert abs(P[r2, c2].sum() - s0) <= 1e-9 * max(1.0, abs(s0))
+            s2, to, tco = old.dense(P)
+            assert abs(s2 - s0) <= 1e-9 * max(1.0, abs(s0))
         (r1, c1, info), te, tce = _timed(new.exact_dense, P)
         s1 = P[r1, c1].sum()
         assert abs(s0 - s1) <= 1e-9 * max(1.0, abs(s0)), (name, lab, s0, s1)
@@ -266,12 +356,14 @@ def dense_part(a: argparse.Namespace) -> None:
               f"{s1:>15.6f}", flush=True)
         del P
         # what PRL runs: assign_by_content on the matrix in the linkage's order
-        kw2 = {"maximize": True, "dense_limit": max(W.shape)}
+        kw2 = {"maximize": True, "dense_limit": max(W.shape), "rows_ordered": True}
         tb = tbc = float("nan")
         if old is not None:
-            _, tb, tbc = _timed(old.assign_by_content, W, ro, co, **kw2)
+            _, tb, tbc = old.by_content(W, ro, co, kw2)
         (r3, c3, _), ta, tac = _timed(new.assign_by_content, W, ro, co, **kw2)
-        assert abs(W[r3, c3].sum() - s0) <= 1e-9 * max(1.0, abs(s0))
+        inv = np.empty_like(ro)                # row of W of each masked record
+        inv[ro] = np.arange(ro.size)
+        assert abs(W[inv[r3], c3].sum() - s0) <= 1e-9 * max(1.0, abs(s0))
         driver.append((name, lab, tb, tbc, ta, tac))
     print(f"\n{'assign_by_content (PRL)':<24} {'cmp':<7} {'before s':>8} {'cpu':>6} "
           f"{'after s':>7} {'cpu':>6} {'before/after':>12} {'cpu ratio':>9}")
@@ -325,10 +417,12 @@ def main() -> None:
                     help="seconds before the former sparse solver is given up")
     ap.add_argument("--ties", type=int, default=3000,
                     help="size of the tie-heavy integer matrix (0: none)")
-    ap.add_argument("--before", default="main",
-                    help="git revision of the former assignment.py ('' to skip)")
+    ap.add_argument("--before", default="",
+                    help="a git revision whose sdcdist is timed as 'before', in a child "
+                         "process (default: none; the 'before' columns then show nan)")
     ap.add_argument("--old-module", default=None,
-                    help="a file with the former assignment.py (instead of --before)")
+                    help="a file with a former single-file assignment.py, timed in this "
+                         "process (instead of --before)")
     a = ap.parse_args()
     dense_part(a)
     if a.sparse:
