@@ -72,6 +72,21 @@ def test_ingest_synth_audit_report_plot(run, tmp_path, rng):
     res = run("plot", tmp_path / "c.zarr", "--risk", "PLD", "--loss", "IL1s", "--out",
               tmp_path / "t2.png")
     assert res.exit_code == 2 and "Unknown metric 'PLD'" in res.output
+    assert "note:" not in run("report", tmp_path / "c.zarr", "--by", "DLD").output
+    # an audit that did not finish (two cells written but not marked done, as a kill
+    # between the two leaves them): the readers say how much of the plan the cube holds
+    import zarr
+    done = zarr.open_group(str(tmp_path / "c.zarr"), mode="r+")["done"]
+    d = done[...]
+    d[0, 1, :, 1] = 0                     # rankswap's replicate 2 (its two values)
+    done[...] = d
+    for args in (["report", tmp_path / "c.zarr", "--by", "DLD"], ["query", tmp_path / "c.zarr"],
+                 ["plot", tmp_path / "c.zarr", "--risk", "DLD", "--loss", "IL1s", "--out",
+                  tmp_path / "t3.png"]):
+        res = run(*args)
+        assert res.exit_code == 0, res.output
+        assert "holds 6 of the 8 cells its audit planned" in res.stderr, res.stderr
+        assert "Rerun the same `sdcdist audit` command" in res.stderr
 
 
 def test_risk_command(run, tmp_path, rng):
