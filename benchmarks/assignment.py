@@ -88,10 +88,8 @@ def weights(X: np.ndarray, Y: np.ndarray, **kw
         pass
     finally:
         blocks.assign_by_content = orig
-    W, ro, co = saved["W"], saved["ro"], saved["co"]
-    if not saved["rows_ordered"]:            # older linkage: W in row order, permuted here
-        W = np.ascontiguousarray(W[np.ix_(ro, co if co is not None else np.arange(W.shape[1]))])
-    return W, ro, None
+    assert saved["rows_ordered"] and saved["co"] is None, "the linkage's hand-over changed"
+    return saved["W"], saved["ro"], None
 
 
 def prl_like_graph(n: int, c: int = 20, keys: int = 8, seed: int = 0
@@ -242,7 +240,8 @@ class _Revision:
     ``git archive``), timed in a child process, since two versions of the package cannot
     be imported in one: the same matrices, through a file."""
 
-    def __init__(self, rev: str, tmp: Path):
+    def __init__(self, rev: str):
+        tmp = Path(tempfile.mkdtemp(prefix="assign_before_"))
         self.root = tmp / "rev"
         self.root.mkdir()
         archive = subprocess.run(["git", "archive", rev, "sdcdist"], cwd=HERE.parent,
@@ -280,14 +279,14 @@ def _timed(f, *args, **kw):
     return out, time.perf_counter() - w0, time.process_time() - c0
 
 
-def _before(a: argparse.Namespace, tmp: Path):
+def _before(a: argparse.Namespace):
     """The former solver (``--old-module`` file, or the package at ``--before`` REV), or
     None (``--before ""``)."""
     if a.old_module:
         return _InProcess(_load_old(a.old_module))
     if not a.before:
         return None
-    return _Revision(a.before, tmp)
+    return _Revision(a.before)
 
 
 def dense_part(a: argparse.Namespace) -> None:
@@ -298,8 +297,7 @@ def dense_part(a: argparse.Namespace) -> None:
     from sdcdist.masking import REGISTRY
     sys.path.insert(0, str(HERE))
     from prl import utility_like
-    tmp = Path(tempfile.mkdtemp(prefix="assign_before_"))
-    old = _before(a, tmp)
+    old = _before(a)
     what = (a.old_module if a.old_module else f"sdcdist at {a.before}" if a.before else
             "none (--before REV times a former revision)")
     print(f"before: {what}")

@@ -170,13 +170,10 @@ def read(array: Any, key: Any = slice(None), *, store: str = "", name: str | Non
     try:
         out = array[key]
     except Exception as exc:
-        touched = _chunk_ranges(tuple(array.shape), tuple(array.chunks), key)
-        if is_checksum_error(exc):
-            bad = _bad_chunks(array, touched)[0]
+        bad, undecodable = _bad_chunks(
+            array, _chunk_ranges(tuple(array.shape), tuple(array.chunks), key))
+        if bad or is_checksum_error(exc):
             raise corruption_error(store, name, bad or [("?",)]) from None
-        bad, undecodable = _bad_chunks(array, touched)
-        if bad:
-            raise corruption_error(store, name, bad) from None
         if undecodable:
             raise undecodable_error(store, name, undecodable) from None
         raise

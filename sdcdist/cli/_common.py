@@ -429,6 +429,15 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
             local_cluster.close()
 
 
+def note_skipped(skipped: dict) -> None:
+    """A note on stderr for each reason a command left default metrics out
+    (:func:`~sdcdist.metrics.inputs.applicable_split`), but for the quiet ones (an input
+    nobody gave, a metric computed only when named)."""
+    for why, gone in skipped.items():
+        if not why.quiet:
+            click.echo(why.note(gone), err=True)
+
+
 def worker_env() -> dict[str, str]:
     """The SIMD pins a worker process gets (:mod:`sdcdist.simd`), as this process has them.
 

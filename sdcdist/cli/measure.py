@@ -139,17 +139,10 @@ def _defaults(names: list[str], inputs: Any, options: dict) -> list[str]:
     computed from (:func:`~sdcdist.metrics.applicable`: e.g. the correlation metrics and
     the composites built on them need two numeric columns); a note on stderr names the
     others and why."""
-    from ..metrics import applicable, expand_requirements
-    kept: list[str] = []
-    skipped: dict = {}
-    for n in names:
-        why = next((w for w in (applicable(r, inputs, options) for r in
-                                expand_requirements([n])) if w is not None), None)
-        if why is None:
-            kept.append(n)
-        else:
-            skipped.setdefault(why, []).append(n)
-    for why, gone in skipped.items():
-        if not why.quiet:
-            click.echo(why.note(gone), err=True)
+    from ..metrics import expand_requirements
+    from ..metrics.inputs import applicable_split
+    from ._common import note_skipped
+    kept, skipped = applicable_split(names, inputs, options,
+                                     parts=lambda n: expand_requirements([n]))
+    note_skipped(skipped)
     return kept

@@ -34,7 +34,7 @@ def _open(cube: str, use: str = "") -> Any:
             "`sdcdist plot --kind curves` only; `sdcdist calibrate --csv/--markdown/--html` "
             "writes its table")
     c = open_cube(cube)
-    progress = _progress(cube)
+    progress = _progress(c)
     if progress is not None and progress[0] < progress[1]:
         click.echo(f"note: {cube} holds {progress[0]} of the {progress[1]} cells its audit "
                    "planned (it did not finish); what follows leaves the others out. Rerun the "
@@ -42,21 +42,19 @@ def _open(cube: str, use: str = "") -> Any:
     return c
 
 
-def _progress(cube: str) -> tuple[int, int] | None:
-    """(cells done, cells planned) of an audit cube: the planned ones from the spec it
+def _progress(c: Any) -> tuple[int, int] | None:
+    """(cells done, cells planned) of an open audit cube: the planned ones from the spec it
     records (each method's parameter values x replicates x datasets); None when it records
     none it can count."""
     import json
 
     import numpy as np
-    import zarr
     try:
-        g = zarr.open_group(cube, mode="r")
-        raw = json.loads(g.attrs["spec"])
+        raw = json.loads(c.attrs["spec"])
         values = sum(len(m["params"]) for m in raw["methods"])
         datasets = len(raw["datasets"]) if "datasets" in raw else 1
         planned = values * int(raw["replicates"]) * datasets
-        done = int(np.count_nonzero(np.asarray(g["done"][...]) == 1))
+        done = int(np.count_nonzero(np.asarray(c["done"].values) == 1))
     except Exception:                          # noqa: BLE001 - an older or foreign cube
         return None
     return done, planned

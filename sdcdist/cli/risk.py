@@ -222,9 +222,8 @@ def _defaults(inputs: Any, b: Any, opts: dict) -> list[str]:
         levels[c] = int(np.unique(col[~np.isnan(col)]).size)
     names, skipped = default_metrics("risk", inputs.replace(levels=tuple(levels.items())),
                                      opts)
-    for why, gone in skipped.items():
-        if not why.quiet:
-            click.echo(why.note(gone), err=True)
+    from ._common import note_skipped
+    note_skipped(skipped)
     return names
 
 

@@ -25,7 +25,8 @@ from ..text import repeated
 from ._registry import NEEDS, REGISTRY, Metric, get_metric
 from .keysets import check_distinct, default_keysets
 
-__all__ = ["Inputs", "Reason", "applicable", "applicability", "default_metrics", "need_error", "NEED_TEXT",
+__all__ = ["Inputs", "Reason", "applicable", "applicability", "default_metrics",
+           "applicable_split", "need_error", "NEED_TEXT",
            "declared_categories"]
 
 #: What each need (:data:`~sdcdist.metrics.NEEDS`) is, what a metric without it is told is
@@ -365,15 +366,25 @@ def default_metrics(kind: str, inputs: Inputs, options: Mapping[str, Any] | None
     not computed only by name (``by_name``) that :func:`applicable` admits. Returns them
     and the others grouped by reason, quiet reasons first, then in the order of the checks
     of :func:`applicable` (``Reason.order``) and as first met."""
-    names: list[str] = []
+    return applicable_split([n for n, m in REGISTRY.items() if m.kind == kind and not m.by_name],
+                            inputs, options)
+
+
+def applicable_split(names: Sequence[str], inputs: Inputs,
+                     options: Mapping[str, Any] | None = None, *,
+                     parts: Any = None) -> tuple[list[str], dict[Reason, list[str]]]:
+    """Those of ``names`` that :func:`applicable` admits, and the others grouped by reason
+    (quiet reasons first, then in the order of its checks and as first met). ``parts(name)``:
+    the metrics a name stands for (default itself; e.g. a composite and the metrics it is
+    computed from): the first of them that does not apply gives the reason."""
+    kept: list[str] = []
     skipped: dict[Reason, list[str]] = {}
-    for n, m in REGISTRY.items():
-        if m.kind != kind or m.by_name:
-            continue
-        why = applicable(m, inputs, options)
+    for n in names:
+        why = next((w for w in (applicable(p, inputs, options)
+                                for p in (parts(n) if parts else [n])) if w is not None), None)
         if why is None:
-            names.append(n)
+            kept.append(n)
         else:
             skipped.setdefault(why, []).append(n)
     order = sorted(skipped, key=lambda r: (not r.quiet, r.order))
-    return names, {r: skipped[r] for r in order}
+    return kept, {r: skipped[r] for r in order}
