@@ -31,7 +31,8 @@ class EMResult:
     limit was reached before the parameters settled); ``clipped``: how many times
     a probability hit the guard bounds; ``constrained``: how many times the
     constraint ``m >= u`` was active in a column's M-step; ``history``: the log-likelihood at the
-    input of each evaluation (one per iteration); ``identified`` (False: the observed
+    input of each evaluation (one per iteration; with SQUAREM NaN at the evaluations whose
+    log-likelihood the acceleration does not use, which it then does not compute); ``identified`` (False: the observed
     information at the end point is singular, a flat likelihood the data do not pin down,
     :func:`identification`; set by the caller that checks it) and ``info_ratio`` (its
     smallest over its largest eigenvalue; NaN when not checked); ``tables``: the column
@@ -494,11 +495,12 @@ def _squarem(F: Any, nl: np.ndarray, m: np.ndarray, u: np.ndarray, p: float, p_l
              accelerate: bool) -> tuple[float, int, bool, int, int]:
     """Constrained EM on the pattern counts, optionally accelerated by SQUAREM (Varadhan &
     Roland 2008, SqS3 with the global step-length bound of their package). ``F(m, u, p,
-    m2, u2)`` is the EM map (into m2, u2; returns p2, the largest change, the
-    log-likelihood at its input, clipped, pooled). m, u (K, L) hold the start and are
+    m2, u2, ll)`` is the EM map (into m2, u2; returns p2, the largest change, the
+    log-likelihood at its input, or NaN when ``ll`` is False, clipped, pooled). m, u (K, L) hold the start and are
     overwritten by the fit (padding beyond a column's levels stays 1, never read). Every
     evaluation of F counts as an iteration and records the log-likelihood at its input in
-    history; the fit has converged when one F step moves no parameter's logarithm by tol
+    history (NaN where SQUAREM has no use for it: at the start of a cycle, and at the
+    stabilising step of a cycle that did not extrapolate); the fit has converged when one F step moves no parameter's logarithm by tol
     or more. Returns ``(p, iterations, converged, clipped, pooled)``."""
     m1, u1, m2, u2, mx, ux = m.copy(), u.copy(), m.copy(), u.copy(), m.copy(), u.copy()
     clipped = constrained = 0
@@ -506,7 +508,9 @@ def _squarem(F: Any, nl: np.ndarray, m: np.ndarray, u: np.ndarray, p: float, p_l
     it = 0
     stepmax = 1.0
     while it < max_iter:
-        p1, ch, ll0, cl, co = F(m, u, p, m1, u1)
+        # the log-likelihood at theta0 only goes into history: plain EM records it, SQUAREM
+        # does not compute it (a fifth of an E-step; the step is the same floats)
+        p1, ch, ll0, cl, co = F(m, u, p, m1, u1, not accelerate)
         history[it] = ll0
         it += 1
         clipped += cl
@@ -549,8 +553,9 @@ def _squarem(F: Any, nl: np.ndarray, m: np.ndarray, u: np.ndarray, p: float, p_l
             mx[:, :] = m2
             ux[:, :] = u2
             px = p2
-        # stabilise with one F step from the extrapolated point (into m, u)
-        p3, ch, llx, cl, co = F(mx, ux, px, m, u)
+        # stabilise with one F step from the extrapolated point (into m, u); its
+        # log-likelihood is compared with theta1's only after an extrapolation
+        p3, ch, llx, cl, co = F(mx, ux, px, m, u, a > 1.0)
         history[it] = llx
         it += 1
         clipped += cl
@@ -714,8 +719,9 @@ def em(counts: Any, cmp: Comparison, *, p_start: float, p_max: float | None = No
     E = EStep(idx, clev, c, nl64, T, pmap)
     bm, delta = np.zeros((K, L)), np.zeros((K, L))
 
-    def F(m: np.ndarray, u: np.ndarray, p: float, m2: np.ndarray, u2: np.ndarray) -> tuple:
-        sm, ll = E(m, u, p, bm)
+    def F(m: np.ndarray, u: np.ndarray, p: float, m2: np.ndarray, u2: np.ndarray,
+          ll: bool = True) -> tuple:
+        sm, ll = E(m, u, p, bm, loglik=ll)
         p2, ch, cl, co = _mstep(sm, bm, T, N, nl64, m, u, p, m2, u2, lo, hi, float(eps),
                                 bool(fix_u), delta)
         return p2, ch, ll, cl, co
