@@ -219,6 +219,52 @@ def _em_part(v: Any) -> tuple[str, str | None, Any] | None:
     return None
 
 
+class _Said(str):
+    """A description shown as it is in a message's "Got ... instead" (not a value's repr)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+#: What each column's entry of recode's ``mapping`` must be (:func:`_mapping_part`).
+_LABELS = ("a mapping of category label to new label, each label a non-empty text or a "
+           "number")
+
+
+def _label_fault(x: Any) -> str:
+    """What ``x`` is when it is no category label ('' when it is one: a non-empty text or
+    a finite number), worded without the value (labels are data)."""
+    if isinstance(x, bool) or x is None:
+        return "true or false" if isinstance(x, bool) else "null"
+    if isinstance(x, str):
+        return "" if x.strip() else "an empty text"
+    if _is_number(x):
+        return ""
+    if isinstance(x, (int, float)):
+        return "a non-finite number"
+    return "a list" if isinstance(x, (list, tuple)) else (
+        "a mapping" if isinstance(x, Mapping) else f"a {type(x).__name__}")
+
+
+def _mapping_part(v: Any) -> tuple[str, str | None, Any] | None:
+    """The first column of a recode ``mapping`` its check refuses: ``(column, allowed,
+    what was given)``, the labels described, not shown (a mapping that is no mapping is
+    refused as a whole)."""
+    if not isinstance(v, Mapping):
+        return None
+    for c, m in v.items():
+        if not isinstance(c, str):
+            return str(c), "a column name (a text)", _Said(_label_fault(c) or "a number")
+        if not isinstance(m, Mapping):
+            return c, _LABELS, _Said(_label_fault(m) or "a single label")
+        for old, lab in m.items():
+            for which, x in (("category", old), ("new", lab)):
+                fault = _label_fault(x)
+                if fault:
+                    return c, _LABELS, _Said(f"{fault} as a {which} label")
+    return None
+
+
 def _percentages(v: Any) -> bool:
     return _is_list(v) and len(v) > 0 and all(_is_number(p) and 0 <= p <= 100 for p in v)
 
@@ -653,10 +699,9 @@ declare("alpha", 0.5, number(low=0, high=1),
         "pram: the amount of perturbation, Rs = alpha PQ + (1 - alpha) I (sdcMicro's alpha)",
         scope="method")
 declare("mapping", None, optional(Check("a mapping of column name to a mapping of category "
-                                        "label to new label",
-                                        lambda v: isinstance(v, dict) and all(
-                                            isinstance(c, str) and isinstance(m, dict)
-                                            for c, m in v.items())), "bands only"),
+                                        "label to new label", lambda v: isinstance(v, dict)
+                                        and _mapping_part(v) is None, _mapping_part),
+                                  "bands only"),
         "recode: new labels per column ({age: {'1': 'child', ...}}); applied before bands",
         scope="method")
 declare("origin", 0.0, number(), "recode: where the first band starts (bands are "

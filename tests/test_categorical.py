@@ -141,6 +141,18 @@ def test_recode_refuses_an_unknown_category(rng):
     assert "x_secret" not in str(e.value)
 
 
+@pytest.mark.parametrize("new", [None, "", "  ", True, ["f"], {"a": "f"}])
+def test_recode_refuses_a_new_label_that_is_no_label(rng, new):
+    """A category mapped to null, an empty text, a list ... was accepted and became the
+    category 'None', '' or "['f']" (the spec path refuses it too: test_options)."""
+    X = np.array([[0, 1.0], [1, 2.0], [1, 3.0]])
+    with pytest.raises(SdcInputError, match=r"recode mapping of column 'sex' gives 1 "
+                                            r"category no usable new label") as e:
+        REGISTRY["recode"](X, 0, rng=rng, categorical=[0], columns=["sex", "x"],
+                           labels={"sex": ["f", "m"]}, mapping={"sex": {"m": new}})
+    assert "'m'" not in str(e.value)
+
+
 # -- suppress ----------------------------------------------------------------------------
 
 def _anonymous(codes, k):

@@ -195,6 +195,33 @@ def test_method_options_are_checked_against_the_method_s_declaration():
             _spec(methods=[method])
 
 
+@pytest.mark.parametrize("mapping, got", [
+    ({"sex": {"lbl_zq1": None}}, "null as a new label"),
+    ({"sex": {"lbl_zq1": ""}}, "an empty text as a new label"),
+    ({"sex": {"lbl_zq1": "   "}}, "an empty text as a new label"),
+    ({"sex": {"lbl_zq1": ["lbl_zq2"]}}, "a list as a new label"),
+    ({"sex": {"lbl_zq1": float("inf")}}, "a non-finite number as a new label"),
+    ({"sex": {True: "lbl_zq2"}}, "true or false as a category label"),
+    ({"sex": ["lbl_zq1", "lbl_zq2"]}, "a list"),
+    ({"sex": None}, "null"),
+    ({"sex": "lbl_zq1"}, "a single label"),
+])
+def test_recode_mapping_refuses_labels_that_are_no_labels(mapping, got):
+    """A spec's recode mapping whose new label was null, empty or a list was accepted (the
+    category became 'None', '' or "['...']"); the refusal names the column and what was
+    given, never the labels."""
+    with pytest.raises(SdcInputError, match=r"^The 'sex' key of the 'mapping' option of "
+                       r"recode must be a mapping of category label to new label, each "
+                       rf"label a non-empty text or a number. Got {got} instead.$") as e:
+        _spec(methods=[{"name": "recode", "params": [0], "options": {"mapping": mapping}}])
+    assert "lbl_zq" not in str(e.value)
+    with pytest.raises(SdcInputError, match=r"^The '3' key of the 'mapping' option of recode "
+                                            r"must be a column name \(a text\). Got a number"):
+        _spec(methods=[{"name": "recode", "params": [0], "options": {"mapping": {3: {}}}}])
+    _spec(methods=[{"name": "recode", "params": [0],
+                    "options": {"mapping": {"sex": {"1": 2, 3: "x", "4": 1.5}}}}])
+
+
 def test_methods_declare_registered_options():
     for name, m in METHODS.items():
         for o in m.options:

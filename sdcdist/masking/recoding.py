@@ -77,6 +77,13 @@ def recode_labels(labels: Sequence[str], w: float, *, mapping: Mapping[str, str]
         labels that are not numbers.
     """
     labels = [str(x) for x in labels]
+    unusable = [k for k, v in (mapping or {}).items()
+                if v is None or isinstance(v, (bool, list, tuple, dict)) or not str(v).strip()]
+    if unusable:
+        raise SdcInputError(f"the recode mapping of column {column!r} gives {len(unusable)} "
+                            f"categor{'y' if len(unusable) == 1 else 'ies'} no usable new "
+                            "label (null, empty, true/false, a list or a mapping); give each "
+                            "a non-empty text or a number")
     mapping = {str(k): str(v) for k, v in (mapping or {}).items()}
     unknown = [k for k in mapping if k not in set(labels)]
     if unknown:
