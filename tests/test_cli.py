@@ -118,6 +118,50 @@ def test_risk_command(run, tmp_path, rng):
     assert res.exit_code == 2 and "loss metric" in res.output
 
 
+def test_risk_and_measure_say_why_a_figure_is_undefined(run, tmp_path, rng):
+    """cl_c and dcr_baseline printed nan without a word: a note on stderr now says why
+    (and the JSON carries it as "undefined"); a figure with a value gets none."""
+    import itertools
+    import json
+    n = 120
+    a, b, conf = rng.integers(0, 3, n), rng.integers(0, 2, n), rng.integers(0, 4, n)
+    conf[a == 0] = 1                      # the classes of a = 0 hold one value: l = 1
+    pd.DataFrame({"a": a, "b": b, "conf": conf}).to_csv(tmp_path / "c.csv", index=False)
+    args = ("risk", tmp_path / "c.csv", tmp_path / "c.csv", "--local", "--keys", "a,b",
+            "--categorical", "a,b,conf", "--confidential", "conf")
+    res = run(*args, "--metric", "cl_c,ldiv_distinct")
+    assert res.exit_code == 0, res.output
+    assert ("note: cl_c is undefined (NaN) on these files: on every confidential column some "
+            "key class holds a single value (l = 1)") in res.stderr
+    assert "ldiv_distinct is undefined" not in res.stderr
+    got = json.loads(run(*args, "--metric", "cl_c,ldiv_distinct", "--json").stdout)["metrics"]
+    assert got["cl_c"]["value"] is None and "(l = 1)" in got["cl_c"]["undefined"]
+    assert got["ldiv_distinct"]["value"] == 1 and "undefined" not in got["ldiv_distinct"]
+    conf[a == 0] = np.arange(np.count_nonzero(a == 0)) % 2      # now every class has two
+    pd.DataFrame({"a": a, "b": b, "conf": conf}).to_csv(tmp_path / "c.csv", index=False)
+    res = run(*args, "--metric", "cl_c")
+    assert res.exit_code == 0 and "undefined" not in res.stderr
+    # every random baseline record repeats a training record: DCR baseline divides by 0
+    pd.DataFrame(list(itertools.product([0, 1], [0, 1], [0, 1])) * 20,
+                 columns=["a", "b", "c"]).to_csv(tmp_path / "f.csv", index=False)
+    res = run("risk", tmp_path / "f.csv", tmp_path / "f.csv", "--local", "--categorical",
+              "a,b,c", "--keys", "a,b", "--metric", "dcr_baseline")
+    assert res.exit_code == 0, res.output
+    assert ("note: dcr_baseline is undefined (NaN) on these files: the random baseline's "
+            "median distance to the training file is 0") in res.stderr
+
+
+def test_undefined_note_points_to_the_definition_without_a_reason():
+    from sdcdist.metrics import MetricResult
+    from sdcdist.metrics.measure import undefined_note, undefined_reason
+    assert undefined_note("X_MV", MetricResult(0.5)) is None
+    assert undefined_note("X_MV", MetricResult(float("nan"))) == (
+        "note: X_MV is undefined (NaN) on these files: its definition gives no value here "
+        "(sdcdist metrics X_MV)")
+    assert undefined_reason("X_MV", MetricResult(float("nan"), info={"undefined": "why"})) \
+        == "why"
+
+
 def test_metrics_and_methods_show_declared_options():
     from sdcdist.metrics import get_metric
     from sdcdist.metrics import options_of as for_metric

@@ -117,10 +117,13 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
     with cluster(where, quiet=True) as client:
         res = measure(A, B, names, inputs=inputs, seed=seed, options=options, client=client)
     if as_json:
+        from ..metrics.measure import undefined_reason
         echo_json({n: {"value": r.value, "kind": REGISTRY[n].kind,
                        "excluded": r.excluded, "flag": r.flag,
                        **({"per_keyset": list(r.per_keyset)} if r.per_keyset else {}),
-                       **interval_figures(n, r)}
+                       **interval_figures(n, r),
+                       **({"undefined": undefined_reason(n, r)}
+                          if undefined_reason(n, r) else {})}
                    for n, r in res.items()})
         return
     click.echo(f"{'metric':10s} {'kind':8s} {'value':>14s} {'excluded':>9s} {'flag':>5s}")
@@ -132,6 +135,11 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
         note = em_note(n, r)
         if note:
             click.echo(note)
+    from ..metrics.measure import undefined_note
+    for n, r in res.items():
+        note = undefined_note(n, r)
+        if note:
+            click.echo(note, err=True)
 
 
 def _defaults(names: list[str], inputs: Any, options: dict) -> list[str]:

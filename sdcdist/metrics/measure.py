@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,7 +15,8 @@ from ._registry import MeasureContext, MetricResult, constant_columns, get_metri
 from .inputs import Inputs, applicable, need_error
 from .keysets import default_keysets
 
-__all__ = ["measure", "expand_requirements", "options_of", "rows_paired"]
+__all__ = ["measure", "expand_requirements", "options_of", "rows_paired", "undefined_note",
+           "undefined_reason"]
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +215,22 @@ def rows_paired(truth: Any) -> bool:
     metrics comparing the files record by record, ``same_shape``, take for granted)."""
     t = np.asarray(truth)
     return bool(np.array_equal(t, np.arange(t.size)))
+
+
+def undefined_reason(name: str, result: MetricResult) -> str | None:
+    """Why a figure is NaN (undefined on these files): the reason the metric gave
+    (``info["undefined"]``), else a pointer to its definition; None for a figure that has
+    a value."""
+    if not math.isnan(result.value):
+        return None
+    why = result.info.get("undefined") if isinstance(result.info, dict) else None
+    return why or f"its definition gives no value here (sdcdist metrics {name})"
+
+
+def undefined_note(name: str, result: MetricResult) -> str | None:
+    """The note on stderr for a NaN figure (:func:`undefined_reason`), or None."""
+    why = undefined_reason(name, result)
+    return None if why is None else f"note: {name} is undefined (NaN) on these files: {why}"
 
 
 def _inputs(original: Any, masked: Any, inputs: Inputs | None, **given: Any) -> Inputs:

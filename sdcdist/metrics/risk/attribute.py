@@ -358,6 +358,10 @@ def _register(name: str, larger_safe: bool, thr: str | None, unit: str, desc: st
         info = {"keys": list(keys), "confidential": list(conf), "classes": s["classes"],
                 "per_column": {c: s["per_column"][c][name] for c in conf},
                 "missing_values": {c: s["per_column"][c]["missing"] for c in conf}}
+        if name == "cl_c" and np.isnan(s[name]):
+            info["undefined"] = (
+                "on every confidential column some key class holds a single value (l = 1), "
+                "and recursive (c, l)-diversity at l = 1 defines no c (ldiv_distinct is 1)")
         return MetricResult(s[name], excluded=s["excluded"], info=info)
     register(name, kind="risk", same_shape=False, categorical=True, ascending=not larger_safe,
              needs=("confidential",), options=_OPTIONS, unit=unit, reference=ref,

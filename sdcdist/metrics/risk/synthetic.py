@@ -554,10 +554,14 @@ def _dcr_baseline(ctx: MeasureContext) -> MetricResult:
     tr = _nearest(ctx, "dcr_baseline", "train")
     rd = _nearest(ctx, "dcr_baseline", "random")
     f = baseline_figures(tr["d1"], rd["d1"])
-    return MetricResult(f["score"], excluded=int(np.isnan(f["score"])),
-                        info={**_info(tr), "median_DCR_to_real_data":
-                              {"synthetic_data": f["synthetic_data"],
-                               "random_data_baseline": f["random_data_baseline"]}})
+    info = {**_info(tr), "median_DCR_to_real_data":
+            {"synthetic_data": f["synthetic_data"],
+             "random_data_baseline": f["random_data_baseline"]}}
+    if np.isnan(f["score"]):
+        info["undefined"] = ("the random baseline's median distance to the training file is "
+                             "0 (most random records repeat a training record: its columns "
+                             "hold few distinct values), and the score divides by it")
+    return MetricResult(f["score"], excluded=int(np.isnan(f["score"])), info=info)
 
 
 @register("nndr_median", kind="risk", same_shape=False, categorical=True, reads=_READS,
