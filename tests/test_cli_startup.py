@@ -126,16 +126,79 @@ def test_workers_the_cli_starts_run_without_the_profiler():
     script = ("import dask, distributed, json\n"
               "from sdcdist.cli._common import ClusterOptions, cluster\n"
               "assert dask.config.get('distributed.worker.profile.enabled')\n"
+              "import signal\n"
               "with cluster(ClusterOptions(workers=1), quiet=True) as c:\n"
               "    print(json.dumps(list(c.run(lambda dask_worker: sorted("
               "dask_worker.periodic_callbacks)).values())))\n"
+              "    print(json.dumps(list(c.run(lambda: signal.getsignal(signal.SIGINT) "
+              "is signal.SIG_IGN).values())))\n"
               "assert dask.config.get('distributed.worker.profile.enabled')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                        timeout=120, env=env)
     assert r.returncode == 0, r.stderr
-    (callbacks,) = json.loads(r.stdout.strip().splitlines()[-1])
+    (callbacks,) = json.loads(r.stdout.strip().splitlines()[-2])
     assert "heartbeat" in callbacks and "profile" not in callbacks, callbacks
+    # Ctrl-C is the command's: its workers ignore SIGINT (parallel.preload)
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == [True]
+
+
+def test_worker_preload_ignores_sigint_only_in_the_main_thread():
+    import signal
+    import threading
+
+    from sdcdist.parallel.preload import dask_setup
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        t = threading.Thread(target=dask_setup)          # not the main thread: no change
+        t.start()
+        t.join()
+        assert signal.getsignal(signal.SIGINT) is before
+        dask_setup()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(run, monkeypatch, tmp_path):
+    """Ctrl-C printed click's "Aborted!" (exit 1) and, from the workers of a LocalCluster,
+    pages of KeyboardInterrupt tracebacks: one line and the shells' 130 now."""
+    import sdcdist.metrics as metrics_module
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(metrics_module, "measure", interrupted)
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n3,4\n5,7\n")
+    res = run("risk", tmp_path / "x.csv", tmp_path / "x.csv", "--local", "--metric", "DLD")
+    assert res.exit_code == 130
+    assert res.stderr.strip() == ("Interrupted. An audit keeps the cells it has written: "
+                                  "rerun the same command to resume.")
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_an_audit_leaves_no_worker_traceback(tmp_path):
+    """A terminal's Ctrl-C reaches every process of the group, the workers too."""
+    import signal
+    import time
+    spec = (Path(__file__).parents[1] / "examples" / "household.yaml").read_text()
+    (tmp_path / "h.yaml").write_text(spec.replace("replicates: 2", "replicates: 40"))
+    p = subprocess.Popen([sys.executable, "-m", "sdcdist", "audit", str(tmp_path / "h.yaml"),
+                          "--out", str(tmp_path / "h.zarr"), "--workers", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        line = p.stderr.readline()                     # the cluster is up
+        assert "Dask dashboard" in line, line
+        time.sleep(4)
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().endswith("Interrupted. An audit keeps the cells it has written: "
+                                "rerun the same command to resume.")
 
 
 def test_image_turns_the_profiler_off():

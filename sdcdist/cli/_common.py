@@ -38,6 +38,8 @@ log = logging.getLogger("sdcdist.cli")
 
 #: Exit codes: 0 success, 1 failure (a bug, a lost cluster, storage down), 2 user error.
 EXIT_FAILURE, EXIT_USER = 1, 2
+#: Exit status after Ctrl-C (128 + SIGINT, as shells report it)
+EXIT_INTERRUPTED = 130
 
 
 # ---------------------------------------------------------------------------
@@ -77,8 +79,14 @@ class SdcGroup(click.Group):
             # the reader went away (`sdcdist risk ... | head`): stop quietly, as Unix tools do
             _quiet_stdout()
             ctx.exit(0)
-        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit,
-                KeyboardInterrupt):
+        except KeyboardInterrupt:
+            # Ctrl-C: one line, not click's "Aborted!" (the workers ignore it:
+            # parallel.preload); an audit keeps every cell it wrote
+            _log_failure(ctx, "interrupted", KeyboardInterrupt())
+            click.echo("Interrupted. An audit keeps the cells it has written: rerun the same "
+                       "command to resume.", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - the command line's last line of defence
             if (ctx.obj or {}).get("debug"):
@@ -410,7 +418,8 @@ def cluster(opts: ClusterOptions, *, quiet: bool = False) -> Iterator[Any]:
             local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                          dashboard_address="127.0.0.1:0",
                                          silence_logs=logging.ERROR,
-                                         preload=["sdcdist.logs"], **extra)
+                                         preload=["sdcdist.logs",
+                                                  "sdcdist.parallel.preload"], **extra)
         client = Client(local_cluster,
                         **({"security": security} if security is not None else {}))
     json_logs = _ctx_obj().get("log_format") == "json"
@@ -769,26 +778,3 @@ def check_same_types(cat_a: list[str], cat_b: list[str], cols_b: Any, original: 
                 f"{Path(a).name!r} but numeric in {Path(b).name!r}; a column has one type in "
                 "both files: fix the text values, or declare the column categorical for both "
                 "(--categorical)")
-
-
-def interval_figures(name: str, res: Any) -> dict[str, Any]:
-    """The confidence interval and baseline of an interval metric (the attacks: their
-    ``lo``, ``hi`` and ``baseline``, kept in the result's detail) for JSON output:
-    ``{"interval": [lo, hi], "baseline": b}``; empty for other metrics."""
-    from ..metrics import companions
-    if not companions(name) or "lo" not in res.info or "hi" not in res.info:
-        return {}
-    out: dict[str, Any] = {"interval": [float(res.info["lo"]), float(res.info["hi"])]}
-    if "baseline" in res.info:
-        out["baseline"] = float(res.info["baseline"])
-    return out
-
-
-def interval_text(name: str, res: Any) -> str:
-    """``"  [0.012, 0.061], baseline 0.019"`` for an interval metric, else empty."""
-    f = interval_figures(name, res)
-    if not f:
-        return ""
-    lo, hi = f["interval"]
-    base = f", baseline {f['baseline']:.4g}" if "baseline" in f else ""
-    return f"  [{lo:.4g}, {hi:.4g}]{base}"

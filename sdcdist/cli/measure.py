@@ -112,18 +112,17 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
                          weight=weight, key_role=False, categories=(labels_a, labels_b))
     if default:
         names = _defaults(names, inputs, options)
-    from ._common import choose_where, in_process_reason, interval_figures, interval_text
+    from ._common import choose_where, in_process_reason
+    from ._figures import (interval_figures, interval_text, note_undefined,
+                           undefined_figures)
     where = choose_where(where, in_process_reason(names, A.shape[0], B.shape[0]))
     with cluster(where, quiet=True) as client:
         res = measure(A, B, names, inputs=inputs, seed=seed, options=options, client=client)
     if as_json:
-        from ..metrics.measure import undefined_reason
         echo_json({n: {"value": r.value, "kind": REGISTRY[n].kind,
                        "excluded": r.excluded, "flag": r.flag,
                        **({"per_keyset": list(r.per_keyset)} if r.per_keyset else {}),
-                       **interval_figures(n, r),
-                       **({"undefined": undefined_reason(n, r)}
-                          if undefined_reason(n, r) else {})}
+                       **interval_figures(n, r), **undefined_figures(n, r)}
                    for n, r in res.items()})
         return
     click.echo(f"{'metric':10s} {'kind':8s} {'value':>14s} {'excluded':>9s} {'flag':>5s}")
@@ -135,11 +134,7 @@ def measure_cmd(original: str, masked: str, metric_names: tuple[str, ...],
         note = em_note(n, r)
         if note:
             click.echo(note)
-    from ..metrics.measure import undefined_note
-    for n, r in res.items():
-        note = undefined_note(n, r)
-        if note:
-            click.echo(note, err=True)
+    note_undefined(res)
 
 
 def _defaults(names: list[str], inputs: Any, options: dict) -> list[str]:

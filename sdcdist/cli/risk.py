@@ -227,14 +227,6 @@ def _defaults(inputs: Any, b: Any, opts: dict) -> list[str]:
     return names
 
 
-def _why(name: str, r: Any) -> dict:
-    """``{"undefined": reason}`` for a NaN figure
-    (:func:`~sdcdist.metrics.measure.undefined_reason`), else nothing."""
-    from ..metrics.measure import undefined_reason
-    why = undefined_reason(name, r)
-    return {"undefined": why} if why else {}
-
-
 def _print(res: dict, names: list[str], a: Any, b: Any, ks: Any, truth: Any,
            id_column: str | None, weight: str | None, as_json: bool,
            shapes: tuple[tuple[int, int], tuple[int, int]]) -> None:
@@ -242,7 +234,8 @@ def _print(res: dict, names: list[str], a: Any, b: Any, ks: Any, truth: Any,
     ``shapes``: the files' records and columns."""
     (na, ma), (nb, mb) = shapes
     from ..metrics import default_keysets
-    from ._common import interval_figures, interval_text
+    from ._figures import (interval_figures, interval_text, note_undefined,
+                           undefined_figures)
     matched = ""
     if truth is not None:
         from ..linkage import truth_counts
@@ -256,7 +249,7 @@ def _print(res: dict, names: list[str], a: Any, b: Any, ks: Any, truth: Any,
                    "truth": f"column {id_column}" if id_column else "row order",
                    **({"matched": truth_counts(truth)} if truth is not None else {}),
                    "metrics": {n: {"value": res[n].value, "flag": res[n].flag,
-                                   **_why(n, res[n]),
+                                   **undefined_figures(n, res[n]),
                                    **interval_figures(n, res[n]),
                                    **({"per_keyset": {",".join(k): v for v, k in
                                                       zip(res[n].per_keyset, labels)}}
@@ -280,8 +273,4 @@ def _print(res: dict, names: list[str], a: Any, b: Any, ks: Any, truth: Any,
                                             and c != weight and c not in gone])
             for v, k in zip(r.per_keyset, labels):
                 click.echo(f"  {','.join(k):30s} {v:12.6g}")
-    from ..metrics.measure import undefined_note
-    for n in names:
-        note = undefined_note(n, res[n])
-        if note:
-            click.echo(note, err=True)
+    note_undefined({n: res[n] for n in names})
