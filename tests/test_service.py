@@ -234,6 +234,46 @@ def test_serve_refuses_an_open_non_loopback_bind(run, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+def test_serve_on_port_0_names_the_port_it_answers_on_and_ctrl_c_ends_it(tmp_path):
+    """--port 0 printed "service on http://127.0.0.1:0/"; the line names the port the
+    system picked now. A terminal's Ctrl-C (SIGINT to the group) ends the service and its
+    local cluster with one line and exit 130, no worker traceback."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from _service import env
+    p = subprocess.Popen([sys.executable, "-m", "sdcdist.cli", "serve", "--root",
+                          str(tmp_path / "r"), "--port", "0", "--workers", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env(), start_new_session=True, stdin=subprocess.DEVNULL)
+    try:
+        port = None
+        for _ in range(20):
+            m = re.search(r"sdcdist service on http://127\.0\.0\.1:(\d+)/", p.stderr.readline())
+            if m:
+                port = int(m.group(1))
+                break
+        assert port, "no 'service on' line"
+        t0 = time.monotonic()
+        while True:
+            try:
+                assert httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code \
+                    == 200
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() - t0 < 60
+                time.sleep(0.3)
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and err.strip().endswith("rerun the same command to resume.")
+
+
 def test_bad_uploads_are_refused_and_leave_nothing(svc, tmp_path):
     alice = svc.http["alice"]
     before = _state(svc, "alice")

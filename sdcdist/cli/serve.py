@@ -221,9 +221,30 @@ def serve(root: str | None, host: str, port: int, tokens: str | None, certfile: 
         server = uvicorn.Server(uvicorn_config(
             asgi, host=host, port=port, certfile=certfile, keyfile=keyfile,
             forwarded_allow_ips=forwarded_allow_ips))
-        click.echo(f"sdcdist service on {scheme}://{host}:{port}/ (API docs at /docs, "
+        # --port 0: the system picks a free port; bound here, so that the line below
+        # names the port the service answers on
+        sock = _bind_any_port(host) if port == 0 else None
+        shown = sock.getsockname()[1] if sock is not None else port
+        click.echo(f"sdcdist service on {scheme}://{host}:{shown}/ (API docs at /docs, "
                    f"state in {config.root})", err=True)
         try:
-            server.run()
+            server.run(sockets=[sock] if sock is not None else None)
         finally:
             runner.shutdown()
+            if sock is not None:
+                sock.close()
+
+
+def _bind_any_port(host: str) -> "object":
+    """A TCP socket bound to ``host`` on a port the system picks (``--port 0``)."""
+    import socket
+    h = host.strip("[]")
+    sock = socket.socket(socket.AF_INET6 if ":" in h else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((h, 0))
+    except OSError as exc:
+        sock.close()
+        raise SdcInputError(f"cannot listen on {host} ({exc.strerror}); give an address of "
+                            "this machine (--host)") from None
+    return sock
