@@ -185,7 +185,10 @@ def test_ctrl_c_on_an_audit_leaves_no_worker_traceback(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "sdcdist", "audit", str(tmp_path / "h.yaml"),
                           "--out", str(tmp_path / "h.zarr"), "--workers", "2"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True,
+                         # SIGINT as a terminal's program has it (a test runner's worker
+                         # may ignore it, and a child would inherit that)
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = p.stderr.readline()                     # the cluster is up
         assert "Dask dashboard" in line, line

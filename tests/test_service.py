@@ -247,7 +247,10 @@ def test_serve_on_port_0_names_the_port_it_answers_on_and_ctrl_c_ends_it(tmp_pat
     p = subprocess.Popen([sys.executable, "-m", "sdcdist.cli", "serve", "--root",
                           str(tmp_path / "r"), "--port", "0", "--workers", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env(), start_new_session=True, stdin=subprocess.DEVNULL)
+                         env=env(), start_new_session=True, stdin=subprocess.DEVNULL,
+                         # SIGINT as a terminal's program has it (a test runner's worker
+                         # may ignore it, and a child would inherit that)
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         port = None
         for _ in range(20):
