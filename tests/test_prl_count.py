@@ -415,13 +415,13 @@ def _same(x, y):
     (5, {"method": "l", "t": (0.02, 0.05, 0.2)}),       # per-row tolerances, interleaved
     (4, {"t": (0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)}),     # more tolerances than unrolled
 ])
-def test_dense_kernel_equals_hash_and_brute_force(K, options):
+def test_dense_kernel_equals_sparse_and_brute_force(K, options):
     A, B, cat = _tie_heavy_cat(2000, K, seed=K)
     cmp = prl.comparison(K, categorical=cat, **options)
     assert prl.patterns.pattern_kernel(cmp) == "dense"
     a, b = _sides(A, B, cmp)
     dense = prl.pattern_counts(a, b, cmp)
-    _same(dense, prl.pattern_counts(a, b, cmp, kernel="hash"))
+    _same(dense, prl.pattern_counts(a, b, cmp, kernel="sparse"))
     if not options:
         sub = {"v": b["v"][:300]}
         _same(prl.pattern_counts(a, sub, cmp, kernel="dense"), _brute_s(A, B[:300], cmp))
@@ -433,7 +433,7 @@ def test_dense_kernel_equals_hash_and_brute_force(K, options):
                                         cmp.radix, cmp.n_patterns, 1, 3000)
     assert flushed[0].size == cmp.n_patterns                # it did flush
     _same(prl.hists.sparse_of_hist(*flushed),
-          prl.pattern_counts(a, {"v": b["v"][:50]}, cmp, kernel="hash"))
+          prl.pattern_counts(a, {"v": b["v"][:50]}, cmp, kernel="sparse"))
 
 
 def test_dense_kernel_blocking_windows_and_20000_records():
@@ -441,24 +441,49 @@ def test_dense_kernel_blocking_windows_and_20000_records():
     cmp = prl.comparison(6, categorical=cat)
     a, b = _sides(A, B, cmp)
     sub = {"v": b["v"][::20]}                               # 20,000 x 1,000 pairs
-    _same(prl.pattern_counts(a, sub, cmp), prl.pattern_counts(a, sub, cmp, kernel="hash"))
+    _same(prl.pattern_counts(a, sub, cmp), prl.pattern_counts(a, sub, cmp, kernel="sparse"))
     lo, hi, order = blocks._window(a, sub, 0, 300)           # a sorted-neighbourhood window
     _same(prl.pattern_counts(a, sub, cmp, lo=lo, hi=hi, aidx=order),
-          prl.pattern_counts(a, sub, cmp, lo=lo, hi=hi, aidx=order, kernel="hash"))
+          prl.pattern_counts(a, sub, cmp, lo=lo, hi=hi, aidx=order, kernel="sparse"))
 
 
-def test_pattern_space_too_large_for_the_dense_histogram_uses_the_hash_kernel():
+def test_pattern_space_too_large_for_the_dense_histogram_uses_the_sparse_kernel():
     A, B, cat = _tie_heavy_cat(60, 11, seed=1)              # 6^10 x 2 > 2^26 patterns
     cmp = prl.comparison(11, categorical=cat)
     assert cmp.n_patterns > prl.patterns.DENSE_PATTERN_SPACE
-    assert prl.patterns.pattern_kernel(cmp) == "hash"
+    assert prl.patterns.pattern_kernel(cmp) == "sparse"
     a, b = _sides(A, B, cmp)
     _same(prl.pattern_counts(a, b, cmp), _brute_s(A, B, cmp))
-    with pytest.raises(ValueError, match="hash kernel"):
+    with pytest.raises(ValueError, match="sparse kernel"):
         prl.pattern_counts(a, b, cmp, kernel="dense")
     runner = Runner()
     path, _, info = blocks.choose_counting(runner, a, b, 60, 60, cmp, mode="pairs")
-    assert info == {"pattern_kernel": "hash", "counting": "pairs, hash kernel"}
+    assert info == {"pattern_kernel": "sparse", "counting": "pairs, sorted-codes kernel"}
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 333, 1 << 22])
+def test_sparse_kernel_counts_the_same_for_any_chunking_and_map(chunk):
+    """The sparse kernel sorts the codes of chunks of B rows (several rows, one row, or a
+    row that alone holds more pairs than a chunk) and merges their counts: the same
+    counts as brute force, with or without two threads, on all pairs and on windows."""
+    from sdcdist.linkage.prl.comparison import all_rows
+    from sdcdist.linkage.prl.sortcount import sorted_counts
+    from sdcdist.parallel import thread_pool
+    A, B, cat = _tie_heavy_cat(90, 11, seed=4)
+    cmp = prl.comparison(11, categorical=cat)
+    a, b = _sides(A, B, cmp)
+    avT, tolT = transposed(a)
+    lo, hi, aidx = all_rows(B.shape[0], A.shape[0])
+    args = (avT, tolT, b["v"], lo, hi, aidx, True, cmp.n_levels, cmp.radix)
+    ref = _brute_s(A, B, cmp)
+    _same(sorted_counts(*args, chunk=chunk), ref)
+    with thread_pool(2) as pmap:
+        _same(sorted_counts(*args, chunk=chunk, pmap=pmap), ref)
+        wlo, whi, order = blocks._window(a, b, 0, 5)          # windows: pairs per row vary
+        wargs = (avT, tolT, b["v"], wlo, whi, order, False, cmp.n_levels, cmp.radix)
+        _same(sorted_counts(*wargs, chunk=chunk, pmap=pmap), sorted_counts(*wargs))
+    empty = sorted_counts(avT, tolT, b["v"], lo, lo, aidx, True, cmp.n_levels, cmp.radix)
+    assert empty[0].size == 0 and empty[0].dtype == np.int64
 
 
 def test_auto_takes_the_dense_kernel_for_the_default_at_200000_records(caplog):
@@ -484,9 +509,9 @@ def test_auto_takes_the_dense_kernel_for_the_default_at_200000_records(caplog):
 
 
 @pytest.mark.parametrize("use_client", [False, True])
-def test_linkage_dense_kernel_same_as_hash(client, monkeypatch, use_client):
+def test_linkage_dense_kernel_same_as_sparse(client, monkeypatch, use_client):
     """Default comparison, tie-heavy keys with NaN and a categorical key: the dense kernel
-    (locally or on the cluster) gives the hash kernel's counts, EM, candidates and PLD;
+    (locally or on the cluster) gives the sparse kernel's counts, EM, candidates and PLD;
     so does auto past AUTO_MIN_PAIRS (all pairs, candidates by branch and bound)."""
     A, B, cat = _tie_heavy_cat(3000, 6, seed=7)
     cols = tuple(range(6))
@@ -497,9 +522,9 @@ def test_linkage_dense_kernel_same_as_hash(client, monkeypatch, use_client):
     new = link(Runner(client if use_client else None), counting="pairs")
     monkeypatch.setattr(blocks, "AUTO_MIN_PAIRS", 1)
     auto = link(Runner(), counting="auto")
-    monkeypatch.setattr(prl.patterns, "DENSE_PATTERN_SPACE", 1)      # the hash kernel
+    monkeypatch.setattr(prl.patterns, "DENSE_PATTERN_SPACE", 1)      # the sparse kernel
     old = link(Runner(), counting="pairs")
-    assert old.info["pattern_kernel"] == "hash" and new.info["pattern_kernel"] == "dense"
+    assert old.info["pattern_kernel"] == "sparse" and new.info["pattern_kernel"] == "dense"
     assert auto.info["counting"] == "pairs, dense histogram kernel (counting would be slower)"
     assert auto.info["candidates"] == \
         "branch and bound (KD-tree of A, pairs of a leaf bounded by their ranks)"
@@ -514,7 +539,7 @@ def test_linkage_dense_kernel_same_as_hash(client, monkeypatch, use_client):
 
 
 def test_count_tasks_cover_every_pair_once():
-    for K, kernel in ((8, "dense"), (13, "hash")):
+    for K, kernel in ((8, "dense"), (13, "sparse")):
         cmp = prl.comparison(K)
         seen = np.zeros((1000, 700), dtype=np.int64)
         tasks = blocks.count_tasks(1000, 700, cmp, (128, 64))
@@ -523,7 +548,7 @@ def test_count_tasks_cover_every_pair_once():
         assert (seen == 1).all()
         # the dense kernel takes RANK_ROWS A rows and 2^31 pairs per task (all of both
         # files here: its histogram is read once per task, a B row's runs walked once);
-        # the hash kernel keeps the blocks of prl_block_rows
+        # the sparse kernel keeps the blocks of prl_block_rows
         assert len(tasks) == (1 if kernel == "dense" else 8 * 11)
     big = blocks.count_tasks(100_000, 70_000, prl.comparison(8), (128, 64))
     ra, rb = prl.patterns.RANK_ROWS, blocks.DENSE_TASK_PAIRS // prl.patterns.RANK_ROWS

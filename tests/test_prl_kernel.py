@@ -1,5 +1,5 @@
 """The dense pattern-count kernel's sorted column and uint16 histogram, and the candidate
-search's kernels: the same counts and candidates as the all-pairs hash kernel / pass."""
+search's kernels: the same counts and candidates as the all-pairs sparse kernel / pass."""
 
 import warnings
 
@@ -35,9 +35,9 @@ def _rounded(n, K, seed):
 
 
 @pytest.mark.parametrize("K", [1, 3, 8])
-def test_sorted_last_column_equals_hash(K):
+def test_sorted_last_column_equals_sparse(K):
     """The last column (sorted, levels by binary search) on numeric 's' keys with NaN, ties,
-    differences exactly on a tolerance and infinite values: the hash kernel's counts."""
+    differences exactly on a tolerance and infinite values: the sparse kernel's counts."""
     A, B = _rounded(700, K, seed=K)
     cmp = prl.comparison(K)
     a, b = _sides(A, B, cmp)
@@ -47,12 +47,12 @@ def test_sorted_last_column_equals_hash(K):
     b["v"][::47, K - 1] = np.inf
     b["v"][5::59, K - 1] = -np.inf
     _same(prl.pattern_counts(a, b, cmp, kernel="dense"),
-          prl.pattern_counts(a, b, cmp, kernel="hash"))
+          prl.pattern_counts(a, b, cmp, kernel="sparse"))
     # -0.0 and 0.0 are equal values
     a["v"][::3, K - 1] = -0.0
     b["v"][::4, K - 1] = 0.0
     _same(prl.pattern_counts(a, b, cmp, kernel="dense"),
-          prl.pattern_counts(a, b, cmp, kernel="hash"))
+          prl.pattern_counts(a, b, cmp, kernel="sparse"))
 
 
 def test_uint16_histogram_wraps_exactly():
@@ -65,7 +65,7 @@ def test_uint16_histogram_wraps_exactly():
     cmp = prl.comparison(K)
     a, b = _sides(A, B, cmp)
     dense = prl.pattern_counts(a, b, cmp, kernel="dense")
-    _same(dense, prl.pattern_counts(a, b, cmp, kernel="hash"))
+    _same(dense, prl.pattern_counts(a, b, cmp, kernel="sparse"))
     assert dense[1].max() == 390 * 300 > 1 << 16
     avT, tolT = transposed(a)
     tc, const = prl.patterns._const_tolerances(tolT, cmp.n_levels)
@@ -153,10 +153,10 @@ def _ranked(a, b, cmp, rank_rows, walk_rows, chunk, flush=prl.patterns._FLUSH_PA
     (4, {"t": [[0.1], [0, 0.5, 1.0], [0.2, 0.3], [0, 0.1, 0.25, 0.5, 1.0]]}),
     (6, {"categorical": [False, True, False, False, False, True]}),
 ])
-def test_rank_kernel_equals_hash_and_brute_force(K, options):
+def test_rank_kernel_equals_sparse_and_brute_force(K, options):
     """The rank kernel (every column's tolerances the same on every row): NaN, infinities,
     -0.0, ties, differences exactly on a tolerance, categorical codes, per-column levels;
-    A ranked and B walked in small pieces, codes in small chunks, flushed often: the hash
+    A ranked and B walked in small pieces, codes in small chunks, flushed often: the sparse
     kernel's counts and the brute-force CATALOG formula's, bit for bit."""
     A, B = _rounded(600, K, seed=K + 10)
     cat = options.get("categorical")
@@ -167,7 +167,7 @@ def test_rank_kernel_equals_hash_and_brute_force(K, options):
                 B[:, k] = np.where(np.arange(600) % 3 == 0, A[:, k], np.round(np.abs(B[:, k])))
     cmp = prl.comparison(K, **options)
     a, b = _sides(A, B[:450], cmp)
-    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    ref = prl.pattern_counts(a, b, cmp, kernel="sparse")
     if not options:
         _same(ref, _brute_s(A, B[:450], cmp))
     _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
@@ -175,7 +175,7 @@ def test_rank_kernel_equals_hash_and_brute_force(K, options):
     for k, lev in enumerate(cmp.levels):
         for l, t in enumerate(lev):
             a["tol"][:, k, l] = 0.0 if t == 0 else 0.125 * (l + 1)
-    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    ref = prl.pattern_counts(a, b, cmp, kernel="sparse")
     _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
     for rank_rows, walk_rows, chunk in [(97, 31, 16), (600, 450, 2048), (256, 7, 40)]:
         out = _ranked(a, b, cmp, rank_rows, walk_rows, chunk, flush=5000)
@@ -189,7 +189,7 @@ def test_rank_kernel_equals_hash_and_brute_force(K, options):
         b["v"][k + 5::59, k] = -np.inf
         a["v"][k + 1::9, k] = -0.0
         b["v"][k + 2::11, k] = 0.0
-    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    ref = prl.pattern_counts(a, b, cmp, kernel="sparse")
     _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
     _same(prl.hists.sparse_of_hist(*_ranked(a, b, cmp, 97, 31, 16)), ref)
 
@@ -212,7 +212,7 @@ def test_rank_kernel_skips_the_empty_first_tolerance_row_by_row():
     a, b = _sides(A, B, cmp)
     ref = _brute_s(A, B, cmp)
     _same(prl.pattern_counts(a, b, cmp, kernel="dense"), ref)
-    _same(prl.pattern_counts(a, b, cmp, kernel="hash"), ref)
+    _same(prl.pattern_counts(a, b, cmp, kernel="sparse"), ref)
     for rank_rows, walk_rows, chunk in [(97, 31, 16), (700, 500, 4096)]:
         _same(prl.hists.sparse_of_hist(*_ranked(a, b, cmp, rank_rows, walk_rows, chunk)),
               ref)
@@ -221,7 +221,7 @@ def test_rank_kernel_skips_the_empty_first_tolerance_row_by_row():
 def test_rank_kernel_at_its_largest_block():
     """A block of RANK_ROWS A rows, ranked at once (int16 ranks up to 32,767): runs that
     start at rank 0, end at the last rank, or span the whole block (a two-valued column,
-    every A value within 1 sd of the B value halfway between), NaN and ties: the hash
+    every A value within 1 sd of the B value halfway between), NaN and ties: the sparse
     kernel's counts, bit for bit."""
     m = prl.patterns.RANK_ROWS
     rng = np.random.default_rng(8)
@@ -235,7 +235,7 @@ def test_rank_kernel_at_its_largest_block():
     cmp = prl.comparison(3)
     a, b = _sides(A, B, cmp)
     _same(prl.pattern_counts(a, b, cmp, kernel="dense"),
-          prl.pattern_counts(a, b, cmp, kernel="hash"))
+          prl.pattern_counts(a, b, cmp, kernel="sparse"))
 
 
 def test_rank_kernel_takes_only_row_independent_tolerances():
@@ -256,11 +256,11 @@ def test_rank_kernel_takes_only_row_independent_tolerances():
 def test_rank_rows_in_any_order(K):
     """The rank kernel takes the last column's levels from its runs only when the A rows
     are in its order (ranks = positions); A rows in any other order compute that column
-    pair by pair: the same counts as the hash kernel either way."""
+    pair by pair: the same counts as the sparse kernel either way."""
     A, B = _rounded(500, K, seed=K + 30)
     cmp = prl.comparison(K)
     a, b = _sides(A, B[:300], cmp)
-    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    ref = prl.pattern_counts(a, b, cmp, kernel="sparse")
     avT, tolT = transposed(a)
     tc, _ = prl.patterns._const_tolerances(tolT, cmp.n_levels)
     P = int(cmp.n_patterns)
@@ -472,7 +472,7 @@ def test_rank_kernel_codes_beside_counting_give_the_same_counts(K, flush, monkey
     B[:300] = A[0]
     cmp = prl.comparison(K)
     a, b = _sides(A, B[:500], cmp)
-    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    ref = prl.pattern_counts(a, b, cmp, kernel="sparse")
     assert ref[1].max() > 65536 or K == 3
     _same(prl.pattern_counts(a, b, cmp), ref)
     with thread_pool(2) as pmap:
@@ -483,7 +483,7 @@ def test_rank_kernel_codes_beside_counting_give_the_same_counts(K, flush, monkey
 def test_kept_histograms_are_zero_again_and_count_the_same(wrap, monkeypatch):
     """The rank kernel's histograms are zeroed where they were used and kept for the next
     count (counters that wrapped included): every count after the first gives the same
-    codes and counts as the hash kernel, and the kept arrays hold only zeros."""
+    codes and counts as the sparse kernel, and the kept arrays hold only zeros."""
     from sdcdist.linkage.prl import hists
     monkeypatch.setattr(hists, "HIST_KEEP_MIN", 1 << 10)
     hists.release_hists()
@@ -493,7 +493,7 @@ def test_kept_histograms_are_zero_again_and_count_the_same(wrap, monkeypatch):
         B[:300] = A[0]
     cmp = prl.comparison(10)
     a, b = _sides(A, B, cmp)
-    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    ref = prl.pattern_counts(a, b, cmp, kernel="sparse")
     assert (ref[1].max() > 65536) == wrap
     for _ in range(3):
         _same(prl.pattern_counts(a, b, cmp), ref)

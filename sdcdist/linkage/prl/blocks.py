@@ -20,7 +20,7 @@ from the branch-and-bound search from :data:`AUTO_TOPC_MIN_PAIRS` pairs on (a de
 its own: the search is faster than weighing all pairs long before counting is). All pairs are
 counted by the dense histogram kernel when the pattern space has at most
 :data:`~sdcdist.linkage.prl.patterns.DENSE_PATTERN_SPACE` patterns (the default
-comparison on up to 10 key columns), by the hash kernel above; the info's
+comparison on up to 10 key columns), by the sparse (sorted-codes) kernel above; the info's
 ``counting`` says which path and kernel ran and why, ``pattern_kernel`` the kernel.
 """
 
@@ -401,7 +401,8 @@ def _share(A: dict, B: dict, cmp: Comparison, rows: np.ndarray) -> float:
 
 
 def _kernel_text(cmp: Comparison) -> str:
-    return {"dense": "dense histogram kernel", "hash": "hash kernel"}[pattern_kernel(cmp)]
+    return {"dense": "dense histogram kernel",
+            "sparse": "sorted-codes kernel"}[pattern_kernel(cmp)]
 
 
 def _count(a0: int, a1: int, A: dict, index: dict, cmp: Comparison) -> dict:
@@ -420,7 +421,7 @@ def choose_counting(runner: Runner, A: Any, B: Any, n_a: int, n_b: int,
     index : handle of the index of B (``None`` for pairs)
     info : dict
         ``counting`` (the path, the all-pairs kernel and why), ``pattern_kernel``
-        (all pairs: ``dense`` or ``hash``, :func:`~sdcdist.linkage.prl.patterns.pattern_kernel`),
+        (all pairs: ``dense`` or ``sparse``, :func:`~sdcdist.linkage.prl.patterns.pattern_kernel`),
         ``enumerated_share_estimate`` (when sampled: from B's sorted columns alone, the
         whole index is built only for the counting path).
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .comparison import Comparison, all_rows, same_tolerances, transposed
 from .compact import compact_levels, expand_codes
-from .hashcount import codes_row, hash_counts
+from .sortcount import codes_row, sorted_counts
 from .hists import read_hists, sparse_of_hist, take_hists
 from .sparse import merge_counts, sparse_counts
 
@@ -24,8 +24,8 @@ __all__ = ["pattern_counts", "pattern_kernel", "sparse_counts", "merge_counts",
 
 
 #: Largest pattern space counted in a dense histogram (uint32 per pattern: 256 MiB at
-#: the limit, held by the task for the length of a block); above it a block counts into
-#: an open-addressing hash table (:func:`~.hashcount.hash_counts`, slower but of any size).
+#: the limit, held by the task for the length of a block); above it a block's codes are
+#: sorted and counted (:func:`~.sortcount.sorted_counts`, of any size).
 DENSE_PATTERN_SPACE = 1 << 26
 
 #: Pattern spaces up to this size are counted through several interleaved histograms
@@ -707,13 +707,13 @@ def _counts_dense(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, n_patterns
 
 
 #: Pattern count kernels (:func:`pattern_counts`).
-KERNELS = ("auto", "dense", "hash")
+KERNELS = ("auto", "dense", "sparse")
 
 
 def pattern_kernel(cmp: Comparison) -> str:
     """The kernel :func:`pattern_counts` uses by default: ``dense`` (a histogram of the
-    whole pattern space, :data:`DENSE_PATTERN_SPACE` patterns at most) or ``hash``."""
-    return "dense" if cmp.n_patterns <= DENSE_PATTERN_SPACE else "hash"
+    whole pattern space, :data:`DENSE_PATTERN_SPACE` patterns at most) or ``sparse``."""
+    return "dense" if cmp.n_patterns <= DENSE_PATTERN_SPACE else "sparse"
 
 
 def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None = None,
@@ -728,7 +728,7 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
     lo, hi, aidx : int arrays, optional
         Restrict B row ``j`` to the A rows ``aidx[lo[j]:hi[j]]`` (a blocking
         window); default all pairs of the block.
-    kernel : {"auto", "dense", "hash"}
+    kernel : {"auto", "dense", "sparse"}
         ``dense``: each pair's pattern code (mixed radix) counted in uint32
         histograms of the whole pattern space, flushed into int64 before they
         could overflow. On all pairs of a block whose every column has the same
@@ -744,15 +744,18 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
         first sorted by the last column: where its tolerances are the same on
         every row, the rows meeting each tolerance form one run per B row,
         found by binary search with the very predicate, so that column costs
-        nothing per pair and a run scatters into one part of the histogram. ``hash``: an open-addressing hash table of the
-        occurring codes, for pattern spaces of any size. ``auto``:
+        nothing per pair and a run scatters into one part of the histogram.
+        ``sparse``: the pairs' codes, a few million at a time, sorted and counted by
+        runs (:func:`~.sortcount.sorted_counts`), for pattern spaces of any size.
+        ``auto``:
         :func:`pattern_kernel`. All give the same counts: the same predicate
         ``|a - b| <= tol`` in float64, integer counts.
 
     pmap : callable, optional
         ``pmap(fn, blocks)`` -> ``[fn(*b) for b in blocks]`` (e.g. on two threads): the
         rank kernel then computes one block's codes beside the counting of the previous
-        block's (:func:`_pipelined`); the same counts.
+        block's (:func:`_pipelined`), the sparse kernel sorts its chunks side by side; the
+        same counts.
 
     Returns
     -------
@@ -766,7 +769,7 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
         kernel = pattern_kernel(cmp)
     if kernel == "dense" and cmp.n_patterns > DENSE_PATTERN_SPACE:
         raise ValueError(f"{cmp.n_patterns} patterns exceed the dense kernel's "
-                         f"{DENSE_PATTERN_SPACE}; use the hash kernel")
+                         f"{DENSE_PATTERN_SPACE}; use the sparse kernel")
     identity = lo is None
     if identity:
         lo, hi, aidx = all_rows(b["v"].shape[0], a["v"].shape[0])
@@ -795,4 +798,5 @@ def pattern_counts(a: dict, b: dict, cmp: Comparison, *, lo: np.ndarray | None =
             total, h = _counts_dense(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels,
                                      cmp.radix, P, nhist, _FLUSH_PAIRS)
         return sparse_of_hist(total, h)
-    return hash_counts(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix)
+    return sorted_counts(avT, tolT, b["v"], lo, hi, aidx, identity, cmp.n_levels, cmp.radix,
+                         pmap=pmap)
