@@ -14,7 +14,8 @@ On a LocalCluster of ``--workers`` processes (1 thread each) it prints, per size
   (the per-A-block and per-B-row work of the kernel, ranking and interval walks, is
   amortised as in a whole task), and the rest is extrapolated from their CPU time per
   pair;
-- the old hash kernel on sampled blocks of the same A rows, extrapolated the same way, and
+- the sparse kernel (the pairs' codes sorted and counted, for pattern spaces too large for
+  a histogram) on sampled blocks of the same A rows, extrapolated the same way, and
   whether its counts equal the dense kernel's there bit for bit;
 - the candidates (top 20 by weight): the branch-and-bound search (auto's from 2^24 pairs
   on, ``blocks.topc_path``; the column "auto's candidates" says which auto takes, and the
@@ -227,7 +228,7 @@ def _warm() -> None:
     cmp = prl.comparison(KEYS)
     a = prl.prepare_side(A, tuple(range(KEYS)), cmp, side="a")
     b = prl.prepare_side(B, tuple(range(KEYS)), cmp, side="b")
-    prl.pattern_counts(a, b, cmp, kernel="hash")
+    prl.pattern_counts(a, b, cmp, kernel="sparse")
     counts = prl.pattern_counts(a, b, cmp, kernel="dense")
     wp = prl.weight_params(prl.em(counts, cmp, p_start=1 / 300, p_max=1 / 300), cmp)
     topc.topc_search(kdtree.build_tree(a, scale=kdtree.split_scale(wp, cmp)), b, cmp, wp, TOP_C)
@@ -288,19 +289,19 @@ def bench(n: int, workers: int, full: bool, samples: int) -> dict:
         out["ns_pair_dense"] = 1e9 * cpu / done
         out["t_counts"] = cpu / done * pairs / workers
         out["pairs_timed"] = done
-        # the old hash kernel on a few sampled blocks (the same tiling's A rows)
+        # the sparse kernel on a few sampled blocks (the same tiling's A rows)
         hrows = min(n, max(16, int(2.5e7 // n)))
         hblocks = _spread(n, hrows, 2)
-        hp = runner.result([runner.task(_counts_task, Ap, Bp, cmp, s, e, 0, n, "hash")
+        hp = runner.result([runner.task(_counts_task, Ap, Bp, cmp, s, e, 0, n, "sparse")
                             for s, e in hblocks])
         dp = runner.result([runner.task(_counts_task, Ap, Bp, cmp, s, e, 0, n, "dense")
                             for s, e in hblocks])
         out["hrows"] = hrows
-        out["hash_equal"] = all(np.array_equal(h[0][0], d[0][0])
+        out["sparse_equal"] = all(np.array_equal(h[0][0], d[0][0])
                                 and np.array_equal(h[0][1], d[0][1]) for h, d in zip(hp, dp))
         hdone = float(len(hblocks) * hrows * n)
-        out["ns_pair_hash"] = 1e9 * sum(h[1] for h in hp) / hdone
-        out["t_hash"] = sum(h[1] for h in hp) / hdone * pairs / workers
+        out["ns_pair_sparse"] = 1e9 * sum(h[1] for h in hp) / hdone
+        out["t_sparse"] = sum(h[1] for h in hp) / hdone * pairs / workers
         # EM on the counts (all of them with --full, else the sampled tasks')
         t0 = time.perf_counter()
         N = float(counts[1].sum())
@@ -392,7 +393,7 @@ def main() -> None:
     rows = []
     print(f"default PRL (s, 6 levels) on {KEYS} key columns, {w} workers x 1 thread; "
           "times are task CPU s / workers (wall on idle cores) unless marked wall", flush=True)
-    print("| records | auto's path | counts, dense kernel | counts, old hash kernel | "
+    print("| records | auto's path | counts, dense kernel | counts, sparse kernel | "
           "KD-tree | top-20 search | top-20 all pairs | auto's candidates | EM | total (auto's "
           "paths) | peak RSS worker / scheduler / client |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -407,8 +408,8 @@ def main() -> None:
         total = r["t_counts"] + r["t_em"] + (r["t_tree"] + r["t_search"] if searched
                                              else r["t_topc_pairs"])
         print(f"| {n:,} | {r['decision']} | {r['t_counts']:.0f} s ({r['ns_pair_dense']:.2f} "
-              f"ns/pair; {how}) | {r['t_hash']:.0f} s ({r['ns_pair_hash']:.1f} ns/pair, "
-              f"2 x {r['hrows']} A rows sampled; equal {r['hash_equal']}) | {r['t_tree']:.1f} s | "
+              f"ns/pair; {how}) | {r['t_sparse']:.0f} s ({r['ns_pair_sparse']:.1f} ns/pair, "
+              f"2 x {r['hrows']} A rows sampled; equal {r['sparse_equal']}) | {r['t_tree']:.1f} s | "
               f"{r['t_search']:.0f} s (weighs {100 * r['share_weighed']:.2f} % of pairs) | "
               f"{r['t_topc_pairs']:.0f} s (candidates equal {r['topc_equal']}) | "
               f"{'search' if searched else 'all pairs'} | "
@@ -428,15 +429,15 @@ def main() -> None:
     counts32 = c_pair * float(n10) ** 2 / 32
     search32 = big["s_row_search"] * (n10 / n1) ** (1 - gamma) * n10 / 32
     tree = big["t_tree"] * (n10 * np.log(n10)) / (n1 * np.log(n1))
-    hash32 = big["ns_pair_hash"] * 1e-9 * float(n10) ** 2 / 32
+    sparse32 = big["ns_pair_sparse"] * 1e-9 * float(n10) ** 2 / 32
     print(f"\n10,000,000 records on 32 workers, estimated: counts {counts32 / 3600:.1f} h "
           f"({n10 ** 2:.0e} pairs x {big['ns_pair_dense']:.2f} ns CPU per pair measured on "
           f"the counting tasks at {n1:,} / 32), top-20 search {search32 / 3600:.1f} h "
           f"({n10:,} B rows x {big['s_row_search'] * 1e3:.1f} ms CPU per row at {n1:,}, x "
           f"(10^7/{n1:,})^{1 - gamma:.2f} as its weighed share falls as n^-{gamma:.2f}, / 32), "
           f"KD-tree {tree / 60:.0f} min (one task, n log n); total "
-          f"{(counts32 + search32 + tree) / 3600:.1f} h before assignment. The old hash "
-          f"kernel's counts alone: {hash32 / 3600:.1f} h.", flush=True)
+          f"{(counts32 + search32 + tree) / 3600:.1f} h before assignment. The sparse "
+          f"kernel's counts alone: {sparse32 / 3600:.1f} h.", flush=True)
 
 
 if __name__ == "__main__":

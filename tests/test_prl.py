@@ -84,7 +84,7 @@ def test_blocked_pattern_counts_equal_brute_force(rng, client, method, t):
 
 def test_sparse_pattern_counts_many_levels(rng, monkeypatch):
     """13 columns x 4 levels (4^13 = 6.7e7 patterns): sparse counts equal brute-force codes;
-    the hash-table kernel equals the dense-histogram kernel where both fit."""
+    the sparse (sorted-codes) kernel equals the dense-histogram kernel where both fit."""
     A = np.round(np.exp(rng.normal(size=(70, 13))), 1)
     A[rng.random(A.shape) < 0.3] = 0.0                    # zeros and repeated values
     B = A[:50] + 0.3 * rng.normal(size=(50, 13)) * A[:50].std(axis=0)
@@ -108,7 +108,7 @@ def test_sparse_pattern_counts_many_levels(rng, monkeypatch):
     a5 = prl.prepare_side(A, tuple(range(5)), small, side="a")
     b5 = prl.prepare_side(B, tuple(range(5)), small, side="b")
     dense = prl.pattern_counts(a5, b5, small)
-    monkeypatch.setattr(prl.patterns, "DENSE_PATTERN_SPACE", 1)       # force the hash table
+    monkeypatch.setattr(prl.patterns, "DENSE_PATTERN_SPACE", 1)       # force the sparse kernel
     hashed = prl.pattern_counts(a5, b5, small)
     np.testing.assert_array_equal(dense[0], hashed[0])
     np.testing.assert_array_equal(dense[1], hashed[1])

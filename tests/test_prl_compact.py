@@ -1,5 +1,5 @@
 """The rank kernel's pattern space without the exact levels no pair meets (compact.py): the
-same counts as the all-pairs hash kernel and the CATALOG formula, and a code map that keeps
+same counts as the all-pairs sparse kernel and the CATALOG formula, and a code map that keeps
 the codes' order."""
 
 import numpy as np
@@ -77,11 +77,11 @@ def test_expand_codes_keeps_order_and_maps_every_digit():
 
 
 @pytest.mark.parametrize("K,seed", [(3, 2), (8, 3)])
-def test_rank_kernel_in_the_compact_space_counts_as_the_hash_kernel(K, seed, monkeypatch):
+def test_rank_kernel_in_the_compact_space_counts_as_the_sparse_kernel(K, seed, monkeypatch):
     """Masked continuous keys (no value shared: every exact level dropped), then some
     columns sharing a value (their exact levels kept, the others still dropped), with NaN,
     infinities and signed zeros: the dense kernel (the rank kernel in the smaller space)
-    gives the hash kernel's counts and the CATALOG formula's, bit for bit, also with its
+    gives the sparse kernel's counts and the CATALOG formula's, bit for bit, also with its
     codes computed beside their counting and the counters read in parts on two threads."""
     from sdcdist.linkage.prl import hists
     from sdcdist.parallel import thread_pool
@@ -107,7 +107,7 @@ def test_rank_kernel_in_the_compact_space_counts_as_the_hash_kernel(K, seed, mon
         monkeypatch.undo()
 
     np.testing.assert_array_equal(drop(), np.ones(K))
-    ref = prl.pattern_counts(a, b, cmp, kernel="hash")
+    ref = prl.pattern_counts(a, b, cmp, kernel="sparse")
     _same(ref, _brute_s(A, B, cmp))
     check(ref)
     # one column shares a value, another only infinities, a third signed zeros
@@ -117,4 +117,4 @@ def test_rank_kernel_in_the_compact_space_counts_as_the_hash_kernel(K, seed, mon
     a["v"][::7, 1] = -0.0
     b["v"][::5, 1] = 0.0
     np.testing.assert_array_equal(drop(), [0, 0] + [1] * (K - 2))
-    check(prl.pattern_counts(a, b, cmp, kernel="hash"))
+    check(prl.pattern_counts(a, b, cmp, kernel="sparse"))

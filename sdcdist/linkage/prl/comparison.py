@@ -17,7 +17,7 @@ from .settings import DEFAULTS, PRLSettings
 
 __all__ = ["Comparison", "comparison", "transform", "prepare_side", "column_sd", "transposed",
            "all_rows", "level", "MAX_LEVELS", "MAX_PATTERN_CODE", "RULE_DOWNWEIGHT",
-           "RULE_LEVEL", "RULE_LINEAR", "same_tolerances", "mixed_radix"]
+           "RULE_LEVEL", "RULE_LINEAR", "same_tolerances", "const_tolerances", "mixed_radix"]
 
 
 def mixed_radix(n_levels: np.ndarray) -> np.ndarray:
@@ -261,6 +261,22 @@ def same_tolerances(tolT: np.ndarray, nlev: np.ndarray) -> np.ndarray:
         t = tolT[k, :int(nlev[k]) - 1]
         out[k] = t.shape[1] == 0 or bool(np.all(t == t[:, :1]))
     return out
+
+
+def const_tolerances(tolT: np.ndarray, nlev: np.ndarray, width: int = 5
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Columns whose tolerances are the same on every A row (:func:`same_tolerances`), as
+    a ``(K, max(width, L))`` table of their tolerances padded with -1, and the flag per
+    column. A column flagged constant is compared with the very tolerance value the
+    per-row array holds, so the predicate, and the counts, are the same bit for bit."""
+    K = tolT.shape[0]
+    tc = np.full((K, max(width, tolT.shape[1])), -1.0)
+    const = same_tolerances(tolT, nlev)
+    if tolT.shape[2]:
+        for k in np.flatnonzero(const):
+            nl = int(nlev[k]) - 1
+            tc[k, :nl] = tolT[k, :nl, 0]
+    return tc, const
 
 
 def transposed(a: dict) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .comparison import Comparison, all_rows, same_tolerances, transposed
+from .comparison import Comparison, all_rows, const_tolerances, same_tolerances, transposed
 from .compact import compact_levels, expand_codes
 from .sortcount import codes_row, sorted_counts
 from .hists import read_hists, sparse_of_hist, take_hists
@@ -47,19 +47,9 @@ _UNROLL = 5
 
 
 def _const_tolerances(tolT: np.ndarray, nlev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Columns whose tolerances are the same on every A row (the ``s`` method, categorical
-    columns), as a ``(K, max(5, L))`` table padded with -1, and a flag per column.
-
-    A column flagged constant is compared with the very tolerance value the per-row
-    array holds, so the predicate, and the counts, are the same bit for bit."""
-    K = tolT.shape[0]
-    tc = np.full((K, max(_UNROLL, tolT.shape[1])), -1.0)
-    const = same_tolerances(tolT, nlev)
-    if tolT.shape[2]:
-        for k in np.flatnonzero(const):
-            nl = int(nlev[k]) - 1
-            tc[k, :nl] = tolT[k, :nl, 0]
-    return tc, const
+    """:func:`~.comparison.const_tolerances` padded to the kernels' unrolling
+    (:data:`_UNROLL` tolerances at least)."""
+    return const_tolerances(tolT, nlev, _UNROLL)
 
 
 _FAST = dict(cache=True, nogil=True, boundscheck=False, error_model="numpy")

@@ -2,7 +2,7 @@
 blocking windows' dense kernel) and the sparse kernel of the pattern counts
 (:func:`~.patterns.pattern_counts` with ``kernel="sparse"``, for pattern spaces too large
 for a histogram): the pairs' codes, :data:`SORT_CHUNK_PAIRS` at a time, sorted and counted
-by runs, the chunks' counts then merged (:func:`sorted_counts`)."""
+by runs, the chunks' counts then merged in linear passes (:func:`sorted_counts`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from ...parallel import serial_map
-from .sparse import merge_counts
+from .comparison import const_tolerances
 
 __all__ = ["codes_row", "sorted_counts", "SORT_CHUNK_PAIRS", "SORT_SPLIT_MIN"]
 
@@ -39,11 +39,49 @@ def codes_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, radix, code):
 
 
 @numba.njit(cache=True, nogil=True)
-def _codes_rows(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, j0, j1, out):
-    # the codes of B rows j0 .. j1 - 1 (codes_row), one row after the other, into out
+def _codes_rows(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, j0, j1, out, tc, const):
+    # the codes of B rows j0 .. j1 - 1, one row after the other, into out: codes_row's,
+    # but a column whose tolerances are the same on every A row (const; tc[k, l] the
+    # very values tolT holds) in one pass, its level the number of tolerances the
+    # distance is not within (the same predicate: not (|a - x| <= t), NaN beyond all)
     o = 0
     for j in range(j0, j1):
-        o += codes_row(avT, tolT, bv[j], lo[j], hi[j], aidx, identity, nlev, radix, out[o:])
+        n = hi[j] - lo[j]
+        code = out[o:o + n]
+        code[:] = 0
+        bj = bv[j]
+        for k in range(avT.shape[0]):
+            r = radix[k]
+            x = bj[k]
+            nl = nlev[k] - 1
+            if const[k] and identity:
+                a = avT[k, lo[j]:hi[j]]
+                if nl == 5:
+                    t0, t1, t2, t3, t4 = tc[k, 0], tc[k, 1], tc[k, 2], tc[k, 3], tc[k, 4]
+                    for q in range(n):
+                        d = abs(a[q] - x)
+                        lv = (np.int64(not (d <= t0)) + np.int64(not (d <= t1))
+                              + np.int64(not (d <= t2)) + np.int64(not (d <= t3))
+                              + np.int64(not (d <= t4)))
+                        code[q] += r * lv
+                else:
+                    for q in range(n):
+                        d = abs(a[q] - x)
+                        lv = 0
+                        for l in range(nl):
+                            lv += np.int64(not (d <= tc[k, l]))
+                        code[q] += r * lv
+                continue
+            for l in range(nl):
+                if identity:
+                    for q in range(n):
+                        i = lo[j] + q
+                        code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
+                else:
+                    for q in range(n):
+                        i = aidx[lo[j] + q]
+                        code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
+        o += n
     return o
 
 
@@ -63,6 +101,37 @@ def _runs(c):
             keys[k] = c[i]
         cnt[k] += 1
     return keys, cnt
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge2(k1, c1, k2, c2):
+    # the sum of two sparse counts (increasing codes each) in one linear merge, without
+    # branches on the comparisons: the same arrays as merge_counts, without its sort
+    n1, n2 = k1.size, k2.size
+    keys = np.empty(n1 + n2, dtype=np.int64)
+    cnt = np.empty(n1 + n2, dtype=np.int64)
+    i = j = m = 0
+    while i < n1 and j < n2:
+        a = k1[i]
+        b = k2[j]
+        ta = a <= b
+        tb = b <= a
+        keys[m] = a if ta else b
+        cnt[m] = (c1[i] if ta else 0) + (c2[j] if tb else 0)
+        i += np.int64(ta)
+        j += np.int64(tb)
+        m += 1
+    while i < n1:
+        keys[m] = k1[i]
+        cnt[m] = c1[i]
+        i += 1
+        m += 1
+    while j < n2:
+        keys[m] = k2[j]
+        cnt[m] = c2[j]
+        j += 1
+        m += 1
+    return keys[:m].copy(), cnt[:m].copy()
 
 
 #: Most pairs whose codes :func:`sorted_counts` sorts at once (8 bytes each: 32 MiB); a B
@@ -102,12 +171,14 @@ def sorted_counts(avT: np.ndarray, tolT: np.ndarray, bv: np.ndarray, lo: np.ndar
     8 times faster than the open-addressing hash table it replaced (every insert a cache
     miss), and 3.5 times on 13 keys of 3 values (8,192 patterns), both on two threads."""
     pairs = np.asarray(hi, dtype=np.int64) - np.asarray(lo, dtype=np.int64)
+    tc, const = const_tolerances(tolT, nlev)
     if pairs.size == 0 or not pairs.any():
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
 
     def part(j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
         buf = np.empty(int(pairs[j0:j1].sum()), dtype=np.int64)
-        _codes_rows(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, j0, j1, buf)
+        _codes_rows(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, j0, j1, buf, tc,
+                    const)
         buf.sort()
         return _runs(buf)
     total = int(pairs.sum())
@@ -115,4 +186,7 @@ def sorted_counts(avT: np.ndarray, tolT: np.ndarray, bv: np.ndarray, lo: np.ndar
     limit = max(1, int(chunk)) if pmap is None else \
         max(1, min(int(chunk), -(-total // 2) if total >= SORT_SPLIT_MIN else total))
     parts = (pmap or serial_map)(part, _chunks(pairs, limit))
-    return merge_counts(*parts)
+    while len(parts) > 1:              # pairwise linear merges of sorted counts
+        parts = [_merge2(*parts[i], *parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                 for i in range(0, len(parts), 2)]
+    return parts[0]
