@@ -5,7 +5,10 @@ the M-step's per-column-level totals and the log-likelihood in one fixed order.
 Two kernels give the same bits: the plain loop :func:`_estep` over patterns, and
 :func:`_estep_runs` over runs of patterns that share their group-1 row, taken in chunks
 of :data:`ESTEP_CHUNK` with a vectorised softplus pass; :func:`estep` picks the one its
-run tables (:func:`estep_runs`) call for.
+run tables (:func:`estep_runs`) call for. :class:`EStep` (the EM's) takes two groups by
+runs and any other number by :func:`_chunks_range`: the general loop in chunks of
+consecutive patterns with the same vectorised pass (13 key columns make three groups:
+CASC Census and Tarragona), the same floats as the loop.
 """
 
 from __future__ import annotations
@@ -247,6 +250,80 @@ def _loop_range(idx, c, R, LR, odds, q_lo, q_hi, S):
     return sm, sp
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _odds_chunk(idx, R, odds, q0, n, ce):
+    # the match odds e = odds R[idx[q, 0]] R[idx[q, 1]] ... of patterns q0 .. q0 + n - 1
+    # into ce, multiplied in group order as _loop_range does
+    G = idx.shape[1]
+    for p in range(n):
+        x = odds
+        for g in range(G):
+            x *= R[idx[q0 + p, g]]
+        ce[p] = x
+
+
+@numba.njit(cache=True, nogil=True)
+def _chunks_range(idx, c, R, LR, odds, q_lo, q_hi, S, cs, cw, ll=True):
+    # _loop_range's sums (any number of column groups), the same floats: the patterns in
+    # chunks of ESTEP_CHUNK, each chunk's odds gathered (_odds_chunk) and its terms computed
+    # by _series_chunk's vectorised pass (the rare patterns outside the series' range by
+    # _softplus), then added in pattern order. Without ll the log-likelihood's sum is not
+    # computed (0.0 is returned for it)
+    G = idx.shape[1]
+    sp = 0.0
+    sm = 0.0
+    top = 1e-4 if ll else 1e300
+    ce = np.empty(cs.size)
+    bad = np.empty(cs.size, dtype=np.int64)
+    q = q_lo
+    while q < q_hi:
+        n = min(ESTEP_CHUNK, q_hi - q)
+        _odds_chunk(idx, R, odds, q, n, ce)
+        cq = c[q:q + n]
+        nb = _series_terms(cq, n, cs, cw, ce, ll)
+        if nb:
+            nb = 0
+            for t in range(n):
+                e = ce[t]
+                bad[nb] = t
+                nb += np.int64(not ((e > 0.0) & (e < top)))
+            for b in range(nb):
+                t = bad[b]
+                s, w = _softplus(ce[t], odds, LR, idx, q + t)
+                cs[t] = cq[t] * s
+                cw[t] = cq[t] * w
+        for t in range(n):
+            cm = cw[t]
+            if ll:
+                sp += cs[t]
+            sm += cm
+            for g in range(G):
+                S[idx[q + t, g]] += cm
+        q += n
+    return sm, sp
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _series_terms(cq, n, cs, cw, ce, ll):
+    # _series_chunk's pass on odds already in ce (e = ce[p])
+    bad = 0
+    if not ll:
+        for p in range(n):
+            e = ce[p]
+            w = e / (1.0 + e)
+            cw[p] = cq[p] * w
+            bad += np.int64(not ((e > 0.0) & (e < 1e300)))
+        return bad
+    for p in range(n):
+        e = ce[p]
+        s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
+        w = e / (1.0 + e)
+        cs[p] = cq[p] * s
+        cw[p] = cq[p] * w
+        bad += np.int64(not ((e > 0.0) & (e < 1e-4)))
+    return bad
+
+
 @numba.njit(cache=True, nogil=True)
 def _levels_from_rows(clev, S, bm, span):
     # bm (K, L): the expected level counts among matches from the rows' sums S (each row
@@ -340,7 +417,7 @@ class EStep:
     """The EM's E-step on fixed parts of the patterns (:data:`ESTEP_PARTS`).
 
     Each part sums its patterns in pattern order (by runs of one group-1 row with two
-    column groups, :func:`_runs_range`; by :func:`_loop_range` otherwise) into its own
+    column groups, :func:`_runs_range`; by :func:`_chunks_range` otherwise) into its own
     row sums; the parts' sums are then added in part order. ``pmap(fn, blocks)`` runs the
     parts from :data:`ESTEP_MAP_MIN` patterns on (``[fn(*b) for b in blocks]`` by default
     and below; a thread map gives the same floats).
@@ -404,7 +481,8 @@ class EStep:
             cs, cw = self.scratch[k]
             return _runs_range(self.idx, i0, rstart, rrow, lo, hi, self.c, self.R, self.LR,
                                self.OR, odds, S, cs, cw, ll)
-        return _loop_range(self.idx, self.c, self.R, self.LR, odds, lo, hi, S)
+        cs, cw = self.scratch[k]
+        return _chunks_range(self.idx, self.c, self.R, self.LR, odds, lo, hi, S, cs, cw, ll)
 
     def __call__(self, m: np.ndarray, u: np.ndarray, p: float, bm: np.ndarray, *,
                  loglik: bool = True) -> tuple[float, float]:
