@@ -178,26 +178,20 @@ def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(run, monkeypatch, tmp_
 @pytest.mark.slow
 def test_ctrl_c_on_an_audit_leaves_no_worker_traceback(tmp_path):
     """A terminal's Ctrl-C reaches every process of the group, the workers too."""
-    import signal
     import time
+
+    from _signals import interrupt, kill, start
     spec = (Path(__file__).parents[1] / "examples" / "household.yaml").read_text()
     (tmp_path / "h.yaml").write_text(spec.replace("replicates: 2", "replicates: 40"))
-    p = subprocess.Popen([sys.executable, "-m", "sdcdist", "audit", str(tmp_path / "h.yaml"),
-                          "--out", str(tmp_path / "h.zarr"), "--workers", "2"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True,
-                         # SIGINT as a terminal's program has it (a test runner's worker
-                         # may ignore it, and a child would inherit that)
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    p = start([sys.executable, "-m", "sdcdist", "audit", str(tmp_path / "h.yaml"), "--out",
+               str(tmp_path / "h.zarr"), "--workers", "2"])
     try:
         line = p.stderr.readline()                     # the cluster is up
         assert "Dask dashboard" in line, line
         time.sleep(4)
-        os.killpg(p.pid, signal.SIGINT)
-        out, err = p.communicate(timeout=120)
+        err = interrupt(p)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill(p)
     assert p.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.strip().endswith("Interrupted. An audit keeps the cells it has written: "

@@ -238,19 +238,12 @@ def test_serve_on_port_0_names_the_port_it_answers_on_and_ctrl_c_ends_it(tmp_pat
     """--port 0 printed "service on http://127.0.0.1:0/"; the line names the port the
     system picked now. A terminal's Ctrl-C (SIGINT to the group) ends the service and its
     local cluster with one line and exit 130, no worker traceback."""
-    import os
-    import signal
-    import subprocess
     import sys
 
     from _service import env
-    p = subprocess.Popen([sys.executable, "-m", "sdcdist.cli", "serve", "--root",
-                          str(tmp_path / "r"), "--port", "0", "--workers", "1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env(), start_new_session=True, stdin=subprocess.DEVNULL,
-                         # SIGINT as a terminal's program has it (a test runner's worker
-                         # may ignore it, and a child would inherit that)
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    from _signals import interrupt, kill, start
+    p = start([sys.executable, "-m", "sdcdist.cli", "serve", "--root", str(tmp_path / "r"),
+               "--port", "0", "--workers", "1"], env=env())
     try:
         port = None
         for _ in range(20):
@@ -268,11 +261,9 @@ def test_serve_on_port_0_names_the_port_it_answers_on_and_ctrl_c_ends_it(tmp_pat
             except httpx.HTTPError:
                 assert time.monotonic() - t0 < 60
                 time.sleep(0.3)
-        os.killpg(p.pid, signal.SIGINT)
-        _, err = p.communicate(timeout=60)
+        err = interrupt(p, timeout=60)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill(p)
     assert p.returncode == 130, err
     assert "Traceback" not in err and err.strip().endswith("rerun the same command to resume.")
 

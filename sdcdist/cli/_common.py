@@ -83,6 +83,11 @@ class SdcGroup(click.Group):
             # Ctrl-C: one line, not click's "Aborted!" (the workers ignore it:
             # parallel.preload); an audit keeps every cell it wrote
             _log_failure(ctx, "interrupted", KeyboardInterrupt())
+            # storage writes cut short leave asyncio tasks and coroutines that are collected
+            # at exit ("Task was destroyed but it is pending!" from asyncio's logger,
+            # "Exception ignored in: <coroutine ...>" with a traceback): not news
+            logging.getLogger("asyncio").disabled = True
+            sys.unraisablehook = lambda unraisable: None
             click.echo("Interrupted. An audit keeps the cells it has written: rerun the same "
                        "command to resume.", err=True)
             ctx.exit(EXIT_INTERRUPTED)

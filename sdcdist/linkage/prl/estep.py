@@ -110,22 +110,7 @@ def _series_chunk(ii, cq, OR, r1, n, cs, cw, ce, ll):
     # returned for _softplus.
     for p in range(n):
         ce[p] = OR[ii[p]]
-    bad = 0
-    if not ll:
-        for p in range(n):
-            e = ce[p] * r1
-            w = e / (1.0 + e)
-            cw[p] = cq[p] * w
-            bad += np.int64(not ((e > 0.0) & (e < 1e300)))
-        return bad
-    for p in range(n):
-        e = ce[p] * r1
-        s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
-        w = e / (1.0 + e)
-        cs[p] = cq[p] * s
-        cw[p] = cq[p] * w
-        bad += np.int64(not ((e > 0.0) & (e < 1e-4)))
-    return bad
+    return _series_terms(cq, n, cs, cw, ce, r1, ll)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -280,7 +265,7 @@ def _chunks_range(idx, c, R, LR, odds, q_lo, q_hi, S, cs, cw, ll=True):
         n = min(ESTEP_CHUNK, q_hi - q)
         _odds_chunk(idx, R, odds, q, n, ce)
         cq = c[q:q + n]
-        nb = _series_terms(cq, n, cs, cw, ce, ll)
+        nb = _series_terms(cq, n, cs, cw, ce, 1.0, ll)
         if nb:
             nb = 0
             for t in range(n):
@@ -303,19 +288,20 @@ def _chunks_range(idx, c, R, LR, odds, q_lo, q_hi, S, cs, cw, ll=True):
     return sm, sp
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _series_terms(cq, n, cs, cw, ce, ll):
-    # _series_chunk's pass on odds already in ce (e = ce[p])
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _series_terms(cq, n, cs, cw, ce, rs, ll):
+    # _series_chunk's pass on the gathered values ce: e = ce[p] rs (rs = 1.0, exact, where
+    # ce holds the whole odds); returns how many patterns are outside the series' range
     bad = 0
     if not ll:
         for p in range(n):
-            e = ce[p]
+            e = ce[p] * rs
             w = e / (1.0 + e)
             cw[p] = cq[p] * w
             bad += np.int64(not ((e > 0.0) & (e < 1e300)))
         return bad
     for p in range(n):
-        e = ce[p]
+        e = ce[p] * rs
         s = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - 0.25 * e)))
         w = e / (1.0 + e)
         cs[p] = cq[p] * s
