@@ -161,6 +161,23 @@ def _tables(clev, nl, m, u, p, T, N, ratio, R, LR, OR, span):
     return base
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _outside_series(ce, rs, top, n, cq, cs, cw, bad, odds, LR, idx, q):
+    # the terms of a chunk's patterns outside the series' range (e = ce[t] rs not in
+    # (0, top)) by _softplus: listed first without a branch (a chunk holds a few dozen of
+    # them among hundreds), then computed (chunk offset q: the patterns' rows in idx)
+    nb = 0
+    for t in range(n):
+        e = ce[t] * rs
+        bad[nb] = t
+        nb += np.int64(not ((e > 0.0) & (e < top)))
+    for b in range(nb):
+        t = bad[b]
+        s, w = _softplus(ce[t] * rs, odds, LR, idx, q + t)
+        cs[t] = cq[t] * s
+        cw[t] = cq[t] * w
+
+
 @numba.njit(cache=True, nogil=True)
 def _runs_range(idx, i0, rstart, rrow, r_lo, r_hi, c, R, LR, OR, odds, S, cs, cw, ll=True):
     # the sums of _estep_runs over the runs r_lo .. r_hi - 1 (patterns rstart[r_lo] ..
@@ -184,18 +201,7 @@ def _runs_range(idx, i0, rstart, rrow, r_lo, r_hi, c, R, LR, OR, odds, S, cs, cw
             cq = c[q:q + n]
             nb = _series_chunk(ii, cq, OR, r1, n, cs, cw, ce, ll)
             if nb:
-                # the patterns outside the series' range, listed first without a branch
-                # (a chunk holds a few dozen of them among hundreds), then computed
-                nb = 0
-                for t in range(n):
-                    e = ce[t] * r1
-                    bad[nb] = t
-                    nb += np.int64(not ((e > 0.0) & (e < top)))
-                for b in range(nb):
-                    t = bad[b]
-                    s, w = _softplus(ce[t] * r1, odds, LR, idx, q + t)
-                    cs[t] = cq[t] * s
-                    cw[t] = cq[t] * w
+                _outside_series(ce, r1, top, n, cq, cs, cw, bad, odds, LR, idx, q)
             if ll:
                 for t in range(n):
                     cm = cw[t]
@@ -267,16 +273,7 @@ def _chunks_range(idx, c, R, LR, odds, q_lo, q_hi, S, cs, cw, ll=True):
         cq = c[q:q + n]
         nb = _series_terms(cq, n, cs, cw, ce, 1.0, ll)
         if nb:
-            nb = 0
-            for t in range(n):
-                e = ce[t]
-                bad[nb] = t
-                nb += np.int64(not ((e > 0.0) & (e < top)))
-            for b in range(nb):
-                t = bad[b]
-                s, w = _softplus(ce[t], odds, LR, idx, q + t)
-                cs[t] = cq[t] * s
-                cw[t] = cq[t] * w
+            _outside_series(ce, 1.0, top, n, cq, cs, cw, bad, odds, LR, idx, q)
         for t in range(n):
             cm = cw[t]
             if ll:

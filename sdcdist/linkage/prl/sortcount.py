@@ -17,6 +17,21 @@ from .comparison import const_tolerances
 __all__ = ["codes_row", "sorted_counts", "SORT_CHUNK_PAIRS", "SORT_SPLIT_MIN"]
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _column_codes(avT, tolT, k, x, lo, n, aidx, identity, nl, r, code):
+    # code[q] += r * column k's level of the pair (B value x, A row lo + q or
+    # aidx[lo + q]), one pass per tolerance so the inner loop runs over contiguous values
+    for l in range(nl):
+        if identity:
+            for q in range(n):
+                i = lo + q
+                code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
+        else:
+            for q in range(n):
+                i = aidx[lo + q]
+                code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
+
+
 @numba.njit(cache=True, nogil=True)
 def codes_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, radix, code):
     # pattern code of B row bj against A rows aidx[lo:hi] (or lo:hi when identity),
@@ -24,17 +39,7 @@ def codes_row(avT, tolT, bj, lo, hi, aidx, identity, nlev, radix, code):
     n = hi - lo
     code[:n] = 0
     for k in range(avT.shape[0]):
-        r = radix[k]
-        x = bj[k]
-        for l in range(nlev[k] - 1):
-            if identity:
-                for q in range(n):
-                    i = lo + q
-                    code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
-            else:
-                for q in range(n):
-                    i = aidx[lo + q]
-                    code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
+        _column_codes(avT, tolT, k, bj[k], lo, n, aidx, identity, nlev[k] - 1, radix[k], code)
     return n
 
 
@@ -72,15 +77,7 @@ def _codes_rows(avT, tolT, bv, lo, hi, aidx, identity, nlev, radix, j0, j1, out,
                             lv += np.int64(not (d <= tc[k, l]))
                         code[q] += r * lv
                 continue
-            for l in range(nl):
-                if identity:
-                    for q in range(n):
-                        i = lo[j] + q
-                        code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
-                else:
-                    for q in range(n):
-                        i = aidx[lo[j] + q]
-                        code[q] += r - r * (abs(avT[k, i] - x) <= tolT[k, l, i])
+            _column_codes(avT, tolT, k, x, lo[j], n, aidx, identity, nl, r, code)
         o += n
     return o
 
