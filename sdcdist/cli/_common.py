@@ -17,6 +17,7 @@ import functools
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,9 +86,12 @@ class SdcGroup(click.Group):
             _log_failure(ctx, "interrupted", KeyboardInterrupt())
             # storage writes cut short leave asyncio tasks and coroutines that are collected
             # at exit ("Task was destroyed but it is pending!" from asyncio's logger,
-            # "Exception ignored in: <coroutine ...>" with a traceback): not news
+            # "Exception ignored in: <coroutine ...>" with a traceback, "coroutine '...' was
+            # never awaited" as a RuntimeWarning): not news
             logging.getLogger("asyncio").disabled = True
             sys.unraisablehook = lambda unraisable: None
+            warnings.filterwarnings("ignore", message=r"coroutine '.*' was never awaited",
+                                    category=RuntimeWarning)
             click.echo("Interrupted. An audit keeps the cells it has written: rerun the same "
                        "command to resume.", err=True)
             ctx.exit(EXIT_INTERRUPTED)
