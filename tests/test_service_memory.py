@@ -191,12 +191,15 @@ def test_uploads_that_cost_gigabytes_are_bounded_and_health_answers(server):
     pid = srv.proc.pid
     health = _Health(srv.url, tmp)
     health.start()
+    longest = 0.0
     try:
         for label, name, data, want in _uploads():
             time.sleep(0.3)
             Path(f"/proc/{pid}/clear_refs").write_text("5")        # reset VmHWM
             before = _kib(pid, "VmRSS")
+            t0 = time.perf_counter()
             r = http.post("/v1/datasets", files={"file": (name, data)})
+            longest = max(longest, time.perf_counter() - t0)
             grew = (_kib(pid, "VmHWM") - before) * 1024
             del data
             assert r.status_code == want, (label, r.text)
@@ -206,7 +209,11 @@ def test_uploads_that_cost_gigabytes_are_bounded_and_health_answers(server):
     finally:
         health.finish()
     assert health.n > 5
-    assert health.worst < 1.0, health.worst
+    # a service whose event loop an upload held would not answer for about the upload's
+    # whole time (the longest takes 3-5 s on 2 idle cores; health answers within 0.04 s
+    # there); on a loaded machine an answer also waits its turn for a core, and the
+    # uploads slow down with it: the bound is a quarter of the longest, at least 1 s
+    assert health.worst < max(1.0, longest / 4), (health.worst, longest)
 
 
 @pytest.mark.slow
